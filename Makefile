@@ -1,0 +1,48 @@
+# Two commands: `make demo` and `make test`. Only Python 3.11+ is needed up front.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+
+.PHONY: demo test lint typecheck unit services-start services-stop bench clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+## make demo: install into .venv and run the offline demo (leaves .venv/bin/memoir usable)
+demo: $(STAMP)
+	$(BIN)/memoir demo
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy src/memoir
+
+## make test: lint, typecheck, start PostgreSQL + Redis on 127.0.0.1, run the whole suite, stop them
+test: $(DEV_STAMP) lint typecheck
+	@set -e; \
+	eval "$$(scripts/test-services.sh start)"; \
+	trap 'scripts/test-services.sh stop' EXIT; \
+	$(BIN)/python -m pytest -n 2 -q tests
+
+unit: $(DEV_STAMP)
+	$(BIN)/python -m pytest -n 2 -q tests
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) .tmp build dist src/*.egg-info

@@ -1,0 +1,3 @@
+from memoir.cli.app import main
+
+main()

@@ -1,0 +1,117 @@
+"""The typer application and what every command shares.
+
+Commands live in ``cmd_*.py`` modules of this package; each registers itself on ``app``
+(``@app.command()`` or ``app.add_typer``). They are discovered and imported here, so adding a
+command means adding one module. Errors: a :class:`memoir.errors.MemoirError` becomes one
+line on stderr and exit code 1 (2 for configuration errors); ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import pkgutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from memoir.config import Settings
+from memoir.errors import ConfigError, MemoirError
+
+__all__ = ["app", "main", "state", "console", "err_console", "print_json", "open_memoir"]
+
+app = typer.Typer(
+    name="memoir",
+    help="Memoir: a memory engine for long LLM conversations.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+@dataclass
+class _State:
+    debug: bool = False
+
+
+state = _State()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
+) -> None:
+    state.debug = debug
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+def print_json(value: Any) -> None:
+    """Print a JSON document on stdout (dates as ISO strings)."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+@contextmanager
+def open_memoir(**overrides: object) -> Iterator[Any]:
+    """Open the Memoir of the current environment for one command."""
+    from memoir.app import Memoir
+
+    memoir = Memoir.open(Settings.from_env(**overrides))
+    try:
+        yield memoir
+    finally:
+        memoir.close()
+
+
+def _discover() -> None:
+    import memoir.cli as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("cmd_"):
+            importlib.import_module(f"memoir.cli.{info.name}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    _discover()
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        rc = app(args=argv, standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            raise SystemExit(rc)
+    except MemoirError as exc:
+        if debug:
+            raise
+        err_console.print(f"[red]error:[/red] {exc}", markup=True, soft_wrap=True)
+        raise SystemExit(2 if isinstance(exc, ConfigError) else 1) from None
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        raise SystemExit(130) from None
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors and anything unexpected
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            raise SystemExit(exc.exit_code) from None
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            raise SystemExit(exc.exit_code) from None
+        if isinstance(exc, click.exceptions.Abort):
+            raise SystemExit(1) from None
+        if debug:
+            raise
+        err_console.print(
+            f"[red]error:[/red] {type(exc).__name__}: {exc} (run with --debug for details)",
+            soft_wrap=True,
+        )
+        raise SystemExit(1) from None

@@ -1,0 +1,238 @@
+"""Settings: the one place environment variables are read.
+
+``Settings.from_env()`` reads the environment once at the edge (CLI, server, tests) and
+everything else receives typed values. Each setting remembers where it came from so
+``memoir config`` can show it. Hours become milliseconds at exactly one place
+(:func:`hours_to_ms`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from memoir.errors import ConfigError
+
+__all__ = ["Settings", "hours_to_ms", "MS_PER_HOUR"]
+
+log = logging.getLogger(__name__)
+
+MS_PER_HOUR = 3_600_000
+
+
+def hours_to_ms(hours: float) -> int:
+    """The single conversion from configured hours to milliseconds."""
+    return int(round(hours * MS_PER_HOUR))
+
+
+def _default_home() -> Path:
+    return Path.home() / ".memoir"
+
+
+def _default_sources() -> tuple[Path, ...]:
+    home = Path.home()
+    found = [p for p in (home / ".claude" / "projects", home / ".codex" / "sessions") if p.is_dir()]
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = field(default_factory=_default_home)
+    database_url: str | None = None  # None → SQLite file under home
+    sources: tuple[Path, ...] = ()
+    exclude_projects: tuple[str, ...] = ()
+    # model
+    llm: str = "offline"
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_fallback: str | None = None
+    llm_timeout_s: float = 120.0
+    llm_retry_budget: int = 3
+    # summaries
+    summary_quiescence_hours: float = 1.0
+    summary_error_retry_hours: float = 1.0
+    summary_max_attempts: int = 5
+    summary_limit: int = 10
+    summary_store: str = "files"  # "files" (archive, episodic-memory compatible) | "database"
+    # episodes
+    episode_concurrency: int = 4
+    episode_attempt_budget: int = 32
+    # compaction
+    compact_threshold_ratio: float = 0.75
+    # search
+    embedder: str = "auto"  # "auto" | "none" | "minilm" | "hash"
+    # jobs
+    redis_url: str | None = None
+    sync_disabled: bool = False
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.home / "archive"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.home / "logs"
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.home / "memoir.db"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+        """Read settings from ``env`` (default ``os.environ``); keyword overrides win."""
+        env = os.environ if env is None else env
+        origins: dict[str, str] = {}
+        values: dict[str, object] = {}
+
+        def take(name: str, *keys: str) -> str | None:
+            for key in keys:
+                raw = env.get(key)
+                if raw is not None and raw.strip() != "":
+                    origins[name] = f"env {key}"
+                    return raw.strip()
+            return None
+
+        if (v := take("home", "MEMOIR_HOME")) is not None:
+            values["home"] = Path(v).expanduser()
+        if (v := take("database_url", "MEMOIR_DATABASE_URL")) is not None:
+            values["database_url"] = v
+        if (v := take("sources", "MEMOIR_SOURCES")) is not None:
+            values["sources"] = tuple(Path(p).expanduser() for p in v.split(os.pathsep) if p)
+        else:
+            values["sources"] = _default_sources()
+            origins["sources"] = "default (~/.claude/projects, ~/.codex/sessions when present)"
+        if (v := take("exclude_projects", "MEMOIR_EXCLUDE_PROJECTS")) is not None:
+            values["exclude_projects"] = tuple(p.strip() for p in v.split(",") if p.strip())
+        if (v := take("llm", "MEMOIR_LLM")) is not None:
+            values["llm"] = v
+        if (v := take("llm_base_url", "MEMOIR_LLM_BASE_URL")) is not None:
+            values["llm_base_url"] = v
+        if (v := take("llm_api_key", "MEMOIR_LLM_API_KEY")) is not None:
+            values["llm_api_key"] = v
+        else:
+            spec = str(values.get("llm", "offline"))
+            fallback_key = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(
+                spec.split(":", 1)[0]
+            )
+            if fallback_key and (v := take("llm_api_key", fallback_key)) is not None:
+                values["llm_api_key"] = v
+        if (v := take("llm_fallback", "MEMOIR_LLM_FALLBACK")) is not None:
+            values["llm_fallback"] = v
+        if (v := take("redis_url", "MEMOIR_REDIS_URL")) is not None:
+            values["redis_url"] = v
+        if (v := take("summary_store", "MEMOIR_SUMMARY_STORE")) is not None:
+            if v not in ("files", "database"):
+                raise ConfigError(f"MEMOIR_SUMMARY_STORE must be 'files' or 'database', not {v!r}")
+            values["summary_store"] = v
+        if (v := take("embedder", "MEMOIR_EMBEDDER")) is not None:
+            values["embedder"] = v
+        values["sync_disabled"] = _truthy(env.get("MEMOIR_SYNC_DISABLED"))
+        if values["sync_disabled"]:
+            origins["sync_disabled"] = "env MEMOIR_SYNC_DISABLED"
+
+        for name, keys, default in (
+            (
+                "summary_quiescence_hours",
+                ("MEMOIR_SUMMARY_QUIESCENCE_HOURS", "EPISODIC_MEMORY_SUMMARY_QUIESCENCE_HOURS"),
+                1.0,
+            ),
+            (
+                "summary_error_retry_hours",
+                ("MEMOIR_SUMMARY_ERROR_RETRY_HOURS", "EPISODIC_MEMORY_SUMMARY_ERROR_RETRY_HOURS"),
+                1.0,
+            ),
+            ("compact_threshold_ratio", ("MEMOIR_COMPACT_THRESHOLD_RATIO",), 0.75),
+        ):
+            if (v := take(name, *keys)) is not None:
+                values[name] = _non_negative_float(v, default, origins[name], name, origins)
+        for name, keys, default_i in (
+            (
+                "summary_max_attempts",
+                ("MEMOIR_SUMMARY_MAX_ATTEMPTS", "EPISODIC_MEMORY_SUMMARY_MAX_ATTEMPTS"),
+                5,
+            ),
+            ("summary_limit", ("MEMOIR_SUMMARY_LIMIT",), 10),
+            ("episode_concurrency", ("MEMOIR_EPISODE_CONCURRENCY",), 4),
+            ("episode_attempt_budget", ("MEMOIR_EPISODE_ATTEMPT_BUDGET",), 32),
+        ):
+            if (v := take(name, *keys)) is not None:
+                values[name] = _positive_int(v, default_i, origins[name], name, origins)
+        if "compact_threshold_ratio" in values:
+            ratio = float(values["compact_threshold_ratio"])  # type: ignore[arg-type]
+            if not 0.0 < ratio <= 1.0:
+                log.warning("MEMOIR_COMPACT_THRESHOLD_RATIO=%s is outside (0, 1]; using 0.75", ratio)
+                values["compact_threshold_ratio"] = 0.75
+                origins["compact_threshold_ratio"] = "default (invalid value ignored)"
+
+        values.update(overrides)
+        for name in overrides:
+            origins[name] = "argument"
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ConfigError(f"unknown settings: {', '.join(sorted(unknown))}")
+        for f in fields(cls):
+            origins.setdefault(f.name, "default")
+        values["origins"] = origins
+        return cls(**values)  # type: ignore[arg-type]
+
+    def describe(self) -> list[tuple[str, str, str]]:
+        """(name, effective value, where it came from) for ``memoir config``; keys masked."""
+        rows = []
+        for f in fields(self):
+            if f.name == "origins":
+                continue
+            value = getattr(self, f.name)
+            if f.name == "llm_api_key" and value:
+                shown = value[:3] + "…" + value[-2:] if len(value) > 8 else "***"
+            elif f.name in ("database_url", "redis_url") and value:
+                shown = _mask_url(str(value))
+            elif isinstance(value, tuple):
+                shown = os.pathsep.join(str(v) for v in value) or "(none)"
+            else:
+                shown = "(unset)" if value is None else str(value)
+            rows.append((f.name, shown, self.origins.get(f.name, "default")))
+        return rows
+
+
+def _truthy(raw: str | None) -> bool:
+    return raw is not None and raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _non_negative_float(
+    raw: str, default: float, key: str, name: str, origins: dict[str, str]
+) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if value != value or value < 0 or value == float("inf"):  # NaN, negative, inf
+        log.warning("%s=%r is not a non-negative number; using the default %s", key, raw, default)
+        origins[name] = f"default ({key}={raw!r} ignored)"
+        return default
+    return value
+
+
+def _positive_int(raw: str, default: int, key: str, name: str, origins: dict[str, str]) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        log.warning("%s=%r is not a positive integer; using the default %s", key, raw, default)
+        origins[name] = f"default ({key}={raw!r} ignored)"
+        return default
+    return value
+
+
+def _mask_url(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url

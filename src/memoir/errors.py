@@ -1,0 +1,88 @@
+"""Memoir's one exception tree.
+
+Every error Memoir raises on purpose derives from :class:`MemoirError`; errors of
+drivers and SDKs are translated at the boundary (``raise X(...) from exc``)::
+
+    MemoirError
+    ├── ConfigError            bad or missing setting (names the variable)
+    ├── StoreError             the database refused or is unreachable
+    │   └── MigrationError     schema cannot be brought to the current version
+    ├── IngestError            a transcript cannot be read at all (single bad lines are
+    │                          skipped and counted, never raised)
+    ├── NotFound               a session / exchange / checkpoint id that does not exist
+    ├── ModelError             (memoir.llm.errors) every model failure, see that module
+    ├── SummaryError           a summary run failed (carries the reason)
+    │   ├── BudgetExhausted    the per-run attempt budget ran out
+    │   └── OversizedHistory   a full regeneration beyond the configured size
+    ├── CompactionError        compaction could not produce a valid context
+    └── Busy                   another instance holds the lock (sync, job claim)
+
+Python's built-in ``MemoryError`` is never shadowed: memory items live under
+``memoir.memory`` and their errors derive from MemoirError with other names.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MemoirError",
+    "ConfigError",
+    "StoreError",
+    "MigrationError",
+    "IngestError",
+    "NotFound",
+    "SummaryError",
+    "BudgetExhausted",
+    "OversizedHistory",
+    "CompactionError",
+    "Busy",
+]
+
+
+class MemoirError(Exception):
+    """Base of every error Memoir raises on purpose."""
+
+
+class ConfigError(MemoirError):
+    """A setting is missing or invalid; the message names the variable."""
+
+
+class StoreError(MemoirError):
+    """The database refused an operation or cannot be reached."""
+
+
+class MigrationError(StoreError):
+    """The schema cannot be brought to the current version."""
+
+
+class IngestError(MemoirError):
+    """A transcript cannot be read at all (a missing or unreadable file)."""
+
+
+class NotFound(MemoirError):
+    """An id (session, exchange, checkpoint, job) that does not exist."""
+
+
+class SummaryError(MemoirError):
+    """A summary run failed; ``reason`` is one line a person can act on."""
+
+    def __init__(self, reason: str, *, fallback_attempted: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fallback_attempted = fallback_attempted
+
+
+class BudgetExhausted(SummaryError):
+    """The run's shared attempt budget ran out before the summary was complete."""
+
+
+class OversizedHistory(SummaryError):
+    """A full regeneration beyond the configured size; use incremental mode."""
+
+
+class CompactionError(MemoirError):
+    """Compaction could not produce a valid context (should not happen: the backstop
+    always makes progress; raised only for invalid input such as a window <= 0)."""
+
+
+class Busy(MemoirError):
+    """Another process holds the lock (a sync, a job claim)."""

@@ -1,0 +1,1 @@
+"""The one model interface: values, errors, providers, token counting, usage ledger."""

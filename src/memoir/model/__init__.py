@@ -1,0 +1,17 @@
+"""Pure domain values: sessions, events, exchanges. No I/O here."""
+
+from memoir.model.event import Author, Event, EventKind
+from memoir.model.exchange import Exchange, build_exchanges, exchange_id
+from memoir.model.session import Harness, Session, SessionFlags
+
+__all__ = [
+    "Author",
+    "Event",
+    "EventKind",
+    "Exchange",
+    "Harness",
+    "Session",
+    "SessionFlags",
+    "build_exchanges",
+    "exchange_id",
+]

@@ -1,0 +1,97 @@
+"""Exchanges: a user prompt plus the assistant turns and tool calls that answer it.
+
+Derived from events by :func:`build_exchanges` (pure). An exchange's id is the session id
+plus the ordinal of the user event that opens it, so an exchange that grows (new
+assistant turns appended) keeps its id and is updated in place, never duplicated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from memoir.model.event import Author, Event, EventKind
+
+__all__ = ["Exchange", "build_exchanges", "exchange_id"]
+
+
+def exchange_id(session_id: str, first_ordinal: int) -> str:
+    return f"{session_id}:{first_ordinal}"
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    id: str
+    session_id: str
+    first_ordinal: int
+    last_ordinal: int
+    user_text: str
+    assistant_text: str
+    tool_names: tuple[str, ...]
+    started_at: datetime | None
+    ended_at: datetime | None
+    line_start: int | None = None
+    line_end: int | None = None
+    tool_excerpt: str = ""
+
+
+TOOL_EXCERPT_CHARS = 600  # bounded excerpt of tool input/output kept for search
+
+
+def _opens_exchange(event: Event) -> bool:
+    return event.kind is EventKind.USER_TEXT and event.author is Author.USER
+
+
+def build_exchanges(events: Iterable[Event]) -> list[Exchange]:
+    """Group ordered events into exchanges. Events before the first user prompt
+    (meta records, a resumed session's preamble) belong to no exchange."""
+    out: list[Exchange] = []
+    group: list[Event] = []
+    for event in events:
+        if _opens_exchange(event):
+            if group:
+                out.append(_fold(group))
+            group = [event]
+        elif group:
+            group.append(event)
+    if group:
+        out.append(_fold(group))
+    return out
+
+
+def _fold(group: list[Event]) -> Exchange:
+    first, last = group[0], group[-1]
+    assistant: list[str] = []
+    users: list[str] = [first.text]
+    tools: list[str] = []
+    excerpt: list[str] = []
+    budget = TOOL_EXCERPT_CHARS
+    for ev in group[1:]:
+        if ev.kind is EventKind.ASSISTANT_TEXT:
+            assistant.append(ev.text)
+        elif ev.kind is EventKind.USER_TEXT and ev.author is Author.USER:
+            users.append(ev.text)
+        elif ev.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT):
+            if ev.kind is EventKind.TOOL_CALL and ev.tool_name and ev.tool_name not in tools:
+                tools.append(ev.tool_name)
+            if budget > 0 and ev.text:
+                piece = ev.text[: min(budget, 200)]
+                excerpt.append(piece)
+                budget -= len(piece)
+    times = [e.timestamp for e in group if e.timestamp is not None]
+    lines = [e.source_line for e in group if e.source_line is not None]
+    return Exchange(
+        id=exchange_id(first.session_id, first.ordinal),
+        session_id=first.session_id,
+        first_ordinal=first.ordinal,
+        last_ordinal=last.ordinal,
+        user_text="\n\n".join(u for u in users if u),
+        assistant_text="\n\n".join(a for a in assistant if a),
+        tool_names=tuple(tools),
+        started_at=times[0] if times else None,
+        ended_at=times[-1] if times else None,
+        line_start=lines[0] if lines else None,
+        line_end=lines[-1] if lines else None,
+        tool_excerpt="\n".join(excerpt),
+    )

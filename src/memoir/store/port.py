@@ -1,0 +1,203 @@
+"""The store port: one narrow interface over SQLite and PostgreSQL.
+
+Both backends implement :class:`Store` with identical behaviour; the same test suite runs
+against both. Methods are synchronous and safe to call from several threads. Every method
+that writes several rows commits them in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from memoir.llm.port import UsageRecord
+from memoir.model import Event, Exchange, Session, SessionFlags
+
+__all__ = [
+    "CheckpointRow",
+    "IngestBatch",
+    "SearchFilters",
+    "SessionInfo",
+    "SkippedLine",
+    "SourceState",
+    "Store",
+    "SummaryRow",
+    "TextHit",
+    "TraceRow",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """How far one transcript file has been indexed.
+
+    ``offset`` is the byte offset just past the last complete line parsed; ``size`` the
+    file size seen then; ``prefix_hash`` a hash of the first min(offset, 4096) bytes (and
+    ``tail_hash`` of the 4096 bytes before ``offset``) used to detect a rewritten file.
+    ``parser_state`` is the reader's JSON-serialisable resume state (pending tool call
+    names by id, codex session meta, …). ``archive_path`` is the archived copy.
+    """
+
+    path: str
+    session_id: str
+    harness: str
+    size: int
+    offset: int
+    line_count: int
+    mtime_ns: int
+    prefix_hash: str
+    tail_hash: str
+    archive_path: str | None = None
+    parser_state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A transcript line that was skipped (malformed JSON, invalid UTF-8, oversized,
+    binary, unknown record type)."""
+
+    path: str
+    line: int
+    offset: int
+    reason: str  # "malformed_json" | "invalid_utf8" | "oversized" | "binary" | "unknown_type"
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestBatch:
+    """Everything one ingest step writes, committed in one transaction.
+
+    ``reset`` deletes the session's events, exchanges, index rows and embeddings first
+    (a rewritten transcript is re-indexed cleanly). ``events`` are new events with
+    ordinals continuing the session's last ordinal. ``exchanges`` are the new or grown
+    exchanges (upserted by id, their index rows rewritten). ``source`` is the new
+    source state (None for API-fed sessions).
+    """
+
+    session: Session
+    events: tuple[Event, ...] = ()
+    exchanges: tuple[Exchange, ...] = ()
+    source: SourceState | None = None
+    skipped: tuple[SkippedLine, ...] = ()
+    reset: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    session: Session
+    exchanges: int
+    events: int
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    project: str | None = None
+    session_id: str | None = None
+    harness: str | None = None
+    role: str | None = None  # "user" | "assistant" | "tool": where the match must be
+    after: datetime | None = None
+    before: datetime | None = None
+    include_subagents: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TextHit:
+    exchange_id: str
+    score: float  # higher is better
+    snippet: str  # match marked with \x02 … \x03 (rendered by the CLI)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    """The database summary adapter's row (memoir.summaries maps it to SummaryState)."""
+
+    session_id: str
+    kind: str  # "missing" | "empty" | "real" | "errored"
+    body: str = ""
+    covered: int = 0  # events covered (database adapter counts events, not bytes)
+    last_exchange: str | None = None
+    attempts: int = 0
+    last_attempt_ms: int = 0
+    resummary_attempts: int | None = None
+    resummary_last_attempt_ms: int | None = None
+    model: str | None = None
+    message: str | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    id: str
+    session_id: str
+    created_at: datetime
+    watermark: int
+    memory_boundary: int
+    disposition: str
+    previous_id: str | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    session_id: str | None
+    kind: str
+    at: datetime
+    data: dict[str, Any]
+
+
+class Store(Protocol):
+    backend: str  # "sqlite" | "postgres"
+
+    # lifecycle
+    def close(self) -> None: ...
+    def schema_version(self) -> int: ...
+
+    # ingest
+    def apply_ingest(self, batch: IngestBatch) -> None: ...
+    def source_state(self, path: str) -> SourceState | None: ...
+    def source_states(self) -> dict[str, SourceState]: ...
+    def skipped_lines(self, path: str | None = None) -> list[SkippedLine]: ...
+
+    # sessions, events, exchanges
+    def get_session(self, session_id: str) -> Session | None: ...
+    def list_sessions(
+        self, *, project: str | None = None, limit: int | None = None
+    ) -> list[SessionInfo]: ...
+    def set_session_flags(self, session_id: str, flags: SessionFlags) -> None: ...
+    def delete_session(self, session_id: str) -> None: ...
+    def events(
+        self, session_id: str, *, after: int = 0, upto: int | None = None
+    ) -> list[Event]: ...
+    def last_ordinal(self, session_id: str) -> int: ...
+    def exchanges(self, session_id: str) -> list[Exchange]: ...
+    def get_exchange(self, exchange_id: str) -> Exchange | None: ...
+    def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]: ...
+
+    # search
+    def search_text(self, query: str, filters: SearchFilters, limit: int) -> list[TextHit]: ...
+    def embedding_backlog(self, model: str, limit: int) -> list[tuple[str, str]]: ...
+    def put_embeddings(self, model: str, rows: list[tuple[str, bytes]], dim: int) -> None: ...
+    def load_embeddings(self, model: str) -> tuple[list[str], bytes, int]: ...
+
+    # model usage ledger and cache
+    def record_usage(self, record: UsageRecord) -> None: ...
+    def usage_records(self, since: datetime | None = None) -> list[UsageRecord]: ...
+    def cache_get(self, key: str) -> str | None: ...
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None: ...
+
+    # summaries (database adapter), checkpoints, traces
+    def get_summary_row(self, session_id: str) -> SummaryRow | None: ...
+    def put_summary_row(self, row: SummaryRow) -> None: ...
+    def summary_rows(self) -> list[SummaryRow]: ...
+    def put_checkpoint(self, row: CheckpointRow) -> None: ...
+    def checkpoints(self, session_id: str) -> list[CheckpointRow]: ...
+    def record_trace(self, row: TraceRow) -> None: ...
+    def traces(self, session_id: str | None = None, kind: str | None = None) -> list[TraceRow]: ...
+
+    # health
+    def stats(self) -> dict[str, int]: ...
+    def integrity_problems(self) -> list[str]: ...
+    def repair_index(self) -> int: ...

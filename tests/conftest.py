@@ -1,0 +1,84 @@
+"""Shared test fixtures: a temp home per test, a network guard, the store backends.
+
+The network guard fails any test that connects anywhere but the loopback range or a Unix
+socket. ``store`` is parametrized over SQLite and PostgreSQL (the latter when
+MEMOIR_TEST_PG_URL is set, as ``make test`` does; each test gets its own database).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memoir.config import Settings
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CLAUDE_FIXTURES = FIXTURES / "claude-code"
+
+_real_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address: object) -> object:
+    if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
+        host = str(address[0])
+        try:
+            ok = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            ok = host == "localhost"
+        if not ok:
+            raise RuntimeError(f"network guard: test tried to reach {host}")
+    return _real_connect(self, address)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def _network_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No test sees the developer's own settings, keys or home."""
+    for key in list(os.environ):
+        if key.startswith(("MEMOIR_", "EPISODIC_MEMORY_")) and not key.startswith("MEMOIR_TEST_"):
+            monkeypatch.delenv(key, raising=False)
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    (tmp_path / "user-home").mkdir()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "memoir-home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def settings(home: Path) -> Settings:
+    return Settings.from_env({"MEMOIR_HOME": str(home)}, sources=())
+
+
+@pytest.fixture
+def claude_fixtures() -> Path:
+    if not CLAUDE_FIXTURES.exists():
+        pytest.skip("shared/fixtures not present")
+    return CLAUDE_FIXTURES
+
+
+def pg_url() -> str | None:
+    return os.environ.get("MEMOIR_TEST_PG_URL")
+
+
+def redis_url() -> str | None:
+    return os.environ.get("MEMOIR_TEST_REDIS_URL")
+
+
+@pytest.fixture
+def anyio_backend() -> Iterator[str]:
+    yield "asyncio"
