@@ -98,16 +98,15 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(130) from None
     except SystemExit:
         raise
-    except Exception as exc:  # click usage errors and anything unexpected
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            raise SystemExit(exc.exit_code) from None
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:  # click usage errors (typer vendors click) and the unexpected
+        name = type(exc).__name__
+        if name == "Exit":
+            raise SystemExit(getattr(exc, "exit_code", 0)) from None
+        if name == "Abort":
+            raise SystemExit(1) from None
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             raise SystemExit(exc.exit_code) from None
-        if isinstance(exc, click.exceptions.Abort):
-            raise SystemExit(1) from None
         if debug:
             raise
         err_console.print(

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run(args: list[str], env_home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    full_env.update({"MEMOIR_HOME": str(env_home), **env})
+    return subprocess.run(
+        [sys.executable, "-m", "memoir.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+    )
+
+
+def test_config_json_reports_sources(home: Path) -> None:
+    out = run(["config", "--json"], home, MEMOIR_SUMMARY_MAX_ATTEMPTS="9")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["home"] == {"value": str(home), "source": "env MEMOIR_HOME"}
+    assert data["summary_max_attempts"]["value"] == "9"
+    assert data["llm"]["source"] == "default"
+
+
+def test_config_error_is_one_line_without_traceback(home: Path) -> None:
+    out = run(["config"], home, MEMOIR_SUMMARY_STORE="cloud")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert out.stderr.strip().count("\n") == 0
+    assert "MEMOIR_SUMMARY_STORE" in out.stderr
+
+
+def test_unknown_command_is_a_usage_error(home: Path) -> None:
+    out = run(["no-such-command"], home)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr

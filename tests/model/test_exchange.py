@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memoir.model import Author, Event, EventKind, build_exchanges, exchange_id
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def ev(n: int, kind: EventKind, author: Author, text: str, tool: str | None = None) -> Event:
+    return Event("s1", n, kind, author, text, T0 + timedelta(minutes=n), tool_name=tool, source_line=n)
+
+
+def history() -> list[Event]:
+    return [
+        ev(1, EventKind.META, Author.SYSTEM, "preamble"),
+        ev(2, EventKind.USER_TEXT, Author.USER, "fix the parser"),
+        ev(3, EventKind.THINKING, Author.ASSISTANT, "hmm"),
+        ev(4, EventKind.TOOL_CALL, Author.ASSISTANT, '{"path": "a.py"}', "Read"),
+        ev(5, EventKind.TOOL_RESULT, Author.TOOL, "def parse(): ...", "Read"),
+        ev(6, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "Fixed it."),
+        ev(7, EventKind.USER_TEXT, Author.USER, "thanks, now tests"),
+        ev(8, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "Added tests."),
+    ]
+
+
+def test_groups_by_user_prompt_and_skips_preamble() -> None:
+    xs = build_exchanges(history())
+    assert [x.id for x in xs] == [exchange_id("s1", 2), exchange_id("s1", 7)]
+    first = xs[0]
+    assert (first.first_ordinal, first.last_ordinal) == (2, 6)
+    assert first.user_text == "fix the parser"
+    assert first.assistant_text == "Fixed it."
+    assert first.tool_names == ("Read",)
+    assert "def parse" in first.tool_excerpt
+    assert first.started_at == T0 + timedelta(minutes=2)
+    assert first.ended_at == T0 + timedelta(minutes=6)
+    assert (first.line_start, first.line_end) == (2, 6)
+
+
+def test_growing_exchange_keeps_its_id() -> None:
+    events = history()
+    before = build_exchanges(events)
+    grown = build_exchanges([*events, ev(9, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "More.")])
+    assert [x.id for x in grown] == [x.id for x in before]
+    assert grown[-1].last_ordinal == 9
+    assert grown[-1].assistant_text == "Added tests.\n\nMore."
+
+
+def test_meta_user_text_does_not_open_an_exchange() -> None:
+    events = [
+        ev(1, EventKind.USER_TEXT, Author.USER, "hello"),
+        ev(2, EventKind.USER_TEXT, Author.SYSTEM, "<command-name>/clear</command-name>"),
+        ev(3, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "hi"),
+    ]
+    xs = build_exchanges(events)
+    assert len(xs) == 1 and xs[0].last_ordinal == 3
+
+
+def test_tool_excerpt_is_bounded() -> None:
+    big = "x" * 100_000
+    events = [ev(1, EventKind.USER_TEXT, Author.USER, "go")] + [
+        ev(n, EventKind.TOOL_RESULT, Author.TOOL, big, "Bash") for n in range(2, 20)
+    ]
+    (x,) = build_exchanges(events)
+    assert 0 < len(x.tool_excerpt) <= 600 + 20

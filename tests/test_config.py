@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from memoir.config import MS_PER_HOUR, Settings, hours_to_ms
+from memoir.errors import ConfigError
+
+
+def test_defaults() -> None:
+    s = Settings.from_env({})
+    assert s.llm == "offline"
+    assert s.summary_quiescence_hours == 1.0
+    assert s.summary_error_retry_hours == 1.0
+    assert s.summary_max_attempts == 5
+    assert s.compact_threshold_ratio == 0.75
+    assert s.origins["compact_threshold_ratio"] == "default"
+    assert s.database_url is None
+
+
+@pytest.mark.parametrize(
+    ("env", "field", "expected", "origin"),
+    [
+        ({"MEMOIR_SUMMARY_QUIESCENCE_HOURS": "0.5"}, "summary_quiescence_hours", 0.5, "env"),
+        (
+            {"EPISODIC_MEMORY_SUMMARY_QUIESCENCE_HOURS": "2.25"},
+            "summary_quiescence_hours",
+            2.25,
+            "env EPISODIC_MEMORY_SUMMARY_QUIESCENCE_HOURS",
+        ),
+        (
+            {
+                "MEMOIR_SUMMARY_ERROR_RETRY_HOURS": "3",
+                "EPISODIC_MEMORY_SUMMARY_ERROR_RETRY_HOURS": "9",
+            },
+            "summary_error_retry_hours",
+            3.0,
+            "env MEMOIR_SUMMARY_ERROR_RETRY_HOURS",
+        ),
+        ({"MEMOIR_SUMMARY_QUIESCENCE_HOURS": "-1"}, "summary_quiescence_hours", 1.0, "default"),
+        ({"MEMOIR_SUMMARY_QUIESCENCE_HOURS": "soon"}, "summary_quiescence_hours", 1.0, "default"),
+        ({"MEMOIR_SUMMARY_QUIESCENCE_HOURS": "nan"}, "summary_quiescence_hours", 1.0, "default"),
+        ({"MEMOIR_SUMMARY_QUIESCENCE_HOURS": "0"}, "summary_quiescence_hours", 0.0, "env"),
+        ({"EPISODIC_MEMORY_SUMMARY_MAX_ATTEMPTS": "7"}, "summary_max_attempts", 7, "env"),
+        ({"MEMOIR_SUMMARY_MAX_ATTEMPTS": "0"}, "summary_max_attempts", 5, "default"),
+        ({"MEMOIR_SUMMARY_MAX_ATTEMPTS": "x"}, "summary_max_attempts", 5, "default"),
+        ({"MEMOIR_COMPACT_THRESHOLD_RATIO": "0.5"}, "compact_threshold_ratio", 0.5, "env"),
+        ({"MEMOIR_COMPACT_THRESHOLD_RATIO": "1.5"}, "compact_threshold_ratio", 0.75, "default"),
+    ],
+)
+def test_numeric_settings(
+    env: dict[str, str], field: str, expected: float, origin: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        s = Settings.from_env(env)
+    assert getattr(s, field) == expected
+    assert s.origins[field].startswith(origin)
+    if origin == "default":
+        assert caplog.records, "an ignored value must warn"
+
+
+def test_hours_to_ms_is_the_one_conversion() -> None:
+    assert MS_PER_HOUR == 3_600_000
+    assert hours_to_ms(1) == 3_600_000
+    assert hours_to_ms(0.25) == 900_000
+
+
+def test_api_key_fallback_by_provider() -> None:
+    s = Settings.from_env({"MEMOIR_LLM": "openai:gpt-4o-mini", "OPENAI_API_KEY": "sk-abc"})
+    assert s.llm_api_key == "sk-abc"
+    assert s.origins["llm_api_key"] == "env OPENAI_API_KEY"
+    s = Settings.from_env({"MEMOIR_LLM": "anthropic:claude", "OPENAI_API_KEY": "sk-abc"})
+    assert s.llm_api_key is None
+    s = Settings.from_env(
+        {"MEMOIR_LLM": "anthropic:claude", "ANTHROPIC_API_KEY": "a", "MEMOIR_LLM_API_KEY": "b"}
+    )
+    assert s.llm_api_key == "b"
+
+
+def test_sources_split_on_pathsep(tmp_path: Path) -> None:
+    import os
+
+    raw = os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")])
+    s = Settings.from_env({"MEMOIR_SOURCES": raw})
+    assert s.sources == (tmp_path / "a", tmp_path / "b")
+
+
+def test_overrides_win_and_unknown_rejected(tmp_path: Path) -> None:
+    s = Settings.from_env({"MEMOIR_HOME": "/nope"}, home=tmp_path)
+    assert s.home == tmp_path and s.origins["home"] == "argument"
+    with pytest.raises(ConfigError):
+        Settings.from_env({}, not_a_setting=1)
+    with pytest.raises(ConfigError, match="MEMOIR_SUMMARY_STORE"):
+        Settings.from_env({"MEMOIR_SUMMARY_STORE": "cloud"})
+
+
+def test_describe_masks_secrets() -> None:
+    s = Settings.from_env(
+        {
+            "MEMOIR_LLM_API_KEY": "sk-verysecretvalue",
+            "MEMOIR_DATABASE_URL": "postgresql://bob:hunter2@db:5432/m",
+        }
+    )
+    shown = {name: value for name, value, _ in s.describe()}
+    assert "verysecret" not in shown["llm_api_key"]
+    assert "hunter2" not in shown["database_url"] and "bob" in shown["database_url"]
