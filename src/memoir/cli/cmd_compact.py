@@ -1,0 +1,85 @@
+"""`memoir compact FILE --window N`: compact a messages file with the configured model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.errors import CompactionError, MemoirError
+
+__all__ = ["compact", "read_messages"]
+
+
+def read_messages(path: Path) -> list[dict[str, Any]]:
+    """A JSON array of messages, an object with ``"messages"``, or JSON Lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CompactionError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CompactionError(f"{path} is not UTF-8 text") from exc
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise CompactionError(
+                f"{path} is neither JSON nor JSON Lines (line {exc.lineno}: {exc.msg})"
+            ) from exc
+    if isinstance(data, dict):
+        data = data.get("messages")
+    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+        raise CompactionError(f"{path} must hold a list of message objects")
+    return data
+
+
+def _model(memoir: Any) -> Any:
+    try:
+        return memoir.model()
+    except MemoirError:
+        raise
+    except Exception:  # the facade may not be wired yet: fall back to the offline model
+        from memoir.llm.offline import OfflineModel
+
+        return OfflineModel()
+
+
+@app.command()
+def compact(
+    file: Path = typer.Argument(..., help="Messages file: JSON array, {messages: [...]}, or JSONL."),
+    window: int = typer.Option(..., "--window", "-w", help="The model's context window (tokens)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO."""
+    from memoir.compaction import Compactor
+
+    messages = read_messages(file)
+    with open_memoir() as memoir:
+        compactor = Compactor.from_settings(memoir.settings, _model(memoir), store=memoir.store)
+        result = compactor.compact(messages, window=window)
+    if as_json:
+        print_json(result.to_json())
+        return
+    table = Table(title=f"memoir compact {file.name}", show_header=False)
+    table.add_column("")
+    table.add_column("")
+    table.add_row("strategy", result.strategy + (f" ({result.reason})" if result.reason else ""))
+    table.add_row("messages", f"{len(messages)} → {len(result.messages)}")
+    table.add_row("tokens", f"{result.tokens_before} → {result.tokens_after}")
+    table.add_row(
+        "threshold",
+        f"{result.threshold} (window {result.window} × {result.ratio}, {result.threshold_source})",
+    )
+    table.add_row("removed", str(result.removed_count))
+    table.add_row("per-message cap", str(result.cap))
+    if result.budgets_tried:
+        table.add_row("output budget", " → ".join(str(b) for b in result.budgets_tried))
+    for o in result.omitted:
+        table.add_row("omitted", f"{o.tool or o.role} (#{o.position}), ~{o.tokens} tokens, {o.where}")
+    console.print(table)

@@ -1,0 +1,204 @@
+"""`memoir hook install | uninstall | status`: the Claude Code SessionStart hook.
+
+The hook runs ``<absolute path of memoir> sync --background`` whenever Claude Code starts
+or resumes a session. Installing merges into Claude Code's settings file (other hooks and
+settings are kept; installing twice changes nothing; a moved executable is updated in
+place). Uninstalling removes only Memoir's hook. The file is rewritten atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from memoir.cli.app import app, console, print_json
+from memoir.errors import ConfigError
+
+__all__ = [
+    "HOOK_ARGS",
+    "add_hook",
+    "default_settings_path",
+    "hook_command",
+    "is_memoir_hook",
+    "remove_hook",
+]
+
+HOOK_EVENT = "SessionStart"
+HOOK_MATCHER = "startup|resume"
+HOOK_ARGS = "sync --background"
+
+hook_app = typer.Typer(help="Install the Claude Code hook that syncs at session start.")
+app.add_typer(hook_app, name="hook")
+
+
+def default_settings_path() -> Path:
+    return Path.home() / ".claude" / "settings.json"
+
+
+def hook_command() -> str:
+    """The hook's command line, with the memoir executable's absolute path."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name == "memoir" and argv0.exists():
+        exe = str(argv0.resolve())
+    elif found := shutil.which("memoir"):
+        exe = str(Path(found).resolve())
+    else:
+        return f"{shlex.quote(sys.executable)} -m memoir.cli {HOOK_ARGS}"
+    return f"{shlex.quote(exe)} {HOOK_ARGS}"
+
+
+def is_memoir_hook(entry: object) -> bool:
+    if not isinstance(entry, dict) or entry.get("type", "command") != "command":
+        return False
+    command = str(entry.get("command", ""))
+    if not command.endswith(HOOK_ARGS):
+        return False
+    head = command[: -len(HOOK_ARGS)].strip()
+    return head.endswith(("memoir", "memoir'", "-m memoir.cli"))
+
+
+def add_hook(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], bool]:
+    """Settings with Memoir's hook present exactly once (pure); True when changed."""
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConfigError("Claude Code settings: 'hooks' is not an object; fix the file first")
+    groups = hooks.setdefault(HOOK_EVENT, [])
+    if not isinstance(groups, list):
+        raise ConfigError(f"Claude Code settings: 'hooks.{HOOK_EVENT}' is not a list")
+    ours = [
+        entry
+        for group in groups
+        if isinstance(group, dict)
+        for entry in group.get("hooks", [])
+        if is_memoir_hook(entry)
+    ]
+    if ours:
+        changed = any(entry.get("command") != command for entry in ours)
+        for entry in ours:
+            entry["command"] = command
+        return settings, changed
+    groups.append({"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command}]})
+    return settings, True
+
+
+def remove_hook(settings: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """Settings without Memoir's hook (pure); how many entries were removed."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict) or not isinstance(hooks.get(HOOK_EVENT), list):
+        return settings, 0
+    removed = 0
+    kept_groups = []
+    for group in hooks[HOOK_EVENT]:
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            kept_groups.append(group)
+            continue
+        entries = [e for e in group["hooks"] if not is_memoir_hook(e)]
+        removed += len(group["hooks"]) - len(entries)
+        if entries or not group["hooks"]:
+            kept_groups.append({**group, "hooks": entries})
+    if kept_groups:
+        hooks[HOOK_EVENT] = kept_groups
+    else:
+        del hooks[HOOK_EVENT]
+    if not hooks:
+        del settings["hooks"]
+    return settings, removed
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); fix it, then run again") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a JSON object; fix it, then run again")
+    return data
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.memoir.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+_SETTINGS_OPT = typer.Option(
+    None, "--settings", help="Claude Code settings file (default ~/.claude/settings.json)."
+)
+
+
+@hook_app.command("install")
+def install(
+    settings: Path | None = _SETTINGS_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Add the SessionStart hook that runs `memoir sync --background`."""
+    path = settings or default_settings_path()
+    command = hook_command()
+    data, changed = add_hook(_load(path), command)
+    if changed:
+        _save(path, data)
+    if as_json:
+        print_json({"settings": str(path), "command": command, "changed": changed})
+    elif changed:
+        console.print(f"Installed the SessionStart hook in {path}:\n  {command}")
+    else:
+        console.print(f"The hook is already installed in {path}.")
+
+
+@hook_app.command("uninstall")
+def uninstall(
+    settings: Path | None = _SETTINGS_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Remove Memoir's SessionStart hook (other hooks are kept)."""
+    path = settings or default_settings_path()
+    removed = 0
+    if path.exists():
+        data, removed = remove_hook(_load(path))
+        if removed:
+            _save(path, data)
+    if as_json:
+        print_json({"settings": str(path), "removed": removed})
+    else:
+        console.print(
+            f"Removed {removed} Memoir hook(s) from {path}." if removed else "No Memoir hook found."
+        )
+
+
+@hook_app.command("status")
+def status(
+    settings: Path | None = _SETTINGS_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show whether the hook is installed and the command it runs."""
+    path = settings or default_settings_path()
+    hooks = _load(path).get("hooks") if path.exists() else None
+    groups = hooks.get(HOOK_EVENT) if isinstance(hooks, dict) else None
+    groups = groups if isinstance(groups, list) else []
+    commands = [
+        str(entry.get("command"))
+        for group in groups
+        if isinstance(group, dict)
+        for entry in group.get("hooks", [])
+        if is_memoir_hook(entry)
+    ]
+    if as_json:
+        print_json({"settings": str(path), "installed": bool(commands), "commands": commands})
+    else:
+        console.print(f"installed: {commands[0]}" if commands else f"not installed in {path}")

@@ -1,0 +1,122 @@
+"""`memoir search`: full-text, semantic or hybrid search over past exchanges."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import typer
+from rich.markup import escape
+from rich.text import Text
+
+from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.search.dates import parse_when
+from memoir.search.hits import SearchHit
+from memoir.search.snippets import MARK_END, MARK_START
+from memoir.store.port import SearchFilters
+
+__all__ = ["render_snippet", "search_command"]
+
+
+class Role(StrEnum):
+    user = "user"
+    assistant = "assistant"
+    tool = "tool"
+
+
+class Mode(StrEnum):
+    text = "text"
+    vector = "vector"
+    hybrid = "hybrid"
+
+
+def render_snippet(snippet: str) -> Text:
+    """The snippet with its ``\\x02 … \\x03`` marks shown as highlighted text."""
+    out = Text()
+    marked = False
+    for char_run in _runs(snippet):
+        if char_run == MARK_START:
+            marked = True
+        elif char_run == MARK_END:
+            marked = False
+        else:
+            out.append(char_run, style="bold yellow" if marked else None)
+    return out
+
+
+def _runs(snippet: str) -> list[str]:
+    parts: list[str] = []
+    current = ""
+    for char in snippet:
+        if char in (MARK_START, MARK_END):
+            if current:
+                parts.append(current)
+            parts.append(char)
+            current = ""
+        else:
+            current += char
+    if current:
+        parts.append(current)
+    return parts
+
+
+@app.command("search")
+def search_command(
+    query: str = typer.Argument(..., help="Words to look for (any text is safe)."),
+    project: str | None = typer.Option(None, "--project", "-p", help="Only this project."),
+    session: str | None = typer.Option(None, "--session", help="Only this session id."),
+    harness: str | None = typer.Option(
+        None, "--harness", help="Only sessions from claude-code, codex, generic or api."
+    ),
+    role: Role | None = typer.Option(None, "--role", help="Where the match must be."),
+    after: str | None = typer.Option(
+        None, "--after", help="On or after this ISO date/datetime (UTC when no zone)."
+    ),
+    before: str | None = typer.Option(
+        None, "--before", help="On or before this ISO date/datetime (a date includes its day)."
+    ),
+    include_subagents: bool = typer.Option(
+        False, "--include-subagents", help="Also search subagent / sidechain sessions."
+    ),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, max=1000, help="Most hits to show."),
+    mode: Mode | None = typer.Option(
+        None, "--mode", help="text, vector or hybrid (default: hybrid when embeddings exist)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of hits."),
+) -> None:
+    """Search past exchanges by words and (with the embeddings extra) by meaning."""
+    filters = SearchFilters(
+        project=project,
+        session_id=session,
+        harness=harness,
+        role=role.value if role else None,
+        after=parse_when(after, option="--after") if after else None,
+        before=parse_when(before, end_of_day=True, option="--before") if before else None,
+        include_subagents=include_subagents,
+    )
+    with open_memoir() as memoir:
+        hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)
+    if as_json:
+        print_json([hit.to_json() for hit in hits])
+        return
+    _print_hits(query, hits)
+
+
+def _print_hits(query: str, hits: list[SearchHit]) -> None:
+    if not hits:
+        console.print(f"no matches for {escape(repr(query))}")
+        return
+    for number, hit in enumerate(hits, start=1):
+        when = hit.timestamp.strftime("%Y-%m-%d %H:%M") if hit.timestamp else "(no date)"
+        head = Text(f"{number:>2}. ", style="bold")
+        head.append(when, style="cyan")
+        head.append(f"  {hit.project or '-'}", style="green")
+        head.append(f"  {hit.exchange_id}", style="dim")
+        console.print(head)
+        body = Text("    ")
+        body.append_text(render_snippet(hit.snippet.replace("\n", " ")))
+        console.print(body)
+        if hit.summary:
+            first = hit.summary.strip().splitlines()[0]
+            short = first if len(first) <= 160 else first[:157] + "…"
+            console.print(Text(f"    summary: {short}", style="dim"))
+    console.print(Text(f"{len(hits)} hit{'s' if len(hits) != 1 else ''}", style="dim"))

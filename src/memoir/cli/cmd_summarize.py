@@ -1,0 +1,114 @@
+"""`memoir summarize SESSION`: the episodic summarizer over one stored session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from memoir.cli.app import app, console, err_console, open_memoir, print_json
+from memoir.episodes.session import RunMode, SessionRun, summarize_session
+from memoir.episodes.summarizer import Progress as ProgressFn
+from memoir.errors import MemoirError, NotFound
+
+__all__ = ["summarize"]
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[ProgressFn | None]:
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def report(phase: str, completed: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total)
+        bar.update(tasks[phase], completed=completed, total=total)
+
+    with bar:
+        yield report
+
+
+def _resolve(memoir: object, session: str) -> str:
+    store = memoir.store  # type: ignore[attr-defined]
+    if store.get_session(session) is not None:
+        return session
+    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise MemoirError(f"session prefix {session!r} is ambiguous ({len(matches)} sessions)")
+    raise NotFound(f"no session {session!r} in this Memoir home (run memoir sync?)")
+
+
+def _show(run: SessionRun) -> None:
+    summary = run.summary
+    if summary is None:
+        console.print(f"Summary of {run.session_id} is already up to date (nothing new).")
+        return
+    table = Table(title=f"summary of {run.session_id}", show_header=False)
+    rows = [
+        ("mode", run.mode + (f" ({run.rounds} rounds)" if run.rounds > 1 else "")),
+        ("episodes", str(summary.episodes)),
+        ("split after truncation", str(summary.splits)),
+        ("cache hits", str(summary.cache_hits)),
+        ("model calls", str(run.calls)),
+        ("model", summary.model + (" (fallback)" if summary.fallback_used else "")),
+        ("tokens in / out", f"{summary.input_tokens:,} / {summary.output_tokens:,}"),
+        ("saved", "yes" if run.saved else "NO"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    console.print(summary.text, markup=False, highlight=False)
+
+
+@app.command()
+def summarize(
+    session: str = typer.Argument(..., help="Session id (or a unique prefix)."),
+    full: bool = typer.Option(False, "--full", help="Rebuild from the whole history."),
+    incremental: bool = typer.Option(
+        False, "--incremental", help="Summarize only what follows the existing summary."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the episode cache."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Summarize a long session episode by episode and save the result.
+
+    Without --full or --incremental: incremental when the session already has a summary,
+    else full (and in parts when the history is beyond the full-regeneration guard).
+    """
+    if full and incremental:
+        raise typer.BadParameter("choose one of --full and --incremental")
+    mode: RunMode = "full" if full else "incremental" if incremental else "auto"
+    with open_memoir() as memoir:
+        session_id = _resolve(memoir, session)
+        with _progress_bar(err_console.is_terminal) as progress:
+            run = summarize_session(
+                memoir, session_id, mode=mode, use_cache=not no_cache, progress=progress
+            )
+    if as_json:
+        print_json(run.to_json())
+    else:
+        _show(run)
+    if run.summary is not None and not run.saved:
+        raise MemoirError(run.note or "the summary was not saved")

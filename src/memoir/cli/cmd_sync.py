@@ -1,0 +1,335 @@
+"""`memoir sync`, `show`, `stats`, `verify` and `demo`: the archive and index commands.
+
+``sync`` takes a single-instance lock (a second sync exits 0 at once), archives and indexes
+what changed, then runs the summary pass (unless ``--no-summaries``) and ends with a table.
+``--background`` starts a detached sync that logs to ``<home>/logs/sync-YYYYMMDD.log`` —
+what the Claude Code SessionStart hook runs.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memoir.cli.app import app, console, err_console, open_memoir, print_json
+from memoir.config import Settings
+from memoir.errors import Busy, MemoirError, NotFound
+from memoir.ingest.lock import sync_lock
+from memoir.ingest.sync import SyncProgress, SyncReport, sync
+from memoir.ingest.verify import verify as verify_home
+from memoir.model import Event, EventKind
+
+__all__ = ["demo", "show", "stats", "sync_command", "verify"]
+
+
+@contextmanager
+def _bar(enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("syncing"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[name]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    task = bar.add_task("sync", total=None, name="")
+
+    def update(p: SyncProgress) -> None:
+        bar.update(task, completed=p.bytes_done, total=p.bytes_total, name=Path(p.path).name[:40])
+
+    with bar:
+        yield update
+
+
+def _summary_pass(memoir: Any, limit: int) -> dict[str, Any] | None:
+    """Run the summary pass when memoir.summaries provides it; its report as a dict."""
+    try:
+        from memoir.summaries.summary_pass import run_summary_pass
+    except ImportError:
+        return None
+    try:
+        report = run_summary_pass(memoir, limit=limit)
+    except MemoirError as exc:
+        return {"error": str(exc)}
+    as_dict = getattr(report, "as_dict", None)
+    return as_dict() if callable(as_dict) else {"report": str(report)}
+
+
+def _table(report: SyncReport, summaries: dict[str, Any] | None) -> Table:
+    table = Table(title="memoir sync", show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    rows = [
+        ("files scanned", report.files_scanned),
+        ("files unchanged", report.files_unchanged),
+        ("files copied to the archive", report.files_copied),
+        ("files indexed", report.files_indexed),
+        ("files re-indexed (rewritten)", report.files_reset),
+        ("files ignored", report.files_ignored),
+        ("exchanges added", report.exchanges_added),
+        ("exchanges updated", report.exchanges_updated),
+        ("lines skipped", report.lines_skipped),
+        ("sessions removed (no-index marker)", len(report.sessions_removed)),
+    ]
+    for name, value in rows:
+        table.add_row(name, str(value))
+    if summaries is not None:
+        for key in ("summarized", "resummarized", "failed", "skipped_not_idle", "deferred"):
+            if key in summaries:
+                table.add_row(f"summaries {key.replace('_', ' ')}", str(summaries[key]))
+        if "error" in summaries:
+            table.add_row("summaries", f"[red]{escape(str(summaries['error']))}[/red]")
+    table.add_row("seconds", f"{report.duration_s:.2f}")
+    return table
+
+
+def _background(settings: Settings, argv: list[str]) -> Path:
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    log = settings.logs_dir / f"sync-{datetime.now(UTC):%Y%m%d}.log"
+    with open(log, "ab") as out:
+        subprocess.Popen(
+            [sys.executable, "-m", "memoir.cli", "sync", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    return log
+
+
+@app.command("sync")
+def sync_command(
+    source: list[Path] = typer.Option(
+        None, "--source", help="A transcript folder (repeatable); default: MEMOIR_SOURCES."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    summary_limit: int | None = typer.Option(
+        None,
+        "--summary-limit",
+        min=0,
+        help="Most summaries to write (default MEMOIR_SUMMARY_LIMIT).",
+    ),
+    no_summaries: bool = typer.Option(False, "--no-summaries", help="Index only."),
+    background: bool = typer.Option(False, "--background", help="Run detached and return."),
+) -> None:
+    """Archive and index new or grown transcripts, then refresh due summaries."""
+    settings = Settings.from_env()
+    if settings.sync_disabled:
+        console.print("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done")
+        return
+    if background:
+        argv = [a for a in sys.argv[1:] if a not in ("--background", "sync")]
+        log = _background(settings, argv)
+        console.print(f"sync started in the background; log: {log}")
+        return
+    settings.home.mkdir(parents=True, exist_ok=True)
+    try:
+        with sync_lock(settings.home), open_memoir() as memoir:
+            with _bar(not as_json) as progress:
+                report = sync(
+                    memoir.settings, memoir.store, sources=source or None, progress=progress
+                )
+            summaries = None
+            if not no_summaries:
+                limit = settings.summary_limit if summary_limit is None else summary_limit
+                summaries = _summary_pass(memoir, limit)
+    except Busy:
+        console.print("another memoir sync is running; leaving it to finish")
+        return
+    if as_json:
+        print_json({**report.as_dict(), "summaries": summaries})
+        return
+    console.print(_table(report, summaries))
+    rows = (summaries or {}).get("rows") or []
+    if rows:
+        table = Table(title="summaries")
+        for column in ("session", "project", "outcome", "detail"):
+            table.add_column(column)
+        for row in rows[:20]:
+            table.add_row(
+                *(escape(str(row.get(k, ""))) for k in ("session", "project", "outcome", "detail"))
+            )
+        console.print(table)
+    for error in report.errors:
+        err_console.print(f"[yellow]warning:[/yellow] {escape(error)}")
+
+
+def _resolve(store: Any, session: str) -> str:
+    if store.get_session(session) is not None:
+        return session
+    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
+    if len(matches) == 1:
+        return str(matches[0])
+    if matches:
+        raise MemoirError(f"session prefix {session!r} matches {len(matches)} sessions")
+    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
+
+
+def _summary_body(memoir: Any, session_id: str) -> str | None:
+    try:
+        from memoir.summaries.port import open_summary_store
+
+        summaries = open_summary_store(memoir.settings, memoir.store)
+        found = summaries.find(session_id)
+        if found is None:
+            return None
+        body = summaries.refresh(found).state.body
+        return body or None
+    except (ImportError, AttributeError, MemoirError, OSError):
+        return None
+
+
+def _event_json(e: Event) -> dict[str, Any]:
+    return {
+        "ordinal": e.ordinal,
+        "kind": e.kind.value,
+        "author": e.author.value,
+        "text": e.text,
+        "timestamp": e.timestamp.isoformat() if e.timestamp else None,
+        "tool_name": e.tool_name,
+        "call_id": e.call_id,
+        "payload": e.payload,
+        "line": e.source_line,
+    }
+
+
+_STYLE = {
+    EventKind.USER_TEXT: ("user", "bold green"),
+    EventKind.ASSISTANT_TEXT: ("assistant", "bold blue"),
+    EventKind.THINKING: ("thinking", "dim italic"),
+    EventKind.TOOL_CALL: ("→ tool", "magenta"),
+    EventKind.TOOL_RESULT: ("← result", "dim"),
+    EventKind.ATTACHMENT: ("attachment", "dim"),
+    EventKind.META: ("meta", "dim"),
+    EventKind.COMPACTION: ("compaction", "yellow"),
+}
+
+
+def _print_event(e: Event, full: bool) -> None:
+    label, style = _STYLE[e.kind]
+    if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
+        label = f"{label} {e.tool_name}"
+    text = e.text
+    if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
+        text = text if len(text) <= 300 else text[:300] + " …"
+    when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
+    console.print(f"[{style}]{escape(label)}[/{style}] [dim]#{e.ordinal} {when}[/dim]")
+    console.print(escape(text), soft_wrap=True)
+    console.print()
+
+
+@app.command()
+def show(
+    session: str = typer.Argument(..., help="A session id (or a unique prefix)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the session and its events."),
+    full: bool = typer.Option(False, "--full", help="Do not shorten tool input/output."),
+    meta: bool = typer.Option(False, "--meta", help="Also show meta and thinking events."),
+) -> None:
+    """Print a stored conversation as a readable transcript."""
+    with open_memoir() as memoir:
+        sid = _resolve(memoir.store, session)
+        info = memoir.store.get_session(sid)
+        events = memoir.store.events(sid)
+        body = _summary_body(memoir, sid)
+        if as_json:
+            print_json(
+                {
+                    "session": {
+                        "id": sid,
+                        "project": info.project,
+                        "harness": info.harness.value,
+                        "source_path": info.source_path,
+                        "flags": {k: getattr(info.flags, k) for k in info.flags.__slots__},
+                        "cwd": info.cwd,
+                    },
+                    "summary": body,
+                    "events": [_event_json(e) for e in events],
+                }
+            )
+            return
+        console.print(f"[bold]{sid}[/bold] · {info.project} · {info.harness.value}")
+        if body:
+            console.print(f"[italic]{escape(body)}[/italic]\n", soft_wrap=True)
+        hidden = (EventKind.META, EventKind.THINKING)
+        for event in events:
+            if meta or event.kind not in hidden:
+                _print_event(event, full)
+
+
+def _archive_usage(settings: Settings) -> tuple[int, int]:
+    files = total = 0
+    if settings.archive_dir.is_dir():
+        for path in settings.archive_dir.glob("*/*.jsonl"):
+            files += 1
+            total += path.stat().st_size
+    return files, total
+
+
+@app.command()
+def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Counts of what this Memoir home holds."""
+    with open_memoir() as memoir:
+        data: dict[str, Any] = dict(memoir.store.stats())
+        data["archive_files"], data["archive_bytes"] = _archive_usage(memoir.settings)
+        data["backend"] = memoir.store.backend
+    if as_json:
+        print_json(data)
+        return
+    table = Table(title="memoir stats", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key, value in data.items():
+        table.add_row(key.replace("_", " "), f"{value:,}" if isinstance(value, int) else str(value))
+    console.print(table)
+
+
+@app.command()
+def verify(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    repair: bool = typer.Option(False, "--repair", help="Rebuild and re-index what can be."),
+) -> None:
+    """Check the index against the archive; exit 1 when something is wrong."""
+    with open_memoir() as memoir:
+        report = verify_home(memoir.settings, memoir.store, repair=repair)
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        for item in report.problems:
+            console.print(f"[red]{item.kind}[/red] {escape(item.where)} {escape(item.detail)}")
+        for item in report.warnings:
+            console.print(
+                f"[yellow]{item.kind}[/yellow] {escape(item.where)} {escape(item.detail)}"
+            )
+        state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        console.print(
+            f"verify: {state}; {report.sources_checked} transcripts indexed, "
+            f"{report.archive_files} archived, {len(report.warnings)} warning(s)"
+            + (f", {report.repaired} repaired" if repair else "")
+        )
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    home: Path | None = typer.Option(None, "--home", help="Where to build the demo home."),
+) -> None:
+    """Sync a bundled sample corpus into a throwaway home and tour what Memoir found."""
+    from memoir.demo.tour import run_demo
+
+    run_demo(console, home)

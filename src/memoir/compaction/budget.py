@@ -1,0 +1,102 @@
+"""The numbers of compaction: threshold, summary output budget, per-message cap, ladder.
+
+All pure. The reasoning behind each number (from the compaction-message-cap seed):
+
+* ``threshold = int(window × ratio)`` (ratio 0.75 by default): compaction starts at or above
+  it and always ends strictly below it.
+* ``output budget = clamp(threshold // 4, 256, 8192)``: providers cap output far below
+  input, hence the ceiling.
+* ``per-message cap = max(threshold // 4, MESSAGE_CAP_FLOOR)``: no single message may claim
+  more of the summary request than the whole summary may produce. The floor is 2048
+  tokens: a message that small (≈ 8 KB of text) never exhausted a window, so it stops a
+  tiny threshold from capping everything to nothing, and it stops binding exactly when the
+  threshold clears 8192 — i.e. for every realistic model. There is deliberately no
+  ceiling: nothing limits one input message except the window it has to fit in.
+* Budget ladder: on an output-budget rejection retry with 4096, 2048, 1024, 256 — only
+  budgets below the one rejected — and stop at the first accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memoir.errors import CompactionError
+
+__all__ = [
+    "DEFAULT_RATIO",
+    "LADDER",
+    "MESSAGE_CAP_FLOOR",
+    "OUTPUT_BUDGET_MAX",
+    "OUTPUT_BUDGET_MIN",
+    "Budget",
+    "ladder_after",
+    "message_cap",
+    "output_budget",
+    "threshold_for",
+]
+
+DEFAULT_RATIO = 0.75
+OUTPUT_BUDGET_MIN = 256
+OUTPUT_BUDGET_MAX = 8192
+MESSAGE_CAP_FLOOR = 2048
+LADDER: tuple[int, ...] = (4096, 2048, 1024, 256)
+
+
+def threshold_for(window: int, ratio: float) -> int:
+    """The token count at which a context of ``window`` tokens is compacted."""
+    if window <= 0:
+        raise CompactionError(f"the context window must be a positive token count, not {window}")
+    if not 0.0 < ratio <= 1.0:
+        raise CompactionError(f"the compaction threshold ratio must be in (0, 1], not {ratio}")
+    return max(1, int(window * ratio))
+
+
+def output_budget(threshold: int) -> int:
+    """max_tokens of the summary request: clamp(threshold // 4, 256, 8192)."""
+    return min(OUTPUT_BUDGET_MAX, max(OUTPUT_BUDGET_MIN, threshold // 4))
+
+
+def message_cap(threshold: int) -> int:
+    """Largest single transcript message sent whole to the summarizer (floor, no ceiling)."""
+    return max(MESSAGE_CAP_FLOOR, threshold // 4)
+
+
+def ladder_after(rejected: int) -> int | None:
+    """The next output budget to try after ``rejected`` was refused, or None when spent."""
+    for step in LADDER:
+        if step < rejected:
+            return step
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Every number one compaction runs with, and where the threshold came from."""
+
+    window: int
+    ratio: float
+    ratio_source: str
+    threshold: int
+    output_budget: int
+    message_cap: int
+    tail_budget: int
+
+    @classmethod
+    def of(
+        cls,
+        window: int,
+        ratio: float = DEFAULT_RATIO,
+        ratio_source: str = "default",
+        tail_budget: int | None = None,
+    ) -> Budget:
+        threshold = threshold_for(window, ratio)
+        tail = threshold // 4 if tail_budget is None else max(0, tail_budget)
+        return cls(
+            window=window,
+            ratio=ratio,
+            ratio_source=ratio_source,
+            threshold=threshold,
+            output_budget=output_budget(threshold),
+            message_cap=message_cap(threshold),
+            tail_budget=min(tail, threshold - 1),
+        )

@@ -1,0 +1,315 @@
+"""The compactor: decide, summarize or fall back, persist the checkpoint, trace it.
+
+The pure parts live next door (``budget``, ``plan``, ``request``, ``validation``,
+``sequence``); this module is the one place that calls the model and the store::
+
+    compactor = Compactor(model, store=memoir.store)
+    if compactor.should_compact(messages, window=32_000, session_id=sid):
+        result = compactor.compact(messages, window=32_000, session_id=sid)
+        messages = result.messages
+
+With a store and a session id, later turns pass the full history again: the latest
+checkpoint is replayed (summary + messages after its watermark) instead of re-compacting,
+and the next compaction rolls forward from its summary plus only the newly covered
+messages. Without them, keep ``result.messages`` as the history and append to it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from memoir.compaction.budget import DEFAULT_RATIO, Budget
+from memoir.compaction.checkpoints import (
+    Replay,
+    fingerprint,
+    latest_checkpoint,
+    new_checkpoint,
+    replay_point,
+)
+from memoir.compaction.events import messages_from_events
+from memoir.compaction.job import Job, Outcome, summary_outcome, truncate_outcome
+from memoir.compaction.plan import head_text, pin_index
+from memoir.compaction.sequence import Message, leading_system_count, validate_sequence
+from memoir.compaction.standin import replaced, tool_names_by_call
+from memoir.compaction.tokens import MESSAGE_OVERHEAD, MessageCounter, content_tokens
+from memoir.compaction.values import CompactionResult
+from memoir.config import Settings
+from memoir.errors import CompactionError, MemoirError
+from memoir.llm.port import Model, TokenCounter
+from memoir.model import Event, SessionFlags
+from memoir.store.port import CheckpointRow, Store, TraceRow
+
+__all__ = ["Compactor"]
+
+log = logging.getLogger("memoir.compaction")
+_JOIN_MARGIN = 8  # tokens a joined head may cost beyond the sum of its parts
+
+
+class Compactor:
+    """Context compaction for agent loops; thread-compatible, one per agent loop."""
+
+    def __init__(
+        self,
+        model: Model | None,
+        *,
+        counter: TokenCounter | None = None,
+        ratio: float = DEFAULT_RATIO,
+        ratio_source: str = "default",
+        store: Store | None = None,
+        tail_budget: int | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.model = model
+        self.tokens = MessageCounter(counter)
+        self.ratio = ratio
+        self.ratio_source = ratio_source
+        self.store = store
+        self.tail_budget = tail_budget
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._latest: dict[str, CheckpointRow | None] = {}
+        self._fingerprints: dict[int, tuple[Message, object, str]] = {}
+        self._replay_extra: dict[str, int] = {}
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, model: Model | None, *, store: Store | None = None, **kw: Any
+    ) -> Compactor:
+        """Threshold ratio from ``settings.compact_threshold_ratio`` and its origin."""
+        source = settings.origins.get("compact_threshold_ratio", "default")
+        return cls(
+            model, ratio=settings.compact_threshold_ratio, ratio_source=source, store=store, **kw
+        )
+
+    def budget(self, window: int) -> Budget:
+        return Budget.of(window, self.ratio, self.ratio_source, self.tail_budget)
+
+    # -- the cheap decision ------------------------------------------------------------
+
+    def should_compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        window: int,
+        session_id: str | None = None,
+        positions: Sequence[int] | None = None,
+    ) -> bool:
+        """Would the context (replayed from the latest checkpoint when there is one) reach
+        the threshold? A walk over cached counts; errs towards compacting."""
+        threshold = self.budget(window).threshold
+        pos = _positions(messages, positions)
+        replay = self._replay(session_id, messages, pos)
+        if replay is None:
+            return self.tokens.total(messages) >= threshold
+        return self._replay_estimate(messages, pos, replay) >= threshold
+
+    # -- compaction --------------------------------------------------------------------
+
+    def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        window: int,
+        session_id: str | None = None,
+        positions: Sequence[int] | None = None,
+        flags: SessionFlags | None = None,
+    ) -> CompactionResult:
+        """The context to send next. Under the threshold: the messages unchanged (or the
+        replayed checkpoint). Otherwise a summary, or the truncate backstop; either way
+        a valid sequence strictly below the threshold."""
+        budget = self.budget(window)
+        msgs = list(messages)
+        pos = _positions(msgs, positions)
+        replay = self._replay(session_id, msgs, pos)
+        job = self._job(msgs, pos, budget, replay, session_id)
+        context = (
+            job.assemble(job.prev_summary, job.start0, job.rep0)
+            if replay
+            else cast(list[dict[str, Any]], msgs)
+        )
+        before = self.tokens.total(context)
+        if before < budget.threshold:
+            result = job.result("none", context, before, before, removed=0)
+            return self._emit(result, session_id)
+        problems = validate_sequence(msgs)
+        if problems:
+            raise CompactionError(f"cannot compact an invalid message sequence: {problems[0]}")
+        outcome = summary_outcome(job, self.model)
+        if outcome.summary is None:
+            outcome = truncate_outcome(job, outcome)
+        result = job.finish(outcome, before)
+        checkpoint_id = self._persist(job, outcome, result, flags)
+        if checkpoint_id is not None:
+            result = _with(result, checkpoint_id=checkpoint_id)
+        return self._emit(result, session_id)
+
+    def compact_events(
+        self,
+        events: Sequence[Event],
+        *,
+        window: int,
+        session_id: str | None = None,
+        flags: SessionFlags | None = None,
+    ) -> CompactionResult:
+        """Compact a Memoir event history; positions (and the watermark) are ordinals."""
+        history = messages_from_events(events)
+        sid = session_id or (events[0].session_id if events else None)
+        return self.compact(
+            history.messages,
+            window=window,
+            session_id=sid,
+            positions=history.positions,
+            flags=flags,
+        )
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _job(
+        self,
+        msgs: list[Message],
+        pos: Sequence[int],
+        budget: Budget,
+        replay: Replay | None,
+        session_id: str | None,
+    ) -> Job:
+        counts = self.tokens.counts(msgs)
+        names = tool_names_by_call(msgs)
+        sysn = leading_system_count(msgs)
+        rep0: dict[int, Message] = {}
+        if replay is not None:
+            for i, p in enumerate(pos):
+                if p in replay.replaced:
+                    name = names.get(str(msgs[i].get("tool_call_id") or ""))
+                    rep0[i] = replaced(msgs[i], content_tokens(counts[i]), tool_name=name)
+        return Job(
+            messages=msgs,
+            positions=pos,
+            counts=counts,
+            tool_names=names,
+            system_count=sysn,
+            budget=budget,
+            replay=replay,
+            start0=replay.start if replay else sysn,
+            prev_summary=replay.summary if replay else None,
+            rep0=rep0,
+            tokens=self.tokens,
+            session_id=session_id,
+        )
+
+    def _replay(
+        self, session_id: str | None, messages: Sequence[Message], pos: Sequence[int]
+    ) -> Replay | None:
+        if self.store is None or session_id is None:
+            return None
+        if session_id not in self._latest:
+            self._latest[session_id] = latest_checkpoint(self.store, session_id)
+        row = self._latest[session_id]
+        if row is None:
+            return None
+        return replay_point(row, messages, pos, self._fingerprint)
+
+    def _fingerprint(self, message: Message) -> str:
+        hit = self._fingerprints.get(id(message))
+        if hit is not None and hit[0] is message and hit[1] is message.get("content"):
+            return hit[2]
+        value = fingerprint(message)
+        if len(self._fingerprints) > 1024:
+            self._fingerprints.clear()
+        self._fingerprints[id(message)] = (message, message.get("content"), value)
+        return value
+
+    def _replay_estimate(
+        self, messages: Sequence[Message], pos: Sequence[int], replay: Replay
+    ) -> int:
+        sysn = leading_system_count(messages)
+        total = self.tokens.total(messages[:sysn]) + self.tokens.total(messages[replay.start :])
+        extra = self._replay_extra.get(replay.checkpoint_id)
+        if extra is None:
+            extra = 0
+            if replay.summary is not None:
+                extra += self.tokens.text(head_text(replay.summary)) + MESSAGE_OVERHEAD
+            extra += _JOIN_MARGIN
+            names = tool_names_by_call(messages)
+            for i, p in enumerate(pos):
+                if p in replay.replaced:
+                    m = messages[i]
+                    count = self.tokens.count(m)
+                    name = names.get(str(m.get("tool_call_id") or ""))
+                    stand = replaced(m, content_tokens(count), tool_name=name)
+                    extra += self.tokens.total([stand]) - count
+            self._replay_extra[replay.checkpoint_id] = extra
+        pin = pin_index(messages, sysn, replay.start, replay.summary is not None)
+        if pin is not None:
+            total += self.tokens.count(messages[pin])
+        return total + extra
+
+    def _persist(
+        self, job: Job, outcome: Outcome, result: CompactionResult, flags: SessionFlags | None
+    ) -> str | None:
+        sid = job.session_id
+        if self.store is None or sid is None:
+            return None
+        start = outcome.start
+        wm_index = start - 1
+        watermark = job.positions[wm_index] if wm_index >= 0 else 0
+        try:
+            if flags is None:
+                session = self.store.get_session(sid)
+                flags = session.flags if session is not None else None
+            row = new_checkpoint(
+                sid,
+                at=self._checkpoint_time(sid),
+                strategy=result.strategy,
+                summary=outcome.summary if outcome.summary is not None else job.prev_summary,
+                watermark=watermark,
+                watermark_fingerprint=self._fingerprint(job.messages[wm_index])
+                if wm_index >= 0
+                else "",
+                previous_id=job.replay.checkpoint_id if job.replay else None,
+                flags=flags,
+                kept=[job.positions[i] for i in outcome.kept],
+                replaced=[job.positions[i] for i in outcome.replacements],
+                omitted=[o.as_dict() for o in result.omitted],
+            )
+            self.store.put_checkpoint(row)
+        except MemoirError as exc:  # compaction never fails because persistence did
+            log.warning("compaction checkpoint not saved for session %s: %s", sid, exc)
+            return None
+        self._latest[sid] = row
+        return row.id
+
+    def _checkpoint_time(self, session_id: str) -> datetime:
+        """Now, but strictly after the session's previous checkpoint (ordering is by time)."""
+        at = self.clock()
+        previous = self._latest.get(session_id)
+        if previous is not None and at <= previous.created_at:
+            at = previous.created_at + timedelta(milliseconds=1)
+        return at
+
+    def _emit(self, result: CompactionResult, session_id: str | None) -> CompactionResult:
+        data = result.trace_data()
+        level = logging.DEBUG if result.strategy == "none" else logging.INFO
+        log.log(level, "compaction %s", json.dumps(data, sort_keys=True))
+        if self.store is not None:
+            try:
+                self.store.record_trace(TraceRow(session_id, "compaction", self.clock(), data))
+            except MemoirError as exc:
+                log.warning("compaction trace not saved: %s", exc)
+        return result
+
+
+def _positions(messages: Sequence[Message], positions: Sequence[int] | None) -> Sequence[int]:
+    if positions is None:
+        return range(1, len(messages) + 1)
+    if len(positions) != len(messages):
+        raise CompactionError(f"{len(positions)} positions were given for {len(messages)} messages")
+    return positions
+
+
+def _with(result: CompactionResult, **changes: Any) -> CompactionResult:
+    import dataclasses
+
+    return dataclasses.replace(result, **changes)

@@ -1,0 +1,186 @@
+"""Pure planning: where to cut, how the new context is assembled, how it is made to fit.
+
+The compacted context is ``system messages + [head] + tail``:
+
+* the head is one user message holding the summary; when the latest user message lies
+  before the cut it is carried verbatim inside the head (the user's own words are never
+  lost), and when the tail opens with a user message that message is joined to the head
+  (so roles still alternate for APIs that require it — Anthropic joins consecutive user
+  turns the same way);
+* without a summary (the truncate backstop) the head is absent, and the tail either opens
+  with a user message or is preceded by the last user message before it, kept verbatim;
+* the tail is whole units (a user message, or an assistant message with all its tool
+  results), so a tool call and its results stay together or go together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
+
+from memoir.compaction.sequence import Message
+
+__all__ = [
+    "SUMMARY_HEADER",
+    "assemble",
+    "fit_by_stand_ins",
+    "head_text",
+    "pin_index",
+    "pin_indices",
+    "summary_cut",
+    "truncate_cuts",
+]
+
+SUMMARY_HEADER = (
+    "[Summary of the earlier conversation, written when the context was compacted. "
+    "The messages after this one are verbatim.]"
+)
+
+
+def head_text(summary: str) -> str:
+    return f"{SUMMARY_HEADER}\n\n<summary>\n{summary.strip()}\n</summary>"
+
+
+def _last_user(messages: Sequence[Message], lo: int, hi: int) -> int | None:
+    for i in range(hi - 1, lo - 1, -1):
+        if messages[i].get("role") == "user":
+            return i
+    return None
+
+
+def pin_index(
+    messages: Sequence[Message], system_count: int, start: int, has_head: bool
+) -> int | None:
+    """The user message before ``start`` that must be kept verbatim, if any.
+
+    With a head: the latest user message when none remains at or after ``start``.
+    Without one: the last user message before ``start`` when the tail opens with an
+    assistant message (the first non-system message must be a user message).
+    """
+    if start >= len(messages) or messages[start].get("role") != "user":
+        tail_has_user = _last_user(messages, start, len(messages)) is not None
+        if has_head and tail_has_user:
+            return None
+        return _last_user(messages, system_count, start)
+    return None
+
+
+def pin_indices(messages: Sequence[Message], system_count: int, has_head: bool) -> list[int | None]:
+    """``pin_index`` for every start ``0..len(messages)`` in one pass (O(n))."""
+    n = len(messages)
+    prev_user: list[int | None] = [None] * (n + 1)
+    last: int | None = None
+    for i in range(n + 1):
+        prev_user[i] = last if last is not None and last >= system_count else None
+        if i < n and messages[i].get("role") == "user":
+            last = i
+    user_from = [False] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        user_from[i] = user_from[i + 1] or messages[i].get("role") == "user"
+    out: list[int | None] = []
+    for s in range(n + 1):
+        if (s < n and messages[s].get("role") == "user") or (has_head and user_from[s]):
+            out.append(None)
+        else:
+            out.append(prev_user[s])
+    return out
+
+
+def _join(parts: Sequence[Any]) -> Any:
+    if all(isinstance(p, str) for p in parts):
+        return "\n\n".join(parts)
+    out: list[Any] = []
+    for p in parts:
+        if isinstance(p, str):
+            out.append({"type": "text", "text": p})
+        else:
+            out.extend(p)
+    return out
+
+
+def assemble(
+    messages: Sequence[Message],
+    system_count: int,
+    summary: str | None,
+    start: int,
+    replacements: Mapping[int, Message] | None = None,
+) -> list[dict[str, Any]]:
+    """The context: system messages, the head (when ``summary`` is not None), the tail
+    ``messages[start:]``; ``replacements`` swaps messages for their stand-in copies."""
+    rep = replacements or {}
+
+    def pick(i: int) -> dict[str, Any]:
+        # the caller's own objects, not copies: their cached token counts stay valid
+        return cast(dict[str, Any], rep.get(i, messages[i]))
+
+    out = [cast(dict[str, Any], m) for m in messages[:system_count]]
+    tail = [pick(i) for i in range(start, len(messages))]
+    pin = pin_index(messages, system_count, start, summary is not None)
+    if summary is None:
+        if pin is not None:
+            out.append(pick(pin))
+        out.extend(tail)
+        return out
+    parts: list[Any] = [head_text(summary)]
+    if pin is not None:
+        parts.append(pick(pin).get("content") or "")
+    if tail and tail[0].get("role") == "user":
+        parts.append(tail[0].get("content") or "")
+        tail = tail[1:]
+    out.append({"role": "user", "content": _join(parts)})
+    out.extend(tail)
+    return out
+
+
+def summary_cut(unit_tokens: Sequence[int], first: int, tail_budget: int) -> int:
+    """Index of the first unit kept verbatim: the most recent units that fit
+    ``tail_budget``, covering at least unit ``first`` (so a compaction always removes
+    something). May equal ``len(unit_tokens)``: everything covered by the summary."""
+    n = len(unit_tokens)
+    cut = n
+    used = 0
+    while cut - 1 > first and used + unit_tokens[cut - 1] <= tail_budget:
+        cut -= 1
+        used += unit_tokens[cut]
+    return max(cut, min(first + 1, n))
+
+
+def truncate_cuts(n_units: int, first: int) -> list[int]:
+    """Unit indices the truncate backstop may cut at, fewest dropped first.
+
+    Every cut drops at least unit ``first`` when there is more than one unit; the newest
+    unit is kept when possible (the most recent activity, stand-in'd if it must be), and
+    dropping everything but the pinned user message (``n_units``) is the last resort.
+    Any cut is valid: a tail opening with an assistant message is preceded by the last
+    user message before it (see :func:`pin_index`).
+    """
+    if n_units == 0:
+        return [0]
+    return list(range(min(first + 1, n_units - 1), n_units + 1))
+
+
+def fit_by_stand_ins(
+    candidates: Sequence[int],
+    sizes: Mapping[int, int],
+    build: Callable[[Mapping[int, Message]], list[dict[str, Any]]],
+    measure: Callable[[Sequence[Message]], int],
+    stand_in_for: Callable[[int], Message],
+    target: int,
+) -> tuple[list[dict[str, Any]], dict[int, Message], int]:
+    """Replace the largest candidates with their stand-ins until ``measure(build(…))``
+    is below ``target``; returns (context, replacements, tokens). Deterministic: ties
+    go to the older message."""
+    replacements: dict[int, Message] = {}
+    context = build(replacements)
+    tokens = measure(context)
+    order = sorted(candidates, key=lambda i: (-sizes[i], i))
+    for i in order:
+        if tokens < target:
+            break
+        replacement = stand_in_for(i)
+        if measure([replacement]) >= sizes[i]:
+            continue  # already smaller than its stand-in
+        replacements[i] = replacement
+        context = build(replacements)
+        tokens = measure(context)
+    return context, replacements, tokens

@@ -1,0 +1,168 @@
+"""What a message sequence must be for the OpenAI and Anthropic chat APIs, and its units.
+
+Messages are OpenAI-style mappings: ``{"role", "content", "tool_calls", "tool_call_id"}``.
+:func:`validate_sequence` is the pure check every compaction output passes; it enforces
+the intersection of what both APIs accept (Anthropic renders tool results as user
+content, so a block of tool results, optionally followed by one user message, is one
+user-side turn):
+
+1. roles are system / user / assistant / tool; system messages only as a leading prefix;
+2. the first non-system message is a user message;
+3. an assistant message with ``tool_calls`` (unique, non-empty ids) is followed at once
+   by exactly one tool result per call id, in any order, before anything else;
+4. no tool result outside such a block (no orphans, no duplicates);
+5. roles alternate: no two user-side turns and no two assistant messages in a row;
+6. no empty user message and no assistant message without content or tool calls.
+
+:func:`units` splits a valid sequence into the atoms compaction keeps or drops whole: a
+user message, or an assistant message together with all its tool results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "Message",
+    "Unit",
+    "call_ids",
+    "content_text",
+    "is_empty_content",
+    "leading_system_count",
+    "units",
+    "validate_sequence",
+]
+
+Message = Mapping[str, Any]
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+def content_text(message: Message) -> str:
+    """The text of a message's content (string, or the text parts of a part list)."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, Mapping):
+                text = part.get("text")
+                if isinstance(text, str):
+                    out.append(text)
+            elif isinstance(part, str):
+                out.append(part)
+        return "\n".join(out)
+    return str(content)
+
+
+def is_empty_content(message: Message) -> bool:
+    content = message.get("content")
+    if content is None:
+        return True
+    if isinstance(content, str):
+        return content.strip() == ""
+    if isinstance(content, list):
+        return len(content) == 0
+    return False
+
+
+def call_ids(message: Message) -> list[str]:
+    """The ids of an assistant message's tool calls ('' for a call without an id)."""
+    calls = message.get("tool_calls") or []
+    return [str(c.get("id") or "") if isinstance(c, Mapping) else "" for c in calls]
+
+
+def leading_system_count(messages: Sequence[Message]) -> int:
+    n = 0
+    while n < len(messages) and messages[n].get("role") == "system":
+        n += 1
+    return n
+
+
+def validate_sequence(messages: Sequence[Message]) -> list[str]:
+    """Every way ``messages`` breaks the rules above; an empty list means valid."""
+    problems: list[str] = []
+    start = 0
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping) or m.get("role") not in _ROLES:
+            return [f"message {i}: not a message with a known role"]
+        if m["role"] == "system" and i != start:
+            problems.append(f"message {i}: system message after the conversation started")
+        if m["role"] == "system" and i == start:
+            start += 1
+    if start == len(messages):
+        return [*problems, "no user message"]
+    if messages[start]["role"] != "user":
+        problems.append(f"message {start}: the first non-system message is not a user message")
+    prev: str | None = None  # "user" (user-side turn), "assistant", or "tools" (open block)
+    pending: set[str] = set()
+    after_tools = False
+    for i in range(start, len(messages)):
+        m = messages[i]
+        role = m["role"]
+        if role != "tool" and pending:
+            problems.append(f"message {i}: tool call(s) {sorted(pending)} have no result")
+            pending = set()
+        if role == "tool":
+            cid = str(m.get("tool_call_id") or "")
+            if cid not in pending:
+                problems.append(f"message {i}: tool result {cid!r} answers no open tool call")
+            pending.discard(cid)
+            after_tools = True
+            prev = "user"
+            continue
+        if role == "user":
+            if prev == "user" and not after_tools:
+                problems.append(f"message {i}: two user turns in a row")
+            if is_empty_content(m):
+                problems.append(f"message {i}: empty user message")
+            after_tools = False
+            prev = "user"
+            continue
+        if role == "assistant":
+            if prev == "assistant":
+                problems.append(f"message {i}: two assistant messages in a row")
+            ids = call_ids(m)
+            if not ids and is_empty_content(m):
+                problems.append(f"message {i}: assistant message without content or tool calls")
+            if any(not c for c in ids) or len(set(ids)) != len(ids):
+                problems.append(f"message {i}: tool call ids are missing or repeated")
+            pending = set(ids)
+            after_tools = False
+            prev = "assistant" if not ids else "tools"
+            continue
+    if pending:
+        problems.append(f"end: tool call(s) {sorted(pending)} have no result")
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Messages ``[start, stop)`` kept or dropped together."""
+
+    kind: Literal["user", "assistant"]
+    start: int
+    stop: int
+
+
+def units(messages: Sequence[Message], start: int | None = None) -> list[Unit]:
+    """Split the non-system part of a *valid* sequence into units (from ``start``)."""
+    i = leading_system_count(messages) if start is None else start
+    out: list[Unit] = []
+    n = len(messages)
+    while i < n:
+        role = messages[i].get("role")
+        if role == "assistant":
+            j = i + 1
+            while j < n and messages[j].get("role") == "tool":
+                j += 1
+            out.append(Unit("assistant", i, j))
+            i = j
+        else:  # user (a stray tool result is kept with nothing; validation rejects it first)
+            out.append(Unit("user", i, i + 1))
+            i += 1
+    return out

@@ -1,0 +1,210 @@
+"""Summarize one stored session end to end: find what the previous summary covered, run the
+summarizer (full, incremental, or auto), persist the result through the summary port.
+
+This is what ``memoir summarize`` and, later, a background job call. The episodic
+summarizer's own coverage (the last event ordinal it covered and the structured summary)
+is kept as a ``episodic_summary`` trace row, so an incremental run merges into the
+structured object rather than into display text. Without such a row, the coverage of the
+session's existing summary (from :mod:`memoir.summaries.persist`) is used: archive bytes
+(matched against each event's source offset) or an event count.
+
+An incremental run beyond the size guard is done in rounds within one call (each round
+has its own attempt budget and merges into the previous round's result); the summary is
+persisted once, when it covers everything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from memoir.episodes.cache import StoreEpisodeCache
+from memoir.episodes.summarizer import EpisodicSummarizer, EpisodicSummary, Progress
+from memoir.errors import NotFound, OversizedHistory
+from memoir.llm.port import Model
+from memoir.model import Event
+from memoir.store.port import TraceRow
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+
+__all__ = ["TRACE_KIND", "Previous", "RunMode", "SessionRun", "find_previous", "summarize_session"]
+
+log = logging.getLogger(__name__)
+
+TRACE_KIND = "episodic_summary"
+RunMode = Literal["auto", "full", "incremental"]
+
+
+@dataclass(frozen=True, slots=True)
+class Previous:
+    """What an earlier summary covered: events up to ``last_ordinal``."""
+
+    summary: dict[str, Any] | str
+    last_ordinal: int
+    source: str  # "trace" | "summary"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRun:
+    session_id: str
+    mode: str  # the mode actually used: "full" | "incremental"
+    summary: EpisodicSummary | None  # None when already up to date
+    rounds: int = 0
+    calls: int = 0
+    saved: bool = False
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session_id,
+            "mode": self.mode,
+            "rounds": self.rounds,
+            "calls": self.calls,
+            "saved": self.saved,
+            "note": self.note,
+            "summary": self.summary.to_json() if self.summary else None,
+        }
+
+
+def _unretried(model: Model | None) -> Model | None:
+    """The facade's model without its retry wrapper (the ledger wrapper stays): the
+    summarizer retries itself so that every provider attempt counts in the run budget."""
+    try:
+        from memoir.llm.retry import Retrying
+    except ImportError:
+        return model
+    return model.inner if isinstance(model, Retrying) else model
+
+
+def _models(memoir: Memoir) -> tuple[Model, Model | None]:
+    model_fn = getattr(memoir, "model", None)
+    if callable(model_fn):
+        fallback_fn = getattr(memoir, "fallback_model", None)
+        fallback = fallback_fn() if callable(fallback_fn) else None
+        primary: Model = model_fn()
+        return _unretried(primary) or primary, _unretried(fallback)
+    from memoir.llm.offline import OfflineModel  # before the facade grew .model()
+
+    return OfflineModel(), None
+
+
+def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> Previous | None:
+    """The previous summary and its coverage, or None when the session has none."""
+    last = events[-1].ordinal if events else 0
+    for row in reversed(memoir.store.traces(session_id, TRACE_KIND)):
+        ordinal, data = row.data.get("last_ordinal"), row.data.get("data")
+        if isinstance(ordinal, int) and 0 < ordinal <= last and isinstance(data, dict):
+            return Previous(data, ordinal, "trace")
+    try:
+        from memoir.summaries.persist import read_summary_state
+    except ImportError:
+        return None
+    state = read_summary_state(memoir, session_id)
+    if not getattr(state, "has_body", False) or state.coverage is None:
+        return None
+    amount = state.coverage.amount
+    by_bytes = memoir.settings.summary_store == "files" and any(
+        e.source_offset is not None for e in events
+    )
+    if by_bytes:
+        covered = [
+            e.ordinal for e in events if e.source_offset is not None and e.source_offset < amount
+        ]
+    else:
+        covered = [e.ordinal for e in events if e.ordinal <= amount]
+    if not covered:
+        return None
+    return Previous(state.body.strip(), max(covered), "summary")
+
+
+def summarize_session(
+    memoir: Memoir,
+    session_id: str,
+    *,
+    mode: RunMode = "auto",
+    use_cache: bool = True,
+    progress: Progress | None = None,
+    job_id: str | None = None,
+    summarizer: EpisodicSummarizer | None = None,
+) -> SessionRun:
+    """Summarize, persist, and record coverage. Raises NotFound, SummaryError and its
+    subclasses (OversizedHistory only in ``full`` mode)."""
+    session = memoir.store.get_session(session_id)
+    if session is None:
+        raise NotFound(f"no session {session_id!r} in this Memoir home (run memoir sync?)")
+    if summarizer is None:
+        model, fallback = _models(memoir)
+        settings = memoir.settings
+        summarizer = EpisodicSummarizer(
+            model,
+            fallback=fallback,
+            cache=StoreEpisodeCache(memoir.store) if use_cache else None,
+            concurrency=settings.episode_concurrency,
+            attempt_budget=settings.episode_attempt_budget,
+            retries=max(0, settings.llm_retry_budget - 1),
+        )
+    events = memoir.store.events(session_id)
+    common: dict[str, Any] = {"user": session.user, "session": session_id, "job_id": job_id}
+    previous = find_previous(memoir, session_id, events) if mode != "full" else None
+    if mode == "full" or (mode == "auto" and previous is None):
+        try:
+            result = summarizer.summarize(events, mode="full", progress=progress, **common)
+            return _finish(memoir, session_id, "full", result, 1, result.calls, job_id)
+        except OversizedHistory:
+            if mode == "full":
+                raise
+    pending = [e for e in events if previous is None or e.ordinal > previous.last_ordinal]
+    if previous is not None and not pending:
+        return SessionRun(session_id, "incremental", None, note="already up to date")
+    prior: EpisodicSummary | dict[str, Any] | str | None = previous.summary if previous else None
+    rounds = calls = 0
+    while True:
+        result = summarizer.summarize(
+            pending, previous=prior, mode="incremental", progress=progress, **common
+        )
+        rounds += 1
+        calls += result.calls
+        if result.complete:
+            break
+        prior, pending = result, pending[result.covered :]
+    return _finish(memoir, session_id, "incremental", result, rounds, calls, job_id)
+
+
+def _finish(
+    memoir: Memoir,
+    session_id: str,
+    mode: str,
+    result: EpisodicSummary,
+    rounds: int,
+    calls: int,
+    job_id: str | None,
+) -> SessionRun:
+    try:
+        from memoir.summaries.persist import save_summary
+    except ImportError:
+        note = "the summary was NOT saved: memoir.summaries.persist is not available"
+        return SessionRun(session_id, mode, result, rounds, calls, saved=False, note=note)
+    save_summary(memoir, session_id, result.text, model=result.model, data=result.data)
+    try:
+        memoir.store.record_trace(
+            TraceRow(
+                session_id=session_id,
+                kind=TRACE_KIND,
+                at=datetime.now(UTC),
+                data={
+                    "last_ordinal": result.last_ordinal,
+                    "data": result.data,
+                    "model": result.model,
+                    "mode": mode,
+                    "calls": calls,
+                    "job_id": job_id,
+                },
+            )
+        )
+    except Exception as exc:  # coverage for the next incremental run only; summary saved
+        log.warning("could not record episodic coverage for %s: %s", session_id, exc)
+    return SessionRun(session_id, mode, result, rounds, calls, saved=True)

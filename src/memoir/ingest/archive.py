@@ -1,0 +1,127 @@
+"""The archive: a durable copy of every transcript, because agents delete theirs.
+
+``<home>/archive/<project>/<session-id>.jsonl`` mirrors the source byte for byte (the
+summary coverage of the episodic-memory design is measured in these bytes). A new copy is
+written to a temp file in the same folder and renamed into place; a grown transcript gets
+only its new bytes appended, after truncating the copy to the size the index recorded, so
+an append interrupted by a crash is redone cleanly by the next sync. A copy that is about
+to be replaced by a rewritten (shrunk or changed) transcript is first moved to
+``<project>/.replaced/`` so nothing once archived is ever lost.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = [
+    "HASH_SPAN",
+    "ArchiveCopy",
+    "archive_path",
+    "is_prefix_of",
+    "preserve",
+    "span_hashes",
+]
+
+HASH_SPAN = 4096
+
+
+def archive_path(archive_dir: Path, project: str, session_id: str) -> Path:
+    return archive_dir / project / f"{session_id}.jsonl"
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def span_hashes(fd: int, offset: int) -> tuple[str, str]:
+    """(hash of the first min(offset, 4096) bytes, hash of the 4096 bytes before offset)."""
+    head = os.pread(fd, min(offset, HASH_SPAN), 0)
+    start = max(0, offset - HASH_SPAN)
+    tail = head[start:offset] if offset <= HASH_SPAN else os.pread(fd, offset - start, start)
+    return _hash(head), _hash(tail)
+
+
+def is_prefix_of(archive: Path, source_fd: int, source_size: int) -> bool:
+    """True when the archived copy looks like a prefix of the source (same first and last
+    4 KiB at the copy's size): overwriting it with the source then loses nothing."""
+    try:
+        size = archive.stat().st_size
+    except FileNotFoundError:
+        return True
+    if size > source_size:
+        return False
+    with open(archive, "rb") as fp:
+        theirs = span_hashes(fp.fileno(), size)
+    return theirs == span_hashes(source_fd, size)
+
+
+def preserve(archive: Path) -> Path | None:
+    """Move an archived copy aside into ``.replaced/`` (returns where it went)."""
+    if not archive.exists():
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    target = archive.parent / ".replaced" / f"{archive.stem}-{stamp}{archive.suffix}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(archive, target)
+    return target
+
+
+class ArchiveCopy:
+    """Writes one transcript's bytes into the archive as they are read.
+
+    ``keep`` is how many bytes of an existing copy are already right (the size the index
+    recorded); ``None`` writes a fresh copy through a temp file. :meth:`feed` takes
+    (file position, chunk) pairs and writes only bytes past what the copy holds.
+    """
+
+    def __init__(self, target: Path, keep: int | None) -> None:
+        self.target = target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if keep is None or not target.exists():
+            self._tmp: Path | None = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            self._fp: BinaryIO = open(self._tmp, "wb")  # noqa: SIM115 - closed in commit/abort
+            self.size = 0
+        else:
+            self._tmp = None
+            keep = min(keep, target.stat().st_size)
+            self._fp = open(target, "r+b")  # noqa: SIM115
+            self._fp.truncate(keep)
+            self._fp.seek(keep)
+            self.size = keep
+        self.written = 0
+
+    def feed(self, pos: int, chunk: bytes) -> None:
+        end = pos + len(chunk)
+        if end <= self.size:
+            return
+        if pos < self.size:
+            chunk = chunk[self.size - pos :]
+        elif pos > self.size:
+            raise ValueError(f"archive gap: copy has {self.size} bytes, chunk starts at {pos}")
+        self._fp.write(chunk)
+        self.size += len(chunk)
+        self.written += len(chunk)
+
+    def fill(self, fd: int, upto: int) -> None:
+        """Copy source bytes the copy lacks below ``upto`` (a copy deleted by hand)."""
+        while self.size < upto:
+            data = os.pread(fd, min(upto - self.size, 1 << 22), self.size)
+            if not data:
+                break
+            self.feed(self.size, data)
+
+    def commit(self) -> None:
+        self._fp.close()
+        if self._tmp is not None:
+            os.replace(self._tmp, self.target)
+            self._tmp = None
+
+    def abort(self) -> None:
+        self._fp.close()
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+            self._tmp = None

@@ -1,0 +1,217 @@
+"""Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``).
+
+Record types: ``user`` and ``assistant`` carry ``message.content`` (a string or blocks:
+text, thinking, tool_use, tool_result, image); ``summary`` becomes a META event;
+``system`` records become META (``compact_boundary`` a COMPACTION marker);
+``file-history-snapshot`` and other bookkeeping records carry no conversation and produce
+nothing. Decisions:
+
+- a ``user`` record with ``isMeta`` is not the user speaking → META;
+- a ``user`` record carrying tool_result blocks is the tool answering: its results become
+  TOOL_RESULT events (named after the tool_use they answer) and any text beside them META;
+- command echoes (``<command-name>``, ``<local-command-stdout>`` …) and
+  ``[Request interrupted by user…]`` are META, so they open no exchange;
+- ``isCompactSummary`` user records (the CLI's own compaction) are COMPACTION markers;
+- one reply spread over several assistant records simply yields consecutive events.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from memoir.ingest.records import FormatReader, compact_json, parse_ts
+from memoir.model import Author, EventKind, Harness
+
+__all__ = ["CLAUDE_IGNORED_TYPES", "CLAUDE_TYPES", "ClaudeReader", "block_text"]
+
+CLAUDE_IGNORED_TYPES = frozenset(
+    {
+        "file-history-snapshot",
+        "queue-operation",
+        "progress",
+        "custom-title",
+        "tag",
+        "agent-name",
+        "last-prompt",
+        "pr-link",
+    }
+)
+CLAUDE_TYPES = frozenset({"user", "assistant", "summary", "system"}) | CLAUDE_IGNORED_TYPES
+
+_ECHO_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+)
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+
+
+def block_text(content: object) -> str:
+    """Plain text of a tool_result's content (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for block in content:
+            if isinstance(block, dict):
+                kind = block.get("type")
+                if kind == "text":
+                    parts.append(str(block.get("text", "")))
+                elif kind == "image":
+                    parts.append("[image]")
+                else:
+                    parts.append(compact_json(block))
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return compact_json(content)
+
+
+def _is_echo(text: str) -> bool:
+    head = text.lstrip()
+    return head.startswith(_ECHO_PREFIXES) or head.startswith("[Request interrupted by user")
+
+
+class ClaudeReader(FormatReader):
+    harness = Harness.CLAUDE_CODE
+
+    def handle(self, obj: dict[str, Any]) -> bool:
+        kind = obj.get("type")
+        if kind == "user" or kind == "assistant":
+            ts = parse_ts(obj.get("timestamp"))
+            self.note_time(ts)
+            self.note("cwd", obj.get("cwd"))
+            self.note("git_branch", obj.get("gitBranch"))
+            message = obj.get("message")
+            if not isinstance(message, dict):
+                return True
+            if kind == "user":
+                self._user(obj, message, ts)
+            else:
+                self._assistant(message, ts)
+            return True
+        if kind == "summary":
+            text = str(obj.get("summary", ""))
+            payload = {"record": "summary", "leaf_uuid": obj.get("leafUuid")}
+            self.sink.emit(EventKind.META, Author.SYSTEM, text, None, payload=payload)
+            return True
+        if kind == "system":
+            ts = parse_ts(obj.get("timestamp"))
+            self.note_time(ts)
+            subtype = obj.get("subtype")
+            text = block_text(obj.get("content"))
+            event_kind = EventKind.COMPACTION if subtype == "compact_boundary" else EventKind.META
+            payload = {"record": "system", "subtype": subtype}
+            self.sink.emit(event_kind, Author.SYSTEM, text, ts, payload=payload)
+            return True
+        return kind in CLAUDE_IGNORED_TYPES
+
+    def _user_text(self, text: str, ts: datetime | None, meta: bool) -> None:
+        if _blank(text):
+            return
+        if meta:
+            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"meta": True})
+        elif _is_echo(text):
+            match = _COMMAND.search(text)
+            payload = {"command": match.group(1)} if match else {"echo": True}
+            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload=payload)
+        else:
+            self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
+
+    def _user(self, obj: dict[str, Any], message: dict[str, Any], ts: datetime | None) -> None:
+        content = message.get("content")
+        if obj.get("isCompactSummary"):
+            text = content if isinstance(content, str) else block_text(content)
+            self.sink.emit(EventKind.COMPACTION, Author.SYSTEM, text, ts)
+            return
+        meta = bool(obj.get("isMeta"))
+        if isinstance(content, str):
+            self._user_text(content, ts, meta)
+            return
+        if not isinstance(content, list):
+            return
+        blocks = [b for b in content if isinstance(b, dict)]
+        answering = any(b.get("type") == "tool_result" for b in blocks)
+        texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+        if texts:
+            self._user_text("\n\n".join(texts), ts, meta or answering)
+        for block in blocks:
+            btype = block.get("type")
+            if btype == "tool_result":
+                call_id = block.get("tool_use_id")
+                name = self.tool_for(call_id)
+                payload = {"is_error": True} if block.get("is_error") else {}
+                text = block_text(block.get("content"))
+                self.tool_event(
+                    EventKind.TOOL_RESULT, Author.TOOL, text, ts, name, call_id, payload
+                )
+            elif btype in ("image", "document"):
+                source = block.get("source")
+                media = source.get("media_type") if isinstance(source, dict) else None
+                self.sink.emit(
+                    EventKind.ATTACHMENT,
+                    Author.USER,
+                    f"[{btype}]",
+                    ts,
+                    payload={"media_type": media} if media else {},
+                )
+
+    def _assistant(self, message: dict[str, Any], ts: datetime | None) -> None:
+        content = message.get("content")
+        model = message.get("model")
+        base = {"model": model} if isinstance(model, str) else {}
+        if isinstance(content, str):
+            if content:
+                self.sink.emit(
+                    EventKind.ASSISTANT_TEXT, Author.ASSISTANT, content, ts, payload=base
+                )
+            return
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                text = str(block.get("text", ""))
+                if text:
+                    self.sink.emit(
+                        EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=base
+                    )
+            elif btype == "thinking":
+                self.sink.emit(
+                    EventKind.THINKING, Author.ASSISTANT, str(block.get("thinking", "")), ts
+                )
+            elif btype == "redacted_thinking":
+                self.sink.emit(
+                    EventKind.THINKING, Author.ASSISTANT, "", ts, payload={"redacted": True}
+                )
+            elif btype in ("tool_use", "server_tool_use"):
+                name = str(block.get("name", "tool"))
+                call_id = block.get("id")
+                self.remember_tool(call_id, name)
+                tool_input = block.get("input")
+                text = compact_json(tool_input)
+                payload = {"input": tool_input} if len(text) <= 2048 else {}
+                self.tool_event(
+                    EventKind.TOOL_CALL, Author.ASSISTANT, text, ts, name, call_id, payload
+                )
+            elif "tool_use_id" in block:  # web_search_tool_result and friends
+                call_id = block.get("tool_use_id")
+                answered = self.tool_for(call_id)
+                text = block_text(block.get("content"))
+                self.tool_event(EventKind.TOOL_RESULT, Author.TOOL, text, ts, answered, call_id)
+
+
+def _blank(text: str) -> bool:
+    return not text or text.isspace()

@@ -1,0 +1,164 @@
+"""Which format a transcript is in, and whose session it is (pure).
+
+The format is decided from the first lines: a ``{type, payload}`` record with a Codex type
+means Codex; a record with a Claude Code type or a ``sessionId`` means Claude Code; a
+record with a ``role`` means generic JSONL; a file whose first byte is ``[`` is a generic
+JSON list. A file none of this recognises is ``binary`` when it holds NUL bytes, else of
+unknown format; either way it is ignored and counted, never indexed.
+
+Identity: the session id is the transcript's own (Claude Code: the file stem when it is a
+UUID, as Claude Code names its files, else the first ``sessionId``; a subagent file gets
+``<parent session>-<file stem>`` so it never collides with its parent; Codex:
+``session_meta.payload.id``; generic: the file stem). The project is the first folder
+under the source (the source folder's own name for files directly inside it); Codex keeps
+its rollouts in date folders, so a Codex session's project is its cwd spelled the way
+Claude Code names project folders (``/home/ann/app`` → ``-home-ann-app``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from memoir.ingest.claude import CLAUDE_TYPES
+from memoir.ingest.codex import CODEX_TYPES
+from memoir.ingest.generic import GENERIC_ROLES
+from memoir.ingest.lines import split_complete_lines
+from memoir.ingest.records import loads
+
+__all__ = [
+    "Format",
+    "Identity",
+    "detect_format",
+    "head_records",
+    "identify",
+    "project_from_cwd",
+    "safe_name",
+]
+
+HEAD_LINES = 64
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@+=-]")
+
+
+class Format(StrEnum):
+    CLAUDE = "claude-code"
+    CODEX = "codex"
+    GENERIC_JSONL = "generic"
+    GENERIC_LIST = "generic-list"
+    BINARY = "binary"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    session_id: str
+    project: str
+    subagent: bool = False
+    cwd: str | None = None
+
+
+def head_records(head: bytes, limit: int = HEAD_LINES) -> list[dict[str, Any]]:
+    """The JSON objects among the first ``limit`` lines of ``head`` (bad lines dropped). An
+    unterminated last line counts when it parses (a finished file without a newline)."""
+    lines, used = split_complete_lines(head)
+    pieces = [piece for _, piece in lines[:limit]]
+    if len(pieces) < limit and used < len(head):
+        pieces.append(head[used:])
+    out: list[dict[str, Any]] = []
+    for piece in pieces:
+        if not piece.strip():
+            continue
+        try:
+            obj = loads(piece)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def _record_format(obj: dict[str, Any]) -> Format | None:
+    kind = obj.get("type")
+    if isinstance(obj.get("payload"), dict) and kind in CODEX_TYPES:
+        return Format.CODEX
+    if kind in CLAUDE_TYPES or "sessionId" in obj:
+        return Format.CLAUDE
+    if obj.get("role") in GENERIC_ROLES:
+        return Format.GENERIC_JSONL
+    return None
+
+
+def detect_format(head: bytes) -> Format:
+    stripped = head.lstrip()
+    if stripped.startswith(b"\xef\xbb\xbf"):
+        stripped = stripped[3:].lstrip()
+    if stripped.startswith(b"["):
+        return Format.GENERIC_LIST
+    for obj in head_records(head):
+        found = _record_format(obj)
+        if found is not None:
+            return found
+    if b"\x00" in head[:8192]:
+        return Format.BINARY
+    return Format.UNKNOWN
+
+
+def safe_name(name: str) -> str:
+    """``name`` made safe as one path component (no separators, no dot-only names)."""
+    cleaned = _UNSAFE.sub("_", name).strip(".") or "_"
+    return cleaned[:200]
+
+
+def project_from_cwd(cwd: str | None) -> str:
+    if not cwd:
+        return "codex"
+    return re.sub(r"[^A-Za-z0-9-]", "-", cwd.rstrip("/\\")) or "codex"
+
+
+def _folder_project(path: Path, root: Path) -> str:
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = ()
+    return parts[0] if len(parts) > 1 else (root.name or "default")
+
+
+def identify(fmt: Format, records: list[dict[str, Any]], path: Path, root: Path) -> Identity:
+    """Session id and project of a transcript from its first records (pure)."""
+    stem = path.name.split(".", 1)[0] if path.name.startswith("rollout-") else path.stem
+    if fmt is Format.CODEX:
+        meta: dict[str, Any] = next(
+            (
+                r["payload"]
+                for r in records
+                if r.get("type") == "session_meta" and isinstance(r.get("payload"), dict)
+            ),
+            {},
+        )
+        sid = meta.get("id") if isinstance(meta.get("id"), str) else None
+        cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
+        return Identity(safe_name(sid or stem), safe_name(project_from_cwd(cwd)), False, cwd)
+    project = safe_name(_folder_project(path, root))
+    if fmt is not Format.CLAUDE:
+        return Identity(safe_name(stem), project)
+    first = next((r for r in records if isinstance(r.get("sessionId"), str)), None)
+    parent = first.get("sessionId") if first else None
+    cwd = first.get("cwd") if first and isinstance(first.get("cwd"), str) else None
+    in_subfolder = len(path.relative_to(root).parts) > 2 if path.is_relative_to(root) else False
+    subagent = (
+        bool(first and first.get("isSidechain"))
+        or stem.startswith("agent-")
+        or (in_subfolder and "subagents" in path.parts)
+    )
+    if subagent:
+        fresh = isinstance(parent, str) and not stem.startswith(parent)
+        sid = f"{parent}-{stem}" if fresh else stem
+    elif _UUID.match(stem):
+        sid = stem
+    else:
+        sid = parent if isinstance(parent, str) else stem
+    return Identity(safe_name(str(sid)), project, subagent, cwd)

@@ -1,0 +1,87 @@
+"""The generic format: OpenAI-style chat messages, one file per session.
+
+A file is either a JSON list of messages or JSONL with one message a line. A message is
+``{role, content, tool_calls?, tool_call_id?, name?, timestamp?}``; ``content`` is a string
+or a list of parts (``{type: "text", text}``, image parts). Roles: ``user`` → USER_TEXT,
+``assistant`` → ASSISTANT_TEXT plus one TOOL_CALL per ``tool_calls`` entry, ``tool`` (or
+``function``) → TOOL_RESULT named after the call it answers, ``system``/``developer`` →
+META. The session id is the file stem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoir.ingest.records import FormatReader, compact_json, parse_ts
+from memoir.model import Author, EventKind, Harness
+
+__all__ = ["GENERIC_ROLES", "GenericReader"]
+
+GENERIC_ROLES = frozenset({"user", "assistant", "tool", "function", "system", "developer"})
+
+
+def _parts_text(content: object) -> tuple[str, int]:
+    """(text, number of non-text parts) of a message content."""
+    if isinstance(content, str):
+        return content, 0
+    if content is None:
+        return "", 0
+    texts: list[str] = []
+    others = 0
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type") in (
+                "text",
+                "input_text",
+                "output_text",
+            ):
+                texts.append(str(part.get("text", "")))
+            else:
+                others += 1
+        return "\n\n".join(t for t in texts if t), others
+    return compact_json(content), 0
+
+
+class GenericReader(FormatReader):
+    harness = Harness.GENERIC
+
+    def handle(self, obj: dict[str, Any]) -> bool:
+        role = obj.get("role")
+        if role not in GENERIC_ROLES:
+            return False
+        ts = parse_ts(obj.get("timestamp") or obj.get("created_at"))
+        self.note_time(ts)
+        text, others = _parts_text(obj.get("content"))
+        if role == "user":
+            if text:
+                self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
+            for _ in range(others):
+                self.sink.emit(EventKind.ATTACHMENT, Author.USER, "[attachment]", ts)
+        elif role == "assistant":
+            if text:
+                self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts)
+            self._calls(obj.get("tool_calls"), ts)
+        elif role in ("tool", "function"):
+            call_id = obj.get("tool_call_id")
+            name = self.tool_for(call_id) or (str(obj["name"]) if obj.get("name") else None)
+            self.tool_event(EventKind.TOOL_RESULT, Author.TOOL, text, ts, name, call_id)
+        elif text:
+            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"role": role})
+        return True
+
+    def _calls(self, calls: object, ts: Any) -> None:
+        if not isinstance(calls, list):
+            return
+        for call in calls:
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function")
+            function = function if isinstance(function, dict) else {}
+            name = str(function.get("name") or call.get("name") or "tool")
+            call_id = call.get("id")
+            arguments = function.get("arguments", call.get("arguments", ""))
+            self.remember_tool(call_id, name)
+            text = arguments if isinstance(arguments, str) else compact_json(arguments)
+            self.tool_event(EventKind.TOOL_CALL, Author.ASSISTANT, text, ts, name, call_id)

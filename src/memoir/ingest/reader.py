@@ -1,0 +1,182 @@
+"""Turn transcript lines into events (pure): bytes from an offset + parser state in,
+events, skipped lines, the new offset and the new parser state out.
+
+Bad input never stops a read and never costs a good line: a line that is not valid JSON,
+not UTF-8, holds NUL bytes, is longer than the line limit, or is a record type the format
+does not know becomes a :class:`SkippedLine` (the archive still has its bytes) and reading
+goes on with the next line. Invalid UTF-8 is decoded with replacement characters when the
+rest of the line is valid JSON, so the conversation is kept; the line is still counted.
+
+The offset only moves past complete lines. An unterminated last line is accepted when it
+parses as a JSON object (a writer never leaves a valid object half-written); otherwise it
+waits for the next sync.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from memoir.ingest.claude import ClaudeReader
+from memoir.ingest.codex import CodexReader
+from memoir.ingest.detect import Format
+from memoir.ingest.generic import GenericReader
+from memoir.ingest.lines import LineReader, RawLine
+from memoir.ingest.records import EventSink, FormatReader, loads
+from memoir.model import Event
+from memoir.store.port import SkippedLine
+
+__all__ = ["ReadResult", "read_bytes", "read_lines", "reader_for"]
+
+_SNAPSHOT_PREFIX = b'{"type":"file-history-snapshot"'
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    events: tuple[Event, ...]
+    skipped: tuple[SkippedLine, ...]
+    offset: int  # just past the last line consumed
+    line_count: int  # lines consumed so far (the last consumed line's number)
+    state: dict[str, Any]
+    lines_read: int = 0
+
+
+def reader_for(fmt: Format, sink: EventSink, state: dict[str, Any]) -> FormatReader:
+    if fmt is Format.CODEX:
+        return CodexReader(sink, state)
+    if fmt is Format.CLAUDE:
+        return ClaudeReader(sink, state)
+    return GenericReader(sink, state)
+
+
+def _decode(line: RawLine) -> tuple[Any, SkippedLine | None, str]:
+    """(object or None, skip reason if the line is skipped outright, note on a kept line)."""
+    data = line.data
+    try:
+        return loads(data), None, ""
+    except ValueError as exc:
+        if b"\x00" in data:
+            return None, _skip(line, "binary", "NUL bytes in line"), ""
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            try:
+                obj = json.loads(data.decode("utf-8", errors="replace"))
+            except ValueError:
+                return None, _skip(line, "invalid_utf8", str(uexc)[:200]), ""
+            return obj, None, f"invalid UTF-8 replaced: {str(uexc)[:160]}"
+        return None, _skip(line, "malformed_json", str(exc)[:200]), ""
+
+
+def _skip(line: RawLine, reason: str, detail: str) -> SkippedLine:
+    return SkippedLine(path="", line=line.number, offset=line.offset, reason=reason, detail=detail)
+
+
+def read_lines(
+    lines: Iterable[RawLine],
+    fmt: Format,
+    *,
+    path: str,
+    session_id: str,
+    next_ordinal: int,
+    state: dict[str, Any],
+    offset: int,
+    line_count: int,
+) -> ReadResult:
+    sink = EventSink(session_id, next_ordinal)
+    reader = reader_for(fmt, sink, state)
+    skipped: list[SkippedLine] = []
+    end, count, seen = offset, line_count, 0
+    for line in lines:
+        seen += 1
+        if line.oversized:
+            if not line.terminated:
+                break
+            skipped.append(_skip(line, "oversized", f"{line.size} bytes"))
+        elif not line.data.strip():
+            if not line.terminated:
+                break
+        elif line.data.startswith(_SNAPSHOT_PREFIX):
+            if not line.terminated:  # cheap pre-filter: no conversation in snapshots
+                break
+        else:
+            obj, skip, note = _decode(line)
+            if not line.terminated and (skip is not None or not isinstance(obj, dict)):
+                break  # a line still being written: wait for the next sync
+            if skip is not None:
+                skipped.append(skip)
+            elif not isinstance(obj, dict):
+                skipped.append(_skip(line, "unknown_type", f"not an object: {type(obj).__name__}"))
+            else:
+                sink.line_offset, sink.line_number = line.offset, line.number
+                if note:
+                    skipped.append(_skip(line, "invalid_utf8", note))
+                if not reader.handle(obj):
+                    kind = obj.get("type") if "type" in obj else obj.get("role")
+                    skipped.append(_skip(line, "unknown_type", f"record type {kind!r}"[:200]))
+        end, count = line.end, line.number
+    skipped = [SkippedLine(path, s.line, s.offset, s.reason, s.detail) for s in skipped]
+    return ReadResult(tuple(sink.events), tuple(skipped), end, count, reader.final_state(), seen)
+
+
+def read_json_list(
+    data: bytes, *, path: str, session_id: str, next_ordinal: int, state: dict[str, Any]
+) -> ReadResult:
+    """A generic JSON-list file, read whole (a JSON array cannot be resumed mid-way)."""
+    sink = EventSink(session_id, next_ordinal)
+    reader = GenericReader(sink, state)
+    skipped: list[SkippedLine] = []
+    try:
+        messages = loads(data)
+    except ValueError as exc:
+        try:
+            messages = json.loads(data.decode("utf-8", errors="replace"))
+        except ValueError:
+            bad = SkippedLine(path, 1, 0, "malformed_json", str(exc)[:200])
+            return ReadResult((), (bad,), 0, 0, state)
+    if not isinstance(messages, list):
+        bad = SkippedLine(path, 1, 0, "unknown_type", "a JSON value that is not a list")
+        return ReadResult((), (bad,), len(data), 1, state)
+    for index, message in enumerate(messages, start=1):
+        sink.line_offset, sink.line_number = None, index
+        if not isinstance(message, dict) or not reader.handle(message):
+            skipped.append(SkippedLine(path, index, 0, "unknown_type", f"message {index}"))
+    return ReadResult(
+        tuple(sink.events), tuple(skipped), len(data), len(messages), reader.final_state()
+    )
+
+
+def read_bytes(
+    data: bytes,
+    fmt: Format,
+    *,
+    path: str = "",
+    session_id: str = "s",
+    next_ordinal: int = 1,
+    state: dict[str, Any] | None = None,
+    offset: int = 0,
+    line_count: int = 0,
+    max_line: int | None = None,
+) -> ReadResult:
+    """Read ``data[offset:]`` (the pure entry point the tests and the demo use)."""
+    if fmt is Format.GENERIC_LIST:
+        return read_json_list(
+            data, path=path, session_id=session_id, next_ordinal=next_ordinal, state=state or {}
+        )
+    kwargs: dict[str, Any] = {"offset": offset, "line": line_count}
+    if max_line is not None:
+        kwargs["max_line"] = max_line
+    lines = LineReader(io.BytesIO(data), **kwargs)
+    return read_lines(
+        lines,
+        fmt,
+        path=path,
+        session_id=session_id,
+        next_ordinal=next_ordinal,
+        state=state or {},
+        offset=offset,
+        line_count=line_count,
+    )

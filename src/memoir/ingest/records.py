@@ -1,0 +1,176 @@
+"""What every format reader shares: JSON decoding, timestamps, bounded text, event emission.
+
+A format reader turns one decoded record (a dict) into zero or more :class:`Event` values
+through :class:`EventSink`, which numbers them with the session's next ordinals. Readers keep
+what they must remember between syncs (tool names by call id, the session's cwd, …) in a
+JSON-serialisable ``state`` dict that is stored as ``SourceState.parser_state``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from memoir.model import Author, Event, EventKind, Harness
+
+__all__ = [
+    "MAX_EVENT_TEXT",
+    "MAX_PENDING_TOOLS",
+    "EventSink",
+    "FormatReader",
+    "bounded",
+    "compact_json",
+    "loads",
+    "parse_ts",
+]
+
+MAX_EVENT_TEXT = 64 * 1024  # tool input/output text kept per event (the archive keeps all)
+MAX_PENDING_TOOLS = 512  # unanswered tool calls remembered between syncs
+
+try:  # orjson is optional: 2-3x faster parsing when installed
+    import orjson as _orjson
+
+    def loads(data: bytes) -> Any:
+        return _orjson.loads(data)
+
+except ImportError:  # pragma: no cover - depends on the environment
+
+    def loads(data: bytes) -> Any:
+        return json.loads(data)
+
+
+def parse_ts(value: object) -> datetime | None:
+    """An ISO-8601 string or epoch seconds/milliseconds as an aware UTC datetime."""
+    if isinstance(value, str) and value:
+        try:
+            ts = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        seconds = value / 1000 if value > 1e11 else value
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
+
+def bounded(text: str, limit: int = MAX_EVENT_TEXT) -> tuple[str, dict[str, Any]]:
+    """``text`` cut to ``limit`` characters, and a payload note when it was cut."""
+    if len(text) <= limit:
+        return text, {}
+    return text[:limit], {"truncated_from": len(text)}
+
+
+def compact_json(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class EventSink:
+    """Collects the events of one read, numbering them from ``next_ordinal``."""
+
+    def __init__(self, session_id: str, next_ordinal: int) -> None:
+        self.session_id = session_id
+        self.next_ordinal = next_ordinal
+        self.events: list[Event] = []
+        self.line_offset: int | None = None
+        self.line_number: int | None = None
+
+    def emit(
+        self,
+        kind: EventKind,
+        author: Author,
+        text: str,
+        timestamp: datetime | None,
+        *,
+        tool_name: str | None = None,
+        call_id: str | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        self.events.append(
+            Event(
+                session_id=self.session_id,
+                ordinal=self.next_ordinal,
+                kind=kind,
+                author=author,
+                text=text,
+                timestamp=timestamp,
+                tool_name=tool_name,
+                call_id=call_id,
+                payload=payload or {},
+                source_offset=self.line_offset,
+                source_line=self.line_number,
+            )
+        )
+        self.next_ordinal += 1
+
+
+class FormatReader:
+    """Base of the three format readers. ``handle`` returns False for a record type it does
+    not know (the line is then counted as skipped with reason ``unknown_type``)."""
+
+    harness: Harness = Harness.GENERIC
+
+    def __init__(self, sink: EventSink, state: dict[str, Any]) -> None:
+        self.sink = sink
+        self.state: dict[str, Any] = dict(state)
+        self.tools: dict[str, str] = dict(state.get("tools", {}))
+
+    def handle(self, obj: dict[str, Any]) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def remember_tool(self, call_id: object, name: str) -> None:
+        if isinstance(call_id, str) and call_id:
+            self.tools[call_id] = name
+            if len(self.tools) > MAX_PENDING_TOOLS:
+                self.tools.pop(next(iter(self.tools)))
+
+    def tool_for(self, call_id: object) -> str | None:
+        if isinstance(call_id, str):
+            return self.tools.pop(call_id, None)
+        return None
+
+    def note_time(self, ts: datetime | None) -> None:
+        if ts is not None:
+            iso = ts.isoformat()
+            self.state.setdefault("first_at", iso)
+            self.state["last_at"] = iso
+
+    def note(self, key: str, value: object) -> None:
+        if isinstance(value, str) and value and key not in self.state:
+            self.state[key] = value
+
+    def tool_event(
+        self,
+        kind: EventKind,
+        author: Author,
+        text: str,
+        ts: datetime | None,
+        name: str | None,
+        call_id: object,
+        payload: dict[str, Any] | None = None,
+    ) -> None:
+        body, note = bounded(text)
+        extra = dict(payload or {})
+        extra.update(note)
+        self.sink.emit(
+            kind,
+            author,
+            body,
+            ts,
+            tool_name=name,
+            call_id=call_id if isinstance(call_id, str) else None,
+            payload=extra,
+        )
+
+    def final_state(self) -> dict[str, Any]:
+        out = dict(self.state)
+        out["tools"] = dict(self.tools)
+        return out

@@ -1,0 +1,355 @@
+"""``sync``: archive and index every new or grown transcript under the sources.
+
+For each transcript file: ``stat`` it; when its size and mtime are what the index last saw,
+skip it without opening it (a sync with nothing to do over ten thousand conversations is a
+directory walk and one query). Otherwise plan it (:mod:`memoir.ingest.plan`), read it once
+from the indexed offset — every chunk read goes to the archive copy and through the line
+splitter and the format reader — rebuild the exchange that was still open together with
+the new ones, and commit events, exchanges, skipped lines and the new source state in one
+transaction. The archive copy is finished (renamed or appended) before that commit, so a
+crash in between is repaired by the next sync.
+
+The do-not-index marker: a conversation in which the user writes ``<memoir:no-index>``
+is not indexed at all; when it was indexed before, its rows and its archived copy are
+removed, and the file is remembered as ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from memoir.config import Settings
+from memoir.ingest.archive import ArchiveCopy, is_prefix_of, preserve, span_hashes
+from memoir.ingest.detect import Format
+from memoir.ingest.discover import Candidate, discover
+from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
+from memoir.ingest.lines import LineReader
+from memoir.ingest.plan import Plan, Skip, plan_file
+from memoir.ingest.reader import ReadResult, read_json_list, read_lines
+from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
+from memoir.store.port import IngestBatch, SourceState, Store
+
+__all__ = ["NO_INDEX_MARKER", "SyncProgress", "SyncReport", "ignored_path", "index_file", "sync"]
+
+NO_INDEX_MARKER = "<memoir:no-index>"
+
+
+@dataclass
+class SyncReport:
+    files_scanned: int = 0
+    files_unchanged: int = 0
+    files_copied: int = 0
+    files_indexed: int = 0
+    files_reset: int = 0
+    files_ignored: int = 0
+    bytes_indexed: int = 0
+    events_added: int = 0
+    exchanges_added: int = 0
+    exchanges_updated: int = 0
+    lines_skipped: int = 0
+    sessions_touched: list[str] = field(default_factory=list)
+    sessions_removed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncProgress:
+    files_done: int
+    files_total: int
+    bytes_done: int
+    bytes_total: int
+    path: str
+
+
+def ignored_path(settings: Settings) -> Path:
+    return settings.home / "state" / "ingest-ignored.json"
+
+
+@dataclass
+class _Run:
+    settings: Settings
+    store: Store
+    report: SyncReport
+    ignored: IgnoredFiles
+    owners: dict[str, str]
+
+
+def sync(
+    settings: Settings,
+    store: Store,
+    *,
+    sources: Iterable[Path] | None = None,
+    progress: Callable[[SyncProgress], None] | None = None,
+) -> SyncReport:
+    """Archive and index what changed under ``sources`` (default ``settings.sources``)."""
+    began = time.perf_counter()
+    report = SyncReport()
+    states = store.source_states()
+    run = _Run(
+        settings,
+        store,
+        report,
+        IgnoredFiles(ignored_path(settings)),
+        {st.session_id: path for path, st in states.items()},
+    )
+    roots = tuple(settings.sources if sources is None else sources)
+    todo: list[Candidate] = []
+    for cand in discover(roots, skip=[settings.home]):
+        report.files_scanned += 1
+        key = str(cand.path)
+        st = states.get(key)
+        if st is not None and st.size == cand.size and st.mtime_ns == cand.mtime_ns:
+            report.files_unchanged += 1
+        elif st is None and run.ignored.unchanged(key, cand.size, cand.mtime_ns):
+            report.files_ignored += 1
+        else:
+            todo.append(cand)
+    total = sum(c.size for c in todo)
+    done_bytes = 0
+    for index, cand in enumerate(todo):
+        if progress is not None:
+            progress(SyncProgress(index, len(todo), done_bytes, total, str(cand.path)))
+        try:
+            ingest_file(run, cand, states.get(str(cand.path)))
+        except OSError as exc:
+            report.errors.append(f"{cand.path}: {exc.strerror or exc}")
+        done_bytes += cand.size
+    if progress is not None and todo:
+        progress(SyncProgress(len(todo), len(todo), total, total, ""))
+    run.ignored.save()
+    report.duration_s = time.perf_counter() - began
+    return report
+
+
+def ingest_file(
+    run: _Run, cand: Candidate, state: SourceState | None, *, key: str | None = None
+) -> None:
+    """Archive and index one changed transcript (known to the index as ``key``, by default
+    its own path; ``verify --repair`` reads an archived copy in place of a lost source)."""
+    with open(cand.path, "rb") as fp:
+        fd = fp.fileno()
+        st = os.fstat(fd)
+        cand = Candidate(cand.path, cand.root, st.st_size, st.st_mtime_ns)
+        plan = plan_file(
+            fd,
+            cand,
+            state,
+            archive_dir=run.settings.archive_dir,
+            exclude=run.settings.exclude_projects,
+            owners=run.owners,
+            key=key,
+        )
+        if isinstance(plan, Skip):
+            _skip_file(run, cand, plan, state)
+            return
+        copy = _open_copy(plan, fd, cand)
+        try:
+            result = _read(plan, fp, cand.size, copy, run.store)
+            if _has_marker(result.events):
+                if copy is not None:
+                    copy.abort()
+                _forget(run, cand, plan, state)
+                return
+            if copy is not None:
+                copy.commit()
+            hashes = span_hashes(fd, result.offset)
+        except BaseException:
+            if copy is not None:
+                copy.abort()
+            raise
+    _commit(run, cand, plan, result, hashes, copied=copy is not None and copy.written > 0)
+
+
+def _open_copy(plan: Plan, fd: int, cand: Candidate) -> ArchiveCopy | None:
+    if plan.archive == cand.path:
+        return None  # indexing an archived copy itself (verify --repair)
+    keep = plan.keep
+    if keep is None and plan.archive.exists() and not is_prefix_of(plan.archive, fd, cand.size):
+        preserve(plan.archive)
+    copy = ArchiveCopy(plan.archive, keep)
+    copy.fill(fd, plan.start)
+    return copy
+
+
+def _read(plan: Plan, fp: Any, size: int, copy: ArchiveCopy | None, store: Store) -> ReadResult:
+    sid = plan.identity.session_id
+    next_ordinal = 1 if plan.reset else store.last_ordinal(sid) + 1
+    if plan.fmt is Format.GENERIC_LIST:
+        fp.seek(0)
+        data = fp.read(size)
+        if copy is not None:
+            copy.feed(0, data)
+        return read_json_list(
+            data, path=plan.path, session_id=sid, next_ordinal=next_ordinal, state=plan.state
+        )
+    lines = LineReader(
+        fp,
+        offset=plan.start,
+        line=plan.line,
+        limit=size - plan.start,
+        sink=copy.feed if copy is not None else None,
+    )
+    return read_lines(
+        lines,
+        plan.fmt,
+        path=plan.path,
+        session_id=sid,
+        next_ordinal=next_ordinal,
+        state=plan.state,
+        offset=plan.start,
+        line_count=plan.line,
+    )
+
+
+def _has_marker(events: tuple[Event, ...]) -> bool:
+    return any(
+        e.kind is EventKind.USER_TEXT and e.author is Author.USER and NO_INDEX_MARKER in e.text
+        for e in events
+    )
+
+
+def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None) -> None:
+    if skip.reason == "empty":
+        return
+    run.report.files_ignored += 1
+    if skip.reason in ("binary", "unknown_format"):
+        run.report.lines_skipped += 1
+    run.ignored.add(
+        IgnoredFile(str(cand.path), cand.size, cand.mtime_ns, skip.reason, skip.session_id)
+    )
+
+
+def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -> None:
+    """The conversation carries the do-not-index marker: remove every trace of it."""
+    sid = plan.identity.session_id
+    if state is not None or run.store.get_session(sid) is not None:
+        run.store.delete_session(sid)
+    if plan.archive != cand.path:
+        plan.archive.unlink(missing_ok=True)
+    run.report.sessions_removed.append(sid)
+    run.report.files_ignored += 1
+    run.ignored.add(IgnoredFile(str(cand.path), cand.size, cand.mtime_ns, "no_index", sid))
+
+
+def _exchanges(store: Store, plan: Plan, events: tuple[Event, ...]) -> tuple[list[Exchange], int]:
+    """New and grown exchanges, and how many of them existed before (grown)."""
+    if not events:
+        return [], 0
+    open_from = None if plan.reset else plan.state.get("open_from")
+    prior: list[Event] = []
+    if isinstance(open_from, int):
+        prior = store.events(plan.identity.session_id, after=open_from - 1)
+    first_new = events[0].ordinal
+    built = [x for x in build_exchanges([*prior, *events]) if x.last_ordinal >= first_new]
+    grown = sum(1 for x in built if x.first_ordinal < first_new)
+    return built, grown
+
+
+def _session(store: Store, plan: Plan, state: dict[str, Any]) -> Session:
+    from memoir.ingest.records import parse_ts
+
+    existing = None if plan.reset else store.get_session(plan.identity.session_id)
+    flags = existing.flags if existing is not None else SessionFlags()
+    if plan.identity.subagent and not flags.subagent:
+        flags = replace(flags, subagent=True)
+    session = Session(
+        id=plan.identity.session_id,
+        project=plan.identity.project,
+        harness=plan.harness,
+        source_path=plan.path,
+        flags=flags,
+        cwd=state.get("cwd") if isinstance(state.get("cwd"), str) else None,
+        created_at=parse_ts(state.get("first_at")),
+        updated_at=parse_ts(state.get("last_at")),
+    )
+    if existing is not None:
+        session = replace(session, user=existing.user)
+    return session
+
+
+def _commit(
+    run: _Run,
+    cand: Candidate,
+    plan: Plan,
+    result: ReadResult,
+    hashes: tuple[str, str],
+    *,
+    copied: bool,
+) -> None:
+    exchanges, grown = _exchanges(run.store, plan, result.events)
+    state = dict(result.state)
+    if exchanges:
+        state["open_from"] = exchanges[-1].first_ordinal
+    elif plan.reset:
+        state.pop("open_from", None)
+    source = SourceState(
+        path=plan.path,
+        session_id=plan.identity.session_id,
+        harness=plan.harness.value,
+        size=cand.size,
+        offset=result.offset,
+        line_count=result.line_count,
+        mtime_ns=cand.mtime_ns,
+        prefix_hash=hashes[0],
+        tail_hash=hashes[1],
+        archive_path=str(plan.archive),
+        parser_state=state,
+    )
+    batch = IngestBatch(
+        session=_session(run.store, plan, state),
+        events=result.events,
+        exchanges=tuple(exchanges),
+        source=source,
+        skipped=result.skipped,
+        reset=plan.reset,
+    )
+    run.store.apply_ingest(batch)
+    run.ignored.discard(plan.path)
+    run.owners[plan.identity.session_id] = plan.path
+    report = run.report
+    report.files_indexed += 1
+    report.files_copied += 1 if copied else 0
+    report.files_reset += 1 if plan.rewritten else 0
+    report.bytes_indexed += max(0, result.offset - plan.start)
+    report.events_added += len(result.events)
+    report.exchanges_added += len(exchanges) - grown
+    report.exchanges_updated += grown
+    report.lines_skipped += len(result.skipped)
+    report.sessions_touched.append(plan.identity.session_id)
+
+
+def index_file(
+    settings: Settings, store: Store, path: Path, *, root: Path, key: str | None = None
+) -> SyncReport:
+    """Index one file outside a sync walk (``verify --repair`` re-reads archived copies).
+    ``key`` is the source path the index knows it by; by default the file itself."""
+    began = time.perf_counter()
+    report = SyncReport()
+    states = store.source_states()
+    run = _Run(
+        settings,
+        store,
+        report,
+        IgnoredFiles(ignored_path(settings)),
+        {st.session_id: p for p, st in states.items()},
+    )
+    st = os.stat(path)
+    report.files_scanned = 1
+    ingest_file(
+        run,
+        Candidate(path, root, st.st_size, st.st_mtime_ns),
+        states.get(key or str(path)),
+        key=key,
+    )
+    run.ignored.save()
+    report.duration_s = time.perf_counter() - began
+    return report

@@ -1,0 +1,145 @@
+"""``verify``: is the index a faithful picture of the archive?
+
+Problems (``memoir verify`` exits 1 when there is any):
+
+- ``store``: what the store's own integrity check reports (orphan rows, index drift);
+- ``skipped_line``: a transcript line that could not be read (malformed JSON, invalid UTF-8,
+  NUL bytes, oversized), listed as ``path:line``;
+- ``unreadable_file``: a file under the sources that is binary or in no known format;
+- ``archive_missing`` / ``archive_short``: the archived copy is gone or shorter than what
+  was indexed;
+- ``index_behind_archive``: the archived copy holds bytes the index never read;
+- ``orphan_archive``: an archived transcript no index row refers to.
+
+Warnings (listed, exit 0): lines of a record type the reader does not know
+(``unknown_type``: a newer harness version; the bytes stay archived).
+
+``repair`` rebuilds the store's search index, re-indexes archived copies the index is
+behind on or has lost (reading the archive itself when the source is gone) and re-copies
+a missing archive from its source when the source still exists.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoir.config import Settings
+from memoir.ingest.ignored import IgnoredFiles
+from memoir.ingest.sync import ignored_path, index_file
+from memoir.store.port import SourceState, Store
+
+__all__ = ["Problem", "VerifyReport", "verify"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    kind: str
+    where: str
+    detail: str = ""
+
+
+@dataclass
+class VerifyReport:
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    sources_checked: int = 0
+    archive_files: int = 0
+    repaired: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+def _archive_files(archive_dir: Path) -> list[Path]:
+    if not archive_dir.is_dir():
+        return []
+    out: list[Path] = []
+    for project in sorted(archive_dir.iterdir()):
+        if project.is_dir() and not project.name.startswith("."):
+            out.extend(p for p in sorted(project.glob("*.jsonl")) if not p.name.startswith("."))
+    return out
+
+
+def _check_state(state: SourceState) -> Problem | None:
+    if not state.archive_path:
+        return None
+    try:
+        size = os.stat(state.archive_path).st_size
+    except FileNotFoundError:
+        return Problem("archive_missing", state.archive_path, f"source {state.path}")
+    if size < state.size:
+        return Problem("archive_short", state.archive_path, f"{size} < {state.size} bytes")
+    if size > state.size:
+        return Problem(
+            "index_behind_archive", state.archive_path, f"indexed {state.size} of {size} bytes"
+        )
+    return None
+
+
+def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
+    report.problems.extend(Problem("store", "", p) for p in store.integrity_problems())
+    for row in store.skipped_lines():
+        item = Problem("skipped_line", f"{row.path}:{row.line}", f"{row.reason}: {row.detail}")
+        (report.warnings if row.reason == "unknown_type" else report.problems).append(item)
+    for ignored in IgnoredFiles(ignored_path(settings)).items.values():
+        if ignored.reason in ("binary", "unknown_format") and os.path.exists(ignored.path):
+            report.problems.append(Problem("unreadable_file", ignored.path, ignored.reason))
+    states = store.source_states()
+    report.sources_checked = len(states)
+    for state in states.values():
+        problem = _check_state(state)
+        if problem is not None:
+            report.problems.append(problem)
+    known = {s.archive_path for s in states.values()} | set(states)
+    files = _archive_files(settings.archive_dir)
+    report.archive_files = len(files)
+    for path in files:
+        if str(path) not in known:
+            report.problems.append(Problem("orphan_archive", str(path), "not indexed"))
+
+
+def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
+    if any(p.kind == "store" for p in report.problems):
+        report.repaired += store.repair_index()
+    by_archive = {s.archive_path: s for s in store.source_states().values() if s.archive_path}
+    for problem in report.problems:
+        if problem.kind == "orphan_archive":
+            path = Path(problem.where)
+            index_file(settings, store, path, root=settings.archive_dir)
+            report.repaired += 1
+        elif problem.kind == "index_behind_archive":
+            state = by_archive[problem.where]
+            if os.path.exists(state.path):
+                index_file(settings, store, Path(state.path), root=Path(state.path).parent)
+            else:
+                index_file(
+                    settings, store, Path(problem.where), root=settings.archive_dir, key=state.path
+                )
+            report.repaired += 1
+        elif problem.kind in ("archive_missing", "archive_short"):
+            state = next(s for s in by_archive.values() if s.archive_path == problem.where)
+            if os.path.exists(state.path):
+                index_file(settings, store, Path(state.path), root=Path(state.path).parent)
+                report.repaired += 1
+
+
+def verify(settings: Settings, store: Store, *, repair: bool = False) -> VerifyReport:
+    report = VerifyReport()
+    _collect(settings, store, report)
+    if repair and report.problems:
+        repaired = report.repaired
+        _repair(settings, store, report)
+        after = VerifyReport()
+        _collect(settings, store, after)
+        after.repaired = repaired + report.repaired
+        return after
+    return report

@@ -1,0 +1,129 @@
+"""The ``anthropic`` provider: the official Anthropic SDK (Messages API).
+
+The SDK's own retries are off (``max_retries=0``); :mod:`memoir.llm.retry` retries.
+Every SDK failure is translated here into the :mod:`memoir.llm.errors` tree. Anthropic
+has no JSON response format: ``request.json`` relies on the prompt, and a leading
+markdown fence in the answer is left for the caller's tolerant parser. The current SDK
+no longer takes ``temperature``, so it is not sent; the user id goes as an opaque hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anthropic
+from anthropic.types import Message
+
+from memoir.llm.errors import BadResponse, ModelError, Transient
+from memoir.llm.mapping import (
+    completion_or_error,
+    error_for_status,
+    error_message_of,
+    parse_retry_after,
+    stop_reason_of,
+)
+from memoir.llm.values import Completion, ModelRequest, Usage
+
+__all__ = ["AnthropicModel"]
+
+PROVIDER = "anthropic"
+
+
+class AnthropicModel:
+    """One Claude model. Thread-safe."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str | None = None,
+        timeout_s: float = 120.0,
+        client: anthropic.Anthropic | None = None,
+    ) -> None:
+        self.model = model
+        self.name = f"{PROVIDER}:{model}"
+        self._client = client or anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        system_parts = [request.system] if request.system else []
+        messages: list[dict[str, str]] = []
+        for m in request.messages:
+            if m.role == "system":
+                system_parts.append(m.content)
+            else:  # Anthropic knows user/assistant only; tool text goes in as user text
+                role = "assistant" if m.role == "assistant" else "user"
+                messages.append({"role": role, "content": m.content})
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": request.max_tokens,
+        }
+        if system_parts:
+            params["system"] = "\n\n".join(system_parts)
+        if request.meta.user:
+            digest = hashlib.sha256(request.meta.user.encode()).hexdigest()[:32]
+            params["metadata"] = {"user_id": digest}  # opaque, as the API asks
+        return params
+
+    def complete(self, request: ModelRequest) -> Completion:
+        started = time.monotonic()
+        context: dict[str, Any] = {"provider": PROVIDER, "model": self.model}
+        try:
+            raw = self._client.messages.with_raw_response.create(**self._params(request))
+            request_id = raw.headers.get("request-id")
+            parsed: Any = raw.parse()
+        except anthropic.APIStatusError as exc:
+            raise _status_error(exc, context) from exc
+        except anthropic.APITimeoutError as exc:
+            raise Transient("request timed out", **context) from exc
+        except anthropic.APIConnectionError as exc:
+            raise Transient(f"connection error: {exc}", **context) from exc
+        except (ValueError, anthropic.APIResponseValidationError) as exc:
+            raise BadResponse(f"unparseable response: {exc}", **context) from exc
+        except anthropic.AnthropicError as exc:
+            raise ModelError(f"{type(exc).__name__}: {exc}", **context) from exc
+        latency_ms = (time.monotonic() - started) * 1000.0
+        return _completion(parsed, request_id, latency_ms, self.model)
+
+
+def _status_error(exc: anthropic.APIStatusError, context: Mapping[str, Any]) -> ModelError:
+    message = error_message_of(exc.body, fallback=exc.message)
+    headers = dict(exc.response.headers.items())
+    return error_for_status(
+        exc.status_code,
+        message,
+        retry_after=parse_retry_after(headers),
+        request_id=exc.request_id,
+        **context,
+    )
+
+
+def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: str) -> Completion:
+    context: dict[str, Any] = {"provider": PROVIDER, "model": model, "request_id": request_id}
+    if not isinstance(parsed, Message) or parsed.content is None:
+        raise BadResponse(f"not a message: {str(parsed)[:200]!r}", **context)
+    text = "".join(getattr(block, "text", "") or "" for block in parsed.content)
+    usage = Usage(
+        input_tokens=parsed.usage.input_tokens or 0 if parsed.usage else 0,
+        output_tokens=parsed.usage.output_tokens or 0 if parsed.usage else 0,
+    )
+    completion = completion_or_error(
+        text=text,
+        stop=stop_reason_of(parsed.stop_reason),
+        usage=usage,
+        model=parsed.model or model,
+        provider=PROVIDER,
+        request_id=request_id or parsed.id,
+        latency_ms=latency_ms,
+        raw_stop=parsed.stop_reason,
+    )
+    tool_uses = [b.model_dump() for b in parsed.content if getattr(b, "type", "") == "tool_use"]
+    if tool_uses:
+        completion.extra["tool_calls"] = tool_uses
+    return completion

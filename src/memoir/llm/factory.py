@@ -1,0 +1,143 @@
+"""Models from settings: ``MEMOIR_LLM`` = ``offline`` | ``openai:<model>`` |
+``anthropic:<model>`` (``MEMOIR_LLM_FALLBACK`` the same form), ``MEMOIR_LLM_BASE_URL``,
+``MEMOIR_LLM_API_KEY`` (else ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``).
+
+:func:`check_settings` validates all of it at start-up and raises one
+:class:`~memoir.errors.ConfigError` line that names the variable to set.
+
+A fallback of another provider than the primary needs its own key: Settings carries one
+key, so the fallback provider's conventional variable (``OPENAI_API_KEY`` /
+``ANTHROPIC_API_KEY``) is read from the environment here; when it is the same provider the
+primary key is used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from memoir.config import Settings
+from memoir.errors import ConfigError
+from memoir.llm.port import Model
+
+__all__ = [
+    "PROVIDERS",
+    "ModelSpec",
+    "check_settings",
+    "fallback_from_settings",
+    "model_from_settings",
+    "parse_spec",
+]
+
+PROVIDERS = ("offline", "openai", "anthropic")
+_KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    provider: str
+    model: str
+
+    @property
+    def name(self) -> str:
+        return self.provider if self.provider == "offline" else f"{self.provider}:{self.model}"
+
+
+def parse_spec(raw: str, variable: str = "MEMOIR_LLM") -> ModelSpec:
+    """``offline`` | ``openai:<model>`` | ``anthropic:<model>`` → ModelSpec."""
+    text = raw.strip()
+    provider, sep, model = text.partition(":")
+    provider = provider.strip().lower()
+    model = model.strip()
+    if provider == "offline" and not model:
+        return ModelSpec("offline", "offline")
+    if provider in ("openai", "anthropic") and sep and model:
+        return ModelSpec(provider, model)
+    if provider in ("openai", "anthropic"):
+        raise ConfigError(f"{variable}={raw!r} names no model; use {provider}:<model>")
+    raise ConfigError(
+        f"{variable}={raw!r} is not a model; use offline, openai:<model> or anthropic:<model>"
+    )
+
+
+def _key_for(
+    spec: ModelSpec, settings: Settings, primary: ModelSpec, env: Mapping[str, str]
+) -> str | None:
+    if spec.provider == primary.provider and settings.llm_api_key:
+        return settings.llm_api_key
+    value = env.get(_KEY_VARS[spec.provider], "").strip()
+    return value or None
+
+
+def _missing_key(spec: ModelSpec, variable: str, *, fallback: bool) -> ConfigError:
+    own = _KEY_VARS[spec.provider]
+    if fallback:
+        return ConfigError(f"{variable}={spec.name} needs an API key: set {own}")
+    return ConfigError(f"{variable}={spec.name} needs an API key: set MEMOIR_LLM_API_KEY or {own}")
+
+
+def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
+    if spec.provider == "offline":
+        from memoir.llm.offline import OfflineModel
+
+        return OfflineModel()
+    if key is None:  # pragma: no cover - check_settings runs first
+        raise _missing_key(spec, "MEMOIR_LLM", fallback=False)
+    if spec.provider == "openai":
+        from memoir.llm.openai_provider import OpenAIModel
+
+        return OpenAIModel(
+            spec.model,
+            api_key=key,
+            base_url=settings.llm_base_url,
+            timeout_s=settings.llm_timeout_s,
+        )
+    from memoir.llm.anthropic_provider import AnthropicModel
+
+    return AnthropicModel(
+        spec.model, api_key=key, base_url=settings.llm_base_url, timeout_s=settings.llm_timeout_s
+    )
+
+
+def check_settings(settings: Settings, env: Mapping[str, str] | None = None) -> None:
+    """Fail at start-up, in one line naming the variable, on a bad model configuration."""
+    env = os.environ if env is None else env
+    primary = parse_spec(settings.llm, "MEMOIR_LLM")
+    if primary.provider != "offline" and not settings.llm_api_key:
+        raise _missing_key(primary, "MEMOIR_LLM", fallback=False)
+    if settings.llm_fallback:
+        spec = parse_spec(settings.llm_fallback, "MEMOIR_LLM_FALLBACK")
+        if spec.provider != "offline" and _key_for(spec, settings, primary, env) is None:
+            raise _missing_key(spec, "MEMOIR_LLM_FALLBACK", fallback=True)
+
+
+def model_from_settings(settings: Settings) -> Model:
+    """The configured primary model (unwrapped: no retries, no ledger)."""
+    check_settings(settings)
+    primary = parse_spec(settings.llm)
+    return _build(primary, settings, settings.llm_api_key)
+
+
+def fallback_from_settings(
+    settings: Settings, env: Mapping[str, str] | None = None
+) -> Model | None:
+    """The refusal fallback model (``MEMOIR_LLM_FALLBACK``), or None when unset."""
+    if not settings.llm_fallback:
+        return None
+    env = os.environ if env is None else env
+    check_settings(settings, env)
+    primary = parse_spec(settings.llm)
+    spec = parse_spec(settings.llm_fallback, "MEMOIR_LLM_FALLBACK")
+    if spec.provider == "offline":
+        return _build(spec, settings, None)
+    key = _key_for(spec, settings, primary, env)
+    # the base URL belongs to the primary provider; a fallback elsewhere uses its default
+    base = settings.llm_base_url if spec.provider == primary.provider else None
+    return _build(spec, _with_base(settings, base), key)
+
+
+def _with_base(settings: Settings, base_url: str | None) -> Settings:
+    from dataclasses import replace
+
+    return replace(settings, llm_base_url=base_url)

@@ -1,0 +1,227 @@
+"""Pure decisions that map provider answers onto the ModelError tree.
+
+Both SDK adapters call these with what they saw (an HTTP status and the error message of
+the body, or a finish/stop reason); nothing here does I/O, so every row of the mapping is
+tested as a table (tests/llm/test_mapping.py).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from memoir.llm.errors import (
+    BadResponse,
+    ContextTooLong,
+    EmptyResponse,
+    Forbidden,
+    ModelError,
+    OutOfCredit,
+    OutputBudgetRejected,
+    RateLimited,
+    Refused,
+    Transient,
+    Truncated,
+    Unauthorized,
+)
+from memoir.llm.values import Completion, StopReason, Usage
+
+__all__ = [
+    "completion_or_error",
+    "error_for_status",
+    "error_message_of",
+    "parse_retry_after",
+    "stop_reason_of",
+]
+
+_MODERATION = re.compile(
+    r"was flagged|flagged (?:for|as|input)|\bmoderation\b|content[ _-]?(?:policy|filter|management)"
+    r"|safety system|terms of (?:service|use)|\bToS\b|violat\w* (?:our|the) (?:usage )?polic",
+    re.IGNORECASE,
+)
+_CREDIT = re.compile(
+    r"insufficient[ _](?:quota|credit|funds|balance)|credit balance|out of credits?"
+    r"|billing|payment required|exceeded your current quota|more credits",
+    re.IGNORECASE,
+)
+_CONTEXT = re.compile(
+    r"context[ _](?:length|window)|maximum context|prompt is too long|input is too long"
+    r"|too many (?:input )?tokens|reduce the length|request too large|input length",
+    re.IGNORECASE,
+)
+_OUTPUT_BUDGET = re.compile(
+    r"max_tokens|max_completion_tokens|max_output_tokens|maximum (?:number of )?output tokens"
+    r"|output token limit",
+    re.IGNORECASE,
+)
+# OpenAI: "... you requested 9000 tokens (5000 in the messages, 4000 in the completion)"
+_OPENAI_SPLIT = re.compile(
+    r"maximum context length is (\d+).*?\((\d+) in the messages?,\s*(\d+) in the completion",
+    re.IGNORECASE | re.DOTALL,
+)
+# Anthropic: "input length and `max_tokens` exceed context limit: 190000 + 20000 > 200000"
+_ANTHROPIC_SPLIT = re.compile(r"(\d+)\s*\+\s*(\d+)\s*>\s*(\d+)")
+
+
+def error_message_of(body: object, fallback: str = "") -> str:
+    """The human message inside an error body: ``{"error": {"message": …}}``, a bare
+    ``{"message": …}``, metadata ``reasons`` (OpenRouter moderation) appended."""
+    if isinstance(body, Mapping):
+        inner: Any = body.get("error", body)
+        if isinstance(inner, Mapping):
+            message = str(inner.get("message") or inner.get("detail") or "")
+            code = inner.get("code") or inner.get("type")
+            meta = inner.get("metadata")
+            if isinstance(meta, Mapping) and meta.get("reasons"):
+                message += f" (reasons: {', '.join(map(str, meta['reasons']))})"
+            if code and str(code) not in message:
+                message = f"{message} [{code}]" if message else str(code)
+            return message or fallback
+        if isinstance(inner, str):
+            return inner
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return fallback
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _budget_or_context(message: str) -> type[ModelError] | None:
+    """For an input-size complaint: would a smaller max_tokens fix it?"""
+    if m := _OPENAI_SPLIT.search(message):
+        limit, prompt = int(m.group(1)), int(m.group(2))
+        return OutputBudgetRejected if prompt < limit else ContextTooLong
+    if (m := _ANTHROPIC_SPLIT.search(message)) and "max_tokens" in message:
+        prompt, limit = int(m.group(1)), int(m.group(3))
+        return OutputBudgetRejected if prompt < limit else ContextTooLong
+    if _CONTEXT.search(message):
+        return ContextTooLong
+    if _OUTPUT_BUDGET.search(message):
+        return OutputBudgetRejected
+    return None
+
+
+def error_for_status(
+    status: int,
+    message: str,
+    *,
+    retry_after: float | None = None,
+    **context: Any,
+) -> ModelError:
+    """The ModelError for an HTTP error answer. ``context`` goes to the error
+    (provider, model, request_id)."""
+    text = f"HTTP {status}: {message}" if message else f"HTTP {status}"
+    kind: type[ModelError]
+    if status in (400, 403, 422, 451) and _MODERATION.search(message):
+        kind = Refused
+    elif status == 401:
+        kind = Unauthorized
+    elif status == 402 or (status in (400, 403, 429) and _CREDIT.search(message)):
+        kind = OutOfCredit
+    elif status == 403:
+        kind = Forbidden
+    elif status == 429:
+        return RateLimited(text, retry_after=retry_after, status=status, **context)
+    elif status in (408, 409, 425) or status >= 500:
+        kind = Transient
+    elif status == 413:
+        kind = ContextTooLong
+    elif status in (400, 422) and (found := _budget_or_context(message)) is not None:
+        kind = found
+    else:
+        kind = BadResponse
+    return kind(text, status=status, **context)
+
+
+_STOP = {
+    # OpenAI-compatible finish_reason
+    "stop": StopReason.END,
+    "eos": StopReason.END,
+    "end": StopReason.END,
+    "length": StopReason.MAX_TOKENS,
+    "content_filter": StopReason.REFUSAL,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    # Anthropic stop_reason
+    "end_turn": StopReason.END,
+    "stop_sequence": StopReason.END,
+    "pause_turn": StopReason.END,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "refusal": StopReason.REFUSAL,
+    "tool_use": StopReason.TOOL_USE,
+}
+
+
+def stop_reason_of(raw: str | None) -> StopReason:
+    """Normalise a provider's finish/stop reason. Unknown or missing reasons count as END
+    (servers such as llama.cpp and some proxies omit it); emptiness is checked separately."""
+    if raw is None:
+        return StopReason.END
+    return _STOP.get(raw.strip().lower(), StopReason.END)
+
+
+def completion_or_error(
+    *,
+    text: str,
+    stop: StopReason,
+    usage: Usage,
+    model: str,
+    provider: str,
+    request_id: str | None,
+    latency_ms: float,
+    raw_stop: str | None = None,
+) -> Completion:
+    """A successful answer as a Completion, or the error it really is: MAX_TOKENS raises
+    Truncated (with the partial text), REFUSAL raises Refused, blank text raises
+    EmptyResponse (unless the model stopped to call a tool)."""
+    context: dict[str, Any] = {
+        "provider": provider,
+        "model": model,
+        "request_id": request_id,
+        "usage": usage,
+    }
+    if stop is StopReason.MAX_TOKENS:
+        raise Truncated(
+            f"output stopped at the max_tokens cutoff ({raw_stop or 'max_tokens'}) after "
+            f"{usage.output_tokens} tokens",
+            partial=text,
+            **context,
+        )
+    if stop is StopReason.REFUSAL:
+        raise Refused(f"the provider refused the request ({raw_stop or 'refusal'})", **context)
+    if not text.strip() and stop is not StopReason.TOOL_USE:
+        raise EmptyResponse("the provider answered with no content", **context)
+    return Completion(
+        text=text,
+        stop_reason=stop,
+        usage=usage,
+        model=model,
+        provider=provider,
+        request_id=request_id,
+        latency_ms=latency_ms,
+    )

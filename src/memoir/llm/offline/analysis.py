@@ -1,0 +1,145 @@
+"""One reading of a transcript, shared by the text summary and the JSON answers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from memoir.llm.offline.rank import cue, keywords, rank_sentences
+from memoir.llm.offline.text import Sentence, Turn, clip_words, parse_turns, sentences_of
+
+__all__ = ["Analysis", "finish", "topic_phrase"]
+
+_PERSON = re.compile(
+    r"\b(?:my|our|the|your)\s+(?:colleague|manager|boss|friend|wife|husband|partner"
+    r"|teammate|coworker|co-worker|client|customer|lead|mentor|sister|brother|mother|father)"
+    r",?\s+([A-Z][a-z]{2,}(?:\s[A-Z][a-z]{2,})?)\b"
+    r"|\b([A-Z][a-z]{2,})\s+(?:said|says|asked|wants|suggested|mentioned|told me|thinks)\b"
+)
+_NOT_NAMES = frozenset({"claude", "the", "this", "that", "it", "he", "she", "they", "python"})
+ITEM_WORDS = 28  # ~40 tokens per list item
+PROSE_ROLES = ("user", "assistant", "unknown", "system")
+
+
+_MARKUP = re.compile(r"\*\*|__|</?[A-Za-z_][\w-]*>")
+
+
+def finish(text: str) -> str:
+    """A tidy sentence (no bold markers or XML-like tags) that ends like one."""
+    text = " ".join(_MARKUP.sub("", text).split()).strip()
+    if not text:
+        return text
+    return text if text[-1] in ".!?。！？…\"'”)" else text + "."
+
+
+def topic_phrase(words: list[str]) -> str:
+    if not words:
+        return "a short exchange"
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " and " + words[-1]
+
+
+@dataclass
+class Analysis:
+    turns: list[Turn]
+    sentences: list[Sentence]
+    ranked: list[Sentence]
+    keywords: list[str]
+    used: set[int] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, transcript: str, *, keyword_limit: int = 6) -> Analysis:
+        turns = parse_turns(transcript)
+        sentences = sentences_of(turns, roles=PROSE_ROLES)
+        ranked = [s for _, s in rank_sentences(sentences)]
+        prose = "\n".join(s.text for s in sentences) or transcript
+        return cls(turns, sentences, ranked, keywords(prose, keyword_limit))
+
+    # -- picks (each marks what it returns as used, so lists do not repeat) --------------
+
+    def _take(self, candidates: list[Sentence], limit: int, words: int = ITEM_WORDS) -> list[str]:
+        out: list[str] = []
+        seen_text = set()
+        for s in candidates:
+            key = s.text.lower()
+            if s.position in self.used or key in seen_text:
+                continue
+            self.used.add(s.position)
+            seen_text.add(key)
+            out.append(finish(clip_words(s.text, words)))
+            if len(out) == limit:
+                break
+        return out
+
+    def opening(self, words: int = 45, *, single: bool = False) -> str | None:
+        """What the user set out to do: the prose of the first substantive user turn
+        (only its first sentence when ``single``), clipped to ``words``; what it returns
+        is marked used."""
+        users = [s for s in self.sentences if s.role in ("user", "unknown")] or self.sentences
+        first = next((s for s in users if len(s.text.split()) >= 4), users[0] if users else None)
+        # the opening may repeat a list item (a preference stated up front): it is the topic
+        if first is None:
+            return None
+        same_turn = [s for s in users if s.turn == first.turn and s.position >= first.position]
+        picked: list[Sentence] = []
+        total = 0
+        for s in same_turn:
+            if picked and (single or total + len(s.text.split()) > words):
+                break
+            picked.append(s)
+            total += len(s.text.split())
+            self.used.add(s.position)
+        return finish(clip_words(" ".join(s.text for s in picked), words))
+
+    def ending(self) -> Sentence | None:
+        """A late, self-contained sentence: where the conversation ended."""
+        tail = self.sentences[-12:]
+        for s in reversed(tail):
+            if 4 <= len(s.text.split()) <= 40 and s.position not in self.used:
+                return s
+        return tail[-1] if tail else None
+
+    def central(self, limit: int, words: int = ITEM_WORDS) -> list[str]:
+        return self._take(self.ranked, limit, words)
+
+    def by_cue(self, kind: str, limit: int, *, roles: tuple[str, ...] | None = None) -> list[str]:
+        found = [s for s in self.ranked if cue(kind, s.text) and (roles is None or s.role in roles)]
+        return self._take(found, limit)
+
+    def open_threads(self, limit: int) -> list[str]:
+        late = self.sentences[len(self.sentences) * 2 // 3 :]
+        questions = [s for s in reversed(late) if s.text.rstrip().endswith(("?", "？"))]
+        flagged = [s for s in self.ranked if cue("open", s.text)]
+        return self._take(questions[:2] + flagged, limit)
+
+    def state(self, limit: int) -> list[str]:
+        end = self.ending()
+        return self._take([end], limit) if end else []
+
+    def people(self, limit: int) -> list[str]:
+        """Names introduced as people ("my manager Ana", "Bob said"): conservative."""
+        names: list[str] = []
+        lowered = {w for s in self.sentences for w in s.text.split() if w.islower()}
+        for s in self.sentences:
+            for m in _PERSON.finditer(s.text):
+                name = (m.group(1) or m.group(2) or "").strip()
+                common = name.lower() in _NOT_NAMES or name.lower() in lowered
+                if name and name not in names and not common:
+                    names.append(name)
+        return names[:limit]
+
+    def narrative(self, sentences: int) -> str:
+        """2–3 (or 1) sentences: what it was about, the central point, where it ended."""
+        parts = [f"The conversation was about {topic_phrase(self.keywords[:3])}."]
+        opening = self.opening(30, single=True) if sentences >= 2 else None
+        if opening:
+            parts.append(f"It started with: {opening}")
+        if sentences >= 3:
+            end = self.ending()
+            if end is not None and end.position not in self.used:
+                self.used.add(end.position)
+                parts.append(f"It ended with: {finish(clip_words(end.text, 30))}")
+            else:
+                parts.extend(f"Key point: {c}" for c in self.central(1, 30))
+        return " ".join(parts)

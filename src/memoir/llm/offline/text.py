@@ -1,0 +1,202 @@
+"""Reading the material of a prompt: tagged sections, speaker turns, sentences.
+
+The prompt convention (shared by every model caller): the material sits inside
+``<transcript>…</transcript>`` in the last user message, a previous summary inside
+``<previous_summary>…</previous_summary>`` and episode JSON objects inside
+``<episodes>…</episodes>``. Inside a transcript, a line that starts with a speaker label
+(``User:``, ``Human:``, ``Assistant:``, ``[user]``, ``### Assistant``, ``Tool result:`` …)
+opens a turn; following lines belong to it. A transcript with no label at all is one turn
+of unknown speaker.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+from memoir.llm.values import ModelRequest
+
+__all__ = [
+    "Sentence",
+    "Turn",
+    "clip_words",
+    "content_words",
+    "material_of",
+    "parse_turns",
+    "sentences_of",
+    "tagged",
+]
+
+_ROLE_LINE = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?[\[*<]{0,2}[ \t]*"
+    r"(?P<role>user|human|assistant|ai|claude|agent|bot|system|developer"
+    r"|tool(?:[ _-]?(?:call|result|use|output|response))?)"
+    r"(?:[ \t]*\([^)\n]{0,60}\))?[ \t]*[\]*>]{0,2}[ \t]*(?:[:：]|\]|>|—|-(?=\s))[ \t]?",
+    re.IGNORECASE,
+)
+_ROLE_OF = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "claude": "assistant",
+    "agent": "assistant",
+    "bot": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|[。！？]+[”’」』]*")
+_LIST_MARK = re.compile(r"^\s*(?:[-*•>]+|\d{1,3}[.)]|#{1,6})\s+")
+_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing done down during each
+    few for from further had has have having he her here hers herself him himself his how i
+    if in into is it its itself just let like me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than that
+    the their theirs them themselves then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you
+    your yours yourself yourselves yes ok okay sure thanks thank please want need get got
+    make made use used using one two also really actually something things thing way lot
+    i'm i've i'd i'll you're you've it's that's let's don't doesn't didn't can't won't isn't
+    here's there's what's going think know see look right well maybe might must may shall
+    user assistant tool""".split()  # noqa: SIM905
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    role: str  # "user" | "assistant" | "tool" | "system" | "unknown"
+    text: str
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    text: str  # exact substring of its turn's text
+    turn: int
+    role: str
+    position: int  # global order
+
+
+def tagged(text: str, tag: str) -> str | None:
+    """The content of the last ``<tag>…</tag>`` in ``text`` (an unclosed tag runs to the
+    end), or None."""
+    start = text.rfind(f"<{tag}>")
+    if start < 0:
+        return None
+    start += len(tag) + 2
+    end = text.find(f"</{tag}>", start)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def material_of(request: ModelRequest, tag: str = "transcript") -> str:
+    """The material to work on: ``<tag>`` of the last user message (else of any message),
+    else the last user message itself."""
+    users = [m.content for m in request.messages if m.role == "user"]
+    for content in reversed(users or [m.content for m in request.messages]):
+        found = tagged(content, tag)
+        if found is not None:
+            return found
+    if tag != "transcript":
+        return ""
+    return users[-1] if users else ""
+
+
+def _role(label: str) -> str:
+    label = label.lower()
+    return "tool" if label.startswith("tool") else _ROLE_OF.get(label, "unknown")
+
+
+def parse_turns(transcript: str) -> list[Turn]:
+    """Split a transcript into speaker turns (see the module docstring)."""
+    turns: list[Turn] = []
+    role, lines = "unknown", list[str]()
+    for line in transcript.splitlines():
+        m = _ROLE_LINE.match(line)
+        if m:
+            if any(x.strip() for x in lines):
+                turns.append(Turn(role, "\n".join(lines).strip("\n"), len(turns)))
+            role, lines = _role(m.group("role")), [line[m.end() :]]
+        else:
+            lines.append(line)
+    if any(x.strip() for x in lines):
+        turns.append(Turn(role, "\n".join(lines).strip("\n"), len(turns)))
+    return turns
+
+
+def _prose_line(line: str) -> bool:
+    """Whether a line reads as prose (not code, a path, JSON, or a table)."""
+    stripped = line.strip()
+    if len(stripped) < 2:
+        return False
+    if _CJK.search(stripped):
+        return True
+    letters = sum(ch.isalpha() or ch.isspace() for ch in stripped)
+    return letters / len(stripped) >= 0.72 and len(_WORD.findall(stripped)) >= 2
+
+
+def sentences_of(turns: list[Turn], *, roles: tuple[str, ...] | None = None) -> list[Sentence]:
+    """Prose sentences of the turns, each an exact substring of its turn's text. Code
+    blocks, code-like lines and list markers are left out."""
+    out: list[Sentence] = []
+    for turn in turns:
+        if roles is not None and turn.role not in roles:
+            continue
+        text = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), turn.text)
+        for line in text.split("\n"):
+            if not _prose_line(line):
+                continue
+            for piece in _split_line(line):
+                out.append(Sentence(piece, turn.index, turn.role, len(out)))
+    return out
+
+
+def _split_line(line: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(line):
+        pieces.append(line[start : m.end()])
+        start = m.end()
+    pieces.append(line[start:])
+    result = []
+    for piece in pieces:
+        piece = piece.strip()
+        mark = _LIST_MARK.match(piece)
+        if mark:
+            piece = piece[mark.end() :].strip()
+        if len(piece) >= 3 and (_WORD.search(piece) or _CJK.search(piece)):
+            result.append(piece)
+    return result
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased content words; CJK runs become character bigrams."""
+    words: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        w = w.strip("'’-")
+        if not w:
+            continue
+        if _CJK.search(w):
+            chars = [c for c in w if _CJK.match(c)]
+            words.extend(a + b for a, b in itertools.pairwise(chars))
+            if len(chars) == 1:
+                words.append(chars[0])
+        elif len(w) >= 3 and w not in STOPWORDS:
+            words.append(w)
+    return words
+
+
+def clip_words(text: str, limit: int) -> str:
+    """At most ``limit`` words (CJK: 2·limit characters), ending with "…" when cut."""
+    text = " ".join(text.split())
+    if _CJK.search(text) and " " not in text[: limit * 2]:
+        return text if len(text) <= limit * 2 else text[: limit * 2] + "…"
+    words = text.split(" ")
+    if len(words) <= limit:
+        return text
+    return " ".join(words[:limit]).rstrip(",;:—-") + "…"

@@ -1,0 +1,33 @@
+"""How the configured model is wrapped for use: ``Retrying(Metered(model, store))``.
+
+Metering sits inside the retry loop so that every attempt the provider saw (and may have
+billed) is one ledger row. The offline model is metered too (its rows say ``offline``)
+but never retried: it has no transient failures.
+"""
+
+from __future__ import annotations
+
+from memoir.config import Settings
+from memoir.llm.factory import fallback_from_settings, model_from_settings
+from memoir.llm.ledger import Metered
+from memoir.llm.port import Model, UsageSink
+from memoir.llm.retry import Retrying, RetryPolicy
+
+__all__ = ["wrap", "wrapped_fallback", "wrapped_model"]
+
+
+def wrap(model: Model, sink: UsageSink, settings: Settings) -> Model:
+    """Meter every call of ``model`` into ``sink``; retry within the settings' budget."""
+    metered = Metered(model, sink)
+    if model.name == "offline":
+        return metered
+    return Retrying(metered, RetryPolicy(attempts=max(1, settings.llm_retry_budget)))
+
+
+def wrapped_model(settings: Settings, sink: UsageSink) -> Model:
+    return wrap(model_from_settings(settings), sink, settings)
+
+
+def wrapped_fallback(settings: Settings, sink: UsageSink) -> Model | None:
+    fallback = fallback_from_settings(settings)
+    return None if fallback is None else wrap(fallback, sink, settings)

@@ -1,0 +1,232 @@
+"""Ranking: text ranks from the store's full-text index, vector ranks from the embeddings,
+fused by reciprocal rank (hybrid), then hits with snippets and the session's summary.
+
+query → store.search_text (sanitised, bm25) ─┐
+query → embedder → cosine over the matrix ───┴→ rrf → exchanges + sessions → SearchHit
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from memoir.errors import ConfigError, MemoirError
+from memoir.model import Exchange, Session
+from memoir.search.context import neighbour_smoothed
+from memoir.search.embedder import Embedder
+from memoir.search.fusion import rrf
+from memoir.search.hits import MODES, SearchHit, SearchMode
+from memoir.search.snippets import clean_summary, make_snippet
+from memoir.search.vectors import matrix_for, top_k
+from memoir.store.port import SearchFilters, Store, TextHit
+
+__all__ = ["SummaryReader", "exchange_time", "matches_filters", "resolve_mode", "search"]
+
+log = logging.getLogger(__name__)
+
+SummaryReader = Callable[[str], "str | None"]
+MAX_LIMIT = 1000
+# text is the stronger ranker on conversational archives (BM25 beats small sentence
+# embedders on lexical questions about names, places, things); the vector list counts half
+HYBRID_WEIGHTS = (1.0, 0.5)
+
+
+def resolve_mode(mode: str | None, embedder: Embedder | None) -> SearchMode:
+    """``None`` → hybrid when an embedder is available, else text."""
+    if mode is None:
+        return "hybrid" if embedder is not None else "text"
+    if mode not in MODES:
+        raise ConfigError(f"search mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode != "text" and embedder is None:
+        raise ConfigError(
+            f"--mode {mode} needs the embeddings extra: pip install 'memoir[embeddings]' "
+            "(or MEMOIR_EMBEDDER=hash for the test embedder)"
+        )
+    return mode
+
+
+def exchange_time(exchange: Exchange) -> datetime | None:
+    return exchange.started_at or exchange.ended_at
+
+
+def matches_filters(exchange: Exchange, session: Session | None, filters: SearchFilters) -> bool:
+    """The filter semantics, applied to vector candidates (the store applies the same ones
+    in SQL to text candidates)."""
+    if filters.session_id is not None and exchange.session_id != filters.session_id:
+        return False
+    if session is None:
+        return False
+    if filters.project is not None and session.project != filters.project:
+        return False
+    if filters.harness is not None and str(session.harness) != filters.harness:
+        return False
+    if not filters.include_subagents and session.flags.subagent:
+        return False
+    if filters.role == "user" and not exchange.user_text.strip():
+        return False
+    if filters.role == "assistant" and not exchange.assistant_text.strip():
+        return False
+    if filters.role == "tool" and not (exchange.tool_names or exchange.tool_excerpt):
+        return False
+    if filters.after is not None or filters.before is not None:
+        when = exchange_time(exchange)
+        if when is None:
+            return False
+        if filters.after is not None and when < filters.after:
+            return False
+        if filters.before is not None and when >= filters.before:
+            return False
+    return True
+
+
+class _Lookup:
+    """Exchanges and sessions fetched once per search."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.exchanges: dict[str, Exchange] = {}
+        self.sessions: dict[str, Session | None] = {}
+
+    def load(self, ids: list[str]) -> None:
+        missing = [i for i in ids if i not in self.exchanges]
+        if missing:
+            self.exchanges.update(self.store.get_exchanges(missing))
+        for exchange in (self.exchanges.get(i) for i in ids):
+            if exchange is not None and exchange.session_id not in self.sessions:
+                self.sessions[exchange.session_id] = self.store.get_session(exchange.session_id)
+
+
+def _vector_ranking(
+    store: Store,
+    embedder: Embedder,
+    query: str,
+    filters: SearchFilters,
+    pool: int,
+    lookup: _Lookup,
+) -> list[tuple[str, float]]:
+    vectors = matrix_for(store, embedder.name)
+    if vectors.size == 0 or vectors.dim != embedder.dim:
+        return []
+    (query_vector,) = embedder.embed([query])
+    k = pool
+    while True:
+        ranked = [(vectors.ids[i], s) for i, s in top_k(vectors.matrix, query_vector, k)]
+        lookup.load([i for i, _ in ranked])
+        kept = [
+            (i, s)
+            for i, s in ranked
+            if (ex := lookup.exchanges.get(i)) is not None
+            and matches_filters(ex, lookup.sessions.get(ex.session_id), filters)
+        ]
+        if len(kept) >= pool or k >= vectors.size:
+            lookup.load([i for i, _ in kept[:pool]])
+            return neighbour_smoothed(dict(kept[:pool]), lookup.exchanges)
+        k *= 8
+
+
+def search(
+    store: Store,
+    query: str,
+    *,
+    filters: SearchFilters | None = None,
+    mode: str | None = None,
+    limit: int = 10,
+    embedder: Embedder | None = None,
+    summaries: SummaryReader | None = None,
+    pool: int | None = None,
+) -> list[SearchHit]:
+    """Rank exchanges for ``query``; best first, at most ``limit`` hits.
+
+    Any query string is safe (the store sanitises it); one without searchable words returns
+    no hits. ``pool`` is how many candidates each ranking contributes to the fusion
+    (default ``max(50, 3 × limit)``). ``summaries`` maps a session id to its summary body.
+    """
+    filters = filters or SearchFilters()
+    chosen = resolve_mode(mode, embedder)
+    limit = max(0, min(int(limit), MAX_LIMIT))
+    if limit == 0 or not query.strip():
+        return []
+    pool = pool or max(50, 3 * limit)
+    lookup = _Lookup(store)
+    text_hits: dict[str, TextHit] = {}
+    text_ranked: list[tuple[str, float]] = []
+    if chosen in ("text", "hybrid"):
+        for hit in store.search_text(query, filters, pool):
+            text_hits.setdefault(hit.exchange_id, hit)
+        lookup.load(list(text_hits))
+        text_ranked = neighbour_smoothed(
+            {i: h.score for i, h in text_hits.items()}, lookup.exchanges
+        )
+    vector_ranked: list[tuple[str, float]] = []
+    if chosen in ("vector", "hybrid") and embedder is not None:
+        vector_ranked = _vector_ranking(store, embedder, query, filters, pool, lookup)
+    text_rank = [i for i, _ in text_ranked]
+    vector_rank = [i for i, _ in vector_ranked]
+    if chosen == "text":
+        ranked = text_ranked
+    elif chosen == "vector":
+        ranked = vector_ranked
+    else:
+        ranked = rrf([text_rank, vector_rank], weights=HYBRID_WEIGHTS)
+    ranked = ranked[:limit]
+    lookup.load([i for i, _ in ranked])
+    return _hits(ranked, query, lookup, text_hits, text_rank, vector_rank, summaries)
+
+
+def _hits(
+    ranked: list[tuple[str, float]],
+    query: str,
+    lookup: _Lookup,
+    text_hits: dict[str, TextHit],
+    text_rank: list[str],
+    vector_rank: list[str],
+    summaries: SummaryReader | None,
+) -> list[SearchHit]:
+    text_pos = {i: n for n, i in enumerate(text_rank, start=1)}
+    vector_pos = {i: n for n, i in enumerate(vector_rank, start=1)}
+    bodies: dict[str, str | None] = {}
+    out: list[SearchHit] = []
+    for exchange_id, score in ranked:
+        exchange = lookup.exchanges.get(exchange_id)
+        if exchange is None:  # deleted between ranking and lookup
+            continue
+        session = lookup.sessions.get(exchange.session_id)
+        if summaries is not None and exchange.session_id not in bodies:
+            bodies[exchange.session_id] = _summary(summaries, exchange.session_id)
+        text_hit = text_hits.get(exchange_id)
+        snippet = (
+            text_hit.snippet
+            if text_hit is not None and text_hit.snippet
+            else make_snippet(_exchange_text(exchange), query)
+        )
+        out.append(
+            SearchHit(
+                session_id=exchange.session_id,
+                exchange_id=exchange_id,
+                timestamp=exchange_time(exchange),
+                project=session.project if session is not None else "",
+                score=float(score),
+                snippet=snippet,
+                summary=bodies.get(exchange.session_id),
+                text_rank=text_pos.get(exchange_id),
+                vector_rank=vector_pos.get(exchange_id),
+            )
+        )
+    return out
+
+
+def _summary(summaries: SummaryReader, session_id: str) -> str | None:
+    """A summary that cannot be read is shown as none; the hit itself still counts."""
+    try:
+        return clean_summary(summaries(session_id))
+    except (MemoirError, OSError, ValueError) as exc:
+        log.debug("summary of %s unreadable: %s", session_id, exc)
+        return None
+
+
+def _exchange_text(exchange: Exchange) -> str:
+    parts = [exchange.user_text, exchange.assistant_text]
+    if exchange.tool_names:
+        parts.append("tools: " + ", ".join(exchange.tool_names))
+    return "\n".join(p for p in parts if p)

@@ -1,0 +1,76 @@
+"""Wiring for ``Memoir.search``: the configured embedder and the summary reader.
+
+Kept here so ``app.py`` stays a thin front door; everything is passed explicitly to
+:func:`memoir.search.engine.search`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from memoir.search.embedder import Embedder, load_embedder
+from memoir.search.engine import SummaryReader, search
+from memoir.search.hits import SearchHit
+from memoir.store.port import SearchFilters
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+
+__all__ = ["default_summary_reader", "search_memoir"]
+
+_UNSET: Any = object()
+
+
+def default_summary_reader(memoir: Memoir) -> SummaryReader | None:
+    """``memoir.summaries.persist.read_summary_body`` bound to this home, when present.
+
+    The summaries package decides where summaries live (archive files or the database);
+    search only needs "session id → body".
+    """
+    try:
+        persist = importlib.import_module("memoir.summaries.persist")
+    except ImportError:
+        return None
+    reader = getattr(persist, "read_summary_body", None)
+    if reader is None:
+        return None
+    params = list(inspect.signature(reader).parameters)
+    if len(params) == 1:
+        return reader
+    first = params[0]
+    context: object = memoir.store if first == "store" else memoir.settings
+    if first in ("memoir", "app"):
+        context = memoir
+
+    def read(session_id: str) -> str | None:
+        body = reader(context, session_id)
+        return body if isinstance(body, str) or body is None else str(body)
+
+    return read
+
+
+def search_memoir(
+    memoir: Memoir,
+    query: str,
+    *,
+    filters: SearchFilters | None = None,
+    mode: str | None = None,
+    limit: int = 10,
+    embedder: Embedder | None = _UNSET,
+    summaries: SummaryReader | None = _UNSET,
+) -> list[SearchHit]:
+    if embedder is _UNSET:
+        embedder = load_embedder(memoir.settings.embedder)
+    if summaries is _UNSET:
+        summaries = default_summary_reader(memoir)
+    return search(
+        memoir.store,
+        query,
+        filters=filters,
+        mode=mode,
+        limit=limit,
+        embedder=embedder,
+        summaries=summaries,
+    )

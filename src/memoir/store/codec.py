@@ -1,0 +1,267 @@
+"""Value ↔ row conversions shared by both backends (pure).
+
+Timestamps are timezone-aware UTC datetimes in Python. SQLite stores them as fixed-width
+ISO-8601 text (``2024-05-01T09:30:00.000000+00:00``) so that text comparison is time
+comparison; PostgreSQL stores ``timestamptz``. A naive datetime is taken to be UTC.
+JSON values (event payloads, parser state, checkpoint and trace data) are compact JSON text.
+NUL characters cannot be stored in PostgreSQL text, so both backends replace them in text
+columns with U+FFFD (JSON columns keep them, escaped).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
+from memoir.store.port import SkippedLine, SourceState
+
+__all__ = [
+    "EVENT_COLS",
+    "EXCHANGE_COLS",
+    "SESSION_COLS",
+    "SOURCE_COLS",
+    "TimeEncoder",
+    "dumps",
+    "event_from_row",
+    "event_params",
+    "exchange_from_row",
+    "exchange_params",
+    "from_iso",
+    "loads",
+    "prefixed",
+    "scrub",
+    "scrub_deep",
+    "session_from_row",
+    "session_params",
+    "skipped_from_row",
+    "skipped_params",
+    "source_from_row",
+    "source_params",
+    "to_iso",
+    "to_utc",
+]
+
+# column lists in the order the *_from_row functions read them
+EVENT_COLS = (
+    "session_id, ordinal, kind, author, ts, tool_name, call_id, source_offset, "
+    "source_line, payload, text"
+)
+EXCHANGE_COLS = (
+    "id, session_id, first_ordinal, last_ordinal, started_at, ended_at, line_start, "
+    "line_end, tool_names, user_text, assistant_text, tool_excerpt"
+)
+SESSION_COLS = (
+    "id, project, harness, user_name, source_path, cwd, incognito, archived, subagent, "
+    "memory_disabled, created_at, updated_at"
+)
+SOURCE_COLS = (
+    'path, session_id, harness, size, "offset", line_count, mtime_ns, prefix_hash, '
+    "tail_hash, archive_path, parser_state"
+)
+
+
+def prefixed(cols: str, alias: str) -> str:
+    """``"a, b"`` → ``"x.a, x.b"``."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in cols.split(","))
+
+
+def to_utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def to_iso(value: datetime | None) -> str | None:
+    """Fixed-width ISO text that sorts like the instant it names."""
+    utc = to_utc(value)
+    return None if utc is None else utc.isoformat(timespec="microseconds")
+
+
+def from_iso(value: str | datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return to_utc(value)
+    return to_utc(datetime.fromisoformat(value))
+
+
+def scrub(text: str) -> str:
+    """Text a database can store: NUL → U+FFFD."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def scrub_deep(text: str) -> str:
+    """Also replace lone surrogates (undecodable bytes) so the text encodes as UTF-8."""
+    return scrub(text).encode("utf-8", "replace").decode("utf-8")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def loads(value: str | bytes | dict[str, Any] | list[Any] | None) -> Any:
+    if value is None:
+        return {}
+    if isinstance(value, dict | list):  # psycopg already decoded json columns
+        return value
+    return json.loads(value)
+
+
+def session_from_row(row: Any) -> Session:
+    """Row: id, project, harness, user_name, source_path, cwd, incognito, archived,
+    subagent, memory_disabled, created_at, updated_at."""
+    return Session(
+        id=row[0],
+        project=row[1],
+        harness=Harness(row[2]),
+        user=row[3],
+        source_path=row[4],
+        cwd=row[5],
+        flags=SessionFlags(
+            incognito=bool(row[6]),
+            archived=bool(row[7]),
+            subagent=bool(row[8]),
+            memory_disabled=bool(row[9]),
+        ),
+        created_at=from_iso(row[10]),
+        updated_at=from_iso(row[11]),
+    )
+
+
+def event_from_row(row: Any) -> Event:
+    """Row: session_id, ordinal, kind, author, ts, tool_name, call_id, source_offset,
+    source_line, payload, text."""
+    return Event(
+        session_id=row[0],
+        ordinal=row[1],
+        kind=EventKind(row[2]),
+        author=Author(row[3]),
+        timestamp=from_iso(row[4]),
+        tool_name=row[5],
+        call_id=row[6],
+        source_offset=row[7],
+        source_line=row[8],
+        payload=loads(row[9]) if row[9] is not None else {},
+        text=row[10],
+    )
+
+
+def exchange_from_row(row: Any) -> Exchange:
+    """Row: id, session_id, first_ordinal, last_ordinal, started_at, ended_at, line_start,
+    line_end, tool_names, user_text, assistant_text, tool_excerpt."""
+    return Exchange(
+        id=row[0],
+        session_id=row[1],
+        first_ordinal=row[2],
+        last_ordinal=row[3],
+        started_at=from_iso(row[4]),
+        ended_at=from_iso(row[5]),
+        line_start=row[6],
+        line_end=row[7],
+        tool_names=tuple(loads(row[8]) or ()),
+        user_text=row[9],
+        assistant_text=row[10],
+        tool_excerpt=row[11],
+    )
+
+
+def source_from_row(row: Any) -> SourceState:
+    """Row: path, session_id, harness, size, offset, line_count, mtime_ns, prefix_hash,
+    tail_hash, archive_path, parser_state."""
+    return SourceState(
+        path=row[0],
+        session_id=row[1],
+        harness=row[2],
+        size=row[3],
+        offset=row[4],
+        line_count=row[5],
+        mtime_ns=row[6],
+        prefix_hash=row[7],
+        tail_hash=row[8],
+        archive_path=row[9],
+        parser_state=loads(row[10]) if row[10] is not None else {},
+    )
+
+
+def skipped_from_row(row: Any) -> SkippedLine:
+    """Row: path, line, offset, reason, detail."""
+    return SkippedLine(path=row[0], line=row[1], offset=row[2], reason=row[3], detail=row[4])
+
+
+TimeEncoder = Callable[[datetime | None], Any]
+
+
+def session_params(s: Session, enc: TimeEncoder) -> tuple[Any, ...]:
+    f = s.flags
+    return (
+        s.id,
+        scrub(s.project),
+        str(s.harness),
+        scrub(s.user),
+        s.source_path,
+        s.cwd,
+        f.incognito,
+        f.archived,
+        f.subagent,
+        f.memory_disabled,
+        enc(s.created_at),
+        enc(s.updated_at),
+    )
+
+
+def event_params(e: Event, enc: TimeEncoder) -> tuple[Any, ...]:
+    return (
+        e.session_id,
+        e.ordinal,
+        str(e.kind),
+        str(e.author),
+        enc(e.timestamp),
+        e.tool_name,
+        e.call_id,
+        e.source_offset,
+        e.source_line,
+        dumps(e.payload) if e.payload else None,
+        scrub(e.text),
+    )
+
+
+def exchange_params(x: Exchange, enc: TimeEncoder) -> tuple[Any, ...]:
+    return (
+        x.id,
+        x.session_id,
+        x.first_ordinal,
+        x.last_ordinal,
+        enc(x.started_at),
+        enc(x.ended_at),
+        x.line_start,
+        x.line_end,
+        dumps(list(x.tool_names)),
+        scrub(x.user_text),
+        scrub(x.assistant_text),
+        scrub(x.tool_excerpt),
+    )
+
+
+def source_params(s: SourceState) -> tuple[Any, ...]:
+    return (
+        s.path,
+        s.session_id,
+        s.harness,
+        s.size,
+        s.offset,
+        s.line_count,
+        s.mtime_ns,
+        s.prefix_hash,
+        s.tail_hash,
+        s.archive_path,
+        dumps(s.parser_state),
+    )
+
+
+def skipped_params(s: SkippedLine) -> tuple[Any, ...]:
+    return (s.path, s.line, s.offset, scrub(s.reason), scrub(s.detail))

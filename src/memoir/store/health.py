@@ -1,0 +1,94 @@
+"""Counts and consistency checks, the same SQL on both backends.
+
+``index_keys`` names the relation holding one row per index entry and its key column
+(the exchange ``pk``): SQLite's FTS5 shadow table ``exchange_fts_docsize(id)``,
+PostgreSQL's ``exchange_search(exchange_pk)``.
+"""
+
+from __future__ import annotations
+
+from memoir.store.side_tables import Tx
+
+__all__ = ["integrity_problems", "stats"]
+
+SAMPLE = 5
+
+_COUNTS = {
+    "sessions": "SELECT count(*) FROM sessions",
+    "exchanges": "SELECT count(*) FROM exchanges",
+    "events": "SELECT count(*) FROM events",
+    "projects": "SELECT count(DISTINCT project) FROM sessions",
+    "skipped_lines": "SELECT count(*) FROM skipped_lines",
+    "sources": "SELECT count(*) FROM sources",
+    "embeddings": "SELECT count(*) FROM embeddings",
+    "summaries": "SELECT count(*) FROM summaries",
+    "checkpoints": "SELECT count(*) FROM checkpoints",
+    "usage_records": "SELECT count(*) FROM usage",
+    "subagent_sessions": "SELECT count(*) FROM sessions WHERE subagent",
+}
+
+
+def stats(tx: Tx, index_table: str, index_key: str) -> dict[str, int]:
+    out = {name: int(tx.run(sql)[0][0] or 0) for name, sql in _COUNTS.items()}
+    out["index_rows"] = int(tx.run(f"SELECT count(*) FROM {index_table}")[0][0] or 0)
+    return out
+
+
+def _checks(index_table: str, index_key: str) -> list[tuple[str, str]]:
+    """(what is wrong, SELECT of the offending keys)."""
+    return [
+        (
+            "orphan index rows (no exchange)",
+            f"SELECT d.{index_key} FROM {index_table} d WHERE NOT EXISTS "
+            f"(SELECT 1 FROM exchanges e WHERE e.pk = d.{index_key})",
+        ),
+        (
+            "exchanges missing from the search index",
+            f"SELECT e.id FROM exchanges e WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {index_table} d WHERE d.{index_key} = e.pk)",
+        ),
+        (
+            "exchanges whose event span is missing",
+            "SELECT e.id FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM events v WHERE "
+            "v.session_id = e.session_id AND v.ordinal = e.first_ordinal) OR NOT EXISTS "
+            "(SELECT 1 FROM events v WHERE v.session_id = e.session_id "
+            "AND v.ordinal = e.last_ordinal)",
+        ),
+        (
+            "sessions with gaps in their event ordinals",
+            "SELECT session_id FROM events GROUP BY session_id "
+            "HAVING min(ordinal) <> 1 OR count(*) <> max(ordinal)",
+        ),
+        (
+            "events of unknown sessions",
+            "SELECT DISTINCT v.session_id FROM events v WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = v.session_id)",
+        ),
+        (
+            "exchanges of unknown sessions",
+            "SELECT e.id FROM exchanges e WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = e.session_id)",
+        ),
+        (
+            "embeddings of missing exchanges",
+            "SELECT m.exchange_id FROM embeddings m WHERE NOT EXISTS "
+            "(SELECT 1 FROM exchanges e WHERE e.id = m.exchange_id)",
+        ),
+        (
+            "sources of unknown sessions",
+            "SELECT t.path FROM sources t WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = t.session_id)",
+        ),
+    ]
+
+
+def integrity_problems(tx: Tx, index_table: str, index_key: str) -> list[str]:
+    """One line per kind of problem: how many, and a few examples."""
+    problems: list[str] = []
+    for label, sql in _checks(index_table, index_key):
+        count = int(tx.run(f"SELECT count(*) FROM ({sql}) AS q")[0][0] or 0)
+        if count:
+            sample = [str(r[0]) for r in tx.run(f"{sql} LIMIT {SAMPLE}")]
+            more = ", …" if count > len(sample) else ""
+            problems.append(f"{count} {label}: {', '.join(sample)}{more}")
+    return problems

@@ -1,0 +1,46 @@
+"""Versioned schema migrations: ordered, named, each applied in one transaction.
+
+Each version is a module ``vNNN_<name>.py`` with the statements for both backends. The
+``schema_version`` table records every applied version (number, name, time). A
+migration with ``reindex`` rebuilds the full-text index rows of all exchanges inside
+the same transaction (the index is derived data; a new index format ships as a
+migration with ``reindex``). The runners live in the backends
+(``sqlite_store.migrate``, ``postgres_store.migrate``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memoir.store.migrations import v001_core, v002_search
+
+__all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sqlite: tuple[str, ...]
+    postgres: tuple[str, ...]
+    reindex: bool = False
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(v001_core.VERSION, v001_core.NAME, v001_core.SQLITE, v001_core.POSTGRES),
+    Migration(
+        v002_search.VERSION,
+        v002_search.NAME,
+        v002_search.SQLITE,
+        v002_search.POSTGRES,
+        reindex=v002_search.REINDEX,
+    ),
+)
+CURRENT_VERSION = MIGRATIONS[-1].version
+
+
+def pending(current: int, target: int | None = None) -> list[Migration]:
+    """Migrations to apply, in order, to go from ``current`` to ``target`` (default: the
+    newest)."""
+    goal = CURRENT_VERSION if target is None else target
+    return [m for m in MIGRATIONS if current < m.version <= goal]

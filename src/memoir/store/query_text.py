@@ -1,0 +1,190 @@
+"""Query sanitising (pure): any raw string → a safe, structured query.
+
+A raw query is read the way a person types into a search box: bare words (all must
+match), ``"quoted phrases"``, ``OR`` between two terms (either may match), ``-word`` or
+``NOT word`` (must not match), ``word*`` (prefix). Everything else — stray quotes,
+parentheses, ``NEAR(``, column filters, SQL fragments, control characters — is only
+punctuation between words. Words are runs of letters and digits; a token such as
+``foo-bar`` or ``don't`` becomes the phrase of its words. CJK text has no spaces, so both
+the indexed documents and the query are segmented per character (:func:`segment_cjk`)
+and a CJK run becomes a phrase. The structure is rendered by the backends' search
+modules: FTS5 MATCH syntax here (:func:`to_fts5`), PostgreSQL in ``postgres_search``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "STOPWORDS",
+    "ParsedQuery",
+    "Term",
+    "parse_query",
+    "segment_cjk",
+    "to_fts5",
+    "unsegment_cjk",
+]
+
+MAX_QUERY_CHARS = 2000
+MAX_TERMS = 32
+MIN_PREFIX = 2
+
+_CJK = (
+    "\u3040-\u30ff"  # hiragana, katakana
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # han
+    "\uac00-\ud7af"  # hangul syllables
+    "\U00020000-\U0002fa1f"  # han extensions
+)
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+# a boundary next to a CJK character with no whitespace on either side
+_CJK_BOUNDARY = re.compile(f"(?<=[{_CJK}])(?=[^\\s])|(?<=[^\\s])(?=[{_CJK}])")
+_CJK_GAP = re.compile(f"(?<=[{_CJK}])([\x02\x03]*) ([\x02\x03]*)(?=[{_CJK}])")
+_WORD = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(r'(?P<neg>-?)"(?P<phrase>[^"]*)(?:"|$)|(?P<bare>[^\s"]+)')
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# English stop words (PostgreSQL's `english` configuration drops them too), never useful
+# as a single search term; kept inside phrases.
+_STOPWORD_TEXT = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can did do does doing don down during each few for
+    from further had has have having he her here hers herself him himself his how i if
+    in into is it its itself just me more most my myself no nor not now of off on once
+    only or other our ours ourselves out over own s same she should so some such t than
+    that the their theirs them themselves then there these they this those through to
+    too under until up very was we were what when where which while who whom why will
+    with you your yours yourself yourselves
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def segment_cjk(text: str) -> str:
+    """Put a space on each side of every CJK character (where there is none), so that
+    word tokenizers see one token per character."""
+    if text.isascii() or not _CJK_CHAR.search(text):
+        return text
+    return _CJK_BOUNDARY.sub(" ", text)
+
+
+def unsegment_cjk(text: str) -> str:
+    """Undo :func:`segment_cjk` between two CJK characters (snippet display); highlight
+    markers ``\\x02``/``\\x03`` between them are kept, and a mark that closes right where
+    the next opens is merged into one."""
+    if not text.isascii():
+        text = _CJK_GAP.sub(r"\1\2", text)
+    return text.replace("\x03\x02", "")
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One search term: a word (``len(words) == 1``) or a phrase.
+
+    ``words`` are lower-cased letter/digit runs (CJK split per character); ``text`` is the
+    term as typed, CJK-segmented and free of quotes and control characters, for parsers
+    that tokenize themselves (PostgreSQL's ``websearch_to_tsquery``)."""
+
+    words: tuple[str, ...]
+    text: str
+    prefix: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """All ``groups`` must match (each group: any of its terms); no ``excluded`` may."""
+
+    groups: tuple[tuple[Term, ...], ...] = ()
+    excluded: tuple[Term, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.groups
+
+    def loosened(self) -> ParsedQuery | None:
+        """The same terms with any one sufficing (None when that changes nothing)."""
+        if len(self.groups) < 2:
+            return None
+        terms = tuple(t for g in self.groups for t in g)
+        return ParsedQuery(groups=(terms,), excluded=self.excluded)
+
+
+def _term(piece: str, *, phrase: bool) -> Term | None:
+    prefix = False
+    if not phrase:
+        stripped = piece.rstrip("*")
+        prefix = stripped != piece
+        piece = stripped.lstrip("+")
+    text = segment_cjk(_CONTROL.sub(" ", piece)).strip()
+    words = tuple(w.lower() for w in _WORD.findall(text))
+    if not words:
+        return None
+    if len(words) == 1 and not phrase and words[0] in STOPWORDS and not prefix:
+        return None
+    if prefix and (len(words) > 1 or len(words[-1]) < MIN_PREFIX):
+        prefix = False
+    return Term(words=words, text=text, prefix=prefix)
+
+
+def parse_query(raw: str) -> ParsedQuery:
+    """Parse any string; never raises. An empty result means "match nothing"."""
+    raw = _CONTROL.sub(" ", raw[:MAX_QUERY_CHARS])
+    groups: list[list[Term]] = []
+    excluded: list[Term] = []
+    pending_or = pending_not = False
+    count = 0
+    for m in _TOKEN.finditer(raw):
+        if count >= MAX_TERMS:
+            break
+        negated = pending_not
+        if m.group("phrase") is not None:
+            negated = negated or bool(m.group("neg"))
+            term = _term(m.group("phrase"), phrase=True)
+        else:
+            bare = m.group("bare")
+            if bare == "OR":
+                pending_or = bool(groups)
+                continue
+            if bare == "AND":
+                continue
+            if bare == "NOT":
+                pending_not = True
+                continue
+            if bare.startswith("-") and len(bare) > 1:
+                negated, bare = True, bare.lstrip("-")
+            term = _term(bare, phrase=False)
+        pending_not = False
+        if term is None:
+            continue
+        count += 1
+        if negated:
+            excluded.append(term)
+        elif pending_or:
+            groups[-1].append(term)
+        else:
+            groups.append([term])
+        pending_or = False
+    return ParsedQuery(groups=tuple(tuple(g) for g in groups), excluded=tuple(excluded))
+
+
+def _fts5_term(term: Term) -> str:
+    body = '"' + " ".join(term.words).replace('"', '""') + '"'
+    return body + " *" if term.prefix else body
+
+
+def _fts5_any(terms: tuple[Term, ...]) -> str:
+    return "(" + " OR ".join(_fts5_term(t) for t in terms) + ")"
+
+
+def to_fts5(query: ParsedQuery, column: str | None = None) -> str | None:
+    """FTS5 MATCH text for ``query`` (None when nothing can match). ``column`` restricts
+    the match to one indexed column."""
+    if query.empty:
+        return None
+    expr = "(" + " AND ".join(_fts5_any(g) for g in query.groups) + ")"
+    if query.excluded:
+        expr = f"{expr} NOT {_fts5_any(query.excluded)}"
+    if column is not None:
+        expr = "{" + column + "} : (" + expr + ")"
+    return expr

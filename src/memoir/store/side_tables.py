@@ -1,0 +1,336 @@
+"""Store methods whose SQL is the same on both backends: embeddings, the usage ledger, the
+cache, summary rows, checkpoints and traces.
+
+SQL here uses ``?`` placeholders; a backend supplies :class:`Tx` (one transaction: run
+statements, encode timestamps) and converts the placeholders to its driver's style.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from memoir.errors import StoreError
+from memoir.llm.port import UsageRecord
+from memoir.store.codec import dumps, from_iso, loads
+from memoir.store.index_doc import embedding_text
+from memoir.store.port import CheckpointRow, SummaryRow, TraceRow
+
+__all__ = ["SideTablesMixin", "Tx"]
+
+
+class Tx(Protocol):
+    def run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def time(self, value: datetime | None) -> Any: ...
+
+
+_USAGE_COLS = (
+    "at, provider, model, purpose, outcome, input_tokens, output_tokens, latency_ms, "
+    "user_name, session_id, job_id, request_id"
+)
+_SUMMARY_COLS = (
+    "session_id, kind, body, covered, last_exchange, attempts, last_attempt_ms, "
+    "resummary_attempts, resummary_last_attempt_ms, model, message, updated_at"
+)
+_CHECKPOINT_COLS = (
+    "id, session_id, created_at, watermark, memory_boundary, disposition, previous_id, data"
+)
+
+
+class SideTablesMixin:
+    """Mixed into both stores. ``_tx()`` is a write transaction, ``_ro()`` a read."""
+
+    _hint_lock = threading.Lock()
+    # per model: every exchange with pk <= hint has a vector (SQLite only: pks of new or
+    # changed exchanges only grow there; PostgreSQL sequences commit out of order)
+    _backlog_hints: dict[str, int]
+    _use_backlog_hint = False
+
+    def _tx(self) -> AbstractContextManager[Tx]:
+        raise NotImplementedError
+
+    def _ro(self) -> AbstractContextManager[Tx]:
+        raise NotImplementedError
+
+    # embeddings ---------------------------------------------------------------------
+    def embedding_backlog(self, model: str, limit: int) -> list[tuple[str, str]]:
+        if limit <= 0:
+            return []
+        hint = self._hint(model)
+        with self._ro() as tx:
+            rows = tx.run(
+                "SELECT e.pk, e.id, e.user_text, e.assistant_text, e.tool_excerpt "
+                "FROM exchanges e WHERE e.pk > ? AND NOT EXISTS (SELECT 1 FROM embeddings m "
+                "WHERE m.model = ? AND m.exchange_id = e.id) ORDER BY e.pk LIMIT ?",
+                (hint, model, limit),
+            )
+            if self._use_backlog_hint:
+                top = rows[0][0] - 1 if rows else tx.run("SELECT max(pk) FROM exchanges")[0][0]
+                self._set_hint(model, int(top or 0))
+        return [(r[1], _embed_text(r)) for r in rows]
+
+    def _hint(self, model: str) -> int:
+        if not self._use_backlog_hint:
+            return 0
+        with self._hint_lock:
+            return self.__dict__.setdefault("_backlog_hints", {}).get(model, 0)
+
+    def _set_hint(self, model: str, value: int) -> None:
+        with self._hint_lock:
+            self.__dict__.setdefault("_backlog_hints", {})[model] = value
+
+    def put_embeddings(self, model: str, rows: list[tuple[str, bytes]], dim: int) -> None:
+        if dim <= 0:
+            raise StoreError(f"embedding dimension must be positive, not {dim}")
+        for exchange_id, vec in rows:
+            if len(vec) != dim * 4:
+                raise StoreError(
+                    f"embedding for {exchange_id!r} has {len(vec)} bytes, expected {dim * 4}"
+                    f" ({dim} float32)"
+                )
+        with self._tx() as tx:
+            stale = tx.run(
+                "SELECT 1 FROM embeddings WHERE model = ? AND dim <> ? LIMIT 1", (model, dim)
+            )
+            if stale:  # the model changed its dimension: old vectors are useless
+                tx.run("DELETE FROM embeddings WHERE model = ? AND dim <> ?", (model, dim))
+                self._set_hint(model, 0)
+            tx.many(
+                "INSERT INTO embeddings (model, exchange_id, dim, vec) "
+                "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM exchanges WHERE id = ?) "
+                "ON CONFLICT (model, exchange_id) DO UPDATE SET dim = excluded.dim, "
+                "vec = excluded.vec",
+                [(model, xid, dim, vec, xid) for xid, vec in rows],
+            )
+
+    def load_embeddings(self, model: str) -> tuple[list[str], bytes, int]:
+        with self._ro() as tx:
+            rows = tx.run("SELECT exchange_id, dim, vec FROM embeddings WHERE model = ?", (model,))
+        if not rows:
+            return [], b"", 0
+        return [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
+
+    # usage ledger and cache ---------------------------------------------------------
+    def record_usage(self, record: UsageRecord) -> None:
+        with self._tx() as tx:
+            tx.run(
+                f"INSERT INTO usage ({_USAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    tx.time(record.at),
+                    record.provider,
+                    record.model,
+                    record.purpose,
+                    record.outcome,
+                    record.input_tokens,
+                    record.output_tokens,
+                    float(record.latency_ms),
+                    record.user,
+                    record.session,
+                    record.job_id,
+                    record.request_id,
+                ),
+            )
+
+    def usage_records(self, since: datetime | None = None) -> list[UsageRecord]:
+        with self._ro() as tx:
+            if since is None:
+                rows = tx.run(f"SELECT {_USAGE_COLS} FROM usage ORDER BY at, id")
+            else:
+                rows = tx.run(
+                    f"SELECT {_USAGE_COLS} FROM usage WHERE at >= ? ORDER BY at, id",
+                    (tx.time(since),),
+                )
+        return [_usage(r) for r in rows]
+
+    def cache_get(self, key: str) -> str | None:
+        with self._ro() as tx:
+            rows = tx.run(
+                "SELECT value FROM cache WHERE key = ? AND expires_at > ?", (key, time.time())
+            )
+        return rows[0][0] if rows else None
+
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        now = time.time()
+        with self._tx() as tx:
+            tx.run("DELETE FROM cache WHERE expires_at <= ?", (now,))
+            if ttl_seconds <= 0:
+                tx.run("DELETE FROM cache WHERE key = ?", (key,))
+                return
+            tx.run(
+                "INSERT INTO cache (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) "
+                "DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at",
+                (key, value, now + ttl_seconds),
+            )
+
+    # summaries, checkpoints, traces -----------------------------------------------------
+    def get_summary_row(self, session_id: str) -> SummaryRow | None:
+        with self._ro() as tx:
+            rows = tx.run(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE session_id = ?", (session_id,)
+            )
+        return _summary(rows[0]) if rows else None
+
+    def put_summary_row(self, row: SummaryRow) -> None:
+        updated = row.updated_at or datetime.now(UTC)
+        with self._tx() as tx:
+            tx.run(
+                f"INSERT INTO summaries ({_SUMMARY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?) ON CONFLICT (session_id) DO UPDATE SET kind = excluded.kind, "
+                "body = excluded.body, covered = excluded.covered, "
+                "last_exchange = excluded.last_exchange, attempts = excluded.attempts, "
+                "last_attempt_ms = excluded.last_attempt_ms, "
+                "resummary_attempts = excluded.resummary_attempts, "
+                "resummary_last_attempt_ms = excluded.resummary_last_attempt_ms, "
+                "model = excluded.model, message = excluded.message, "
+                "updated_at = excluded.updated_at",
+                (
+                    row.session_id,
+                    row.kind,
+                    row.body,
+                    row.covered,
+                    row.last_exchange,
+                    row.attempts,
+                    row.last_attempt_ms,
+                    row.resummary_attempts,
+                    row.resummary_last_attempt_ms,
+                    row.model,
+                    row.message,
+                    tx.time(updated),
+                ),
+            )
+
+    def summary_rows(self) -> list[SummaryRow]:
+        with self._ro() as tx:
+            rows = tx.run(f"SELECT {_SUMMARY_COLS} FROM summaries ORDER BY session_id")
+        return [_summary(r) for r in rows]
+
+    def put_checkpoint(self, row: CheckpointRow) -> None:
+        with self._tx() as tx:
+            tx.run(
+                f"INSERT INTO checkpoints ({_CHECKPOINT_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, "
+                "created_at = excluded.created_at, watermark = excluded.watermark, "
+                "memory_boundary = excluded.memory_boundary, "
+                "disposition = excluded.disposition, previous_id = excluded.previous_id, "
+                "data = excluded.data",
+                (
+                    row.id,
+                    row.session_id,
+                    tx.time(row.created_at),
+                    row.watermark,
+                    row.memory_boundary,
+                    row.disposition,
+                    row.previous_id,
+                    dumps(row.data),
+                ),
+            )
+
+    def checkpoints(self, session_id: str) -> list[CheckpointRow]:
+        with self._ro() as tx:
+            rows = tx.run(
+                f"SELECT {_CHECKPOINT_COLS} FROM checkpoints WHERE session_id = ? "
+                "ORDER BY created_at, id",
+                (session_id,),
+            )
+        return [_checkpoint(r) for r in rows]
+
+    def record_trace(self, row: TraceRow) -> None:
+        with self._tx() as tx:
+            tx.run(
+                "INSERT INTO traces (session_id, kind, at, data) VALUES (?, ?, ?, ?)",
+                (row.session_id, row.kind, tx.time(row.at), dumps(row.data)),
+            )
+
+    def traces(self, session_id: str | None = None, kind: str | None = None) -> list[TraceRow]:
+        clauses, params = _where(session_id=session_id, kind=kind)
+        with self._ro() as tx:
+            rows = tx.run(
+                f"SELECT session_id, kind, at, data FROM traces{clauses} ORDER BY at, id", params
+            )
+        return [
+            TraceRow(session_id=r[0], kind=r[1], at=_time(r[2]), data=loads(r[3])) for r in rows
+        ]
+
+
+def _where(**equal: str | None) -> tuple[str, list[Any]]:
+    pairs = [(k, v) for k, v in equal.items() if v is not None]
+    if not pairs:
+        return "", []
+    return " WHERE " + " AND ".join(f"{k} = ?" for k, _ in pairs), [v for _, v in pairs]
+
+
+def _time(value: Any) -> datetime:
+    parsed = from_iso(value)
+    assert parsed is not None
+    return parsed
+
+
+def _embed_text(row: Any) -> str:
+    from memoir.model import Exchange
+
+    return embedding_text(
+        Exchange(
+            id=row[1],
+            session_id="",
+            first_ordinal=0,
+            last_ordinal=0,
+            user_text=row[2],
+            assistant_text=row[3],
+            tool_names=(),
+            started_at=None,
+            ended_at=None,
+            tool_excerpt=row[4],
+        )
+    )
+
+
+def _usage(r: Any) -> UsageRecord:
+    return UsageRecord(
+        at=_time(r[0]),
+        provider=r[1],
+        model=r[2],
+        purpose=r[3],
+        outcome=r[4],
+        input_tokens=int(r[5]),
+        output_tokens=int(r[6]),
+        latency_ms=float(r[7]),
+        user=r[8],
+        session=r[9],
+        job_id=r[10],
+        request_id=r[11],
+    )
+
+
+def _summary(r: Any) -> SummaryRow:
+    return SummaryRow(
+        session_id=r[0],
+        kind=r[1],
+        body=r[2],
+        covered=int(r[3]),
+        last_exchange=r[4],
+        attempts=int(r[5]),
+        last_attempt_ms=int(r[6]),
+        resummary_attempts=r[7],
+        resummary_last_attempt_ms=r[8],
+        model=r[9],
+        message=r[10],
+        updated_at=from_iso(r[11]),
+    )
+
+
+def _checkpoint(r: Any) -> CheckpointRow:
+    return CheckpointRow(
+        id=r[0],
+        session_id=r[1],
+        created_at=_time(r[2]),
+        watermark=int(r[3]),
+        memory_boundary=int(r[4]),
+        disposition=r[5],
+        previous_id=r[6],
+        data=loads(r[7]),
+    )

@@ -1,0 +1,183 @@
+"""SQLite writes of one ingest batch, and session deletion (inside the caller's transaction).
+
+Round trips are per batch, not per row: one ``executemany`` per table, one lookup of
+the batch's existing exchanges per 500 ids. An exchange already stored with the same last
+ordinal and text lengths is left alone (re-applying a batch writes nothing new); a grown
+one is updated in place (same id) and moves to a fresh primary key, so that ``pk`` order
+is the order of last change (the embedding backlog scans from a high-water mark); its
+index row is rewritten and its embeddings dropped (they describe the old text).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from memoir.errors import StoreError
+from memoir.model import Exchange, Session
+from memoir.store import sqlite_search
+from memoir.store.codec import (
+    event_params,
+    exchange_params,
+    session_params,
+    skipped_params,
+    source_params,
+    to_iso,
+)
+from memoir.store.index_doc import exchange_document
+from memoir.store.port import IngestBatch
+
+__all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
+
+_CHUNK = 500
+
+SESSION_UPSERT = """
+INSERT INTO sessions (id, project, harness, user_name, source_path, cwd, incognito,
+    archived, subagent, memory_disabled, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+    project = excluded.project,
+    harness = excluded.harness,
+    user_name = excluded.user_name,
+    source_path = coalesce(excluded.source_path, sessions.source_path),
+    cwd = coalesce(excluded.cwd, sessions.cwd),
+    incognito = (sessions.incognito OR excluded.incognito),
+    archived = (sessions.archived OR excluded.archived),
+    subagent = (sessions.subagent OR excluded.subagent),
+    memory_disabled = (sessions.memory_disabled OR excluded.memory_disabled),
+    created_at = coalesce(min(sessions.created_at, excluded.created_at),
+                          sessions.created_at, excluded.created_at),
+    updated_at = coalesce(max(sessions.updated_at, excluded.updated_at),
+                          sessions.updated_at, excluded.updated_at)
+"""
+EVENT_INSERT = """
+INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
+    source_offset, source_line, payload, text)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (session_id, ordinal) DO NOTHING
+"""
+EXCHANGE_INSERT = """
+INSERT INTO exchanges (pk, id, session_id, first_ordinal, last_ordinal, started_at,
+    ended_at, line_start, line_end, tool_names, user_text, assistant_text, tool_excerpt)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+EXCHANGE_UPDATE = """
+UPDATE exchanges SET pk = ?, session_id = ?, first_ordinal = ?, last_ordinal = ?, started_at = ?,
+    ended_at = ?, line_start = ?, line_end = ?, tool_names = ?, user_text = ?,
+    assistant_text = ?, tool_excerpt = ?
+WHERE pk = ?
+"""
+SOURCE_UPSERT = """
+INSERT INTO sources (path, session_id, harness, size, "offset", line_count, mtime_ns,
+    prefix_hash, tail_hash, archive_path, parser_state)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (path) DO UPDATE SET
+    session_id = excluded.session_id, harness = excluded.harness, size = excluded.size,
+    "offset" = excluded."offset", line_count = excluded.line_count,
+    mtime_ns = excluded.mtime_ns, prefix_hash = excluded.prefix_hash,
+    tail_hash = excluded.tail_hash, archive_path = excluded.archive_path,
+    parser_state = excluded.parser_state
+"""
+SKIPPED_INSERT = """
+INSERT INTO skipped_lines (path, line, "offset", reason, detail) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (path, line) DO NOTHING
+"""
+
+
+def check_batch(batch: IngestBatch) -> None:
+    sid = batch.session.id
+    others = {e.session_id for e in batch.events} | {x.session_id for x in batch.exchanges}
+    others.discard(sid)
+    if others:
+        raise StoreError(
+            f"ingest batch for session {sid!r} holds rows of session {sorted(others)[0]!r}"
+        )
+
+
+def apply_batch(conn: sqlite3.Connection, batch: IngestBatch) -> None:
+    check_batch(batch)
+    session = batch.session
+    conn.execute(SESSION_UPSERT, session_params(session, to_iso))
+    if batch.reset:
+        path = batch.source.path if batch.source else session.source_path
+        delete_session_content(conn, session.id, path)
+    if batch.events:
+        conn.executemany(EVENT_INSERT, [event_params(e, to_iso) for e in batch.events])
+    if batch.exchanges:
+        _upsert_exchanges(conn, session, batch.exchanges, fresh=batch.reset)
+    if batch.source is not None:
+        conn.execute(SOURCE_UPSERT, source_params(batch.source))
+    if batch.skipped:
+        conn.executemany(SKIPPED_INSERT, [skipped_params(s) for s in batch.skipped])
+
+
+def _existing(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+    found: dict[str, tuple[Any, ...]] = {}
+    for i in range(0, len(ids), _CHUNK):
+        chunk = ids[i : i + _CHUNK]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            "SELECT id, pk, last_ordinal, length(user_text), length(assistant_text), "
+            f"length(tool_excerpt) FROM exchanges WHERE id IN ({marks})",
+            chunk,
+        ):
+            found[row[0]] = row[1:]
+    return found
+
+
+def _upsert_exchanges(
+    conn: sqlite3.Connection, session: Session, exchanges: tuple[Exchange, ...], *, fresh: bool
+) -> None:
+    unique = {x.id: x for x in exchanges}
+    existing = {} if fresh else _existing(conn, list(unique))
+    next_pk = int(conn.execute("SELECT coalesce(max(pk), 0) + 1 FROM exchanges").fetchone()[0])
+    inserts: list[tuple[Any, ...]] = []
+    updates: list[tuple[Any, ...]] = []
+    changed: list[tuple[int, str]] = []
+    docs: list[tuple[int, Exchange]] = []
+    for x in unique.values():
+        params = exchange_params(x, to_iso)
+        old = existing.get(x.id)
+        if old is None:
+            inserts.append((next_pk, *params))
+            docs.append((next_pk, x))
+            next_pk += 1
+        elif tuple(old[1:]) != (x.last_ordinal, len(params[9]), len(params[10]), len(params[11])):
+            updates.append((next_pk, *params[1:], old[0]))
+            changed.append((old[0], x.id))
+            docs.append((next_pk, x))
+            next_pk += 1
+    if inserts:
+        conn.executemany(EXCHANGE_INSERT, inserts)
+    if updates:
+        conn.executemany(EXCHANGE_UPDATE, updates)
+        conn.executemany("DELETE FROM embeddings WHERE exchange_id = ?", [(i,) for _, i in changed])
+        sqlite_search.delete_index(conn, [pk for pk, _ in changed])
+    sqlite_search.write_index(conn, ((pk, exchange_document(x, session)) for pk, x in docs))
+
+
+def delete_session_content(conn: sqlite3.Connection, session_id: str, path: str | None) -> None:
+    """Events, exchanges, their index rows and embeddings (and the source's skipped lines)."""
+    rows = conn.execute("SELECT pk, id FROM exchanges WHERE session_id = ?", (session_id,))
+    pairs = rows.fetchall()
+    sqlite_search.delete_index(conn, [pk for pk, _ in pairs])
+    conn.executemany("DELETE FROM embeddings WHERE exchange_id = ?", [(i,) for _, i in pairs])
+    conn.execute("DELETE FROM exchanges WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+    if path is not None:
+        conn.execute("DELETE FROM skipped_lines WHERE path = ?", (path,))
+
+
+def delete_session_rows(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Everything stored for a session except usage records; False when it is unknown."""
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        return False
+    delete_session_content(conn, session_id, None)
+    conn.execute(
+        "DELETE FROM skipped_lines WHERE path IN (SELECT path FROM sources WHERE session_id = ?)",
+        (session_id,),
+    )
+    for table in ("sources", "summaries", "checkpoints", "traces"):
+        conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    return True

@@ -1,0 +1,340 @@
+"""The SQLite backend: one file, WAL, a connection per thread.
+
+Connections run in autocommit mode; every write method opens ``BEGIN IMMEDIATE`` and
+commits once (:meth:`SQLiteStore._tx`), so readers in other threads or processes never
+see half a batch. Driver errors become :class:`~memoir.errors.StoreError` here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memoir.errors import MigrationError, NotFound, StoreError
+from memoir.model import Event, Exchange, Session, SessionFlags
+from memoir.store import health, sqlite_search
+from memoir.store.codec import (
+    EVENT_COLS,
+    EXCHANGE_COLS,
+    SESSION_COLS,
+    SOURCE_COLS,
+    event_from_row,
+    exchange_from_row,
+    from_iso,
+    prefixed,
+    session_from_row,
+    skipped_from_row,
+    source_from_row,
+    to_iso,
+)
+from memoir.store.migrations import CURRENT_VERSION, pending
+from memoir.store.port import (
+    IngestBatch,
+    SearchFilters,
+    SessionInfo,
+    SkippedLine,
+    SourceState,
+    TextHit,
+)
+from memoir.store.side_tables import SideTablesMixin, Tx
+from memoir.store.sqlite_ingest import apply_batch, delete_session_rows
+from memoir.store.write_retry import with_scrub_retry
+
+__all__ = ["SQLiteStore", "migrate"]
+
+_CHUNK = 500
+INDEX_KEYS = ("exchange_fts_docsize", "id")  # one row per FTS entry, keyed by exchanges.pk
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -32768")
+    conn.execute("PRAGMA mmap_size = 268435456")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
+    """Bring the schema to ``target`` (default: current); returns the version reached."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    version = _version(conn)
+    if version > CURRENT_VERSION:
+        raise MigrationError(
+            f"the database is at schema v{version}, newer than this Memoir (v"
+            f"{CURRENT_VERSION}); upgrade memoir"
+        )
+    for migration in pending(version, target):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if _version(conn) >= migration.version:  # another process got there first
+                conn.execute("ROLLBACK")
+                continue
+            for statement in migration.sqlite:
+                conn.execute(statement)
+            if migration.reindex:
+                sqlite_search.rebuild_index(conn)
+            conn.execute(
+                "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                (migration.version, migration.name, to_iso(datetime.now(UTC))),
+            )
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise MigrationError(
+                f"migration v{migration.version} ({migration.name}) failed: {exc}"
+            ) from exc
+    return _version(conn)
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+class _SQLiteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    def time(self, value: datetime | None) -> Any:
+        return to_iso(value)
+
+
+class SQLiteStore(SideTablesMixin):
+    backend = "sqlite"
+    _use_backlog_hint = True
+
+    def __init__(self, path: Path | str, *, target_version: int | None = None) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = self._conn()
+            conn.execute("PRAGMA journal_mode = WAL")
+            migrate(conn, target_version)
+        except sqlite3.Error as exc:
+            self.close()
+            raise StoreError(f"cannot open the SQLite database {self.path}: {exc}") from exc
+        except MigrationError:
+            self.close()
+            raise
+
+    # connections and transactions -------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError("the store is closed")
+            conn = _connect(self.path)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"sqlite: {exc}") from exc
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StoreError(f"sqlite: {exc}") from exc
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        try:
+            yield self._conn()
+        except sqlite3.Error as exc:
+            raise StoreError(f"sqlite: {exc}") from exc
+
+    @contextmanager
+    def _tx(self) -> Iterator[Tx]:
+        with self._write() as conn:
+            yield _SQLiteTx(conn)
+
+    @contextmanager
+    def _ro(self) -> Iterator[Tx]:
+        with self._reading() as conn:
+            yield _SQLiteTx(conn)
+
+    def _all_rows(self, sql: str, params: Any = ()) -> list[Any]:
+        with self._reading() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            conns, self._all = self._all, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        self._local = threading.local()
+
+    def schema_version(self) -> int:
+        with self._reading() as conn:
+            return _version(conn)
+
+    # ingest ------------------------------------------------------------------------
+    def apply_ingest(self, batch: IngestBatch) -> None:
+        def run(b: IngestBatch) -> None:
+            with self._write() as conn:
+                apply_batch(conn, b)
+
+        with_scrub_retry(run, batch)
+
+    def source_state(self, path: str) -> SourceState | None:
+        rows = self._all_rows(f"SELECT {SOURCE_COLS} FROM sources WHERE path = ?", (path,))
+        return source_from_row(rows[0]) if rows else None
+
+    def source_states(self) -> dict[str, SourceState]:
+        rows = self._all_rows(f"SELECT {SOURCE_COLS} FROM sources")
+        return {r[0]: source_from_row(r) for r in rows}
+
+    def skipped_lines(self, path: str | None = None) -> list[SkippedLine]:
+        sql = 'SELECT path, line, "offset", reason, detail FROM skipped_lines'
+        if path is None:
+            rows = self._all_rows(sql + " ORDER BY path, line")
+        else:
+            rows = self._all_rows(sql + " WHERE path = ? ORDER BY line", (path,))
+        return [skipped_from_row(r) for r in rows]
+
+    # sessions, events, exchanges -------------------------------------------------------
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self._all_rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
+        return session_from_row(rows[0]) if rows else None
+
+    def list_sessions(
+        self, *, project: str | None = None, limit: int | None = None
+    ) -> list[SessionInfo]:
+        cols = prefixed(SESSION_COLS, "s")
+        sql = (
+            f"SELECT {cols}, "
+            "(SELECT count(*) FROM exchanges x WHERE x.session_id = s.id), "
+            "(SELECT count(*) FROM events v WHERE v.session_id = s.id), "
+            "coalesce((SELECT min(coalesce(x.started_at, x.ended_at)) FROM exchanges x "
+            "WHERE x.session_id = s.id), s.created_at) AS first_at, "
+            "coalesce((SELECT max(coalesce(x.ended_at, x.started_at)) FROM exchanges x "
+            "WHERE x.session_id = s.id), s.updated_at) AS last_at "
+            "FROM sessions s"
+        )
+        params: list[Any] = []
+        if project is not None:
+            sql += " WHERE s.project = ?"
+            params.append(project)
+        sql += " ORDER BY last_at IS NULL, last_at DESC, s.id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(max(0, limit))
+        return [_session_info(r) for r in self._all_rows(sql, params)]
+
+    def set_session_flags(self, session_id: str, flags: SessionFlags) -> None:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET incognito = ?, archived = ?, subagent = ?, "
+                "memory_disabled = ? WHERE id = ?",
+                (
+                    flags.incognito,
+                    flags.archived,
+                    flags.subagent,
+                    flags.memory_disabled,
+                    session_id,
+                ),
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no session {session_id!r}")
+
+    def delete_session(self, session_id: str) -> None:
+        with self._write() as conn:
+            if not delete_session_rows(conn, session_id):
+                raise NotFound(f"no session {session_id!r}")
+
+    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
+        sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
+        params: list[Any] = [session_id, after]
+        if upto is not None:
+            sql += " AND ordinal <= ?"
+            params.append(upto)
+        rows = self._all_rows(sql + " ORDER BY ordinal", params)
+        return [event_from_row(r) for r in rows]
+
+    def last_ordinal(self, session_id: str) -> int:
+        rows = self._all_rows("SELECT max(ordinal) FROM events WHERE session_id = ?", (session_id,))
+        return int(rows[0][0] or 0)
+
+    def exchanges(self, session_id: str) -> list[Exchange]:
+        rows = self._all_rows(
+            f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE session_id = ? ORDER BY first_ordinal",
+            (session_id,),
+        )
+        return [exchange_from_row(r) for r in rows]
+
+    def get_exchange(self, exchange_id: str) -> Exchange | None:
+        return self.get_exchanges([exchange_id]).get(exchange_id)
+
+    def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
+        out: dict[str, Exchange] = {}
+        ids = list(dict.fromkeys(exchange_ids))
+        for i in range(0, len(ids), _CHUNK):
+            chunk = ids[i : i + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for r in self._all_rows(
+                f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE id IN ({marks})", chunk
+            ):
+                out[r[0]] = exchange_from_row(r)
+        return out
+
+    # search and health -------------------------------------------------------------
+    def search_text(self, query: str, filters: SearchFilters, limit: int) -> list[TextHit]:
+        with self._reading() as conn:
+            return sqlite_search.search(conn, query, filters, limit)
+
+    def stats(self) -> dict[str, int]:
+        with self._ro() as tx:
+            return health.stats(tx, *INDEX_KEYS)
+
+    def integrity_problems(self) -> list[str]:
+        with self._ro() as tx:
+            return health.integrity_problems(tx, *INDEX_KEYS)
+
+    def repair_index(self) -> int:
+        with self._write() as conn:
+            return sqlite_search.rebuild_index(conn)
+
+
+def _session_info(row: Any) -> SessionInfo:
+    return SessionInfo(
+        session=session_from_row(row[:12]),
+        exchanges=int(row[12]),
+        events=int(row[13]),
+        first_at=from_iso(row[14]),
+        last_at=from_iso(row[15]),
+    )

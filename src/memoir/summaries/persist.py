@@ -1,0 +1,150 @@
+"""What the rest of Memoir asks of summaries: save one, read one, count and check them.
+
+* :func:`save_summary` — ``memoir summarize`` persists through it: coverage stamped at the
+  current archive size (files) or event count (database), failure state cleared.
+* :func:`read_summary_body` — the text shown beside search hits and in ``memoir show``
+  (never the coverage header; None for missing, empty and errored).
+* :func:`summary_counts` — for ``memoir stats``; :func:`summary_problems` — for ``verify``.
+
+With the archive-file store, a session that has no archived transcript (fed through the
+API) is kept in the database adapter instead.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from memoir.errors import NotFound
+from memoir.model import Session
+from memoir.summaries.coverage import coverage_after
+from memoir.summaries.database import DatabaseSummaryStore
+from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
+from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
+from memoir.summaries.state import SummaryKind, SummaryState
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+
+__all__ = [
+    "COUNT_KEYS",
+    "classify",
+    "read_summary_body",
+    "read_summary_state",
+    "save_summary",
+    "summary_counts",
+    "summary_problems",
+]
+
+COUNT_KEYS = ("summarized", "stale", "pending", "errored", "given_up", "empty")
+
+
+def _locate(memoir: Memoir, session_id: str) -> tuple[SummaryStore, Conversation] | None:
+    primary = open_summary_store(memoir.settings, memoir.store)
+    found = primary.find(session_id)
+    if found is not None:
+        return primary, found
+    if not isinstance(primary, DatabaseSummaryStore):
+        secondary = DatabaseSummaryStore(memoir.store)
+        found = secondary.find(session_id)
+        if found is not None:
+            return secondary, found
+    return None
+
+
+def save_summary(
+    memoir: Memoir,
+    session_id: str,
+    body: str,
+    *,
+    model: str | None,
+    data: dict[str, Any] | None = None,
+) -> SummaryState:
+    """Persist ``body`` as the session's summary, covering the transcript as it is now.
+
+    ``data`` (the episodic summarizer's structured summary) is accepted for callers that
+    have it; the file format keeps only the text.
+    """
+    located = _locate(memoir, session_id)
+    if located is None:
+        raise NotFound(f"no conversation {session_id!r} to attach a summary to")
+    summaries, conv = located
+    events = memoir.store.events(session_id) if memoir.store.get_session(session_id) else []
+    amount, last_exchange = coverage_after(summaries.unit, conv.current, events)
+    state = SummaryState.real(body.strip(), amount, last_exchange, model=model)
+    summaries.write(conv, state)
+    return state
+
+
+def read_summary_state(memoir: Memoir, session: str | Session) -> SummaryState:
+    session_id = session.id if isinstance(session, Session) else session
+    located = _locate(memoir, session_id)
+    return located[1].state if located is not None else SummaryState.missing()
+
+
+def read_summary_body(memoir: Memoir, session: str | Session) -> str | None:
+    """The readable summary of a session (header stripped), or None when it has none."""
+    state = read_summary_state(memoir, session)
+    return state.body.strip() if state.has_body else None
+
+
+def classify(
+    conv: Conversation, policy: SummaryPolicy, now_ms: int, summaries: SummaryStore
+) -> tuple[str, bool]:
+    """(count key, idle) for one conversation; idle only computed where it matters."""
+    action = decide(conv.state, conv.current, policy, now_ms)
+    if action is Action.GIVE_UP:
+        return "given_up", True
+    kind = conv.state.kind
+    if kind is SummaryKind.EMPTY:
+        return "empty", True
+    if kind is SummaryKind.ERRORED:
+        return "errored", True
+    if kind is SummaryKind.MISSING:
+        return "pending", True
+    if action is Action.CURRENT or kind is SummaryKind.LEGACY:
+        return "summarized", True
+    return "stale", is_quiescent(summaries.last_exchange(conv), policy, now_ms)
+
+
+def _all(memoir: Memoir) -> tuple[SummaryStore, list[Conversation]]:
+    summaries = open_summary_store(memoir.settings, memoir.store)
+    return summaries, summaries.scan(full=True)
+
+
+def summary_counts(memoir: Memoir, *, now_ms: int | None = None) -> dict[str, int]:
+    """summarized / stale (grown past coverage) / pending (no summary yet) / errored /
+    given_up / empty, over every conversation."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    policy = SummaryPolicy.from_settings(memoir.settings)
+    summaries, conversations = _all(memoir)
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    for conv in conversations:
+        key, _ = classify(conv, policy, now, summaries)
+        counts[key] += 1
+    return counts
+
+
+def summary_problems(memoir: Memoir, *, now_ms: int | None = None) -> list[str]:
+    """Stale summaries of idle conversations (they should have been refreshed), errored
+    summaries and given-up ones, one line each."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    policy = SummaryPolicy.from_settings(memoir.settings)
+    summaries, conversations = _all(memoir)
+    problems = []
+    for conv in sorted(conversations, key=lambda c: (c.project, c.session_id)):
+        key, idle = classify(conv, policy, now, summaries)
+        where = f"{conv.project}/{conv.session_id}"
+        failure = conv.state.failure
+        attempts = failure.attempts if failure is not None else 0
+        if key == "stale" and idle:
+            covered = conv.state.coverage.amount if conv.state.coverage else 0
+            problems.append(
+                f"stale summary: {where} covers {covered} of {conv.current} {summaries.unit}"
+            )
+        elif key == "errored":
+            why = f": {conv.state.message}" if conv.state.message else ""
+            problems.append(f"errored summary: {where} after {attempts} attempt(s){why}")
+        elif key == "given_up":
+            problems.append(f"summary given up: {where} after {attempts} failed attempt(s)")
+    return problems

@@ -1,0 +1,167 @@
+"""Summarize one conversation, choosing the cheapest path that is still honest.
+
+* zero exchanges → ``None`` (the caller writes the empty file: skip forever);
+* one tiny exchange → a short deterministic summary from its own text, no model call;
+* fits one request (``SHORT_TOKEN_BUDGET`` transcript tokens) → one call, Purpose.SUMMARY,
+  the material inside ``<transcript>…</transcript>``;
+* longer → the episodic summarizer (:mod:`memoir.episodes`), episode by episode and merged.
+
+Summaries say what the conversation was about, the decisions made and where it ended.
+Failures raise (a ModelError or SummaryError); the caller records them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memoir.errors import SummaryError
+from memoir.llm.errors import EmptyResponse
+from memoir.llm.port import Model, TokenCounter
+from memoir.llm.tokens import default_counter
+from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.model import Event, Exchange, build_exchanges
+
+__all__ = [
+    "SHORT_TOKEN_BUDGET",
+    "SUMMARY_SYSTEM",
+    "SummaryText",
+    "render_transcript",
+    "summarize_conversation",
+    "tiny_summary",
+]
+
+SHORT_TOKEN_BUDGET = 12_000
+TINY_CHARS = 600
+SUMMARY_MAX_TOKENS = 600
+
+SUMMARY_SYSTEM = (
+    "You write the summary shown next to a past conversation in a search result. "
+    "In two to five plain sentences say what the conversation was about, the decisions "
+    "that were made, and where it ended (finished, left open, or what was next). "
+    "Write in the conversation's language. No preamble, no lists, no headings."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryText:
+    """A produced summary: the body, the model that wrote it ("none" when no call)."""
+
+    body: str
+    model: str
+    calls: int = 0
+
+
+def _clip(text: str, limit: int) -> str:
+    text = re.sub(r"\s+", " ", text).strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+def tiny_summary(exchange: Exchange) -> str:
+    """A deterministic one-exchange summary (no model call)."""
+    asked = _clip(exchange.user_text, 200) or "(no text)"
+    parts = [f"A single exchange: the user asked “{asked}”."]
+    if exchange.assistant_text.strip():
+        parts.append(f"The assistant replied “{_clip(exchange.assistant_text, 200)}”.")
+    else:
+        parts.append("It ended without a reply.")
+    if exchange.tool_names:
+        parts.append(f"Tools used: {', '.join(exchange.tool_names)}.")
+    return " ".join(parts)
+
+
+def render_transcript(exchanges: Sequence[Exchange]) -> str:
+    blocks = []
+    for ex in exchanges:
+        block = [f"User: {ex.user_text.strip()}"]
+        if ex.tool_names:
+            block.append(f"[tools: {', '.join(ex.tool_names)}]")
+        if ex.assistant_text.strip():
+            block.append(f"Assistant: {ex.assistant_text.strip()}")
+        blocks.append("\n".join(block))
+    return "\n\n".join(blocks)
+
+
+def _is_tiny(exchanges: Sequence[Exchange]) -> bool:
+    if len(exchanges) != 1:
+        return False
+    ex = exchanges[0]
+    return len(ex.user_text) + len(ex.assistant_text) <= TINY_CHARS
+
+
+def _clean(text: str) -> str:
+    body = text.strip()
+    # never let a model reply pose as a header or an error sentinel
+    while body.startswith(("__COVERAGE__", "__ERRORED__")):
+        body = body.partition("\n")[2].strip()
+    return body
+
+
+def summarize_conversation(
+    events: Sequence[Event],
+    model: Model,
+    *,
+    session: str | None = None,
+    user: str | None = None,
+    counter: TokenCounter | None = None,
+    fallback: Model | None = None,
+    cache: Any = None,
+) -> SummaryText | None:
+    """The summary of ``events`` (None: the conversation has no exchange)."""
+    exchanges = build_exchanges(events)
+    if not exchanges:
+        return None
+    if _is_tiny(exchanges):
+        return SummaryText(tiny_summary(exchanges[0]), "none")
+    transcript = render_transcript(exchanges)
+    counter = counter or default_counter()
+    if counter.count(transcript) <= SHORT_TOKEN_BUDGET:
+        return _one_call(transcript, model, session=session, user=user)
+    return _episodic(events, model, session=session, user=user, fallback=fallback, cache=cache)
+
+
+def _one_call(
+    transcript: str, model: Model, *, session: str | None, user: str | None
+) -> SummaryText:
+    request = ModelRequest(
+        messages=(
+            ChatMessage(
+                "user",
+                "Summarize this conversation.\n\n<transcript>\n" + transcript + "\n</transcript>",
+            ),
+        ),
+        system=SUMMARY_SYSTEM,
+        max_tokens=SUMMARY_MAX_TOKENS,
+        meta=RequestMeta(user=user, session=session, purpose=Purpose.SUMMARY),
+    )
+    completion = model.complete(request)
+    body = _clean(completion.text)
+    if not body:
+        raise EmptyResponse("the model returned an empty summary")
+    name = f"{completion.provider}:{completion.model}" if completion.provider else model.name
+    return SummaryText(body, name, 1)
+
+
+def _episodic(
+    events: Sequence[Event],
+    model: Model,
+    *,
+    session: str | None,
+    user: str | None,
+    fallback: Model | None,
+    cache: Any,
+) -> SummaryText:
+    from memoir.episodes import EpisodicSummarizer
+
+    summary = EpisodicSummarizer(model, fallback=fallback, cache=cache).summarize(
+        list(events), session=session, user=user
+    )
+    body = _clean(summary.text)
+    if not body:
+        raise SummaryError("the episodic summarizer produced an empty summary")
+    return SummaryText(body, summary.model, summary.calls)

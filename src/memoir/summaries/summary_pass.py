@@ -1,0 +1,240 @@
+"""The summary pass ``memoir sync`` runs after indexing.
+
+1. Scan every archived conversation (cheap: see :mod:`memoir.summaries.scan_cache`) and
+   decide each one with the pure decision table.
+2. Stamp legacy header-less summaries with a current-size baseline (no model call).
+3. Gate every model-calling action on quiescence — idle since the last exchange — BEFORE
+   the per-run limit, so conversations still in progress never use it up.
+4. Order fairly (never-summarized before failed first summaries, before re-summaries,
+   before failed re-summaries; oldest attempt first), then apply the limit.
+5. Summarize; on failure keep any prior body and record the attempt (give up at the cap).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memoir.errors import MemoirError
+from memoir.llm.port import Model
+from memoir.summaries.coverage import coverage_after
+from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent, queue_rank
+from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
+from memoir.summaries.state import SummaryKind, SummaryState
+from memoir.summaries.summarizer import summarize_conversation
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+
+__all__ = ["PassRow", "SummaryPassReport", "resolve_model", "run_summary_pass"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PassRow:
+    session_id: str
+    project: str
+    outcome: str  # summarized | resummarized | empty | failed | gave_up | stamped | unindexed
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class SummaryPassReport:
+    summarized: int = 0
+    resummarized: int = 0
+    failed: int = 0
+    gave_up: int = 0  # reached the attempt cap in this run
+    skipped_not_idle: int = 0
+    stamped: int = 0
+    empty: int = 0
+    deferred: int = 0  # idle and due, left for the next run by the limit
+    backing_off: int = 0
+    given_up_total: int = 0  # conversations already given up (skipped)
+    unindexed: int = 0
+    model_calls: int = 0
+    rows: list[PassRow] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {k: getattr(self, k) for k in self.__slots__ if k != "rows"}
+        data["rows"] = [
+            {
+                "session": r.session_id,
+                "project": r.project,
+                "outcome": r.outcome,
+                "detail": r.detail,
+            }
+            for r in self.rows
+        ]
+        return data
+
+
+def resolve_model(memoir: Memoir) -> Model:
+    """The configured model: ``Memoir.model()`` when the facade has it, else the factory."""
+    factory = getattr(memoir, "model", None)
+    if callable(factory):
+        return factory()
+    from memoir.llm.factory import model_from_settings
+
+    return model_from_settings(memoir.settings)
+
+
+def run_summary_pass(
+    memoir: Memoir,
+    *,
+    limit: int,
+    now_ms: int | None = None,
+    model: Model | None = None,
+    store: SummaryStore | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SummaryPassReport:
+    """Scan, decide, gate, order, limit, summarize. Returns what happened."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    policy = SummaryPolicy.from_settings(memoir.settings)
+    summaries = store if store is not None else open_summary_store(memoir.settings, memoir.store)
+    report = SummaryPassReport()
+    due: list[tuple[Action, Conversation]] = []
+    for conv in summaries.scan():
+        action = decide(conv.state, conv.current, policy, now)
+        if action is Action.STAMP_BASELINE:
+            _stamp(summaries, conv, report)
+        elif action is Action.GIVE_UP:
+            report.given_up_total += 1
+        elif action is Action.BACKOFF:
+            report.backing_off += 1
+        elif action.calls_model:
+            if is_quiescent(summaries.last_exchange(conv), policy, now):
+                due.append((action, conv))
+            else:
+                report.skipped_not_idle += 1
+    due.sort(key=lambda item: (*queue_rank(item[0], item[1].state), item[1].session_id))
+    chosen = due[: max(0, limit)]
+    report.deferred = len(due) - len(chosen)
+    tools = _Tools(memoir, model)
+    for done, (_, conv) in enumerate(chosen):
+        _summarize_one(memoir, summaries, conv, policy, now, tools, report)
+        if progress is not None:
+            progress(done + 1, len(chosen))
+    return report
+
+
+def _stamp(summaries: SummaryStore, conv: Conversation, report: SummaryPassReport) -> None:
+    fresh = summaries.refresh(conv)
+    if fresh.state.kind is not SummaryKind.LEGACY:
+        return
+    summaries.write(fresh, fresh.state.with_baseline(fresh.current))
+    report.stamped += 1
+    report.rows.append(PassRow(conv.session_id, conv.project, "stamped", f"{fresh.current}"))
+
+
+def _summarize_one(
+    memoir: Memoir,
+    summaries: SummaryStore,
+    conv: Conversation,
+    policy: SummaryPolicy,
+    now: int,
+    tools: _Tools,
+    report: SummaryPassReport,
+) -> None:
+    fresh = summaries.refresh(conv)  # full state (the body must survive a failure)
+    action = decide(fresh.state, fresh.current, policy, now)
+    if not action.calls_model:
+        return
+    events = summaries.events(fresh)
+    if events is None:
+        report.unindexed += 1
+        report.rows.append(PassRow(conv.session_id, conv.project, "unindexed"))
+        return
+    had_body = fresh.state.kind is SummaryKind.REAL
+    model, fallback, cache = tools.get()  # configuration errors surface, never "failures"
+    try:
+        result = summarize_conversation(
+            events,
+            model,
+            session=conv.session_id,
+            user=_user_of(memoir, conv.session_id),
+            fallback=fallback,
+            cache=cache,
+        )
+    except MemoirError as exc:
+        _record_failure(summaries, fresh, now, exc, policy, report)
+        return
+    if result is None:
+        summaries.write(fresh, SummaryState.empty())
+        report.empty += 1
+        report.rows.append(PassRow(conv.session_id, conv.project, "empty", "no exchanges"))
+        return
+    report.model_calls += result.calls
+    amount, last_exchange = coverage_after(summaries.unit, fresh.current, events)
+    summaries.write(
+        fresh, SummaryState.real(result.body, amount, last_exchange, model=result.model)
+    )
+    outcome = "resummarized" if had_body else "summarized"
+    setattr(report, outcome, getattr(report, outcome) + 1)
+    report.rows.append(PassRow(conv.session_id, conv.project, outcome, result.model))
+
+
+def _record_failure(
+    summaries: SummaryStore,
+    conv: Conversation,
+    now: int,
+    exc: MemoirError,
+    policy: SummaryPolicy,
+    report: SummaryPassReport,
+) -> None:
+    message = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+    log.warning("summary of %s failed: %s", conv.session_id, message)
+    new_state = conv.state.failed_once_more(now, message)
+    summaries.write(conv, new_state)
+    attempts = new_state.failure.attempts if new_state.failure else 0
+    report.failed += 1
+    outcome = "failed"
+    if attempts >= policy.max_attempts:
+        report.gave_up += 1
+        outcome = "gave_up"
+    report.rows.append(
+        PassRow(conv.session_id, conv.project, outcome, f"attempt {attempts}: {message}")
+    )
+
+
+class _Tools:
+    """The model, refusal fallback and episode cache, resolved once and only when needed."""
+
+    def __init__(self, memoir: Memoir, model: Model | None) -> None:
+        self.memoir = memoir
+        self.model = model
+        self._resolved: tuple[Model, Model | None, Any] | None = None
+
+    def get(self) -> tuple[Model, Model | None, Any]:
+        if self._resolved is None:
+            model = self.model if self.model is not None else resolve_model(self.memoir)
+            self._resolved = (model, _fallback(self.memoir), _cache(self.memoir))
+        return self._resolved
+
+
+def _user_of(memoir: Memoir, session_id: str) -> str | None:
+    try:
+        session = memoir.store.get_session(session_id)
+    except MemoirError:
+        return None
+    return session.user if session is not None else None
+
+
+def _fallback(memoir: Memoir) -> Model | None:
+    getter = getattr(memoir, "fallback_model", None)
+    if callable(getter):
+        return getter()
+    if not memoir.settings.llm_fallback:
+        return None
+    from memoir.llm.factory import fallback_from_settings
+
+    return fallback_from_settings(memoir.settings)
+
+
+def _cache(memoir: Memoir) -> Any:
+    from memoir.episodes import StoreEpisodeCache
+
+    return StoreEpisodeCache(memoir.store)

@@ -1,0 +1,159 @@
+"""End-to-end tests of sync, show, stats, verify and demo through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
+from memoir.cli.app import app
+from memoir.ingest.lock import sync_lock
+
+TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
+
+
+@pytest.fixture
+def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+    return CliRunner()
+
+
+@pytest.fixture
+def source(tmp_path: Path, claude_fixtures: Path) -> Path:
+    folder = tmp_path / "projects" / "-home-ann-app"
+    folder.mkdir(parents=True)
+    for f in claude_fixtures.glob("*.jsonl"):
+        shutil.copy(f, folder / f.name)
+    return tmp_path / "projects"
+
+
+def _json(cli: CliRunner, *args: str) -> dict:
+    result = cli.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_sync_stats_show(cli: CliRunner, source: Path) -> None:
+    report = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    assert (report["files_indexed"], report["exchanges_added"]) == (3, 3)
+    assert report["summaries"] is None
+    again = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    assert (again["files_unchanged"], again["files_indexed"]) == (3, 0)
+    stats = _json(cli, "stats", "--json")
+    assert {k: stats[k] for k in ("sessions", "exchanges", "events", "projects")} == {
+        "sessions": 3,
+        "exchanges": 3,
+        "events": 11,
+        "projects": 1,
+    }
+    shown = _json(cli, "show", TINY[:8], "--json")
+    assert shown["session"]["id"] == TINY
+    assert [e["kind"] for e in shown["events"]][:2] == ["user_text", "assistant_text"]
+    assert len(shown["events"]) == 7
+    human = cli.invoke(app, ["show", TINY])
+    assert "What's the right way to fix the instructions?" in human.stdout
+    assert "mcp__private-journal__process_thoughts" in human.stdout
+
+
+def test_sync_table_and_summary_pass(cli: CliRunner, source: Path) -> None:
+    result = cli.invoke(app, ["sync", "--source", str(source)])
+    assert result.exit_code == 0, result.output
+    assert "exchanges added" in result.stdout and "files indexed" in result.stdout
+    report = _json(cli, "sync", "--source", str(source), "--json", "--summary-limit", "0")
+    pytest.importorskip("memoir.summaries.summary_pass")
+    assert isinstance(report["summaries"], dict)
+
+
+def test_sync_disabled(cli: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMOIR_SYNC_DISABLED", "1")
+    result = cli.invoke(app, ["sync"])
+    assert result.exit_code == 0
+    assert "disabled" in result.stdout and result.stdout.count("\n") == 1
+    assert not (home / "memoir.db").exists()
+
+
+def test_second_sync_exits_zero_while_one_runs(cli: CliRunner, home: Path, source: Path) -> None:
+    with sync_lock(home):
+        result = cli.invoke(app, ["sync", "--source", str(source)])
+    assert result.exit_code == 0
+    assert "another memoir sync is running" in result.stdout
+    assert "files indexed" not in result.stdout
+
+
+def test_verify_reports_and_repairs(cli: CliRunner, home: Path, source: Path) -> None:
+    _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    assert cli.invoke(app, ["verify"]).exit_code == 0
+    # an archived transcript the index does not know (e.g. the database was replaced)
+    stray = home / "archive" / "-home-ann-app" / "bbbbbbbb-1111-4222-8333-444444444444.jsonl"
+    stray.write_bytes(
+        (source / "-home-ann-app" / "short-conversation.jsonl")
+        .read_bytes()
+        .replace(b"982581eb-41b9-46da-86c1-ac34168117a8", b"bbbbbbbb-1111-4222-8333-444444444444")
+    )
+    # and a corrupt line in a transcript
+    with open(source / "-home-ann-app" / "tiny-conversation.jsonl", "ab") as fp:
+        fp.write(b'{"type":"user","broken\n')
+    _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    bad = cli.invoke(app, ["verify", "--json"])
+    assert bad.exit_code == 1
+    kinds = {(p["kind"], p["where"].rsplit("/", 1)[-1]) for p in json.loads(bad.stdout)["problems"]}
+    assert ("skipped_line", "tiny-conversation.jsonl:8") in kinds
+    assert ("orphan_archive", stray.name) in kinds
+    repaired = cli.invoke(app, ["verify", "--repair", "--json"])
+    after = json.loads(repaired.stdout)
+    assert after["repaired"] >= 1
+    assert [p["kind"] for p in after["problems"]] == ["skipped_line"]  # bytes stay bad
+    assert _json(cli, "stats", "--json")["sessions"] == 4
+
+
+def test_show_unknown_session_is_one_line(home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    env["MEMOIR_HOME"] = str(home)
+    out = subprocess.run(
+        [sys.executable, "-m", "memoir.cli", "show", "nope"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
+    assert "no session 'nope'" in out.stderr
+
+
+def test_background_sync_returns_and_logs(home: Path, source: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    env.update(MEMOIR_HOME=str(home), MEMOIR_SOURCES=str(source))
+    out = subprocess.run(
+        [sys.executable, "-m", "memoir.cli", "sync", "--background", "--no-summaries"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "background" in out.stdout
+    logs = list((home / "logs").glob("sync-*.log"))
+    assert len(logs) == 1
+    for _ in range(300):  # wait for the detached sync to finish writing its table
+        if "files indexed" in logs[0].read_text():
+            break
+        time.sleep(0.1)
+    assert "files indexed" in logs[0].read_text()
+    assert len(list((home / "archive" / "-home-ann-app").glob("*.jsonl"))) == 3
+
+
+def test_demo_tours_the_bundled_corpus(cli: CliRunner, tmp_path: Path) -> None:
+    result = cli.invoke(app, ["demo", "--home", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
+    assert "synced 14 transcripts" in result.stdout
+    assert "1 junk line(s) skipped" in result.stdout
+    assert "memoir search" in result.stdout and "PgBouncer" in result.stdout
+    assert (tmp_path / "demo" / "archive" / "-home-ann-code-webshop").is_dir()

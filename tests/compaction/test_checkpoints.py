@@ -1,0 +1,222 @@
+"""Checkpoints, replay across turns, rolling forward, memory boundary, traces."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoir.compaction import Compactor, validate_sequence
+from memoir.compaction.checkpoints import disposition
+from memoir.config import Settings
+from memoir.llm.scripted import ScriptedModel
+from memoir.llm.values import ModelRequest
+from memoir.model import SessionFlags
+
+from .helpers import FakeStore, big_text, call, result, system, user
+
+WINDOW = 32_000
+
+
+class Summaries:
+    """Scripted replies 'Summary 1.', 'Summary 2.', … recording what each request read."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, request: ModelRequest) -> str:
+        self.n += 1
+        return f"Summary {self.n}."
+
+
+def grow(history: list[dict[str, Any]], k: int) -> None:
+    history.append(call((f"c{k}", "read_file"), text=f"reading part {k}."))
+    history.append(result(f"c{k}", f"MARK{k} " + big_text(2_000, seed=k)))
+
+
+def run_turns(compactor: Compactor, turns: int, sid: str = "s1") -> list[Any]:
+    history: list[dict[str, Any]] = [system(), user("Refactor the parser, part by part.")]
+    results = []
+    for k in range(turns):
+        grow(history, k)
+        if compactor.should_compact(history, window=WINDOW, session_id=sid):
+            results.append(compactor.compact(history, window=WINDOW, session_id=sid))
+        else:
+            results.append(None)
+    return results
+
+
+def stores(tmp_path: Path) -> dict[str, Any]:
+    found: dict[str, Any] = {"fake": FakeStore()}
+    try:
+        from memoir.store import open_store
+
+        found["sqlite"] = open_store(Settings.from_env({"MEMOIR_HOME": str(tmp_path)}))
+    except Exception:
+        try:
+            from memoir.store.sqlite_store import SQLiteStore  # type: ignore[import-not-found]
+
+            found["sqlite"] = SQLiteStore(tmp_path / "memoir.db")
+        except Exception:
+            pass
+    return found
+
+
+@pytest.fixture(params=["fake", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    found = stores(tmp_path)
+    if request.param not in found:
+        pytest.skip("the SQLite store is not available yet")
+    yield found[request.param]
+    if hasattr(found[request.param], "close"):
+        found[request.param].close()
+
+
+def test_repeated_compaction_rolls_forward(store: Any) -> None:
+    model = ScriptedModel(default=Summaries())
+    compactor = Compactor(model, store=store)
+    results = run_turns(compactor, 30)
+    done = [r for r in results if r is not None and r.strategy == "summary"]
+    assert len(done) >= 2
+    rows = store.checkpoints("s1")
+    assert [r.id for r in rows] == [d.checkpoint_id for d in done]
+    first, second = rows[0], rows[1]
+    assert first.previous_id is None and second.previous_id == first.id
+    assert second.watermark > first.watermark
+    assert first.memory_boundary == first.watermark and first.disposition == "eligible"
+    assert first.data["summary"] == "Summary 1."
+    # the second request rolls forward: previous summary + only newly covered messages
+    req2 = model.requests[1].messages[-1].content
+    assert "<previous_summary>\nSummary 1.\n</previous_summary>" in req2
+    covered_before = {k for k in range(30) if f"MARK{k} " in model.requests[0].messages[-1].content}
+    assert covered_before and not any(f"MARK{k} " in req2 for k in covered_before)
+    assert f"MARK{max(covered_before) + 1} " in req2
+    assert model.calls == len(done)  # turns between compactions replayed, not re-compacted
+
+
+def test_turns_between_compactions_replay_the_checkpoint() -> None:
+    store = FakeStore()
+    model = ScriptedModel(default=Summaries())
+    compactor = Compactor(model, store=store)
+    history: list[dict[str, Any]] = [system(), user("Refactor the parser.")]
+    k = 0
+    while not compactor.should_compact(history, window=WINDOW, session_id="s1"):
+        grow(history, k)
+        k += 1
+    first = compactor.compact(history, window=WINDOW, session_id="s1")
+    grow(history, k)
+    replayed = compactor.compact(history, window=WINDOW, session_id="s1")
+    assert replayed.strategy == "none" and replayed.replayed_from == first.checkpoint_id
+    assert replayed.messages[: len(first.messages)] == first.messages
+    assert replayed.messages[-1] is history[-1]
+    assert validate_sequence(replayed.messages) == []
+    assert model.calls == 1
+    # a fresh compactor (another process) finds the checkpoint in the store
+    other = Compactor(ScriptedModel(), store=store)
+    assert other.compact(history, window=WINDOW, session_id="s1").messages == replayed.messages
+    assert not other.should_compact(history, window=WINDOW, session_id="s1")
+
+
+def test_a_checkpoint_of_another_history_is_ignored() -> None:
+    store = FakeStore()
+    compactor = Compactor(ScriptedModel(default=Summaries()), store=store)
+    run_turns(compactor, 14)
+    assert store.rows
+    different = [system(), user("something else entirely"), call(("z", "ls")), result("z", "a")]
+    res = Compactor(ScriptedModel(), store=store).compact(different, window=WINDOW, session_id="s1")
+    assert res.strategy == "none" and res.replayed_from is None and res.messages == different
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (None, "eligible"),
+        (SessionFlags(), "eligible"),
+        (SessionFlags(incognito=True), "policy_denied"),
+        (SessionFlags(memory_disabled=True), "policy_denied"),
+        (SessionFlags(archived=True), "policy_denied"),
+        (SessionFlags(subagent=True), "policy_denied"),
+    ],
+)
+def test_disposition_is_frozen_from_the_session_flags(
+    flags: SessionFlags | None, expected: str
+) -> None:
+    assert disposition(flags) == expected
+    store = FakeStore(flags=flags)
+    run_turns(Compactor(ScriptedModel(default=Summaries()), store=store), 14)
+    assert store.rows and {r.disposition for r in store.rows} == {expected}
+
+
+def test_explicit_flags_win_over_the_store() -> None:
+    store = FakeStore(flags=SessionFlags())
+    compactor = Compactor(ScriptedModel(default=Summaries()), store=store)
+    history: list[dict[str, Any]] = [user("go")]
+    for k in range(14):
+        grow(history, k)
+    compactor.compact(history, window=WINDOW, session_id="s9", flags=SessionFlags(subagent=True))
+    assert store.rows[0].disposition == "policy_denied"
+
+
+def test_truncate_checkpoint_carries_the_previous_summary_and_replays_stand_ins() -> None:
+    store = FakeStore()
+    model = ScriptedModel(default=Summaries())
+    compactor = Compactor(model, store=store)
+    history: list[dict[str, Any]] = [system(), user("Refactor the parser.")]
+    for k in range(14):
+        grow(history, k)
+    first = compactor.compact(history, window=WINDOW, session_id="s1")
+    assert first.strategy == "summary"
+    history.append(call(("huge", "read_file")))
+    history.append(result("huge", big_text(60_000, seed=99)))
+    model.default = None
+    model.queue(*[ConnectionRefused() for _ in range(3)])
+    second = compactor.compact(history, window=WINDOW, session_id="s1")
+    assert second.strategy == "truncate" and second.tokens_after < 24_000
+    assert "Summary 1." in second.messages[1]["content"]  # the previous summary is kept
+    row = store.rows[-1]
+    assert row.previous_id == first.checkpoint_id and row.data["summary"] == "Summary 1."
+    assert row.data["replaced"] == [len(history)]
+    replay = Compactor(ScriptedModel(), store=store).compact(
+        history, window=WINDOW, session_id="s1"
+    )
+    assert replay.strategy == "none" and replay.messages == second.messages
+
+
+def ConnectionRefused() -> Exception:  # noqa: N802 - reads like the error it builds
+    from memoir.llm.errors import Transient
+
+    return Transient("connection refused")
+
+
+def test_trace_is_stored_and_logged_without_content(caplog: pytest.LogCaptureFixture) -> None:
+    store = FakeStore()
+    secret = "SECRET-PAYLOAD " + big_text(40_000)
+    history = [system(), user("read it"), call(("c1", "read_file")), result("c1", secret)]
+    compactor = Compactor(ScriptedModel(["Read it; the file is large."]), store=store)
+    with caplog.at_level(logging.INFO, logger="memoir.compaction"):
+        res = compactor.compact(history, window=WINDOW, session_id="s1")
+    traces = store.traces("s1", "compaction")
+    assert len(traces) == 1
+    data = traces[0].data
+    assert data["strategy"] == "summary" and data["removed_count"] == res.removed_count
+    assert data["tokens_before"] > 24_000 > data["tokens_after"]
+    assert data["cap"] == 6000 and data["output_budget"] == 6000
+    assert data["threshold"] == 24_000 and data["threshold_source"] == "default"
+    assert data["omitted"] == [
+        {"position": 4, "role": "tool", "tool": "read_file", "tokens": res.omitted[0].tokens,
+         "where": "request"}
+    ]
+    assert "SECRET" not in json.dumps(data) and "SECRET" not in caplog.text
+    assert '"strategy": "summary"' in caplog.text
+
+
+def test_threshold_ratio_from_settings() -> None:
+    settings = Settings.from_env({"MEMOIR_COMPACT_THRESHOLD_RATIO": "0.5"})
+    compactor = Compactor.from_settings(settings, ScriptedModel())
+    res = compactor.compact([user("hi")], window=10_000)
+    assert res.threshold == 5_000
+    assert res.threshold_source == "env MEMOIR_COMPACT_THRESHOLD_RATIO"
+    assert Compactor.from_settings(Settings.from_env({}), None).budget(100).ratio_source == "default"

@@ -1,0 +1,101 @@
+"""`memoir compact FILE --window N [--json]` end to end (offline model)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoir.cli.app import main
+from memoir.compaction import validate_sequence
+
+from .helpers import call, result, system, user
+
+
+@pytest.fixture(autouse=True)
+def _home(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def giant_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    messages = [
+        system("You are a coding agent."),
+        user("Read the log file and tell me what failed."),
+        call(("c1", "read_file"), text="I will read the log."),
+        result("c1", "data" + " x" * 225_009),
+    ]
+    path = tmp_path_factory.mktemp("cli") / "giant.json"
+    path.write_text(json.dumps(messages))
+    return path
+
+
+def test_giant_file_compacts_identically_twice(
+    capsys: pytest.CaptureFixture[str], giant_file: Path
+) -> None:
+    code, first, err = run(capsys, "compact", str(giant_file), "--window", "32000", "--json")
+    assert code == 0, err
+    data = json.loads(first)
+    assert list(data)[:6] == [
+        "messages", "strategy", "tokens_before", "tokens_after", "removed_count", "omitted"
+    ]
+    assert data["strategy"] in ("summary", "truncate")
+    assert data["tokens_before"] > 225_000 and data["tokens_after"] < 24_000
+    assert validate_sequence(data["messages"]) == []
+    assert data["omitted"][0]["tool"] == "read_file" and "x x" not in json.dumps(data["omitted"])
+    code, second, _ = run(capsys, "compact", str(giant_file), "--window", "32000", "--json")
+    assert code == 0 and second == first
+
+
+def test_under_threshold_is_unchanged_and_jsonl_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    messages: list[dict[str, Any]] = [user("hi"), {"role": "assistant", "content": "hello"}]
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in messages) + "\n")
+    code, out, err = run(capsys, "compact", str(path), "--window", "8000", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["strategy"] == "none" and data["messages"] == messages
+    assert data["removed_count"] == 0 and data["omitted"] == []
+
+
+def test_table_shows_before_and_after(capsys: pytest.CaptureFixture[str], giant_file: Path) -> None:
+    code, out, _ = run(capsys, "compact", str(giant_file), "--window", "32000")
+    assert code == 0
+    assert "tokens" in out and "→" in out and "read_file" in out and "24000" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("{not json\n{", "neither JSON nor JSON Lines"), ('{"messages": 3}', "list of message")],
+)
+def test_bad_file_is_one_line_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    code, _, err = run(capsys, "compact", str(path), "--window", "100")
+    assert code == 1 and message in err and "Traceback" not in err
+    assert err.strip().count("\n") == 0
+
+
+def test_missing_file_and_bad_window(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "compact", str(tmp_path / "none.json"), "--window", "100")
+    assert code == 1 and "cannot read" in err
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([user("hi")]))
+    code, _, err = run(capsys, "compact", str(path), "--window", "0")
+    assert code == 1 and "positive token count" in err

@@ -1,0 +1,299 @@
+"""The cases of issue 7, point 11, end to end through the Compactor with ScriptedModel."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from memoir.compaction import Compactor, validate_sequence
+from memoir.compaction.tokens import MessageCounter
+from memoir.llm.errors import (
+    BadResponse,
+    ContextTooLong,
+    EmptyResponse,
+    ModelError,
+    OutputBudgetRejected,
+    RateLimited,
+    Refused,
+    Transient,
+    Truncated,
+    Unauthorized,
+)
+from memoir.llm.scripted import ScriptedModel
+from memoir.llm.tokens import default_counter
+from memoir.llm.values import Completion, Purpose, StopReason, Usage
+
+from .helpers import GOOD, FakeStore, assistant, big_text, call, result, system, user
+
+COUNTER = MessageCounter()
+
+
+def exact_text(tokens: int) -> str:
+    """A text of exactly ``tokens`` cl100k tokens (' x' is one token each)."""
+    counter = default_counter()
+    text = "data" + " x" * (tokens - 1)
+    assert counter.count(text) == tokens
+    return text
+
+
+@pytest.fixture(scope="module")
+def giant() -> str:
+    return exact_text(225_010)
+
+
+def giant_history(giant: str) -> list[dict[str, Any]]:
+    return [
+        system(),
+        user("Read big.log and tell me what failed."),
+        call(("c1", "read_file")),
+        result("c1", giant),
+    ]
+
+
+def assert_compacted(res: Any, threshold: int) -> None:
+    assert validate_sequence(res.messages) == []
+    assert res.tokens_after < threshold
+    assert COUNTER.total(res.messages) == res.tokens_after
+
+
+# -- 225,010-token tool result in a 32k window ---------------------------------------------
+
+
+def test_giant_tool_result_compacts_below_threshold(giant: str) -> None:
+    model = ScriptedModel([GOOD])
+    res = Compactor(model).compact(giant_history(giant), window=32_000)
+    assert res.strategy == "summary"
+    assert res.threshold == 24_000 and res.threshold_source == "default"
+    assert res.cap == 6000 and res.output_budget == 6000
+    assert_compacted(res, 24_000)
+    request = model.requests[0]
+    text = request.messages[-1].content
+    assert (
+        "[content omitted from this summary request: read_file result, ~225010 tokens. It ran "
+        "and produced output; re-read the source for its contents rather than reconstructing "
+        "them.]"
+    ) in text
+    assert "x x x" not in text  # replaced whole, never sliced
+    assert "Read big.log and tell me what failed." in text  # the user's message stays
+    assert request.meta.purpose is Purpose.COMPACTION
+    assert text.count("<transcript>") == 1 and text.rstrip().endswith("</transcript>")
+    sent = default_counter().count(text) + default_counter().count(request.system or "")
+    assert sent + request.max_tokens <= 32_000
+    assert [o.as_dict() for o in res.omitted] == [
+        {"position": 4, "role": "tool", "tool": "read_file", "tokens": 225_010, "where": "request"}
+    ]
+    assert "Read big.log and tell me what failed." in json.dumps(res.messages)
+
+
+def test_giant_tool_result_does_not_loop(giant: str) -> None:
+    compactor = Compactor(ScriptedModel([GOOD]))
+    first = compactor.compact(giant_history(giant), window=32_000)
+    again = compactor.compact(first.messages, window=32_000)
+    assert again.strategy == "none" and again.messages == first.messages
+
+
+def test_giant_tool_result_with_summarizer_down_still_progresses(giant: str) -> None:
+    compactor = Compactor(ScriptedModel(default=Transient("down")))
+    res = compactor.compact(giant_history(giant), window=32_000)
+    assert res.strategy == "truncate"
+    assert_compacted(res, 24_000)
+    assert res.omitted[-1].where == "context" and res.omitted[-1].tool == "read_file"
+    # the newest activity is kept as a stand-in, so the agent knows the tool ran
+    assert "read_file result, ~225010 tokens" in res.messages[-1]["content"]
+    assert compactor.compact(res.messages, window=32_000).strategy == "none"
+
+
+# -- under the threshold ------------------------------------------------------------------
+
+
+def test_thirty_messages_under_threshold_come_back_unchanged() -> None:
+    msgs: list[dict[str, Any]] = [system()]
+    for k in range(15):
+        msgs += [user(f"question {k}?"), assistant(f"answer {k}.")]
+    msgs = msgs[:30]
+    model = ScriptedModel()
+    res = Compactor(model).compact(msgs, window=32_000)
+    assert res.strategy == "none" and res.removed_count == 0 and res.omitted == ()
+    assert len(res.messages) == 30
+    assert all(a is b for a, b in zip(res.messages, msgs, strict=True))
+    assert res.tokens_before == res.tokens_after == COUNTER.total(msgs)
+    assert model.calls == 0
+
+
+# -- only two messages, over budget --------------------------------------------------------
+
+
+TWO = {
+    "system+huge user": lambda: [system(), user(big_text(40_000))],
+    "user+huge assistant": lambda: [user("write it all out"), assistant(big_text(40_000) + ".")],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(TWO))
+@pytest.mark.parametrize("summarizer", ["up", "down"])
+def test_two_messages_over_budget_make_progress(shape: str, summarizer: str) -> None:
+    msgs = TWO[shape]()
+    model = ScriptedModel([GOOD]) if summarizer == "up" else ScriptedModel(default=Transient("x"))
+    res = Compactor(model).compact(msgs, window=32_000)
+    assert res.strategy != "none"
+    assert_compacted(res, 24_000)
+    assert res.removed_count > 0 or res.omitted
+    assert res.tokens_after < res.tokens_before
+
+
+# -- parallel tool calls at the cut ------------------------------------------------------
+
+
+def parallel_history() -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [system(), user("investigate the outage")]
+    for k in range(6):
+        ids = [(f"p{k}a", "grep"), (f"p{k}b", "read_file"), (f"p{k}c", "ls")]
+        msgs.append(call(*ids, text=f"step {k}: looking at three sources."))
+        msgs += [result(cid, big_text(1_500, seed=k * 3 + j)) for j, (cid, _) in enumerate(ids)]
+    msgs.append(assistant("Found it: the cache TTL was zero."))
+    msgs.append(user("fix it"))
+    return msgs
+
+
+@pytest.mark.parametrize("summarizer", ["up", "down"])
+@pytest.mark.parametrize("tail_budget", [1_000, 2_500, 4_000, 6_000, 9_000])
+def test_parallel_tool_calls_stay_together_at_the_cut(summarizer: str, tail_budget: int) -> None:
+    msgs = parallel_history()
+    model = ScriptedModel([GOOD]) if summarizer == "up" else ScriptedModel(default=Transient("x"))
+    res = Compactor(model, tail_budget=tail_budget).compact(msgs, window=32_000)
+    assert res.strategy in ("summary", "truncate")
+    assert_compacted(res, 24_000)
+    kept = {m.get("tool_call_id") for m in res.messages if m["role"] == "tool"}
+    for k in range(6):
+        group = {f"p{k}a", f"p{k}b", f"p{k}c"}
+        assert group <= kept or not (group & kept)
+    assert res.messages[-1]["content"].endswith("fix it")
+
+
+# -- CJK ---------------------------------------------------------------------------------
+
+
+def test_cjk_history_is_counted_and_compacted() -> None:
+    zh = "用户要求修复登录页面的错误，并且保留所有的测试用例。" * 300
+    msgs = [system("你是一个编程助手。"), user("请读取日志文件。"), call(("c1", "read_file"))]
+    msgs += [result("c1", zh * 8), assistant("日志显示数据库连接超时。"), user("请修复它。")]
+    assert COUNTER.count(msgs[3]) > len(zh * 8) // 4  # CJK costs more than 1 token / 4 chars
+    model = ScriptedModel(["用户请求读取日志并修复数据库连接超时的问题。"])
+    res = Compactor(model).compact(msgs, window=16_000)
+    assert res.strategy == "summary"
+    assert_compacted(res, 12_000)
+    assert "请修复它。" in json.dumps(res.messages, ensure_ascii=False)
+    assert "数据库连接超时的问题。" in res.messages[1]["content"]
+
+
+# -- byte-identical retries and the ladder ----------------------------------------------
+
+
+def test_ladder_retries_send_byte_identical_requests(giant: str) -> None:
+    reject = OutputBudgetRejected("max_tokens too large")
+    model = ScriptedModel([reject, reject, GOOD])
+    res = Compactor(model).compact(giant_history(giant), window=32_000)
+    assert res.strategy == "summary" and res.output_budget == 2048
+    first, *rest = model.requests
+    assert [r.max_tokens for r in model.requests] == [6000, 4096, 2048]
+    for r in rest:
+        assert r.messages == first.messages and r.system == first.system
+        assert r.meta == first.meta and r.temperature == first.temperature
+    again = ScriptedModel([GOOD])
+    Compactor(again).compact(giant_history(giant), window=32_000)
+    assert again.requests[0] == first  # no clock, no request id: same input, same bytes
+
+
+LADDER_CASES = [
+    (0, (6000,)),
+    (1, (6000, 4096)),
+    (2, (6000, 4096, 2048)),
+    (3, (6000, 4096, 2048, 1024)),
+    (4, (6000, 4096, 2048, 1024, 256)),
+    (5, (6000, 4096, 2048, 1024, 256)),
+]
+
+
+@pytest.mark.parametrize(("rejections", "budgets"), LADDER_CASES)
+def test_provider_refusing_each_ladder_budget(
+    giant: str, rejections: int, budgets: tuple[int, ...]
+) -> None:
+    replies: list[Any] = [OutputBudgetRejected("too large") for _ in range(rejections)]
+    model = ScriptedModel([*replies, GOOD])
+    res = Compactor(model).compact(giant_history(giant), window=32_000)
+    assert tuple(r.max_tokens for r in model.requests) == budgets
+    assert res.budgets_tried == budgets
+    assert_compacted(res, 24_000)
+    if rejections < 5:
+        assert res.strategy == "summary" and res.output_budget == budgets[-1]
+    else:
+        assert res.strategy == "truncate"
+        assert res.reason == "output budget rejected at every step"
+
+
+def test_ladder_starts_below_a_small_first_budget() -> None:
+    msgs = [user("go"), call(("c1", "read_file")), result("c1", big_text(20_000))]
+    model = ScriptedModel([OutputBudgetRejected("no"), GOOD])
+    res = Compactor(model).compact(msgs, window=10_000)  # threshold 7500 → budget 1875
+    assert [r.max_tokens for r in model.requests] == [1875, 1024]
+    assert res.strategy == "summary"
+
+
+# -- summarizer down or unusable → backstop ------------------------------------------------
+
+
+def _reasoning_only(_: Any) -> Completion:
+    return Completion("", StopReason.END, Usage(), "m", "p", extra={"reasoning": "thinking…"})
+
+
+FAILURES: dict[str, Any] = {
+    "transient": Transient("503"),
+    "rate limited": RateLimited("429"),
+    "unauthorized": Unauthorized("401"),
+    "refused": Refused("flagged"),
+    "empty response": EmptyResponse("nothing"),
+    "context too long": ContextTooLong("too long"),
+    "bad response": BadResponse("garbage"),
+    "truncated": Truncated("cut", partial="The user asked"),
+    "empty text": "   ",
+    "reasoning only": "<think>the user wants a summary</think>",
+    "reasoning trace without content": _reasoning_only,
+    "open code fence": "Summary:\n```python\nprint('x')",
+    "mid-sentence": "The user asked the assistant to fix the",
+}
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_summarizer_down_or_unusable_goes_to_backstop(failure: str) -> None:
+    msgs = parallel_history()
+    model = ScriptedModel([FAILURES[failure]])
+    res = Compactor(model).compact(msgs, window=32_000)
+    assert res.strategy == "truncate" and res.summary is None and res.reason
+    assert_compacted(res, 24_000)
+    assert res.removed_count > 0
+    assert model.calls == 1
+    blob = json.dumps(res.messages)
+    assert "fix the\"" not in blob and "print('x')" not in blob and "<think>" not in blob
+    assert res.messages[1]["role"] == "user"
+
+
+def test_no_model_at_all_uses_backstop() -> None:
+    res = Compactor(None).compact(parallel_history(), window=32_000)
+    assert res.strategy == "truncate" and res.reason == "no summarizer model"
+    assert_compacted(res, 24_000)
+
+
+def test_invalid_input_over_threshold_is_one_clear_error() -> None:
+    from memoir.errors import CompactionError
+
+    msgs = [user("x"), result("nope", big_text(30_000))]
+    with pytest.raises(CompactionError, match="invalid message sequence"):
+        Compactor(None).compact(msgs, window=8_000)
+
+
+def test_model_error_subclass_is_never_raised_out() -> None:
+    model = ScriptedModel([ModelError("weird")])
+    res = Compactor(model).compact(parallel_history(), window=32_000)
+    assert res.strategy == "truncate" and "ModelError" in (res.reason or "")

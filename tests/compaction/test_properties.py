@@ -1,0 +1,57 @@
+"""Properties over generated histories: every compaction output is a valid sequence for
+the OpenAI and Anthropic APIs, strictly below the threshold, and stable."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memoir.compaction import Compactor, validate_sequence
+from memoir.llm.errors import OutputBudgetRejected, Transient
+from memoir.llm.scripted import ScriptedModel
+
+from .helpers import GOOD
+from .strategies import histories
+
+REPLIES = st.lists(
+    st.sampled_from(
+        [GOOD, "", "cut mid", OutputBudgetRejected("no"), Transient("down"), "用户完成了任务。"]
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.integers(1_500, 40_000), REPLIES, st.sampled_from([None, 0, 500, 5000]))
+def test_every_output_is_valid_and_below_the_threshold(
+    msgs: list[dict[str, Any]], window: int, replies: list[Any], tail_budget: int | None
+) -> None:
+    before = json.dumps(msgs, sort_keys=True)
+    compactor = Compactor(ScriptedModel(replies, default=Transient("down")), tail_budget=tail_budget)
+    res = compactor.compact(msgs, window=window)
+    assert validate_sequence(res.messages) == []
+    assert json.dumps(msgs, sort_keys=True) == before  # the input is never mutated
+    if res.strategy == "none":
+        assert res.messages == msgs and res.tokens_before < res.threshold
+        return
+    assert res.tokens_after < res.threshold <= res.tokens_before
+    assert res.removed_count > 0 or res.omitted
+    if res.strategy == "truncate":
+        assert res.summary is None
+    again = Compactor(ScriptedModel()).compact(res.messages, window=window)
+    assert again.strategy == "none"  # never stuck: one compaction is enough
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories(), st.integers(3_000, 40_000))
+def test_the_latest_user_message_survives(msgs: list[dict[str, Any]], window: int) -> None:
+    last_user = next(m for m in reversed(msgs) if m["role"] == "user")
+    res = Compactor(ScriptedModel(default=GOOD)).compact(msgs, window=window)
+    blob = json.dumps(res.messages, ensure_ascii=False)
+    text = json.dumps(last_user["content"], ensure_ascii=False)[1:-1]
+    omitted_users = [o for o in res.omitted if o.role == "user" and o.where == "context"]
+    assert text in blob or omitted_users

@@ -1,0 +1,193 @@
+"""`memoir summarize` and summarize_session end to end on a real store, with the offline
+model (and a long history built from the real Claude Code fixtures)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from episode_helpers import Oracle, marked_history, transcript_of
+
+from memoir.app import Memoir
+from memoir.config import Settings
+from memoir.episodes import EpisodicSummarizer
+from memoir.episodes.session import TRACE_KIND, find_previous, summarize_session
+from memoir.errors import OversizedHistory, SummaryError
+from memoir.llm.errors import Refused, Transient, Truncated
+from memoir.llm.ledger import MemorySink, Metered
+from memoir.llm.scripted import ScriptedModel
+from memoir.llm.values import Purpose
+from memoir.model import Event, Harness, Session
+from memoir.store.port import IngestBatch
+
+
+@pytest.fixture
+def memoir(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("MEMOIR_HOME", str(settings.home))
+    m = Memoir.open(settings)
+    yield m
+    m.close()
+
+
+def add_session(memoir: Any, events: list[Event], sid: str = "s1") -> None:
+    events = [dataclasses.replace(e, session_id=sid) for e in events]
+    session = Session(id=sid, project="p", harness=Harness.API, user="alice")
+    memoir.store.apply_ingest(IngestBatch(session=session, events=tuple(events)))
+
+
+def run_cli(args: list[str]) -> int:
+    from memoir.cli.app import main
+
+    try:
+        main(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def fixture_history(claude_fixtures: Path, repeat: int) -> list[Event]:
+    from memoir.ingest.detect import Format
+    from memoir.ingest.reader import read_bytes
+
+    base: list[Event] = []
+    for name in ("tiny-conversation.jsonl", "short-conversation.jsonl"):
+        base.extend(read_bytes((claude_fixtures / name).read_bytes(), Format.CLAUDE).events)
+    out: list[Event] = []
+    for rep in range(repeat):
+        for e in base:
+            call = f"{e.call_id}-{rep}" if e.call_id else None
+            out.append(dataclasses.replace(e, ordinal=len(out) + 1, call_id=call))
+    return out
+
+
+def test_cli_summarizes_a_long_real_transcript_with_the_offline_model(
+    memoir: Any, claude_fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    history = fixture_history(claude_fixtures, 6)
+    add_session(memoir, history, "67a8478e-long")
+    assert run_cli(["summarize", "67a8478e", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["saved"] is True and out["mode"] == "full"
+    summary = out["summary"]
+    # repeated fixture text makes identical episodes: those are cache hits within the run
+    assert summary["episodes"] >= 4
+    assert out["calls"] + summary["cache_hits"] == summary["episodes"] + 1
+    assert summary["model"] == "offline" and summary["last_ordinal"] == len(history)
+    assert "tentative" in summary["text"] or "tentative" in json.dumps(summary["data"])
+    from memoir.summaries.persist import read_summary_body
+
+    assert read_summary_body(memoir, "67a8478e-long") == summary["text"].strip()
+    purposes = {r.purpose for r in memoir.store.usage_records()}
+    assert {"episode", "merge"} <= purposes
+    # a second run has nothing new; --full rebuilds from the cache at the cost of one merge
+    assert run_cli(["summarize", "67a8478e-long", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"] is None
+    assert run_cli(["summarize", "67a8478e-long", "--full", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["calls"] == 1 and again["summary"]["cache_hits"] == summary["episodes"]
+    assert run_cli(["summarize", "67a8478e-long", "--full", "--no-cache", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == summary["episodes"] + 1
+
+
+def test_incremental_merges_only_the_new_events(memoir: Any) -> None:
+    add_session(memoir, marked_history(4))
+    model = ScriptedModel(default=Oracle())
+    summarizer = EpisodicSummarizer(model, episode_tokens=300)
+    first = summarize_session(memoir, "s1", summarizer=summarizer)
+    assert first.mode == "full" and first.saved and first.calls == 5
+    add_session(memoir, marked_history(6)[8:])
+    before = model.calls
+    second = summarize_session(memoir, "s1", summarizer=summarizer)
+    assert second.mode == "incremental" and second.calls == 3
+    sent = [r for r in model.requests[before:] if r.meta.purpose is Purpose.EPISODE]
+    assert sorted(transcript_of(r)[:11] for r in sent) == ["User: MARK4", "User: MARK5"]
+    merge = model.requests[-1].messages[-1].content
+    assert "<previous_summary>" in merge and "summary of merge of 4" in merge
+    assert model.requests[-1].meta.user == "alice"
+    traces = memoir.store.traces("s1", TRACE_KIND)
+    assert [t.data["last_ordinal"] for t in traces] == [8, 12]
+
+
+def test_auto_mode_does_an_oversized_history_in_rounds(memoir: Any) -> None:
+    add_session(memoir, marked_history(6))
+    model = ScriptedModel(default=Oracle())
+    summarizer = EpisodicSummarizer(model, episode_tokens=300, max_full_tokens=600)
+    with pytest.raises(OversizedHistory):
+        summarize_session(memoir, "s1", mode="full", summarizer=summarizer)
+    run = summarize_session(memoir, "s1", summarizer=summarizer)
+    assert run.mode == "incremental" and run.rounds == 3 and run.calls == 9
+    assert run.summary is not None and run.summary.last_ordinal == 12
+    assert find_previous(memoir, "s1", memoir.store.events("s1")) is not None
+
+
+def test_previous_coverage_falls_back_to_the_saved_summary(memoir: Any) -> None:
+    from memoir.summaries.persist import save_summary
+
+    add_session(memoir, marked_history(2))
+    save_summary(memoir, "s1", "an older summary", model="m")
+    previous = find_previous(memoir, "s1", memoir.store.events("s1"))
+    assert previous is not None and previous.source == "summary"
+    assert previous.summary == "an older summary" and previous.last_ordinal == 4
+
+
+def test_cli_failure_is_one_line_and_nonzero(
+    memoir: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_session(memoir, marked_history(2))
+    refusing = ScriptedModel(default=Oracle({(Purpose.EPISODE, None): [Refused("ToS")] * 9}))
+    monkeypatch.setattr(Memoir, "model", lambda self: refusing)
+    monkeypatch.setattr(Memoir, "fallback_model", lambda self: None)
+    assert run_cli(["summarize", "s1"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no fallback attempted" in err and "Traceback" not in err
+
+
+def test_the_facade_retry_wrapper_is_peeled_so_the_budget_sees_every_attempt(
+    memoir: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.llm.retry import Retrying, RetryPolicy
+
+    add_session(memoir, marked_history(1))
+    flaky = ScriptedModel(default=Oracle({(Purpose.EPISODE, None): [Transient("503")] * 20}))
+    wrapped = Retrying(flaky, RetryPolicy(attempts=3), sleep=lambda s: None)
+    monkeypatch.setattr(Memoir, "model", lambda self: wrapped)
+    monkeypatch.setattr(Memoir, "fallback_model", lambda self: None)
+    monkeypatch.setattr("memoir.episodes.calls.time.sleep", lambda s: None)
+    with pytest.raises(SummaryError, match="failed 3 times"):
+        summarize_session(memoir, "s1")
+    assert flaky.calls == 3  # the summarizer's own retries, each counted in the budget
+
+
+def test_cli_unknown_session_and_conflicting_flags(
+    memoir: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli(["summarize", "nope"]) == 1
+    assert "no session 'nope'" in capsys.readouterr().err
+    add_session(memoir, marked_history(1))
+    assert run_cli(["summarize", "s1", "--full", "--incremental"]) == 2
+
+
+def test_every_call_of_a_failed_run_is_in_the_ledger_with_its_caller() -> None:
+    sink = MemorySink()
+    oracle = Oracle(
+        {
+            (Purpose.EPISODE, "MARK1"): [Truncated("cut", partial="{")],
+            (Purpose.HALF, "answer about MARK1"): [Refused("no")],
+        }
+    )
+    model = Metered(ScriptedModel(default=oracle), sink)
+    fallback = Metered(ScriptedModel([Refused("no")], name="fb:x"), sink)
+    summarizer = EpisodicSummarizer(model, fallback=fallback, episode_tokens=300, concurrency=1)
+    with pytest.raises(SummaryError, match="refused it too"):
+        summarizer.summarize(marked_history(2), session="s9", job_id="j9")
+    assert [(r.purpose, r.outcome) for r in sink.records] == [
+        ("episode", "ok"),  # partial successful work is recorded (and billed)
+        ("episode", "Truncated"),
+        ("half", "ok"),
+        ("half", "Refused"),
+        ("fallback", "Refused"),
+    ]
+    assert all(r.session == "s9" and r.job_id == "j9" for r in sink.records)

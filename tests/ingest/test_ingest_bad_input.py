@@ -1,0 +1,92 @@
+"""Bad input never loses data: each case is skipped (or bounded), counted, and the good
+lines before and after it are kept. Reader level here; through sync in test_ingest_sync."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memoir.demo.builders import ClaudeWriter
+from memoir.ingest.detect import Format
+from memoir.ingest.reader import read_bytes
+from memoir.model import EventKind
+
+SID = "11111111-2222-4333-8444-555555555555"
+
+
+def _around(bad: bytes) -> bytes:
+    before = ClaudeWriter(SID).user("good line before").bytes()
+    after = ClaudeWriter(SID).user("good line after").bytes()
+    return before + bad + b"\n" + after
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (b'{"type":"user","message":{"role":"user","content":"unterminated', "malformed_json"),
+        (b"\xff\xfe not json \xc3", "invalid_utf8"),
+        (b"\x00\x00\x00\x00", "binary"),
+        (b'{"type":"brand-new-record","x":1}', "unknown_type"),
+        (b"[1, 2, 3]", "unknown_type"),
+    ],
+)
+def test_bad_line_is_counted_and_neighbours_kept(bad: bytes, reason: str) -> None:
+    data = _around(bad)
+    result = read_bytes(data, Format.CLAUDE, session_id=SID, path="t.jsonl")
+    assert [e.text for e in result.events] == ["good line before", "good line after"]
+    assert [(s.reason, s.line, s.path) for s in result.skipped] == [(reason, 2, "t.jsonl")]
+    assert result.skipped[0].offset == data.index(bad)
+    assert result.offset == len(data)
+
+
+def test_invalid_utf8_inside_valid_json_is_kept_with_replacement() -> None:
+    record = ClaudeWriter(SID).user("café PLACEHOLDER").records[0]
+    raw = json.dumps(record, ensure_ascii=False).encode().replace(b"PLACEHOLDER", b"\xff\xfe")
+    result = read_bytes(_around(raw), Format.CLAUDE, session_id=SID)
+    texts = [e.text for e in result.events]
+    assert texts == ["good line before", "café \ufffd\ufffd", "good line after"]
+    assert [s.reason for s in result.skipped] == ["invalid_utf8"]
+
+
+def test_twenty_megabyte_line_is_skipped_as_oversized() -> None:
+    huge = ClaudeWriter(SID).user("x" * (20 * 1024 * 1024)).bytes().rstrip(b"\n")
+    data = _around(huge)
+    result = read_bytes(data, Format.CLAUDE, session_id=SID)
+    assert [e.text for e in result.events] == ["good line before", "good line after"]
+    assert [(s.reason, s.line) for s in result.skipped] == [("oversized", 2)]
+    assert result.skipped[0].detail == f"{len(huge)} bytes"
+    assert result.offset == len(data)
+
+
+def test_partial_last_line_waits_for_the_next_sync() -> None:
+    done = ClaudeWriter(SID).user("complete").bytes()
+    partial = b'{"type":"user","message":{"role":"user","content":"half'
+    result = read_bytes(done + partial, Format.CLAUDE, session_id=SID)
+    assert [e.text for e in result.events] == ["complete"]
+    assert result.offset == len(done) and result.skipped == ()
+    finished = done + partial + b' done"},"sessionId":"s"}\n'
+    again = read_bytes(
+        finished,
+        Format.CLAUDE,
+        session_id=SID,
+        offset=result.offset,
+        line_count=1,
+        next_ordinal=2,
+        state=result.state,
+    )
+    assert [(e.ordinal, e.text) for e in again.events] == [(2, "half done")]
+
+
+def test_unterminated_complete_object_is_accepted() -> None:
+    data = ClaudeWriter(SID).user("one").user("two").bytes().rstrip(b"\n")
+    result = read_bytes(data, Format.CLAUDE, session_id=SID)
+    assert [e.text for e in result.events] == ["one", "two"]
+    assert result.offset == len(data)
+
+
+def test_blank_lines_are_not_skips() -> None:
+    data = b"\n\n" + ClaudeWriter(SID).user("x").bytes() + b"   \n"
+    result = read_bytes(data, Format.CLAUDE, session_id=SID)
+    assert [e.kind for e in result.events] == [EventKind.USER_TEXT]
+    assert result.skipped == () and result.line_count == 4

@@ -1,0 +1,124 @@
+"""Codex CLI and generic readers on synthetic files."""
+
+from __future__ import annotations
+
+import json
+
+from memoir.demo.builders import CodexWriter, jsonl
+from memoir.ingest.detect import Format, detect_format
+from memoir.ingest.reader import read_bytes
+from memoir.model import Author, EventKind, build_exchanges
+
+CODEX_ID = "0199e3a1-7b2c-7d40-9a55-3c1f00d2b001"
+
+
+def _codex() -> CodexWriter:
+    w = CodexWriter(CODEX_ID)
+    w.context("<environment_context>\n  <cwd>/home/ann/code/app</cwd>\n</environment_context>")
+    w.user("Why does the import fail?")
+    w.reasoning("Check the package layout first.")
+    w.call("call_1", "shell", {"command": ["ls", "src"]}, "memoir\n")
+    w.shell("call_2", ["python", "-c", "import memoir"], "ok")
+    w.assistant("The src layout needs an editable install.")
+    return w
+
+
+def test_codex_events_and_pairing() -> None:
+    data = _codex().bytes()
+    assert detect_format(data) is Format.CODEX
+    result = read_bytes(data, Format.CODEX, session_id=CODEX_ID)
+    kinds = [e.kind for e in result.events]
+    assert kinds == [
+        EventKind.META,
+        EventKind.USER_TEXT,
+        EventKind.THINKING,
+        EventKind.TOOL_CALL,
+        EventKind.TOOL_RESULT,
+        EventKind.TOOL_CALL,
+        EventKind.TOOL_RESULT,
+        EventKind.ASSISTANT_TEXT,
+    ]
+    results = [e for e in result.events if e.kind is EventKind.TOOL_RESULT]
+    assert [(r.tool_name, r.call_id, r.text) for r in results] == [
+        ("shell", "call_1", "memoir\n"),
+        ("shell", "call_2", "ok"),
+    ]
+    assert results[0].payload == {"exit_code": 0}
+    assert result.events[-1].payload == {"model": "gpt-5-codex"}
+    assert result.state["session_id"] == CODEX_ID
+    assert result.state["cwd"] == "/home/ann/code/app"
+    assert result.skipped == ()  # event_msg duplicates are known and ignored
+    exchanges = build_exchanges(result.events)
+    assert len(exchanges) == 1
+    assert exchanges[0].assistant_text == "The src layout needs an editable install."
+
+
+def test_codex_compacted_and_unknown_item() -> None:
+    w = _codex()
+    w.compacted("Summary of the work so far")
+    w.lines.append(
+        {
+            "timestamp": "2025-10-15T15:00:00Z",
+            "type": "response_item",
+            "payload": {"type": "ghost_snapshot"},
+        }
+    )
+    w.lines.append({"timestamp": "2025-10-15T15:00:01Z", "type": "mystery", "payload": {}})
+    w.user("and now?")
+    result = read_bytes(w.bytes(), Format.CODEX, session_id=CODEX_ID)
+    assert EventKind.COMPACTION in [e.kind for e in result.events]
+    assert [s.reason for s in result.skipped] == ["unknown_type", "unknown_type"]
+    assert result.events[-1].text == "and now?"
+    assert len(build_exchanges(result.events)) == 2
+
+
+def _generic_messages() -> list[dict[str, object]]:
+    return [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "Weather in Paris?", "timestamp": "2025-10-01T10:00:00Z"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "18°C, cloudy"},
+        {"role": "assistant", "content": [{"type": "text", "text": "18°C and cloudy."}]},
+        {"role": "user", "content": "Merci !"},
+    ]
+
+
+def test_generic_jsonl_and_list_agree() -> None:
+    messages = _generic_messages()
+    as_lines = jsonl(messages)
+    as_list = json.dumps(messages).encode()
+    assert detect_format(as_lines) is Format.GENERIC_JSONL
+    assert detect_format(as_list) is Format.GENERIC_LIST
+    a = read_bytes(as_lines, Format.GENERIC_JSONL, session_id="chat")
+    b = read_bytes(as_list, Format.GENERIC_LIST, session_id="chat")
+    assert [(e.kind, e.text, e.tool_name) for e in a.events] == [
+        (e.kind, e.text, e.tool_name) for e in b.events
+    ]
+    kinds = [e.kind for e in a.events]
+    assert kinds == [
+        EventKind.META,
+        EventKind.USER_TEXT,
+        EventKind.TOOL_CALL,
+        EventKind.TOOL_RESULT,
+        EventKind.ASSISTANT_TEXT,
+        EventKind.USER_TEXT,
+    ]
+    assert a.events[3].tool_name == "get_weather" and a.events[3].author is Author.TOOL
+    assert b.offset == len(as_list) and b.line_count == 6
+    exchanges = build_exchanges(a.events)
+    assert [x.tool_names for x in exchanges] == [("get_weather",), ()]
+
+
+def test_generic_list_that_is_not_a_list_is_counted() -> None:
+    result = read_bytes(b'{"role": "user"', Format.GENERIC_LIST, path="x.json")
+    assert [s.reason for s in result.skipped] == ["malformed_json"]

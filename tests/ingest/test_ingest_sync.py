@@ -1,0 +1,279 @@
+"""sync end to end against a real store: archive, resume, growth, rewrites, policy."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memoir.config import Settings
+from memoir.demo.builders import ClaudeWriter, CodexWriter, tool_use_block
+from memoir.ingest import sync as sync_module
+from memoir.ingest.sync import NO_INDEX_MARKER, sync
+from memoir.store import Store, open_store
+
+TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
+SHORT = "982581eb-41b9-46da-86c1-ac34168117a8"
+UUID_A = "aaaaaaaa-1111-4222-8333-444444444444"
+
+
+@pytest.fixture
+def src(tmp_path: Path) -> Path:
+    path = tmp_path / "projects"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def cfg(home: Path, src: Path) -> Settings:
+    return Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(src,))
+
+
+@pytest.fixture
+def store(cfg: Settings) -> Iterator[Store]:
+    s = open_store(cfg)
+    yield s
+    s.close()
+
+
+def _put(src: Path, project: str, name: str, data: bytes) -> Path:
+    path = src / project / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def _append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as fp:
+        fp.write(data)
+
+
+def test_fixtures_sync_archive_and_noop(
+    cfg: Settings, store: Store, src: Path, claude_fixtures: Path
+) -> None:
+    (src / "-home-ann-app").mkdir()
+    for f in claude_fixtures.glob("*.jsonl"):
+        shutil.copy(f, src / "-home-ann-app" / f.name)
+    report = sync(cfg, store)
+    assert (report.files_scanned, report.files_indexed, report.files_copied) == (3, 3, 3)
+    assert report.exchanges_added == 3 and report.lines_skipped == 0
+    assert len(store.exchanges(TINY)) == 2
+    assert len(store.exchanges(SHORT)) == 1
+    assert store.exchanges("medium-conversation") == []
+    archive = cfg.archive_dir / "-home-ann-app"
+    assert (archive / f"{TINY}.jsonl").read_bytes() == (
+        claude_fixtures / "tiny-conversation.jsonl"
+    ).read_bytes()
+    stats = store.stats()
+    assert (stats["sessions"], stats["exchanges"], stats["projects"]) == (3, 3, 1)
+    again = sync(cfg, store)
+    assert (again.files_unchanged, again.files_indexed, again.events_added) == (3, 0, 0)
+
+
+def test_unchanged_files_are_not_opened(
+    cfg: Settings, store: Store, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _put(src, "p", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("hello").bytes())
+    sync(cfg, store)
+
+    def boom(*args: object) -> None:
+        raise AssertionError("opened an unchanged file")
+
+    monkeypatch.setattr(sync_module, "ingest_file", boom)
+    assert sync(cfg, store).files_unchanged == 1
+
+
+def test_growth_resumes_and_updates_the_open_exchange(
+    cfg: Settings, store: Store, src: Path, claude_fixtures: Path
+) -> None:
+    path = _put(src, "p", "tiny.jsonl", (claude_fixtures / "tiny-conversation.jsonl").read_bytes())
+    sync(cfg, store)
+    before = store.exchanges(TINY)
+    # the episodic-memory growth scenario: 8 237 → 41 069 bytes, no new exchange
+    _append(path, (claude_fixtures / "medium-conversation.jsonl").read_bytes())
+    grown = sync(cfg, store)
+    assert grown.bytes_indexed == 41_069 - 8_237
+    assert (grown.exchanges_added, grown.files_copied) == (0, 1)
+    state = store.source_state(str(path))
+    assert state is not None and (state.offset, state.size, state.line_count) == (
+        41_069,
+        41_069,
+        30,
+    )
+    archived = Path(state.archive_path or "")
+    assert archived.stat().st_size == 41_069
+    # now the assistant continues the last exchange: same id, updated in place
+    more = ClaudeWriter(TINY).assistant("One more thing: keep the tests green.").bytes()
+    _append(path, more)
+    report = sync(cfg, store)
+    assert (report.exchanges_added, report.exchanges_updated) == (0, 1)
+    after = store.exchanges(TINY)
+    assert [x.id for x in after] == [x.id for x in before]
+    assert after[-1].assistant_text.endswith("One more thing: keep the tests green.")
+    ordinals = [e.ordinal for e in store.events(TINY)]
+    assert ordinals == list(range(1, len(ordinals) + 1))
+
+
+def test_partial_line_is_indexed_once_complete(cfg: Settings, store: Store, src: Path) -> None:
+    line = ClaudeWriter(UUID_A).user("a question about caching").bytes()
+    path = _put(src, "p", f"{UUID_A}.jsonl", line[:40])
+    assert sync(cfg, store).events_added == 0
+    _append(path, line[40:])
+    assert sync(cfg, store).events_added == 1
+    sync(cfg, store)
+    assert [e.text for e in store.events(UUID_A)] == ["a question about caching"]
+    archived = cfg.archive_dir / "p" / f"{UUID_A}.jsonl"
+    assert archived.read_bytes() == line
+
+
+def test_rewritten_file_is_reindexed_and_old_copy_kept(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    w = ClaudeWriter(UUID_A).user("first version").assistant("answer one")
+    path = _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
+    sync(cfg, store)
+    path.write_bytes(ClaudeWriter(UUID_A).user("rewritten").bytes())  # shrunk
+    report = sync(cfg, store)
+    assert report.files_reset == 1
+    assert [e.text for e in store.events(UUID_A)] == ["rewritten"]
+    assert [x.user_text for x in store.exchanges(UUID_A)] == ["rewritten"]
+    kept = list((cfg.archive_dir / "p" / ".replaced").iterdir())
+    assert len(kept) == 1 and b"first version" in kept[0].read_bytes()
+    # same size, different indexed bytes: also a rewrite
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b"rewritten", b"REWRITTEN"))
+    assert sync(cfg, store).files_reset == 1
+    assert [e.text for e in store.events(UUID_A)] == ["REWRITTEN"]
+
+
+def test_bad_lines_are_counted_and_listed(cfg: Settings, store: Store, src: Path) -> None:
+    good1 = ClaudeWriter(UUID_A).user("before the junk").bytes()
+    good2 = ClaudeWriter(UUID_A).user("after the junk").bytes()
+    junk = b'{"type":"user","mess\n' + b"\xff\xfe\n" + b'{"type":"novel"}\n'
+    path = _put(src, "p", f"{UUID_A}.jsonl", good1 + junk + good2)
+    report = sync(cfg, store)
+    assert report.lines_skipped == 3
+    assert [e.text for e in store.events(UUID_A)] == ["before the junk", "after the junk"]
+    rows = store.skipped_lines(str(path))
+    assert [(r.line, r.reason) for r in rows] == [
+        (2, "malformed_json"),
+        (3, "invalid_utf8"),
+        (4, "unknown_type"),
+    ]
+    assert (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").read_bytes() == path.read_bytes()
+
+
+def test_binary_file_is_ignored_counted_and_skipped_cheaply(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    _put(src, "p", "core.jsonl", b"\x7fELF\x00\x00\x01\x02" * 100)
+    report = sync(cfg, store)
+    assert (report.files_ignored, report.lines_skipped, report.files_indexed) == (1, 1, 0)
+    assert not cfg.archive_dir.exists() or not any(cfg.archive_dir.rglob("*.jsonl"))
+    assert sync(cfg, store).files_ignored == 1
+    assert store.stats()["sessions"] == 0
+
+
+def test_no_index_marker_removes_the_session(cfg: Settings, store: Store, src: Path) -> None:
+    w = ClaudeWriter(UUID_A).user("my salary negotiation notes").assistant("noted")
+    path = _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
+    sync(cfg, store)
+    assert store.get_session(UUID_A) is not None
+    _append(path, ClaudeWriter(UUID_A).user(f"{NO_INDEX_MARKER} forget this one").bytes())
+    report = sync(cfg, store)
+    assert report.sessions_removed == [UUID_A]
+    assert store.get_session(UUID_A) is None
+    assert not (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").exists()
+    _append(path, ClaudeWriter(UUID_A).user("still private").bytes())
+    sync(cfg, store)
+    assert store.get_session(UUID_A) is None
+
+
+def test_marker_from_the_assistant_does_not_count(cfg: Settings, store: Store, src: Path) -> None:
+    w = ClaudeWriter(UUID_A).user("what is the marker?").assistant(f"It is {NO_INDEX_MARKER}.")
+    _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
+    sync(cfg, store)
+    assert store.get_session(UUID_A) is not None
+
+
+def test_excluded_project_is_not_archived(home: Path, src: Path) -> None:
+    cfg = Settings.from_env(
+        {"MEMOIR_HOME": str(home), "MEMOIR_EXCLUDE_PROJECTS": "secret"}, sources=(src,)
+    )
+    _put(src, "-home-ann-secret", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("x").bytes())
+    store = open_store(cfg)
+    try:
+        report = sync(cfg, store)
+        assert (report.files_ignored, report.files_indexed) == (1, 0)
+        assert store.stats()["sessions"] == 0
+    finally:
+        store.close()
+    assert not (cfg.archive_dir / "-home-ann-secret").exists()
+
+
+def test_deleted_source_keeps_archive_and_index(cfg: Settings, store: Store, src: Path) -> None:
+    path = _put(src, "p", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("keep me").bytes())
+    sync(cfg, store)
+    path.unlink()
+    report = sync(cfg, store)
+    assert report.files_scanned == 0
+    assert [e.text for e in store.events(UUID_A)] == ["keep me"]
+    assert (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").exists()
+
+
+def test_subagent_codex_and_generic(cfg: Settings, store: Store, src: Path, tmp_path: Path) -> None:
+    parent = (
+        ClaudeWriter(UUID_A)
+        .user("delegate")
+        .assistant(tool_use_block("t1", "Task", {"prompt": "look"}))
+    )
+    _put(src, "p", f"{UUID_A}.jsonl", parent.bytes())
+    sub = ClaudeWriter(UUID_A, sidechain=True).user("look").assistant("found it")
+    _put(src, "p", f"{UUID_A}/subagents/agent-1.jsonl", sub.bytes())
+    codex_root = tmp_path / "sessions"
+    cx = CodexWriter("cx-1", cwd="/home/ann/app").user("hi codex").assistant("hello")
+    _put(codex_root, "2025/10/15", "rollout-2025-10-15T10-00-00-cx-1.jsonl", cx.bytes())
+    generic_root = tmp_path / "generic"
+    chat = b'[{"role":"user","content":"generic hello"},{"role":"assistant","content":"hi"}]'
+    chat_path = _put(generic_root, "support", "chat-7.json", chat)
+    report = sync(cfg, store, sources=[src, codex_root, generic_root])
+    assert report.files_indexed == 4
+    sub_session = store.get_session(f"{UUID_A}-agent-1")
+    assert sub_session is not None and sub_session.flags.subagent
+    assert sub_session.project == "p"
+    codex = store.get_session("cx-1")
+    assert codex is not None and codex.project == "-home-ann-app"
+    assert (cfg.archive_dir / "-home-ann-app" / "cx-1.jsonl").exists()
+    assert store.get_session("chat-7") is not None
+    chat_path.write_bytes(chat[:-1] + b',{"role":"user","content":"again"}]')
+    sync(cfg, store, sources=[generic_root])
+    assert [x.user_text for x in store.exchanges("chat-7")] == ["generic hello", "again"]
+
+
+def test_same_session_id_in_two_files_gets_two_sessions(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    _put(src, "p", "one.jsonl", ClaudeWriter(UUID_A).user("first file").bytes())
+    _put(src, "p", "two.jsonl", ClaudeWriter(UUID_A).user("second file").bytes())
+    sync(cfg, store)
+    sessions = store.list_sessions()
+    assert len(sessions) == 2
+    assert sorted(len(store.events(s.session.id)) for s in sessions) == [1, 1]
+
+
+def test_archive_garbage_from_a_crash_is_truncated(cfg: Settings, store: Store, src: Path) -> None:
+    first = ClaudeWriter(UUID_A).user("one").bytes()
+    path = _put(src, "p", f"{UUID_A}.jsonl", first)
+    sync(cfg, store)
+    archived = cfg.archive_dir / "p" / f"{UUID_A}.jsonl"
+    _append(archived, b"half-written junk")
+    second = ClaudeWriter(UUID_A).user("two").bytes()
+    _append(path, second)
+    sync(cfg, store)
+    assert archived.read_bytes() == first + second
+    archived.unlink()  # deleted by hand: the next growth re-copies everything
+    _append(path, ClaudeWriter(UUID_A).user("three").bytes())
+    sync(cfg, store)
+    assert archived.read_bytes() == path.read_bytes()

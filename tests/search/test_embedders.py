@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memoir.errors import ConfigError
+from memoir.search.embedder import Embedder, HashEmbedder, load_embedder, normalise_rows
+from memoir.search.minilm import minilm_available
+from memoir.search.vectors import top_k
+
+
+def test_hash_embedder_is_deterministic_and_unit_length() -> None:
+    one = HashEmbedder(dim=64).embed(["the sqlite lock", "", "deploy on friday"])
+    two = HashEmbedder(dim=64).embed(["the sqlite lock", "", "deploy on friday"])
+    assert one.dtype == np.float32 and one.shape == (3, 64)
+    assert np.array_equal(one, two)
+    assert np.linalg.norm(one[0]) == pytest.approx(1.0, abs=1e-6)
+    assert np.linalg.norm(one[1]) == 0.0  # nothing to embed stays zero, never NaN
+
+
+def test_hash_embedder_similar_texts_are_closer() -> None:
+    vectors = HashEmbedder().embed(
+        ["fix the sqlite database lock", "sqlite database lock error", "bake a chocolate cake"]
+    )
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.3
+
+
+def test_hash_embedder_satisfies_the_port() -> None:
+    assert isinstance(HashEmbedder(), Embedder)
+    with pytest.raises(ValueError):
+        HashEmbedder(dim=0)
+
+
+def test_normalise_rows_keeps_zero_rows() -> None:
+    out = normalise_rows(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert out.tolist() == [[pytest.approx(0.6), pytest.approx(0.8)], [0.0, 0.0]]
+
+
+def test_top_k_orders_best_first_and_breaks_ties_by_row() -> None:
+    matrix = np.array([[1, 0], [0, 1], [1, 0], [0.6, 0.8]], dtype=np.float32)
+    query = np.array([1, 0], dtype=np.float32)
+    assert [i for i, _ in top_k(matrix, query, 3)] == [0, 2, 3]
+    assert [i for i, _ in top_k(matrix, query, 10)] == [0, 2, 3, 1]
+    assert top_k(matrix[:0], query, 3) == []
+
+
+@pytest.mark.parametrize("choice", ["none", "hash", "auto"])
+def test_load_embedder_choices(choice: str) -> None:
+    embedder = load_embedder(choice)
+    if choice == "none":
+        assert embedder is None
+    elif choice == "hash":
+        assert embedder is not None and embedder.name == "hash-256"
+    else:
+        assert (embedder is not None) == minilm_available()
+
+
+def test_load_embedder_rejects_unknown_names() -> None:
+    with pytest.raises(ConfigError, match="MEMOIR_EMBEDDER"):
+        load_embedder("word2vec")
+
+
+@pytest.mark.embeddings
+@pytest.mark.skipif(not minilm_available(), reason="embeddings extra not installed")
+def test_minilm_embeds_offline_with_meaningful_similarity() -> None:
+    embedder = load_embedder("minilm")
+    assert embedder is not None and embedder.dim == 384
+    vectors = embedder.embed(
+        [
+            "A man is eating food.",
+            "A man is eating a piece of bread.",
+            "The girl is carrying a baby.",
+        ]
+    )
+    assert vectors.shape == (3, 384)
+    # the published all-MiniLM-L6-v2 similarity of the first pair is 0.7553 (fp32)
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(0.755, abs=0.03)
+    assert float(vectors[0] @ vectors[2]) < 0.1
+    assert embedder.embed([]).shape == (0, 384)
+    # order of a batch does not change a text's vector
+    again = embedder.embed(["The girl is carrying a baby.", "A man is eating food."])
+    assert np.allclose(again[1], vectors[0], atol=1e-5)

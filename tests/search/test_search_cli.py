@@ -1,0 +1,140 @@
+"""`memoir search`, `memoir embed` and `memoir bench locomo` through the CLI entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from search_corpus import HOSTILE, fill, write_conversation
+
+from memoir.cli.app import main
+from memoir.config import Settings
+from memoir.store import open_store
+
+
+@pytest.fixture
+def cli_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+    store = open_store(Settings.from_env({"MEMOIR_HOME": str(home)}, sources=()))
+    try:
+        fill(store)
+    finally:
+        store.close()
+    return home
+
+
+def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_search_json(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["search", "sqlite lock", "--json", "--mode", "text"], capsys)
+    assert code == 0, err
+    hits = json.loads(out)
+    assert hits[0]["exchange_id"] == "s-web:1"
+    assert hits[0]["project"] == "web"
+    assert hits[0]["timestamp"].startswith("2024-05-01")
+    assert hits[0]["summary"] is None
+    assert set(hits[0]) == {
+        "session_id",
+        "exchange_id",
+        "timestamp",
+        "project",
+        "score",
+        "snippet",
+        "summary",
+    }
+
+
+def test_search_filters_from_the_command_line(
+    cli_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["search", "sqlite lock", "--json", "--mode", "text"]
+    _, out, _ = run([*args, "--include-subagents", "--after", "2024-05-02"], capsys)
+    assert {h["session_id"] for h in json.loads(out)} == {"s-sub"}
+    _, out, _ = run([*args, "--include-subagents", "--before", "2024-05-01"], capsys)
+    assert {h["session_id"] for h in json.loads(out)} == {"s-web"}  # the day is included
+    _, out, _ = run([*args, "--project", "api"], capsys)
+    assert json.loads(out) == []
+    _, out, _ = run([*args, "--role", "tool", "--limit", "1"], capsys)
+    assert [h["exchange_id"] for h in json.loads(out)] == ["s-web:1"]
+
+
+def test_terminal_view_is_readable(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["search", "dark mode"], capsys)
+    assert code == 0
+    assert "2024-05-01" in out and "web" in out and "s-web:6" in out
+    assert "dark" in out.lower() and "\x02" not in out and "\x03" not in out
+
+
+def test_no_matches_message(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["search", "xylophone"], capsys)
+    assert code == 0 and "no matches" in out
+
+
+@pytest.mark.parametrize("query", HOSTILE[:-2])
+def test_hostile_queries_through_the_cli(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], query: str
+) -> None:
+    code, out, err = run(["search", "--json", "--", query], capsys)
+    assert code == 0, err
+    assert isinstance(json.loads(out), list)
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--after", "last tuesday"], "--after"),
+        (["--before", "2024-13-40"], "--before"),
+        (["--mode", "vector"], "embeddings"),
+    ],
+)
+def test_bad_options_are_one_line_errors(
+    cli_home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    needle: str,
+) -> None:
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "none")
+    code, _, err = run(["search", "sqlite", *args], capsys)
+    assert code != 0
+    assert needle in err and "Traceback" not in err
+    assert err.strip().count("\n") <= 1
+
+
+def test_embed_then_vector_search_with_the_hash_embedder(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    code, out, err = run(["embed", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out) == {"model": "hash-256", "embedded": 6, "complete": True}
+    _, out, _ = run(["embed", "--json"], capsys)
+    assert json.loads(out)["embedded"] == 0
+    _, out, _ = run(["search", "payment service", "--mode", "vector", "--json"], capsys)
+    assert json.loads(out)[0]["exchange_id"] == "s-api:1"
+
+
+def test_bench_locomo_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_HOME", str(tmp_path / "unused"))
+    data = tmp_path / "locomo"
+    data.mkdir()
+    write_conversation(data / "7.json")
+    code, out, err = run(["bench", "locomo", str(data), "--embedder", "hash", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert set(report) == {"text", "vector", "hybrid"}
+    assert report["text"]["questions"] == 2
+    assert 0.0 <= report["hybrid"]["recall@10"] <= 1.0
+    assert report["vector"]["recall@25"] == 1.0  # 5 exchanges: all are in the top 25

@@ -1,0 +1,181 @@
+"""Pure parts of search: neighbour smoothing, snippets, summary hygiene, dates, filters."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memoir.errors import ConfigError
+from memoir.model import Exchange, Harness, Session, SessionFlags
+from memoir.search.context import neighbour_smoothed
+from memoir.search.dates import parse_when
+from memoir.search.embedder import HashEmbedder
+from memoir.search.engine import matches_filters, resolve_mode
+from memoir.search.snippets import clean_summary, make_snippet, query_words
+from memoir.store.port import SearchFilters
+
+
+def ex(xid: str, first: int, last: int, session: str = "s", **kw: object) -> Exchange:
+    values: dict[str, object] = {
+        "id": xid,
+        "session_id": session,
+        "first_ordinal": first,
+        "last_ordinal": last,
+        "user_text": "question",
+        "assistant_text": "answer",
+        "tool_names": (),
+        "started_at": datetime(2024, 5, 1, 12, tzinfo=UTC),
+        "ended_at": None,
+    }
+    values.update(kw)
+    return Exchange(**values)  # type: ignore[arg-type]
+
+
+SPANS = {
+    "a": ex("a", 1, 3),
+    "b": ex("b", 4, 6),
+    "c": ex("c", 7, 9),
+    "z": ex("z", 10, 12, session="other"),
+}
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        # b sits between a and c: it borrows half of the better neighbour (a)
+        ({"a": 10.0, "b": 6.0, "c": 1.0}, [("a", 13.0), ("b", 11.0), ("c", 4.0)]),
+        # a neighbour that is not a candidate lends nothing
+        ({"a": 10.0, "c": 9.0}, [("a", 10.0), ("c", 9.0)]),
+        # adjacency needs the same session: z (ordinal 10) does not follow c (ends at 9)
+        ({"c": 4.0, "z": 5.0}, [("z", 5.0), ("c", 4.0)]),
+        # negative neighbours (cosine) never lower a score
+        ({"a": -1.0, "b": 0.5}, [("b", 0.5), ("a", -0.75)]),
+        ({}, []),
+    ],
+)
+def test_neighbour_smoothing_table(
+    scores: dict[str, float], expected: list[tuple[str, float]]
+) -> None:
+    got = neighbour_smoothed(scores, SPANS)
+    assert [i for i, _ in got] == [i for i, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected])
+
+
+def test_neighbour_smoothing_weight_zero_is_plain_sort() -> None:
+    assert neighbour_smoothed({"a": 1.0, "b": 2.0}, SPANS, weight=0) == [("b", 2.0), ("a", 1.0)]
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "expected"),
+    [
+        ("we fixed the sqlite lock", "sqlite", "we fixed the \x02sqlite\x03 lock"),
+        ("Deploy on Friday", "deploy friday", "\x02Deploy\x03 on \x02Friday\x03"),
+        ("nothing here", "absent", "nothing here"),
+        ("", "anything", ""),
+        ("marks \x02inside\x03 text", "inside", "marks \x02inside\x03 text"),
+    ],
+)
+def test_make_snippet_marks_query_words(text: str, query: str, expected: str) -> None:
+    assert make_snippet(text, query) == expected
+
+
+def test_make_snippet_windows_long_text_around_the_match() -> None:
+    text = "filler " * 200 + "the needle is here " + "tail " * 200
+    snippet = make_snippet(text, "needle", width=80)
+    assert "\x02needle\x03" in snippet
+    assert snippet.startswith("… ") and snippet.endswith(" …")
+    assert len(snippet) < 110
+
+
+@given(st.text(max_size=300), st.text(max_size=60))
+def test_make_snippet_never_fails(text: str, query: str) -> None:
+    snippet = make_snippet(text, query)
+    assert snippet.count("\x02") == snippet.count("\x03")
+
+
+def test_query_words_skip_punctuation_and_repeats() -> None:
+    assert query_words('"NEAR(foo*, bar) foo OR 数据库') == ["near", "foo", "bar", "or", "数据库"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("   \n", None),
+        ('__COVERAGE__ {"bytes":10,"schema":1}\nFixed the login bug.', "Fixed the login bug."),
+        ('__COVERAGE__ {"bytes":10}\n', None),
+        ('__ERRORED__\n{"attempts":2,"lastAttempt":1}\nrate limited', None),
+        ("Plain summary\nsecond line", "Plain summary\nsecond line"),
+    ],
+)
+def test_clean_summary_never_shows_machine_lines(body: str | None, expected: str | None) -> None:
+    assert clean_summary(body) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "end", "expected"),
+    [
+        ("2024-05-01", False, datetime(2024, 5, 1, tzinfo=UTC)),
+        ("2024-05-01", True, datetime(2024, 5, 1, 23, 59, 59, 999999, tzinfo=UTC)),
+        ("2024-05-01T14:30", False, datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
+        ("2024-05-01 14:30:05Z", True, datetime(2024, 5, 1, 14, 30, 5, tzinfo=UTC)),
+        ("2024-05-01T14:30+02:00", False, datetime(2024, 5, 1, 12, 30, tzinfo=UTC)),
+    ],
+)
+def test_parse_when(value: str, end: bool, expected: datetime) -> None:
+    assert parse_when(value, end_of_day=end) == expected
+
+
+@pytest.mark.parametrize("value", ["", "yesterday", "2024-13-01", "05/01/2024", "2024-05-01T25"])
+def test_parse_when_rejects_with_one_line(value: str) -> None:
+    with pytest.raises(ConfigError, match="--after"):
+        parse_when(value, option="--after")
+
+
+SESSION = Session(id="s", project="web", harness=Harness.CLAUDE_CODE)
+SUB = Session(id="s", project="web", harness=Harness.CLAUDE_CODE, flags=SessionFlags(subagent=True))
+MAY1 = datetime(2024, 5, 1, tzinfo=UTC)
+MAY2 = datetime(2024, 5, 2, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("exchange", "session", "filters", "keep"),
+    [
+        (ex("a", 1, 2), SESSION, SearchFilters(), True),
+        (ex("a", 1, 2), SUB, SearchFilters(), False),
+        (ex("a", 1, 2), SUB, SearchFilters(include_subagents=True), True),
+        (ex("a", 1, 2), SESSION, SearchFilters(project="web"), True),
+        (ex("a", 1, 2), SESSION, SearchFilters(project="api"), False),
+        (ex("a", 1, 2), SESSION, SearchFilters(harness="claude-code"), True),
+        (ex("a", 1, 2), SESSION, SearchFilters(harness="codex"), False),
+        (ex("a", 1, 2), SESSION, SearchFilters(session_id="other"), False),
+        (ex("a", 1, 2), SESSION, SearchFilters(role="tool"), False),
+        (ex("a", 1, 2, tool_names=("Bash",)), SESSION, SearchFilters(role="tool"), True),
+        (ex("a", 1, 2, assistant_text=""), SESSION, SearchFilters(role="assistant"), False),
+        (ex("a", 1, 2), SESSION, SearchFilters(after=MAY1), True),
+        (ex("a", 1, 2), SESSION, SearchFilters(after=MAY2), False),
+        (ex("a", 1, 2), SESSION, SearchFilters(before=MAY2), True),
+        (ex("a", 1, 2), SESSION, SearchFilters(before=MAY1), False),
+        (ex("a", 1, 2, started_at=None), SESSION, SearchFilters(before=MAY2), False),
+        (ex("a", 1, 2), None, SearchFilters(), False),
+    ],
+)
+def test_vector_filter_table(
+    exchange: Exchange, session: Session | None, filters: SearchFilters, keep: bool
+) -> None:
+    assert matches_filters(exchange, session, filters) is keep
+
+
+def test_resolve_mode() -> None:
+    fake = HashEmbedder()
+    assert resolve_mode(None, None) == "text"
+    assert resolve_mode(None, fake) == "hybrid"
+    assert resolve_mode("vector", fake) == "vector"
+    with pytest.raises(ConfigError, match="embeddings"):
+        resolve_mode("hybrid", None)
+    with pytest.raises(ConfigError, match="mode"):
+        resolve_mode("fuzzy", fake)

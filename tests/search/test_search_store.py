@@ -1,0 +1,199 @@
+"""The shared search suite: runs on every backend the ``store`` fixture provides."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from search_corpus import CONVERSATIONS, HOSTILE, T0, fill
+
+from memoir.search import HashEmbedder, SearchFilters, embed_backlog, search
+from memoir.search.vectors import invalidate
+from memoir.store import Store
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    fill(store)
+    invalidate()
+    return store
+
+
+def ids(hits: list) -> list[str]:
+    return [h.exchange_id for h in hits]
+
+
+def test_text_search_finds_and_marks(filled: Store) -> None:
+    hits = search(filled, "sqlite lock", mode="text")
+    assert hits and hits[0].session_id == "s-web"
+    assert hits[0].exchange_id == "s-web:1"
+    assert "\x02" in hits[0].snippet and "\x03" in hits[0].snippet
+    assert hits[0].project == "web"
+    assert hits[0].timestamp is not None and hits[0].timestamp.date() == T0.date()
+    assert "s-sub:1" not in ids(hits)  # subagents are excluded by default
+
+
+def test_text_search_orders_by_relevance_and_limits(filled: Store) -> None:
+    hits = search(filled, "dark mode toggle", mode="text", limit=1)
+    assert ids(hits) == ["s-web:6"]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_hostile_queries_never_fail(filled: Store, query: str, mode: str) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    hits = search(filled, query, mode=mode, embedder=embedder)
+    assert isinstance(hits, list)
+    assert all(h.snippet.count("\x02") == h.snippet.count("\x03") for h in hits)
+    # the store is intact afterwards
+    assert search(filled, "dark mode", mode="text")[0].exchange_id == "s-web:6"
+
+
+def test_empty_query_returns_nothing(filled: Store) -> None:
+    assert search(filled, "", mode="text") == []
+    assert search(filled, " \t ", mode="text") == []
+
+
+def test_sql_fragment_is_searched_as_words(filled: Store) -> None:
+    hits = search(filled, "DROP TABLE exchanges; settings page --", mode="text")
+    assert "s-web:6" in ids(hits)
+
+
+def test_cjk_query_finds_cjk_text(filled: Store) -> None:
+    hits = search(filled, "数据库", mode="text")
+    assert ids(hits) == ["s-cjk:1"]
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected_sessions"),
+    [
+        (SearchFilters(), {"s-web"}),
+        (SearchFilters(include_subagents=True), {"s-web", "s-sub"}),
+        (SearchFilters(project="api"), set()),
+        (SearchFilters(project="web", include_subagents=True), {"s-web", "s-sub"}),
+        (SearchFilters(session_id="s-sub", include_subagents=True), {"s-sub"}),
+        (SearchFilters(harness="codex"), set()),
+        (SearchFilters(harness="claude-code"), {"s-web"}),
+        (SearchFilters(role="tool"), {"s-web"}),
+        (SearchFilters(after=T0 + timedelta(days=1), include_subagents=True), {"s-sub"}),
+        (SearchFilters(before=T0 + timedelta(days=1)), {"s-web"}),
+        (
+            SearchFilters(
+                after=T0 - timedelta(days=1), before=T0 + timedelta(days=2), include_subagents=True
+            ),
+            {"s-web", "s-sub"},
+        ),
+        (SearchFilters(after=T0 + timedelta(days=2)), set()),
+    ],
+)
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_filters_apply_in_every_mode(
+    filled: Store, filters: SearchFilters, expected_sessions: set[str], mode: str
+) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    hits = search(filled, "sqlite lock", filters=filters, mode=mode, embedder=embedder)
+    got = {h.session_id for h in hits}
+    if mode == "text":
+        assert got == expected_sessions
+    else:  # vector candidates are every exchange that passes the filters
+        assert expected_sessions <= got
+        allowed = {h.session_id for h in search(filled, "sqlite lock", filters=filters)}
+        assert got <= allowed | _sessions_passing(filled, filters)
+
+
+def _sessions_passing(store: Store, filters: SearchFilters) -> set[str]:
+    from memoir.search.engine import matches_filters
+
+    out = set()
+    for sid, *_ in CONVERSATIONS:
+        session = store.get_session(sid)
+        if any(matches_filters(x, session, filters) for x in store.exchanges(sid)):
+            out.add(sid)
+    return out
+
+
+def test_date_filter_on_the_api_session(filled: Store) -> None:
+    june = SearchFilters(after=T0 + timedelta(days=40), before=T0 + timedelta(days=50))
+    assert ids(search(filled, "deploy friday", filters=june, mode="text")) == ["s-api:1"]
+    may = SearchFilters(before=T0 + timedelta(days=40))
+    assert search(filled, "deploy friday", filters=may, mode="text") == []
+
+
+def test_vector_search_with_the_hash_embedder(filled: Store) -> None:
+    embedder = HashEmbedder()
+    first = embed_backlog(filled, embedder, batch=2)
+    assert first.embedded == 6 and first.complete  # 6 exchanges in all
+    assert embed_backlog(filled, embedder).embedded == 0  # caught up
+    hits = search(filled, "payment service deploy", mode="vector", embedder=embedder)
+    assert hits[0].exchange_id == "s-api:1"
+    assert hits[0].vector_rank == 1 and hits[0].text_rank is None
+    assert "\x02" in hits[0].snippet  # vector hits get a marked snippet too
+
+
+def test_embed_backlog_respects_max_items(filled: Store) -> None:
+    embedder = HashEmbedder(dim=32)
+    partial = embed_backlog(filled, embedder, batch=4, max_items=3)
+    assert partial.embedded == 3 and not partial.complete
+    rest = embed_backlog(filled, embedder)
+    assert rest.embedded == 3 and rest.complete
+
+
+def test_hybrid_fuses_both_lists(filled: Store) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    hits = search(filled, "sqlite database lock", mode="hybrid", embedder=embedder)
+    top = hits[0]
+    assert top.exchange_id == "s-web:1"
+    assert top.text_rank == 1 and top.vector_rank == 1
+    # a hybrid list is not "vector hits, then text hits": every hit has a fused score
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_default_mode_is_hybrid_with_an_embedder(filled: Store) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    hits = search(filled, "dark mode toggle", embedder=embedder)
+    assert hits[0].exchange_id == "s-web:6"
+    assert hits[0].vector_rank is not None and hits[0].text_rank is not None
+
+
+def test_summary_beside_hits_without_header(filled: Store) -> None:
+    bodies = {"s-web": '__COVERAGE__ {"bytes":120,"schema":1}\nFixed the sqlite lock with WAL.'}
+    hits = search(filled, "sqlite", mode="text", summaries=bodies.get)
+    assert hits[0].summary == "Fixed the sqlite lock with WAL."
+    assert "__COVERAGE__" not in str(hits[0].to_json())
+    assert search(filled, "deploy", mode="text", summaries=bodies.get)[0].summary is None
+
+
+def test_unreadable_summary_is_shown_as_none(filled: Store) -> None:
+    def broken(session_id: str) -> str | None:
+        raise OSError("permission denied")
+
+    hits = search(filled, "sqlite", mode="text", summaries=broken)
+    assert hits and hits[0].summary is None
+
+
+def test_deleted_session_leaves_no_hits(filled: Store) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    filled.delete_session("s-web")
+    invalidate()
+    assert all(h.session_id != "s-web" for h in search(filled, "sqlite lock", mode="text"))
+    hits = search(filled, "sqlite lock", mode="vector", embedder=embedder)
+    assert all(h.session_id != "s-web" for h in hits)
+
+
+def test_json_shape(filled: Store) -> None:
+    hit = search(filled, "sqlite", mode="text")[0]
+    assert set(hit.to_json()) == {
+        "session_id",
+        "exchange_id",
+        "timestamp",
+        "project",
+        "score",
+        "snippet",
+        "summary",
+    }

@@ -1,0 +1,195 @@
+"""The shared store suite, part 2: full-text search (both backends)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from store_builders import T0, ingest
+
+from memoir.errors import ConfigError
+from memoir.model import Harness
+from memoir.store import SearchFilters, Store
+
+
+@pytest.fixture
+def corpus(store: Store) -> Store:
+    ingest(
+        store,
+        "web",
+        [
+            ("How do I fix the sqlite database lock?", "Use WAL mode and a busy timeout.", "Bash"),
+            ("Add a dark mode toggle to the settings page", "Added a toggle component.", None),
+            ("Tell me about penguins", "Penguins live in the southern hemisphere.", None),
+        ],
+        project="webapp",
+    )
+    ingest(
+        store,
+        "api",
+        [
+            ("Why is the API slow?", "The lock on the cache table serialises writers.", "Grep"),
+            ("数据库连接池怎么配置？", "使用 psycopg_pool 配置连接池。", None),
+        ],
+        start=T0 + timedelta(days=10),
+        project="api",
+        harness=Harness.CODEX,
+    )
+    ingest(
+        store,
+        "sub",
+        [("subagent: search for sqlite lock usages", "found 3", None)],
+        project="webapp",
+        subagent=True,
+    )
+    return store
+
+
+def ids(store: Store, query: str, limit: int = 10, **filters: object) -> list[str]:
+    return [h.exchange_id for h in store.search_text(query, SearchFilters(**filters), limit)]  # type: ignore[arg-type]
+
+
+def test_finds_ranks_and_marks_the_match(corpus: Store) -> None:
+    hits = corpus.search_text("sqlite lock", SearchFilters(), 10)
+    assert hits[0].exchange_id == "web:1"
+    assert "\x02sqlite\x03" in hits[0].snippet.lower()
+    assert all(h.snippet.count("\x02") == h.snippet.count("\x03") for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_user_column_outranks_the_same_word_in_tools(corpus: Store) -> None:
+    ingest(corpus, "w2", [("deploy the grep service", "ok", None)])
+    assert ids(corpus, "grep")[0] == "w2:1"  # "grep" in the prompt beats Grep the tool
+
+
+def test_stemming_phrases_prefixes_and_exclusions(corpus: Store) -> None:
+    assert ids(corpus, "penguin") == ["web:7"]
+    assert ids(corpus, '"dark mode toggle"') == ["web:5"]
+    assert ids(corpus, '"toggle dark"') == []
+    assert ids(corpus, "pengu*") == ["web:7"]
+    assert "api:1" in ids(corpus, "lock")
+    assert "api:1" not in ids(corpus, "lock -cache")
+    assert "api:1" not in ids(corpus, "lock NOT cache")
+    assert ids(corpus, "penguins OR toggle") == ["web:5", "web:7"] or ids(
+        corpus, "penguins OR toggle"
+    ) == ["web:7", "web:5"]
+
+
+def test_all_words_first_then_any_word(corpus: Store) -> None:
+    assert ids(corpus, "penguins toggle") != []  # no exchange has both: any may match
+    assert set(ids(corpus, "penguins toggle")) == {"web:5", "web:7"}
+    assert ids(corpus, "sqlite database lock") == ["web:1"]  # all three: only web:1
+
+
+def test_meta_words_project_date_and_tool(corpus: Store) -> None:
+    assert set(ids(corpus, "webapp")) == {"web:1", "web:5", "web:7"}
+    assert ids(corpus, "2024-05-11") == ["api:1", "api:5"] or set(ids(corpus, "2024-05-11")) == {
+        "api:1",
+        "api:5",
+    }
+    assert ids(corpus, "bash") == ["web:1"]
+
+
+def test_cjk_text_is_findable(corpus: Store) -> None:
+    hits = corpus.search_text("连接池", SearchFilters(), 10)
+    assert [h.exchange_id for h in hits] == ["api:5"]
+    assert "\x02连接池\x03" in hits[0].snippet
+    assert ids(corpus, "数据库") == ["api:5"]
+    assert ids(corpus, "池连") == []
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        ({}, {"web:1", "api:1"}),
+        ({"include_subagents": True}, {"web:1", "api:1", "sub:1"}),
+        ({"project": "api"}, {"api:1"}),
+        ({"harness": "codex"}, {"api:1"}),
+        ({"session_id": "web"}, {"web:1"}),
+        ({"after": T0 + timedelta(days=1)}, {"api:1"}),
+        ({"before": T0 + timedelta(days=1)}, {"web:1"}),
+        ({"after": T0, "before": T0 + timedelta(minutes=1)}, {"web:1"}),
+        ({"role": "assistant"}, {"api:1"}),
+        ({"role": "user"}, {"web:1"}),
+        ({"project": "nope"}, set()),
+    ],
+)
+def test_filters(corpus: Store, filters: dict[str, object], expected: set[str]) -> None:
+    assert set(ids(corpus, "lock", **filters)) == expected
+
+
+def test_role_tool_matches_the_tool_column_only(corpus: Store) -> None:
+    assert ids(corpus, "grep", role="tool") == ["api:1"]
+    assert ids(corpus, "penguins", role="tool") == []
+    with pytest.raises(ConfigError):
+        ids(corpus, "grep", role="robot")
+
+
+def test_limit(corpus: Store) -> None:
+    assert len(ids(corpus, "the OR lock OR toggle OR penguins", limit=2)) == 2
+    assert ids(corpus, "lock", limit=0) == []
+
+
+HOSTILE = [
+    "",
+    "   \t\n ",
+    '"',
+    '""',
+    "'",
+    '"unterminated phrase',
+    "NEAR(",
+    "NEAR(lock sqlite, 2)",
+    "lock OR",
+    "OR",
+    "AND",
+    "NOT",
+    "-",
+    "--",
+    "-lock",
+    "*",
+    "**lock**",
+    "lock*",
+    "l*",
+    "(",
+    ")",
+    "((lock)",
+    "{user}: lock",
+    "user:lock",
+    "^lock",
+    "lock:*",
+    "'; DROP TABLE exchanges; --",
+    "1=1 OR 'a'='a'",
+    "lock & sqlite | !fix <-> 2",
+    "\\",
+    "%s %(x)s ?",
+    "\x00\x01\x02\x03",
+    "数据库 OR",
+    "😀",
+    "😀 lock 😀",
+    "x" * 5000,
+    " ".join(["lock"] * 200),
+    "ﬁx ＳＱＬｉｔｅ",
+    "the a of",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
+def test_hostile_queries_are_safe(corpus: Store, query: str) -> None:
+    hits = corpus.search_text(query, SearchFilters(), 10)
+    assert isinstance(hits, list)
+    assert all(h.snippet.count("\x02") == h.snippet.count("\x03") for h in hits)
+    for role in ("user", "assistant", "tool"):
+        corpus.search_text(query, SearchFilters(role=role), 3)
+    assert ids(corpus, "penguins") == ["web:7"]  # still intact
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n", '""', "*", "-", "😀", "the"])
+def test_queries_without_words_match_nothing(corpus: Store, query: str) -> None:
+    assert corpus.search_text(query, SearchFilters(), 10) == []
+
+
+def test_sql_fragment_and_operators_search_as_words(corpus: Store) -> None:
+    assert "web:1" in ids(corpus, "'; DROP TABLE exchanges; -- sqlite")
+    assert "web:1" in ids(corpus, "NEAR(sqlite")
+    assert "web:1" in ids(corpus, "**sqlite**")
+    assert corpus.stats()["exchanges"] == 6

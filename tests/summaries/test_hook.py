@@ -1,0 +1,111 @@
+"""`memoir hook install / uninstall / status` on Claude Code's settings file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memoir.cli.app import main
+from memoir.cli.cmd_hook import add_hook, hook_command, is_memoir_hook, remove_hook
+
+OTHER = {"type": "command", "command": "echo other"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    main([*argv, "--json"])
+    return json.loads(capsys.readouterr().out)
+
+
+def test_install_merges_keeps_others_and_is_idempotent(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "claude" / "settings.json"
+    path.parent.mkdir()
+    original = {
+        "model": "opus",
+        "hooks": {
+            "SessionStart": [{"hooks": [OTHER]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "say done"}]}],
+        },
+    }
+    path.write_text(json.dumps(original))
+    first = run(capsys, "hook", "install", "--settings", str(path))
+    assert first["changed"] is True and first["command"].endswith(" sync --background")
+    data = json.loads(path.read_text())
+    assert data["model"] == "opus"
+    assert data["hooks"]["Stop"] == original["hooks"]["Stop"]
+    groups = data["hooks"]["SessionStart"]
+    assert groups[0] == {"hooks": [OTHER]}
+    assert groups[1]["hooks"] == [{"type": "command", "command": first["command"]}]
+    assert Path(first["command"].split(" ")[0]).is_absolute()
+
+    second = run(capsys, "hook", "install", "--settings", str(path))
+    assert second["changed"] is False
+    assert json.loads(path.read_text()) == data
+    assert run(capsys, "hook", "status", "--settings", str(path))["installed"] is True
+
+    removed = run(capsys, "hook", "uninstall", "--settings", str(path))
+    assert removed["removed"] == 1
+    assert json.loads(path.read_text()) == original
+    assert run(capsys, "hook", "status", "--settings", str(path))["installed"] is False
+
+
+def test_install_creates_the_default_settings_file(tmp_path: Path, capsys) -> None:
+    result = run(capsys, "hook", "install")  # HOME is a temp dir in tests
+    path = Path(result["settings"])
+    assert path == Path.home() / ".claude" / "settings.json"
+    data = json.loads(path.read_text())
+    assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume"
+    run(capsys, "hook", "uninstall")
+    assert json.loads(path.read_text()) == {}
+
+
+def test_broken_settings_file_is_one_clear_error(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("{ not json")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["hook", "install", "--settings", str(path)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "not valid JSON" in err and "Traceback" not in err
+    assert path.read_text() == "{ not json"
+
+
+def test_moved_executable_is_updated_in_place() -> None:
+    settings = {
+        "hooks": {
+            "SessionStart": [
+                {"hooks": [{"type": "command", "command": "/old/bin/memoir sync --background"}]}
+            ]
+        }
+    }
+    updated, changed = add_hook(settings, "/new/bin/memoir sync --background")
+    assert changed
+    entries = [e for g in updated["hooks"]["SessionStart"] for e in g["hooks"]]
+    assert entries == [{"type": "command", "command": "/new/bin/memoir sync --background"}]
+
+
+@pytest.mark.parametrize(
+    ("command", "ours"),
+    [
+        ("/home/u/.venv/bin/memoir sync --background", True),
+        ("'/path with space/memoir' sync --background", True),
+        ("/usr/bin/python3 -m memoir.cli sync --background", True),
+        ("episodic-memory sync --background", False),
+        ("/bin/memoir sync", False),
+        ("echo memoir", False),
+    ],
+)
+def test_only_our_hook_is_recognised(command: str, ours: bool) -> None:
+    assert is_memoir_hook({"type": "command", "command": command}) is ours
+
+
+def test_uninstall_without_ours_changes_nothing() -> None:
+    settings = {"hooks": {"SessionStart": [{"hooks": [OTHER]}]}}
+    assert remove_hook(json.loads(json.dumps(settings))) == (settings, 0)
+
+
+def test_hook_command_is_absolute() -> None:
+    command = hook_command()
+    assert command.endswith("sync --background")
+    assert command.startswith("/") or command.startswith("'/")

@@ -1,0 +1,83 @@
+"""Which path a conversation takes to its summary, and what the model is asked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import memoir.summaries.summarizer as summarizer_mod
+from memoir.llm.errors import EmptyResponse
+from memoir.llm.scripted import ScriptedModel
+from memoir.llm.values import Purpose
+from memoir.summaries.summarizer import summarize_conversation
+
+from .helpers import FakeStore, archive, conversation
+
+
+def _events(tmp_path, data: bytes):
+    path = archive(tmp_path, "s1", data)
+    return FakeStore().index_file(path)
+
+
+def test_zero_exchanges_need_no_model(tmp_path) -> None:
+    model = ScriptedModel()
+    assert summarize_conversation([], model) is None
+    snapshots = b'{"type":"file-history-snapshot","messageId":"m","snapshot":{}}\n'
+    assert summarize_conversation(_events(tmp_path, snapshots), model) is None
+    assert model.calls == 0
+
+
+def test_one_tiny_exchange_is_summarized_without_a_call(tmp_path) -> None:
+    model = ScriptedModel()
+    events = _events(tmp_path, conversation("s1", 1, words=3))
+    result = summarize_conversation(events, model)
+    assert model.calls == 0
+    assert result is not None and result.model == "none"
+    assert result.body.startswith("A single exchange: the user asked “Question 0 about the parser")
+    assert "Answer 0: we decided to refactor" in result.body
+
+
+def test_short_conversation_takes_one_call(claude_fixtures, tmp_path) -> None:
+    model = ScriptedModel(["  It was about tentative behaviour; we agreed to act directly.  "])
+    events = _events(tmp_path, (claude_fixtures / "tiny-conversation.jsonl").read_bytes())
+    result = summarize_conversation(events, model, session="s1", user="u1")
+    assert result is not None
+    assert result.body == "It was about tentative behaviour; we agreed to act directly."
+    assert (result.model, result.calls) == ("scripted:test", 1)
+    (request,) = model.requests
+    assert request.meta.purpose is Purpose.SUMMARY
+    assert (request.meta.session, request.meta.user) == ("s1", "u1")
+    last = request.messages[-1]
+    assert last.role == "user"
+    assert "<transcript>\n" in last.content and last.content.endswith("\n</transcript>")
+    assert "Lately, I've noticed you being very tentative" in last.content
+    assert "where it ended" in (request.system or "")
+
+
+def test_a_reply_cannot_pose_as_a_header(tmp_path) -> None:
+    model = ScriptedModel(['__ERRORED__\n{"attempts":9}\nReal text.'])
+    result = summarize_conversation(_events(tmp_path, conversation("s1", 3)), model)
+    assert result is not None and result.body == '{"attempts":9}\nReal text.'
+    assert not result.body.startswith("__")
+
+
+def test_empty_reply_is_a_failure(tmp_path) -> None:
+    with pytest.raises(EmptyResponse):
+        summarize_conversation(_events(tmp_path, conversation("s1", 3)), ScriptedModel(["   "]))
+
+
+def test_long_conversation_goes_through_the_episodic_summarizer(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(summarizer_mod, "SHORT_TOKEN_BUDGET", 200)
+    reply = json.dumps(
+        {"narrative": "We refactored the parser and stopped at the tests.", "decisions": ["regex"]}
+    )
+    model = ScriptedModel(default=reply)
+    events = _events(tmp_path, conversation("s1", 12, words=60))
+    result = summarize_conversation(events, model, session="s1")
+    assert result is not None
+    assert "We refactored the parser" in result.body
+    purposes = {r.meta.purpose for r in model.requests}
+    assert Purpose.SUMMARY not in purposes
+    assert Purpose.EPISODE in purposes
+    assert result.calls == model.calls >= 1
