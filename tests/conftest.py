@@ -2,7 +2,8 @@
 
 The network guard fails any test that connects anywhere but the loopback range or a Unix
 socket. ``store`` is parametrized over SQLite and PostgreSQL (the latter when
-MEMOIR_TEST_PG_URL is set, as ``make test`` does; each test gets its own database).
+MEMOIR_TEST_PG_URL is set, as ``make test`` does; each test gets its own schema, and
+``pg_database`` a whole fresh database).
 """
 
 from __future__ import annotations
@@ -108,6 +109,28 @@ def fresh_pg_database() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def fresh_pg_schema() -> Iterator[str]:
+    """A URL whose connections see only a new, empty schema (first on ``search_path``) of
+    the test cluster's database: as isolated as a fresh database for everything Memoir
+    does, and ~50x cheaper to create than CREATE DATABASE. Dropped afterwards."""
+    import psycopg
+
+    admin_url = pg_url()
+    if not admin_url:
+        pytest.skip("MEMOIR_TEST_PG_URL is not set")
+    name = f"memoir_t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{name}"')
+    parts = urllib.parse.urlsplit(admin_url)
+    query = urllib.parse.parse_qsl(parts.query) + [("options", f"-c search_path={name}")]
+    try:
+        yield urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, quote_via=urllib.parse.quote)))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
 @pytest.fixture
 def pg_database() -> Iterator[str]:
     with fresh_pg_database() as url:
@@ -116,7 +139,7 @@ def pg_database() -> Iterator[str]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A migrated, empty store on each backend (PostgreSQL: a fresh database per test)."""
+    """A migrated, empty store on each backend (PostgreSQL: a fresh schema per test)."""
     if request.param == "sqlite":
         from memoir.store.sqlite_store import SQLiteStore
 
@@ -126,7 +149,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         return
     from memoir.store.postgres_store import PostgresStore
 
-    with fresh_pg_database() as url:
+    with fresh_pg_schema() as url:
         pg_store = PostgresStore(url)
         try:
             yield pg_store

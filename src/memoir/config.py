@@ -60,6 +60,8 @@ class Settings:
     # episodes
     episode_concurrency: int = 4
     episode_attempt_budget: int = 32
+    episode_tokens: int = 10_000  # input tokens per episode
+    episode_max_full_tokens: int = 200_000  # full-regeneration guard (else incremental)
     # compaction
     compact_threshold_ratio: float = 0.75
     # search
@@ -158,6 +160,8 @@ class Settings:
             ("summary_limit", ("MEMOIR_SUMMARY_LIMIT",), 10),
             ("episode_concurrency", ("MEMOIR_EPISODE_CONCURRENCY",), 4),
             ("episode_attempt_budget", ("MEMOIR_EPISODE_ATTEMPT_BUDGET",), 32),
+            ("episode_tokens", ("MEMOIR_EPISODE_TOKENS",), 10_000),
+            ("episode_max_full_tokens", ("MEMOIR_EPISODE_MAX_FULL_TOKENS",), 200_000),
         ):
             if (v := take(name, *keys)) is not None:
                 values[name] = _positive_int(v, default_i, origins[name], name, origins)

@@ -8,7 +8,7 @@ from typing import Any
 from memoir.model import Session, SessionFlags
 from memoir.store.port import CheckpointRow, TraceRow
 
-__all__ = ["FakeStore", "GOOD", "big_text", "call", "result", "user", "assistant", "system"]
+__all__ = ["GOOD", "FakeStore", "assistant", "big_text", "call", "result", "system", "user"]
 
 GOOD = "The user asked for work on the project; the assistant did it and tests pass."
 

@@ -41,8 +41,13 @@ def histories(draw: Any, max_turns: int = 12) -> list[dict[str, Any]]:
             for _ in range(n_calls):
                 ids += 1
                 name = draw(st.sampled_from(["read_file", "grep", "ls", "写文件"]))
-                calls.append({"id": f"call_{ids}", "type": "function",
-                              "function": {"name": name, "arguments": "{}"}})
+                calls.append(
+                    {
+                        "id": f"call_{ids}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": "{}"},
+                    }
+                )
             text = draw(st.one_of(st.none(), _text(big=False)))
             msgs.append({"role": "assistant", "content": text, "tool_calls": calls})
             order = draw(st.permutations(calls))

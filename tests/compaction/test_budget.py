@@ -20,8 +20,14 @@ from memoir.llm.errors import OutputBudgetRejected, Transient, Truncated
 
 @pytest.mark.parametrize(
     ("window", "ratio", "threshold"),
-    [(32_000, 0.75, 24_000), (128_000, 0.75, 96_000), (200_000, 0.75, 150_000),
-     (32_000, 0.5, 16_000), (10, 1.0, 10), (1, 0.1, 1)],
+    [
+        (32_000, 0.75, 24_000),
+        (128_000, 0.75, 96_000),
+        (200_000, 0.75, 150_000),
+        (32_000, 0.5, 16_000),
+        (10, 1.0, 10),
+        (1, 0.1, 1),
+    ],
 )
 def test_threshold(window: int, ratio: float, threshold: int) -> None:
     assert threshold_for(window, ratio) == threshold
@@ -36,8 +42,17 @@ def test_threshold_rejects_nonsense(window: int, ratio: float) -> None:
 # the seed's table: window, threshold, summary output
 @pytest.mark.parametrize(
     ("threshold", "budget"),
-    [(24_000, 6000), (96_000, 8192), (150_000, 8192), (1000, 256), (0, 256), (1024, 256),
-     (1028, 257), (32_768, 8192), (32_764, 8191)],
+    [
+        (24_000, 6000),
+        (96_000, 8192),
+        (150_000, 8192),
+        (1000, 256),
+        (0, 256),
+        (1024, 256),
+        (1028, 257),
+        (32_768, 8192),
+        (32_764, 8191),
+    ],
 )
 def test_output_budget_is_clamped(threshold: int, budget: int) -> None:
     assert output_budget(threshold) == budget
@@ -45,8 +60,7 @@ def test_output_budget_is_clamped(threshold: int, budget: int) -> None:
 
 @pytest.mark.parametrize(
     ("threshold", "cap"),
-    [(24_000, 6000), (8192, 2048), (8188, 2048), (1000, 2048), (600_000, 150_000),
-     (8196, 2049)],
+    [(24_000, 6000), (8192, 2048), (8188, 2048), (1000, 2048), (600_000, 150_000), (8196, 2049)],
 )
 def test_message_cap_has_a_floor_and_no_ceiling(threshold: int, cap: int) -> None:
     assert message_cap(threshold) == cap
@@ -55,8 +69,17 @@ def test_message_cap_has_a_floor_and_no_ceiling(threshold: int, cap: int) -> Non
 
 @pytest.mark.parametrize(
     ("rejected", "next_budget"),
-    [(8192, 4096), (6000, 4096), (4096, 2048), (3000, 2048), (2048, 1024), (1024, 256),
-     (500, 256), (256, None), (100, None)],
+    [
+        (8192, 4096),
+        (6000, 4096),
+        (4096, 2048),
+        (3000, 2048),
+        (2048, 1024),
+        (1024, 256),
+        (500, 256),
+        (256, None),
+        (100, None),
+    ],
 )
 def test_ladder_only_steps_down(rejected: int, next_budget: int | None) -> None:
     assert ladder_after(rejected) == next_budget
@@ -65,8 +88,13 @@ def test_ladder_only_steps_down(rejected: int, next_budget: int | None) -> None:
 
 @pytest.mark.parametrize(
     ("error", "budget", "step"),
-    [(OutputBudgetRejected("x"), 6000, 4096), (OutputBudgetRejected("x"), 256, None),
-     (Transient("x"), 6000, None), (Truncated("x"), 6000, None), (None, 6000, None)],
+    [
+        (OutputBudgetRejected("x"), 6000, 4096),
+        (OutputBudgetRejected("x"), 256, None),
+        (Transient("x"), 6000, None),
+        (Truncated("x"), 6000, None),
+        (None, 6000, None),
+    ],
 )
 def test_ladder_step_decision(error: BaseException | None, budget: int, step: int | None) -> None:
     assert ladder_step(error, budget) == step
@@ -74,6 +102,11 @@ def test_ladder_step_decision(error: BaseException | None, budget: int, step: in
 
 def test_budget_of_records_source_and_tail() -> None:
     b = Budget.of(32_000, 0.8, "env MEMOIR_COMPACT_THRESHOLD_RATIO")
-    assert (b.threshold, b.output_budget, b.message_cap, b.tail_budget) == (25_600, 6400, 6400, 6400)
+    assert (b.threshold, b.output_budget, b.message_cap, b.tail_budget) == (
+        25_600,
+        6400,
+        6400,
+        6400,
+    )
     assert b.ratio_source == "env MEMOIR_COMPACT_THRESHOLD_RATIO"
     assert Budget.of(1000, tail_budget=5000).tail_budget == 749  # always below the threshold

@@ -185,7 +185,7 @@ def test_truncate_checkpoint_carries_the_previous_summary_and_replays_stand_ins(
     assert replay.strategy == "none" and replay.messages == second.messages
 
 
-def ConnectionRefused() -> Exception:  # noqa: N802 - reads like the error it builds
+def ConnectionRefused() -> Exception:
     from memoir.llm.errors import Transient
 
     return Transient("connection refused")
@@ -206,8 +206,13 @@ def test_trace_is_stored_and_logged_without_content(caplog: pytest.LogCaptureFix
     assert data["cap"] == 6000 and data["output_budget"] == 6000
     assert data["threshold"] == 24_000 and data["threshold_source"] == "default"
     assert data["omitted"] == [
-        {"position": 4, "role": "tool", "tool": "read_file", "tokens": res.omitted[0].tokens,
-         "where": "request"}
+        {
+            "position": 4,
+            "role": "tool",
+            "tool": "read_file",
+            "tokens": res.omitted[0].tokens,
+            "where": "request",
+        }
     ]
     assert "SECRET" not in json.dumps(data) and "SECRET" not in caplog.text
     assert '"strategy": "summary"' in caplog.text
@@ -219,4 +224,20 @@ def test_threshold_ratio_from_settings() -> None:
     res = compactor.compact([user("hi")], window=10_000)
     assert res.threshold == 5_000
     assert res.threshold_source == "env MEMOIR_COMPACT_THRESHOLD_RATIO"
-    assert Compactor.from_settings(Settings.from_env({}), None).budget(100).ratio_source == "default"
+    assert (
+        Compactor.from_settings(Settings.from_env({}), None).budget(100).ratio_source == "default"
+    )
+
+
+def test_a_smaller_window_than_the_checkpoint_was_written_for_still_fits() -> None:
+    store = FakeStore()
+    long_summary = " ".join(f"Fact {k} was established." for k in range(400))
+    compactor = Compactor(ScriptedModel([long_summary]), store=store)
+    history: list[dict[str, Any]] = [system(), user("Refactor the parser.")]
+    for k in range(14):
+        grow(history, k)
+    assert compactor.compact(history, window=WINDOW, session_id="s1").strategy == "summary"
+    small = Compactor(ScriptedModel(default=Summaries()), store=store, tail_budget=0)
+    res = small.compact(history, window=2_000, session_id="s1")
+    assert res.strategy in ("summary", "truncate")
+    assert res.tokens_after < 1_500 and validate_sequence(res.messages) == []

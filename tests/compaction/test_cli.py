@@ -49,7 +49,12 @@ def test_giant_file_compacts_identically_twice(
     assert code == 0, err
     data = json.loads(first)
     assert list(data)[:6] == [
-        "messages", "strategy", "tokens_before", "tokens_after", "removed_count", "omitted"
+        "messages",
+        "strategy",
+        "tokens_before",
+        "tokens_after",
+        "removed_count",
+        "omitted",
     ]
     assert data["strategy"] in ("summary", "truncate")
     assert data["tokens_before"] > 225_000 and data["tokens_after"] < 24_000

@@ -25,7 +25,7 @@ from memoir.llm.scripted import ScriptedModel
 from memoir.llm.tokens import default_counter
 from memoir.llm.values import Completion, Purpose, StopReason, Usage
 
-from .helpers import GOOD, FakeStore, assistant, big_text, call, result, system, user
+from .helpers import GOOD, assistant, big_text, call, result, system, user
 
 COUNTER = MessageCounter()
 
@@ -275,7 +275,7 @@ def test_summarizer_down_or_unusable_goes_to_backstop(failure: str) -> None:
     assert res.removed_count > 0
     assert model.calls == 1
     blob = json.dumps(res.messages)
-    assert "fix the\"" not in blob and "print('x')" not in blob and "<think>" not in blob
+    assert 'fix the"' not in blob and "print('x')" not in blob and "<think>" not in blob
     assert res.messages[1]["role"] == "user"
 
 

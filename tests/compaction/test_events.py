@@ -51,8 +51,14 @@ def test_a_claude_code_like_turn() -> None:
         ev(11, EventKind.USER_TEXT, "one more thing"),
     ]
     h = messages_from_events(events)
-    assert [m["role"] for m in h.messages] == ["user", "assistant", "tool", "tool", "assistant",
-                                               "user"]
+    assert [m["role"] for m in h.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "user",
+    ]
     assert h.positions == [2, 6, 7, 8, 9, 11]
     assert h.messages[1]["content"] == "Looking."
     assert [c["id"] for c in h.messages[1]["tool_calls"]] == ["t1", "t2"]
@@ -77,8 +83,9 @@ def test_interrupted_and_orphaned_tool_events_are_repaired() -> None:
 
 
 EVENT = st.tuples(
-    st.sampled_from(list(KINDS)), st.sampled_from(["", "text", "数据"]), st.sampled_from(
-        [None, "a", "b", "c"])
+    st.sampled_from(list(KINDS)),
+    st.sampled_from(["", "text", "数据"]),
+    st.sampled_from([None, "a", "b", "c"]),
 )
 
 

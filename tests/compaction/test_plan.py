@@ -56,8 +56,13 @@ def test_assemble_joins_the_first_tail_user_message_to_the_head() -> None:
 
 
 def test_assemble_pins_the_latest_user_message_when_it_is_covered() -> None:
-    msgs = [user("the task"), call(("1", "ls")), result("1", "x"), call(("2", "ls")),
-            result("2", "y")]
+    msgs = [
+        user("the task"),
+        call(("1", "ls")),
+        result("1", "x"),
+        call(("2", "ls")),
+        result("2", "y"),
+    ]
     with_head = assemble(msgs, 0, "S.", 3)
     assert with_head[0]["content"].endswith("\n\nthe task")
     assert [m["role"] for m in with_head] == ["user", "assistant", "tool"]

@@ -31,7 +31,9 @@ def test_every_output_is_valid_and_below_the_threshold(
     msgs: list[dict[str, Any]], window: int, replies: list[Any], tail_budget: int | None
 ) -> None:
     before = json.dumps(msgs, sort_keys=True)
-    compactor = Compactor(ScriptedModel(replies, default=Transient("down")), tail_budget=tail_budget)
+    compactor = Compactor(
+        ScriptedModel(replies, default=Transient("down")), tail_budget=tail_budget
+    )
     res = compactor.compact(msgs, window=window)
     assert validate_sequence(res.messages) == []
     assert json.dumps(msgs, sort_keys=True) == before  # the input is never mutated

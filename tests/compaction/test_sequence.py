@@ -17,11 +17,20 @@ VALID: dict[str, list[dict[str, Any]]] = {
     "two systems": [system(), system("more"), user("hi")],
     "plain turns": [user("a"), assistant("b"), user("c"), assistant("d")],
     "tool round": [user("a"), call(("1", "ls")), result("1", "x"), assistant("done")],
-    "parallel any order": [user("a"), call(("1", "ls"), ("2", "cat")), result("2", "y"),
-                           result("1", "x")],
+    "parallel any order": [
+        user("a"),
+        call(("1", "ls"), ("2", "cat")),
+        result("2", "y"),
+        result("1", "x"),
+    ],
     "tool then user": [user("a"), call(("1", "ls")), result("1", "x"), user("stop")],
-    "back to back calls": [user("a"), call(("1", "ls")), result("1", "x"), call(("2", "ls")),
-                           result("2", "y")],
+    "back to back calls": [
+        user("a"),
+        call(("1", "ls")),
+        result("1", "x"),
+        call(("2", "ls")),
+        result("2", "y"),
+    ],
     "text with call": [user("a"), call(("1", "ls"), text="looking"), result("1", "x")],
     "part list content": [user([{"type": "text", "text": "hi"}])],  # type: ignore[arg-type]
 }
@@ -33,22 +42,39 @@ INVALID: dict[str, tuple[list[dict[str, Any]], str]] = {
     "system later": ([user("a"), system(), assistant("b")], "system message after"),
     "orphan result": ([user("a"), result("1", "x")], "answers no open tool call"),
     "missing result": ([user("a"), call(("1", "ls")), assistant("b")], "have no result"),
-    "missing at end": ([user("a"), call(("1", "ls"), ("2", "ls")), result("1", "x")],
-                       "have no result"),
-    "duplicate result": ([user("a"), call(("1", "ls")), result("1", "x"), result("1", "x")],
-                         "answers no open tool call"),
+    "missing at end": (
+        [user("a"), call(("1", "ls"), ("2", "ls")), result("1", "x")],
+        "have no result",
+    ),
+    "duplicate result": (
+        [user("a"), call(("1", "ls")), result("1", "x"), result("1", "x")],
+        "answers no open tool call",
+    ),
     "two users": ([user("a"), user("b")], "two user turns"),
-    "tool then two users": ([user("a"), call(("1", "ls")), result("1", "x"), user("b"),
-                             user("c")], "two user turns"),
+    "tool then two users": (
+        [user("a"), call(("1", "ls")), result("1", "x"), user("b"), user("c")],
+        "two user turns",
+    ),
     "two assistants": ([user("a"), assistant("b"), assistant("c")], "two assistant"),
-    "repeated ids": ([user("a"), call(("1", "ls"), ("1", "ls")), result("1", "x")],
-                     "missing or repeated"),
+    "repeated ids": (
+        [user("a"), call(("1", "ls"), ("1", "ls")), result("1", "x")],
+        "missing or repeated",
+    ),
     "empty user": ([user("  ")], "empty user message"),
     "empty assistant": ([user("a"), assistant("")], "without content or tool calls"),
     "unknown role": ([{"role": "developer", "content": "x"}], "known role"),
-    "result of older call": ([user("a"), call(("1", "ls")), result("1", "x"), assistant("b"),
-                              user("c"), assistant("d"), result("1", "x")],
-                             "answers no open tool call"),
+    "result of older call": (
+        [
+            user("a"),
+            call(("1", "ls")),
+            result("1", "x"),
+            assistant("b"),
+            user("c"),
+            assistant("d"),
+            result("1", "x"),
+        ],
+        "answers no open tool call",
+    ),
 }
 
 
@@ -65,8 +91,15 @@ def test_invalid(name: str) -> None:
 
 
 def test_units_keep_calls_with_results() -> None:
-    msgs = [system(), user("a"), call(("1", "ls"), ("2", "ls")), result("1", "x"),
-            result("2", "y"), assistant("ok"), user("b")]
+    msgs = [
+        system(),
+        user("a"),
+        call(("1", "ls"), ("2", "ls")),
+        result("1", "x"),
+        result("2", "y"),
+        assistant("ok"),
+        user("b"),
+    ]
     got = [(u.kind, u.start, u.stop) for u in units(msgs)]
     assert got == [("user", 1, 2), ("assistant", 2, 5), ("assistant", 5, 6), ("user", 6, 7)]
     assert [(u.start, u.stop) for u in units(msgs, 5)] == [(5, 6), (6, 7)]

@@ -25,11 +25,17 @@ def test_seed_wording() -> None:
     ("message", "tool", "expected"),
     [
         (result("c", "x"), None, "tool result, ~10 tokens. It ran and produced output"),
-        ({"role": "tool", "tool_call_id": "c", "name": "grep", "content": "x"}, None,
-         "grep result, ~10 tokens"),
+        (
+            {"role": "tool", "tool_call_id": "c", "name": "grep", "content": "x"},
+            None,
+            "grep result, ~10 tokens",
+        ),
         (assistant("long"), None, "assistant message, ~10 tokens. It was written and sent"),
-        (call(("1", "write_file"), ("2", "write_file")), None, "write_file call, ~10 tokens. It "
-         "was made"),
+        (
+            call(("1", "write_file"), ("2", "write_file")),
+            None,
+            "write_file call, ~10 tokens. It was made",
+        ),
         (call(("1", "a"), ("2", "b")), None, "a call and b call, ~10 tokens"),
         (user("pasted"), None, "user message, ~10 tokens. The user sent it"),
     ],

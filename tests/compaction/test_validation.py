@@ -11,7 +11,7 @@ CASES = [
     ("The user fixed the login bug.", None),
     ("- fixed the login bug\n- tests pass", None),
     ("## Status\n1. done", None),
-    ("The summary ends with a quote: \"done.\"", None),
+    ('The summary ends with a quote: "done."', None),
     ("用户修复了登录错误。", None),
     ("ユーザーはバグを修正しました！", None),
     ("Done (see PR #12)", None),

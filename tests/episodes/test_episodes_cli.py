@@ -63,6 +63,7 @@ def fixture_history(claude_fixtures: Path, repeat: int) -> list[Event]:
     return out
 
 
+@pytest.mark.slow
 def test_cli_summarizes_a_long_real_transcript_with_the_offline_model(
     memoir: Any, claude_fixtures: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -191,3 +192,18 @@ def test_every_call_of_a_failed_run_is_in_the_ledger_with_its_caller() -> None:
         ("fallback", "Refused"),
     ]
     assert all(r.session == "s9" and r.job_id == "j9" for r in sink.records)
+
+
+def test_cli_full_beyond_the_configured_guard_points_to_incremental(
+    memoir: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_session(memoir, marked_history(6))
+    monkeypatch.setenv("MEMOIR_EPISODE_TOKENS", "300")
+    monkeypatch.setenv("MEMOIR_EPISODE_MAX_FULL_TOKENS", "600")
+    assert run_cli(["summarize", "s1", "--full"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--incremental" in err and "600 tokens" in err
+    assert run_cli(["summarize", "s1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["mode"] == "incremental" and out["rounds"] == 3 and out["saved"]
+    assert out["summary"]["last_ordinal"] == 12

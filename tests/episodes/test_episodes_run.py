@@ -313,3 +313,13 @@ def test_message_dicts_are_summarized_like_events() -> None:
     assert "You are helpful" not in sent
     assert "User: MARK7 please list files" in sent and "a.py b.py" in sent
     assert summary.covered == 5 and summary.last_ordinal is None
+
+
+def test_a_refused_merge_goes_to_the_fallback_too() -> None:
+    oracle = Oracle({(Purpose.MERGE, None): [Refused("Terms of Service")]})
+    fallback = ScriptedModel(default=Oracle(), name="deepseek:v3.2")
+    summary = make(ScriptedModel(default=oracle), fallback=fallback).summarize(marked_history(2))
+    assert [r.meta.purpose for r in fallback.requests] == [Purpose.FALLBACK]
+    assert "<episodes>" in fallback.requests[0].messages[-1].content
+    assert fallback.requests[0].max_tokens == 2400
+    assert summary.model == "deepseek:v3.2" and summary.calls == 4

@@ -144,6 +144,20 @@ def test_cut_allowed_table(spec: str, allowed: list[bool]) -> None:
     assert cut_allowed(items(spec)) == allowed
 
 
+@given(st.lists(st.sampled_from(["u", "a", "c1", "c2", "c3", "r1", "r2", "r3"]), max_size=30))
+def test_cut_allowed_matches_a_brute_force_oracle(tokens: list[str]) -> None:
+    seq = items(" ".join(tokens))
+    expected = []
+    for cut in range(len(seq)):
+        inside = any(
+            cid in seq[i].opens and any(cid in seq[j].answers for j in range(cut, len(seq)))
+            for i in range(cut)
+            for cid in seq[i].opens
+        )
+        expected.append(cut == 0 or not inside)
+    assert cut_allowed(seq) == expected
+
+
 @pytest.mark.parametrize(
     ("sizes", "allowed", "budget", "expected"),
     [

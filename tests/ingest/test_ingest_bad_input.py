@@ -90,3 +90,14 @@ def test_blank_lines_are_not_skips() -> None:
     result = read_bytes(data, Format.CLAUDE, session_id=SID)
     assert [e.kind for e in result.events] == [EventKind.USER_TEXT]
     assert result.skipped == () and result.line_count == 4
+
+
+def test_lone_surrogate_escape_is_kept() -> None:
+    line = ClaudeWriter(SID).user("emoji cut in half: X").bytes().replace(b"X", b"\\ud83d")
+    result = read_bytes(_around(line.rstrip(b"\n")), Format.CLAUDE, session_id=SID)
+    assert [e.text for e in result.events] == [
+        "good line before",
+        "emoji cut in half: \ud83d",
+        "good line after",
+    ]
+    assert result.skipped == ()

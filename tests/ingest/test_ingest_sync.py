@@ -277,3 +277,11 @@ def test_archive_garbage_from_a_crash_is_truncated(cfg: Settings, store: Store, 
     _append(path, ClaudeWriter(UUID_A).user("three").bytes())
     sync(cfg, store)
     assert archived.read_bytes() == path.read_bytes()
+
+
+def test_lone_surrogate_reaches_the_store(cfg: Settings, store: Store, src: Path) -> None:
+    data = ClaudeWriter(UUID_A).user("half an emoji: X").bytes().replace(b"X", b"\\ud83d")
+    _put(src, "p", f"{UUID_A}.jsonl", data)
+    report = sync(cfg, store)
+    assert (report.events_added, report.lines_skipped) == (1, 0)
+    assert store.events(UUID_A)[0].text.startswith("half an emoji: ")

@@ -11,7 +11,7 @@ from memoir.config import Settings
 from memoir.llm.errors import RateLimited, Refused, Transient, Truncated
 from memoir.llm.ledger import MemorySink, Metered, UsageTotal, outcome_of, usage_totals
 from memoir.llm.port import UsageRecord
-from memoir.llm.retry import RetryPolicy, Retrying
+from memoir.llm.retry import Retrying, RetryPolicy
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta, Usage
 

@@ -26,7 +26,7 @@ Assistant: We'll use pgx with a connection pool. A nightly cron job can generate
 Tool result: {"rows": 42, "ok": true}
 User: Should invoices be emailed as PDF or HTML?
 Assistant: PDF is the safer default for invoices because customers archive them.
-User: Remember that all amounts are stored in cents. Next step is the retry policy for failed payments.
+User: Remember that all amounts are stored in cents. Next step is the retry policy for payments.
 Assistant: Stored in cents, noted. The retry policy is still open; we can draft it tomorrow.
 """
 

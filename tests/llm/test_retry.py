@@ -16,7 +16,7 @@ from memoir.llm.errors import (
     Truncated,
     Unauthorized,
 )
-from memoir.llm.retry import RetryPolicy, Retrying, backoff_delay, call_with_retries
+from memoir.llm.retry import Retrying, RetryPolicy, backoff_delay, call_with_retries
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import ChatMessage, ModelRequest
 

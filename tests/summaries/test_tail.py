@@ -52,3 +52,11 @@ def test_parse_timestamp_forms() -> None:
     assert parse_timestamp("yesterday") is None
     assert parse_timestamp(True) is None
     assert parse_timestamp(None) is None
+
+
+def test_bookkeeping_records_with_timestamps_are_not_exchanges(tmp_path) -> None:
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    path = tmp_path / "q.jsonl"
+    queued = '{"type":"queue-operation","operation":"enqueue","timestamp":"2025-06-01T00:00:00Z"}'
+    path.write_text(user_line("s", "q", at) + "\n" + queued + "\n")
+    assert last_exchange_time(path) == at

@@ -52,7 +52,9 @@ def _model(memoir: Any) -> Any:
 
 @app.command()
 def compact(
-    file: Path = typer.Argument(..., help="Messages file: JSON array, {messages: [...]}, or JSONL."),
+    file: Path = typer.Argument(
+        ..., help="Messages file: JSON array, {messages: [...]}, or JSONL."
+    ),
     window: int = typer.Option(..., "--window", "-w", help="The model's context window (tokens)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
@@ -81,5 +83,7 @@ def compact(
     if result.budgets_tried:
         table.add_row("output budget", " → ".join(str(b) for b in result.budgets_tried))
     for o in result.omitted:
-        table.add_row("omitted", f"{o.tool or o.role} (#{o.position}), ~{o.tokens} tokens, {o.where}")
+        table.add_row(
+            "omitted", f"{o.tool or o.role} (#{o.position}), ~{o.tokens} tokens, {o.where}"
+        )
     console.print(table)

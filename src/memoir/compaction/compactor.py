@@ -263,7 +263,7 @@ class Compactor:
                 sid,
                 at=self._checkpoint_time(sid),
                 strategy=result.strategy,
-                summary=outcome.summary if outcome.summary is not None else job.prev_summary,
+                summary=outcome.head,
                 watermark=watermark,
                 watermark_fingerprint=self._fingerprint(job.messages[wm_index])
                 if wm_index >= 0

@@ -46,6 +46,7 @@ class Outcome:
     request_omitted: tuple[Omission, ...] = ()
     reason: str | None = None
     budgets: tuple[int, ...] = ()
+    head: str | None = None  # the summary heading the context (what a replay restores)
 
     @property
     def kept(self) -> list[int]:
@@ -89,7 +90,7 @@ class Job:
             self.stand_in_for,
             self.budget.threshold,
         )
-        return Outcome("truncate", None, start, context, tokens, reps, pin)
+        return Outcome("truncate", None, start, context, tokens, reps, pin, head=summary)
 
     def result(
         self,
@@ -226,7 +227,8 @@ def truncate_outcome(job: Job, failed: Outcome) -> Outcome:
         estimate = fixed + suffix[s] + (job.counts[pin] if pin is not None else 0)
         if estimate < goal:
             context = job.assemble(head, s)
-            chosen = Outcome("truncate", None, s, context, job.tokens.total(context), {}, pin)
+            tokens = job.tokens.total(context)
+            chosen = Outcome("truncate", None, s, context, tokens, {}, pin, head=head)
             if chosen.tokens < job.budget.threshold:
                 break
             chosen = None
@@ -234,6 +236,8 @@ def truncate_outcome(job: Job, failed: Outcome) -> Outcome:
         chosen = job.fit(head, keep_newest[-1])
     if chosen.tokens >= job.budget.threshold:
         chosen = job.fit(head, n)
+    if chosen.tokens >= job.budget.threshold and head is not None:
+        chosen = job.fit(None, n)  # a smaller window than the previous summary was written for
     if chosen.tokens >= job.budget.threshold:
         raise CompactionError(
             f"the system prompt alone leaves no room: {chosen.tokens} tokens after compaction "

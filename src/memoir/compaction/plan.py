@@ -139,10 +139,10 @@ def summary_cut(unit_tokens: Sequence[int], first: int, tail_budget: int) -> int
     n = len(unit_tokens)
     cut = n
     used = 0
-    while cut - 1 > first and used + unit_tokens[cut - 1] <= tail_budget:
+    while cut - 1 >= first and used + unit_tokens[cut - 1] <= tail_budget:
         cut -= 1
         used += unit_tokens[cut]
-    return max(cut, min(first + 1, n))
+    return cut
 
 
 def truncate_cuts(n_units: int, first: int) -> list[int]:

@@ -125,8 +125,17 @@ class ClaudeWriter:
             self.records.append(record)
         return self
 
-    def tool(self, call_id: str, content: str, *, is_error: bool = False) -> ClaudeWriter:
-        return self.user([tool_result_block(call_id, content, is_error=is_error)])
+    def tool(
+        self,
+        call_id: str,
+        content: str,
+        *,
+        is_error: bool = False,
+        result: dict[str, Any] | None = None,
+    ) -> ClaudeWriter:
+        """The tool answering; ``result`` is Claude Code's structured ``toolUseResult``."""
+        extra = {"toolUseResult": result} if result is not None else {}
+        return self.user([tool_result_block(call_id, content, is_error=is_error)], **extra)
 
     def summary(self, text: str) -> ClaudeWriter:
         self.records.append({"type": "summary", "summary": text, "leafUuid": self._parent})

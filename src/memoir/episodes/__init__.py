@@ -17,6 +17,7 @@ from memoir.episodes.cache import (
     StoreEpisodeCache,
     cache_key,
 )
+from memoir.episodes.session import SessionRun, summarize_session
 from memoir.episodes.shape import FACT_LISTS, parse_summary, render_summary
 from memoir.episodes.summarizer import EpisodicSummarizer, EpisodicSummary, Progress
 
@@ -28,8 +29,10 @@ __all__ = [
     "EpisodicSummary",
     "MemoryEpisodeCache",
     "Progress",
+    "SessionRun",
     "StoreEpisodeCache",
     "cache_key",
     "parse_summary",
     "render_summary",
+    "summarize_session",
 ]

@@ -56,7 +56,7 @@ class Caller:
         retries: int = 2,
         backoff_s: float = 0.5,
         cancelled: threading.Event | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.model = model
         self.fallback = fallback
@@ -64,7 +64,7 @@ class Caller:
         self.retries = retries
         self.backoff_s = backoff_s
         self.cancelled = cancelled or threading.Event()
-        self._sleep = sleep
+        self._sleep = sleep or (lambda seconds: time.sleep(seconds))
         self._lock = threading.Lock()
         self.input_tokens = 0
         self.output_tokens = 0

@@ -145,6 +145,8 @@ def summarize_session(
             cache=StoreEpisodeCache(memoir.store) if use_cache else None,
             concurrency=settings.episode_concurrency,
             attempt_budget=settings.episode_attempt_budget,
+            episode_tokens=settings.episode_tokens,
+            max_full_tokens=settings.episode_max_full_tokens,
             retries=max(0, settings.llm_retry_budget - 1),
         )
     events = memoir.store.events(session_id)

@@ -27,7 +27,7 @@ from memoir.ingest.claude import CLAUDE_TYPES
 from memoir.ingest.codex import CODEX_TYPES
 from memoir.ingest.generic import GENERIC_ROLES
 from memoir.ingest.lines import split_complete_lines
-from memoir.ingest.records import loads
+from memoir.ingest.records import loads_lenient
 
 __all__ = [
     "Format",
@@ -73,7 +73,7 @@ def head_records(head: bytes, limit: int = HEAD_LINES) -> list[dict[str, Any]]:
         if not piece.strip():
             continue
         try:
-            obj = loads(piece)
+            obj = loads_lenient(piece)
         except ValueError:
             continue
         if isinstance(obj, dict):

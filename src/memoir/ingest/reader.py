@@ -58,17 +58,22 @@ def _decode(line: RawLine) -> tuple[Any, SkippedLine | None, str]:
     try:
         return loads(data), None, ""
     except ValueError as exc:
-        if b"\x00" in data:
-            return None, _skip(line, "binary", "NUL bytes in line"), ""
+        error = exc
+    try:  # the stdlib parser takes what orjson refuses (lone surrogate escapes)
+        return json.loads(data), None, ""
+    except ValueError:
+        pass
+    if b"\x00" in data:
+        return None, _skip(line, "binary", "NUL bytes in line"), ""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as uexc:
         try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as uexc:
-            try:
-                obj = json.loads(data.decode("utf-8", errors="replace"))
-            except ValueError:
-                return None, _skip(line, "invalid_utf8", str(uexc)[:200]), ""
-            return obj, None, f"invalid UTF-8 replaced: {str(uexc)[:160]}"
-        return None, _skip(line, "malformed_json", str(exc)[:200]), ""
+            obj = json.loads(data.decode("utf-8", errors="replace"))
+        except ValueError:
+            return None, _skip(line, "invalid_utf8", str(uexc)[:200]), ""
+        return obj, None, f"invalid UTF-8 replaced: {str(uexc)[:160]}"
+    return None, _skip(line, "malformed_json", str(error)[:200]), ""
 
 
 def _skip(line: RawLine, reason: str, detail: str) -> SkippedLine:

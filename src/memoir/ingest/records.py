@@ -22,21 +22,40 @@ __all__ = [
     "bounded",
     "compact_json",
     "loads",
+    "loads_lenient",
     "parse_ts",
 ]
 
 MAX_EVENT_TEXT = 64 * 1024  # tool input/output text kept per event (the archive keeps all)
 MAX_PENDING_TOOLS = 512  # unanswered tool calls remembered between syncs
 
-try:  # orjson is optional: 2-3x faster parsing when installed
+try:  # orjson is optional: several times faster when installed
     import orjson as _orjson
 
     def loads(data: bytes) -> Any:
         return _orjson.loads(data)
 
+    def _dumps(value: object) -> str:
+        try:
+            return _orjson.dumps(value).decode()
+        except TypeError:  # non-string keys, integers beyond 64 bits, …
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
 except ImportError:  # pragma: no cover - depends on the environment
 
     def loads(data: bytes) -> Any:
+        return json.loads(data)
+
+    def _dumps(value: object) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def loads_lenient(data: bytes) -> Any:
+    """Like :func:`loads`, but also takes what orjson refuses and the stdlib parser accepts
+    (lone surrogate escapes such as ``\\ud83d`` from an emoji cut in half)."""
+    try:
+        return loads(data)
+    except ValueError:
         return json.loads(data)
 
 
@@ -68,7 +87,7 @@ def compact_json(value: object) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return _dumps(value)
     except (TypeError, ValueError):
         return str(value)
 
@@ -122,6 +141,8 @@ class FormatReader:
         self.sink = sink
         self.state: dict[str, Any] = dict(state)
         self.tools: dict[str, str] = dict(state.get("tools", {}))
+        self._first: datetime | None = None
+        self._last: datetime | None = None
 
     def handle(self, obj: dict[str, Any]) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -139,9 +160,9 @@ class FormatReader:
 
     def note_time(self, ts: datetime | None) -> None:
         if ts is not None:
-            iso = ts.isoformat()
-            self.state.setdefault("first_at", iso)
-            self.state["last_at"] = iso
+            if self._first is None and "first_at" not in self.state:
+                self._first = ts
+            self._last = ts
 
     def note(self, key: str, value: object) -> None:
         if isinstance(value, str) and value and key not in self.state:
@@ -173,4 +194,8 @@ class FormatReader:
     def final_state(self) -> dict[str, Any]:
         out = dict(self.state)
         out["tools"] = dict(self.tools)
+        if self._first is not None:
+            out["first_at"] = self._first.isoformat()
+        if self._last is not None:
+            out["last_at"] = self._last.isoformat()
         return out

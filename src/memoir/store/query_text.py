@@ -4,8 +4,9 @@ A raw query is read the way a person types into a search box: bare words (all mu
 match), ``"quoted phrases"``, ``OR`` between two terms (either may match), ``-word`` or
 ``NOT word`` (must not match), ``word*`` (prefix). Everything else — stray quotes,
 parentheses, ``NEAR(``, column filters, SQL fragments, control characters — is only
-punctuation between words. Words are runs of letters and digits; a token such as
-``foo-bar`` or ``don't`` becomes the phrase of its words. CJK text has no spaces, so both
+punctuation between words. Words are runs of letters and digits; brackets, commas and
+operator signs separate terms, while a token such as ``foo-bar``, ``don't`` or
+``journal_mode`` becomes the phrase of its words. CJK text has no spaces, so both
 the indexed documents and the query are segmented per character (:func:`segment_cjk`)
 and a CJK run becomes a phrase. The structure is rendered by the backends' search
 modules: FTS5 MATCH syntax here (:func:`to_fts5`), PostgreSQL in ``postgres_search``.
@@ -45,6 +46,9 @@ _CJK_GAP = re.compile(f"(?<=[{_CJK}])([\x02\x03]*) ([\x02\x03]*)(?=[{_CJK}])")
 _WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r'(?P<neg>-?)"(?P<phrase>[^"]*)(?:"|$)|(?P<bare>[^\s"]+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# brackets and operator-like punctuation separate terms; other punctuation (- _ . ' / :)
+# joins the words around it into a phrase
+_SEPARATORS = re.compile(r"[()\[\]{}<>,;!?|&^~`]+")
 
 # English stop words (PostgreSQL's `english` configuration drops them too), never useful
 # as a single search term; kept inside phrases.
@@ -129,7 +133,7 @@ def _term(piece: str, *, phrase: bool) -> Term | None:
 
 def parse_query(raw: str) -> ParsedQuery:
     """Parse any string; never raises. An empty result means "match nothing"."""
-    raw = _CONTROL.sub(" ", raw[:MAX_QUERY_CHARS])
+    raw = _SEPARATORS.sub(" ", _CONTROL.sub(" ", raw[:MAX_QUERY_CHARS]))
     groups: list[list[Term]] = []
     excluded: list[Term] = []
     pending_or = pending_not = False

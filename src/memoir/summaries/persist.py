@@ -59,11 +59,13 @@ def save_summary(
     *,
     model: str | None,
     data: dict[str, Any] | None = None,
+    covered: int | None = None,
 ) -> SummaryState:
-    """Persist ``body`` as the session's summary, covering the transcript as it is now.
+    """Persist ``body`` as the session's summary, clearing any failure state.
 
-    ``data`` (the episodic summarizer's structured summary) is accepted for callers that
-    have it; the file format keeps only the text.
+    Coverage is the transcript as it is now (archive bytes or event count) unless the
+    caller measured it before reading the events (``covered``). ``data`` (the episodic
+    summarizer's structured summary) is accepted; the file format keeps only the text.
     """
     located = _locate(memoir, session_id)
     if located is None:
@@ -71,6 +73,8 @@ def save_summary(
     summaries, conv = located
     events = memoir.store.events(session_id) if memoir.store.get_session(session_id) else []
     amount, last_exchange = coverage_after(summaries.unit, conv.current, events)
+    if covered is not None:
+        amount = covered
     state = SummaryState.real(body.strip(), amount, last_exchange, model=model)
     summaries.write(conv, state)
     return state

@@ -13,7 +13,7 @@ Failures raise (a ModelError or SummaryError); the caller records them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,9 @@ from memoir.model import Event, Exchange, build_exchanges
 __all__ = [
     "SHORT_TOKEN_BUDGET",
     "SUMMARY_SYSTEM",
+    "LongPath",
     "SummaryText",
+    "clean_summary",
     "render_transcript",
     "summarize_conversation",
     "tiny_summary",
@@ -43,6 +45,9 @@ SUMMARY_SYSTEM = (
     "that were made, and where it ended (finished, left open, or what was next). "
     "Write in the conversation's language. No preamble, no lists, no headings."
 )
+
+
+LongPath = Callable[[Sequence[Event]], "SummaryText"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +116,11 @@ def summarize_conversation(
     counter: TokenCounter | None = None,
     fallback: Model | None = None,
     cache: Any = None,
+    long: LongPath | None = None,
 ) -> SummaryText | None:
-    """The summary of ``events`` (None: the conversation has no exchange)."""
+    """The summary of ``events`` (None: the conversation has no exchange). ``long`` replaces
+    the episodic path for conversations beyond one request (the pass supplies one that
+    merges incrementally into the previous summary)."""
     exchanges = build_exchanges(events)
     if not exchanges:
         return None
@@ -122,6 +130,8 @@ def summarize_conversation(
     counter = counter or default_counter()
     if counter.count(transcript) <= SHORT_TOKEN_BUDGET:
         return _one_call(transcript, model, session=session, user=user)
+    if long is not None:
+        return long(events)
     return _episodic(events, model, session=session, user=user, fallback=fallback, cache=cache)
 
 
@@ -145,6 +155,10 @@ def _one_call(
         raise EmptyResponse("the model returned an empty summary")
     name = f"{completion.provider}:{completion.model}" if completion.provider else model.name
     return SummaryText(body, name, 1)
+
+
+def clean_summary(text: str) -> str:
+    return _clean(text)
 
 
 def _episodic(

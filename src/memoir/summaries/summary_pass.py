@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memoir.errors import MemoirError
 from memoir.llm.port import Model
 from memoir.summaries.coverage import coverage_after
+from memoir.summaries.long_path import session_long_path
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent, queue_rank
 from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
 from memoir.summaries.state import SummaryKind, SummaryState
@@ -158,6 +159,7 @@ def _summarize_one(
             user=_user_of(memoir, conv.session_id),
             fallback=fallback,
             cache=cache,
+            long=session_long_path(memoir, conv.session_id, fresh.state, model, fallback, cache),
         )
     except MemoirError as exc:
         _record_failure(summaries, fresh, now, exc, policy, report)

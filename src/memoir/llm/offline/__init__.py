@@ -24,6 +24,7 @@ from typing import Any
 
 from memoir.llm.errors import Truncated
 from memoir.llm.offline.structured import (
+    DROP_ORDER,
     episode_object,
     extraction_object,
     half_object,
@@ -117,7 +118,7 @@ def _shrink(obj: dict[str, Any]) -> bool:
     if obj.get("items"):
         obj["items"].pop()
         return True
-    for name in ("people", "preferences", "facts", "open_threads", "state", "decisions"):
+    for name in DROP_ORDER:
         if obj.get(name):
             obj[name].pop()
             return True

@@ -20,9 +20,18 @@ from memoir.llm.offline.analysis import Analysis, finish, topic_phrase
 from memoir.llm.offline.rank import cue, keywords
 from memoir.llm.offline.text import clip_words, parse_turns, sentences_of
 
-__all__ = ["LISTS", "episode_object", "extraction_object", "half_object", "merge_object"]
+__all__ = [
+    "DROP_ORDER",
+    "LISTS",
+    "episode_object",
+    "extraction_object",
+    "half_object",
+    "merge_object",
+]
 
 LISTS = ("decisions", "facts", "people", "open_threads", "preferences", "state")
+# least important first: central sentences are the most replaceable, decisions the least
+DROP_ORDER = ("facts", "open_threads", "people", "preferences", "state", "decisions")
 PER_LIST = 2
 ALL_ITEMS = 8
 MERGE_NARRATIVE = 8
@@ -38,7 +47,7 @@ def _shape(narrative: str, lists: dict[str, list[str]], kws: list[str]) -> dict[
 
 def _cap_total(lists: dict[str, list[str]], total: int) -> None:
     """Drop items from the least important lists until at most ``total`` remain."""
-    for name in ("people", "preferences", "facts", "open_threads", "state", "decisions"):
+    for name in DROP_ORDER:
         while sum(len(v) for v in lists.values()) > total and lists.get(name):
             lists[name].pop()
 
@@ -131,13 +140,15 @@ def merge_object(previous: str, episodes_text: str) -> dict[str, Any]:
         latest_first = name in ("decisions", "open_threads", "preferences", "state")
         lists[name] = items[-PER_LIST:] if latest_first else items[:PER_LIST]
     _cap_total(lists, ALL_ITEMS)
+    # most frequent first; ties interleave the parts (every episode's best keyword before
+    # any episode's second best)
     counts: Counter[str] = Counter()
-    order: dict[str, int] = {}
-    for obj in parts:
-        for k in _strs(obj.get("keywords")):
+    rank: dict[str, tuple[int, int]] = {}
+    for part_index, obj in enumerate(parts):
+        for position, k in enumerate(_strs(obj.get("keywords"))):
             counts[k.lower()] += 1
-            order.setdefault(k.lower(), len(order))
-    kws = sorted(counts, key=lambda k: (-counts[k], order[k]))[:6]
+            rank.setdefault(k.lower(), (position, part_index))
+    kws = sorted(counts, key=lambda k: (-counts[k], rank[k]))[:6]
     if not kws:
         kws = keywords(narrative, 6)
     return _shape(narrative, lists, kws)

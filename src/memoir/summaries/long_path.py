@@ -1,0 +1,53 @@
+"""The pass's path for conversations beyond one request: the episodes package's
+``summarize_session`` in ``auto`` mode — a first summary episode by episode, a refresh
+merged incrementally into the previous summary (rounds when the new part is itself long).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memoir.errors import SummaryError
+from memoir.llm.port import Model
+from memoir.model import Event
+from memoir.summaries.state import SummaryState
+from memoir.summaries.summarizer import LongPath, SummaryText, clean_summary
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+
+__all__ = ["session_long_path"]
+
+
+def session_long_path(
+    memoir: Memoir,
+    session_id: str,
+    state: SummaryState,
+    model: Model,
+    fallback: Model | None,
+    cache: Any,
+) -> LongPath:
+    def run(events: Sequence[Event]) -> SummaryText:
+        from memoir.episodes import EpisodicSummarizer
+        from memoir.episodes.session import summarize_session
+
+        settings = memoir.settings
+        summarizer = EpisodicSummarizer(
+            model,
+            fallback=fallback,
+            cache=cache,
+            concurrency=settings.episode_concurrency,
+            attempt_budget=settings.episode_attempt_budget,
+        )
+        run = summarize_session(memoir, session_id, mode="auto", summarizer=summarizer)
+        if run.summary is None:  # the growth held no new event: keep the body, restamp
+            if state.has_body:
+                return SummaryText(state.body.strip(), state.model or "unchanged", 0)
+            raise SummaryError("the episodic summarizer found nothing to summarize")
+        body = clean_summary(run.summary.text)
+        if not body:
+            raise SummaryError("the episodic summarizer produced an empty summary")
+        return SummaryText(body, run.summary.model, run.calls)
+
+    return run
