@@ -45,7 +45,7 @@ SYLLABLES = ["ka", "lo", "mi", "ren", "sto", "vu", "tal", "shi", "per", "gon", "
 def vocabulary(rng: np.random.Generator) -> list[str]:
     words: set[str] = set()
     while len(words) < VOCAB:
-        n = int(rng.integers(2, 5))
+        n = int(rng.integers(2, 6))
         words.add("".join(SYLLABLES[i] for i in rng.integers(0, len(SYLLABLES), n)))
     return sorted(words)
 
@@ -117,7 +117,7 @@ def queries(count: int, seed: int = 3) -> list[str]:
 
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    p95 = ordered[max(0, int(round(0.95 * len(ordered))) - 1)]
+    p95 = ordered[max(0, round(0.95 * len(ordered)) - 1)]
     return {
         "p50_ms": round(statistics.median(ordered), 2),
         "p95_ms": round(p95, 2),

@@ -62,6 +62,13 @@ class Memoir:
 
         return wrapped_fallback(self.settings, self.store)
 
+    def compactor(self, **options: Any) -> Any:
+        """A ``memoir.compaction.Compactor`` with the configured model, the threshold ratio
+        of ``MEMOIR_COMPACT_THRESHOLD_RATIO`` and this store for checkpoints and traces."""
+        from memoir.compaction import Compactor
+
+        return Compactor.from_settings(self.settings, self.model(), store=self.store, **options)
+
     def sync(self, *, sources: Any = None, progress: Any = None) -> SyncReport:
         """Archive and index new or grown transcripts (``memoir.ingest.sync``); takes the
         single-instance sync lock and raises ``Busy`` when another sync holds it."""

@@ -88,6 +88,8 @@ def test_repeated_compaction_rolls_forward(store: Any) -> None:
     assert second.watermark > first.watermark
     assert first.memory_boundary == first.watermark and first.disposition == "eligible"
     assert first.data["summary"] == "Summary 1."
+    assert first.data["tail_from"] == first.watermark + 1
+    assert first.data["strategy"] == "summary" and first.data["kept"] == [2]  # the task
     # the second request rolls forward: previous summary + only newly covered messages
     req2 = model.requests[1].messages[-1].content
     assert "<previous_summary>\nSummary 1.\n</previous_summary>" in req2
@@ -241,3 +243,24 @@ def test_a_smaller_window_than_the_checkpoint_was_written_for_still_fits() -> No
     res = small.compact(history, window=2_000, session_id="s1")
     assert res.strategy in ("summary", "truncate")
     assert res.tokens_after < 1_500 and validate_sequence(res.messages) == []
+
+
+def test_keeping_results_in_band_also_rolls_forward() -> None:
+    """Without a store: the caller keeps result.messages and appends to them."""
+    model = ScriptedModel(default=Summaries())
+    compactor = Compactor(model)
+    history: list[dict[str, Any]] = [system(), user("Refactor the parser.")]
+    compactions = 0
+    for k in range(40):
+        grow(history, k)
+        if compactor.should_compact(history, window=WINDOW):
+            history = compactor.compact(history, window=WINDOW).messages
+            compactions += 1
+            assert validate_sequence(history) == []
+    assert compactions >= 2 and model.calls == compactions
+    second = model.requests[1].messages[-1].content
+    assert "<previous_summary>\nSummary 1.\n</previous_summary>" in second
+    assert "[Summary of the earlier conversation" not in second
+    assert "[user]\nRefactor the parser." in second  # the pinned task is still read
+    assert "Refactor the parser." in history[1]["content"]
+    assert history[1]["content"].count("<summary>") == 1  # summaries never nest

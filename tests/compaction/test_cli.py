@@ -104,3 +104,19 @@ def test_missing_file_and_bad_window(capsys: pytest.CaptureFixture[str], tmp_pat
     path.write_text(json.dumps([user("hi")]))
     code, _, err = run(capsys, "compact", str(path), "--window", "0")
     assert code == 1 and "positive token count" in err
+
+
+def test_facade_builds_a_compactor_with_the_configured_ratio(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.app import Memoir
+    from memoir.compaction import Compactor
+
+    monkeypatch.setenv("MEMOIR_COMPACT_THRESHOLD_RATIO", "0.6")
+    with Memoir.open() as memoir:
+        compactor = memoir.compactor()
+        assert isinstance(compactor, Compactor)
+        res = compactor.compact([user("hi")], window=1_000, session_id="s1")
+        assert res.threshold == 600
+        assert res.threshold_source == "env MEMOIR_COMPACT_THRESHOLD_RATIO"
+        assert memoir.store.traces("s1", "compaction")[0].data["strategy"] == "none"

@@ -297,3 +297,28 @@ def test_model_error_subclass_is_never_raised_out() -> None:
     model = ScriptedModel([ModelError("weird")])
     res = Compactor(model).compact(parallel_history(), window=32_000)
     assert res.strategy == "truncate" and "ModelError" in (res.reason or "")
+
+
+# -- the user's own words ------------------------------------------------------------------
+
+
+def test_a_user_message_over_the_cap_is_sent_whole() -> None:
+    pasted = "PASTED " + big_text(9_000)
+    msgs = [user(pasted), assistant("Noted."), user("now summarize the paste"), assistant("OK.")]
+    msgs += [user("and continue"), call(("c1", "ls")), result("c1", big_text(20_000))]
+    model = ScriptedModel([GOOD])
+    res = Compactor(model).compact(msgs, window=32_000)
+    assert res.strategy == "summary"
+    assert pasted in model.requests[0].messages[-1].content  # over the 6000 cap, never dropped
+    assert_compacted(res, 24_000)
+
+
+def test_user_text_that_alone_cannot_fit_goes_to_the_backstop() -> None:
+    msgs = [user("HUGE " + big_text(40_000)), assistant("That is a lot."), user("go on")]
+    model = ScriptedModel([GOOD])
+    res = Compactor(model, tail_budget=0).compact(msgs, window=32_000)
+    assert model.calls == 0
+    assert res.strategy == "truncate"
+    assert res.reason == "the user's own messages alone do not fit a summary request"
+    assert_compacted(res, 24_000)
+    assert res.messages[-1]["content"] == "go on"

@@ -116,3 +116,18 @@ def test_compact_events_uses_ordinals_for_the_watermark() -> None:
     covered = next(e for e in events if e.ordinal == row.watermark)
     assert covered.kind == EventKind.TOOL_RESULT  # a unit boundary, as an event ordinal
     assert row.memory_boundary == row.watermark
+
+
+def test_reused_call_ids_pair_by_occurrence() -> None:
+    events = [
+        ev(1, EventKind.USER_TEXT, "go"),
+        ev(2, EventKind.TOOL_CALL, call_id="t1"),
+        ev(3, EventKind.TOOL_RESULT, "first", call_id="t1"),
+        ev(4, EventKind.ASSISTANT_TEXT, "again"),
+        ev(5, EventKind.TOOL_CALL, call_id="t1"),
+        ev(6, EventKind.TOOL_RESULT, "second", call_id="t1"),
+    ]
+    h = messages_from_events(events)
+    assert validate_sequence(h.messages) == []
+    assert [m.get("content") for m in h.messages if m["role"] == "tool"] == ["first", "second"]
+    assert h.positions == [1, 2, 3, 5, 6]

@@ -78,7 +78,7 @@ def test_assemble_part_lists() -> None:
     assert out[0]["content"][0]["type"] == "text" and out[0]["content"][1:] == parts
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(histories(), st.booleans())
 def test_pin_indices_agree_with_pin_index(msgs: list[dict[str, Any]], has_head: bool) -> None:
     sysn = leading_system_count(msgs)
@@ -86,7 +86,7 @@ def test_pin_indices_agree_with_pin_index(msgs: list[dict[str, Any]], has_head: 
     assert table == [pin_index(msgs, sysn, s, has_head) for s in range(len(msgs) + 1)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(histories(), st.data())
 def test_every_unit_cut_assembles_a_valid_sequence(msgs: list[dict[str, Any]], data: Any) -> None:
     from memoir.compaction.sequence import units

@@ -25,7 +25,7 @@ REPLIES = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(histories(), st.integers(1_500, 40_000), REPLIES, st.sampled_from([None, 0, 500, 5000]))
 def test_every_output_is_valid_and_below_the_threshold(
     msgs: list[dict[str, Any]], window: int, replies: list[Any], tail_budget: int | None

@@ -68,4 +68,6 @@ def test_replaced_copy_keeps_pairing() -> None:
 
 def test_tool_names_by_call() -> None:
     msgs = [user("a"), call(("1", "ls"), ("2", "cat")), result("1", ""), result("2", "")]
-    assert tool_names_by_call(msgs) == {"1": "ls", "2": "cat"}
+    assert tool_names_by_call(msgs) == {2: "ls", 3: "cat"}
+    reused = [*msgs, call(("1", "grep")), result("1", "")]
+    assert tool_names_by_call(reused)[5] == "grep" and tool_names_by_call(reused)[2] == "ls"

@@ -1,9 +1,9 @@
-"""sync end to end against a real store: archive, resume, growth, rewrites, policy."""
+"""sync end to end against a real store (``store``: SQLite, and PostgreSQL when the test
+cluster is configured): archive, resume, growth, rewrites, policy."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,13 +29,6 @@ def src(tmp_path: Path) -> Path:
 @pytest.fixture
 def cfg(home: Path, src: Path) -> Settings:
     return Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(src,))
-
-
-@pytest.fixture
-def store(cfg: Settings) -> Iterator[Store]:
-    s = open_store(cfg)
-    yield s
-    s.close()
 
 
 def _put(src: Path, project: str, name: str, data: bytes) -> Path:

@@ -76,3 +76,35 @@ def test_file_writes_are_atomic_and_leave_no_temp_files(tmp_path) -> None:
     names = sorted(p.name for p in (tmp_path / "archive" / PROJECT).iterdir())
     assert names == ["s1-summary.txt", "s1.jsonl"]
     assert summaries.refresh(conv).state.body == "Body 2"
+
+
+DB_ROWS = [
+    pytest.param(*row[1:], id=row[0]) for row in TABLE if row[1].kind is not SummaryKind.LEGACY
+]
+
+
+@pytest.mark.parametrize(("state", "current", "expected"), DB_ROWS)
+def test_same_table_on_the_real_stores(store, state, current, expected) -> None:
+    """The database adapter over the real SQLite and PostgreSQL stores."""
+    from memoir.store.port import IngestBatch
+
+    current = min(current, 300)
+    session = Session("s1", PROJECT, Harness.API)
+    events = tuple(
+        Event("s1", i + 1, EventKind.USER_TEXT, Author.USER, f"m{i}") for i in range(current)
+    )
+    store.apply_ingest(IngestBatch(session, events=events))
+    summaries = DatabaseSummaryStore(store)
+    conv = Conversation("s1", PROJECT, current, SummaryState.missing())
+    if state.kind is not SummaryKind.MISSING:
+        summaries.write(conv, state)
+    (scanned,) = summaries.scan()
+    assert scanned.current == current
+    assert decide(scanned.state, scanned.current, POLICY, NOW) is expected
+    assert summaries.refresh(conv).state == state
+
+
+@pytest.mark.parametrize("sid", ["../s1", "a/b", "", ".hidden", "x\\y"])
+def test_file_adapter_never_leaves_the_archive(tmp_path, sid) -> None:
+    summaries, _ = _files(tmp_path, 3)
+    assert summaries.find(sid) is None

@@ -30,7 +30,8 @@ def test_install_merges_keeps_others_and_is_idempotent(tmp_path: Path, capsys) -
     }
     path.write_text(json.dumps(original))
     first = run(capsys, "hook", "install", "--settings", str(path))
-    assert first["changed"] is True and first["command"].endswith(" sync --background")
+    assert first["changed"] is True
+    assert first["command"].endswith(" sync --background >/dev/null 2>&1")
     data = json.loads(path.read_text())
     assert data["model"] == "opus"
     assert data["hooks"]["Stop"] == original["hooks"]["Stop"]
@@ -93,6 +94,8 @@ def test_moved_executable_is_updated_in_place() -> None:
         ("/usr/bin/python3 -m memoir.cli sync --background", True),
         ("episodic-memory sync --background", False),
         ("/bin/memoir sync", False),
+        ("/bin/memoir sync --background >/dev/null 2>&1", True),
+        ("/bin/memoir sync --background > /tmp/x", False),
         ("echo memoir", False),
     ],
 )
@@ -107,5 +110,5 @@ def test_uninstall_without_ours_changes_nothing() -> None:
 
 def test_hook_command_is_absolute() -> None:
     command = hook_command()
-    assert command.endswith("sync --background")
+    assert command.endswith("sync --background >/dev/null 2>&1")
     assert command.startswith("/") or command.startswith("'/")

@@ -214,3 +214,20 @@ def test_database_adapter_counts_events(home) -> None:
     assert done.resummarized == 1
     assert (row.covered, row.body, row.resummary_attempts) == (len(grown), "Two.", None)
     assert row.model == "scripted:test"
+
+
+def test_an_unexpected_error_is_recorded_and_does_not_starve_the_queue(home) -> None:
+    memoir = make_memoir(home)
+    for sid in ("a-broken", "b-fine"):
+        memoir.store.index_file(archive(home, sid, conversation(sid, 3)))
+
+    def reply(request) -> str:
+        if "Question 0" in request.messages[-1].content and "broken" not in str(request.meta):
+            return "Fine."
+        raise KeyError("bug in a provider adapter")
+
+    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel(default=reply))
+    assert (report.failed, report.summarized) == (1, 1)
+    broken = parse_summary_file(next((home / "archive").glob("*/a-broken-summary.txt")).read_text())
+    assert broken.kind is SummaryKind.ERRORED and broken.failure.attempts == 1
+    assert "KeyError" in (broken.message or "")

@@ -120,3 +120,24 @@ def test_given_up_after_failures_is_counted(home) -> None:
     assert summary_counts(memoir, now_ms=NOW_MS)["given_up"] == 1
     state = parse_summary_file(next((home / "archive").glob("*/x-summary.txt")).read_text())
     assert state.failure is not None and state.failure.attempts == 1
+
+
+def test_forget_removes_file_and_row(home) -> None:
+    from memoir.summaries.persist import forget_summary
+
+    from .helpers import PROJECT
+
+    memoir = make_memoir(home)
+    path = archive(home, "gone", b"x")
+    summary_file(path).write_text("private summary")
+    memoir.store.sessions["api-gone"] = Session("api-gone", "p", Harness.API)
+    save_summary(memoir, "api-gone", "private row", model=None)
+    assert read_summary_body(memoir, "api-gone") == "private row"
+
+    assert forget_summary(memoir.settings, memoir.store, "gone", PROJECT) is True
+    assert forget_summary(memoir.settings, memoir.store, "api-gone", "p") is True
+    assert not summary_file(path).exists()
+    assert read_summary_body(memoir, "gone") is None
+    assert read_summary_body(memoir, "api-gone") is None
+    assert forget_summary(memoir.settings, memoir.store, "gone", PROJECT) is False
+    assert forget_summary(memoir.settings, memoir.store, "api-gone", "p") is False

@@ -60,3 +60,10 @@ def test_bookkeeping_records_with_timestamps_are_not_exchanges(tmp_path) -> None
     queued = '{"type":"queue-operation","operation":"enqueue","timestamp":"2025-06-01T00:00:00Z"}'
     path.write_text(user_line("s", "q", at) + "\n" + queued + "\n")
     assert last_exchange_time(path) == at
+
+
+def test_unparseable_last_timestamp_counts_as_idle(tmp_path) -> None:
+    path = tmp_path / "u.jsonl"
+    bad = '{"type":"assistant","timestamp":"not a time","message":{"content":"x"}}'
+    path.write_text(user_line("s", "q", datetime(2025, 1, 1, tzinfo=UTC)) + "\n" + bad + "\n")
+    assert last_exchange_time(path) is None

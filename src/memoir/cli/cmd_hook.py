@@ -1,9 +1,11 @@
 """`memoir hook install | uninstall | status`: the Claude Code SessionStart hook.
 
-The hook runs ``<absolute path of memoir> sync --background`` whenever Claude Code starts
-or resumes a session. Installing merges into Claude Code's settings file (other hooks and
-settings are kept; installing twice changes nothing; a moved executable is updated in
-place). Uninstalling removes only Memoir's hook. The file is rewritten atomically.
+The hook runs ``<absolute path of memoir> sync --background >/dev/null 2>&1`` whenever
+Claude Code starts or resumes a session (silent: a SessionStart hook's output would land in
+the agent's context; the background sync logs to ``<home>/logs/``). Installing merges into
+Claude Code's settings file (other hooks and settings are kept; installing twice changes
+nothing; a moved executable is updated in place). Uninstalling removes only Memoir's hook.
+The file is rewritten atomically.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ __all__ = [
 HOOK_EVENT = "SessionStart"
 HOOK_MATCHER = "startup|resume"
 HOOK_ARGS = "sync --background"
+# SessionStart stdout is added to the agent's context: the hook stays silent
+QUIET = " >/dev/null 2>&1"
 
 hook_app = typer.Typer(help="Install the Claude Code hook that syncs at session start.")
 app.add_typer(hook_app, name="hook")
@@ -50,14 +54,15 @@ def hook_command() -> str:
     elif found := shutil.which("memoir"):
         exe = str(Path(found).resolve())
     else:
-        return f"{shlex.quote(sys.executable)} -m memoir.cli {HOOK_ARGS}"
-    return f"{shlex.quote(exe)} {HOOK_ARGS}"
+        return f"{shlex.quote(sys.executable)} -m memoir.cli {HOOK_ARGS}{QUIET}"
+    return f"{shlex.quote(exe)} {HOOK_ARGS}{QUIET}"
 
 
 def is_memoir_hook(entry: object) -> bool:
     if not isinstance(entry, dict) or entry.get("type", "command") != "command":
         return False
-    command = str(entry.get("command", ""))
+    command = str(entry.get("command", "")).strip()
+    command = command.removesuffix(QUIET.strip()).strip()
     if not command.endswith(HOOK_ARGS):
         return False
     head = command[: -len(HOOK_ARGS)].strip()

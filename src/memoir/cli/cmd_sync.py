@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json
+from memoir.cli.app import app, console, err_console, open_memoir, print_json, state
 from memoir.config import Settings
 from memoir.errors import Busy, MemoirError, NotFound
 from memoir.ingest.lock import sync_lock
@@ -100,9 +100,12 @@ def _table(report: SyncReport, summaries: dict[str, Any] | None) -> Table:
 def _background(settings: Settings, argv: list[str]) -> Path:
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     log = settings.logs_dir / f"sync-{datetime.now(UTC):%Y%m%d}.log"
+    root = ["--debug"] if state.debug else []
     with open(log, "ab") as out:
+        out.write(f"--- memoir sync started {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z\n".encode())
+        out.flush()
         subprocess.Popen(
-            [sys.executable, "-m", "memoir.cli", "sync", *argv],
+            [sys.executable, "-m", "memoir.cli", *root, "sync", *argv],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -133,7 +136,11 @@ def sync_command(
         console.print("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done")
         return
     if background:
-        argv = [a for a in sys.argv[1:] if a not in ("--background", "sync")]
+        argv = [arg for path in source or [] for arg in ("--source", str(path.resolve()))]
+        if summary_limit is not None:
+            argv += ["--summary-limit", str(summary_limit)]
+        if no_summaries:
+            argv.append("--no-summaries")
         log = _background(settings, argv)
         console.print(f"sync started in the background; log: {log}")
         return

@@ -93,6 +93,7 @@ def new_checkpoint(
     previous_id: str | None,
     flags: SessionFlags | None,
     kept: Sequence[int],
+    tail_from: int | None,
     replaced: Sequence[int],
     omitted: Sequence[dict[str, Any]],
 ) -> CheckpointRow:
@@ -109,6 +110,7 @@ def new_checkpoint(
             "summary": summary or "",
             "fingerprint": watermark_fingerprint,
             "kept": list(kept),
+            "tail_from": tail_from,
             "replaced": sorted(replaced),
             "omitted": list(omitted),
         },

@@ -16,6 +16,7 @@ messages. Without them, keep ``result.messages`` as the history and append to it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -182,7 +183,7 @@ class Compactor:
         if replay is not None:
             for i, p in enumerate(pos):
                 if p in replay.replaced:
-                    name = names.get(str(msgs[i].get("tool_call_id") or ""))
+                    name = names.get(i)
                     rep0[i] = replaced(msgs[i], content_tokens(counts[i]), tool_name=name)
         return Job(
             messages=msgs,
@@ -237,7 +238,7 @@ class Compactor:
                 if p in replay.replaced:
                     m = messages[i]
                     count = self.tokens.count(m)
-                    name = names.get(str(m.get("tool_call_id") or ""))
+                    name = names.get(i)
                     stand = replaced(m, content_tokens(count), tool_name=name)
                     extra += self.tokens.total([stand]) - count
             self._replay_extra[replay.checkpoint_id] = extra
@@ -271,6 +272,7 @@ class Compactor:
                 previous_id=job.replay.checkpoint_id if job.replay else None,
                 flags=flags,
                 kept=[job.positions[i] for i in outcome.kept],
+                tail_from=job.positions[start] if start < len(job.positions) else None,
                 replaced=[job.positions[i] for i in outcome.replacements],
                 omitted=[o.as_dict() for o in result.omitted],
             )
@@ -310,6 +312,4 @@ def _positions(messages: Sequence[Message], positions: Sequence[int] | None) -> 
 
 
 def _with(result: CompactionResult, **changes: Any) -> CompactionResult:
-    import dataclasses
-
     return dataclasses.replace(result, **changes)

@@ -40,7 +40,7 @@ def _call(event: Event) -> dict[str, Any]:
 def messages_from_events(events: Sequence[Event]) -> History:
     msgs: list[dict[str, Any]] = []
     pos: list[int] = []
-    answered: set[str] = set()
+    answered: dict[int, set[str]] = {}  # assistant message index -> call ids answered
     for ev in sorted(events, key=lambda e: e.ordinal):
         last = msgs[-1] if msgs else None
         if ev.kind == EventKind.USER_TEXT:
@@ -65,6 +65,8 @@ def messages_from_events(events: Sequence[Event]) -> History:
                 pos.append(ev.ordinal)
         elif ev.kind == EventKind.TOOL_CALL and ev.call_id:
             if last is not None and last["role"] == "assistant":
+                if any(c["id"] == str(ev.call_id) for c in last.get("tool_calls") or []):
+                    continue  # the same call recorded twice
                 last.setdefault("tool_calls", []).append(_call(ev))
                 pos[-1] = ev.ordinal
             else:
@@ -75,31 +77,40 @@ def messages_from_events(events: Sequence[Event]) -> History:
     return _drop_unanswered(msgs, pos, answered)
 
 
-def _open_calls(msgs: list[dict[str, Any]]) -> set[str]:
-    """Call ids of the assistant message the trailing tool block answers."""
+def _open_calls(msgs: list[dict[str, Any]]) -> tuple[int, set[str]]:
+    """The assistant message the trailing tool block answers, and its call ids."""
     k = len(msgs) - 1
     while k >= 0 and msgs[k]["role"] == "tool":
         k -= 1
     if k < 0 or msgs[k]["role"] != "assistant":
-        return set()
-    return {c["id"] for c in msgs[k].get("tool_calls") or []}
+        return -1, set()
+    return k, {c["id"] for c in msgs[k].get("tool_calls") or []}
 
 
-def _add_result(msgs: list[dict[str, Any]], pos: list[int], ev: Event, answered: set[str]) -> None:
+def _add_result(
+    msgs: list[dict[str, Any]], pos: list[int], ev: Event, answered: dict[int, set[str]]
+) -> None:
     cid = str(ev.call_id)
-    if cid in answered or cid not in _open_calls(msgs):
+    k, open_ids = _open_calls(msgs)
+    done = answered.setdefault(k, set())
+    if cid in done or cid not in open_ids:
         return  # an orphan or repeated result would make the sequence invalid
-    answered.add(cid)
+    done.add(cid)
     msgs.append({"role": "tool", "tool_call_id": cid, "content": ev.text or "(no output)"})
     pos.append(ev.ordinal)
 
 
-def _drop_unanswered(msgs: list[dict[str, Any]], pos: list[int], answered: set[str]) -> History:
+def _drop_unanswered(
+    msgs: list[dict[str, Any]], pos: list[int], answered: dict[int, set[str]]
+) -> History:
+    """Tool calls are matched by occurrence (the message they are in), not by id alone:
+    a reused call id later in the history is a different call."""
     out: list[dict[str, Any]] = []
     out_pos: list[int] = []
-    for m, p in zip(msgs, pos, strict=True):
+    for k, (m, p) in enumerate(zip(msgs, pos, strict=True)):
         if m["role"] == "assistant" and m.get("tool_calls"):
-            calls = [c for c in m["tool_calls"] if c["id"] in answered]
+            done = answered.get(k, set())
+            calls = [c for c in m["tool_calls"] if c["id"] in done]
             if calls:
                 m["tool_calls"] = calls
             else:

@@ -19,6 +19,7 @@ from memoir.compaction.plan import (
     head_text,
     pin_index,
     pin_indices,
+    split_head,
     summary_cut,
     truncate_cuts,
 )
@@ -58,7 +59,7 @@ class Job:
     messages: list[Message]
     positions: Sequence[int]
     counts: list[int]
-    tool_names: dict[str, str]
+    tool_names: dict[int, str]  # tool result index -> tool name
     system_count: int
     budget: Budget
     replay: Replay | None
@@ -75,7 +76,7 @@ class Job:
 
     def stand_in_for(self, i: int) -> Message:
         m = self.messages[i]
-        name = self.tool_names.get(str(m.get("tool_call_id") or ""))
+        name = self.tool_names.get(i)
         return replaced(m, content_tokens(self.counts[i]), tool_name=name)
 
     def fit(self, summary: str | None, start: int) -> Outcome:
@@ -155,7 +156,7 @@ class Job:
 def _tool_of(job: Job, i: int) -> str | None:
     m = job.messages[i]
     if m.get("role") == "tool":
-        return job.tool_names.get(str(m.get("tool_call_id") or "")) or "tool"
+        return job.tool_names.get(i) or "tool"
     calls = m.get("tool_calls") or []
     return ",".join(str((c.get("function") or {}).get("name") or "tool") for c in calls) or None
 
@@ -169,12 +170,19 @@ def summary_outcome(job: Job, model: Model | None) -> Outcome:
     unit_tokens = [sum(job.counts[u.start : u.stop]) for u in us]
     cut = summary_cut(unit_tokens, 0, job.budget.tail_budget)
     start = us[cut].start if cut < len(us) else len(job.messages)
+    covered: list[tuple[int, Message]] = [(i, job.messages[i]) for i in range(job.start0, start)]
+    previous = job.prev_summary
+    head = split_head(covered[0][1]) if previous is None and covered else None
+    if head is not None:  # the caller kept an earlier result as its history
+        previous, rest = head
+        first = [(covered[0][0], {"role": "user", "content": rest})] if rest.strip() else []
+        covered = first + covered[1:]
     plan = build_summary_request(
-        [(i, job.messages[i]) for i in range(job.start0, start)],
+        covered,
         positions=job.positions,
         tool_names=job.tool_names,
         budget=job.budget,
-        previous_summary=job.prev_summary,
+        previous_summary=previous,
         count=job.tokens.text,
         message_tokens=lambda i: content_tokens(job.counts[i]),
         session=job.session_id,

@@ -27,6 +27,7 @@ __all__ = [
     "head_text",
     "pin_index",
     "pin_indices",
+    "split_head",
     "summary_cut",
     "truncate_cuts",
 ]
@@ -39,6 +40,20 @@ SUMMARY_HEADER = (
 
 def head_text(summary: str) -> str:
     return f"{SUMMARY_HEADER}\n\n<summary>\n{summary.strip()}\n</summary>"
+
+
+def split_head(message: Message) -> tuple[str, str] | None:
+    """(summary, the user text joined after it) when ``message`` is a head this module
+    assembled — so a caller who keeps ``result.messages`` as its history still rolls
+    forward from the summary instead of summarizing a summary; None otherwise."""
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, str):
+        return None
+    opening = f"{SUMMARY_HEADER}\n\n<summary>\n"
+    end = content.find("\n</summary>")
+    if not content.startswith(opening) or end < 0:
+        return None
+    return content[len(opening) : end], content[end + len("\n</summary>") :].lstrip("\n")
 
 
 def _last_user(messages: Sequence[Message], lo: int, hi: int) -> int | None:
@@ -123,7 +138,11 @@ def assemble(
         return out
     parts: list[Any] = [head_text(summary)]
     if pin is not None:
-        parts.append(pick(pin).get("content") or "")
+        pinned = pick(pin)
+        earlier = split_head(pinned)  # an earlier head kept in-band: only its user text
+        text = earlier[1] if earlier is not None else pinned.get("content") or ""
+        if text:
+            parts.append(text)
     if tail and tail[0].get("role") == "user":
         parts.append(tail[0].get("content") or "")
         tail = tail[1:]
@@ -139,10 +158,10 @@ def summary_cut(unit_tokens: Sequence[int], first: int, tail_budget: int) -> int
     n = len(unit_tokens)
     cut = n
     used = 0
-    while cut - 1 >= first and used + unit_tokens[cut - 1] <= tail_budget:
+    while cut - 1 > first and used + unit_tokens[cut - 1] <= tail_budget:
         cut -= 1
         used += unit_tokens[cut]
-    return cut
+    return max(cut, min(first + 1, n))
 
 
 def truncate_cuts(n_units: int, first: int) -> list[int]:

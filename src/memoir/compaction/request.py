@@ -68,7 +68,7 @@ def build_summary_request(
     covered: Sequence[tuple[int, Message]],
     *,
     positions: Sequence[int],
-    tool_names: Mapping[str, str],
+    tool_names: Mapping[int, str],
     budget: Budget,
     previous_summary: str | None,
     count: Callable[[str], int],
@@ -82,7 +82,7 @@ def build_summary_request(
     omitted: dict[int, Omission] = {}
     standins: dict[int, str] = {}
     for k, (i, m) in enumerate(covered):
-        name = tool_names.get(str(m.get("tool_call_id") or "")) if m.get("role") == "tool" else None
+        name = tool_names.get(i) if m.get("role") == "tool" else None
         tokens = message_tokens(i)
         text = stand_in(m, tokens, tool_name=name, where=IN_REQUEST)
         standins[k] = f"[{m.get('role')}]\n{text}"
@@ -103,7 +103,7 @@ def build_summary_request(
         i, m = covered[k]
         if m.get("role") == "user" or k in omitted:
             continue
-        name = tool_names.get(str(m.get("tool_call_id") or ""))
+        name = tool_names.get(i)
         omitted[k] = _omission(m, positions[i], name, message_tokens(i))
         entries[k] = standins[k]
         new = count(entries[k])

@@ -33,14 +33,26 @@ IN_REQUEST: Where = "this summary request"
 IN_CONTEXT: Where = "the context"
 
 
-def tool_names_by_call(messages: Sequence[Message]) -> dict[str, str]:
-    """call id -> tool name, from the assistant messages' tool calls."""
-    names: dict[str, str] = {}
-    for m in messages:
-        for call in m.get("tool_calls") or []:
-            if isinstance(call, Mapping) and call.get("id"):
-                fn = call.get("function") or {}
-                names[str(call["id"])] = str(fn.get("name") or call.get("name") or "tool")
+def tool_names_by_call(messages: Sequence[Message]) -> dict[int, str]:
+    """Index of each tool result -> the name of the call it answers, matched by
+    occurrence (the assistant message just before its block), so a call id reused later
+    in the history never borrows another call's name."""
+    names: dict[int, str] = {}
+    open_calls: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "assistant":
+            open_calls = {}
+            for call in m.get("tool_calls") or []:
+                if isinstance(call, Mapping) and call.get("id"):
+                    fn = call.get("function") or {}
+                    open_calls[str(call["id"])] = str(fn.get("name") or call.get("name") or "tool")
+        elif role == "tool":
+            name = open_calls.get(str(m.get("tool_call_id") or ""))
+            if name is not None:
+                names[i] = name
+        else:
+            open_calls = {}
     return names
 
 

@@ -1,0 +1,35 @@
+"""Ingest: transcript readers (Claude Code, Codex CLI, generic), the archive, ``sync`` and
+``verify``.
+
+Data flow: :func:`discover` finds transcript files under the sources;
+:func:`memoir.ingest.sync.sync` skips the
+ones whose size and mtime the index already has (stat only), plans the rest
+(:mod:`memoir.ingest.plan`: resume, re-index a rewritten file, or leave it out), reads each
+one once from the indexed byte offset — every chunk goes to the archive copy
+(:mod:`memoir.ingest.archive`) and through the line splitter (:mod:`memoir.ingest.lines`) into
+a format reader (:mod:`memoir.ingest.reader`) — rebuilds the exchange that was still open,
+and commits everything for that file in one ``Store.apply_ingest`` transaction.
+
+The entry points are ``memoir.ingest.sync.sync`` and ``memoir.ingest.verify.verify`` (not
+re-exported here, so the submodules keep their names), or ``Memoir.sync()`` /
+``Memoir.verify()``.
+"""
+
+from memoir.ingest.detect import Format, detect_format
+from memoir.ingest.discover import discover
+from memoir.ingest.reader import ReadResult, read_bytes
+from memoir.ingest.sync import NO_INDEX_MARKER, SyncProgress, SyncReport
+from memoir.ingest.verify import Problem, VerifyReport
+
+__all__ = [
+    "NO_INDEX_MARKER",
+    "Format",
+    "Problem",
+    "ReadResult",
+    "SyncProgress",
+    "SyncReport",
+    "VerifyReport",
+    "detect_format",
+    "discover",
+    "read_bytes",
+]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Candidate", "discover", "transcript_name"]
+__all__ = ["Candidate", "discover", "scan", "transcript_name"]
 
 _SUFFIXES = (".jsonl", ".json")
 
@@ -29,7 +29,7 @@ def transcript_name(name: str) -> bool:
     return name.endswith(_SUFFIXES) and not name.startswith(".")
 
 
-def _walk(root: Path, folder: str, skip: set[str]) -> Iterator[Candidate]:
+def _walk(folder: str, skip: set[str]) -> Iterator[tuple[str, int, int]]:
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -38,29 +38,38 @@ def _walk(root: Path, folder: str, skip: set[str]) -> Iterator[Candidate]:
         try:
             if entry.is_dir(follow_symlinks=False):
                 if not entry.name.startswith(".") and entry.path not in skip:
-                    yield from _walk(root, entry.path, skip)
+                    yield from _walk(entry.path, skip)
             elif transcript_name(entry.name) and entry.is_file():
                 st = entry.stat()
-                yield Candidate(Path(entry.path), root, st.st_size, st.st_mtime_ns)
+                yield entry.path, st.st_size, st.st_mtime_ns
         except OSError:
             continue
 
 
-def discover(sources: Iterable[Path], *, skip: Iterable[Path] = ()) -> Iterator[Candidate]:
-    """Transcript files under ``sources`` (each once, in a stable order per folder)."""
+def scan(
+    sources: Iterable[Path], *, skip: Iterable[Path] = ()
+) -> Iterator[tuple[str, str, int, int]]:
+    """(path, source root, size, mtime_ns) of every transcript file under ``sources`` (each
+    once). Plain strings: the nothing-to-do sync builds no Path objects."""
     skip_set = {str(p) for p in skip}
     seen: set[str] = set()
     for source in sources:
-        root = Path(os.path.abspath(source))
-        if root.is_file():
-            st = root.stat()
-            found: Iterable[Candidate] = [Candidate(root, root.parent, st.st_size, st.st_mtime_ns)]
-        elif root.is_dir():
-            found = _walk(root, str(root), skip_set)
+        root = os.path.abspath(source)
+        if os.path.isfile(root):
+            st = os.stat(root)
+            found: Iterable[tuple[str, int, int]] = [(root, st.st_size, st.st_mtime_ns)]
+            base = os.path.dirname(root)
+        elif os.path.isdir(root):
+            found, base = _walk(root, skip_set), root
         else:
             continue
-        for cand in found:
-            key = str(cand.path)
-            if key not in seen:
-                seen.add(key)
-                yield cand
+        for path, size, mtime in found:
+            if path not in seen:
+                seen.add(path)
+                yield path, base, size, mtime
+
+
+def discover(sources: Iterable[Path], *, skip: Iterable[Path] = ()) -> Iterator[Candidate]:
+    """Transcript files under ``sources`` (each once, in a stable order per folder)."""
+    for path, root, size, mtime in scan(sources, skip=skip):
+        yield Candidate(Path(path), Path(root), size, mtime)

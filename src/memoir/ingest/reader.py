@@ -29,7 +29,7 @@ from memoir.ingest.records import EventSink, FormatReader, loads
 from memoir.model import Event
 from memoir.store.port import SkippedLine
 
-__all__ = ["ReadResult", "read_bytes", "read_lines", "reader_for"]
+__all__ = ["ReadResult", "first_line_number", "read_bytes", "read_lines", "reader_for"]
 
 _SNAPSHOT_PREFIX = b'{"type":"file-history-snapshot"'
 
@@ -58,7 +58,7 @@ def _decode(line: RawLine) -> tuple[Any, SkippedLine | None, str]:
     try:
         return loads(data), None, ""
     except ValueError as exc:
-        error = exc
+        error: ValueError = exc
     try:  # the stdlib parser takes what orjson refuses (lone surrogate escapes)
         return json.loads(data), None, ""
     except ValueError:
@@ -94,7 +94,7 @@ def read_lines(
     sink = EventSink(session_id, next_ordinal)
     reader = reader_for(fmt, sink, state)
     skipped: list[SkippedLine] = []
-    end, count, seen = offset, line_count, 0
+    end, count, seen, open_line = offset, line_count, 0, bool(state.get("open_line"))
     for line in lines:
         seen += 1
         if line.oversized:
@@ -108,7 +108,10 @@ def read_lines(
             if not line.terminated:  # cheap pre-filter: no conversation in snapshots
                 break
         else:
-            obj, skip, note = _decode(line)
+            try:  # the fast path; _decode sorts out what went wrong
+                obj, skip, note = loads(line.data), None, ""
+            except ValueError:
+                obj, skip, note = _decode(line)
             if not line.terminated and (skip is not None or not isinstance(obj, dict)):
                 break  # a line still being written: wait for the next sync
             if skip is not None:
@@ -122,9 +125,19 @@ def read_lines(
                 if not reader.handle(obj):
                     kind = obj.get("type") if "type" in obj else obj.get("role")
                     skipped.append(_skip(line, "unknown_type", f"record type {kind!r}"[:200]))
-        end, count = line.end, line.number
+        end, count, open_line = line.end, line.number, not line.terminated
     skipped = [SkippedLine(path, s.line, s.offset, s.reason, s.detail) for s in skipped]
-    return ReadResult(tuple(sink.events), tuple(skipped), end, count, reader.final_state(), seen)
+    final = reader.final_state()
+    final.pop("open_line", None)
+    if open_line:
+        final["open_line"] = True  # the last line had no newline yet: it will come next
+    return ReadResult(tuple(sink.events), tuple(skipped), end, count, final, seen)
+
+
+def first_line_number(line_count: int, state: dict[str, Any]) -> int:
+    """Lines before the resume offset, as the line splitter should count them: when the
+    last line consumed had no newline, the newline that ends it is still ahead."""
+    return line_count - 1 if state.get("open_line") and line_count > 0 else line_count
 
 
 def read_json_list(
@@ -171,7 +184,7 @@ def read_bytes(
         return read_json_list(
             data, path=path, session_id=session_id, next_ordinal=next_ordinal, state=state or {}
         )
-    kwargs: dict[str, Any] = {"offset": offset, "line": line_count}
+    kwargs: dict[str, Any] = {"offset": offset, "line": first_line_number(line_count, state or {})}
     if max_line is not None:
         kwargs["max_line"] = max_line
     lines = LineReader(io.BytesIO(data), **kwargs)

@@ -26,11 +26,11 @@ from typing import Any
 from memoir.config import Settings
 from memoir.ingest.archive import ArchiveCopy, is_prefix_of, preserve, span_hashes
 from memoir.ingest.detect import Format
-from memoir.ingest.discover import Candidate, discover
+from memoir.ingest.discover import Candidate, scan
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
 from memoir.ingest.plan import Plan, Skip, plan_file
-from memoir.ingest.reader import ReadResult, read_json_list, read_lines
+from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.store.port import IngestBatch, SourceState, Store
 
@@ -103,16 +103,15 @@ def sync(
     )
     roots = tuple(settings.sources if sources is None else sources)
     todo: list[Candidate] = []
-    for cand in discover(roots, skip=[settings.home]):
+    for key, root, size, mtime_ns in scan(roots, skip=[settings.home]):
         report.files_scanned += 1
-        key = str(cand.path)
         st = states.get(key)
-        if st is not None and st.size == cand.size and st.mtime_ns == cand.mtime_ns:
+        if st is not None and st.size == size and st.mtime_ns == mtime_ns:
             report.files_unchanged += 1
-        elif st is None and run.ignored.unchanged(key, cand.size, cand.mtime_ns):
+        elif st is None and run.ignored.unchanged(key, size, mtime_ns):
             report.files_ignored += 1
         else:
-            todo.append(cand)
+            todo.append(Candidate(Path(key), Path(root), size, mtime_ns))
     total = sum(c.size for c in todo)
     done_bytes = 0
     for index, cand in enumerate(todo):
@@ -194,7 +193,7 @@ def _read(plan: Plan, fp: Any, size: int, copy: ArchiveCopy | None, store: Store
     lines = LineReader(
         fp,
         offset=plan.start,
-        line=plan.line,
+        line=first_line_number(plan.line, plan.state),
         limit=size - plan.start,
         sink=copy.feed if copy is not None else None,
     )

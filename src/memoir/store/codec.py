@@ -15,6 +15,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+try:  # optional speed-up
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None  # type: ignore[assignment]
+# datetimes and dataclasses go through ``default=str`` as with the stdlib
+_ORJSON_OPTIONS = (
+    0 if _orjson is None else _orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
 from memoir.store.port import SkippedLine, SourceState
 
@@ -69,8 +78,8 @@ def prefixed(cols: str, alias: str) -> str:
 
 
 def to_utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
+    if value is None or value.tzinfo is UTC:
+        return value
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
@@ -101,6 +110,12 @@ def scrub_deep(text: str) -> str:
 
 
 def dumps(value: Any) -> str:
+    """Compact JSON text (orjson when installed: payloads are dumped once per event)."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value, default=str, option=_ORJSON_OPTIONS).decode("utf-8")
+        except TypeError:  # non-str keys, lone surrogates, …: the stdlib copes
+            pass
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 

@@ -3,9 +3,10 @@
 ``exchange_search(exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, tsv)`` holds
 the :class:`~memoir.store.index_doc.IndexDoc` strings of each exchange (keyed by
 ``exchanges.pk``); ``tsv`` is a stored generated column, the ``english`` tsvectors of the
-four columns weighted A, B, C, D, under a GIN index. A parsed query (see
+four columns (ASCII punctuation read as spaces, as FTS5's tokenizer does) weighted A, B,
+C, D, under a GIN index. A parsed query (see
 :mod:`memoir.store.query_text`) becomes a tsquery built from ``websearch_to_tsquery`` per
-term (a quoted phrase, so the text is never read as operators) combined with ``&&``,
+term (its words as a quoted phrase, so the text is never read as operators) combined with ``&&``,
 ``||`` and ``!!``; a role filter keeps only that column's weight (``ts_filter``). Ranking
 is ``ts_rank`` with the weights below; ``ts_headline`` marks the snippet of the top rows
 only. All terms must match; when nothing does, any term may.
@@ -95,7 +96,7 @@ def _term_sql(term: Term, params: list[Any]) -> str:
     if term.prefix:
         params.append(f"{term.words[0]}:*")
         return f"to_tsquery('{TS_CONFIG}', %s)"
-    params.append('"' + term.text.replace('"', " ") + '"')
+    params.append('"' + " ".join(term.words) + '"')
     return f"websearch_to_tsquery('{TS_CONFIG}', %s)"
 
 

@@ -7,6 +7,7 @@ The scan is made cheap by :mod:`memoir.summaries.scan_cache`.
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from datetime import datetime
@@ -33,7 +34,7 @@ from memoir.summaries.tail import last_exchange_time
 if TYPE_CHECKING:
     from memoir.store import Store
 
-__all__ = ["FileSummaryStore", "is_settled", "summary_path_for"]
+__all__ = ["SUMMARY_SUFFIX", "FileSummaryStore", "is_settled", "summary_path_for"]
 
 SUMMARY_SUFFIX = "-summary.txt"
 _HEAD = 4096
@@ -195,13 +196,16 @@ class FileSummaryStore:
 
     # one conversation ------------------------------------------------------------------
     def find(self, session_id: str) -> Conversation | None:
+        if not session_id or "/" in session_id or "\\" in session_id or session_id[0] == ".":
+            return None  # never a path outside the archive
         candidates: list[Path] = []
         if self.store is not None:
             session = self.store.get_session(session_id)
             if session is not None:
                 candidates.append(self.archive_dir / session.project / f"{session_id}.jsonl")
         if self.archive_dir.is_dir():
-            candidates.extend(sorted(self.archive_dir.glob(f"*/{session_id}.jsonl")))
+            pattern = f"*/{glob.escape(session_id)}.jsonl"
+            candidates.extend(sorted(self.archive_dir.glob(pattern)))
         for path in candidates:
             if path.is_file():
                 base = Conversation(session_id, path.parent.name, 0, SummaryState.missing(), path)

@@ -20,6 +20,15 @@ if TYPE_CHECKING:
 __all__ = ["session_long_path"]
 
 
+def _unretried(model: Model) -> Model:
+    try:
+        from memoir.llm.retry import Retrying
+    except ImportError:
+        return model
+    inner = model.inner if isinstance(model, Retrying) else model
+    return inner if isinstance(inner, Model) else model
+
+
 def session_long_path(
     memoir: Memoir,
     session_id: str,
@@ -33,9 +42,9 @@ def session_long_path(
         from memoir.episodes.session import summarize_session
 
         settings = memoir.settings
-        summarizer = EpisodicSummarizer(
-            model,
-            fallback=fallback,
+        summarizer = EpisodicSummarizer(  # it retries itself, inside its attempt budget
+            _unretried(model),
+            fallback=_unretried(fallback) if fallback is not None else None,
             cache=cache,
             concurrency=settings.episode_concurrency,
             attempt_budget=settings.episode_attempt_budget,

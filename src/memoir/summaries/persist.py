@@ -17,18 +17,23 @@ from typing import TYPE_CHECKING, Any
 
 from memoir.errors import NotFound
 from memoir.model import Session
+from memoir.store.port import SummaryRow
 from memoir.summaries.coverage import coverage_after
 from memoir.summaries.database import DatabaseSummaryStore
+from memoir.summaries.files import SUMMARY_SUFFIX
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
 from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
 from memoir.summaries.state import SummaryKind, SummaryState
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
+    from memoir.config import Settings
+    from memoir.store import Store
 
 __all__ = [
     "COUNT_KEYS",
     "classify",
+    "forget_summary",
     "read_summary_body",
     "read_summary_state",
     "save_summary",
@@ -78,6 +83,23 @@ def save_summary(
     state = SummaryState.real(body.strip(), amount, last_exchange, model=model)
     summaries.write(conv, state)
     return state
+
+
+def forget_summary(settings: Settings, store: Store, session_id: str, project: str) -> bool:
+    """Remove every trace of a session's summary (file and row): the do-not-index marker
+    promises that nothing of the conversation stays. True when something was removed."""
+    removed = False
+    path = settings.archive_dir / project / f"{session_id}{SUMMARY_SUFFIX}"
+    try:
+        path.unlink()
+        removed = True
+    except FileNotFoundError:
+        pass
+    row = store.get_summary_row(session_id)
+    if row is not None and row.kind != SummaryKind.MISSING.value:
+        store.put_summary_row(SummaryRow(session_id, SummaryKind.MISSING.value))
+        removed = True
+    return removed
 
 
 def read_summary_state(memoir: Memoir, session: str | Session) -> SummaryState:

@@ -112,13 +112,17 @@ def run_summary_pass(
             else:
                 report.skipped_not_idle += 1
     due.sort(key=lambda item: (*queue_rank(item[0], item[1].state), item[1].session_id))
-    chosen = due[: max(0, limit)]
-    report.deferred = len(due) - len(chosen)
     tools = _Tools(memoir, model)
-    for done, (_, conv) in enumerate(chosen):
-        _summarize_one(memoir, summaries, conv, policy, now, tools, report)
-        if progress is not None:
-            progress(done + 1, len(chosen))
+    used, budget = 0, min(max(0, limit), len(due))
+    for index, (_, conv) in enumerate(due):
+        if used >= budget:
+            report.deferred = len(due) - index
+            break
+        # only real summarization work counts against the limit (not empty/unindexed ones)
+        if _summarize_one(memoir, summaries, conv, policy, now, tools, report):
+            used += 1
+            if progress is not None:
+                progress(used, budget)
     return report
 
 
@@ -139,16 +143,18 @@ def _summarize_one(
     now: int,
     tools: _Tools,
     report: SummaryPassReport,
-) -> None:
+) -> bool:
+    """Summarize one conversation; True when that was summarization work (success or
+    failure), False when there was nothing to do (not due any more, unindexed, empty)."""
     fresh = summaries.refresh(conv)  # full state (the body must survive a failure)
     action = decide(fresh.state, fresh.current, policy, now)
     if not action.calls_model:
-        return
+        return False
     events = summaries.events(fresh)
     if events is None:
         report.unindexed += 1
         report.rows.append(PassRow(conv.session_id, conv.project, "unindexed"))
-        return
+        return False
     had_body = fresh.state.kind is SummaryKind.REAL
     model, fallback, cache = tools.get()  # configuration errors surface, never "failures"
     try:
@@ -161,14 +167,18 @@ def _summarize_one(
             cache=cache,
             long=session_long_path(memoir, conv.session_id, fresh.state, model, fallback, cache),
         )
-    except MemoirError as exc:
+    except AssertionError:
+        raise  # a test double's complaint (ScriptExhausted), never a model failure
+    except Exception as exc:  # recorded and bounded like any failure, never a crash loop
+        if not isinstance(exc, MemoirError):
+            log.exception("unexpected error summarizing %s", conv.session_id)
         _record_failure(summaries, fresh, now, exc, policy, report)
-        return
+        return True
     if result is None:
         summaries.write(fresh, SummaryState.empty())
         report.empty += 1
         report.rows.append(PassRow(conv.session_id, conv.project, "empty", "no exchanges"))
-        return
+        return False
     report.model_calls += result.calls
     amount, last_exchange = coverage_after(summaries.unit, fresh.current, events)
     summaries.write(
@@ -177,13 +187,14 @@ def _summarize_one(
     outcome = "resummarized" if had_body else "summarized"
     setattr(report, outcome, getattr(report, outcome) + 1)
     report.rows.append(PassRow(conv.session_id, conv.project, outcome, result.model))
+    return True
 
 
 def _record_failure(
     summaries: SummaryStore,
     conv: Conversation,
     now: int,
-    exc: MemoirError,
+    exc: Exception,
     policy: SummaryPolicy,
     report: SummaryPassReport,
 ) -> None:

@@ -3,8 +3,9 @@
 The quiescence gate measures idleness from this timestamp, never from the file's mtime
 (the archive copy's mtime changes on every sync). Claude Code and Codex CLI records carry
 a top-level ``"timestamp"``; records that are not part of an exchange (file-history
-snapshots, compaction summaries) are passed over. Reading stops after ``max_bytes`` from
-the end; a transcript without a readable timestamp gives None (counted as idle).
+snapshots, compaction summaries) are passed over. The last exchange record decides: its
+timestamp, or None when that timestamp is unparseable, when no record has one, or when
+nothing was found within ``max_bytes`` of the end (None counts as idle).
 """
 
 from __future__ import annotations
@@ -34,16 +35,19 @@ def parse_timestamp(value: object) -> datetime | None:
     return None
 
 
-def _timestamp_of(line: bytes) -> datetime | None:
+def _timestamp_of(line: bytes) -> tuple[bool, datetime | None]:
+    """(is this an exchange record with a timestamp, its parsed time or None)."""
     if b'"timestamp"' not in line:
-        return None
+        return False, None
     try:
         record = json.loads(line)
     except ValueError:
-        return None
-    if not isinstance(record, dict) or record.get("type") in _NOT_EXCHANGE:
-        return None
-    return parse_timestamp(record.get("timestamp"))
+        return False, None
+    if not isinstance(record, dict) or "timestamp" not in record:
+        return False, None
+    if record.get("type") in _NOT_EXCHANGE:
+        return False, None
+    return True, parse_timestamp(record.get("timestamp"))
 
 
 def last_exchange_time(path: Path, *, max_bytes: int = 8 * 1024 * 1024) -> datetime | None:
@@ -64,8 +68,9 @@ def last_exchange_time(path: Path, *, max_bytes: int = 8 * 1024 * 1024) -> datet
             carry = lines[0] if pos > 0 else b""
             complete = lines[1:] if pos > 0 else lines
             for line in reversed(complete):
-                if line.strip() and (moment := _timestamp_of(line)) is not None:
-                    return moment
+                found, moment = _timestamp_of(line) if line.strip() else (False, None)
+                if found:
+                    return moment  # an unparseable timestamp counts as idle
         return None
     except OSError:
         return None

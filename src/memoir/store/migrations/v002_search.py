@@ -8,7 +8,23 @@ the database are built when this migration runs (``reindex``).
 
 from __future__ import annotations
 
+import string
+
 __all__ = ["NAME", "POSTGRES", "REINDEX", "SQLITE", "VERSION"]
+
+# PostgreSQL's parser keeps "db.sqlite", "a/b/c" or "foo@bar.com" as single tokens where
+# FTS5's unicode61 sees separate words; the tsvector is built over the text with ASCII
+# punctuation turned into spaces so both backends index the same words.
+_PUNCT = "'" + string.punctuation.replace("'", "''") + "'"
+_SPACES = "'" + " " * len(string.punctuation) + "'"
+
+
+def _tsv(column: str, weight: str) -> str:
+    return (
+        f"setweight(to_tsvector('english'::regconfig, translate({column}, {_PUNCT}, "
+        f"{_SPACES})), '{weight}')"
+    )
+
 
 VERSION = 2
 NAME = "search-usage-summaries"
@@ -92,12 +108,17 @@ POSTGRES: tuple[str, ...] = (
         assistant_doc TEXT NOT NULL,
         tools_doc TEXT NOT NULL,
         meta_doc TEXT NOT NULL,
-        tsv TSVECTOR GENERATED ALWAYS AS (
-            setweight(to_tsvector('english'::regconfig, user_doc), 'A')
-            || setweight(to_tsvector('english'::regconfig, assistant_doc), 'B')
-            || setweight(to_tsvector('english'::regconfig, tools_doc), 'C')
-            || setweight(to_tsvector('english'::regconfig, meta_doc), 'D')
-        ) STORED
+        tsv TSVECTOR GENERATED ALWAYS AS ("""
+    + " || ".join(
+        _tsv(c, w)
+        for c, w in (
+            ("user_doc", "A"),
+            ("assistant_doc", "B"),
+            ("tools_doc", "C"),
+            ("meta_doc", "D"),
+        )
+    )
+    + """) STORED
     )""",
     "CREATE INDEX exchange_search_tsv ON exchange_search USING GIN (tsv)",
     """CREATE TABLE embeddings (

@@ -1,0 +1,180 @@
+"""Migrations: a database created at v1 with rows upgrades in place without loss, on both
+backends; failures roll back; a newer schema is refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from store_builders import T0, batch, conversation, session, source
+
+from memoir.errors import MigrationError
+from memoir.model import build_exchanges
+from memoir.store import SearchFilters, Store
+from memoir.store import sqlite_store as sqlite_store_module
+from memoir.store.codec import (
+    event_params,
+    exchange_params,
+    session_params,
+    source_params,
+    to_iso,
+    to_utc,
+)
+from memoir.store.migrations import CURRENT_VERSION, MIGRATIONS, Migration, pending
+
+Run = Callable[[str, tuple[Any, ...]], None]
+EVENTS = conversation(
+    "s1",
+    [
+        ("How do I enable WAL?", "PRAGMA journal_mode=WAL", "Bash"),
+        ("Thanks", "You're welcome", None),
+    ],
+)
+EXCHANGES = build_exchanges(EVENTS)
+
+
+def fill_v1(run: Run, enc: Callable[[Any], Any], mark: str) -> None:
+    """Rows written with the v1 schema, as a v1 Memoir would have."""
+
+    def q(n: int) -> str:
+        return ", ".join([mark] * n)
+
+    run(
+        f"INSERT INTO sessions (id, project, harness, user_name, source_path, cwd, incognito, "
+        f"archived, subagent, memory_disabled, created_at, updated_at) VALUES ({q(12)})",
+        session_params(session("s1"), enc),
+    )
+    for e in EVENTS:
+        run(
+            f"INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id, "
+            f"source_offset, source_line, payload, text) VALUES ({q(11)})",
+            event_params(e, enc),
+        )
+    for x in EXCHANGES:
+        run(
+            f"INSERT INTO exchanges (id, session_id, first_ordinal, last_ordinal, "
+            f"started_at, ended_at, line_start, line_end, tool_names, user_text, "
+            f"assistant_text, tool_excerpt) VALUES ({q(12)})",
+            exchange_params(x, enc),
+        )
+    run(
+        f'INSERT INTO sources (path, session_id, harness, size, "offset", line_count, '
+        f"mtime_ns, prefix_hash, tail_hash, archive_path, parser_state) VALUES ({q(11)})",
+        source_params(source()),
+    )
+
+
+def assert_upgraded_intact(store: Store) -> None:
+    assert store.schema_version() == CURRENT_VERSION
+    assert store.get_session("s1") == session("s1")
+    assert store.events("s1") == EVENTS
+    assert store.exchanges("s1") == EXCHANGES
+    assert store.source_state("/src/proj/s1.jsonl") == source()
+    # v2 built the index rows of the exchanges that were already there
+    assert store.stats()["index_rows"] == len(EXCHANGES)
+    assert [h.exchange_id for h in store.search_text("wal", SearchFilters(), 5)] == ["s1:1"]
+    assert store.integrity_problems() == []
+
+
+def test_pending_is_ordered_and_bounded() -> None:
+    assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
+    assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
+    assert [m.version for m in pending(0)] == [1, 2]
+    assert [m.version for m in pending(0, 1)] == [1]
+    assert pending(CURRENT_VERSION) == []
+
+
+# --- SQLite -----------------------------------------------------------------------------
+@contextmanager
+def sqlite_conn(path: Path) -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite_conn(path) as conn:
+        assert sqlite_store_module.migrate(conn, target=1) == 1
+        fill_v1(lambda sql, p: conn.execute(sql, p), to_iso, "?")
+    store = sqlite_store_module.SQLiteStore(path)
+    try:
+        assert_upgraded_intact(store)
+        names = store._all_rows("SELECT version, name FROM schema_version ORDER BY version")
+        assert names == [(1, "core"), (2, "search-usage-summaries")]
+    finally:
+        store.close()
+    again = sqlite_store_module.SQLiteStore(path)  # reopening migrates nothing
+    assert again.schema_version() == CURRENT_VERSION and again.stats()["exchanges"] == 2
+    again.close()
+
+
+def test_sqlite_failed_migration_rolls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.db"
+    sqlite_store_module.SQLiteStore(path).close()
+    broken = Migration(CURRENT_VERSION + 1, "broken", ("CREATE TABLE t_ok (x)", "NOT SQL"), ())
+    monkeypatch.setattr(sqlite_store_module, "CURRENT_VERSION", CURRENT_VERSION + 1)
+    monkeypatch.setattr(sqlite_store_module, "pending", lambda v, t=None: [broken])
+    with pytest.raises(MigrationError, match="broken"):
+        sqlite_store_module.SQLiteStore(path)
+    with sqlite_conn(path) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 2
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name = 't_ok'").fetchone() is None
+
+
+def test_sqlite_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    sqlite_store_module.SQLiteStore(path).close()
+    with sqlite_conn(path) as conn:
+        conn.execute("INSERT INTO schema_version VALUES (99, 'future', 'x')")
+    with pytest.raises(MigrationError, match=r"v99.*upgrade memoir"):
+        sqlite_store_module.SQLiteStore(path)
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------
+@pytest.mark.postgres
+def test_postgres_v1_database_upgrades_with_rows_intact(pg_database: str) -> None:
+    import psycopg
+
+    from memoir.store import postgres_store as pgs
+
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        assert pgs.migrate(conn, target=1) == 1
+        with conn.transaction():
+            fill_v1(lambda sql, p: conn.execute(sql, p), to_utc, "%s")
+        assert conn.execute("SELECT to_regclass('exchange_search')").fetchone() == (None,)
+    store = pgs.PostgresStore(pg_database)
+    try:
+        assert_upgraded_intact(store)
+        more = conversation("s2", [("new after upgrade", None, None)], start=T0)
+        store.apply_ingest(batch(session("s2"), more))
+        assert store.stats()["index_rows"] == 3
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_postgres_failed_migration_rolls_back(
+    pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from memoir.store import postgres_store as pgs
+
+    pgs.PostgresStore(pg_database).close()
+    broken = Migration(CURRENT_VERSION + 1, "broken", (), ("CREATE TABLE t_ok (x int)", "NOT SQL"))
+    monkeypatch.setattr(pgs, "CURRENT_VERSION", CURRENT_VERSION + 1)
+    monkeypatch.setattr(pgs, "pending", lambda v, t=None: [broken])
+    with pytest.raises(MigrationError, match="broken"):
+        pgs.PostgresStore(pg_database)
+    with psycopg.connect(pg_database) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (2,)
+        assert conn.execute("SELECT to_regclass('t_ok')").fetchone() == (None,)

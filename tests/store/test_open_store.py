@@ -1,0 +1,104 @@
+"""open_store: backend choice from the settings, SQLite pragmas, clear one-line errors."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memoir.config import Settings
+from memoir.errors import ConfigError, StoreError
+from memoir.store import is_postgres_url, open_store
+from memoir.store.migrations import CURRENT_VERSION
+
+
+def test_default_is_sqlite_under_home_in_wal_mode(settings: Settings) -> None:
+    store = open_store(settings)
+    try:
+        assert store.backend == "sqlite"
+        assert store.schema_version() == CURRENT_VERSION
+        assert settings.sqlite_path.exists()
+        conn = store._conn()  # type: ignore[attr-defined]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    finally:
+        store.close()
+
+
+def test_sqlite_url_names_the_file(home: Path) -> None:
+    target = home / "elsewhere" / "x.db"
+    store = open_store(Settings.from_env({}, home=home, database_url=f"sqlite:///{target}"))
+    store.close()
+    assert target.exists() and not (home / "memoir.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql://u@h/db", True),
+        ("postgres://u@h/db", True),
+        ("  POSTGRESQL://u@h/db", True),
+        ("sqlite:///x.db", False),
+        ("mysql://h/db", False),
+        (None, False),
+        ("", False),
+    ],
+)
+def test_is_postgres_url(url: str | None, expected: bool) -> None:
+    assert is_postgres_url(url) is expected
+
+
+@pytest.mark.parametrize("url", ["mysql://u:secret@h/db", "postgressql://h/db", "memoir.db"])
+def test_unknown_url_is_a_config_error_without_secrets(home: Path, url: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        open_store(Settings.from_env({}, home=home, database_url=url))
+    assert "secret" not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unreachable_postgres_is_one_clear_line(home: Path) -> None:
+    url = "postgresql://memoir:hunter2@127.0.0.1:1/nowhere?connect_timeout=2"
+    with pytest.raises(StoreError) as info:
+        open_store(Settings.from_env({}, home=home, database_url=url))
+    message = str(info.value)
+    assert message.startswith("cannot open PostgreSQL at postgresql://memoir:***@127.0.0.1:1")
+    assert "hunter2" not in message and "\n" not in message
+
+
+def test_sqlite_file_that_is_not_a_database(home: Path) -> None:
+    bad = home / "memoir.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="cannot open the SQLite database"):
+        open_store(Settings.from_env({}, home=home))
+
+
+def test_closed_store_refuses_work(settings: Settings) -> None:
+    store = open_store(settings)
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.stats()
+
+
+@pytest.mark.postgres
+def test_postgres_url_opens_postgres(home: Path, pg_database: str) -> None:
+    store = open_store(Settings.from_env({}, home=home, database_url=pg_database))
+    try:
+        assert store.backend == "postgres"
+        assert store.schema_version() == CURRENT_VERSION
+    finally:
+        store.close()
+
+
+def test_sqlite_is_a_real_file_other_processes_can_read(settings: Settings) -> None:
+    store = open_store(settings)
+    store.close()
+    conn = sqlite3.connect(settings.sqlite_path)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    finally:
+        conn.close()
+    assert {"sessions", "events", "exchanges", "exchange_fts", "schema_version"} <= tables
+    assert os.path.getsize(settings.sqlite_path) > 0

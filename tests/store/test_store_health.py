@@ -1,0 +1,111 @@
+"""The shared store suite, part 4: stats, integrity checks and index repair."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store_builders import ingest
+
+from memoir.store import SearchFilters, Store
+
+TURNS = [
+    ("alpha question about wal", "alpha answer", "Bash"),
+    ("beta question", "beta answer", None),
+]
+
+
+def raw(store: Store, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+    """Run SQL (``?`` placeholders) in one transaction of either backend."""
+    with store._tx() as tx:  # type: ignore[attr-defined]
+        return tx.run(sql, params)
+
+
+def orphan_index_row(store: Store) -> None:
+    if store.backend == "sqlite":
+        raw(
+            store,
+            "INSERT INTO exchange_fts (rowid, user, assistant, tools, meta) "
+            "VALUES (999, 'ghost', '', '', '')",
+        )
+    else:
+        raw(
+            store,
+            "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, "
+            "tools_doc, meta_doc) VALUES (999, 'ghost', '', '', '')",
+        )
+
+
+def drop_index_row(store: Store, exchange_id: str) -> None:
+    pk = raw(store, "SELECT pk FROM exchanges WHERE id = ?", (exchange_id,))[0][0]
+    if store.backend == "sqlite":
+        raw(store, "DELETE FROM exchange_fts WHERE rowid = ?", (pk,))
+    else:
+        raw(store, "DELETE FROM exchange_search WHERE exchange_pk = ?", (pk,))
+
+
+def test_stats_counts(store: Store) -> None:
+    ingest(store, "s1", TURNS)
+    ingest(store, "s2", TURNS[:1], project="other", subagent=True)
+    stats = store.stats()
+    expected = {
+        "sessions": 2,
+        "exchanges": 3,
+        "events": 10,
+        "projects": 2,
+        "skipped_lines": 0,
+        "index_rows": 3,
+        "subagent_sessions": 1,
+        "embeddings": 0,
+    }
+    assert {k: stats[k] for k in expected} == expected
+
+
+def test_a_consistent_store_has_no_problems(store: Store) -> None:
+    assert store.integrity_problems() == []
+    ingest(store, "s1", TURNS)
+    assert store.integrity_problems() == []
+
+
+def test_missing_and_orphan_index_rows_are_found_and_repaired(store: Store) -> None:
+    ingest(store, "s1", TURNS)
+    drop_index_row(store, "s1:1")
+    orphan_index_row(store)
+    problems = store.integrity_problems()
+    assert any(p.startswith("1 exchanges missing from the search index: s1:1") for p in problems)
+    assert any(p.startswith("1 orphan index rows") and "999" in p for p in problems)
+    assert store.search_text("wal", SearchFilters(), 10) == []
+
+    assert store.repair_index() == 2
+    assert store.integrity_problems() == []
+    assert [h.exchange_id for h in store.search_text("wal", SearchFilters(), 10)] == ["s1:1"]
+    assert store.search_text("ghost", SearchFilters(), 10) == []
+
+
+def test_event_gaps_and_broken_spans_are_found(store: Store) -> None:
+    ingest(store, "s1", TURNS)
+    raw(store, "DELETE FROM events WHERE session_id = ? AND ordinal IN (4, 5)", ("s1",))
+    problems = store.integrity_problems()
+    assert "1 sessions with gaps in their event ordinals: s1" in problems
+    assert any(p.startswith("2 exchanges whose event span is missing") for p in problems)
+
+
+def test_orphan_embeddings_and_sources_are_found(store: Store) -> None:
+    raw(
+        store,
+        "INSERT INTO embeddings (model, exchange_id, dim, vec) VALUES (?, ?, ?, ?)",
+        ("m", "nowhere:1", 1, b"\x00\x00\x00\x00"),
+    )
+    raw(
+        store,
+        'INSERT INTO sources (path, session_id, harness, size, "offset", line_count, '
+        "mtime_ns, prefix_hash, tail_hash) VALUES ('/x', 'ghost', 'codex', 1, 1, 1, 1, "
+        "'', '')",
+    )
+    problems = store.integrity_problems()
+    assert "1 embeddings of missing exchanges: nowhere:1" in problems
+    assert "1 sources of unknown sessions: /x" in problems
+
+
+def test_repair_of_an_empty_store(store: Store) -> None:
+    assert store.repair_index() == 0
+    assert store.stats()["index_rows"] == 0

@@ -1,0 +1,181 @@
+"""The shared store suite, part 3: embeddings, usage, cache, summaries, checkpoints,
+traces (both backends)."""
+
+from __future__ import annotations
+
+import struct
+from datetime import timedelta
+
+import pytest
+from store_builders import T0, batch, conversation, ingest, session
+
+from memoir.errors import StoreError
+from memoir.llm.port import UsageRecord
+from memoir.model import Author, Event, EventKind, build_exchanges
+from memoir.store import CheckpointRow, IngestBatch, Store, SummaryRow, TraceRow, side_tables
+
+TURNS = [("first question", "first answer", None), ("second question", "second answer", None)]
+
+
+def vec(*values: float) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def test_embedding_backlog_put_and_load(store: Store) -> None:
+    ingest(store, "s1", TURNS)
+    backlog = store.embedding_backlog("m", 10)
+    assert backlog == [
+        ("s1:1", "first question\n\nfirst answer"),
+        ("s1:3", "second question\n\nsecond answer"),
+    ]
+    assert store.embedding_backlog("m", 1) == backlog[:1]
+    store.put_embeddings("m", [("s1:1", vec(1, 0))], 2)
+    assert [x for x, _ in store.embedding_backlog("m", 10)] == ["s1:3"]
+    assert [x for x, _ in store.embedding_backlog("other", 10)] == ["s1:1", "s1:3"]
+    store.put_embeddings("m", [("s1:3", vec(0, 1)), ("gone", vec(1, 1))], 2)
+    assert store.embedding_backlog("m", 10) == []
+
+    ids, blob, dim = store.load_embeddings("m")
+    assert dim == 2 and sorted(ids) == ["s1:1", "s1:3"]  # "gone" has no exchange
+    by_id = {x: blob[i * 8 : (i + 1) * 8] for i, x in enumerate(ids)}
+    assert by_id == {"s1:1": vec(1, 0), "s1:3": vec(0, 1)}
+    assert store.load_embeddings("none") == ([], b"", 0)
+
+
+def test_put_embeddings_overwrites_and_validates(store: Store) -> None:
+    ingest(store, "s1", TURNS)
+    store.put_embeddings("m", [("s1:1", vec(1, 0))], 2)
+    store.put_embeddings("m", [("s1:1", vec(0, 1))], 2)
+    assert store.load_embeddings("m") == (["s1:1"], vec(0, 1), 2)
+    with pytest.raises(StoreError, match="expected 8"):
+        store.put_embeddings("m", [("s1:1", vec(1, 2, 3))], 2)
+    with pytest.raises(StoreError):
+        store.put_embeddings("m", [], 0)
+    # a model that changes its dimension drops its old vectors
+    store.put_embeddings("m", [("s1:3", vec(1, 2, 3))], 3)
+    assert store.load_embeddings("m") == (["s1:3"], vec(1, 2, 3), 3)
+    assert [x for x, _ in store.embedding_backlog("m", 10)] == ["s1:1"]
+
+
+def test_grown_exchange_returns_to_the_backlog(store: Store) -> None:
+    events = conversation("s1", [("question", None, None)])
+    store.apply_ingest(batch(session("s1"), events))
+    store.put_embeddings("m", [("s1:1", vec(1.0))], 1)
+    assert store.embedding_backlog("m", 10) == []
+    tail = (Event("s1", 2, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "late answer"),)
+    store.apply_ingest(
+        IngestBatch(
+            session=session("s1"), events=tail, exchanges=tuple(build_exchanges([*events, *tail]))
+        )
+    )
+    assert store.embedding_backlog("m", 10) == [("s1:1", "question\n\nlate answer")]
+    assert store.load_embeddings("m") == ([], b"", 0)
+
+
+def usage(at_minutes: int, outcome: str = "ok") -> UsageRecord:
+    return UsageRecord(
+        at=T0 + timedelta(minutes=at_minutes),
+        provider="openai",
+        model="gpt",
+        purpose="summary",
+        outcome=outcome,
+        input_tokens=100,
+        output_tokens=20,
+        latency_ms=12.5,
+        user="u",
+        session="s1",
+        job_id="j",
+        request_id="r",
+    )
+
+
+def test_usage_ledger(store: Store) -> None:
+    records = [usage(2), usage(0, "Truncated"), usage(1)]
+    for r in records:
+        store.record_usage(r)
+    assert store.usage_records() == [records[1], records[2], records[0]]
+    assert store.usage_records(since=T0 + timedelta(minutes=1)) == [records[2], records[0]]
+    assert store.stats()["usage_records"] == 3
+
+
+def test_cache_ttl(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1_000_000.0]
+    monkeypatch.setattr(side_tables.time, "time", lambda: now[0])
+    assert store.cache_get("k") is None
+    store.cache_put("k", "v1", 10)
+    store.cache_put("k", "v2", 10)
+    assert store.cache_get("k") == "v2"
+    now[0] += 9.9
+    assert store.cache_get("k") == "v2"
+    now[0] += 0.2
+    assert store.cache_get("k") is None
+    store.cache_put("k", "v3", 0)
+    assert store.cache_get("k") is None
+    store.cache_put("forever", "x", float("inf"))
+    now[0] += 1e9
+    assert store.cache_get("forever") == "x"
+
+
+def test_summary_rows(store: Store) -> None:
+    assert store.get_summary_row("s1") is None
+    row = SummaryRow(
+        session_id="s1",
+        kind="real",
+        body="Fixed the lock.",
+        covered=12,
+        last_exchange="s1:9",
+        attempts=1,
+        last_attempt_ms=5,
+        resummary_attempts=2,
+        resummary_last_attempt_ms=7,
+        model="offline",
+        message=None,
+        updated_at=T0,
+    )
+    store.put_summary_row(row)
+    assert store.get_summary_row("s1") == row
+    errored = SummaryRow(session_id="s1", kind="errored", message="Truncated", attempts=2)
+    store.put_summary_row(errored)
+    got = store.get_summary_row("s1")
+    assert got is not None and got.kind == "errored" and got.resummary_attempts is None
+    assert got.updated_at is not None  # stamped when the caller left it empty
+    store.put_summary_row(SummaryRow(session_id="a0", kind="empty"))
+    assert [r.session_id for r in store.summary_rows()] == ["a0", "s1"]
+
+
+def test_checkpoints_and_traces(store: Store) -> None:
+    c1 = CheckpointRow(
+        id="c1",
+        session_id="s1",
+        created_at=T0,
+        watermark=10,
+        memory_boundary=8,
+        disposition="compacted",
+        previous_id=None,
+        data={"kept": [1, 2], "note": "ünï"},
+    )
+    c2 = CheckpointRow(
+        id="c2",
+        session_id="s1",
+        created_at=T0 + timedelta(seconds=1),
+        watermark=20,
+        memory_boundary=18,
+        disposition="compacted",
+        previous_id="c1",
+        data={},
+    )
+    store.put_checkpoint(c2)
+    store.put_checkpoint(c1)
+    store.put_checkpoint(c1)
+    assert store.checkpoints("s1") == [c1, c2]
+    assert store.checkpoints("s2") == []
+
+    t1 = TraceRow(session_id="s1", kind="compaction", at=T0, data={"tokens": 5})
+    t2 = TraceRow(session_id=None, kind="sync", at=T0 + timedelta(seconds=1), data={})
+    t3 = TraceRow(session_id="s1", kind="sync", at=T0 + timedelta(seconds=2), data={})
+    for t in (t3, t1, t2):
+        store.record_trace(t)
+    assert store.traces() == [t1, t2, t3]
+    assert store.traces(session_id="s1") == [t1, t3]
+    assert store.traces(kind="sync") == [t2, t3]
+    assert store.traces(session_id="s1", kind="sync") == [t3]
