@@ -123,9 +123,10 @@ def fresh_pg_schema() -> Iterator[str]:
     with psycopg.connect(admin_url, autocommit=True) as admin:
         admin.execute(f'CREATE SCHEMA "{name}"')
     parts = urllib.parse.urlsplit(admin_url)
-    query = urllib.parse.parse_qsl(parts.query) + [("options", f"-c search_path={name}")]
+    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-c search_path={name}")]
+    encoded = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
     try:
-        yield urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, quote_via=urllib.parse.quote)))
+        yield urllib.parse.urlunsplit(parts._replace(query=encoded))
     finally:
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')

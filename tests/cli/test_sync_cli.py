@@ -157,3 +157,30 @@ def test_demo_tours_the_bundled_corpus(cli: CliRunner, tmp_path: Path) -> None:
     assert "1 junk line(s) skipped" in result.stdout
     assert "memoir search" in result.stdout and "PgBouncer" in result.stdout
     assert (tmp_path / "demo" / "archive" / "-home-ann-code-webshop").is_dir()
+
+
+def test_sync_without_sources_says_how_to_add_one(cli: CliRunner) -> None:
+    result = cli.invoke(app, ["sync", "--no-summaries"])
+    assert result.exit_code == 0
+    assert "no transcripts found (no sources configured)" in result.stdout
+
+
+def test_verify_repair_waits_for_a_running_sync(cli: CliRunner, home: Path) -> None:
+    from memoir.errors import Busy
+
+    with sync_lock(home):
+        result = cli.invoke(app, ["verify", "--repair"])
+    assert isinstance(result.exception, Busy)
+    assert "run verify --repair again" in str(result.exception)
+    assert cli.invoke(app, ["verify"]).exit_code == 0  # a plain verify needs no lock
+
+
+def test_show_includes_the_summary_when_there_is_one(
+    cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("memoir.summaries.summary_pass")
+    monkeypatch.setenv("MEMOIR_SUMMARY_QUIESCENCE_HOURS", "0")
+    _json(cli, "sync", "--source", str(source), "--json")
+    shown = _json(cli, "show", TINY, "--json")
+    assert isinstance(shown["summary"], str) and shown["summary"].strip()
+    assert _json(cli, "show", "982581eb", "--json")["summary"]

@@ -101,3 +101,21 @@ def test_lone_surrogate_escape_is_kept() -> None:
         "good line after",
     ]
     assert result.skipped == ()
+
+
+def test_record_the_reader_trips_over_is_skipped_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoir.ingest.claude import ClaudeReader
+
+    original = ClaudeReader._assistant
+
+    def fragile(self: ClaudeReader, message: dict, ts: object) -> None:
+        original(self, message, ts)  # emits its events first …
+        if "boom" in str(message):
+            raise KeyError("surprise")  # … then fails: they must be undone
+
+    monkeypatch.setattr(ClaudeReader, "_assistant", fragile)
+    w = ClaudeWriter(SID).user("q").assistant("boom reply", split=False).assistant("fine")
+    result = read_bytes(w.bytes(), Format.CLAUDE, session_id=SID)
+    assert [(e.ordinal, e.text) for e in result.events] == [(1, "q"), (2, "fine")]
+    assert [(s.reason, s.line) for s in result.skipped] == [("malformed_record", 2)]
+    assert "KeyError" in result.skipped[0].detail

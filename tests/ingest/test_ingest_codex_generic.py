@@ -44,6 +44,9 @@ def test_codex_events_and_pairing() -> None:
         ("shell", "call_2", "ok"),
     ]
     assert results[0].payload == {"exit_code": 0}
+    calls = [e for e in result.events if e.kind is EventKind.TOOL_CALL]
+    assert calls[0].payload == {"arguments": '{"command": ["ls", "src"]}'}
+    assert calls[1].text == "python -c import memoir" and calls[1].tool_name == "shell"
     assert result.events[-1].payload == {"model": "gpt-5-codex"}
     assert result.state["session_id"] == CODEX_ID
     assert result.state["cwd"] == "/home/ann/code/app"

@@ -278,3 +278,39 @@ def test_lone_surrogate_reaches_the_store(cfg: Settings, store: Store, src: Path
     report = sync(cfg, store)
     assert (report.events_added, report.lines_skipped) == (1, 0)
     assert store.events(UUID_A)[0].text.startswith("half an emoji: ")
+
+
+def test_a_failing_file_does_not_stop_the_others(
+    cfg: Settings, store: Store, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.ingest import plan as plan_module
+
+    real = plan_module.plan_file
+
+    def flaky(fd: int, cand: object, *args: object, **kwargs: object) -> object:
+        if "bad" in str(cand.path):  # type: ignore[attr-defined]
+            raise RuntimeError("reader bug")
+        return real(fd, cand, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "plan_file", flaky)
+    _put(src, "p", "bad.jsonl", ClaudeWriter(UUID_A).user("x").bytes())
+    _put(src, "p", "good.jsonl", ClaudeWriter("bbbb").user("y").bytes())
+    report = sync(cfg, store)
+    assert report.files_indexed == 1
+    assert len(report.errors) == 1 and "RuntimeError: reader bug" in report.errors[0]
+    assert store.get_session("bbbb") is not None
+
+
+def test_unexcluding_a_project_indexes_it(home: Path, src: Path) -> None:
+    _put(src, "-home-ann-secret", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("x").bytes())
+    env = {"MEMOIR_HOME": str(home), "MEMOIR_EXCLUDE_PROJECTS": "secret"}
+    excluding = Settings.from_env(env, sources=(src,))
+    store = open_store(excluding)
+    try:
+        assert sync(excluding, store).files_ignored == 1
+        assert sync(excluding, store).files_ignored == 1  # still excluded, skipped on stat
+        included = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(src,))
+        assert sync(included, store).files_indexed == 1
+        assert store.get_session(UUID_A) is not None
+    finally:
+        store.close()

@@ -231,3 +231,29 @@ def test_an_unexpected_error_is_recorded_and_does_not_starve_the_queue(home) -> 
     broken = parse_summary_file(next((home / "archive").glob("*/a-broken-summary.txt")).read_text())
     assert broken.kind is SummaryKind.ERRORED and broken.failure.attempts == 1
     assert "KeyError" in (broken.message or "")
+
+
+def test_empty_and_unindexed_conversations_do_not_use_the_limit(home) -> None:
+    memoir = make_memoir(home)
+    snapshot = b'{"type":"file-history-snapshot","messageId":"m","snapshot":{}}\n'
+    for i in range(3):
+        memoir.store.index_file(archive(home, f"a-empty-{i}", snapshot))
+    archive(home, "b-unindexed", conversation("b-unindexed", 2))
+    memoir.store.index_file(archive(home, "c-real", conversation("c-real", 2)))
+    model = ScriptedModel(default="Real.")
+    report = run_summary_pass(memoir, limit=1, now_ms=NOW_MS, model=model)
+    assert (report.empty, report.unindexed, report.summarized, report.deferred) == (3, 1, 1, 0)
+
+
+def test_api_session_without_events_is_not_empty_forever(home) -> None:
+    from memoir.model import Harness, Session
+
+    memoir = make_memoir(home, summary_store="database")
+    memoir.store.sessions["api"] = Session("api", "p", Harness.API)
+    model = ScriptedModel(default="Later.")
+    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+    assert report.unindexed == 1 and "api" not in memoir.store.rows
+    path = archive(home, "api", conversation("api", 2))
+    memoir.store.index_file(path, project="p")
+    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).summarized == 1
+    assert memoir.store.rows["api"].body == "Later."

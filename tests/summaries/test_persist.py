@@ -109,6 +109,7 @@ def test_counts_and_problems(home) -> None:
     problems = summary_problems(memoir, now_ms=NOW_MS)
     assert len(problems) == 3
     assert problems[0].startswith("errored summary: ") and "bad" in problems[0]
+    assert "boom" in problems[0]
     assert "dead" in problems[1] and "given up" in problems[1]
     assert "grown-idle" in problems[2] and "stale" in problems[2]
 

@@ -39,10 +39,11 @@ def locomo(
         print_json(report.to_json())
         return
     columns = [f"recall@{k}" for k in KS] + ["all@10", "questions", "ms_per_query"]
+    headers = [f"R@{k}" for k in KS] + ["all@10", "n", "ms/q"]
     table = Table(title=f"LoCoMo retrieval ({', '.join(report.conversations)})")
     table.add_column("mode")
-    for column in columns:
-        table.add_column(column, justify="right")
+    for header in headers:
+        table.add_column(header, justify="right")
     for mode, scores in report.to_json().items():
         table.add_row(mode, *(str(scores.get(c, "")) for c in columns))
     console.print(table)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -161,6 +161,10 @@ def sync_command(
     if as_json:
         print_json({**report.as_dict(), "summaries": summaries})
         return
+    if report.files_scanned == 0:
+        roots = source or settings.sources
+        where = ", ".join(str(r) for r in roots) if roots else "no sources configured"
+        console.print(f"no transcripts found ({where}); pass --source DIR or set MEMOIR_SOURCES")
     console.print(_table(report, summaries))
     rows = (summaries or {}).get("rows") or []
     if rows:
@@ -311,8 +315,14 @@ def verify(
     repair: bool = typer.Option(False, "--repair", help="Rebuild and re-index what can be."),
 ) -> None:
     """Check the index against the archive; exit 1 when something is wrong."""
-    with open_memoir() as memoir:
-        report = verify_home(memoir.settings, memoir.store, repair=repair)
+    settings = Settings.from_env()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    lock = sync_lock(settings.home) if repair else nullcontext()
+    try:
+        with lock, open_memoir() as memoir:
+            report = verify_home(memoir.settings, memoir.store, repair=repair)
+    except Busy:
+        raise Busy("a memoir sync is running; run verify --repair again when it is done") from None
     if as_json:
         print_json(report.as_dict())
     else:

@@ -21,7 +21,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from memoir.ingest.records import FormatReader, compact_json, parse_ts
+from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
 
 __all__ = ["CLAUDE_IGNORED_TYPES", "CLAUDE_TYPES", "ClaudeReader", "block_text"]
@@ -202,7 +202,7 @@ class ClaudeReader(FormatReader):
                 self.remember_tool(call_id, name)
                 tool_input = block.get("input")
                 text = compact_json(tool_input)
-                payload = {"input": tool_input} if len(text) <= 2048 else {}
+                payload = {"input": tool_input} if len(text) <= SMALL_INPUT else {}
                 self.tool_event(
                     EventKind.TOOL_CALL, Author.ASSISTANT, text, ts, name, call_id, payload
                 )

@@ -17,7 +17,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from memoir.ingest.records import FormatReader, compact_json, parse_ts
+from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
 
 __all__ = ["CODEX_TYPES", "CodexReader"]
@@ -164,4 +164,6 @@ class CodexReader(FormatReader):
             rest = {k: v for k, v in item.items() if k not in ("type", "id", "call_id", "status")}
             text = compact_json(rest)
         self.remember_tool(call_id, name)
+        if len(text) <= SMALL_INPUT:  # the call's arguments for rebuilding a request
+            payload["arguments"] = text
         self.tool_event(EventKind.TOOL_CALL, Author.ASSISTANT, text, ts, name, call_id, payload)

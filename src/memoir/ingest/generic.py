@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memoir.ingest.records import FormatReader, compact_json, parse_ts
+from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
 
 __all__ = ["GENERIC_ROLES", "GenericReader"]
@@ -84,4 +84,5 @@ class GenericReader(FormatReader):
             arguments = function.get("arguments", call.get("arguments", ""))
             self.remember_tool(call_id, name)
             text = arguments if isinstance(arguments, str) else compact_json(arguments)
-            self.tool_event(EventKind.TOOL_CALL, Author.ASSISTANT, text, ts, name, call_id)
+            payload = {"arguments": text} if len(text) <= SMALL_INPUT else {}
+            self.tool_event(EventKind.TOOL_CALL, Author.ASSISTANT, text, ts, name, call_id, payload)

@@ -23,6 +23,7 @@ class IgnoredFile:
     mtime_ns: int
     reason: str  # "binary" | "unknown_format" | "excluded" | "no_index"
     session_id: str | None = None
+    project: str | None = None
 
 
 class IgnoredFiles:

@@ -30,6 +30,7 @@ HEAD_BYTES = 256 * 1024
 class Skip:
     reason: str  # "binary" | "unknown_format" | "excluded" | "empty"
     session_id: str | None = None
+    project: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ def plan_file(
             state.session_id, str(ps.get("project", "default")), bool(ps.get("subagent")), None
         )
         if excluded(identity.project, exclude):
-            return Skip("excluded", state.session_id)
+            return Skip("excluded", state.session_id, identity.project)
         target = (
             Path(state.archive_path)
             if state.archive_path
@@ -127,7 +128,7 @@ def plan_file(
     else:
         identity = _unique(identity, path, owners)
     if excluded(identity.project, exclude):
-        return Skip("excluded", identity.session_id)
+        return Skip("excluded", identity.session_id, identity.project)
     target = archive_path(archive_dir, identity.project, identity.session_id)
     fresh: dict[str, Any] = {
         "format": fmt.value,

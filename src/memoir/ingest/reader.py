@@ -76,6 +76,21 @@ def _decode(line: RawLine) -> tuple[Any, SkippedLine | None, str]:
     return None, _skip(line, "malformed_json", str(error)[:200]), ""
 
 
+def _handle(reader: FormatReader, sink: EventSink, obj: dict[str, Any]) -> tuple[str, str] | None:
+    """Let the format reader take one record; (reason, detail) when the line is skipped. A
+    record of a shape the reader trips over is skipped whole (its partial events undone)."""
+    count, ordinal = len(sink.events), sink.next_ordinal
+    try:
+        if reader.handle(obj):
+            return None
+    except Exception as exc:  # a record shape nobody foresaw must not cost the file
+        del sink.events[count:]
+        sink.next_ordinal = ordinal
+        return "malformed_record", f"{type(exc).__name__}: {exc}"[:200]
+    kind = obj.get("type") if "type" in obj else obj.get("role")
+    return "unknown_type", f"record type {kind!r}"[:200]
+
+
 def _skip(line: RawLine, reason: str, detail: str) -> SkippedLine:
     return SkippedLine(path="", line=line.number, offset=line.offset, reason=reason, detail=detail)
 
@@ -122,9 +137,9 @@ def read_lines(
                 sink.line_offset, sink.line_number = line.offset, line.number
                 if note:
                     skipped.append(_skip(line, "invalid_utf8", note))
-                if not reader.handle(obj):
-                    kind = obj.get("type") if "type" in obj else obj.get("role")
-                    skipped.append(_skip(line, "unknown_type", f"record type {kind!r}"[:200]))
+                problem = _handle(reader, sink, obj)
+                if problem is not None:
+                    skipped.append(_skip(line, *problem))
         end, count, open_line = line.end, line.number, not line.terminated
     skipped = [SkippedLine(path, s.line, s.offset, s.reason, s.detail) for s in skipped]
     final = reader.final_state()

@@ -1,5 +1,10 @@
 """What every format reader shares: JSON decoding, timestamps, bounded text, event emission.
 
+Tool calls: the event text is the call's input as compact JSON (Claude Code) or its
+argument string (Codex, generic), cut at 64 KiB; inputs up to 2 KiB are also kept in the
+payload (``input`` as a dict for Claude Code, ``arguments`` as a string otherwise). A
+consumer rebuilding a request from a larger call reads the text.
+
 A format reader turns one decoded record (a dict) into zero or more :class:`Event` values
 through :class:`EventSink`, which numbers them with the session's next ordinals. Readers keep
 what they must remember between syncs (tool names by call id, the session's cwd, …) in a
@@ -17,6 +22,7 @@ from memoir.model import Author, Event, EventKind, Harness
 __all__ = [
     "MAX_EVENT_TEXT",
     "MAX_PENDING_TOOLS",
+    "SMALL_INPUT",
     "EventSink",
     "FormatReader",
     "bounded",
@@ -27,6 +33,7 @@ __all__ = [
 ]
 
 MAX_EVENT_TEXT = 64 * 1024  # tool input/output text kept per event (the archive keeps all)
+SMALL_INPUT = 2048  # tool inputs up to this size are also kept structured in the payload
 MAX_PENDING_TOOLS = 512  # unanswered tool calls remembered between syncs
 
 try:  # orjson is optional: several times faster when installed

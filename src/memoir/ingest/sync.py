@@ -16,6 +16,7 @@ removed, and the file is remembered as ignored.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -24,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings
+from memoir.errors import StoreError
 from memoir.ingest.archive import ArchiveCopy, is_prefix_of, preserve, span_hashes
 from memoir.ingest.detect import Format
 from memoir.ingest.discover import Candidate, scan
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
-from memoir.ingest.plan import Plan, Skip, plan_file
+from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.store.port import IngestBatch, SourceState, Store
@@ -37,6 +39,8 @@ from memoir.store.port import IngestBatch, SourceState, Store
 __all__ = ["NO_INDEX_MARKER", "SyncProgress", "SyncReport", "ignored_path", "index_file", "sync"]
 
 NO_INDEX_MARKER = "<memoir:no-index>"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -108,7 +112,7 @@ def sync(
         st = states.get(key)
         if st is not None and st.size == size and st.mtime_ns == mtime_ns:
             report.files_unchanged += 1
-        elif st is None and run.ignored.unchanged(key, size, mtime_ns):
+        elif st is None and _still_ignored(run, key, size, mtime_ns):
             report.files_ignored += 1
         else:
             todo.append(Candidate(Path(key), Path(root), size, mtime_ns))
@@ -119,14 +123,29 @@ def sync(
             progress(SyncProgress(index, len(todo), done_bytes, total, str(cand.path)))
         try:
             ingest_file(run, cand, states.get(str(cand.path)))
-        except OSError as exc:
+        except OSError as exc:  # vanished or unreadable: the next sync tries again
             report.errors.append(f"{cand.path}: {exc.strerror or exc}")
+        except StoreError:
+            raise  # the database is unusable: every further file would fail the same way
+        except Exception as exc:  # a bug on one file must not stop the others
+            log.exception("sync: %s failed", cand.path)
+            report.errors.append(f"{cand.path}: {type(exc).__name__}: {exc}")
         done_bytes += cand.size
     if progress is not None and todo:
         progress(SyncProgress(len(todo), len(todo), total, total, ""))
     run.ignored.save()
     report.duration_s = time.perf_counter() - began
     return report
+
+
+def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
+    """Left out last time and unchanged since; an excluded project only while it still is."""
+    item = run.ignored.unchanged(key, size, mtime_ns)
+    if item is None:
+        return False
+    if item.reason == "excluded":
+        return excluded(item.project or "", run.settings.exclude_projects)
+    return True
 
 
 def ingest_file(
@@ -223,7 +242,9 @@ def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None
     if skip.reason in ("binary", "unknown_format"):
         run.report.lines_skipped += 1
     run.ignored.add(
-        IgnoredFile(str(cand.path), cand.size, cand.mtime_ns, skip.reason, skip.session_id)
+        IgnoredFile(
+            str(cand.path), cand.size, cand.mtime_ns, skip.reason, skip.session_id, skip.project
+        )
     )
 
 

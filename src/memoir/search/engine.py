@@ -20,6 +20,7 @@ from memoir.search.hits import MODES, SearchHit, SearchMode
 from memoir.search.snippets import clean_summary, make_snippet
 from memoir.search.vectors import matrix_for, top_k
 from memoir.store.port import SearchFilters, Store, TextHit
+from memoir.store.query_text import Term, parse_query
 
 __all__ = ["SummaryReader", "exchange_time", "matches_filters", "resolve_mode", "search"]
 
@@ -152,8 +153,7 @@ def search(
     text_hits: dict[str, TextHit] = {}
     text_ranked: list[tuple[str, float]] = []
     if chosen in ("text", "hybrid"):
-        for hit in store.search_text(query, filters, pool):
-            text_hits.setdefault(hit.exchange_id, hit)
+        text_hits = text_candidates(store, query, filters, pool)
         lookup.load(list(text_hits))
         text_ranked = neighbour_smoothed(
             {i: h.score for i, h in text_hits.items()}, lookup.exchanges
@@ -214,6 +214,39 @@ def _hits(
             )
         )
     return out
+
+
+def any_word_query(query: str) -> str | None:
+    """The query with any of its terms sufficing (phrases, prefixes and exclusions kept),
+    in the store's query syntax; None when it has fewer than two terms."""
+    loose = parse_query(query).loosened()
+    if loose is None:
+        return None
+    parts = [_render(term) for group in loose.groups for term in group]
+    return " OR ".join(parts) + "".join(f" -{_render(t)}" for t in loose.excluded)
+
+
+def _render(term: Term) -> str:
+    if len(term.words) > 1:
+        return '"' + " ".join(term.words) + '"'
+    return term.words[0] + ("*" if term.prefix else "")
+
+
+def text_candidates(
+    store: Store, query: str, filters: SearchFilters, pool: int
+) -> dict[str, TextHit]:
+    """Exchanges with every query word first (bm25 order), then — when those are fewer
+    than ``pool`` — exchanges with any of them (bm25 order). Long natural-language queries
+    rarely have all their words in one exchange; a person's few keywords usually do."""
+    hits: dict[str, TextHit] = {}
+    for hit in store.search_text(query, filters, pool):
+        hits.setdefault(hit.exchange_id, hit)
+    if len(hits) < pool and (loose := any_word_query(query)) is not None:
+        for hit in store.search_text(loose, filters, pool):
+            if len(hits) >= pool:
+                break
+            hits.setdefault(hit.exchange_id, hit)
+    return hits
 
 
 def _summary(summaries: SummaryReader, session_id: str) -> str | None:

@@ -15,6 +15,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
+from memoir.store.port import SkippedLine, SourceState
+
 try:  # optional speed-up
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
@@ -23,9 +26,6 @@ except ImportError:  # pragma: no cover - depends on the environment
 _ORJSON_OPTIONS = (
     0 if _orjson is None else _orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_PASSTHROUGH_DATACLASS
 )
-
-from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
-from memoir.store.port import SkippedLine, SourceState
 
 __all__ = [
     "EVENT_COLS",

@@ -10,10 +10,13 @@ store's summary rows (database.py). ``run_summary_pass`` (summary_pass.py) is wh
 
 from memoir.summaries.fileformat import format_summary_file, parse_summary_file
 from memoir.summaries.persist import (
+    SummaryFinding,
+    forget_summary,
     read_summary_body,
     read_summary_state,
     save_summary,
     summary_counts,
+    summary_findings,
     summary_problems,
 )
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
@@ -26,12 +29,14 @@ __all__ = [
     "Conversation",
     "Coverage",
     "Failure",
+    "SummaryFinding",
     "SummaryKind",
     "SummaryPassReport",
     "SummaryPolicy",
     "SummaryState",
     "SummaryStore",
     "decide",
+    "forget_summary",
     "format_summary_file",
     "is_quiescent",
     "open_summary_store",
@@ -41,5 +46,6 @@ __all__ = [
     "run_summary_pass",
     "save_summary",
     "summary_counts",
+    "summary_findings",
     "summary_problems",
 ]

@@ -13,6 +13,7 @@ API) is kept in the database adapter instead.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memoir.errors import NotFound
@@ -32,12 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COUNT_KEYS",
+    "SummaryFinding",
     "classify",
     "forget_summary",
     "read_summary_body",
     "read_summary_state",
     "save_summary",
     "summary_counts",
+    "summary_findings",
     "summary_problems",
 ]
 
@@ -151,13 +154,25 @@ def summary_counts(memoir: Memoir, *, now_ms: int | None = None) -> dict[str, in
     return counts
 
 
-def summary_problems(memoir: Memoir, *, now_ms: int | None = None) -> list[str]:
-    """Stale summaries of idle conversations (they should have been refreshed), errored
-    summaries and given-up ones, one line each."""
+@dataclass(frozen=True, slots=True)
+class SummaryFinding:
+    """One summary worth a look (``memoir verify`` lists them as warnings)."""
+
+    kind: str  # "stale_summary" | "errored_summary" | "summary_given_up"
+    where: str  # <project>/<session-id>
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.replace('_', ' ')}: {self.where} {self.detail}"
+
+
+def summary_findings(memoir: Memoir, *, now_ms: int | None = None) -> list[SummaryFinding]:
+    """Stale summaries of idle conversations (due for a refresh at the next sync), errored
+    summaries (being retried) and given-up ones (``memoir summarize`` can still try)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     policy = SummaryPolicy.from_settings(memoir.settings)
     summaries, conversations = _all(memoir)
-    problems = []
+    found = []
     for conv in sorted(conversations, key=lambda c: (c.project, c.session_id)):
         key, idle = classify(conv, policy, now, summaries)
         where = f"{conv.project}/{conv.session_id}"
@@ -165,12 +180,18 @@ def summary_problems(memoir: Memoir, *, now_ms: int | None = None) -> list[str]:
         attempts = failure.attempts if failure is not None else 0
         if key == "stale" and idle:
             covered = conv.state.coverage.amount if conv.state.coverage else 0
-            problems.append(
-                f"stale summary: {where} covers {covered} of {conv.current} {summaries.unit}"
-            )
+            detail = f"covers {covered} of {conv.current} {summaries.unit}"
+            found.append(SummaryFinding("stale_summary", where, detail))
         elif key == "errored":
             why = f": {conv.state.message}" if conv.state.message else ""
-            problems.append(f"errored summary: {where} after {attempts} attempt(s){why}")
+            detail = f"after {attempts} attempt(s){why}"
+            found.append(SummaryFinding("errored_summary", where, detail))
         elif key == "given_up":
-            problems.append(f"summary given up: {where} after {attempts} failed attempt(s)")
-    return problems
+            detail = f"after {attempts} failed attempt(s)"
+            found.append(SummaryFinding("summary_given_up", where, detail))
+    return found
+
+
+def summary_problems(memoir: Memoir, *, now_ms: int | None = None) -> list[str]:
+    """:func:`summary_findings` as one line each."""
+    return [str(f) for f in summary_findings(memoir, now_ms=now_ms)]

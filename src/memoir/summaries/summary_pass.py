@@ -151,7 +151,9 @@ def _summarize_one(
     if not action.calls_model:
         return False
     events = summaries.events(fresh)
-    if events is None:
+    if events is None or (not events and summaries.unit == "events"):
+        # not indexed yet — or an API session with no event so far, which is not "empty
+        # forever": it may be fed later
         report.unindexed += 1
         report.rows.append(PassRow(conv.session_id, conv.project, "unindexed"))
         return False
