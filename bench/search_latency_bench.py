@@ -2,11 +2,12 @@
 
     .venv/bin/python bench/search_latency_bench.py [--n 1000000] [--queries 200] [--json]
 
-The corpus is generated once and cached (``.tmp/search-latency/corpus-<n>.db``; delete it
+The corpus is generated once and cached (``.tmp/search-latency/corpus-<n>/``; delete it
 or pass ``--rebuild`` to regenerate): sessions of 500 exchanges written through
 ``Store.apply_ingest`` (events, exchanges and the FTS index in one transaction per
-session). Text is English-like: stop words plus a 30,000-word content vocabulary drawn
-with a Zipf law, so common query words have long posting lists. Vectors are random unit
+session). Text is English-like: one Zipf law (s = 1.1) over word ranks whose top 100 are
+stop words and the rest a 30,000-word content vocabulary, so the most common content
+words are in a few percent of exchanges and rare ones in a handful. Vectors are random unit
 rows stored under the real embedder's name (their values do not change the cost of a
 brute-force scan); the query is embedded by the real embedder when it is installed (else
 the hash fake). Queries: 1–3 content words, half from the 300 most common words, half
@@ -39,6 +40,7 @@ __all__: list[str] = []
 ROOT = Path(__file__).resolve().parents[1]
 PER_SESSION = 500
 VOCAB = 30_000
+STOP_RANKS = 100
 SYLLABLES = ["ka", "lo", "mi", "ren", "sto", "vu", "tal", "shi", "per", "gon", "da", "xen"]
 
 
@@ -51,12 +53,17 @@ def vocabulary(rng: np.random.Generator) -> list[str]:
 
 
 def _texts(rng: np.random.Generator, words: list[str], count: int, length: int) -> list[str]:
+    """Word ranks follow one Zipf law over stop words and content words together: the top
+    ``STOP_RANKS`` ranks are stop words (as in English, where the most frequent words are
+    function words), the rest index the content vocabulary."""
     stop = sorted(STOPWORDS)
-    content = (rng.zipf(1.1, size=(count, length)) - 1) % len(words)
-    stops = rng.integers(0, len(stop), size=(count, length // 2))
+    ranks = rng.zipf(1.1, size=(count, length))
     out = []
-    for row, srow in zip(content, stops, strict=True):
-        toks = [words[i] for i in row] + [stop[i] for i in srow]
+    for row in ranks:
+        toks = [
+            stop[(r - 1) % len(stop)] if r <= STOP_RANKS else words[(r - STOP_RANKS - 1) % VOCAB]
+            for r in row.tolist()
+        ]
         out.append(" ".join(toks))
     return out
 
@@ -71,8 +78,8 @@ def generate(store: Store, n: int, seed: int = 7) -> None:
         count = min(PER_SESSION, n - s * PER_SESSION)
         sid = f"bench-{s:05d}"
         when = start + timedelta(hours=6 * s)
-        users = _texts(rng, words, count, 12)
-        replies = _texts(rng, words, count, 24)
+        users = _texts(rng, words, count, 18)
+        replies = _texts(rng, words, count, 36)
         events: list[Event] = []
         exchanges: list[Exchange] = []
         for i in range(count):

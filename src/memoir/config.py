@@ -148,6 +148,7 @@ class Settings:
                 1.0,
             ),
             ("compact_threshold_ratio", ("MEMOIR_COMPACT_THRESHOLD_RATIO",), 0.75),
+            ("llm_timeout_s", ("MEMOIR_LLM_TIMEOUT_S",), 120.0),
         ):
             if (v := take(name, *keys)) is not None:
                 values[name] = _non_negative_float(v, default, origins[name], name, origins)
@@ -160,6 +161,7 @@ class Settings:
             ("summary_limit", ("MEMOIR_SUMMARY_LIMIT",), 10),
             ("episode_concurrency", ("MEMOIR_EPISODE_CONCURRENCY",), 4),
             ("episode_attempt_budget", ("MEMOIR_EPISODE_ATTEMPT_BUDGET",), 32),
+            ("llm_retry_budget", ("MEMOIR_LLM_RETRY_BUDGET",), 3),
             ("episode_tokens", ("MEMOIR_EPISODE_TOKENS",), 10_000),
             ("episode_max_full_tokens", ("MEMOIR_EPISODE_MAX_FULL_TOKENS",), 200_000),
         ):

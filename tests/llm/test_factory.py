@@ -70,11 +70,14 @@ def test_openai_with_base_url_and_key(home: Path) -> None:
     model = model_from_settings(s)
     assert isinstance(model, OpenAIModel)
     assert model.name == "openai:llama3" and model.base_url == "http://127.0.0.1:11434/v1"
+    model.close()
 
 
 def test_provider_key_variable_is_accepted(home: Path) -> None:
     s = _settings(home, MEMOIR_LLM="anthropic:claude-x", ANTHROPIC_API_KEY="ak")
-    assert isinstance(model_from_settings(s), AnthropicModel)
+    model = model_from_settings(s)
+    assert isinstance(model, AnthropicModel)
+    model.close()
 
 
 @pytest.mark.parametrize(
@@ -113,6 +116,7 @@ def test_fallback_of_another_provider_uses_its_own_key(home: Path) -> None:
     )
     fallback = fallback_from_settings(s, env={"ANTHROPIC_API_KEY": "ak"})
     assert isinstance(fallback, AnthropicModel) and fallback.name == "anthropic:claude-x"
+    fallback.close()
     same = fallback_from_settings(
         _settings(
             home, MEMOIR_LLM="openai:a", MEMOIR_LLM_API_KEY="sk", MEMOIR_LLM_FALLBACK="openai:b"
@@ -120,6 +124,7 @@ def test_fallback_of_another_provider_uses_its_own_key(home: Path) -> None:
         env={},
     )
     assert isinstance(same, OpenAIModel) and same.name == "openai:b"
+    same.close()
     offline = fallback_from_settings(_settings(home, MEMOIR_LLM_FALLBACK="offline"), env={})
     assert isinstance(offline, OfflineModel)
 
@@ -145,6 +150,7 @@ def test_facade_remote_model_is_retried_and_metered(home: Path) -> None:
         model = memoir.model()
         assert isinstance(model, Retrying) and isinstance(model.inner, Metered)
         assert model.policy.attempts == s.llm_retry_budget
+        model.close()
 
 
 def test_cli_missing_key_is_one_line_without_traceback(tmp_path: Path) -> None:
@@ -171,3 +177,28 @@ def test_cli_missing_key_is_one_line_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "OPENAI_API_KEY" in lines[0]
+
+
+def test_timeout_and_retry_budget_settings(home: Path) -> None:
+    s = _settings(
+        home,
+        MEMOIR_LLM="openai:gpt-x",
+        MEMOIR_LLM_API_KEY="sk",
+        MEMOIR_LLM_TIMEOUT_S="7.5",
+        MEMOIR_LLM_RETRY_BUDGET="5",
+    )
+    model = model_from_settings(s)
+    assert isinstance(model, OpenAIModel)
+    assert model._client.timeout == 7.5
+    model.close()
+    with Memoir.open(s) as memoir:
+        wrapped = memoir.model()
+        assert isinstance(wrapped, Retrying) and wrapped.policy.attempts == 5
+        wrapped.close()
+    unlimited = model_from_settings(
+        _settings(
+            home, MEMOIR_LLM="openai:gpt-x", MEMOIR_LLM_API_KEY="sk", MEMOIR_LLM_TIMEOUT_S="0"
+        )
+    )
+    assert isinstance(unlimited, OpenAIModel) and unlimited._client.timeout is None
+    unlimited.close()

@@ -293,3 +293,57 @@ def test_any_transcript_gives_valid_output(
                 assert item["evidence"] in user_text or item["evidence"] in transcript
     else:
         assert completion.text.strip()
+
+
+@pytest.mark.parametrize(
+    ("transcript", "roles"),
+    [
+        ("User: hi\nAssistant: hello", ["user", "assistant"]),
+        ("Human: hi\nAI: hello", ["user", "assistant"]),
+        ("[user]\nhi there\n[assistant]\nhello", ["user", "assistant"]),
+        ("### User\nhi\n### Assistant\nhello", ["user", "assistant"]),
+        ("**User:** hi\n**Assistant:** hello", ["user", "assistant"]),
+        (
+            "User: run it\nAssistant called Bash: ls -la\nTool result (Bash) [error]: boom",
+            ["user", "tool", "tool"],
+        ),
+        ("[tool result: Bash]\noutput\n[assistant]\ndone", ["tool", "assistant"]),
+        ("Attachment: notes.txt\nUser: read it", ["tool", "user"]),
+        ("just prose\nwith two lines", ["unknown"]),
+        ("User: line one\ncontinued here\nAssistant: ok", ["user", "assistant"]),
+        ("用户：你好\n助手：你好", ["user", "assistant"]),
+    ],
+)
+def test_parse_turns(transcript: str, roles: list[str]) -> None:
+    from memoir.llm.offline.text import parse_turns
+
+    assert [t.role for t in parse_turns(transcript)] == roles
+
+
+def test_parse_turns_keeps_continuation_lines() -> None:
+    from memoir.llm.offline.text import parse_turns
+
+    turns = parse_turns("User: line one\ncontinued here\nAssistant: ok")
+    assert turns[0].text == "line one\ncontinued here"
+
+
+def test_summary_carries_a_previous_summary_forward() -> None:
+    previous = (
+        "This conversation was about onboarding and CI.\n"
+        "Key points: The team set up GitHub Actions. Tests run on every push."
+    )
+    body = (
+        f"<previous_summary>\n{previous}\n</previous_summary>\n"
+        f"<transcript>\n{CONVERSATION}\n</transcript>"
+    )
+    request = ModelRequest(
+        messages=(ChatMessage("user", body),),
+        max_tokens=400,
+        meta=RequestMeta(purpose=Purpose.COMPACTION),
+    )
+    lines = MODEL.complete(request).text.splitlines()
+    earlier = next(line for line in lines if line.startswith("Earlier: "))
+    assert "The team set up GitHub Actions." in earlier
+    assert "Key points:" not in earlier  # labels of the old summary are dropped
+    assert lines.index(earlier) == 1
+    assert any("billing" in line for line in lines)

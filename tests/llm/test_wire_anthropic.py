@@ -38,8 +38,10 @@ def _request(**kw: object) -> ModelRequest:
 
 
 def _model(wire: WireServer, timeout_s: float = 5.0) -> AnthropicModel:
-    return AnthropicModel(
-        "claude-test", api_key="ak-test", base_url=wire.base_url, timeout_s=timeout_s
+    return wire.track(
+        AnthropicModel(
+            "claude-test", api_key="ak-test", base_url=wire.base_url, timeout_s=timeout_s
+        )
     )
 
 

@@ -18,6 +18,7 @@ from memoir.llm.errors import (
     Truncated,
     Unauthorized,
 )
+from memoir.llm.mapping import opaque_user
 from memoir.llm.openai_provider import OpenAIModel
 from memoir.llm.values import ChatMessage, ModelRequest, RequestMeta, StopReason
 
@@ -42,8 +43,10 @@ def _request(**kw: object) -> ModelRequest:
 
 
 def _model(wire: WireServer, timeout_s: float = 5.0) -> OpenAIModel:
-    return OpenAIModel(
-        "gpt-test", api_key="sk-test", base_url=wire.base_url + "/v1", timeout_s=timeout_s
+    return wire.track(
+        OpenAIModel(
+            "gpt-test", api_key="sk-test", base_url=wire.base_url + "/v1", timeout_s=timeout_s
+        )
     )
 
 
@@ -72,7 +75,7 @@ def test_success_maps_text_usage_model_and_request_id(wire: WireServer) -> None:
     assert sent.body["max_tokens"] == 100
     assert sent.body["temperature"] == 0.3
     assert sent.body["response_format"] == {"type": "json_object"}
-    assert sent.body["user"] == "u1"
+    assert sent.body["user"] == opaque_user("u1") and len(sent.body["user"]) == 32
 
 
 def test_length_raises_truncated_with_partial_text(wire: WireServer) -> None:
@@ -206,8 +209,11 @@ def test_timeout_is_transient(wire: WireServer) -> None:
 
 def test_connection_refused_is_transient() -> None:
     model = OpenAIModel("gpt-test", api_key="k", base_url="http://127.0.0.1:9/v1", timeout_s=2)
-    with pytest.raises(Transient):
-        model.complete(_request())
+    try:
+        with pytest.raises(Transient):
+            model.complete(_request())
+    finally:
+        model.close()
 
 
 def test_sdk_retries_are_off(wire: WireServer) -> None:
@@ -250,3 +256,15 @@ def test_max_completion_tokens_switch_for_reasoning_models(wire: WireServer) -> 
     assert "max_tokens" in wire.received[0].body
     assert wire.received[1].body["max_completion_tokens"] == 100
     assert "max_tokens" not in wire.received[2].body
+
+
+def test_reasoning_is_kept_and_reasoning_alone_is_empty(wire: WireServer) -> None:
+    with_content = openai_chat("final answer.")
+    with_content["choices"][0]["message"]["reasoning"] = "thinking it over"
+    alone = openai_chat("")
+    alone["choices"][0]["message"]["reasoning_content"] = "only thoughts"
+    wire.queue(Reply(200, with_content), Reply(200, alone))
+    model = _model(wire)
+    assert model.complete(_request()).extra["reasoning"] == "thinking it over"
+    with pytest.raises(EmptyResponse, match="reasoning"):
+        model.complete(_request())

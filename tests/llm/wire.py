@@ -14,9 +14,16 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 __all__ = ["Received", "Reply", "WireServer", "anthropic_message", "openai_chat"]
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
 
 
 @dataclass
@@ -88,6 +95,7 @@ class WireServer:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.received: list[Received] = []
+        self._tracked: list[_Closable] = []
         self._lock = threading.Lock()
         server = self
 
@@ -148,11 +156,18 @@ class WireServer:
         with self._lock:
             self.replies.extend(replies)
 
+    def track(self, client: C) -> C:
+        """Close ``client`` (a model holding a connection pool) when the server stops."""
+        self._tracked.append(client)
+        return client
+
     def start(self) -> WireServer:
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        for client in self._tracked:
+            client.close()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)

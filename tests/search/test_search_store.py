@@ -197,3 +197,18 @@ def test_json_shape(filled: Store) -> None:
         "snippet",
         "summary",
     }
+
+
+def test_memoir_search_facade(store: Store, settings: object) -> None:
+    from memoir.app import Memoir
+    from memoir.search.facade import default_summary_reader
+
+    fill(store)
+    memoir = Memoir(settings, store)  # type: ignore[arg-type]
+    hits = memoir.search("dark mode toggle", mode="text", embedder=None)
+    assert [h.exchange_id for h in hits][:1] == ["s-web:6"]
+    assert hits[0].summary is None  # no summary written for this session
+    reader = default_summary_reader(memoir)
+    assert reader is not None and reader("s-web") is None
+    hits = memoir.search("dark mode", summaries={"s-web": "Dark mode work."}.get, embedder=None)
+    assert hits[0].summary == "Dark mode work."

@@ -257,3 +257,15 @@ def test_api_session_without_events_is_not_empty_forever(home) -> None:
     memoir.store.index_file(path, project="p")
     assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).summarized == 1
     assert memoir.store.rows["api"].body == "Later."
+
+
+def test_database_adapter_gates_on_the_last_event(home) -> None:
+    memoir = make_memoir(home, summary_store="database")
+    now = datetime.fromtimestamp(NOW_MS / 1000, tz=UTC)
+    data = conversation("live", 3, start=now - timedelta(minutes=30))
+    memoir.store.index_file(archive(home, "live", data))
+    model = ScriptedModel(default="Done.")
+    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).skipped_not_idle == 1
+    assert model.calls == 0
+    later = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
+    assert later.summarized == 1

@@ -27,7 +27,10 @@ class History:
 
 
 def _call(event: Event) -> dict[str, Any]:
-    args = event.payload.get("input", event.payload.get("arguments", {}))
+    # Readers keep small tool inputs in the payload; larger ones only as the event text.
+    args = event.payload.get("input", event.payload.get("arguments"))
+    if args is None:
+        args = event.text or "{}"
     if not isinstance(args, str):
         args = json.dumps(args, ensure_ascii=False, sort_keys=True)
     return {

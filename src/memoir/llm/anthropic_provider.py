@@ -9,7 +9,6 @@ no longer takes ``temperature``, so it is not sent; the user id goes as an opaqu
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +21,7 @@ from memoir.llm.mapping import (
     completion_or_error,
     error_for_status,
     error_message_of,
+    opaque_user,
     parse_retry_after,
     stop_reason_of,
 )
@@ -41,7 +41,7 @@ class AnthropicModel:
         *,
         api_key: str,
         base_url: str | None = None,
-        timeout_s: float = 120.0,
+        timeout_s: float | None = 120.0,
         client: anthropic.Anthropic | None = None,
     ) -> None:
         self.model = model
@@ -67,9 +67,12 @@ class AnthropicModel:
         if system_parts:
             params["system"] = "\n\n".join(system_parts)
         if request.meta.user:
-            digest = hashlib.sha256(request.meta.user.encode()).hexdigest()[:32]
-            params["metadata"] = {"user_id": digest}  # opaque, as the API asks
+            params["metadata"] = {"user_id": opaque_user(request.meta.user)}
         return params
+
+    def close(self) -> None:
+        """Close the HTTP connection pool (the model is unusable afterwards)."""
+        self._client.close()
 
     def complete(self, request: ModelRequest) -> Completion:
         started = time.monotonic()

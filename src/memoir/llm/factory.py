@@ -1,6 +1,8 @@
 """Models from settings: ``MEMOIR_LLM`` = ``offline`` | ``openai:<model>`` |
 ``anthropic:<model>`` (``MEMOIR_LLM_FALLBACK`` the same form), ``MEMOIR_LLM_BASE_URL``,
-``MEMOIR_LLM_API_KEY`` (else ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``).
+``MEMOIR_LLM_API_KEY`` (else ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``),
+``MEMOIR_LLM_TIMEOUT_S`` (per request, default 120, 0 = none) and
+``MEMOIR_LLM_RETRY_BUDGET`` (attempts per call for RateLimited / Transient, default 3).
 
 :func:`check_settings` validates all of it at start-up and raises one
 :class:`~memoir.errors.ConfigError` line that names the variable to set.
@@ -77,6 +79,11 @@ def _missing_key(spec: ModelSpec, variable: str, *, fallback: bool) -> ConfigErr
     return ConfigError(f"{variable}={spec.name} needs an API key: set MEMOIR_LLM_API_KEY or {own}")
 
 
+def _timeout(settings: Settings) -> float | None:
+    """``MEMOIR_LLM_TIMEOUT_S`` seconds per request; 0 means no timeout."""
+    return settings.llm_timeout_s if settings.llm_timeout_s > 0 else None
+
+
 def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
     if spec.provider == "offline":
         from memoir.llm.offline import OfflineModel
@@ -91,12 +98,12 @@ def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
             spec.model,
             api_key=key,
             base_url=settings.llm_base_url,
-            timeout_s=settings.llm_timeout_s,
+            timeout_s=_timeout(settings),
         )
     from memoir.llm.anthropic_provider import AnthropicModel
 
     return AnthropicModel(
-        spec.model, api_key=key, base_url=settings.llm_base_url, timeout_s=settings.llm_timeout_s
+        spec.model, api_key=key, base_url=settings.llm_base_url, timeout_s=_timeout(settings)
     )
 
 

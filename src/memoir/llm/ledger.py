@@ -60,6 +60,12 @@ class Metered:
         self.name = inner.name
         self._clock = clock
 
+    def close(self) -> None:
+        """Close the wrapped model when it holds connections."""
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
     def complete(self, request: ModelRequest) -> Completion:
         at = self._clock.now(UTC)
         started = time.monotonic()

@@ -8,6 +8,7 @@ tested as a table (tests/llm/test_mapping.py).
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import re
 import time
 from collections.abc import Mapping
@@ -33,6 +34,7 @@ __all__ = [
     "completion_or_error",
     "error_for_status",
     "error_message_of",
+    "opaque_user",
     "parse_retry_after",
     "stop_reason_of",
 ]
@@ -64,6 +66,12 @@ _OPENAI_SPLIT = re.compile(
 )
 # Anthropic: "input length and `max_tokens` exceed context limit: 190000 + 20000 > 200000"
 _ANTHROPIC_SPLIT = re.compile(r"(\d+)\s*\+\s*(\d+)\s*>\s*(\d+)")
+
+
+def opaque_user(user: str) -> str:
+    """The user id as providers should see it: a stable opaque hash (both OpenAI and
+    Anthropic ask for no identifying information in this field)."""
+    return hashlib.sha256(user.encode("utf-8")).hexdigest()[:32]
 
 
 def error_message_of(body: object, fallback: str = "") -> str:

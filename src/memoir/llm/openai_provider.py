@@ -16,11 +16,18 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
-from memoir.llm.errors import BadResponse, ModelError, OutputBudgetRejected, Transient
+from memoir.llm.errors import (
+    BadResponse,
+    EmptyResponse,
+    ModelError,
+    OutputBudgetRejected,
+    Transient,
+)
 from memoir.llm.mapping import (
     completion_or_error,
     error_for_status,
     error_message_of,
+    opaque_user,
     parse_retry_after,
     stop_reason_of,
 )
@@ -40,7 +47,7 @@ class OpenAIModel:
         *,
         api_key: str,
         base_url: str | None = None,
-        timeout_s: float = 120.0,
+        timeout_s: float | None = 120.0,
         client: openai.OpenAI | None = None,
     ) -> None:
         self.model = model
@@ -67,8 +74,12 @@ class OpenAIModel:
         if request.json:
             params["response_format"] = {"type": "json_object"}
         if request.meta.user:
-            params["user"] = request.meta.user
+            params["user"] = opaque_user(request.meta.user)
         return params
+
+    def close(self) -> None:
+        """Close the HTTP connection pool (the model is unusable afterwards)."""
+        self._client.close()
 
     def complete(self, request: ModelRequest) -> Completion:
         started = time.monotonic()
@@ -139,6 +150,16 @@ def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: s
     if message is not None and message.tool_calls:
         stop = StopReason.TOOL_USE if stop is StopReason.END else stop
     text = (message.content if message is not None else None) or ""
+    msg_extra = (message.model_extra or {}) if message is not None else {}
+    reasoning = msg_extra.get("reasoning") or msg_extra.get("reasoning_content")
+    if reasoning and not text.strip() and stop is StopReason.END:
+        raise EmptyResponse(
+            "the model answered with reasoning and no content",
+            provider=PROVIDER,
+            model=used_model,
+            request_id=request_id or parsed.id,
+            usage=usage,
+        )
     completion = completion_or_error(
         text=text,
         stop=stop,
@@ -149,6 +170,8 @@ def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: s
         latency_ms=latency_ms,
         raw_stop=raw_stop,
     )
+    if reasoning:
+        completion.extra["reasoning"] = str(reasoning)
     if message is not None and message.tool_calls:
         calls = [json.loads(c.model_dump_json()) for c in message.tool_calls]
         completion.extra["tool_calls"] = calls

@@ -101,6 +101,12 @@ class Retrying:
         self._sleep = sleep
         self._rand = rand
 
+    def close(self) -> None:
+        """Close the wrapped model when it holds connections."""
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
     def complete(self, request: ModelRequest) -> Completion:
         return call_with_retries(
             lambda: self.inner.complete(request), self.policy, sleep=self._sleep, rand=self._rand

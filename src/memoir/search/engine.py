@@ -11,6 +11,8 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
+import numpy as np
+
 from memoir.errors import ConfigError, MemoirError
 from memoir.model import Exchange, Session
 from memoir.search.context import neighbour_smoothed
@@ -31,6 +33,10 @@ MAX_LIMIT = 1000
 # text is the stronger ranker on conversational archives (BM25 beats small sentence
 # embedders on lexical questions about names, places, things); the vector list counts half
 HYBRID_WEIGHTS = (1.0, 0.5)
+# hybrid's vector query is moved towards the best text hits (Rocchio feedback): the words
+# pin down the topic, the vectors then find turns about it that use other words
+FEEDBACK_DOCS = 3
+FEEDBACK_WEIGHT = 1.0
 
 
 def resolve_mode(mode: str | None, embedder: Embedder | None) -> SearchMode:
@@ -105,11 +111,18 @@ def _vector_ranking(
     filters: SearchFilters,
     pool: int,
     lookup: _Lookup,
+    feedback: list[str] | None = None,
 ) -> list[tuple[str, float]]:
     vectors = matrix_for(store, embedder.name)
     if vectors.size == 0 or vectors.dim != embedder.dim:
         return []
     (query_vector,) = embedder.embed([query])
+    if feedback:
+        rows = vectors.rows_of(feedback[:FEEDBACK_DOCS])
+        if rows:
+            centroid = vectors.matrix[rows].mean(axis=0)
+            query_vector = query_vector + FEEDBACK_WEIGHT * centroid
+            query_vector = query_vector / max(float(np.linalg.norm(query_vector)), 1e-9)
     k = pool
     while True:
         ranked = [(vectors.ids[i], s) for i, s in top_k(vectors.matrix, query_vector, k)]
@@ -160,7 +173,8 @@ def search(
         )
     vector_ranked: list[tuple[str, float]] = []
     if chosen in ("vector", "hybrid") and embedder is not None:
-        vector_ranked = _vector_ranking(store, embedder, query, filters, pool, lookup)
+        feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
+        vector_ranked = _vector_ranking(store, embedder, query, filters, pool, lookup, feedback)
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
     if chosen == "text":

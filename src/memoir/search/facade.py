@@ -6,8 +6,6 @@ Kept here so ``app.py`` stays a thin front door; everything is passed explicitly
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import TYPE_CHECKING, Any
 
 from memoir.search.embedder import Embedder, load_embedder
@@ -24,29 +22,18 @@ _UNSET: Any = object()
 
 
 def default_summary_reader(memoir: Memoir) -> SummaryReader | None:
-    """``memoir.summaries.persist.read_summary_body`` bound to this home, when present.
+    """``memoir.summaries.persist.read_summary_body`` bound to this home.
 
-    The summaries package decides where summaries live (archive files or the database);
-    search only needs "session id → body".
+    The summaries package decides where summaries live (archive files or the database) and
+    strips their header; search only needs "session id → body".
     """
     try:
-        persist = importlib.import_module("memoir.summaries.persist")
-    except ImportError:
+        from memoir.summaries.persist import read_summary_body
+    except ImportError:  # a partial install without the summaries package
         return None
-    reader = getattr(persist, "read_summary_body", None)
-    if reader is None:
-        return None
-    params = list(inspect.signature(reader).parameters)
-    if len(params) == 1:
-        return reader
-    first = params[0]
-    context: object = memoir.store if first == "store" else memoir.settings
-    if first in ("memoir", "app"):
-        context = memoir
 
     def read(session_id: str) -> str | None:
-        body = reader(context, session_id)
-        return body if isinstance(body, str) or body is None else str(body)
+        return read_summary_body(memoir, session_id)
 
     return read
 

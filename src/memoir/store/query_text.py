@@ -15,6 +15,7 @@ modules: FTS5 MATCH syntax here (:func:`to_fts5`), PostgreSQL in ``postgres_sear
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
@@ -23,10 +24,12 @@ __all__ = [
     "STOPWORDS",
     "ParsedQuery",
     "Term",
+    "drop_ubiquitous",
     "parse_query",
     "segment_cjk",
     "to_fts5",
     "unsegment_cjk",
+    "words_of",
 ]
 
 MAX_QUERY_CHARS = 2000
@@ -80,6 +83,11 @@ def unsegment_cjk(text: str) -> str:
     if not text.isascii():
         text = _CJK_GAP.sub(r"\1\2", text)
     return text.replace("\x03\x02", "")
+
+
+def words_of(text: str) -> tuple[str, ...]:
+    """The lower-cased words an index tokenizer sees in ``text`` (CJK per character)."""
+    return tuple(w.lower() for w in _WORD.findall(segment_cjk(text)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +178,31 @@ def parse_query(raw: str) -> ParsedQuery:
             groups.append([term])
         pending_or = False
     return ParsedQuery(groups=tuple(tuple(g) for g in groups), excluded=tuple(excluded))
+
+
+def drop_ubiquitous(
+    query: ParsedQuery, fractions: Mapping[Term, float], threshold: float
+) -> tuple[ParsedQuery, bool]:
+    """Remove terms found in more than ``threshold`` of the documents (``fractions``: the
+    share of documents holding each term; unknown terms are kept).
+
+    Such a term neither narrows nor ranks a result (its IDF is about zero) but makes
+    bm25 read its whole posting list. An OR group loses its ubiquitous members; a group
+    left empty is dropped. Returns the reduced query and ``recency``: True when every
+    group was ubiquitous, and ranking by relevance means nothing (the caller then orders
+    the matches of the original query by recency)."""
+    groups: list[tuple[Term, ...]] = []
+    changed = False
+    for group in query.groups:
+        kept = tuple(t for t in group if fractions.get(t, 0.0) <= threshold)
+        changed = changed or len(kept) != len(group)
+        if kept:
+            groups.append(kept)
+    if not changed:
+        return query, False
+    if not groups:
+        return query, True
+    return ParsedQuery(groups=tuple(groups), excluded=query.excluded), False
 
 
 def _fts5_term(term: Term) -> str:

@@ -81,7 +81,8 @@ class OfflineModel:
             return self._fit_json(half_object(material), request)
         if request.json:  # EPISODE, FALLBACK and any other structured request
             return self._fit_json(episode_object(material), request)
-        text = text_summary(material, request.max_tokens, self._raw.count)
+        previous = material_of(request, "previous_summary")
+        text = text_summary(material, request.max_tokens, self._raw.count, previous)
         if self._raw.count(text) > request.max_tokens:
             raise self._truncated(text, request)
         return text

@@ -21,7 +21,7 @@ ITEM_WORDS = 28  # ~40 tokens per list item
 PROSE_ROLES = ("user", "assistant", "unknown", "system")
 
 
-_MARKUP = re.compile(r"\*\*|__|</?[A-Za-z_][\w-]*>")
+_MARKUP = re.compile(r"```+|\*\*|__|</?[A-Za-z_][\w-]*>")
 
 
 def finish(text: str) -> str:

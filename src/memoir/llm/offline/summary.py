@@ -3,31 +3,37 @@
 Lines, each made of whole sentences so the summary never ends mid-sentence::
 
     This conversation was about <keywords>.
+    Earlier: <sentences of the previous summary, when one was given>
     It started with the user: <first substantive user sentence>
     Key points: <the most central sentences, in conversation order>
     Decisions: <sentences with decision cues>
     Open questions: <late unanswered questions>
     Where it ended: <a late self-contained sentence>
 
-Parts are added in order of importance while the rendered text fits ``max_tokens``.
+Parts are added in order of importance while the rendered text fits ``max_tokens``. A
+previous summary (``<previous_summary>``) is carried forward first, so a rolling summary
+keeps what earlier rounds covered.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from memoir.llm.offline.analysis import Analysis, finish, topic_phrase
 from memoir.llm.offline.text import clip_words
 
-__all__ = ["MAX_POINTS", "text_summary"]
+__all__ = ["EARLIER_SHARE", "MAX_POINTS", "text_summary"]
 
 MAX_POINTS = 24
+EARLIER_SHARE = 0.45  # of max_tokens, for the carried-forward previous summary
 
 
 def _render(parts: dict[str, list[str]]) -> str:
-    order = ("about", "start", "points", "decisions", "open", "end")
+    order = ("about", "earlier", "start", "points", "decisions", "open", "end")
     labels = {
         "about": "",
+        "earlier": "Earlier: ",
         "start": "It started with the user: ",
         "points": "Key points: ",
         "decisions": "Decisions: ",
@@ -38,10 +44,25 @@ def _render(parts: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
-def text_summary(transcript: str, max_tokens: int, count: Callable[[str], int]) -> str:
+_PREV_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_LABEL = re.compile(r"^(?:[A-Z][a-z]+(?: [a-z]+){0,3}):\s+")
+
+
+def _previous_sentences(previous: str, limit: int = 8) -> list[str]:
+    """Whole sentences of a previous summary, its line labels dropped."""
+    out: list[str] = []
+    for line in previous.splitlines():
+        line = _LABEL.sub("", line.strip())
+        out.extend(finish(s) for s in _PREV_SENTENCE.findall(line) if len(s.split()) >= 2)
+    return out[:limit]
+
+
+def text_summary(
+    transcript: str, max_tokens: int, count: Callable[[str], int], previous: str = ""
+) -> str:
     """The best summary that fits ``max_tokens`` (may return the bare topic line)."""
     a = Analysis.of(transcript, keyword_limit=5)
-    if not a.sentences:
+    if not a.sentences and not previous.strip():
         return finish(f"This conversation was about {topic_phrase(a.keywords)}")
     parts: dict[str, list[str]] = {
         "about": [f"This conversation was about {topic_phrase(a.keywords)}."]
@@ -59,6 +80,11 @@ def text_summary(transcript: str, max_tokens: int, count: Callable[[str], int]) 
             return True
         return False
 
+    for sentence in _previous_sentences(previous):  # at most ~45% of the budget
+        trial = {**parts, "earlier": [*parts.get("earlier", []), sentence]}
+        if count(_render(trial)) > max_tokens * EARLIER_SHARE:
+            break
+        parts["earlier"] = trial["earlier"]
     opening = a.opening(45)
     if opening:
         add("start", opening)

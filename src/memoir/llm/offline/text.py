@@ -4,9 +4,10 @@ The prompt convention (shared by every model caller): the material sits inside
 ``<transcript>…</transcript>`` in the last user message, a previous summary inside
 ``<previous_summary>…</previous_summary>`` and episode JSON objects inside
 ``<episodes>…</episodes>``. Inside a transcript, a line that starts with a speaker label
-(``User:``, ``Human:``, ``Assistant:``, ``[user]``, ``### Assistant``, ``Tool result:`` …)
-opens a turn; following lines belong to it. A transcript with no label at all is one turn
-of unknown speaker.
+(``User:``, ``Human:``, ``Assistant:``, ``[user]``, ``### Assistant``, ``Tool result (Bash)
+[error]:``, ``[tool result: Bash]``, ``Assistant called Bash:`` …) opens a turn; following
+lines belong to it. Tool calls, tool results and attachments are tool turns (never prose).
+A transcript with no label at all is one turn of unknown speaker.
 """
 
 from __future__ import annotations
@@ -30,12 +31,20 @@ __all__ = [
 
 _ROLE_LINE = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?[\[*<]{0,2}[ \t]*"
-    r"(?P<role>user|human|assistant|ai|claude|agent|bot|system|developer"
+    r"(?P<role>user|human|assistant|ai|claude|agent|bot|system|developer|attachment|用户|助手"
     r"|tool(?:[ _-]?(?:call|result|use|output|response))?)"
-    r"(?:[ \t]*\([^)\n]{0,60}\))?[ \t]*[\]*>]{0,2}[ \t]*(?:[:：]|\]|>|—|-(?=\s))[ \t]?",
+    r"(?P<called>[ \t]+called[ \t]+[\w.:/-]{1,80})?"
+    r"(?:[ \t]*\([^)\n]{0,60}\))?(?:[ \t]*\[[^\]\n]{0,20}\])?"
+    r"[ \t]*[\]*>]{0,2}[ \t]*(?:[:：]|\]|>|—|-(?=\s))[ \t]?",
+    re.IGNORECASE,
+)
+_HEADING_ROLE = re.compile(
+    r"^[ \t]*#{1,6}[ \t]*\**(?P<role>user|human|assistant|ai|claude|system)\**[ \t]*:?[ \t]*$",
     re.IGNORECASE,
 )
 _ROLE_OF = {
+    "用户": "user",
+    "助手": "assistant",
     "user": "user",
     "human": "user",
     "assistant": "assistant",
@@ -107,9 +116,12 @@ def material_of(request: ModelRequest, tag: str = "transcript") -> str:
     return users[-1] if users else ""
 
 
-def _role(label: str) -> str:
-    label = label.lower()
-    return "tool" if label.startswith("tool") else _ROLE_OF.get(label, "unknown")
+def _role(match: re.Match[str]) -> str:
+    label = match.group("role").lower()
+    called = match.groupdict().get("called")
+    if label.startswith(("tool", "attachment")) or called:
+        return "tool"  # "Assistant called Bash: …" is a tool call, not prose
+    return _ROLE_OF.get(label, "unknown")
 
 
 def parse_turns(transcript: str) -> list[Turn]:
@@ -117,11 +129,11 @@ def parse_turns(transcript: str) -> list[Turn]:
     turns: list[Turn] = []
     role, lines = "unknown", list[str]()
     for line in transcript.splitlines():
-        m = _ROLE_LINE.match(line)
+        m = _HEADING_ROLE.match(line) or _ROLE_LINE.match(line)
         if m:
             if any(x.strip() for x in lines):
                 turns.append(Turn(role, "\n".join(lines).strip("\n"), len(turns)))
-            role, lines = _role(m.group("role")), [line[m.end() :]]
+            role, lines = _role(m), [line[m.end() :]]
         else:
             lines.append(line)
     if any(x.strip() for x in lines):

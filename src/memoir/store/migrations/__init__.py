@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memoir.store.migrations import v001_core, v002_search
+from memoir.store.migrations import v001_core, v002_search, v003_filter_tokens
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
 
@@ -34,6 +34,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         v002_search.SQLITE,
         v002_search.POSTGRES,
         reindex=v002_search.REINDEX,
+    ),
+    Migration(
+        v003_filter_tokens.VERSION,
+        v003_filter_tokens.NAME,
+        (),
+        (),
+        reindex=v003_filter_tokens.REINDEX,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
