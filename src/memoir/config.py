@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memoir.errors import ConfigError
 
-__all__ = ["Settings", "hours_to_ms", "MS_PER_HOUR"]
+__all__ = ["MS_PER_HOUR", "Settings", "hours_to_ms"]
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ MS_PER_HOUR = 3_600_000
 
 def hours_to_ms(hours: float) -> int:
     """The single conversion from configured hours to milliseconds."""
-    return int(round(hours * MS_PER_HOUR))
+    return round(hours * MS_PER_HOUR)
 
 
 def _default_home() -> Path:
@@ -170,7 +170,9 @@ class Settings:
         if "compact_threshold_ratio" in values:
             ratio = float(values["compact_threshold_ratio"])  # type: ignore[arg-type]
             if not 0.0 < ratio <= 1.0:
-                log.warning("MEMOIR_COMPACT_THRESHOLD_RATIO=%s is outside (0, 1]; using 0.75", ratio)
+                log.warning(
+                    "MEMOIR_COMPACT_THRESHOLD_RATIO=%s is outside (0, 1]; using 0.75", ratio
+                )
                 values["compact_threshold_ratio"] = 0.75
                 origins["compact_threshold_ratio"] = "default (invalid value ignored)"
 

@@ -24,17 +24,17 @@ Python's built-in ``MemoryError`` is never shadowed: memory items live under
 from __future__ import annotations
 
 __all__ = [
-    "MemoirError",
-    "ConfigError",
-    "StoreError",
-    "MigrationError",
-    "IngestError",
-    "NotFound",
-    "SummaryError",
     "BudgetExhausted",
-    "OversizedHistory",
-    "CompactionError",
     "Busy",
+    "CompactionError",
+    "ConfigError",
+    "IngestError",
+    "MemoirError",
+    "MigrationError",
+    "NotFound",
+    "OversizedHistory",
+    "StoreError",
+    "SummaryError",
 ]
 
 

@@ -8,7 +8,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def ev(n: int, kind: EventKind, author: Author, text: str, tool: str | None = None) -> Event:
-    return Event("s1", n, kind, author, text, T0 + timedelta(minutes=n), tool_name=tool, source_line=n)
+    return Event(
+        "s1", n, kind, author, text, T0 + timedelta(minutes=n), tool_name=tool, source_line=n
+    )
 
 
 def history() -> list[Event]:

@@ -13,6 +13,8 @@ from memoir.store.index_doc import (
     MAX_COLUMN_CHARS,
     embedding_text,
     exchange_document,
+    month_token,
+    project_token,
     role_column,
 )
 
@@ -41,14 +43,17 @@ def test_columns() -> None:
     assert doc.user == "fix the lock"
     assert doc.assistant == "done"
     assert doc.tools == "Bash Read\nls -la\nREADME.md"
-    assert doc.meta == "memoir codex 2024-05-01 May 2024 Wednesday user assistant tool"
+    assert doc.meta == (
+        f"memoir codex {project_token('memoir')} 2024-05-01 May 2024 Wednesday ym202405 "
+        "user assistant tool"
+    )
 
 
 def test_meta_without_time_or_tools() -> None:
     doc = exchange_document(
         exchange(started_at=None, tool_names=(), tool_excerpt="", assistant_text=""), SESSION
     )
-    assert doc.meta == "memoir codex user"
+    assert doc.meta == f"memoir codex {project_token('memoir')} user"
     assert doc.tools == ""
 
 
@@ -79,3 +84,11 @@ def test_role_column(role: str | None, column: str | None) -> None:
 def test_unknown_role() -> None:
     with pytest.raises(ConfigError, match="role must be"):
         role_column("system")
+
+
+def test_filter_tokens_are_single_index_words() -> None:
+    assert month_token(datetime(2023, 3, 9, tzinfo=UTC)) == "ym202303"
+    token = project_token("-home-dev-code-memoir")
+    assert token.isalnum() and token.startswith("prj") and len(token) == 15
+    assert token != project_token("-home-dev-code-memoir2")
+    assert project_token("项目") == project_token("项目")

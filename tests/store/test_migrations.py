@@ -83,7 +83,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == [1, 2]
+    assert [m.version for m in pending(0)] == [1, 2, 3]
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -107,7 +107,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
     try:
         assert_upgraded_intact(store)
         names = store._all_rows("SELECT version, name FROM schema_version ORDER BY version")
-        assert names == [(1, "core"), (2, "search-usage-summaries")]
+        assert names == [(1, "core"), (2, "search-usage-summaries"), (3, "index-filter-tokens")]
     finally:
         store.close()
     again = sqlite_store_module.SQLiteStore(path)  # reopening migrates nothing
@@ -126,7 +126,8 @@ def test_sqlite_failed_migration_rolls_back(
     with pytest.raises(MigrationError, match="broken"):
         sqlite_store_module.SQLiteStore(path)
     with sqlite_conn(path) as conn:
-        assert conn.execute("SELECT max(version) FROM schema_version").fetchone()[0] == 2
+        version = conn.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+        assert version == CURRENT_VERSION
         assert conn.execute("SELECT name FROM sqlite_master WHERE name = 't_ok'").fetchone() is None
 
 
@@ -176,5 +177,6 @@ def test_postgres_failed_migration_rolls_back(
     with pytest.raises(MigrationError, match="broken"):
         pgs.PostgresStore(pg_database)
     with psycopg.connect(pg_database) as conn:
-        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (2,)
+        version = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        assert version == (CURRENT_VERSION,)
         assert conn.execute("SELECT to_regclass('t_ok')").fetchone() == (None,)

@@ -24,7 +24,7 @@ from rich.console import Console
 from memoir.config import Settings
 from memoir.errors import ConfigError, MemoirError
 
-__all__ = ["app", "main", "state", "console", "err_console", "print_json", "open_memoir"]
+__all__ = ["app", "console", "err_console", "main", "open_memoir", "print_json", "state"]
 
 app = typer.Typer(
     name="memoir",
@@ -62,7 +62,7 @@ def print_json(value: Any) -> None:
 
 
 @contextmanager
-def open_memoir(**overrides: object) -> Iterator[Any]:
+def open_memoir(**overrides: Any) -> Iterator[Any]:
     """Open the Memoir of the current environment for one command."""
     from memoir.app import Memoir
 

@@ -9,7 +9,8 @@ C, D, under a GIN index. A parsed query (see
 term (its words as a quoted phrase, so the text is never read as operators) combined with ``&&``,
 ``||`` and ``!!``; a role filter keeps only that column's weight (``ts_filter``). Ranking
 is ``ts_rank`` with the weights below over the most recent ``RANK_WINDOW`` matches (as on
-SQLite); ``ts_headline`` marks the snippet of the top rows only. All terms must match; when nothing does, any term may.
+SQLite); ``ts_headline`` marks the snippet of the top rows only. All terms must match;
+when nothing does, any term may.
 """
 
 from __future__ import annotations
