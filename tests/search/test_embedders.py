@@ -80,3 +80,25 @@ def test_minilm_embeds_offline_with_meaningful_similarity() -> None:
     # order of a batch does not change a text's vector
     again = embedder.embed(["The girl is carrying a baby.", "A man is eating food."])
     assert np.allclose(again[1], vectors[0], atol=1e-5)
+
+
+def test_coarse_shortlist_returns_the_exact_top_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memoir.search.coarse as coarse
+    import memoir.search.vectors as vectors
+
+    rng = np.random.default_rng(5)
+    # vectors with a decaying spectrum, like real sentence embeddings
+    basis = rng.standard_normal((384, 384)).astype(np.float32)
+    scales = (1.0 / np.arange(1, 385)).astype(np.float32)
+    matrix = normalise_rows((rng.standard_normal((3000, 384)) * scales) @ basis)
+    monkeypatch.setattr(vectors, "COARSE_MIN", 1000)
+    monkeypatch.setattr(coarse, "SHORTLIST_MIN", 200)
+    held = vectors.VectorMatrix(tuple(str(i) for i in range(3000)), matrix, 384, 0.0)
+    for row in (0, 17, 2999):
+        query = matrix[row]
+        exact = top_k(matrix, query, 10)
+        approx = vectors.nearest(held, query, 10)
+        assert approx[0][0] == row
+        assert [i for i, _ in approx] == [i for i, _ in exact]
+        assert [s for _, s in approx] == pytest.approx([s for _, s in exact], abs=1e-5)
+    assert id(held) in vectors._coarse  # the projected pass really ran

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
-from store_builders import T0, ingest
+from store_builders import T0, ingest, session
 
 from memoir.errors import ConfigError
 from memoir.model import Harness
-from memoir.store import SearchFilters, Store
+from memoir.store import IngestBatch, SearchFilters, Store
 
 
 @pytest.fixture
@@ -193,3 +194,12 @@ def test_sql_fragment_and_operators_search_as_words(corpus: Store) -> None:
     assert "web:1" in ids(corpus, "NEAR(sqlite")
     assert "web:1" in ids(corpus, "**sqlite**")
     assert corpus.stats()["exchanges"] == 6
+
+
+def test_a_session_that_changes_project_is_found_under_the_new_one(corpus: Store) -> None:
+    moved = dataclasses.replace(session("web", project="renamed"))
+    corpus.apply_ingest(IngestBatch(session=moved))
+    assert set(ids(corpus, "lock", project="renamed")) == {"web:1"}
+    assert ids(corpus, "lock", project="webapp") == []
+    assert set(ids(corpus, "renamed")) == {"web:1", "web:5", "web:7"}
+    assert corpus.integrity_problems() == []

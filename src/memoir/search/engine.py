@@ -20,7 +20,7 @@ from memoir.search.embedder import Embedder
 from memoir.search.fusion import rrf
 from memoir.search.hits import MODES, SearchHit, SearchMode
 from memoir.search.snippets import clean_summary, make_snippet
-from memoir.search.vectors import matrix_for, top_k
+from memoir.search.vectors import matrix_for, nearest
 from memoir.store.port import SearchFilters, Store, TextHit
 from memoir.store.query_text import Term, parse_query
 
@@ -125,7 +125,7 @@ def _vector_ranking(
             query_vector = query_vector / max(float(np.linalg.norm(query_vector)), 1e-9)
     k = pool
     while True:
-        ranked = [(vectors.ids[i], s) for i, s in top_k(vectors.matrix, query_vector, k)]
+        ranked = [(vectors.ids[i], s) for i, s in nearest(vectors, query_vector, k)]
         lookup.load([i for i, _ in ranked])
         kept = [
             (i, s)

@@ -1,10 +1,11 @@
 """Brute-force cosine search over the stored embeddings, cached in memory per process.
 
-Rows are unit length, so cosine is one matrix-vector product. At 1M × 384 float32 the
-matrix is 1.5 GB and a query takes ~80 ms on this project's 2-core machine (see
-docs/benchmarks.md), fine for an archive; an ANN index is not worth its complexity below
-that. The matrix is loaded once per (store, model) and reloaded when embeddings are added
-by this process (:func:`invalidate`) or after ``max_age_s``.
+Rows are unit length, so cosine is one matrix-vector product. Up to 200k rows every query
+is an exact scan; above, a projected first pass picks a shortlist that is rescored exactly
+(:mod:`memoir.search.coarse`), which keeps 1M × 384 well under the full scan's ~120 ms on
+this project's 2-core machine (see docs/benchmarks.md) without an ANN index and its
+upkeep. The matrix is loaded once per (store, model) and reloaded when embeddings are
+added by this process (:func:`invalidate`) or after ``max_age_s``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
 from memoir.store.port import Store
 
-__all__ = ["VectorMatrix", "invalidate", "matrix_for", "top_k"]
+__all__ = ["VectorMatrix", "invalidate", "matrix_for", "nearest", "top_k"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,7 @@ class VectorMatrix:
 
 
 _cache: dict[tuple[int, str], VectorMatrix] = {}
+_coarse: dict[int, CoarseIndex] = {}
 _rows: dict[int, dict[str, int]] = {}
 
 
@@ -59,6 +62,8 @@ def invalidate(store: Store | None = None, model: str | None = None) -> None:
     with _lock:
         for key in list(_cache):
             if (store is None or key[0] == id(store)) and (model is None or key[1] == model):
+                _coarse.pop(id(_cache[key]), None)
+                _rows.pop(id(_cache[key]), None)
                 del _cache[key]
 
 
@@ -77,6 +82,23 @@ def matrix_for(store: Store, model: str, *, max_age_s: float = 300.0) -> VectorM
     with _lock:
         _cache[key] = loaded
     return loaded
+
+
+def nearest(vectors: VectorMatrix, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` rows nearest ``query``, best first: exact below ``COARSE_MIN`` rows, a
+    projected shortlist rescored exactly above."""
+    if vectors.size < COARSE_MIN or k >= vectors.size:
+        return top_k(vectors.matrix, query, k)
+    key = id(vectors)
+    with _lock:
+        coarse = _coarse.get(key)
+    if coarse is None:
+        coarse = build_coarse(vectors.matrix)
+        with _lock:
+            _coarse.clear()
+            _coarse[key] = coarse
+    rows = np.sort(coarse.shortlist(query, k))
+    return [(int(rows[i]), s) for i, s in top_k(vectors.matrix[rows], query, k)]
 
 
 def top_k(matrix: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -80,10 +80,15 @@ ON CONFLICT (path, line) DO NOTHING
 def apply_batch(conn: psycopg.Connection[Any], batch: IngestBatch) -> None:
     check_batch(batch)
     session = batch.session
+    before = conn.execute(
+        "SELECT project, harness FROM sessions WHERE id = %s", (session.id,)
+    ).fetchone()
     conn.execute(SESSION_UPSERT, session_params(session, to_utc))
     if batch.reset:
         path = batch.source.path if batch.source else session.source_path
         delete_session_content(conn, session.id, path)
+    elif before is not None and tuple(before) != (session.project, str(session.harness)):
+        postgres_search.reindex_session(conn, session)  # the index's meta column names them
     with conn.cursor() as cur:
         if batch.events:
             cur.executemany(EVENT_INSERT, [event_params(e, to_utc) for e in batch.events])

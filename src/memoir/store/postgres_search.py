@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from memoir.model import Session
 from memoir.store.codec import (
     EXCHANGE_COLS,
     SESSION_COLS,
@@ -35,6 +36,7 @@ __all__ = [
     "TS_CONFIG",
     "delete_index",
     "rebuild_index",
+    "reindex_session",
     "search",
     "tsquery_sql",
     "write_index",
@@ -71,6 +73,15 @@ def delete_index(conn: psycopg.Connection[Any], pks: list[int]) -> None:
 
 _EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
 _SESSION_COLS = prefixed(SESSION_COLS, "s")
+
+
+def reindex_session(conn: psycopg.Connection[Any], session: Session) -> None:
+    """Rewrite the index rows of one session's exchanges (its project or harness changed)."""
+    rows = conn.execute(
+        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = %s", (session.id,)
+    ).fetchall()
+    delete_index(conn, [int(r[0]) for r in rows])
+    write_index(conn, [(r[1], exchange_document(exchange_from_row(r[1:]), session)) for r in rows])
 
 
 def rebuild_index(conn: psycopg.Connection[Any]) -> int:

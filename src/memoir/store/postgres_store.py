@@ -27,8 +27,6 @@ from memoir.store.codec import (
     SOURCE_COLS,
     event_from_row,
     exchange_from_row,
-    from_iso,
-    prefixed,
     session_from_row,
     skipped_from_row,
     source_from_row,
@@ -38,7 +36,6 @@ from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.port import (
     IngestBatch,
     SearchFilters,
-    SessionInfo,
     SkippedLine,
     SourceState,
     TextHit,
@@ -218,39 +215,6 @@ class PostgresStore(SideTablesMixin):
     def get_session(self, session_id: str) -> Session | None:
         rows = self._all_rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = %s", (session_id,))
         return session_from_row(rows[0]) if rows else None
-
-    def list_sessions(
-        self, *, project: str | None = None, limit: int | None = None
-    ) -> list[SessionInfo]:
-        cols = prefixed(SESSION_COLS, "s")
-        sql = (
-            f"SELECT {cols}, coalesce(x.n, 0), "
-            "(SELECT count(*) FROM events v WHERE v.session_id = s.id), "
-            "coalesce(x.first_at, s.created_at) AS first_at, "
-            "coalesce(x.last_at, s.updated_at) AS last_at "
-            "FROM sessions s LEFT JOIN LATERAL (SELECT count(*) AS n, "
-            "min(coalesce(e.started_at, e.ended_at)) AS first_at, "
-            "max(coalesce(e.ended_at, e.started_at)) AS last_at "
-            "FROM exchanges e WHERE e.session_id = s.id) x ON TRUE"
-        )
-        params: list[Any] = []
-        if project is not None:
-            sql += " WHERE s.project = %s"
-            params.append(project)
-        sql += " ORDER BY last_at DESC NULLS LAST, s.id"
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(max(0, limit))
-        return [
-            SessionInfo(
-                session=session_from_row(r[:12]),
-                exchanges=int(r[12]),
-                events=int(r[13]),
-                first_at=from_iso(r[14]),
-                last_at=from_iso(r[15]),
-            )
-            for r in self._all_rows(sql, params)
-        ]
 
     def set_session_flags(self, session_id: str, flags: SessionFlags) -> None:
         with self._conn(write=True) as conn:

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from memoir.errors import StoreError
 from memoir.llm.port import UsageRecord
-from memoir.store.codec import dumps, from_iso, loads
+from memoir.store.codec import SESSION_COLS, dumps, from_iso, loads, prefixed, session_from_row
 from memoir.store.index_doc import embedding_text
-from memoir.store.port import CheckpointRow, SummaryRow, TraceRow
+from memoir.store.port import CheckpointRow, SessionInfo, SummaryRow, TraceRow
 
 __all__ = ["SideTablesMixin", "Tx"]
 
@@ -56,6 +56,41 @@ class SideTablesMixin:
 
     def _ro(self) -> AbstractContextManager[Tx]:
         raise NotImplementedError
+
+    # sessions -----------------------------------------------------------------------
+    def list_sessions(
+        self, *, project: str | None = None, limit: int | None = None
+    ) -> list[SessionInfo]:
+        """Most recently active first. The order key (the time of a session's last
+        exchange) is one index seek per session; counts are computed for the page only."""
+        where, params = ("WHERE s.project = ?", [project]) if project is not None else ("", [])
+        page = f"LIMIT {max(0, int(limit))}" if limit is not None else ""
+        sql = (
+            f"SELECT {prefixed(SESSION_COLS, 'p')}, "
+            "(SELECT count(*) FROM exchanges x WHERE x.session_id = p.id), "
+            "(SELECT count(*) FROM events v WHERE v.session_id = p.id), "
+            "coalesce((SELECT coalesce(x.started_at, x.ended_at) FROM exchanges x "
+            "WHERE x.session_id = p.id ORDER BY x.first_ordinal LIMIT 1), p.created_at), "
+            "p.last_at FROM ("
+            f"SELECT {prefixed(SESSION_COLS, 's')}, coalesce((SELECT "
+            "coalesce(x.ended_at, x.started_at) FROM exchanges x WHERE x.session_id = s.id "
+            "ORDER BY x.first_ordinal DESC LIMIT 1), s.updated_at) AS last_at "
+            f"FROM sessions s {where} "
+            f"ORDER BY last_at DESC NULLS LAST, s.id {page}"
+            ") p ORDER BY p.last_at DESC NULLS LAST, p.id"
+        )
+        with self._ro() as tx:
+            rows = tx.run(sql, params)
+        return [
+            SessionInfo(
+                session=session_from_row(r[:12]),
+                exchanges=int(r[12]),
+                events=int(r[13]),
+                first_at=from_iso(r[14]),
+                last_at=from_iso(r[15]),
+            )
+            for r in rows
+        ]
 
     # embeddings ---------------------------------------------------------------------
     def embedding_backlog(self, model: str, limit: int) -> list[tuple[str, str]]:

@@ -97,10 +97,15 @@ def check_batch(batch: IngestBatch) -> None:
 def apply_batch(conn: sqlite3.Connection, batch: IngestBatch) -> None:
     check_batch(batch)
     session = batch.session
+    before = conn.execute(
+        "SELECT project, harness FROM sessions WHERE id = ?", (session.id,)
+    ).fetchone()
     conn.execute(SESSION_UPSERT, session_params(session, to_iso))
     if batch.reset:
         path = batch.source.path if batch.source else session.source_path
         delete_session_content(conn, session.id, path)
+    elif before is not None and tuple(before) != (session.project, str(session.harness)):
+        sqlite_search.reindex_session(conn, session)  # the index's meta column names them
     if batch.events:
         conn.executemany(EVENT_INSERT, [event_params(e, to_iso) for e in batch.events])
     if batch.exchanges:

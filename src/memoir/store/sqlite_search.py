@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from memoir.model import Session
 from memoir.store.codec import (
     EXCHANGE_COLS,
     SESSION_COLS,
@@ -62,6 +63,7 @@ __all__ = [
     "delete_index",
     "meta_prefilter",
     "rebuild_index",
+    "reindex_session",
     "search",
     "write_index",
 ]
@@ -88,6 +90,16 @@ def write_index(conn: sqlite3.Connection, rows: Iterable[tuple[int, IndexDoc]]) 
 
 def delete_index(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
     conn.executemany("DELETE FROM exchange_fts WHERE rowid = ?", ((pk,) for pk in pks))
+
+
+def reindex_session(conn: sqlite3.Connection, session: Session) -> None:
+    """Rewrite the index rows of one session's exchanges (its project or harness changed:
+    the ``meta`` column names them)."""
+    rows = conn.execute(
+        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = ?", (session.id,)
+    ).fetchall()
+    delete_index(conn, [r[0] for r in rows])
+    write_index(conn, ((r[0], exchange_document(exchange_from_row(r[1:]), session)) for r in rows))
 
 
 def rebuild_index(conn: sqlite3.Connection) -> int:

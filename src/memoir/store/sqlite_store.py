@@ -26,7 +26,6 @@ from memoir.store.codec import (
     event_from_row,
     exchange_from_row,
     from_iso,
-    prefixed,
     session_from_row,
     skipped_from_row,
     source_from_row,
@@ -231,30 +230,6 @@ class SQLiteStore(SideTablesMixin):
     def get_session(self, session_id: str) -> Session | None:
         rows = self._all_rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
         return session_from_row(rows[0]) if rows else None
-
-    def list_sessions(
-        self, *, project: str | None = None, limit: int | None = None
-    ) -> list[SessionInfo]:
-        cols = prefixed(SESSION_COLS, "s")
-        sql = (
-            f"SELECT {cols}, "
-            "(SELECT count(*) FROM exchanges x WHERE x.session_id = s.id), "
-            "(SELECT count(*) FROM events v WHERE v.session_id = s.id), "
-            "coalesce((SELECT min(coalesce(x.started_at, x.ended_at)) FROM exchanges x "
-            "WHERE x.session_id = s.id), s.created_at) AS first_at, "
-            "coalesce((SELECT max(coalesce(x.ended_at, x.started_at)) FROM exchanges x "
-            "WHERE x.session_id = s.id), s.updated_at) AS last_at "
-            "FROM sessions s"
-        )
-        params: list[Any] = []
-        if project is not None:
-            sql += " WHERE s.project = ?"
-            params.append(project)
-        sql += " ORDER BY last_at IS NULL, last_at DESC, s.id"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(max(0, limit))
-        return [_session_info(r) for r in self._all_rows(sql, params)]
 
     def set_session_flags(self, session_id: str, flags: SessionFlags) -> None:
         with self._write() as conn:
