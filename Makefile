@@ -17,7 +17,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $@
 
 $(DEV_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,embeddings]'
 	touch $@
 
 ## make demo: install into .venv and run the offline demo (leaves .venv/bin/memoir usable)

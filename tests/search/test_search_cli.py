@@ -138,3 +138,15 @@ def test_bench_locomo_json(
     assert report["text"]["questions"] == 2
     assert 0.0 <= report["hybrid"]["recall@10"] <= 1.0
     assert report["vector"]["recall@25"] == 1.0  # 5 exchanges: all are in the top 25
+
+
+def test_hint_when_vectors_are_missing(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    code, out, err = run(["search", "sqlite lock"], capsys)
+    assert code == 0 and "s-web:1" in out
+    assert "memoir embed" in err
+    run(["embed", "--json"], capsys)
+    _, out, err = run(["search", "sqlite lock"], capsys)
+    assert "memoir embed" not in err

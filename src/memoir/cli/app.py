@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from memoir.config import Settings
 from memoir.errors import ConfigError, MemoirError
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     except MemoirError as exc:
         if debug:
             raise
-        err_console.print(f"[red]error:[/red] {exc}", markup=True, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise SystemExit(2 if isinstance(exc, ConfigError) else 1) from None
     except KeyboardInterrupt:
         err_console.print("interrupted")
@@ -109,8 +110,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(exc.exit_code) from None
         if debug:
             raise
+        detail = escape(f"{type(exc).__name__}: {exc}")
         err_console.print(
-            f"[red]error:[/red] {type(exc).__name__}: {exc} (run with --debug for details)",
-            soft_wrap=True,
+            f"[red]error:[/red] {detail} (run with --debug for details)", soft_wrap=True
         )
         raise SystemExit(1) from None

