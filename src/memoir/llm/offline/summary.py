@@ -68,15 +68,20 @@ def text_summary(
         "about": [f"This conversation was about {topic_phrase(a.keywords)}."]
     }
 
+    seen: set[str] = set()  # a sentence said once is not said again (repetitive transcripts)
+
     def fits(candidate: dict[str, list[str]]) -> bool:
         return count(_render(candidate)) <= max_tokens
 
     def add(key: str, sentence: str) -> bool:
+        if _said(sentence) in seen:
+            return False
         trial = {k: list(v) for k, v in parts.items()}
         trial.setdefault(key, []).append(sentence)
         if fits(trial):
             parts.clear()
             parts.update(trial)
+            seen.add(_said(sentence))
             return True
         return False
 
@@ -97,14 +102,20 @@ def text_summary(
     for s in a.open_threads(2):
         if s.endswith("?"):
             add("open", s)
-    chosen = _add_points(a, add)
+    chosen = _add_points(a, add, seen)
     in_order = [text for _, text in sorted(chosen)]
     if in_order and fits({**parts, "points": in_order}):  # conversation order reads better
         parts["points"] = in_order
     return _render(parts)
 
 
-def _add_points(a: Analysis, add: Callable[[str, str], bool]) -> list[tuple[int, str]]:
+def _said(sentence: str) -> str:
+    return " ".join(sentence.lower().split())
+
+
+def _add_points(
+    a: Analysis, add: Callable[[str, str], bool], seen: set[str]
+) -> list[tuple[int, str]]:
     """Central sentences, best first, until five in a row no longer fit."""
     misses = 0
     chosen: list[tuple[int, str]] = []
@@ -114,6 +125,8 @@ def _add_points(a: Analysis, add: Callable[[str, str], bool]) -> list[tuple[int,
         if s.position in a.used:
             continue
         text = finish(clip_words(s.text, 40))
+        if _said(text) in seen:
+            continue
         if add("points", text):
             a.used.add(s.position)
             chosen.append((s.position, text))

@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from memoir.llm.offline.summary import text_summary
+from memoir.llm.tokens import default_counter
+
+
+def test_a_repeated_sentence_is_said_once() -> None:
+    line = "For the gateway, retries must reuse the same idempotency key and poll the intent."
+    transcript = "\n".join(
+        [
+            "User: Plan the payments migration with me step by step.",
+            *(f"Assistant: {line}" for _ in range(6)),
+            "User: What about refunds?",
+            "Assistant: Refunds now pass payment_intent instead of charge.",
+        ]
+    )
+    out = text_summary(transcript, 400, default_counter().count)
+    assert out.lower().count("reuse the same idempotency key") == 1
+    assert "refunds" in out.lower()
