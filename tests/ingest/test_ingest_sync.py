@@ -174,11 +174,14 @@ def test_no_index_marker_removes_the_session(cfg: Settings, store: Store, src: P
     path = _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
     sync(cfg, store)
     assert store.get_session(UUID_A) is not None
+    summary = cfg.archive_dir / "p" / f"{UUID_A}-summary.txt"
+    summary.write_text("__COVERAGE__ {}\nmy salary negotiation notes")
     _append(path, ClaudeWriter(UUID_A).user(f"{NO_INDEX_MARKER} forget this one").bytes())
     report = sync(cfg, store)
     assert report.sessions_removed == [UUID_A]
     assert store.get_session(UUID_A) is None
     assert not (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").exists()
+    assert not summary.exists(), "the summary of a no-index conversation must go too"
     _append(path, ClaudeWriter(UUID_A).user("still private").bytes())
     sync(cfg, store)
     assert store.get_session(UUID_A) is None
@@ -314,3 +317,17 @@ def test_unexcluding_a_project_indexes_it(home: Path, src: Path) -> None:
         assert store.get_session(UUID_A) is not None
     finally:
         store.close()
+
+
+def test_an_append_moves_the_project_folder_mtime(cfg: Settings, store: Store, src: Path) -> None:
+    """The summary scan trusts folder mtimes (archive.BUMPS_FOLDER_MTIME)."""
+    import os
+
+    w = ClaudeWriter(UUID_A).user("first").assistant("one")
+    path = _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
+    sync(cfg, store)
+    folder = cfg.archive_dir / "p"
+    os.utime(folder, ns=(1_000_000_000, 1_000_000_000))
+    _append(path, ClaudeWriter(UUID_A).user("second").assistant("two").bytes())
+    sync(cfg, store)
+    assert folder.stat().st_mtime_ns > 1_000_000_000

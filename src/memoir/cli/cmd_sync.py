@@ -26,8 +26,10 @@ from memoir.config import Settings
 from memoir.errors import Busy, MemoirError, NotFound
 from memoir.ingest.lock import sync_lock
 from memoir.ingest.sync import SyncProgress, SyncReport, sync
+from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
 from memoir.model import Event, EventKind
+from memoir.summaries.persist import summary_counts, summary_findings
 
 __all__ = ["demo", "show", "stats", "sync_command", "verify"]
 
@@ -192,16 +194,11 @@ def _resolve(store: Any, session: str) -> str:
 
 
 def _summary_body(memoir: Any, session_id: str) -> str | None:
-    try:
-        from memoir.summaries.port import open_summary_store
+    from memoir.summaries.persist import read_summary_body
 
-        summaries = open_summary_store(memoir.settings, memoir.store)
-        found = summaries.find(session_id)
-        if found is None:
-            return None
-        body = summaries.refresh(found).state.body
-        return body or None
-    except (ImportError, AttributeError, MemoirError, OSError):
+    try:
+        return read_summary_body(memoir, session_id)
+    except (MemoirError, OSError):
         return None
 
 
@@ -298,6 +295,8 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
         data: dict[str, Any] = dict(memoir.store.stats())
         data["archive_files"], data["archive_bytes"] = _archive_usage(memoir.settings)
         data["backend"] = memoir.store.backend
+        for key, count in summary_counts(memoir).items():
+            data[f"summaries_{key}"] = count
     if as_json:
         print_json(data)
         return
@@ -321,6 +320,9 @@ def verify(
     try:
         with lock, open_memoir() as memoir:
             report = verify_home(memoir.settings, memoir.store, repair=repair)
+            report.warnings.extend(
+                Problem(f.kind, f.where, f.detail) for f in summary_findings(memoir)
+            )
     except Busy:
         raise Busy("a memoir sync is running; run verify --repair again when it is done") from None
     if as_json:

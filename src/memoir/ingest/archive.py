@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = [
+    "BUMPS_FOLDER_MTIME",
     "HASH_SPAN",
     "ArchiveCopy",
     "archive_path",
@@ -27,6 +28,11 @@ __all__ = [
 ]
 
 HASH_SPAN = 4096
+
+# Appending to a copy in place does not change its folder's mtime, so the writer touches the
+# folder after every append. The summary scan relies on this: a project folder whose mtime
+# has not moved holds no grown transcript, and its files need not be stat-ed.
+BUMPS_FOLDER_MTIME = True
 
 
 def archive_path(archive_dir: Path, project: str, session_id: str) -> Path:
@@ -117,8 +123,10 @@ class ArchiveCopy:
     def commit(self) -> None:
         self._fp.close()
         if self._tmp is not None:
-            os.replace(self._tmp, self.target)
+            os.replace(self._tmp, self.target)  # a rename moves the folder's mtime itself
             self._tmp = None
+        elif self.written:
+            os.utime(self.target.parent)  # see BUMPS_FOLDER_MTIME
 
     def abort(self) -> None:
         self._fp.close()

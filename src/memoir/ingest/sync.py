@@ -255,6 +255,9 @@ def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -
         run.store.delete_session(sid)
     if plan.archive != cand.path:
         plan.archive.unlink(missing_ok=True)
+    from memoir.summaries.persist import forget_summary
+
+    forget_summary(run.settings, run.store, sid, plan.identity.project)
     run.report.sessions_removed.append(sid)
     run.report.files_ignored += 1
     run.ignored.add(IgnoredFile(str(cand.path), cand.size, cand.mtime_ns, "no_index", sid))

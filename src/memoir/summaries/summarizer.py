@@ -153,7 +153,10 @@ def _one_call(
     body = _clean(completion.text)
     if not body:
         raise EmptyResponse("the model returned an empty summary")
-    name = f"{completion.provider}:{completion.model}" if completion.provider else model.name
+    if completion.offline or not completion.provider:
+        name = model.name if not completion.offline else "offline"
+    else:
+        name = f"{completion.provider}:{completion.model}"
     return SummaryText(body, name, 1)
 
 
