@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from memoir.ingest.verify import VerifyReport
     from memoir.llm.port import Model
     from memoir.search.hits import SearchHit
+    from memoir.summaries.summary_pass import SummaryPassReport
 
 __all__ = ["Memoir"]
 
@@ -77,6 +78,15 @@ class Memoir:
 
         with sync_lock(self.settings.home):
             return sync(self.settings, self.store, sources=sources, progress=progress)
+
+    def summarize_pending(self, *, limit: int | None = None) -> SummaryPassReport:
+        """The summary pass ``memoir sync`` runs after indexing: (re)summarize idle
+        conversations that need it, fresh ones first, at most ``limit`` (default
+        ``MEMOIR_SUMMARY_LIMIT``) model-backed summaries."""
+        from memoir.summaries.summary_pass import run_summary_pass
+
+        limit = self.settings.summary_limit if limit is None else limit
+        return run_summary_pass(self, limit=limit)
 
     def verify(self, *, repair: bool = False) -> VerifyReport:
         """Check the index against the archive (``memoir.ingest.verify``)."""

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, state
 from memoir.config import Settings
-from memoir.errors import Busy, MemoirError, NotFound
+from memoir.errors import Busy, ConfigError, MemoirError, NotFound
 from memoir.ingest.lock import sync_lock
 from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
@@ -57,18 +57,16 @@ def _bar(enabled: bool) -> Iterator[Any]:
         yield update
 
 
-def _summary_pass(memoir: Any, limit: int) -> dict[str, Any] | None:
-    """Run the summary pass when memoir.summaries provides it; its report as a dict."""
+def _summary_pass(memoir: Any, limit: int) -> dict[str, Any]:
+    """Run the summary pass; its report as a dict (a store error is reported, the index
+    written before it stays)."""
     try:
-        from memoir.summaries.summary_pass import run_summary_pass
-    except ImportError:
-        return None
-    try:
-        report = run_summary_pass(memoir, limit=limit)
+        report = memoir.summarize_pending(limit=limit)
+    except ConfigError:
+        raise
     except MemoirError as exc:
         return {"error": str(exc)}
-    as_dict = getattr(report, "as_dict", None)
-    return as_dict() if callable(as_dict) else {"report": str(report)}
+    return dict(report.as_dict())
 
 
 def _table(report: SyncReport, summaries: dict[str, Any] | None) -> Table:
@@ -149,6 +147,8 @@ def sync_command(
     settings.home.mkdir(parents=True, exist_ok=True)
     try:
         with sync_lock(settings.home), open_memoir() as memoir:
+            if not no_summaries:
+                memoir.model()  # a missing API key fails here, before any work
             with _bar(not as_json) as progress:
                 report = sync(
                     memoir.settings, memoir.store, sources=source or None, progress=progress
