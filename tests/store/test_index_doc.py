@@ -5,17 +5,24 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memoir.errors import ConfigError
 from memoir.model import Exchange, Harness, Session
 from memoir.store.index_doc import (
+    CONTEXT_CHARS,
     EMBED_CHARS,
     MAX_COLUMN_CHARS,
+    context_text,
     embedding_text,
     exchange_document,
     month_token,
     project_token,
+    rewrite_span,
     role_column,
+    session_documents,
+    stream_documents,
 )
 
 SESSION = Session(id="s1", project="memoir", harness=Harness.CODEX)
@@ -92,3 +99,73 @@ def test_filter_tokens_are_single_index_words() -> None:
     assert token.isalnum() and token.startswith("prj") and len(token) == 15
     assert token != project_token("-home-dev-code-memoir2")
     assert project_token("项目") == project_token("项目")
+
+
+def turn(n: int, user: str = "", assistant: str = "") -> Exchange:
+    return exchange(
+        id=f"s1:{n}",
+        first_ordinal=n * 10,
+        last_ordinal=n * 10 + 1,
+        user_text=user or f"prompt {n}",
+        assistant_text=assistant or f"reply {n}",
+    )
+
+
+def test_context_holds_the_end_of_the_previous_and_the_start_of_the_next() -> None:
+    before = turn(1, "x" * 1000 + " how was the trip", "tell me")
+    after = turn(3, "we hiked", "y" * 1000)
+    text = context_text(before, after)
+    assert text.startswith("x") and "how was the trip\ntell me\nwe hiked\ny" in text
+    assert len(text) <= 2 * CONTEXT_CHARS + 1
+    assert context_text(None, None) == ""
+    assert context_text(turn(1, "a", "b"), None) == "a\nb"
+    assert context_text(None, turn(3, "  ", "only reply")) == "only reply"
+
+
+def test_context_cuts_at_word_boundaries() -> None:
+    words = " ".join(f"w{i:03d}" for i in range(300))  # 1,499 characters
+    head = context_text(None, turn(2, words, " "))
+    tail = context_text(turn(2, words, " "), None)
+    assert words.startswith(head) and head[-1].isdigit()
+    assert words.endswith(tail) and tail.startswith("w")
+    assert len(head) <= CONTEXT_CHARS and len(tail) <= CONTEXT_CHARS
+
+
+def test_document_context_column_and_tools_left_out() -> None:
+    doc = exchange_document(turn(2), SESSION, turn(1), turn(3, "next prompt"))
+    assert doc.context == "prompt 1\nreply 1\nnext prompt\nreply 3"
+    assert exchange_document(turn(2), SESSION).context == ""
+    assert doc.columns()[-1] == doc.context and len(doc.columns()) == 5
+    assert "Bash" not in doc.context and "README" not in doc.context
+
+
+@pytest.mark.parametrize(
+    ("count", "changed", "expected"),
+    [
+        (5, [4], [3, 4]),  # appended: the previous one quotes it now
+        (5, [2], [1, 2, 3]),  # grown in the middle: both neighbours
+        (5, [0], [0, 1]),
+        (5, [0, 1, 2, 3, 4], [0, 1, 2, 3, 4]),  # a first import
+        (5, [1, 3], [0, 1, 2, 3, 4]),
+        (5, [], []),
+        (1, [0], [0]),
+        (5, ["unknown"], []),
+    ],
+)
+def test_rewrite_span(count: int, changed: list[object], expected: list[int]) -> None:
+    ordered = [turn(i) for i in range(count)]
+    ids = [ordered[c].id if isinstance(c, int) else str(c) for c in changed]
+    assert [x.id for x in rewrite_span(ordered, ids)] == [ordered[i].id for i in expected]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=6))
+def test_streamed_documents_equal_listed_ones(texts: list[str]) -> None:
+    ordered = [turn(i, t or "p", t[::-1] or "r") for i, t in enumerate(texts)]
+    streamed = list(stream_documents(iter(ordered), SESSION))
+    assert streamed == session_documents(ordered, SESSION)
+    assert [x.id for x, _ in streamed] == [x.id for x in ordered]
+    for i, (_, doc) in enumerate(streamed):
+        before = ordered[i - 1] if i else None
+        after = ordered[i + 1] if i + 1 < len(ordered) else None
+        assert doc == exchange_document(ordered[i], SESSION, before, after)

@@ -83,7 +83,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == [1, 2, 3]
+    assert [m.version for m in pending(0)] == [1, 2, 3, 4]
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -107,7 +107,15 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
     try:
         assert_upgraded_intact(store)
         names = store._all_rows("SELECT version, name FROM schema_version ORDER BY version")
-        assert names == [(1, "core"), (2, "search-usage-summaries"), (3, "index-filter-tokens")]
+        assert names == [
+            (1, "core"),
+            (2, "search-usage-summaries"),
+            (3, "index-filter-tokens"),
+            (4, "index-neighbour-context"),
+        ]
+        # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
+        context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"
+        assert store._all_rows(context) == [(1,)]
     finally:
         store.close()
     again = sqlite_store_module.SQLiteStore(path)  # reopening migrates nothing
@@ -160,6 +168,9 @@ def test_postgres_v1_database_upgrades_with_rows_intact(pg_database: str) -> Non
         assert store.stats()["index_rows"] == 3
     finally:
         store.close()
+    with psycopg.connect(pg_database) as conn:  # v4 rebuilt the rows with neighbour context
+        rows = conn.execute("SELECT context_doc FROM exchange_search ORDER BY exchange_pk")
+        assert ["WAL" in doc for (doc,) in rows.fetchall()] == [False, True, False]
 
 
 @pytest.mark.postgres

@@ -1,6 +1,6 @@
 """What the full-text index keys on, built from an exchange (pure).
 
-One index document per exchange, four columns searched with different weights:
+One index document per exchange, five columns searched with different weights:
 
 - ``user``: the user's prompt(s);
 - ``assistant``: the assistant's replies;
@@ -9,7 +9,13 @@ One index document per exchange, four columns searched with different weights:
   words of the speakers present (``user``, ``assistant``, ``tool``), and two filter
   tokens: :func:`project_token` and :func:`month_token`. SQLite's search narrows a
   project or date-range filter inside FTS5 with them (``sqlite_search.meta_prefilter``),
-  so they must stay in ``meta`` whatever else changes here.
+  so they must stay in ``meta`` whatever else changes here;
+- ``context``: a bounded excerpt of the neighbouring exchanges of the same session (the
+  end of the previous one, the start of the next one, :func:`context_text`), searched at
+  a low weight. In a conversation the words naming a topic and the turn answering about
+  it are often one exchange apart ("How was the trip?" … "We hiked to the lake"). An
+  exchange's context changes when a neighbour is added or grows, so the writers rewrite
+  the neighbours' rows in the same transaction (:func:`rewrite_span`).
 
 Both backends index exactly these strings (SQLite FTS5 columns, PostgreSQL weighted
 tsvector parts). Text is CJK-segmented (see :mod:`memoir.store.query_text`) and stripped
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,22 +36,31 @@ from memoir.model import Exchange, Session
 from memoir.store.query_text import segment_cjk
 
 __all__ = [
+    "CONTEXT_CHARS",
     "EMBED_CHARS",
     "MAX_COLUMN_CHARS",
     "ROLE_COLUMNS",
     "IndexDoc",
+    "context_text",
     "embedding_text",
     "exchange_document",
     "index_text",
     "month_token",
     "project_token",
+    "rewrite_span",
     "role_column",
+    "session_documents",
+    "stream_documents",
 ]
 
 EMBED_CHARS = 2000
 # Each column is cut at this many characters (PostgreSQL's tsvector holds at most 1 MB,
 # and snippets over huge replies are slow); a 20 MB tool dump never reaches the index.
 MAX_COLUMN_CHARS = 100_000
+# How much of each neighbour the ``context`` column holds: a conversational turn or two
+# (LoCoMo turns are ~100–300 characters; a coding reply's first and last lines name its
+# topic), small enough that a neighbour never outweighs the exchange's own text.
+CONTEXT_CHARS = 400
 _MARKERS = re.compile("[\x00\x02\x03]")
 # SearchFilters.role → the column the match must be in
 ROLE_COLUMNS = {"user": "user", "assistant": "assistant", "tool": "tools"}
@@ -56,9 +72,10 @@ class IndexDoc:
     assistant: str
     tools: str
     meta: str
+    context: str = ""
 
-    def columns(self) -> tuple[str, str, str, str]:
-        return (self.user, self.assistant, self.tools, self.meta)
+    def columns(self) -> tuple[str, str, str, str, str]:
+        return (self.user, self.assistant, self.tools, self.meta, self.context)
 
 
 def index_text(text: str) -> str:
@@ -95,7 +112,51 @@ def _meta(exchange: Exchange, session: Session) -> str:
     return " ".join(parts)
 
 
-def exchange_document(exchange: Exchange, session: Session) -> IndexDoc:
+def _conversation(exchange: Exchange) -> str:
+    parts = (exchange.user_text.strip(), exchange.assistant_text.strip())
+    return "\n".join(p for p in parts if p)
+
+
+def _cut_head(text: str, limit: int) -> str:
+    """The first ``limit`` characters, not ending inside a word."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return cut[:space] if space > limit // 2 else cut
+
+
+def _cut_tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters, not starting inside a word."""
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    space = cut.find(" ")
+    return cut[space + 1 :] if 0 <= space < limit // 2 else cut
+
+
+def context_text(before: Exchange | None, after: Exchange | None, limit: int | None = None) -> str:
+    """The ``context`` column: the last ``limit`` characters of the previous exchange's
+    conversation (prompt and reply; the part nearest this exchange) and the first
+    ``limit`` of the next one's (default :data:`CONTEXT_CHARS`). Tool output is left out:
+    it is noise next door."""
+    limit = CONTEXT_CHARS if limit is None else limit
+    parts = []
+    if before is not None:
+        parts.append(_cut_tail(_conversation(before), limit))
+    if after is not None:
+        parts.append(_cut_head(_conversation(after), limit))
+    return "\n".join(p for p in parts if p)
+
+
+def exchange_document(
+    exchange: Exchange,
+    session: Session,
+    before: Exchange | None = None,
+    after: Exchange | None = None,
+) -> IndexDoc:
+    """The index document of ``exchange``; ``before``/``after`` are its neighbours in the
+    session (by first ordinal), when it has them."""
     tools = " ".join(exchange.tool_names)
     if exchange.tool_excerpt:
         tools = f"{tools}\n{exchange.tool_excerpt}" if tools else exchange.tool_excerpt
@@ -104,7 +165,53 @@ def exchange_document(exchange: Exchange, session: Session) -> IndexDoc:
         assistant=index_text(exchange.assistant_text),
         tools=index_text(tools),
         meta=index_text(_meta(exchange, session)),
+        context=index_text(context_text(before, after)),
     )
+
+
+def session_documents(
+    ordered: Sequence[Exchange], session: Session, rewrite: Sequence[Exchange] | None = None
+) -> list[tuple[Exchange, IndexDoc]]:
+    """Index documents of ``rewrite`` (default: all of ``ordered``), each with its
+    neighbours taken from ``ordered`` — consecutive exchanges of one session in ordinal
+    order. An exchange at either end of ``ordered`` gets no neighbour on that side, so pass
+    one more exchange on each side than you rewrite (see :func:`rewrite_span`)."""
+    wanted = None if rewrite is None else {x.id for x in rewrite}
+    out = []
+    for i, x in enumerate(ordered):
+        if wanted is not None and x.id not in wanted:
+            continue
+        before = ordered[i - 1] if i > 0 else None
+        after = ordered[i + 1] if i + 1 < len(ordered) else None
+        out.append((x, exchange_document(x, session, before, after)))
+    return out
+
+
+def stream_documents(
+    ordered: Iterable[Exchange], session: Session
+) -> Iterator[tuple[Exchange, IndexDoc]]:
+    """Index documents of a whole session's exchanges, streamed in ordinal order (a
+    rebuild reads them page by page)."""
+    before: Exchange | None = None
+    current: Exchange | None = None
+    for after in ordered:
+        if current is not None:
+            yield current, exchange_document(current, session, before, after)
+        before, current = current, after
+    if current is not None:
+        yield current, exchange_document(current, session, before, None)
+
+
+def rewrite_span(ordered: Sequence[Exchange], changed: Iterable[str]) -> list[Exchange]:
+    """Which exchanges of ``ordered`` (one session, ordinal order) need a new index row when
+    the exchanges ``changed`` were added or grew: those, and every neighbour of one (its
+    context column quotes them)."""
+    ids = set(changed)
+    hit = [i for i, x in enumerate(ordered) if x.id in ids]
+    keep: set[int] = set()
+    for i in hit:
+        keep.update(j for j in (i - 1, i, i + 1) if 0 <= j < len(ordered))
+    return [ordered[i] for i in sorted(keep)]
 
 
 def embedding_text(exchange: Exchange) -> str:

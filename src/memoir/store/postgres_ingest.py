@@ -19,7 +19,6 @@ from memoir.store.codec import (
     source_params,
     to_utc,
 )
-from memoir.store.index_doc import exchange_document
 from memoir.store.port import IngestBatch
 from memoir.store.sqlite_ingest import check_batch
 
@@ -120,17 +119,17 @@ def _upsert_exchanges(
     inserts: list[tuple[Any, ...]] = []
     updates: list[tuple[Any, ...]] = []
     old_pks: list[int] = []
-    docs: list[tuple[str, Exchange]] = []
+    docs: list[Exchange] = []
     for x in unique.values():
         params = exchange_params(x, to_utc)
         old = existing.get(x.id)
         if old is None:
             inserts.append(params)
-            docs.append((x.id, x))
+            docs.append(x)
         elif tuple(old[1:]) != (x.last_ordinal, len(params[9]), len(params[10]), len(params[11])):
             updates.append((*params[1:], x.id))
             old_pks.append(int(old[0]))
-            docs.append((x.id, x))
+            docs.append(x)
     if inserts:
         cur.executemany(EXCHANGE_INSERT, inserts)
     if updates:
@@ -139,7 +138,7 @@ def _upsert_exchanges(
             "DELETE FROM embeddings WHERE exchange_id = ANY(%s)", ([u[-1] for u in updates],)
         )
         cur.executemany(EXCHANGE_UPDATE, updates)
-    postgres_search.write_index(conn, [(xid, exchange_document(x, session)) for xid, x in docs])
+    postgres_search.reindex_span(conn, session, docs)
 
 
 def delete_session_content(

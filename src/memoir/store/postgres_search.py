@@ -1,10 +1,13 @@
 """Full-text search on PostgreSQL: the ``exchange_search`` table and its queries.
 
-``exchange_search(exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, tsv)`` holds
+``exchange_search(exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, context_doc,
+tsv)`` holds
 the :class:`~memoir.store.index_doc.IndexDoc` strings of each exchange (keyed by
 ``exchanges.pk``); ``tsv`` is a stored generated column, the ``english`` tsvectors of the
-four columns (ASCII punctuation read as spaces, as FTS5's tokenizer does) weighted A, B,
-C, D, under a GIN index. A parsed query (see
+five columns (ASCII punctuation read as spaces, as FTS5's tokenizer does) weighted A, B,
+C, D, D (``meta`` and ``context`` share D: a tsvector has four weights), under a GIN index.
+As on SQLite, one query word at least must be in the exchange's own columns (not only in
+``context``), and an excluded term is tested against its own columns only. A parsed query (see
 :mod:`memoir.store.query_text`) becomes a tsquery built from ``websearch_to_tsquery`` per
 term (its words as a quoted phrase, so the text is never read as operators) combined with ``&&``,
 ``||`` and ``!!``; a role filter keeps only that column's weight (``ts_filter``). Ranking
@@ -15,11 +18,12 @@ when nothing does, any term may.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 
-from memoir.model import Session
+from memoir.model import Exchange, Session
 from memoir.store.codec import (
     EXCHANGE_COLS,
     SESSION_COLS,
@@ -27,7 +31,14 @@ from memoir.store.codec import (
     prefixed,
     session_from_row,
 )
-from memoir.store.index_doc import IndexDoc, exchange_document, role_column
+from memoir.store.index_doc import (
+    IndexDoc,
+    rewrite_span,
+    role_column,
+    session_documents,
+    stream_documents,
+)
+from memoir.store.migrations.v002_search import tsvector_sql
 from memoir.store.port import SearchFilters, TextHit
 from memoir.store.query_text import ParsedQuery, Term, parse_query, unsegment_cjk
 
@@ -37,13 +48,15 @@ __all__ = [
     "delete_index",
     "rebuild_index",
     "reindex_session",
+    "reindex_span",
     "search",
     "tsquery_sql",
     "write_index",
 ]
 
 TS_CONFIG = "english"  # must match the generated column (migration v2)
-RANK_WEIGHTS = "{0.1, 0.25, 0.5, 1.0}"  # weights of D (meta), C (tools), B (assistant), A (user)
+# weights of D (meta, context), C (tools), B (assistant), A (user)
+RANK_WEIGHTS = "{0.1, 0.25, 0.5, 1.0}"
 _WEIGHT_OF = {"user": "a", "assistant": "b", "tools": "c"}
 _DOC_OF = {"user": "d.user_doc", "assistant": "d.assistant_doc", "tools": "d.tools_doc"}
 _ALL_DOCS = "concat_ws(E'\\n', d.user_doc, d.assistant_doc, d.tools_doc, d.meta_doc)"
@@ -54,16 +67,32 @@ HEADLINE_OPTIONS = (
 _REBUILD_PAGE = 2000
 
 INDEX_INSERT = (
+    "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, "
+    "context_doc) SELECT pk, %s, %s, %s, %s, %s FROM exchanges WHERE id = %s"
+)
+_INDEX_INSERT_V3 = (
     "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc) "
     "SELECT pk, %s, %s, %s, %s FROM exchanges WHERE id = %s"
 )
+# the exchange's own words (all of tsv but ``context``), for excluded terms
+# ('%' doubled: the text goes into parametrised queries)
+_OWN_TSV = (
+    "(ts_filter(d.tsv, '{a,b,c}') || "
+    + tsvector_sql((("d.meta_doc", "D"),)).replace("%", "%%")
+    + ")"
+)
 
 
-def write_index(conn: psycopg.Connection[Any], rows: list[tuple[str, IndexDoc]]) -> None:
-    """Index rows for exchanges already written, by exchange id."""
+def write_index(
+    conn: psycopg.Connection[Any], rows: list[tuple[str, IndexDoc]], width: int = 5
+) -> None:
+    """Index rows for exchanges already written, by exchange id; ``width`` 4 leaves out
+    ``context_doc`` (the table of an older schema version, while a migration before v4
+    rebuilds it)."""
     if rows:
+        sql = INDEX_INSERT if width == 5 else _INDEX_INSERT_V3
         with conn.cursor() as cur:
-            cur.executemany(INDEX_INSERT, [(*doc.columns(), xid) for xid, doc in rows])
+            cur.executemany(sql, [(*doc.columns()[:width], xid) for xid, doc in rows])
 
 
 def delete_index(conn: psycopg.Connection[Any], pks: list[int]) -> None:
@@ -75,34 +104,102 @@ _EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
 _SESSION_COLS = prefixed(SESSION_COLS, "s")
 
 
+def _ordered(
+    conn: psycopg.Connection[Any], session_id: str, where: str = "", params: tuple[Any, ...] = ()
+) -> list[tuple[int, Exchange]]:
+    rows = conn.execute(
+        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = %s{where}",
+        (session_id, *params),
+    ).fetchall()
+    return [(int(r[0]), exchange_from_row(r[1:])) for r in rows]
+
+
 def reindex_session(conn: psycopg.Connection[Any], session: Session) -> None:
     """Rewrite the index rows of one session's exchanges (its project or harness changed)."""
-    rows = conn.execute(
-        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = %s", (session.id,)
+    rows = _ordered(conn, session.id, " ORDER BY e.first_ordinal")
+    delete_index(conn, [pk for pk, _ in rows])
+    docs = session_documents([x for _, x in rows], session)
+    write_index(conn, [(x.id, doc) for x, doc in docs])
+
+
+def reindex_span(conn: psycopg.Connection[Any], session: Session, changed: list[Exchange]) -> None:
+    """Write the index rows of ``changed`` (exchanges of ``session`` just added or grown)
+    and rewrite their neighbours' rows, whose ``context`` column quotes them."""
+    if not changed:
+        return
+    lo = min(x.first_ordinal for x in changed)
+    hi = max(x.first_ordinal for x in changed)
+    keys = conn.execute(
+        "SELECT id FROM exchanges WHERE session_id = %s AND first_ordinal BETWEEN %s AND %s "
+        "ORDER BY first_ordinal",
+        (session.id, lo, hi),
     ).fetchall()
-    delete_index(conn, [int(r[0]) for r in rows])
-    write_index(conn, [(r[1], exchange_document(exchange_from_row(r[1:]), session)) for r in rows])
+    known = {x.id: x for x in changed}
+    if len(keys) > len(known):  # unchanged exchanges between changed ones
+        between = " AND e.first_ordinal BETWEEN %s AND %s"
+        for _, x in _ordered(conn, session.id, between, (lo, hi)):
+            known.setdefault(x.id, x)
+    before = _ordered(
+        conn, session.id, " AND e.first_ordinal < %s ORDER BY e.first_ordinal DESC LIMIT 2", (lo,)
+    )
+    after = _ordered(
+        conn, session.id, " AND e.first_ordinal > %s ORDER BY e.first_ordinal LIMIT 2", (hi,)
+    )
+    ordered = (
+        [x for _, x in reversed(before)]
+        + [known[str(r[0])] for r in keys if str(r[0]) in known]
+        + [x for _, x in after]
+    )
+    docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
+    conn.execute(
+        "DELETE FROM exchange_search WHERE exchange_pk IN "
+        "(SELECT pk FROM exchanges WHERE id = ANY(%s))",
+        ([x.id for x, _ in docs],),
+    )
+    write_index(conn, [(x.id, doc) for x, doc in docs])
+
+
+def _session_stream(conn: psycopg.Connection[Any], session_id: str) -> Iterator[Exchange]:
+    """A session's exchanges in ordinal order, page by page."""
+    last = -1
+    while True:
+        page = _ordered(
+            conn,
+            session_id,
+            " AND e.first_ordinal > %s ORDER BY e.first_ordinal LIMIT %s",
+            (last, _REBUILD_PAGE),
+        )
+        yield from (x for _, x in page)
+        if len(page) < _REBUILD_PAGE:
+            return
+        last = page[-1][1].first_ordinal
 
 
 def rebuild_index(conn: psycopg.Connection[Any]) -> int:
-    """Drop every index row and write one per exchange; returns the rows written."""
+    """Drop every index row and write one per exchange, session by session (an exchange's
+    row quotes its neighbours); returns the rows written."""
     conn.execute("DELETE FROM exchange_search")
-    done, last = 0, 0
-    while True:
-        page = conn.execute(
-            f"SELECT e.pk, {_EXCHANGE_COLS}, {_SESSION_COLS} FROM exchanges e "
-            "JOIN sessions s ON s.id = e.session_id WHERE e.pk > %s ORDER BY e.pk LIMIT %s",
-            (last, _REBUILD_PAGE),
-        ).fetchall()
-        if not page:
-            return done
-        docs = [
-            (r[1], exchange_document(exchange_from_row(r[1:13]), session_from_row(r[13:25])))
-            for r in page
-        ]
-        write_index(conn, docs)
-        done += len(page)
-        last = page[-1][0]
+    has_context = conn.execute(
+        "SELECT 1 FROM pg_attribute WHERE attrelid = 'exchange_search'::regclass "
+        "AND attname = 'context_doc' AND NOT attisdropped"
+    ).fetchone()
+    width = 5 if has_context else 4
+    done = 0
+    sessions = conn.execute(
+        f"SELECT {_SESSION_COLS} FROM sessions s WHERE EXISTS "
+        "(SELECT 1 FROM exchanges e WHERE e.session_id = s.id) ORDER BY s.id"
+    ).fetchall()
+    for row in sessions:
+        session = session_from_row(row)
+        batch: list[tuple[str, IndexDoc]] = []
+        for x, doc in stream_documents(_session_stream(conn, session.id), session):
+            batch.append((x.id, doc))
+            if len(batch) >= _REBUILD_PAGE:
+                write_index(conn, batch, width)
+                done, batch = done + len(batch), []
+        write_index(conn, batch, width)
+        done += len(batch)
+    return done
 
 
 def _term_sql(term: Term, params: list[Any]) -> str:
@@ -156,10 +253,19 @@ def _top(
     column: str | None,
     filters: SearchFilters,
     limit: int,
+    groups: tuple[tuple[Term, ...], ...],
+    excluded: tuple[Term, ...] = (),
 ) -> list[tuple[Any, ...]]:
     """ts_rank over the most recent RANK_WINDOW matches (all of them when fewer)."""
     where, params = _filter_sql(filters)
     role = f" AND ts_filter(d.tsv, '{{{_WEIGHT_OF[column]}}}') @@ q.q" if column else ""
+    own_params: list[Any] = []
+    if column is None:  # one query word at least in the exchange's own text
+        terms = tuple(t for g in groups for t in g)
+        role += f" AND {_OWN_TSV} @@ {_any_sql(terms, own_params)}"
+    if excluded:
+        role += f" AND NOT ({_OWN_TSV} @@ {_any_sql(excluded, own_params)})"
+    params = [*own_params, *params]
     sql = (
         f"WITH q AS (SELECT {tsq[0]} AS q), cand AS ("
         "SELECT x.id, d.exchange_pk AS pk, d.tsv FROM q, exchange_search d "
@@ -192,12 +298,13 @@ def search(
     parsed = parse_query(query)
     if limit <= 0 or parsed.empty:
         return []
-    tsq = tsquery_sql(parsed)
-    top = _top(conn, tsq, column, filters, limit) if tsq else []
+    # excluded terms are tested on the exchange's own columns, apart from the match
+    tsq = tsquery_sql(ParsedQuery(groups=parsed.groups))
+    top = _top(conn, tsq, column, filters, limit, parsed.groups, parsed.excluded) if tsq else []
     loose = parsed.loosened()
     if not top and loose is not None:
-        tsq = tsquery_sql(loose)
-        top = _top(conn, tsq, column, filters, limit) if tsq else []
+        tsq = tsquery_sql(ParsedQuery(groups=loose.groups))
+        top = _top(conn, tsq, column, filters, limit, parsed.groups, parsed.excluded) if tsq else []
     if not top or tsq is None:
         return []
     snippets = _snippets(conn, tsq, column, [int(r[1]) for r in top])

@@ -5,7 +5,9 @@ the batch's existing exchanges per 500 ids. An exchange already stored with the 
 ordinal and text lengths is left alone (re-applying a batch writes nothing new); a grown
 one is updated in place (same id) and moves to a fresh primary key, so that ``pk`` order
 is the order of last change (the embedding backlog scans from a high-water mark); its
-index row is rewritten and its embeddings dropped (they describe the old text).
+index row is rewritten and its embeddings dropped (they describe the old text). The index
+rows of the neighbours of every added or grown exchange are rewritten too (their
+``context`` column quotes it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from memoir.store.codec import (
     source_params,
     to_iso,
 )
-from memoir.store.index_doc import exchange_document
 from memoir.store.port import IngestBatch
 
 __all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
@@ -139,18 +140,18 @@ def _upsert_exchanges(
     inserts: list[tuple[Any, ...]] = []
     updates: list[tuple[Any, ...]] = []
     changed: list[tuple[int, str]] = []
-    docs: list[tuple[int, Exchange]] = []
+    docs: list[Exchange] = []
     for x in unique.values():
         params = exchange_params(x, to_iso)
         old = existing.get(x.id)
         if old is None:
             inserts.append((next_pk, *params))
-            docs.append((next_pk, x))
+            docs.append(x)
             next_pk += 1
         elif tuple(old[1:]) != (x.last_ordinal, len(params[9]), len(params[10]), len(params[11])):
             updates.append((next_pk, *params[1:], old[0]))
             changed.append((old[0], x.id))
-            docs.append((next_pk, x))
+            docs.append(x)
             next_pk += 1
     if inserts:
         conn.executemany(EXCHANGE_INSERT, inserts)
@@ -158,7 +159,7 @@ def _upsert_exchanges(
         conn.executemany(EXCHANGE_UPDATE, updates)
         conn.executemany("DELETE FROM embeddings WHERE exchange_id = ?", [(i,) for _, i in changed])
         sqlite_search.delete_index(conn, [pk for pk, _ in changed])
-    sqlite_search.write_index(conn, ((pk, exchange_document(x, session)) for pk, x in docs))
+    sqlite_search.reindex_span(conn, session, docs)
 
 
 def delete_session_content(conn: sqlite3.Connection, session_id: str, path: str | None) -> None:

@@ -1,12 +1,14 @@
 """Full-text search on SQLite: the FTS5 table ``exchange_fts`` and its queries.
 
-``exchange_fts(user, assistant, tools, meta)`` is a regular FTS5 table (porter stemming
+``exchange_fts(user, assistant, tools, meta, context)`` is a regular FTS5 table (porter stemming
 over unicode61, diacritics folded) whose ``rowid`` is ``exchanges.pk``; its columns are
 the :class:`~memoir.store.index_doc.IndexDoc` strings. Ranking is bm25 with column
 weights; a query runs in two steps: the top ``limit`` rowids (FTS5 drives, each match
 joins its exchange and session by primary key for the filters), then ``snippet()`` for
-those rows only. All terms must match; when nothing does, any term may (a loosened
-query).
+those rows only. All terms must match, in the exchange's own columns or its neighbours'
+excerpt (``context``), and one of them at least in its own columns; when nothing does,
+any term may (a loosened query). Excluded terms and snippets look at the exchange's own
+columns only.
 
 Cost is bounded on big archives, where bm25 would read every posting of every term:
 
@@ -25,11 +27,11 @@ Every function takes an open connection and runs inside the caller's transaction
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from memoir.model import Session
+from memoir.model import Exchange, Session
 from memoir.store.codec import (
     EXCHANGE_COLS,
     SESSION_COLS,
@@ -41,10 +43,12 @@ from memoir.store.codec import (
 )
 from memoir.store.index_doc import (
     IndexDoc,
-    exchange_document,
     month_token,
     project_token,
+    rewrite_span,
     role_column,
+    session_documents,
+    stream_documents,
 )
 from memoir.store.port import SearchFilters, TextHit
 from memoir.store.query_text import (
@@ -64,12 +68,16 @@ __all__ = [
     "meta_prefilter",
     "rebuild_index",
     "reindex_session",
+    "reindex_span",
     "search",
     "write_index",
 ]
 
-COLUMNS = ("user", "assistant", "tools", "meta")
-COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 0.5)  # bm25 weights, in COLUMNS order
+COLUMNS = ("user", "assistant", "tools", "meta", "context")
+# bm25 weights, in COLUMNS order; a word in a neighbour's excerpt counts a quarter of the
+# same word in the exchange's own prompt (it hints at the topic, it is not the turn)
+COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 0.5, 1.0)
+OWN_COLUMNS = "user assistant tools meta"  # an FTS5 column filter: all but ``context``
 SNIPPET_TOKENS = 20
 # Cost bounds for big archives (bm25 in FTS5 reads every posting of every query term):
 RANK_WINDOW = 5000  # bm25 ranks the most recent RANK_WINDOW matches (all, when fewer)
@@ -78,13 +86,24 @@ UBIQUITOUS = 0.3  # … a term in more than this share of recent exchanges
 SAMPLE_ROWS = 20_000  # … measured over the most recent SAMPLE_ROWS exchanges
 MAX_MONTHS = 24  # a date range up to this many months also narrows the match by month
 _BM25 = "bm25(exchange_fts, " + ", ".join(str(w) for w in COLUMN_WEIGHTS) + ")"
+# A match must hold one query word at least in the exchange's own columns, not only in
+# its neighbours' excerpt: bm25 with ``context`` weighted 0 is 0 exactly then (FTS5 floors
+# idf above 0). A per-row test over the posting data already read; an FTS5 column-filtered
+# clause instead walks every posting list a second time (text p50 28 → 20 ms at 1M).
+_OWN_HIT = "bm25(exchange_fts, " + ", ".join(str(w) for w in COLUMN_WEIGHTS[:4]) + ", 0.0) < 0"
 _REBUILD_PAGE = 2000
 
 
-def write_index(conn: sqlite3.Connection, rows: Iterable[tuple[int, IndexDoc]]) -> None:
+def write_index(
+    conn: sqlite3.Connection, rows: Iterable[tuple[int, IndexDoc]], width: int = len(COLUMNS)
+) -> None:
+    """Insert index rows; ``width`` < 5 writes the first columns only (the table of an
+    older schema version, while a migration before v4 rebuilds it)."""
+    names = ", ".join(COLUMNS[:width])
+    marks = ", ".join("?" * (width + 1))
     conn.executemany(
-        "INSERT INTO exchange_fts(rowid, user, assistant, tools, meta) VALUES (?, ?, ?, ?, ?)",
-        ((pk, *doc.columns()) for pk, doc in rows),
+        f"INSERT INTO exchange_fts(rowid, {names}) VALUES ({marks})",
+        ((pk, *doc.columns()[:width]) for pk, doc in rows),
     )
 
 
@@ -92,42 +111,110 @@ def delete_index(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
     conn.executemany("DELETE FROM exchange_fts WHERE rowid = ?", ((pk,) for pk in pks))
 
 
+def _ordered(
+    conn: sqlite3.Connection, session_id: str, where: str = "", params: tuple[Any, ...] = ()
+) -> list[tuple[int, Exchange]]:
+    rows = conn.execute(
+        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = ?{where}",
+        (session_id, *params),
+    ).fetchall()
+    return [(int(r[0]), exchange_from_row(r[1:])) for r in rows]
+
+
 def reindex_session(conn: sqlite3.Connection, session: Session) -> None:
     """Rewrite the index rows of one session's exchanges (its project or harness changed:
     the ``meta`` column names them)."""
-    rows = conn.execute(
-        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = ?", (session.id,)
+    rows = _ordered(conn, session.id, " ORDER BY e.first_ordinal")
+    pks = {x.id: pk for pk, x in rows}
+    delete_index(conn, pks.values())
+    docs = session_documents([x for _, x in rows], session)
+    write_index(conn, ((pks[x.id], doc) for x, doc in docs))
+
+
+def reindex_span(conn: sqlite3.Connection, session: Session, changed: list[Exchange]) -> None:
+    """Write the index rows of ``changed`` (exchanges of ``session`` just added or grown)
+    and rewrite their neighbours' rows, whose ``context`` column quotes them."""
+    if not changed:
+        return
+    lo = min(x.first_ordinal for x in changed)
+    hi = max(x.first_ordinal for x in changed)
+    keys = conn.execute(
+        "SELECT pk, id FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? AND ? "
+        "ORDER BY first_ordinal",
+        (session.id, lo, hi),
     ).fetchall()
-    delete_index(conn, [r[0] for r in rows])
-    write_index(conn, ((r[0], exchange_document(exchange_from_row(r[1:]), session)) for r in rows))
+    pks = {str(i): int(pk) for pk, i in keys}
+    known = {x.id: x for x in changed}
+    if len(keys) > len(known):  # unchanged exchanges between changed ones
+        between = " AND e.first_ordinal BETWEEN ? AND ?"
+        for _, x in _ordered(conn, session.id, between, (lo, hi)):
+            known.setdefault(x.id, x)
+    before = _ordered(
+        conn, session.id, " AND e.first_ordinal < ? ORDER BY e.first_ordinal DESC LIMIT 2", (lo,)
+    )
+    after = _ordered(
+        conn, session.id, " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT 2", (hi,)
+    )
+    pks.update((x.id, pk) for pk, x in before + after)
+    ordered = (
+        [x for _, x in reversed(before)]
+        + [known[str(i)] for _, i in keys if str(i) in known]
+        + [x for _, x in after]
+    )
+    docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
+    delete_index(conn, [pks[x.id] for x, _ in docs])
+    write_index(conn, ((pks[x.id], doc) for x, doc in docs))
+
+
+def _session_stream(
+    conn: sqlite3.Connection, session_id: str, pks: dict[str, int]
+) -> Iterator[Exchange]:
+    """A session's exchanges in ordinal order, page by page (their pks go into ``pks``)."""
+    last = -1
+    while True:
+        page = _ordered(
+            conn,
+            session_id,
+            " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT ?",
+            (last, _REBUILD_PAGE),
+        )
+        for pk, x in page:
+            pks[x.id] = pk
+            yield x
+        if len(page) < _REBUILD_PAGE:
+            return
+        last = page[-1][1].first_ordinal
 
 
 def rebuild_index(conn: sqlite3.Connection) -> int:
-    """Drop every index row and write one per exchange; returns the rows written."""
+    """Drop every index row and write one per exchange, session by session (an exchange's
+    row quotes its neighbours); returns the rows written."""
     conn.execute("DELETE FROM exchange_fts")
-    done, last = 0, 0
-    while True:
-        page = conn.execute(
-            f"SELECT e.pk, {_EXCHANGE_COLS}, {_SESSION_COLS} FROM exchanges e "
-            "JOIN sessions s ON s.id = e.session_id WHERE e.pk > ? ORDER BY e.pk LIMIT ?",
-            (last, _REBUILD_PAGE),
-        ).fetchall()
-        if not page:
-            # one b-tree per term instead of the many segments a bulk load leaves: on a
-            # 1M-exchange archive this took search p50 from 24 ms to 5 ms
-            conn.execute("INSERT INTO exchange_fts(exchange_fts) VALUES ('optimize')")
-            return done
-        write_index(conn, ((r[0], _document(r)) for r in page))
-        done += len(page)
-        last = page[-1][0]
+    width = len(conn.execute("PRAGMA table_info(exchange_fts)").fetchall())
+    done = 0
+    sessions = conn.execute(
+        f"SELECT {_SESSION_COLS} FROM sessions s WHERE EXISTS "
+        "(SELECT 1 FROM exchanges e WHERE e.session_id = s.id) ORDER BY s.id"
+    ).fetchall()
+    for row in sessions:
+        session = session_from_row(row)
+        pks: dict[str, int] = {}
+        batch: list[tuple[int, IndexDoc]] = []
+        for x, doc in stream_documents(_session_stream(conn, session.id, pks), session):
+            batch.append((pks.pop(x.id), doc))
+            if len(batch) >= _REBUILD_PAGE:
+                write_index(conn, batch, width)
+                done, batch = done + len(batch), []
+        write_index(conn, batch, width)
+        done += len(batch)
+    # one b-tree per term instead of the many segments a bulk load leaves: on a
+    # 1M-exchange archive this took search p50 from 24 ms to 5 ms
+    conn.execute("INSERT INTO exchange_fts(exchange_fts) VALUES ('optimize')")
+    return done
 
 
 _EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
 _SESSION_COLS = prefixed(SESSION_COLS, "s")
-
-
-def _document(row: Any) -> IndexDoc:
-    return exchange_document(exchange_from_row(row[1:13]), session_from_row(row[13:25]))
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
@@ -207,9 +294,15 @@ def meta_prefilter(filters: SearchFilters) -> str | None:
 
 
 def _select(
-    filters: SearchFilters, order: str, inner_limit: int | None, span: tuple[int, int] | None
+    filters: SearchFilters,
+    order: str,
+    inner_limit: int | None,
+    span: tuple[int, int] | None,
+    own: bool,
 ) -> tuple[str, list[Any]]:
     where, params = _filter_sql(filters)
+    if own:
+        where = f" AND {_OWN_HIT}{where}"
     if span is not None:
         where += " AND exchange_fts.rowid BETWEEN ? AND ?"
         params.extend(span)
@@ -234,11 +327,17 @@ def _ranked(
     """(exchange id, rowid, score) of the best matches: bm25 over the most recent
     RANK_WINDOW matches, or recency alone when every term is ubiquitous."""
     reduced, recency = drop_ubiquitous(query, _fractions(conn, query), UBIQUITOUS)
-    match = to_fts5(query if recency else reduced, column)
+    chosen = query if recency else reduced
+    match = _match(chosen, column)
     if match is None:
         return []
+    own = column is None  # the per-row _OWN_HIT test
     pre = meta_prefilter(filters)
     if pre is not None:
+        if own:  # the prefilter's meta tokens would pass _OWN_HIT: an FTS5 clause instead
+            terms = tuple(t for g in chosen.groups for t in g)
+            match = f"({match}) AND ({to_fts5(ParsedQuery(groups=(terms,)), OWN_COLUMNS)})"
+            own = False
         match = f"({match}) AND {pre}"
     span = None
     if filters.session_id is not None:
@@ -249,16 +348,29 @@ def _ranked(
             return []
         span = (int(lo), int(hi))
     if recency:
-        sql, params = _select(filters, "exchange_fts.rowid DESC", None, span)
+        sql, params = _select(filters, "exchange_fts.rowid DESC", None, span, own)
         rows = conn.execute(
             sql.replace(f"{_BM25} AS r", "0 AS r") + " LIMIT ?", [match, *params, limit]
         ).fetchall()
         return [(xid, rid, 1e-9 * (limit - i)) for i, (xid, rid, _) in enumerate(rows)]
-    inner, params = _select(filters, "exchange_fts.rowid DESC", RANK_WINDOW, span)
+    inner, params = _select(filters, "exchange_fts.rowid DESC", RANK_WINDOW, span, own)
     rows = conn.execute(
         f"SELECT id, rid, r FROM ({inner}) ORDER BY r LIMIT ?", [match, *params, limit]
     ).fetchall()
     return [(xid, rid, -float(r)) for xid, rid, r in rows]
+
+
+def _match(query: ParsedQuery, column: str | None) -> str | None:
+    """FTS5 MATCH text: the terms anywhere (``context`` included) or in ``column``; an
+    excluded term rules out an exchange whose own text holds it, not its neighbours'. (That
+    one term at least is the exchange's own is :data:`_OWN_HIT`, tested per row.)"""
+    if column is not None:
+        return to_fts5(query, column)
+    positive = to_fts5(ParsedQuery(groups=query.groups))
+    if positive is None or not query.excluded:
+        return positive
+    excluded = to_fts5(ParsedQuery(groups=(query.excluded,)), OWN_COLUMNS)
+    return f"{positive} NOT ({excluded})"
 
 
 def _snippet(conn: sqlite3.Connection, match: str, rowid: int, column: int) -> str:
@@ -282,7 +394,8 @@ def search(
     loose = parsed.loosened()
     if not top and loose is not None:
         top = _ranked(conn, loose, column, filters, limit)
-    marks = to_fts5(loose or parsed, column)  # any query word, for the snippet marks
+    # any query word in the exchange's own text, for the snippet marks
+    marks = to_fts5(loose or parsed, column or OWN_COLUMNS)
     if not top or marks is None:
         return []
     col_index = -1 if column is None else COLUMNS.index(column)

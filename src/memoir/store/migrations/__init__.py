@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memoir.store.migrations import v001_core, v002_search, v003_filter_tokens
+from memoir.store.migrations import (
+    v001_core,
+    v002_search,
+    v003_filter_tokens,
+    v004_neighbour_context,
+)
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
 
@@ -41,6 +46,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         (),
         (),
         reindex=v003_filter_tokens.REINDEX,
+    ),
+    Migration(
+        v004_neighbour_context.VERSION,
+        v004_neighbour_context.NAME,
+        v004_neighbour_context.SQLITE,
+        v004_neighbour_context.POSTGRES,
+        reindex=v004_neighbour_context.REINDEX,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import string
 
-__all__ = ["NAME", "POSTGRES", "REINDEX", "SQLITE", "VERSION"]
+__all__ = ["NAME", "POSTGRES", "REINDEX", "SQLITE", "VERSION", "tsvector_sql"]
 
 # PostgreSQL's parser keeps "db.sqlite", "a/b/c" or "foo@bar.com" as single tokens where
 # FTS5's unicode61 sees separate words; the tsvector is built over the text with ASCII
@@ -24,6 +24,11 @@ def _tsv(column: str, weight: str) -> str:
         f"setweight(to_tsvector('english'::regconfig, translate({column}, {_PUNCT}, "
         f"{_SPACES})), '{weight}')"
     )
+
+
+def tsvector_sql(parts: tuple[tuple[str, str], ...]) -> str:
+    """The weighted tsvector expression over ``(column, weight)`` pairs."""
+    return " || ".join(_tsv(c, w) for c, w in parts)
 
 
 VERSION = 2
