@@ -10,43 +10,26 @@ from typing import Any
 import psycopg
 
 from memoir.model import Exchange, Session
-from memoir.store import postgres_search
+from memoir.store import postgres_search, sql_common
 from memoir.store.codec import (
     event_params,
     exchange_params,
-    session_params,
     skipped_params,
     source_params,
     to_utc,
 )
 from memoir.store.port import IngestBatch
-from memoir.store.sqlite_ingest import check_batch
+from memoir.store.sql_common import delete_session_tables, pg_sql, upsert_session
 
 __all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
 
-SESSION_UPSERT = """
-INSERT INTO sessions (id, project, harness, user_name, source_path, cwd, incognito,
-    archived, subagent, memory_disabled, created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (id) DO UPDATE SET
-    project = excluded.project,
-    harness = excluded.harness,
-    user_name = excluded.user_name,
-    source_path = coalesce(excluded.source_path, sessions.source_path),
-    cwd = coalesce(excluded.cwd, sessions.cwd),
-    incognito = (sessions.incognito OR excluded.incognito),
-    archived = (sessions.archived OR excluded.archived),
-    subagent = (sessions.subagent OR excluded.subagent),
-    memory_disabled = (sessions.memory_disabled OR excluded.memory_disabled),
-    created_at = LEAST(sessions.created_at, excluded.created_at),
+SESSION_UPSERT = (
+    pg_sql(sql_common.SESSION_UPSERT_HEAD)
+    + """    created_at = LEAST(sessions.created_at, excluded.created_at),
     updated_at = GREATEST(sessions.updated_at, excluded.updated_at)
 """
-EVENT_INSERT = """
-INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
-    source_offset, source_line, payload, text)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (session_id, ordinal) DO NOTHING
-"""
+)
+EVENT_INSERT = pg_sql(sql_common.EVENT_INSERT)
 EXCHANGE_INSERT = """
 INSERT INTO exchanges (id, session_id, first_ordinal, last_ordinal, started_at,
     ended_at, line_start, line_end, tool_names, user_text, assistant_text, tool_excerpt)
@@ -59,34 +42,17 @@ UPDATE exchanges SET pk = nextval(pg_get_serial_sequence('exchanges', 'pk')),
     assistant_text = %s, tool_excerpt = %s
 WHERE id = %s
 """
-SOURCE_UPSERT = """
-INSERT INTO sources (path, session_id, harness, size, "offset", line_count, mtime_ns,
-    prefix_hash, tail_hash, archive_path, parser_state)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (path) DO UPDATE SET
-    session_id = excluded.session_id, harness = excluded.harness, size = excluded.size,
-    "offset" = excluded."offset", line_count = excluded.line_count,
-    mtime_ns = excluded.mtime_ns, prefix_hash = excluded.prefix_hash,
-    tail_hash = excluded.tail_hash, archive_path = excluded.archive_path,
-    parser_state = excluded.parser_state
-"""
-SKIPPED_INSERT = """
-INSERT INTO skipped_lines (path, line, "offset", reason, detail) VALUES (%s, %s, %s, %s, %s)
-ON CONFLICT (path, line) DO NOTHING
-"""
+SOURCE_UPSERT = pg_sql(sql_common.SOURCE_UPSERT)
+SKIPPED_INSERT = pg_sql(sql_common.SKIPPED_INSERT)
 
 
 def apply_batch(conn: psycopg.Connection[Any], batch: IngestBatch) -> None:
-    check_batch(batch)
+    renamed = upsert_session(conn, pg_sql, batch, SESSION_UPSERT, to_utc)
     session = batch.session
-    before = conn.execute(
-        "SELECT project, harness FROM sessions WHERE id = %s", (session.id,)
-    ).fetchone()
-    conn.execute(SESSION_UPSERT, session_params(session, to_utc))
     if batch.reset:
         path = batch.source.path if batch.source else session.source_path
         delete_session_content(conn, session.id, path)
-    elif before is not None and tuple(before) != (session.project, str(session.harness)):
+    elif renamed:
         postgres_search.reindex_session(conn, session)  # the index's meta column names them
     with conn.cursor() as cur:
         if batch.events:
@@ -167,11 +133,5 @@ def delete_session_rows(conn: psycopg.Connection[Any], session_id: str) -> bool:
     if found.fetchone() is None:
         return False
     delete_session_content(conn, session_id, None)
-    conn.execute(
-        "DELETE FROM skipped_lines WHERE path IN (SELECT path FROM sources WHERE session_id = %s)",
-        (session_id,),
-    )
-    for table in ("sources", "summaries", "checkpoints", "traces"):
-        conn.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
-    conn.execute("DELETE FROM sessions WHERE id = %s", (session_id,))
+    delete_session_tables(conn, pg_sql, session_id)
     return True

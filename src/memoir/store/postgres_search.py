@@ -18,19 +18,11 @@ when nothing does, any term may.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 
 from memoir.model import Exchange, Session
-from memoir.store.codec import (
-    EXCHANGE_COLS,
-    SESSION_COLS,
-    exchange_from_row,
-    prefixed,
-    session_from_row,
-)
 from memoir.store.index_doc import (
     IndexDoc,
     rewrite_span,
@@ -41,6 +33,13 @@ from memoir.store.index_doc import (
 from memoir.store.migrations.v002_search import tsvector_sql
 from memoir.store.port import SearchFilters, TextHit
 from memoir.store.query_text import ParsedQuery, Term, parse_query, unsegment_cjk
+from memoir.store.sql_common import (
+    indexed_sessions,
+    ordered_exchanges,
+    pg_sql,
+    session_stream,
+    span_rows,
+)
 
 __all__ = [
     "RANK_WEIGHTS",
@@ -100,23 +99,9 @@ def delete_index(conn: psycopg.Connection[Any], pks: list[int]) -> None:
         conn.execute("DELETE FROM exchange_search WHERE exchange_pk = ANY(%s)", (pks,))
 
 
-_EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
-_SESSION_COLS = prefixed(SESSION_COLS, "s")
-
-
-def _ordered(
-    conn: psycopg.Connection[Any], session_id: str, where: str = "", params: tuple[Any, ...] = ()
-) -> list[tuple[int, Exchange]]:
-    rows = conn.execute(
-        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = %s{where}",
-        (session_id, *params),
-    ).fetchall()
-    return [(int(r[0]), exchange_from_row(r[1:])) for r in rows]
-
-
 def reindex_session(conn: psycopg.Connection[Any], session: Session) -> None:
     """Rewrite the index rows of one session's exchanges (its project or harness changed)."""
-    rows = _ordered(conn, session.id, " ORDER BY e.first_ordinal")
+    rows = ordered_exchanges(conn, pg_sql, session.id, " ORDER BY e.first_ordinal")
     delete_index(conn, [pk for pk, _ in rows])
     docs = session_documents([x for _, x in rows], session)
     write_index(conn, [(x.id, doc) for x, doc in docs])
@@ -127,29 +112,7 @@ def reindex_span(conn: psycopg.Connection[Any], session: Session, changed: list[
     and rewrite their neighbours' rows, whose ``context`` column quotes them."""
     if not changed:
         return
-    lo = min(x.first_ordinal for x in changed)
-    hi = max(x.first_ordinal for x in changed)
-    keys = conn.execute(
-        "SELECT id FROM exchanges WHERE session_id = %s AND first_ordinal BETWEEN %s AND %s "
-        "ORDER BY first_ordinal",
-        (session.id, lo, hi),
-    ).fetchall()
-    known = {x.id: x for x in changed}
-    if len(keys) > len(known):  # unchanged exchanges between changed ones
-        between = " AND e.first_ordinal BETWEEN %s AND %s"
-        for _, x in _ordered(conn, session.id, between, (lo, hi)):
-            known.setdefault(x.id, x)
-    before = _ordered(
-        conn, session.id, " AND e.first_ordinal < %s ORDER BY e.first_ordinal DESC LIMIT 2", (lo,)
-    )
-    after = _ordered(
-        conn, session.id, " AND e.first_ordinal > %s ORDER BY e.first_ordinal LIMIT 2", (hi,)
-    )
-    ordered = (
-        [x for _, x in reversed(before)]
-        + [known[str(r[0])] for r in keys if str(r[0]) in known]
-        + [x for _, x in after]
-    )
+    ordered, _ = span_rows(conn, pg_sql, session.id, changed)
     docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
     conn.execute(
         "DELETE FROM exchange_search WHERE exchange_pk IN "
@@ -157,22 +120,6 @@ def reindex_span(conn: psycopg.Connection[Any], session: Session, changed: list[
         ([x.id for x, _ in docs],),
     )
     write_index(conn, [(x.id, doc) for x, doc in docs])
-
-
-def _session_stream(conn: psycopg.Connection[Any], session_id: str) -> Iterator[Exchange]:
-    """A session's exchanges in ordinal order, page by page."""
-    last = -1
-    while True:
-        page = _ordered(
-            conn,
-            session_id,
-            " AND e.first_ordinal > %s ORDER BY e.first_ordinal LIMIT %s",
-            (last, _REBUILD_PAGE),
-        )
-        yield from (x for _, x in page)
-        if len(page) < _REBUILD_PAGE:
-            return
-        last = page[-1][1].first_ordinal
 
 
 def rebuild_index(conn: psycopg.Connection[Any]) -> int:
@@ -185,14 +132,9 @@ def rebuild_index(conn: psycopg.Connection[Any]) -> int:
     ).fetchone()
     width = 5 if has_context else 4
     done = 0
-    sessions = conn.execute(
-        f"SELECT {_SESSION_COLS} FROM sessions s WHERE EXISTS "
-        "(SELECT 1 FROM exchanges e WHERE e.session_id = s.id) ORDER BY s.id"
-    ).fetchall()
-    for row in sessions:
-        session = session_from_row(row)
+    for session in indexed_sessions(conn):
         batch: list[tuple[str, IndexDoc]] = []
-        for x, doc in stream_documents(_session_stream(conn, session.id), session):
+        for x, doc in stream_documents(session_stream(conn, pg_sql, session.id), session):
             batch.append((x.id, doc))
             if len(batch) >= _REBUILD_PAGE:
                 write_index(conn, batch, width)

@@ -11,37 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool
 
 from memoir.errors import MigrationError, NotFound, StoreError
-from memoir.model import Event, Exchange, Session, SessionFlags
-from memoir.store import health, postgres_search
-from memoir.store.codec import (
-    EVENT_COLS,
-    EXCHANGE_COLS,
-    SESSION_COLS,
-    SOURCE_COLS,
-    event_from_row,
-    exchange_from_row,
-    session_from_row,
-    skipped_from_row,
-    source_from_row,
-    to_utc,
-)
+from memoir.model import Exchange
+from memoir.store import postgres_search
+from memoir.store.codec import EXCHANGE_COLS, exchange_from_row, to_utc
 from memoir.store.migrations import CURRENT_VERSION, pending
-from memoir.store.port import (
-    IngestBatch,
-    SearchFilters,
-    SkippedLine,
-    SourceState,
-    TextHit,
-)
+from memoir.store.port import IngestBatch, SearchFilters, TextHit
 from memoir.store.postgres_ingest import apply_batch, delete_session_rows
-from memoir.store.side_tables import SideTablesMixin, Tx
+from memoir.store.side_tables import Tx
+from memoir.store.sql_common import SqlStoreBase, check_version, pg_sql
 from memoir.store.write_retry import with_scrub_retry
 
 __all__ = ["PostgresStore", "mask_url", "migrate"]
@@ -56,11 +39,6 @@ def mask_url(url: str) -> str:
         creds, host = rest.rsplit("@", 1)
         return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
     return url
-
-
-@lru_cache(maxsize=256)
-def _pg(sql: str) -> str:
-    return sql.replace("?", "%s")
 
 
 def _version(conn: psycopg.Connection[Any]) -> int:
@@ -78,11 +56,7 @@ def migrate(conn: psycopg.Connection[Any], target: int | None = None) -> int:
             "name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
         )
         version = _version(conn)
-    if version > CURRENT_VERSION:
-        raise MigrationError(
-            f"the database is at schema v{version}, newer than this Memoir (v"
-            f"{CURRENT_VERSION}); upgrade memoir"
-        )
+    check_version(version, CURRENT_VERSION)
     for migration in pending(version, target):
         try:
             with conn.transaction():
@@ -109,19 +83,20 @@ class _PgTx:
         self.conn = conn
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        cur = self.conn.execute(_pg(sql), params)
+        cur = self.conn.execute(pg_sql(sql), params)
         return cur.fetchall() if cur.description else []
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.conn.cursor() as cur:
-            cur.executemany(_pg(sql), rows)
+            cur.executemany(pg_sql(sql), rows)
 
     def time(self, value: datetime | None) -> Any:
         return to_utc(value)
 
 
-class PostgresStore(SideTablesMixin):
+class PostgresStore(SqlStoreBase):
     backend = "postgres"
+    _index_keys = INDEX_KEYS
 
     def __init__(
         self, url: str, *, target_version: int | None = None, max_connections: int = 8
@@ -187,7 +162,7 @@ class PostgresStore(SideTablesMixin):
         with self._conn(write=False) as conn:
             return _version(conn)
 
-    # ingest ----------------------------------------------------------------------------
+    # ingest, deletion, lookup by id (the reads shared with SQLite: SqlStoreBase) ----------
     def apply_ingest(self, batch: IngestBatch) -> None:
         def run(b: IngestBatch) -> None:
             with self._conn(write=True) as conn:
@@ -195,71 +170,10 @@ class PostgresStore(SideTablesMixin):
 
         with_scrub_retry(run, batch)
 
-    def source_state(self, path: str) -> SourceState | None:
-        rows = self._all_rows(f"SELECT {SOURCE_COLS} FROM sources WHERE path = %s", (path,))
-        return source_from_row(rows[0]) if rows else None
-
-    def source_states(self) -> dict[str, SourceState]:
-        rows = self._all_rows(f"SELECT {SOURCE_COLS} FROM sources")
-        return {r[0]: source_from_row(r) for r in rows}
-
-    def skipped_lines(self, path: str | None = None) -> list[SkippedLine]:
-        sql = 'SELECT path, line, "offset", reason, detail FROM skipped_lines'
-        if path is None:
-            rows = self._all_rows(sql + " ORDER BY path, line")
-        else:
-            rows = self._all_rows(sql + " WHERE path = %s ORDER BY line", (path,))
-        return [skipped_from_row(r) for r in rows]
-
-    # sessions, events, exchanges -------------------------------------------------------------
-    def get_session(self, session_id: str) -> Session | None:
-        rows = self._all_rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = %s", (session_id,))
-        return session_from_row(rows[0]) if rows else None
-
-    def set_session_flags(self, session_id: str, flags: SessionFlags) -> None:
-        with self._conn(write=True) as conn:
-            cur = conn.execute(
-                "UPDATE sessions SET incognito = %s, archived = %s, subagent = %s, "
-                "memory_disabled = %s WHERE id = %s",
-                (
-                    flags.incognito,
-                    flags.archived,
-                    flags.subagent,
-                    flags.memory_disabled,
-                    session_id,
-                ),
-            )
-            if cur.rowcount == 0:
-                raise NotFound(f"no session {session_id!r}")
-
     def delete_session(self, session_id: str) -> None:
         with self._conn(write=True) as conn:
             if not delete_session_rows(conn, session_id):
                 raise NotFound(f"no session {session_id!r}")
-
-    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
-        sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = %s AND ordinal > %s"
-        params: list[Any] = [session_id, after]
-        if upto is not None:
-            sql += " AND ordinal <= %s"
-            params.append(upto)
-        return [event_from_row(r) for r in self._all_rows(sql + " ORDER BY ordinal", params)]
-
-    def last_ordinal(self, session_id: str) -> int:
-        rows = self._all_rows(
-            "SELECT max(ordinal) FROM events WHERE session_id = %s", (session_id,)
-        )
-        return int(rows[0][0] or 0)
-
-    def exchanges(self, session_id: str) -> list[Exchange]:
-        rows = self._all_rows(
-            f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE session_id = %s ORDER BY first_ordinal",
-            (session_id,),
-        )
-        return [exchange_from_row(r) for r in rows]
-
-    def get_exchange(self, exchange_id: str) -> Exchange | None:
-        return self.get_exchanges([exchange_id]).get(exchange_id)
 
     def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
         if not exchange_ids:
@@ -270,18 +184,10 @@ class PostgresStore(SideTablesMixin):
         )
         return {r[0]: exchange_from_row(r) for r in rows}
 
-    # search and health ------------------------------------------------------------------
+    # search ----------------------------------------------------------------------------
     def search_text(self, query: str, filters: SearchFilters, limit: int) -> list[TextHit]:
         with self._conn(write=False) as conn:
             return postgres_search.search(conn, query, filters, limit)
-
-    def stats(self) -> dict[str, int]:
-        with self._ro() as tx:
-            return health.stats(tx, *INDEX_KEYS)
-
-    def integrity_problems(self) -> list[str]:
-        with self._ro() as tx:
-            return health.integrity_problems(tx, *INDEX_KEYS)
 
     def repair_index(self) -> int:
         with self._conn(write=True) as conn:

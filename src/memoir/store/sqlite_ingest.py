@@ -15,48 +15,38 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from memoir.errors import StoreError
 from memoir.model import Exchange, Session
 from memoir.store import sqlite_search
 from memoir.store.codec import (
     event_params,
     exchange_params,
-    session_params,
     skipped_params,
     source_params,
     to_iso,
 )
 from memoir.store.port import IngestBatch
+from memoir.store.sql_common import (
+    EVENT_INSERT,
+    SESSION_UPSERT_HEAD,
+    SKIPPED_INSERT,
+    SOURCE_UPSERT,
+    delete_session_tables,
+    sqlite_sql,
+    upsert_session,
+)
 
 __all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
 
 _CHUNK = 500
 
-SESSION_UPSERT = """
-INSERT INTO sessions (id, project, harness, user_name, source_path, cwd, incognito,
-    archived, subagent, memory_disabled, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET
-    project = excluded.project,
-    harness = excluded.harness,
-    user_name = excluded.user_name,
-    source_path = coalesce(excluded.source_path, sessions.source_path),
-    cwd = coalesce(excluded.cwd, sessions.cwd),
-    incognito = (sessions.incognito OR excluded.incognito),
-    archived = (sessions.archived OR excluded.archived),
-    subagent = (sessions.subagent OR excluded.subagent),
-    memory_disabled = (sessions.memory_disabled OR excluded.memory_disabled),
-    created_at = coalesce(min(sessions.created_at, excluded.created_at),
+SESSION_UPSERT = (
+    SESSION_UPSERT_HEAD
+    + """    created_at = coalesce(min(sessions.created_at, excluded.created_at),
                           sessions.created_at, excluded.created_at),
     updated_at = coalesce(max(sessions.updated_at, excluded.updated_at),
                           sessions.updated_at, excluded.updated_at)
 """
-EVENT_INSERT = """
-INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
-    source_offset, source_line, payload, text)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (session_id, ordinal) DO NOTHING
-"""
+)
 EXCHANGE_INSERT = """
 INSERT INTO exchanges (pk, id, session_id, first_ordinal, last_ordinal, started_at,
     ended_at, line_start, line_end, tool_names, user_text, assistant_text, tool_excerpt)
@@ -68,44 +58,15 @@ UPDATE exchanges SET pk = ?, session_id = ?, first_ordinal = ?, last_ordinal = ?
     assistant_text = ?, tool_excerpt = ?
 WHERE pk = ?
 """
-SOURCE_UPSERT = """
-INSERT INTO sources (path, session_id, harness, size, "offset", line_count, mtime_ns,
-    prefix_hash, tail_hash, archive_path, parser_state)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (path) DO UPDATE SET
-    session_id = excluded.session_id, harness = excluded.harness, size = excluded.size,
-    "offset" = excluded."offset", line_count = excluded.line_count,
-    mtime_ns = excluded.mtime_ns, prefix_hash = excluded.prefix_hash,
-    tail_hash = excluded.tail_hash, archive_path = excluded.archive_path,
-    parser_state = excluded.parser_state
-"""
-SKIPPED_INSERT = """
-INSERT INTO skipped_lines (path, line, "offset", reason, detail) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (path, line) DO NOTHING
-"""
-
-
-def check_batch(batch: IngestBatch) -> None:
-    sid = batch.session.id
-    others = {e.session_id for e in batch.events} | {x.session_id for x in batch.exchanges}
-    others.discard(sid)
-    if others:
-        raise StoreError(
-            f"ingest batch for session {sid!r} holds rows of session {sorted(others)[0]!r}"
-        )
 
 
 def apply_batch(conn: sqlite3.Connection, batch: IngestBatch) -> None:
-    check_batch(batch)
+    renamed = upsert_session(conn, sqlite_sql, batch, SESSION_UPSERT, to_iso)
     session = batch.session
-    before = conn.execute(
-        "SELECT project, harness FROM sessions WHERE id = ?", (session.id,)
-    ).fetchone()
-    conn.execute(SESSION_UPSERT, session_params(session, to_iso))
     if batch.reset:
         path = batch.source.path if batch.source else session.source_path
         delete_session_content(conn, session.id, path)
-    elif before is not None and tuple(before) != (session.project, str(session.harness)):
+    elif renamed:
         sqlite_search.reindex_session(conn, session)  # the index's meta column names them
     if batch.events:
         conn.executemany(EVENT_INSERT, [event_params(e, to_iso) for e in batch.events])
@@ -179,11 +140,5 @@ def delete_session_rows(conn: sqlite3.Connection, session_id: str) -> bool:
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
         return False
     delete_session_content(conn, session_id, None)
-    conn.execute(
-        "DELETE FROM skipped_lines WHERE path IN (SELECT path FROM sources WHERE session_id = ?)",
-        (session_id,),
-    )
-    for table in ("sources", "summaries", "checkpoints", "traces"):
-        conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    delete_session_tables(conn, sqlite_sql, session_id)
     return True

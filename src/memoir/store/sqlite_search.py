@@ -27,17 +27,12 @@ Every function takes an open connection and runs inside the caller's transaction
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from memoir.model import Exchange, Session
 from memoir.store.codec import (
-    EXCHANGE_COLS,
-    SESSION_COLS,
-    exchange_from_row,
-    prefixed,
-    session_from_row,
     to_iso,
     to_utc,
 )
@@ -59,6 +54,13 @@ from memoir.store.query_text import (
     to_fts5,
     unsegment_cjk,
     words_of,
+)
+from memoir.store.sql_common import (
+    indexed_sessions,
+    ordered_exchanges,
+    session_stream,
+    span_rows,
+    sqlite_sql,
 )
 
 __all__ = [
@@ -111,20 +113,10 @@ def delete_index(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
     conn.executemany("DELETE FROM exchange_fts WHERE rowid = ?", ((pk,) for pk in pks))
 
 
-def _ordered(
-    conn: sqlite3.Connection, session_id: str, where: str = "", params: tuple[Any, ...] = ()
-) -> list[tuple[int, Exchange]]:
-    rows = conn.execute(
-        f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = ?{where}",
-        (session_id, *params),
-    ).fetchall()
-    return [(int(r[0]), exchange_from_row(r[1:])) for r in rows]
-
-
 def reindex_session(conn: sqlite3.Connection, session: Session) -> None:
     """Rewrite the index rows of one session's exchanges (its project or harness changed:
     the ``meta`` column names them)."""
-    rows = _ordered(conn, session.id, " ORDER BY e.first_ordinal")
+    rows = ordered_exchanges(conn, sqlite_sql, session.id, " ORDER BY e.first_ordinal")
     pks = {x.id: pk for pk, x in rows}
     delete_index(conn, pks.values())
     docs = session_documents([x for _, x in rows], session)
@@ -136,54 +128,10 @@ def reindex_span(conn: sqlite3.Connection, session: Session, changed: list[Excha
     and rewrite their neighbours' rows, whose ``context`` column quotes them."""
     if not changed:
         return
-    lo = min(x.first_ordinal for x in changed)
-    hi = max(x.first_ordinal for x in changed)
-    keys = conn.execute(
-        "SELECT pk, id FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? AND ? "
-        "ORDER BY first_ordinal",
-        (session.id, lo, hi),
-    ).fetchall()
-    pks = {str(i): int(pk) for pk, i in keys}
-    known = {x.id: x for x in changed}
-    if len(keys) > len(known):  # unchanged exchanges between changed ones
-        between = " AND e.first_ordinal BETWEEN ? AND ?"
-        for _, x in _ordered(conn, session.id, between, (lo, hi)):
-            known.setdefault(x.id, x)
-    before = _ordered(
-        conn, session.id, " AND e.first_ordinal < ? ORDER BY e.first_ordinal DESC LIMIT 2", (lo,)
-    )
-    after = _ordered(
-        conn, session.id, " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT 2", (hi,)
-    )
-    pks.update((x.id, pk) for pk, x in before + after)
-    ordered = (
-        [x for _, x in reversed(before)]
-        + [known[str(i)] for _, i in keys if str(i) in known]
-        + [x for _, x in after]
-    )
+    ordered, pks = span_rows(conn, sqlite_sql, session.id, changed)
     docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
     delete_index(conn, [pks[x.id] for x, _ in docs])
     write_index(conn, ((pks[x.id], doc) for x, doc in docs))
-
-
-def _session_stream(
-    conn: sqlite3.Connection, session_id: str, pks: dict[str, int]
-) -> Iterator[Exchange]:
-    """A session's exchanges in ordinal order, page by page (their pks go into ``pks``)."""
-    last = -1
-    while True:
-        page = _ordered(
-            conn,
-            session_id,
-            " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT ?",
-            (last, _REBUILD_PAGE),
-        )
-        for pk, x in page:
-            pks[x.id] = pk
-            yield x
-        if len(page) < _REBUILD_PAGE:
-            return
-        last = page[-1][1].first_ordinal
 
 
 def rebuild_index(conn: sqlite3.Connection) -> int:
@@ -192,15 +140,11 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     conn.execute("DELETE FROM exchange_fts")
     width = len(conn.execute("PRAGMA table_info(exchange_fts)").fetchall())
     done = 0
-    sessions = conn.execute(
-        f"SELECT {_SESSION_COLS} FROM sessions s WHERE EXISTS "
-        "(SELECT 1 FROM exchanges e WHERE e.session_id = s.id) ORDER BY s.id"
-    ).fetchall()
-    for row in sessions:
-        session = session_from_row(row)
+    for session in indexed_sessions(conn):
         pks: dict[str, int] = {}
         batch: list[tuple[int, IndexDoc]] = []
-        for x, doc in stream_documents(_session_stream(conn, session.id, pks), session):
+        exchanges = session_stream(conn, sqlite_sql, session.id, pks)
+        for x, doc in stream_documents(exchanges, session):
             batch.append((pks.pop(x.id), doc))
             if len(batch) >= _REBUILD_PAGE:
                 write_index(conn, batch, width)
@@ -211,10 +155,6 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     # 1M-exchange archive this took search p50 from 24 ms to 5 ms
     conn.execute("INSERT INTO exchange_fts(exchange_fts) VALUES ('optimize')")
     return done
-
-
-_EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
-_SESSION_COLS = prefixed(SESSION_COLS, "s")
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:

@@ -16,31 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from memoir.errors import MigrationError, NotFound, StoreError
-from memoir.model import Event, Exchange, Session, SessionFlags
-from memoir.store import health, sqlite_search
-from memoir.store.codec import (
-    EVENT_COLS,
-    EXCHANGE_COLS,
-    SESSION_COLS,
-    SOURCE_COLS,
-    event_from_row,
-    exchange_from_row,
-    from_iso,
-    session_from_row,
-    skipped_from_row,
-    source_from_row,
-    to_iso,
-)
+from memoir.model import Exchange
+from memoir.store import sqlite_search
+from memoir.store.codec import EXCHANGE_COLS, exchange_from_row, to_iso
 from memoir.store.migrations import CURRENT_VERSION, pending
-from memoir.store.port import (
-    IngestBatch,
-    SearchFilters,
-    SessionInfo,
-    SkippedLine,
-    SourceState,
-    TextHit,
-)
-from memoir.store.side_tables import SideTablesMixin, Tx
+from memoir.store.port import IngestBatch, SearchFilters, TextHit
+from memoir.store.side_tables import Tx
+from memoir.store.sql_common import SqlStoreBase, check_version
 from memoir.store.sqlite_ingest import apply_batch, delete_session_rows
 from memoir.store.write_retry import with_scrub_retry
 
@@ -68,11 +50,7 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
         "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
     version = _version(conn)
-    if version > CURRENT_VERSION:
-        raise MigrationError(
-            f"the database is at schema v{version}, newer than this Memoir (v"
-            f"{CURRENT_VERSION}); upgrade memoir"
-        )
+    check_version(version, CURRENT_VERSION)
     for migration in pending(version, target):
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -115,8 +93,9 @@ class _SQLiteTx:
         return to_iso(value)
 
 
-class SQLiteStore(SideTablesMixin):
+class SQLiteStore(SqlStoreBase):
     backend = "sqlite"
+    _index_keys = INDEX_KEYS
     _use_backlog_hint = True
 
     def __init__(self, path: Path | str, *, target_version: int | None = None) -> None:
@@ -202,7 +181,7 @@ class SQLiteStore(SideTablesMixin):
         with self._reading() as conn:
             return _version(conn)
 
-    # ingest ------------------------------------------------------------------------
+    # ingest, deletion, lookup by id (the reads shared with PostgreSQL: SqlStoreBase) ------
     def apply_ingest(self, batch: IngestBatch) -> None:
         def run(b: IngestBatch) -> None:
             with self._write() as conn:
@@ -210,70 +189,10 @@ class SQLiteStore(SideTablesMixin):
 
         with_scrub_retry(run, batch)
 
-    def source_state(self, path: str) -> SourceState | None:
-        rows = self._all_rows(f"SELECT {SOURCE_COLS} FROM sources WHERE path = ?", (path,))
-        return source_from_row(rows[0]) if rows else None
-
-    def source_states(self) -> dict[str, SourceState]:
-        rows = self._all_rows(f"SELECT {SOURCE_COLS} FROM sources")
-        return {r[0]: source_from_row(r) for r in rows}
-
-    def skipped_lines(self, path: str | None = None) -> list[SkippedLine]:
-        sql = 'SELECT path, line, "offset", reason, detail FROM skipped_lines'
-        if path is None:
-            rows = self._all_rows(sql + " ORDER BY path, line")
-        else:
-            rows = self._all_rows(sql + " WHERE path = ? ORDER BY line", (path,))
-        return [skipped_from_row(r) for r in rows]
-
-    # sessions, events, exchanges -------------------------------------------------------
-    def get_session(self, session_id: str) -> Session | None:
-        rows = self._all_rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
-        return session_from_row(rows[0]) if rows else None
-
-    def set_session_flags(self, session_id: str, flags: SessionFlags) -> None:
-        with self._write() as conn:
-            cur = conn.execute(
-                "UPDATE sessions SET incognito = ?, archived = ?, subagent = ?, "
-                "memory_disabled = ? WHERE id = ?",
-                (
-                    flags.incognito,
-                    flags.archived,
-                    flags.subagent,
-                    flags.memory_disabled,
-                    session_id,
-                ),
-            )
-            if cur.rowcount == 0:
-                raise NotFound(f"no session {session_id!r}")
-
     def delete_session(self, session_id: str) -> None:
         with self._write() as conn:
             if not delete_session_rows(conn, session_id):
                 raise NotFound(f"no session {session_id!r}")
-
-    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
-        sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
-        params: list[Any] = [session_id, after]
-        if upto is not None:
-            sql += " AND ordinal <= ?"
-            params.append(upto)
-        rows = self._all_rows(sql + " ORDER BY ordinal", params)
-        return [event_from_row(r) for r in rows]
-
-    def last_ordinal(self, session_id: str) -> int:
-        rows = self._all_rows("SELECT max(ordinal) FROM events WHERE session_id = ?", (session_id,))
-        return int(rows[0][0] or 0)
-
-    def exchanges(self, session_id: str) -> list[Exchange]:
-        rows = self._all_rows(
-            f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE session_id = ? ORDER BY first_ordinal",
-            (session_id,),
-        )
-        return [exchange_from_row(r) for r in rows]
-
-    def get_exchange(self, exchange_id: str) -> Exchange | None:
-        return self.get_exchanges([exchange_id]).get(exchange_id)
 
     def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
         out: dict[str, Exchange] = {}
@@ -287,29 +206,11 @@ class SQLiteStore(SideTablesMixin):
                 out[r[0]] = exchange_from_row(r)
         return out
 
-    # search and health -------------------------------------------------------------
+    # search ------------------------------------------------------------------------
     def search_text(self, query: str, filters: SearchFilters, limit: int) -> list[TextHit]:
         with self._reading() as conn:
             return sqlite_search.search(conn, query, filters, limit)
 
-    def stats(self) -> dict[str, int]:
-        with self._ro() as tx:
-            return health.stats(tx, *INDEX_KEYS)
-
-    def integrity_problems(self) -> list[str]:
-        with self._ro() as tx:
-            return health.integrity_problems(tx, *INDEX_KEYS)
-
     def repair_index(self) -> int:
         with self._write() as conn:
             return sqlite_search.rebuild_index(conn)
-
-
-def _session_info(row: Any) -> SessionInfo:
-    return SessionInfo(
-        session=session_from_row(row[:12]),
-        exchanges=int(row[12]),
-        events=int(row[13]),
-        first_at=from_iso(row[14]),
-        last_at=from_iso(row[15]),
-    )

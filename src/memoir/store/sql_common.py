@@ -1,0 +1,346 @@
+"""What the SQLite and PostgreSQL backends share: the reads of the core tables, the ingest
+statements that are the same on both, and the index helpers that read a session's
+exchanges in order.
+
+As in :mod:`memoir.store.side_tables`, SQL here is written once with ``?`` placeholders.
+Store methods run it through :class:`~memoir.store.side_tables.Tx` (which converts the
+placeholders to its driver's style); module functions that take a driver connection take
+a ``dialect`` too: :func:`sqlite_sql` (as written) or :func:`pg_sql` (``%s``). What
+really differs (locking, pools, FTS5 versus tsvector, id lookups) stays in the backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any, Protocol
+
+from memoir.errors import MigrationError, NotFound, StoreError
+from memoir.model import Event, Exchange, Session, SessionFlags
+from memoir.store import health
+from memoir.store.codec import (
+    EVENT_COLS,
+    EXCHANGE_COLS,
+    SESSION_COLS,
+    SOURCE_COLS,
+    TimeEncoder,
+    event_from_row,
+    exchange_from_row,
+    prefixed,
+    session_from_row,
+    session_params,
+    skipped_from_row,
+    source_from_row,
+)
+from memoir.store.port import IngestBatch, SkippedLine, SourceState
+from memoir.store.side_tables import SideTablesMixin
+
+__all__ = [
+    "EVENT_INSERT",
+    "SESSION_UPSERT_HEAD",
+    "SKIPPED_INSERT",
+    "SOURCE_UPSERT",
+    "Connection",
+    "Dialect",
+    "SqlStoreBase",
+    "check_batch",
+    "check_version",
+    "delete_session_tables",
+    "indexed_sessions",
+    "ordered_exchanges",
+    "pg_sql",
+    "session_stream",
+    "span_rows",
+    "sqlite_sql",
+    "upsert_session",
+]
+
+Dialect = Callable[[str], str]
+
+
+class Connection(Protocol):
+    """The part of ``sqlite3.Connection`` and ``psycopg.Connection`` used here."""
+
+    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
+
+
+def check_version(version: int, current: int) -> None:
+    """A database migrated past this Memoir's schema (``current``) is an error."""
+    if version > current:
+        raise MigrationError(
+            f"the database is at schema v{version}, newer than this Memoir (v"
+            f"{current}); upgrade memoir"
+        )
+
+
+def sqlite_sql(sql: str) -> str:
+    """SQLite takes the ``?`` placeholders as written."""
+    return sql
+
+
+@lru_cache(maxsize=256)
+def pg_sql(sql: str) -> str:
+    """psycopg's placeholders (``%s``) for the ``?`` ones."""
+    return sql.replace("?", "%s")
+
+
+# ingest statements whose text is the same on both backends ------------------------------
+# (the session upsert's head: each backend appends how it merges the two timestamps)
+SESSION_UPSERT_HEAD = """
+INSERT INTO sessions (id, project, harness, user_name, source_path, cwd, incognito,
+    archived, subagent, memory_disabled, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET
+    project = excluded.project,
+    harness = excluded.harness,
+    user_name = excluded.user_name,
+    source_path = coalesce(excluded.source_path, sessions.source_path),
+    cwd = coalesce(excluded.cwd, sessions.cwd),
+    incognito = (sessions.incognito OR excluded.incognito),
+    archived = (sessions.archived OR excluded.archived),
+    subagent = (sessions.subagent OR excluded.subagent),
+    memory_disabled = (sessions.memory_disabled OR excluded.memory_disabled),
+"""
+EVENT_INSERT = """
+INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
+    source_offset, source_line, payload, text)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (session_id, ordinal) DO NOTHING
+"""
+SOURCE_UPSERT = """
+INSERT INTO sources (path, session_id, harness, size, "offset", line_count, mtime_ns,
+    prefix_hash, tail_hash, archive_path, parser_state)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (path) DO UPDATE SET
+    session_id = excluded.session_id, harness = excluded.harness, size = excluded.size,
+    "offset" = excluded."offset", line_count = excluded.line_count,
+    mtime_ns = excluded.mtime_ns, prefix_hash = excluded.prefix_hash,
+    tail_hash = excluded.tail_hash, archive_path = excluded.archive_path,
+    parser_state = excluded.parser_state
+"""
+SKIPPED_INSERT = """
+INSERT INTO skipped_lines (path, line, "offset", reason, detail) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (path, line) DO NOTHING
+"""
+
+
+def check_batch(batch: IngestBatch) -> None:
+    """Every event and exchange of a batch belongs to its session."""
+    sid = batch.session.id
+    others = {e.session_id for e in batch.events} | {x.session_id for x in batch.exchanges}
+    others.discard(sid)
+    if others:
+        raise StoreError(
+            f"ingest batch for session {sid!r} holds rows of session {sorted(others)[0]!r}"
+        )
+
+
+def upsert_session(
+    conn: Connection, dialect: Dialect, batch: IngestBatch, upsert: str, encode: TimeEncoder
+) -> bool:
+    """Check the batch and write its session row (``upsert``: the backend's statement);
+    True when the stored session's project or harness changed (index rows name them)."""
+    check_batch(batch)
+    session = batch.session
+    before = conn.execute(
+        dialect("SELECT project, harness FROM sessions WHERE id = ?"), (session.id,)
+    ).fetchone()
+    conn.execute(upsert, session_params(session, encode))
+    return before is not None and tuple(before) != (session.project, str(session.harness))
+
+
+def delete_session_tables(conn: Connection, dialect: Dialect, session_id: str) -> None:
+    """The last step of deleting a session (its events and exchanges already gone): its
+    sources' skipped lines, sources, summaries, checkpoints, traces and the session row."""
+    conn.execute(
+        dialect(
+            "DELETE FROM skipped_lines WHERE path IN "
+            "(SELECT path FROM sources WHERE session_id = ?)"
+        ),
+        (session_id,),
+    )
+    for table in ("sources", "summaries", "checkpoints", "traces"):
+        conn.execute(dialect(f"DELETE FROM {table} WHERE session_id = ?"), (session_id,))
+    conn.execute(dialect("DELETE FROM sessions WHERE id = ?"), (session_id,))
+
+
+# index helpers: a session's exchanges in order -------------------------------------------
+_EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
+_SESSION_COLS = prefixed(SESSION_COLS, "s")
+_REBUILD_PAGE = 2000
+
+
+def ordered_exchanges(
+    conn: Connection,
+    dialect: Dialect,
+    session_id: str,
+    where: str = "",
+    params: tuple[Any, ...] = (),
+) -> list[tuple[int, Exchange]]:
+    """(pk, exchange) of one session's exchanges matching ``where`` (``?`` placeholders)."""
+    rows = conn.execute(
+        dialect(f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = ?{where}"),
+        (session_id, *params),
+    ).fetchall()
+    return [(int(r[0]), exchange_from_row(r[1:])) for r in rows]
+
+
+def span_rows(
+    conn: Connection, dialect: Dialect, session_id: str, changed: list[Exchange]
+) -> tuple[list[Exchange], dict[str, int]]:
+    """The exchanges whose index rows change with ``changed`` (exchanges of one session
+    just added or grown, not empty), in ordinal order: the span from the first changed one
+    to the last, and the two before and after it (their ``context`` column quotes the
+    span); with the pk of each, by exchange id."""
+    lo = min(x.first_ordinal for x in changed)
+    hi = max(x.first_ordinal for x in changed)
+    keys = conn.execute(
+        dialect(
+            "SELECT pk, id FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? AND ? "
+            "ORDER BY first_ordinal"
+        ),
+        (session_id, lo, hi),
+    ).fetchall()
+    pks = {str(i): int(pk) for pk, i in keys}
+    known = {x.id: x for x in changed}
+    if len(keys) > len(known):  # unchanged exchanges between changed ones
+        between = " AND e.first_ordinal BETWEEN ? AND ?"
+        for _, x in ordered_exchanges(conn, dialect, session_id, between, (lo, hi)):
+            known.setdefault(x.id, x)
+    before = ordered_exchanges(
+        conn,
+        dialect,
+        session_id,
+        " AND e.first_ordinal < ? ORDER BY e.first_ordinal DESC LIMIT 2",
+        (lo,),
+    )
+    after = ordered_exchanges(
+        conn,
+        dialect,
+        session_id,
+        " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT 2",
+        (hi,),
+    )
+    pks.update((x.id, pk) for pk, x in before + after)
+    ordered = (
+        [x for _, x in reversed(before)]
+        + [known[str(i)] for _, i in keys if str(i) in known]
+        + [x for _, x in after]
+    )
+    return ordered, pks
+
+
+def session_stream(
+    conn: Connection, dialect: Dialect, session_id: str, pks: dict[str, int] | None = None
+) -> Iterator[Exchange]:
+    """A session's exchanges in ordinal order, page by page (their pks go into ``pks``)."""
+    last = -1
+    while True:
+        page = ordered_exchanges(
+            conn,
+            dialect,
+            session_id,
+            " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT ?",
+            (last, _REBUILD_PAGE),
+        )
+        for pk, x in page:
+            if pks is not None:
+                pks[x.id] = pk
+            yield x
+        if len(page) < _REBUILD_PAGE:
+            return
+        last = page[-1][1].first_ordinal
+
+
+def indexed_sessions(conn: Connection) -> list[Session]:
+    """Every session with an exchange, by id (the sessions an index rebuild visits)."""
+    rows = conn.execute(
+        f"SELECT {_SESSION_COLS} FROM sessions s WHERE EXISTS "
+        "(SELECT 1 FROM exchanges e WHERE e.session_id = s.id) ORDER BY s.id"
+    ).fetchall()
+    return [session_from_row(r) for r in rows]
+
+
+# store methods -----------------------------------------------------------------------------
+class SqlStoreBase(SideTablesMixin):
+    """The store methods whose SQL is the same on both backends, on top of the side
+    tables; a backend supplies ``_tx()``/``_ro()`` and ``_index_keys`` (the index table and
+    its exchange key column, for :mod:`memoir.store.health`)."""
+
+    _index_keys: tuple[str, str]
+
+    # sources ---------------------------------------------------------------------------
+    def source_state(self, path: str) -> SourceState | None:
+        rows = self._rows(f"SELECT {SOURCE_COLS} FROM sources WHERE path = ?", (path,))
+        return source_from_row(rows[0]) if rows else None
+
+    def source_states(self) -> dict[str, SourceState]:
+        rows = self._rows(f"SELECT {SOURCE_COLS} FROM sources")
+        return {r[0]: source_from_row(r) for r in rows}
+
+    def skipped_lines(self, path: str | None = None) -> list[SkippedLine]:
+        sql = 'SELECT path, line, "offset", reason, detail FROM skipped_lines'
+        if path is None:
+            rows = self._rows(sql + " ORDER BY path, line")
+        else:
+            rows = self._rows(sql + " WHERE path = ? ORDER BY line", (path,))
+        return [skipped_from_row(r) for r in rows]
+
+    # sessions, events, exchanges ---------------------------------------------------------
+    def get_session(self, session_id: str) -> Session | None:
+        rows = self._rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
+        return session_from_row(rows[0]) if rows else None
+
+    def set_session_flags(self, session_id: str, flags: SessionFlags) -> None:
+        with self._tx() as tx:
+            updated = tx.run(
+                "UPDATE sessions SET incognito = ?, archived = ?, subagent = ?, "
+                "memory_disabled = ? WHERE id = ? RETURNING id",
+                (
+                    flags.incognito,
+                    flags.archived,
+                    flags.subagent,
+                    flags.memory_disabled,
+                    session_id,
+                ),
+            )
+            if not updated:
+                raise NotFound(f"no session {session_id!r}")
+
+    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
+        sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
+        params: list[Any] = [session_id, after]
+        if upto is not None:
+            sql += " AND ordinal <= ?"
+            params.append(upto)
+        return [event_from_row(r) for r in self._rows(sql + " ORDER BY ordinal", params)]
+
+    def last_ordinal(self, session_id: str) -> int:
+        rows = self._rows("SELECT max(ordinal) FROM events WHERE session_id = ?", (session_id,))
+        return int(rows[0][0] or 0)
+
+    def exchanges(self, session_id: str) -> list[Exchange]:
+        rows = self._rows(
+            f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE session_id = ? ORDER BY first_ordinal",
+            (session_id,),
+        )
+        return [exchange_from_row(r) for r in rows]
+
+    def get_exchange(self, exchange_id: str) -> Exchange | None:
+        return self.get_exchanges([exchange_id]).get(exchange_id)
+
+    def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
+        raise NotImplementedError
+
+    # health ---------------------------------------------------------------------------
+    def stats(self) -> dict[str, int]:
+        with self._ro() as tx:
+            return health.stats(tx, *self._index_keys)
+
+    def integrity_problems(self) -> list[str]:
+        with self._ro() as tx:
+            return health.integrity_problems(tx, *self._index_keys)
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._ro() as tx:
+            return tx.run(sql, params)
