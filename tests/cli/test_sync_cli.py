@@ -157,6 +157,14 @@ def test_demo_tours_the_bundled_corpus(cli: CliRunner, tmp_path: Path) -> None:
     assert "1 junk line(s) skipped" in result.stdout
     assert "memoir search" in result.stdout and "PgBouncer" in result.stdout
     assert (tmp_path / "demo" / "archive" / "-home-ann-code-webshop").is_dir()
+    assert "summary pass (offline model): 14 conversations summarized, 0 failed" in result.stdout
+    assert "summary of the top hit's conversation: This conversation was about" in " ".join(
+        result.stdout.split()
+    )
+    assert "window: summary," in " ".join(result.stdout.split())
+    summaries = list((tmp_path / "demo" / "archive").rglob("*-summary.txt"))
+    assert len(summaries) == 14
+    assert all(p.read_text().startswith("__COVERAGE__ ") for p in summaries if p.stat().st_size)
 
 
 def test_sync_without_sources_says_how_to_add_one(cli: CliRunner) -> None:

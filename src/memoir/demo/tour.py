@@ -1,7 +1,9 @@
 """The demo tour: sync the bundled corpus into a throwaway home and show what Memoir found.
 
 Works offline on a fresh machine: the corpus is package data, the store is a SQLite file
-in a temporary folder, no model is called.
+in a temporary folder, and the model is the embedded offline one (no network). The tour
+walks the main job: sync (archive + index), the summary pass, search with the summary
+beside each hit, a transcript excerpt, and a compaction of the long session.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.make_corpus import CORPUS_DIR, corpus_sources
-from memoir.ingest.sync import SyncReport, sync
+from memoir.ingest.sync import SyncReport
 from memoir.model import EventKind
-from memoir.store import SearchFilters, Store, open_store
+from memoir.store import Store
 
 __all__ = ["DEMO_QUERIES", "DemoResult", "run_demo"]
 
 DEMO_QUERIES = ("flaky coupon timezone", "PgBouncer transaction pooling", "Docker-Build psycopg")
 EXCERPT_SESSION = "3f2a9c1e-5b7d-4e8a-9c0f-1a2b3c4d5e01"
+LONG_SESSION = "8d0e6b2f-1c3a-4f5e-8a9b-7c6d5e4f3a02"
+COMPACT_WINDOW = 2_800  # small on purpose: the demo session is ~2k tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +36,8 @@ class DemoResult:
     report: SyncReport
     stats: dict[str, int]
     hits: dict[str, int]
+    summarized: int
+    compaction: tuple[str, int, int]  # strategy, tokens before, tokens after
 
 
 def _mark(snippet: str) -> str:
@@ -38,18 +45,17 @@ def _mark(snippet: str) -> str:
     return text.replace("\x02", "[bold yellow]").replace("\x03", "[/bold yellow]")
 
 
-def _search(store: Store, console: Console) -> dict[str, int]:
+def _search(memoir: Memoir, console: Console) -> dict[str, int]:
     counts: dict[str, int] = {}
     for query in DEMO_QUERIES:
-        hits = store.search_text(query, SearchFilters(), 3)
+        hits = memoir.search(query, mode="text", limit=3)
         counts[query] = len(hits)
         console.print(f"\n[bold]memoir search[/bold] {query!r} → {len(hits)} hit(s)")
-        found = store.get_exchanges([h.exchange_id for h in hits])
         for hit in hits:
-            exchange = found.get(hit.exchange_id)
-            session = store.get_session(exchange.session_id) if exchange else None
-            where = f"{session.project} · {session.harness}" if session else hit.exchange_id
-            console.print(f"  [cyan]{where}[/cyan]  {_mark(hit.snippet)}", soft_wrap=True)
+            console.print(f"  [cyan]{hit.project}[/cyan]  {_mark(hit.snippet)}", soft_wrap=True)
+        if hits and hits[0].summary:
+            first = hits[0].summary.splitlines()[0]
+            console.print(f"  [dim]summary of the top hit's conversation:[/dim] {first}")
     return counts
 
 
@@ -70,42 +76,66 @@ def _excerpt(store: Store, console: Console) -> None:
             break
 
 
+def _compact(memoir: Memoir, console: Console) -> tuple[str, int, int]:
+    events = memoir.store.events(LONG_SESSION)
+    result = memoir.compactor().compact_events(
+        events, window=COMPACT_WINDOW, session_id=LONG_SESSION
+    )
+    console.print(
+        f"\n[bold]compaction[/bold] of the long session for a {COMPACT_WINDOW:,}-token "
+        f"window: {result.strategy}, {result.tokens_before:,} → {result.tokens_after:,} "
+        f"tokens, {len(result.messages)} messages (system, summary, verbatim tail)"
+    )
+    return result.strategy, result.tokens_before, result.tokens_after
+
+
+def _projects(store: Store, console: Console) -> None:
+    table = Table(title="what Memoir found")
+    table.add_column("project")
+    table.add_column("sessions", justify="right")
+    table.add_column("exchanges", justify="right")
+    per: dict[str, list[int]] = {}
+    for info in store.list_sessions():
+        row = per.setdefault(info.session.project, [0, 0])
+        row[0] += 1
+        row[1] += info.exchanges
+    for project, (sessions, exchanges) in sorted(per.items()):
+        table.add_row(project, str(sessions), str(exchanges))
+    console.print(table)
+
+
 def run_demo(console: Console, home: Path | None = None, corpus: Path = CORPUS_DIR) -> DemoResult:
     """Sync the corpus into ``home`` (a new temporary folder by default) and tour it."""
     home = home or Path(tempfile.mkdtemp(prefix="memoir-demo-"))
     settings = Settings.from_env(
-        {"MEMOIR_HOME": str(home)}, sources=corpus_sources(corpus), database_url=None
+        {"MEMOIR_HOME": str(home)},
+        sources=corpus_sources(corpus),
+        database_url=None,
+        llm="offline",
+        summary_limit=50,
     )
     home.mkdir(parents=True, exist_ok=True)
-    store = open_store(settings)
-    try:
+    with Memoir.open(settings) as memoir:
         console.print(f"[bold]Memoir demo[/bold] — throwaway home: {home}")
-        report = sync(settings, store)
+        report = memoir.sync()
         console.print(
             f"synced {report.files_indexed} transcripts "
             f"({report.bytes_indexed / 1024:.0f} KiB): {report.exchanges_added} exchanges, "
             f"{report.events_added} events, {report.lines_skipped} junk line(s) skipped and "
             "counted, every transcript archived"
         )
-        stats = store.stats()
-        table = Table(title="what Memoir found")
-        table.add_column("project")
-        table.add_column("sessions", justify="right")
-        table.add_column("exchanges", justify="right")
-        per: dict[str, list[int]] = {}
-        for info in store.list_sessions():
-            row = per.setdefault(info.session.project, [0, 0])
-            row[0] += 1
-            row[1] += info.exchanges
-        for project, (sessions, exchanges) in sorted(per.items()):
-            table.add_row(project, str(sessions), str(exchanges))
-        console.print(table)
-        hits = _search(store, console)
-        _excerpt(store, console)
+        _projects(memoir.store, console)
+        summaries = memoir.summarize_pending()
+        summarized = summaries.summarized + summaries.resummarized
+        console.print(
+            f"summary pass (offline model): {summarized} conversations summarized, "
+            f"{summaries.failed} failed"
+        )
+        hits = _search(memoir, console)
+        _excerpt(memoir.store, console)
+        compaction = _compact(memoir, console)
         console.print(
             f"\nTry it yourself: MEMOIR_HOME={home} memoir search 'rate limit' · "
-            f"memoir stats · memoir verify"
+            f"memoir show {LONG_SESSION[:8]} · memoir stats · memoir usage"
         )
-        return DemoResult(home, report, stats, hits)
-    finally:
-        store.close()
+        return DemoResult(home, report, memoir.store.stats(), hits, summarized, compaction)
