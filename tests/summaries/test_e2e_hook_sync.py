@@ -74,3 +74,18 @@ def test_installed_hook_command_syncs_in_the_background(env: Path, tmp_path: Pat
     assert _summary(env).read_text().startswith('__COVERAGE__ {"bytes":8237,')
     logs = list((env / "logs").glob("sync-*.log"))
     assert len(logs) == 1
+
+
+def test_stats_and_verify_show_summaries(env: Path, capsys) -> None:
+    main(["sync", "--json"])
+    capsys.readouterr()
+    main(["stats", "--json"])
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["summaries_summarized"] == 1 and stats["summaries_pending"] == 0
+    summary = _summary(env)
+    summary.write_text('__ERRORED__\n{"attempts":2,"lastAttempt":1}\nrate limited\n')
+    main(["stats", "--json"])
+    assert json.loads(capsys.readouterr().out)["summaries_errored"] == 1
+    main(["verify", "--json"])
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any(w["kind"] == "errored_summary" and "rate limited" in w["detail"] for w in warnings)
