@@ -10,21 +10,18 @@ no longer takes ``temperature``, so it is not sent; the user id goes as an opaqu
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import anthropic
 from anthropic.types import Message
 
-from memoir.llm.errors import BadResponse, ModelError, Transient
+from memoir.llm.errors import BadResponse
 from memoir.llm.mapping import (
     completion_or_error,
-    error_for_status,
-    error_message_of,
     opaque_user,
-    parse_retry_after,
     stop_reason_of,
 )
+from memoir.llm.sdk_call import call_sdk
 from memoir.llm.values import Completion, ModelRequest, Usage
 
 __all__ = ["AnthropicModel"]
@@ -77,34 +74,15 @@ class AnthropicModel:
     def complete(self, request: ModelRequest) -> Completion:
         started = time.monotonic()
         context: dict[str, Any] = {"provider": PROVIDER, "model": self.model}
-        try:
-            raw = self._client.messages.with_raw_response.create(**self._params(request))
-            request_id = raw.headers.get("request-id")
-            parsed: Any = raw.parse()
-        except anthropic.APIStatusError as exc:
-            raise _status_error(exc, context) from exc
-        except anthropic.APITimeoutError as exc:
-            raise Transient("request timed out", **context) from exc
-        except anthropic.APIConnectionError as exc:
-            raise Transient(f"connection error: {exc}", **context) from exc
-        except (ValueError, anthropic.APIResponseValidationError) as exc:
-            raise BadResponse(f"unparseable response: {exc}", **context) from exc
-        except anthropic.AnthropicError as exc:
-            raise ModelError(f"{type(exc).__name__}: {exc}", **context) from exc
+        parsed, request_id = call_sdk(
+            anthropic,
+            anthropic.AnthropicError,
+            lambda: self._client.messages.with_raw_response.create(**self._params(request)),
+            ("request-id",),
+            context,
+        )
         latency_ms = (time.monotonic() - started) * 1000.0
         return _completion(parsed, request_id, latency_ms, self.model)
-
-
-def _status_error(exc: anthropic.APIStatusError, context: Mapping[str, Any]) -> ModelError:
-    message = error_message_of(exc.body, fallback=exc.message)
-    headers = dict(exc.response.headers.items())
-    return error_for_status(
-        exc.status_code,
-        message,
-        retry_after=parse_retry_after(headers),
-        request_id=exc.request_id,
-        **context,
-    )
 
 
 def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: str) -> Completion:

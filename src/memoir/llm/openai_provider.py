@@ -19,18 +19,16 @@ from openai.types.chat import ChatCompletion
 from memoir.llm.errors import (
     BadResponse,
     EmptyResponse,
-    ModelError,
     OutputBudgetRejected,
-    Transient,
 )
 from memoir.llm.mapping import (
     completion_or_error,
     error_for_status,
     error_message_of,
     opaque_user,
-    parse_retry_after,
     stop_reason_of,
 )
+from memoir.llm.sdk_call import call_sdk
 from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
 
 __all__ = ["OpenAIModel"]
@@ -94,34 +92,15 @@ class OpenAIModel:
 
     def _call(self, request: ModelRequest, started: float) -> Completion:
         context: dict[str, Any] = {"provider": PROVIDER, "model": self.model}
-        try:
-            raw = self._client.chat.completions.with_raw_response.create(**self._params(request))
-            request_id = raw.headers.get("x-request-id") or raw.headers.get("x-generation-id")
-            parsed: Any = raw.parse()
-        except openai.APIStatusError as exc:
-            raise _status_error(exc, context) from exc
-        except openai.APITimeoutError as exc:
-            raise Transient("request timed out", **context) from exc
-        except openai.APIConnectionError as exc:
-            raise Transient(f"connection error: {exc}", **context) from exc
-        except (ValueError, openai.APIResponseValidationError) as exc:
-            raise BadResponse(f"unparseable response: {exc}", **context) from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(f"{type(exc).__name__}: {exc}", **context) from exc
+        parsed, request_id = call_sdk(
+            openai,
+            openai.OpenAIError,
+            lambda: self._client.chat.completions.with_raw_response.create(**self._params(request)),
+            ("x-request-id", "x-generation-id"),
+            context,
+        )
         latency_ms = (time.monotonic() - started) * 1000.0
         return _completion(parsed, request_id, latency_ms, self.model)
-
-
-def _status_error(exc: openai.APIStatusError, context: Mapping[str, Any]) -> ModelError:
-    message = error_message_of(exc.body, fallback=exc.message)
-    headers = dict(exc.response.headers.items())
-    return error_for_status(
-        exc.status_code,
-        message,
-        retry_after=parse_retry_after(headers),
-        request_id=exc.request_id,
-        **context,
-    )
 
 
 def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: str) -> Completion:
