@@ -38,9 +38,19 @@ ensure_packages() {
   fi
 }
 
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+free_port() {  # the first port from $1 on that nothing listens on
+  local p=$1
+  while port_busy "$p"; do p=$((p + 1)); done
+  echo "$p"
+}
+
 start() {
   ensure_packages
   mkdir -p "$run"
+  if [ ! -f "$run/pg/postmaster.pid" ]; then pg_port=$(free_port "$pg_port"); fi
+  redis_port=$(free_port "$redis_port")
   local bin; bin=$(pg_bin)
   local pgdata="$run/pg"
   if [ "$(id -u)" = "0" ]; then chown postgres "$run"; fi
