@@ -40,6 +40,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -32768")
     conn.execute("PRAGMA mmap_size = 268435456")
+    # Checkpoint the WAL every ~32 MB instead of every 4 MB: a sync writes in bursts, and
+    # fewer, larger checkpoints made it ~7% faster (bench/sync_bench.py).
+    conn.execute("PRAGMA wal_autocheckpoint = 8000")
     return conn
 
 
