@@ -87,6 +87,14 @@ class _Run:
     owners: dict[str, str]
 
 
+def _new_run(settings: Settings, store: Store) -> tuple[_Run, dict[str, SourceState]]:
+    """A run's shared state, and the index's source states it was built from."""
+    states = store.source_states()
+    owners = {st.session_id: path for path, st in states.items()}
+    run = _Run(settings, store, SyncReport(), IgnoredFiles(ignored_path(settings)), owners)
+    return run, states
+
+
 def sync(
     settings: Settings,
     store: Store,
@@ -96,15 +104,8 @@ def sync(
 ) -> SyncReport:
     """Archive and index what changed under ``sources`` (default ``settings.sources``)."""
     began = time.perf_counter()
-    report = SyncReport()
-    states = store.source_states()
-    run = _Run(
-        settings,
-        store,
-        report,
-        IgnoredFiles(ignored_path(settings)),
-        {st.session_id: path for path, st in states.items()},
-    )
+    run, states = _new_run(settings, store)
+    report = run.report
     roots = tuple(settings.sources if sources is None else sources)
     todo: list[Candidate] = []
     for key, root, size, mtime_ns in scan(roots, skip=[settings.home]):
@@ -356,15 +357,8 @@ def index_file(
     """Index one file outside a sync walk (``verify --repair`` re-reads archived copies).
     ``key`` is the source path the index knows it by; by default the file itself."""
     began = time.perf_counter()
-    report = SyncReport()
-    states = store.source_states()
-    run = _Run(
-        settings,
-        store,
-        report,
-        IgnoredFiles(ignored_path(settings)),
-        {st.session_id: p for p, st in states.items()},
-    )
+    run, states = _new_run(settings, store)
+    report = run.report
     st = os.stat(path)
     report.files_scanned = 1
     ingest_file(
