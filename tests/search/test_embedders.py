@@ -85,6 +85,45 @@ def test_minilm_embeds_offline_with_meaningful_similarity() -> None:
     assert np.allclose(again[1], vectors[0], atol=1e-5)
 
 
+@pytest.mark.embeddings
+@pytest.mark.skipif(not minilm_available(), reason="embeddings extra not installed")
+def test_minilm_token_states_come_from_the_same_pass() -> None:
+    from memoir.search.late import maxsim
+    from memoir.search.minilm import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder.shared()
+    texts = ["I painted a horse on the barn wall.", "The deploy failed twice on Friday."]
+    pooled, states = embedder.embed_with_tokens(texts)
+    assert np.allclose(pooled, embedder.embed(texts), atol=1e-6)
+    # content tokens only: "i", "a", "on", "the" and full stops are dropped
+    assert [s.shape for s in states] == [(4, 96), (4, 96)]
+    assert all(np.allclose(np.linalg.norm(s, axis=1), 1.0, atol=1e-5) for s in states)
+    vector, query = embedder.query_with_tokens("Who painted the horse?")
+    assert np.allclose(vector, embedder.embed_query(["Who painted the horse?"])[0], atol=1e-6)
+    assert query.shape == (2, 96)  # painted, horse
+    assert maxsim(query, states[0]) > maxsim(query, states[1]) + 0.3
+
+
+@pytest.mark.parametrize(
+    ("piece", "kept"),
+    [
+        ("horse", True),
+        ("##ing", True),
+        ("42", True),
+        ("the", False),
+        ("[CLS]", False),
+        ("[SEP]", False),
+        (".", False),
+        ("?", False),
+        ("don", False),
+    ],
+)
+def test_content_token_table(piece: str, kept: bool) -> None:
+    from memoir.search.minilm import content_token
+
+    assert content_token(piece) is kept
+
+
 def test_coarse_shortlist_returns_the_exact_top_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     import memoir.search.coarse as coarse
     import memoir.search.vectors as vectors

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from search_corpus import CONVERSATIONS, HOSTILE, T0, fill
 
-from memoir.search import HashEmbedder, SearchFilters, embed_backlog, search
+from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
+from memoir.search import HashEmbedder, SearchFilters, embed_backlog, engine, search
+from memoir.search.late import unpack_tokens
 from memoir.search.vectors import invalidate
-from memoir.store import Store
+from memoir.store import IngestBatch, Store
 
 
 @pytest.fixture
@@ -212,3 +215,67 @@ def test_memoir_search_facade(store: Store, settings: object) -> None:
     assert reader is not None and reader("s-web") is None
     hits = memoir.search("dark mode", summaries={"s-web": "Dark mode work."}.get, embedder=None)
     assert hits[0].summary == "Dark mode work."
+
+
+def test_embed_backlog_stores_token_states_beside_vectors(filled: Store) -> None:
+    embedder = HashEmbedder()
+    assert embed_backlog(filled, embedder).embedded == 6
+    ids_ = [x.id for x in filled.exchanges("s-web")]
+    stored = filled.load_token_states(embedder.name, [*ids_, "s-web:404"])
+    assert sorted(stored) == sorted(ids_)
+    first = unpack_tokens(stored["s-web:1"])
+    assert first.shape[1] == HashEmbedder.token_dim and first.shape[0] > 5
+    assert filled.load_token_states("another-model", ids_) == {}
+
+
+def test_hybrid_reranks_its_head_with_the_stored_token_states(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    seen: dict[str, object] = {}
+
+    def spy(ranked: list[str], query_tokens: np.ndarray, stored: dict[str, bytes]) -> list[str]:
+        seen.update(ranked=list(ranked), stored=dict(stored), width=query_tokens.shape[1])
+        return list(reversed(ranked))
+
+    monkeypatch.setattr(engine, "rerank", spy)
+    hits = search(filled, "sqlite database lock", mode="hybrid", embedder=embedder)
+    assert seen["width"] == HashEmbedder.token_dim
+    ranked = seen["ranked"]
+    assert isinstance(ranked, list) and set(seen["stored"]) == set(ranked)  # type: ignore[arg-type]
+    assert ids(hits) == list(reversed(ranked))[: len(hits)]  # the re-ranked order is used
+    seen.clear()
+    search(filled, "sqlite database lock", mode="text", embedder=embedder)
+    search(filled, "sqlite database lock", mode="vector", embedder=embedder)
+    assert seen == {}  # only hybrid re-ranks
+
+
+def _add_session(store: Store, sid: str, days: int, user: str, assistant: str) -> None:
+    start = T0 + timedelta(days=days)
+    events = [
+        Event(sid, 1, EventKind.USER_TEXT, Author.USER, user, start),
+        Event(sid, 2, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, assistant, start),
+    ]
+    session = Session(id=sid, project="ops", harness=Harness.GENERIC, created_at=start)
+    store.apply_ingest(
+        IngestBatch(session=session, events=tuple(events), exchanges=tuple(build_exchanges(events)))
+    )
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_dates_in_the_query_favour_exchanges_from_then(filled: Store, mode: str) -> None:
+    # 2024-06-15: a weaker match for the words than May's s-web:1
+    _add_session(filled, "s-ops", 45, "lock again?", "Yes, a sqlite lock.")
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    plain = ids(search(filled, "sqlite database lock", mode=mode, embedder=embedder))
+    assert plain.index("s-web:1") < plain.index("s-ops:1")
+    for when in ("in June 2024", "on 17 June, 2024", "2024-06-12"):
+        dated = ids(search(filled, f"sqlite database lock {when}", mode=mode, embedder=embedder))
+        assert dated[0] == "s-ops:1", when
+    # a date with nothing from then changes nothing
+    assert (
+        ids(search(filled, "sqlite database lock in 2019", mode=mode, embedder=embedder))[:2]
+        == plain[:2]
+    )

@@ -83,7 +83,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == [1, 2, 3, 4]
+    assert [m.version for m in pending(0)] == [1, 2, 3, 4, 5]
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -112,6 +112,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (2, "search-usage-summaries"),
             (3, "index-filter-tokens"),
             (4, "index-neighbour-context"),
+            (5, "embedding-token-states"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"
@@ -148,6 +149,36 @@ def test_sqlite_newer_schema_is_refused(tmp_path: Path) -> None:
         sqlite_store_module.SQLiteStore(path)
 
 
+VECTOR = b"\x00\x00\x80\x3f" * 2  # [1.0, 1.0] as float32
+
+
+def assert_vector_kept_without_tokens(store: Store) -> None:
+    """v5: a vector stored before token states existed is kept, has none, and is listed
+    for re-embedding only by an embedder that has token states."""
+    assert store.load_embeddings("m") == (["s1:1"], VECTOR, 2)
+    assert store.load_token_states("m", ["s1:1", "s1:5"]) == {}
+    assert [i for i, _ in store.embedding_backlog("m", 10)] == ["s1:5"]
+    assert [i for i, _ in store.embedding_backlog("m", 10, with_tokens=True)] == ["s1:1", "s1:5"]
+    store.put_embeddings("m", [("s1:1", VECTOR)], 2, [b"\x02\x00\x7f\x00"])
+    assert store.load_token_states("m", ["s1:1"]) == {"s1:1": b"\x02\x00\x7f\x00"}
+    assert [i for i, _ in store.embedding_backlog("m", 10, with_tokens=True)] == ["s1:5"]
+
+
+def test_sqlite_v4_vectors_upgrade_without_token_states(tmp_path: Path) -> None:
+    path = tmp_path / "v4.db"
+    with sqlite_conn(path) as conn:
+        sqlite_store_module.migrate(conn, target=1)
+        fill_v1(lambda sql, p: conn.execute(sql, p), to_iso, "?")
+        assert sqlite_store_module.migrate(conn, target=4) == 4
+        conn.execute("INSERT INTO embeddings VALUES ('m', 's1:1', 2, ?)", (VECTOR,))
+    store = sqlite_store_module.SQLiteStore(path)
+    try:
+        assert store.schema_version() == CURRENT_VERSION
+        assert_vector_kept_without_tokens(store)
+    finally:
+        store.close()
+
+
 # --- PostgreSQL ----------------------------------------------------------------------------
 @pytest.mark.postgres
 def test_postgres_v1_database_upgrades_with_rows_intact(pg_database: str) -> None:
@@ -171,6 +202,26 @@ def test_postgres_v1_database_upgrades_with_rows_intact(pg_database: str) -> Non
     with psycopg.connect(pg_database) as conn:  # v4 rebuilt the rows with neighbour context
         rows = conn.execute("SELECT context_doc FROM exchange_search ORDER BY exchange_pk")
         assert ["WAL" in doc for (doc,) in rows.fetchall()] == [False, True, False]
+
+
+@pytest.mark.postgres
+def test_postgres_v4_vectors_upgrade_without_token_states(pg_database: str) -> None:
+    import psycopg
+
+    from memoir.store import postgres_store as pgs
+
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        pgs.migrate(conn, target=1)
+        with conn.transaction():
+            fill_v1(lambda sql, p: conn.execute(sql, p), to_utc, "%s")
+        assert pgs.migrate(conn, target=4) == 4
+        conn.execute("INSERT INTO embeddings VALUES ('m', 's1:1', 2, %s)", (VECTOR,))
+    store = pgs.PostgresStore(pg_database)
+    try:
+        assert store.schema_version() == CURRENT_VERSION
+        assert_vector_kept_without_tokens(store)
+    finally:
+        store.close()
 
 
 @pytest.mark.postgres

@@ -11,6 +11,10 @@ elliptical to embed well ("Yes, last weekend with my sister"), and the turn befo
 names what it is about. Only the *previous* exchange is used, so appending to a session
 never makes a stored vector stale (a changed exchange loses its vector in the store and is
 re-embedded). On LoCoMo this lifted hybrid recall@10 from 0.788 to 0.804 (docs/benchmarks.md).
+
+An embedder with token states (:class:`TokenEmbedder`) stores them packed beside each
+vector (:func:`memoir.search.late.pack_tokens`), from the same forward pass; for such an
+embedder, vectors stored without token states (written before they existed) are redone.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from itertools import pairwise
 
 import numpy as np
 
-from memoir.search.embedder import Embedder
+from memoir.search.embedder import Embedder, TokenEmbedder
+from memoir.search.late import pack_tokens
 from memoir.search.vectors import invalidate
 from memoir.store.index_doc import embedding_text
 from memoir.store.port import Store
@@ -54,20 +59,28 @@ def embed_backlog(
     """Embed every exchange that has no vector for ``embedder.name`` yet."""
     done = batches = 0
     complete = True
+    with_tokens = isinstance(embedder, TokenEmbedder)
     while True:
         want = batch if max_items is None else min(batch, max_items - done)
         if want <= 0:
-            complete = not store.embedding_backlog(embedder.name, 1)
+            complete = not store.embedding_backlog(embedder.name, 1, with_tokens=with_tokens)
             break
-        rows = store.embedding_backlog(embedder.name, want)
+        rows = store.embedding_backlog(embedder.name, want, with_tokens=with_tokens)
         if not rows:
             break
         texts = _with_context(store, rows)
-        vectors = np.ascontiguousarray(embedder.embed(texts), np.float32)
+        blobs: list[bytes | None] | None = None
+        if isinstance(embedder, TokenEmbedder):
+            pooled, states = embedder.embed_with_tokens(texts)
+            blobs = [pack_tokens(s) for s in states]
+        else:
+            pooled = embedder.embed(texts)
+        vectors = np.ascontiguousarray(pooled, np.float32)
         store.put_embeddings(
             embedder.name,
             [(exchange_id, vectors[n].tobytes()) for n, (exchange_id, _) in enumerate(rows)],
             embedder.dim,
+            blobs,
         )
         done += len(rows)
         batches += 1

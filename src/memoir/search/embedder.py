@@ -26,6 +26,7 @@ __all__ = [
     "Embedder",
     "EmbeddingsUnavailable",
     "HashEmbedder",
+    "TokenEmbedder",
     "load_embedder",
     "normalise_rows",
 ]
@@ -48,6 +49,16 @@ class Embedder(Protocol):
     def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+@runtime_checkable
+class TokenEmbedder(Embedder, Protocol):
+    """An embedder that also hands out per-token states for late-interaction re-ranking
+    (:mod:`memoir.search.late`): unit rows, one per content token, from the same forward
+    pass as the pooled vector."""
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
+    def query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     """Scale each row to unit length (zero rows stay zero); float32."""
     matrix = np.asarray(matrix, dtype=np.float32)
@@ -57,7 +68,11 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 class HashEmbedder:
-    """Feature-hashed bag of words and bigrams. Deterministic across processes."""
+    """Feature-hashed bag of words and bigrams. Deterministic across processes. Its token
+    states are one pseudo-random unit row per word (the same word, the same row), so
+    late-interaction re-ranking can be tested for what it returns too."""
+
+    token_dim = 32
 
     def __init__(self, dim: int = 256) -> None:
         if dim <= 0:
@@ -82,6 +97,20 @@ class HashEmbedder:
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts)
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self.embed(texts), [self._tokens(t) for t in texts]
+
+    def query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.embed_query([text])[0], self._tokens(text)
+
+    def _tokens(self, text: str) -> np.ndarray:
+        words = [w.lower() for w in _WORD.findall(text)]
+        rows = np.zeros((len(words), self.token_dim), dtype=np.float32)
+        for n, word in enumerate(words):
+            seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+            rows[n] = np.random.default_rng(seed).standard_normal(self.token_dim)
+        return normalise_rows(rows)
 
 
 def load_embedder(choice: str = "auto") -> Embedder | None:

@@ -1,8 +1,10 @@
 """Ranking: text ranks from the store's full-text index, vector ranks from the embeddings,
-fused by reciprocal rank (hybrid), then hits with snippets and the session's summary.
+fused by reciprocal rank (hybrid), the head re-ranked token by token, exchanges from dates
+the query names favoured, then hits with snippets and the session's summary.
 
 query → store.search_text (sanitised, bm25) ─┐
-query → embedder → cosine over the matrix ───┴→ rrf → exchanges + sessions → SearchHit
+query → embedder → cosine over the matrix ───┴→ rrf → late-interaction re-rank (hybrid)
+  → query dates → exchanges + sessions → SearchHit
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import numpy as np
 from memoir.errors import ConfigError, MemoirError
 from memoir.model import Exchange, Session
 from memoir.search.context import neighbour_smoothed
-from memoir.search.embedder import Embedder
+from memoir.search.embedder import Embedder, TokenEmbedder
 from memoir.search.fusion import rrf
 from memoir.search.hits import MODES, SearchHit, SearchMode
+from memoir.search.late import RERANK_DEPTH, rerank
+from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.snippets import clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, top_k
 from memoir.store.port import SearchFilters, Store, TextHit
@@ -116,11 +120,13 @@ def _vector_ranking(
     pool: int,
     lookup: _Lookup,
     feedback: list[str] | None = None,
+    query_vector: np.ndarray | None = None,
 ) -> list[tuple[str, float]]:
     vectors = matrix_for(store, embedder.name)
     if vectors.size == 0 or vectors.dim != embedder.dim:
         return []
-    (query_vector,) = embedder.embed_query([query])
+    if query_vector is None:
+        (query_vector,) = embedder.embed_query([query])
     if feedback:
         rows = vectors.rows_of(feedback[:FEEDBACK_DOCS])
         if rows:
@@ -197,9 +203,15 @@ def search(
             {i: h.score for i, h in text_hits.items()}, lookup.exchanges
         )
     vector_ranked: list[tuple[str, float]] = []
+    query_tokens: np.ndarray | None = None
     if chosen in ("vector", "hybrid") and embedder is not None:
         feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
-        vector_ranked = _vector_ranking(store, embedder, query, filters, pool, lookup, feedback)
+        query_vector = None
+        if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
+            query_vector, query_tokens = embedder.query_with_tokens(query)
+        vector_ranked = _vector_ranking(
+            store, embedder, query, filters, pool, lookup, feedback, query_vector
+        )
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
     if chosen == "text":
@@ -208,9 +220,43 @@ def search(
         ranked = vector_ranked
     else:
         ranked = rrf([text_rank, vector_rank], k=HYBRID_K, weights=HYBRID_WEIGHTS)
-    ranked = ranked[:limit]
+        if query_tokens is not None and embedder is not None and vector_rank:
+            ranked = _reranked(store, embedder.name, ranked, query_tokens)
+    ranked = _dated(query, ranked, lookup)[:limit]
     lookup.load([i for i, _ in ranked])
     return _hits(ranked, query, lookup, text_hits, text_rank, vector_rank, summaries)
+
+
+def _reranked(
+    store: Store, model: str, ranked: list[tuple[str, float]], query_tokens: np.ndarray
+) -> list[tuple[str, float]]:
+    """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`);
+    scores stay the fused ones, the order is the re-ranker's."""
+    head = [i for i, _ in ranked[:RERANK_DEPTH]]
+    stored = store.load_token_states(model, head)
+    if not stored:
+        return ranked
+    score = dict(ranked)
+    return [(i, score[i]) for i in rerank([i for i, _ in ranked], query_tokens, stored)]
+
+
+def _dated(query: str, ranked: list[tuple[str, float]], lookup: _Lookup) -> list[tuple[str, float]]:
+    """When the query names dates ("in August 2023", "on 3 June, 2023"), exchanges from
+    then (give or take a week) are favoured: they form a second list fused with the
+    ranking by reciprocal rank. A soft preference, not a filter (``--after``/``--before``
+    filter); people misremember dates by days."""
+    spans = query_dates(query)
+    if not spans or not ranked:
+        return ranked
+    lookup.load([i for i, _ in ranked])
+    inside = [
+        i
+        for i, _ in ranked
+        if (x := lookup.exchanges.get(i)) is not None and span_contains(spans, exchange_time(x))
+    ]
+    if not inside:
+        return ranked
+    return rrf([[i for i, _ in ranked], inside], k=HYBRID_K)
 
 
 def _hits(

@@ -6,6 +6,12 @@ WordPiece vocabulary ships with Memoir (``data/minilm-vocab.txt``) and is read b
 model's own: the mean of the token states under the attention mask, then unit length.
 Texts are cut at 256 tokens (the model's trained length); batches are grouped by length
 so padding stays small.
+
+The same pass yields the token states kept for late-interaction re-ranking
+(:mod:`memoir.search.late`): content tokens only (no stop words, punctuation or markers),
+centred and projected onto 96 principal directions of MiniLM's token space
+(``data/minilm-token-basis.npz``, fitted once on Memoir's bundled demo conversations by
+``scripts/fit_token_basis.py``), then unit length.
 """
 
 from __future__ import annotations
@@ -20,12 +26,22 @@ from typing import Any
 import numpy as np
 
 from memoir.search.embedder import normalise_rows
+from memoir.store.query_text import STOPWORDS
 
-__all__ = ["VOCAB_PATH", "MiniLMEmbedder", "minilm_available"]
+__all__ = ["TOKEN_BASIS_PATH", "VOCAB_PATH", "MiniLMEmbedder", "content_token", "minilm_available"]
 
 VOCAB_PATH = Path(__file__).resolve().parent / "data" / "minilm-vocab.txt"
+TOKEN_BASIS_PATH = Path(__file__).resolve().parent / "data" / "minilm-token-basis.npz"
 MAX_TOKENS = 256
 BATCH = 32
+
+
+def content_token(piece: str) -> bool:
+    """A WordPiece token worth matching: has a letter or digit, is no marker such as
+    ``[CLS]`` and no whole stop word."""
+    if piece.startswith("[") and piece.endswith("]"):
+        return False
+    return any(c.isalnum() for c in piece) and piece not in STOPWORDS
 
 
 def minilm_available() -> bool:
@@ -39,6 +55,7 @@ def minilm_available() -> bool:
 class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2-int8"
     dim = 384
+    token_dim = 96
     _shared: MiniLMEmbedder | None = None
     _lock = threading.Lock()
 
@@ -47,6 +64,7 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._run_lock = threading.Lock()
+        self._projection: tuple[np.ndarray, np.ndarray] | None = None
 
     def _load(self) -> None:
         """Load the model on first use (a search with no stored vectors never pays)."""
@@ -66,6 +84,14 @@ class MiniLMEmbedder:
         tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer, self._session = tokenizer, session
 
+    def _basis(self) -> tuple[np.ndarray, np.ndarray]:
+        """The token projection: mean (384) and directions (384 x token_dim)."""
+        if self._projection is None:
+            with np.load(TOKEN_BASIS_PATH, allow_pickle=False) as basis:
+                centre = basis["mean"].astype(np.float32)
+                self._projection = (centre, basis["components"].astype(np.float32).T)
+        return self._projection
+
     @classmethod
     def shared(cls) -> MiniLMEmbedder:
         """One instance per process (the session holds ~25 MB and takes ~0.3 s to load)."""
@@ -75,9 +101,22 @@ class MiniLMEmbedder:
             return cls._shared
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._forward(texts, tokens=False)[0]
+
+    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+        return self._forward(texts, tokens=True)
+
+    def query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        pooled, states = self._forward([text], tokens=True)
+        return pooled[0], states[0]
+
+    def _forward(
+        self, texts: Sequence[str], *, tokens: bool
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        kept: list[np.ndarray] = [np.zeros((0, self.token_dim), np.float32) for _ in texts]
         if not texts:
-            return out
+            return out, kept
         with self._run_lock:
             if self._session is None:
                 self._load()
@@ -98,7 +137,14 @@ class MiniLMEmbedder:
             weights = mask[:, :, None].astype(np.float32)
             pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             out[chunk] = pooled
-        return normalise_rows(out)
+            if tokens:
+                centre, project = self._basis()
+                for row, index in enumerate(chunk):
+                    pieces = encodings[index].tokens
+                    rows = [n for n, piece in enumerate(pieces) if content_token(piece)]
+                    projected = (states[row, rows] - centre) @ project
+                    kept[index] = normalise_rows(projected)
+        return normalise_rows(out), kept
 
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed(texts)

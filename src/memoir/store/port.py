@@ -7,6 +7,7 @@ that writes several rows commits them in one transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -178,9 +179,18 @@ class Store(Protocol):
 
     # search
     def search_text(self, query: str, filters: SearchFilters, limit: int) -> list[TextHit]: ...
-    def embedding_backlog(self, model: str, limit: int) -> list[tuple[str, str]]: ...
-    def put_embeddings(self, model: str, rows: list[tuple[str, bytes]], dim: int) -> None: ...
+    def embedding_backlog(
+        self, model: str, limit: int, *, with_tokens: bool = False
+    ) -> list[tuple[str, str]]: ...
+    def put_embeddings(
+        self,
+        model: str,
+        rows: list[tuple[str, bytes]],
+        dim: int,
+        tokens: Sequence[bytes | None] | None = None,
+    ) -> None: ...
     def load_embeddings(self, model: str) -> tuple[list[str], bytes, int]: ...
+    def load_token_states(self, model: str, exchange_ids: Sequence[str]) -> dict[str, bytes]: ...
 
     # model usage ledger and cache
     def record_usage(self, record: UsageRecord) -> None: ...

@@ -93,20 +93,26 @@ class SideTablesMixin:
         ]
 
     # embeddings ---------------------------------------------------------------------
-    def embedding_backlog(self, model: str, limit: int) -> list[tuple[str, str]]:
+    def embedding_backlog(
+        self, model: str, limit: int, *, with_tokens: bool = False
+    ) -> list[tuple[str, str]]:
+        """Exchanges without a vector for ``model`` (``with_tokens``: or whose vector has
+        no token states), oldest first."""
         if limit <= 0:
             return []
-        hint = self._hint(model)
+        key = f"{model}\0tokens" if with_tokens else model  # a hint per question asked
+        hint = self._hint(key)
+        complete = " AND m.tokens IS NOT NULL" if with_tokens else ""
         with self._ro() as tx:
             rows = tx.run(
                 "SELECT e.pk, e.id, e.user_text, e.assistant_text, e.tool_excerpt "
                 "FROM exchanges e WHERE e.pk > ? AND NOT EXISTS (SELECT 1 FROM embeddings m "
-                "WHERE m.model = ? AND m.exchange_id = e.id) ORDER BY e.pk LIMIT ?",
+                f"WHERE m.model = ? AND m.exchange_id = e.id{complete}) ORDER BY e.pk LIMIT ?",
                 (hint, model, limit),
             )
             if self._use_backlog_hint:
                 top = rows[0][0] - 1 if rows else tx.run("SELECT max(pk) FROM exchanges")[0][0]
-                self._set_hint(model, int(top or 0))
+                self._set_hint(key, int(top or 0))
         return [(r[1], _embed_text(r)) for r in rows]
 
     def _hint(self, model: str) -> int:
@@ -119,9 +125,19 @@ class SideTablesMixin:
         with self._hint_lock:
             self.__dict__.setdefault("_backlog_hints", {})[model] = value
 
-    def put_embeddings(self, model: str, rows: list[tuple[str, bytes]], dim: int) -> None:
+    def put_embeddings(
+        self,
+        model: str,
+        rows: list[tuple[str, bytes]],
+        dim: int,
+        tokens: Sequence[bytes | None] | None = None,
+    ) -> None:
+        """Store vectors (and, when given, one token-states blob or None per row)."""
         if dim <= 0:
             raise StoreError(f"embedding dimension must be positive, not {dim}")
+        if tokens is not None and len(tokens) != len(rows):
+            raise StoreError(f"{len(tokens)} token-state blobs for {len(rows)} vectors")
+        blobs = list(tokens) if tokens is not None else [None] * len(rows)
         for exchange_id, vec in rows:
             if len(vec) != dim * 4:
                 raise StoreError(
@@ -135,12 +151,16 @@ class SideTablesMixin:
             if stale:  # the model changed its dimension: old vectors are useless
                 tx.run("DELETE FROM embeddings WHERE model = ? AND dim <> ?", (model, dim))
                 self._set_hint(model, 0)
+                self._set_hint(f"{model}\0tokens", 0)
             tx.many(
-                "INSERT INTO embeddings (model, exchange_id, dim, vec) "
-                "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM exchanges WHERE id = ?) "
+                "INSERT INTO embeddings (model, exchange_id, dim, vec, tokens) "
+                "SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM exchanges WHERE id = ?) "
                 "ON CONFLICT (model, exchange_id) DO UPDATE SET dim = excluded.dim, "
-                "vec = excluded.vec",
-                [(model, xid, dim, vec, xid) for xid, vec in rows],
+                "vec = excluded.vec, tokens = excluded.tokens",
+                [
+                    (model, xid, dim, vec, blob, xid)
+                    for (xid, vec), blob in zip(rows, blobs, strict=True)
+                ],
             )
 
     def load_embeddings(self, model: str) -> tuple[list[str], bytes, int]:
@@ -149,6 +169,22 @@ class SideTablesMixin:
         if not rows:
             return [], b"", 0
         return [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
+
+    def load_token_states(self, model: str, exchange_ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored token states of these exchanges for ``model`` (those that have any)."""
+        wanted = list(dict.fromkeys(exchange_ids))
+        out: dict[str, bytes] = {}
+        with self._ro() as tx:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                rows = tx.run(
+                    "SELECT exchange_id, tokens FROM embeddings WHERE model = ? AND "
+                    f"exchange_id IN ({marks}) AND tokens IS NOT NULL",
+                    (model, *chunk),
+                )
+                out.update((r[0], bytes(r[1])) for r in rows)
+        return out
 
     # usage ledger and cache ---------------------------------------------------------
     def record_usage(self, record: UsageRecord) -> None:

@@ -17,6 +17,7 @@ from memoir.store.migrations import (
     v002_search,
     v003_filter_tokens,
     v004_neighbour_context,
+    v005_token_states,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -53,6 +54,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v004_neighbour_context.SQLITE,
         v004_neighbour_context.POSTGRES,
         reindex=v004_neighbour_context.REINDEX,
+    ),
+    Migration(
+        v005_token_states.VERSION,
+        v005_token_states.NAME,
+        v005_token_states.SQLITE,
+        v005_token_states.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
