@@ -138,6 +138,12 @@ def test_bench_locomo_json(
     assert report["text"]["questions"] == 2
     assert 0.0 <= report["hybrid"]["recall@10"] <= 1.0
     assert report["vector"]["recall@25"] == 1.0  # 5 exchanges: all are in the top 25
+    # the two kept questions are of categories 2 and 4; 5 (adversarial) is never asked
+    # vector ranks all 5 exchanges, so both find everything; "When?" has no word to search
+    assert report["vector"]["recall@10_by_category"] == {"2": 1.0, "4": 1.0}
+    assert report["text"]["recall@10_by_category"]["2"] == 0.0
+    code, out, err = run(["bench", "locomo", str(data), "--embedder", "hash"], capsys)
+    assert code == 0 and "by question category" in out and "4 single-hop" in out
 
 
 def test_hint_when_vectors_are_missing(

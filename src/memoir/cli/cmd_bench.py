@@ -44,8 +44,19 @@ def locomo(
     table.add_column("mode")
     for header in headers:
         table.add_column(header, justify="right")
-    for mode, scores in report.to_json().items():
+    summary = report.to_json()
+    for mode, scores in summary.items():
         table.add_row(mode, *(str(scores.get(c, "")) for c in columns))
     console.print(table)
+    categories = Table(title="recall@10 by question category")
+    categories.add_column("mode")
+    names = {"1": "1 multi-hop", "2": "2 temporal", "3": "3 open-domain", "4": "4 single-hop"}
+    keys = sorted({c for scores in summary.values() for c in scores["recall@10_by_category"]})
+    for key in keys:
+        categories.add_column(names.get(key, key), justify="right")
+    for mode, scores in summary.items():
+        by = scores["recall@10_by_category"]
+        categories.add_row(mode, *(str(by.get(k, "")) for k in keys))
+    console.print(categories)
     if report.embedder:
         console.print(f"embedder {report.embedder}: {report.embed_seconds:.1f} s to embed")

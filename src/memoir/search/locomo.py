@@ -5,7 +5,8 @@ session, written through ``Store.apply_ingest``), embedded when an embedder is g
 every question of categories 1–4 is searched in each available mode. Metrics per mode:
 ``recall@k`` (the share of a question's evidence turns whose exchange is in the top k,
 averaged over questions) for k in 1, 5, 10, 25, and ``all@10`` (the share of questions with
-every evidence turn in the top 10).
+every evidence turn in the top 10); recall@10 is also broken down by question category
+(LoCoMo's 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop).
 """
 
 from __future__ import annotations
@@ -69,9 +70,19 @@ class LocomoReport:
     embedder: str | None
     embed_seconds: float = 0.0
     per_conversation: dict[str, dict[str, float]] = field(default_factory=dict)
+    # mode → question category → recall@10 sums
+    by_category: dict[str, dict[int, ModeScores]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {mode: scores.summary() for mode, scores in self.modes.items()}
+        out = {}
+        for mode, scores in self.modes.items():
+            summary = scores.summary()
+            cats = self.by_category.get(mode, {})
+            summary["recall@10_by_category"] = {
+                str(c): cats[c].summary().get("recall@10", 0.0) for c in sorted(cats)
+            }
+            out[mode] = summary
+        return out
 
 
 def _ingest(store: Store, conv: Conversation) -> dict[str, str]:
@@ -135,6 +146,8 @@ def _run_one(
             scores = question_scores([h.exchange_id for h in hits], wanted)
             report.modes[mode].add(scores, elapsed)
             local[mode].add(scores, elapsed)
+            category = report.by_category.setdefault(mode, {})
+            category.setdefault(question.category, ModeScores()).add(scores, elapsed)
     report.per_conversation[conv.name] = {
         m: float(local[m].summary().get("recall@10", 0.0)) for m in modes
     }
