@@ -21,7 +21,8 @@ def embed(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Embed the exchanges that have no vector yet (needs memoir[embeddings])."""
+    """Embed the exchanges that have no vector yet, or no token states for re-ranking (needs
+    memoir[embeddings])."""
     with open_memoir() as memoir:
         choice = memoir.settings.embedder
         embedder = load_embedder("minilm" if choice == "auto" else choice)

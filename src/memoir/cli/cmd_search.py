@@ -11,7 +11,7 @@ from rich.text import Text
 
 from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.search.dates import parse_when
-from memoir.search.embedder import load_embedder
+from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
 from memoir.search.snippets import MARK_END, MARK_START
 from memoir.store.port import SearchFilters
@@ -108,7 +108,10 @@ def search_command(
 def _hint_backlog(memoir: Any) -> None:
     """Say so when semantic ranking is installed but has nothing to rank yet."""
     embedder = load_embedder(memoir.settings.embedder)
-    if embedder is not None and memoir.store.embedding_backlog(embedder.name, 1):
+    with_tokens = isinstance(embedder, TokenEmbedder)
+    if embedder is not None and memoir.store.embedding_backlog(
+        embedder.name, 1, with_tokens=with_tokens
+    ):
         err_console.print(
             "semantic ranking is waiting for vectors: run `memoir embed`", style="dim"
         )
