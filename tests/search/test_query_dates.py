@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.search.query_dates import SLACK, DateSpan, query_dates, span_contains, without_dates
+from memoir.search.query_dates import SLACK, DateSpan, query_dates, span_contains
 
 
 def utc(y: int, m: int, d: int, hour: int = 0, minute: int = 0) -> datetime:
@@ -155,38 +155,6 @@ def test_dates_in_sentences(query: str, expected: tuple[DateSpan, ...]) -> None:
 )
 def test_no_span(query: str) -> None:
     assert query_dates(query) == ()
-    assert without_dates(query) == query
-
-
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("what did Maria donate in December 2023?", "what did Maria donate?"),
-        ("what did we decide on 3 June, 2023", "what did we decide"),
-        ("what did we decide on 3 June, 2023?", "what did we decide?"),
-        ("the bug from 2024-05-01", "the bug from"),
-        ("the bug from 2024-05-01T14:30 in prod", "the bug from in prod"),
-        ("In 2023, we went hiking", "we went hiking"),
-        ("status as of July 2023, roughly", "status, roughly"),
-        ("AS  OF 2022 deploys", "deploys"),
-        ("talks during Jul 31 2023 and around 2024", "talks and"),
-        ("since 2020 before 2021 after 2022", ""),
-        ("December 2023", ""),
-        ("  releases   in   2023   of  the app  ", "releases of the app"),
-        ("tin 2023", "tin"),
-        ("meeting 2023 notes", "meeting notes"),
-        ("marching 2023", "marching"),
-        ("on the 31st of July 2023", "on the"),
-        ("we met (2019) there", "we met () there"),
-        ("31 February 2023 and 2024", "31 February 2023 and"),
-    ],
-)
-def test_without_dates(query: str, expected: str) -> None:
-    assert without_dates(query) == expected
-
-
-def test_without_dates_unchanged_keeps_whitespace() -> None:
-    assert without_dates("  no   dates here  ") == "  no   dates here  "
 
 
 SPANS = (day(2024, 5, 1, "2024-05-01"),)
@@ -255,7 +223,6 @@ def test_every_real_day_round_trips(when: date, form: str, upper: bool) -> None:
     text = text.upper() if upper else text
     start = datetime(when.year, when.month, when.day, tzinfo=UTC)
     assert query_dates(f"did we {text} x") == (DateSpan(start, start + timedelta(days=1), text),)
-    assert without_dates(f"did we {text} x") == "did we x"
 
 
 DATEISH = st.lists(
@@ -276,8 +243,4 @@ def test_any_text_is_safe(query: str) -> None:
         assert span.start.utcoffset() == timedelta(0)
         assert span.text in query
     assert len({(s.start, s.end) for s in spans}) == len(spans)
-    stripped = without_dates(query)
-    assert isinstance(stripped, str)
-    if not spans:
-        assert stripped == query
     assert span_contains(spans, None) is False

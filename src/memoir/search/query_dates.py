@@ -16,9 +16,9 @@ Deliberately not recognised: a month and day without a year ("July 31") and rela
 guessed year would quietly favour the wrong time. Years outside 1970–2099 are not dates here
 (nothing Memoir stores comes from before 1970, and "3000 words" is a count), and an impossible
 date ("31 February 2023", "2023-13-01") yields nothing at all — neither a day nor, from its
-parts, a month or year: the text is claimed but no span is produced, so it stays in
-``without_dates``. Forms never overlap: the longest form starting earliest wins, so
-"31 July 2023" is one day span, not also a month and a year. Spans are UTC, ``[start, end)``.
+parts, a month or year: the text is claimed but no span is produced. Forms never overlap:
+the longest form starting earliest wins, so "31 July 2023" is one day span, not also a month
+and a year. Spans are UTC, ``[start, end)``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["SLACK", "DateSpan", "query_dates", "span_contains", "without_dates"]
+__all__ = ["SLACK", "DateSpan", "query_dates", "span_contains"]
 
 SLACK = timedelta(days=7)
 
@@ -77,9 +77,6 @@ _PATTERN = re.compile(
     re.IGNORECASE,
 )
 
-_PREPOSITION = re.compile(r"\b(?:on|in|during|around|since|before|after|as\s+of)\s+$", re.I)
-_CLOSING = ",.;:?!)]"
-
 
 @dataclass(frozen=True, slots=True)
 class DateSpan:
@@ -99,37 +96,6 @@ def query_dates(query: str) -> tuple[DateSpan, ...]:
             seen.add((span.start, span.end))
             out.append(span)
     return tuple(out)
-
-
-def without_dates(query: str) -> str:
-    """``query`` minus every date phrase and a preposition right before it ("in", "as of").
-
-    Whitespace is collapsed and a space left before closing punctuation is dropped, so
-    "what did we decide on 3 June, 2023?" becomes "what did we decide?". A query with no
-    date comes back unchanged; one that was only a date comes back empty.
-    """
-    cuts: list[tuple[int, int]] = []
-    previous_end = 0
-    for match, _ in _found(query):
-        start = match.start()
-        before = _PREPOSITION.search(query, previous_end, start)
-        if before is not None:
-            start = before.start()
-        cuts.append((start, match.end()))
-        previous_end = match.end()
-    if not cuts:
-        return query
-    out = query[: cuts[0][0]]
-    for (_, end), (next_start, _) in zip(cuts, [*cuts[1:], (len(query), 0)], strict=True):
-        rest = query[end:next_start]
-        out = out.rstrip()
-        if not out:
-            out = rest.lstrip().lstrip(",;:").lstrip()
-        elif rest.lstrip()[:1] in _CLOSING:
-            out += rest.lstrip()
-        else:
-            out += " " + rest.lstrip()
-    return " ".join(out.split())
 
 
 def span_contains(
