@@ -245,6 +245,8 @@ def test_hybrid_reranks_its_head_with_the_stored_token_states(
     ranked = seen["ranked"]
     assert isinstance(ranked, list) and set(seen["stored"]) == set(ranked)  # type: ignore[arg-type]
     assert ids(hits) == list(reversed(ranked))[: len(hits)]  # the re-ranked order is used
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
     seen.clear()
     search(filled, "sqlite database lock", mode="text", embedder=embedder)
     search(filled, "sqlite database lock", mode="vector", embedder=embedder)

@@ -230,14 +230,14 @@ def search(
 def _reranked(
     store: Store, model: str, ranked: list[tuple[str, float]], query_tokens: np.ndarray
 ) -> list[tuple[str, float]]:
-    """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`);
-    scores stay the fused ones, the order is the re-ranker's."""
+    """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`).
+    The fused scores are handed out again in the new order, so scores still descend."""
     head = [i for i, _ in ranked[:RERANK_DEPTH]]
     stored = store.load_token_states(model, head)
     if not stored:
         return ranked
-    score = dict(ranked)
-    return [(i, score[i]) for i in rerank([i for i, _ in ranked], query_tokens, stored)]
+    order = rerank([i for i, _ in ranked], query_tokens, stored)
+    return list(zip(order, sorted((s for _, s in ranked), reverse=True), strict=True))
 
 
 def _dated(query: str, ranked: list[tuple[str, float]], lookup: _Lookup) -> list[tuple[str, float]]:
