@@ -186,13 +186,17 @@ def test_delete_session_removes_everything_derived(store: Store) -> None:
             skipped=(SkippedLine("/src/proj/s1.jsonl", 9, 9, "binary"),),
         )
     )
-    store.put_embeddings("m", [("s1:1", b"\x00" * 8)], 2)
+    store.put_embeddings("m", [("s1:1", b"\x00" * 8)], 2, [b"\x02\x00\x7f\x00"])
+    assert store.load_token_states("m", ["s1:1"]) == {"s1:1": b"\x02\x00\x7f\x00"}
+    with pytest.raises(StoreError, match="2 token-state blobs for 1 vectors"):
+        store.put_embeddings("m", [("s1:1", b"\x00" * 8)], 2, [None, None])
     store.delete_session("s1")
 
     assert store.get_session("s1") is None
     assert store.events("s1") == [] and store.exchanges("s1") == []
     assert store.source_states() == {} and store.skipped_lines() == []
     assert store.load_embeddings("m") == ([], b"", 0)
+    assert store.load_token_states("m", ["s1:1"]) == {}  # the tokens went with the vector
     assert [h.exchange_id for h in store.search_text("wal", SearchFilters(), 10)] == ["s2:1"]
     assert store.integrity_problems() == []
     with pytest.raises(NotFound):
