@@ -131,3 +131,24 @@ def test_reused_call_ids_pair_by_occurrence() -> None:
     assert validate_sequence(h.messages) == []
     assert [m.get("content") for m in h.messages if m["role"] == "tool"] == ["first", "second"]
     assert h.positions == [1, 2, 3, 5, 6]
+
+
+def test_named_speakers_lead_their_words() -> None:
+    """A group chat's speakers survive into the replayed messages (Anthropic's API has no
+    ``name`` field, so the name leads the content), consecutive turns joined as before."""
+    said = [
+        (EventKind.USER_TEXT, "Back from the lake?", "Ana"),
+        (EventKind.USER_TEXT, "And the tent?", "Cy"),
+        (EventKind.ASSISTANT_TEXT, "Yes. It held.", "Bo"),
+        (EventKind.ASSISTANT_TEXT, "Mostly.", None),
+    ]
+    events = [
+        Event("s", n, kind, KINDS[kind], text, payload={"speaker": who} if who else {})
+        for n, (kind, text, who) in enumerate(said, start=1)
+    ]
+    history = messages_from_events(events)
+    assert history.messages == [
+        {"role": "user", "content": "Ana: Back from the lake?\n\nCy: And the tent?"},
+        {"role": "assistant", "content": "Bo: Yes. It held.\n\nMostly."},
+    ]
+    assert history.positions == [2, 4]

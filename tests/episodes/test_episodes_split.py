@@ -312,3 +312,18 @@ def test_retry_delay_table(
     retry: int, base: float, retry_after: float | None, expected: float
 ) -> None:
     assert retry_delay(retry, base=base, retry_after=retry_after) == expected
+
+
+def test_named_speakers_label_their_lines() -> None:
+    items = normalise(
+        [
+            event(1, EventKind.USER_TEXT, "Back from the lake?", payload={"speaker": "Ana"}),
+            event(2, EventKind.ASSISTANT_TEXT, "Yes.", payload={"speaker": "Bo"}),
+            event(3, EventKind.ASSISTANT_TEXT, "Mostly."),
+        ]
+    )
+    assert [i.text for i in items] == [
+        "Ana (user): Back from the lake?",
+        "Bo (assistant): Yes.",
+        "Assistant: Mostly.",
+    ]

@@ -125,3 +125,30 @@ def test_generic_jsonl_and_list_agree() -> None:
 def test_generic_list_that_is_not_a_list_is_counted() -> None:
     result = read_bytes(b'{"role": "user"', Format.GENERIC_LIST, path="x.json")
     assert [s.reason for s in result.skipped] == ["malformed_json"]
+
+
+def test_generic_message_names_are_kept_as_speakers() -> None:
+    """OpenAI-style ``name`` on user/assistant messages (a group chat, agents of a team)
+    becomes the event's speaker; a tool message's ``name`` stays its tool name."""
+    messages = [
+        {"role": "user", "name": "Ana", "content": "Back from the lake?"},
+        {"role": "assistant", "name": " planner\n", "content": "Yes, we kayaked."},
+        {"role": "assistant", "name": {"not": "a name"}, "content": "Odd name."},
+        {"role": "assistant", "name": "x" * 300, "content": "Long name."},
+        {"role": "tool", "name": "lookup", "tool_call_id": "c9", "content": "42"},
+        {"role": "user", "content": "No name."},
+    ]
+    events = read_bytes(jsonl(messages), Format.GENERIC_JSONL, session_id="chat").events
+    assert [e.payload.get("speaker") for e in events] == [
+        "Ana",
+        "planner",
+        None,
+        "x" * 64,
+        None,
+        None,
+    ]
+    assert events[0].text == "Back from the lake?"  # the words alone
+    assert events[4].tool_name == "lookup"
+    first, _ = build_exchanges(events)
+    assert first.user_text == "Ana: Back from the lake?"
+    assert first.assistant_text.startswith("planner: Yes, we kayaked.\n\nOdd name.")

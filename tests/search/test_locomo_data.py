@@ -35,7 +35,12 @@ def test_mapping_speakers_sessions_and_evidence(tmp_path: Path) -> None:
     session, events, exchanges = sessions[0]
     assert session.project == "locomo-7"
     assert [e.author.value for e in events] == ["assistant", "user", "assistant", "user"]
-    assert events[0].text == "Bo: Hi Ana, back from the lake?"
+    # the turn's own words in the event, its speaker beside them; exchanges read "Name: text"
+    assert events[0].text == "Hi Ana, back from the lake?"
+    assert events[0].payload["speaker"] == "Bo"
+    assert exchanges[0].assistant_text == "Bo: Hi Ana, back from the lake?"
+    assert exchanges[1].user_text.startswith("Ana: ")
+    assert exchanges[1].assistant_text.startswith("Bo: ")
     assert events[2].text.endswith("[photo: a photo of a kayak on a lake]")
     assert events[0].timestamp == datetime(2023, 5, 8, 13, 56, 1, tzinfo=UTC)
     # Bo opened the session: his turn is an exchange of its own, not dropped

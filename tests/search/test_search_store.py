@@ -281,3 +281,43 @@ def test_dates_in_the_query_favour_exchanges_from_then(filled: Store, mode: str)
         ids(search(filled, "sqlite database lock in 2019", mode=mode, embedder=embedder))[:2]
         == plain[:2]
     )
+
+
+def _group_chat(store: Store) -> None:
+    """A generic group chat whose messages name their speakers (OpenAI ``name``)."""
+    said = [
+        (Author.USER, "Ana", "Back from the lake yet?"),
+        (Author.ASSISTANT, "Bo", "Yes, we kayaked all morning."),
+        (Author.USER, "Ana", "Did the tent hold up in the storm?"),
+        (Author.ASSISTANT, "Bo", "Barely, the poles bent."),
+    ]
+    events = [
+        Event(
+            "s-chat",
+            n,
+            EventKind.USER_TEXT if who is Author.USER else EventKind.ASSISTANT_TEXT,
+            who,
+            text,
+            T0 + timedelta(days=40, minutes=n),
+            payload={"speaker": name},
+        )
+        for n, (who, name, text) in enumerate(said, start=1)
+    ]
+    session = Session(
+        id="s-chat", project="camp", harness=Harness.GENERIC, created_at=T0, updated_at=T0
+    )
+    store.apply_ingest(
+        IngestBatch(session=session, events=tuple(events), exchanges=tuple(build_exchanges(events)))
+    )
+
+
+def test_named_speakers_are_searched_and_shown(filled: Store) -> None:
+    _group_chat(filled)
+    hits = search(filled, "Bo kayaked", mode="text")
+    assert ids(hits)[:1] == ["s-chat:1"]
+    assert "Bo" in hits[0].snippet.replace("\x02", "").replace("\x03", "")
+    # the name alone finds every exchange where that person speaks, and nothing else
+    assert sorted(ids(search(filled, "Ana", mode="text"))) == ["s-chat:1", "s-chat:3"]
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    assert ids(search(filled, "Bo tent poles", mode="hybrid", embedder=embedder))[0] == "s-chat:3"

@@ -28,7 +28,7 @@ from memoir.ingest.lock import sync_lock
 from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
-from memoir.model import Event, EventKind
+from memoir.model import Event, EventKind, speaker_of
 from memoir.summaries.persist import summary_counts, summary_findings
 
 __all__ = ["demo", "show", "stats", "sync_command", "verify"]
@@ -232,6 +232,8 @@ def _print_event(e: Event, full: bool) -> None:
     label, style = _STYLE[e.kind]
     if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
         label = f"{label} {e.tool_name}"
+    elif speaker := speaker_of(e):
+        label = f"{label} · {speaker}"
     text = e.text
     if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
         text = text if len(text) <= 300 else text[:300] + " …"

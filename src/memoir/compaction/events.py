@@ -1,6 +1,7 @@
 """Memoir events as chat messages, with each message's position (its last event ordinal).
 
-User text becomes a user message (consecutive ones joined), assistant text and the tool
+User text becomes a user message (consecutive ones joined; a named speaker leads their
+words, ``"Alice: …"``, as chat APIs without a ``name`` field need), assistant text and the tool
 calls that follow it one assistant message, tool results tool messages. Thinking,
 attachments, meta and compaction events are not replayed. The output is always a valid
 sequence: a tool result without its call is left out, a call that never got a result
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memoir.model import Event, EventKind
+from memoir.model import Event, EventKind, spoken_text
 
 __all__ = ["History", "messages_from_events"]
 
@@ -50,10 +51,10 @@ def messages_from_events(events: Sequence[Event]) -> History:
             if not ev.text.strip():
                 continue
             if last is not None and last["role"] == "user":
-                last["content"] = f"{last['content']}\n\n{ev.text}"
+                last["content"] = f"{last['content']}\n\n{spoken_text(ev)}"
                 pos[-1] = ev.ordinal
             else:
-                msgs.append({"role": "user", "content": ev.text})
+                msgs.append({"role": "user", "content": spoken_text(ev)})
                 pos.append(ev.ordinal)
         elif not msgs:
             continue  # nothing is replayed before the first user message
@@ -61,10 +62,10 @@ def messages_from_events(events: Sequence[Event]) -> History:
             if not ev.text.strip():
                 continue
             if last is not None and last["role"] == "assistant" and not last.get("tool_calls"):
-                last["content"] = f"{last['content']}\n\n{ev.text}"
+                last["content"] = f"{last['content']}\n\n{spoken_text(ev)}"
                 pos[-1] = ev.ordinal
             else:
-                msgs.append({"role": "assistant", "content": ev.text})
+                msgs.append({"role": "assistant", "content": spoken_text(ev)})
                 pos.append(ev.ordinal)
         elif ev.kind == EventKind.TOOL_CALL and ev.call_id:
             if last is not None and last["role"] == "assistant":

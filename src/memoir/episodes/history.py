@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memoir.episodes.text import clip_middle
-from memoir.model import Event, EventKind
+from memoir.model import Event, EventKind, speaker_of
 
 __all__ = ["TOOL_TEXT_CHARS", "Item", "cut_allowed", "normalise"]
 
@@ -51,12 +51,19 @@ def normalise(history: Iterable[Event | Mapping[str, Any]]) -> list[Item]:
     return out
 
 
+def _speaker_label(ev: Event, role: str) -> str:
+    """``User`` / ``Assistant``, or ``Alice (user)`` when the source named the speaker."""
+    speaker = speaker_of(ev)
+    return f"{speaker} ({role.lower()})" if speaker else role
+
+
 def _from_event(ev: Event) -> Item | None:
     kind, text = ev.kind, ev.text or ""
     if kind is EventKind.USER_TEXT:
-        return Item("user", f"User: {text.strip()}", ordinal=ev.ordinal)
+        return Item("user", f"{_speaker_label(ev, 'User')}: {text.strip()}", ordinal=ev.ordinal)
     if kind is EventKind.ASSISTANT_TEXT:
-        return Item("assistant", f"Assistant: {text.strip()}", ordinal=ev.ordinal)
+        label = _speaker_label(ev, "Assistant")
+        return Item("assistant", f"{label}: {text.strip()}", ordinal=ev.ordinal)
     if kind is EventKind.TOOL_CALL:
         name = ev.tool_name or "tool"
         body = clip_middle(text.strip(), TOOL_TEXT_CHARS)

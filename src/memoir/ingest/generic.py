@@ -5,7 +5,9 @@ A file is either a JSON list of messages or JSONL with one message a line. A mes
 or a list of parts (``{type: "text", text}``, image parts). Roles: ``user`` → USER_TEXT,
 ``assistant`` → ASSISTANT_TEXT plus one TOOL_CALL per ``tool_calls`` entry, ``tool`` (or
 ``function``) → TOOL_RESULT named after the call it answers, ``system``/``developer`` →
-META. The session id is the file stem.
+META. A user or assistant message's ``name`` (a person in a group chat, one agent of
+several) is kept as its event's speaker, ``payload["speaker"]``. The session id is the file
+stem.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
-from memoir.model import Author, EventKind, Harness
+from memoir.model import Author, EventKind, Harness, clean_speaker
 
 __all__ = ["GENERIC_ROLES", "GenericReader"]
 
@@ -54,14 +56,16 @@ class GenericReader(FormatReader):
         ts = parse_ts(obj.get("timestamp") or obj.get("created_at"))
         self.note_time(ts)
         text, others = _parts_text(obj.get("content"))
+        speaker = clean_speaker(obj.get("name")) if role in ("user", "assistant") else None
+        said = {"speaker": speaker} if speaker else None
         if role == "user":
             if text:
-                self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
+                self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts, payload=said)
             for _ in range(others):
                 self.sink.emit(EventKind.ATTACHMENT, Author.USER, "[attachment]", ts)
         elif role == "assistant":
             if text:
-                self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts)
+                self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=said)
             self._calls(obj.get("tool_calls"), ts)
         elif role in ("tool", "function"):
             call_id = obj.get("tool_call_id")

@@ -1,6 +1,6 @@
 """Pure domain values: sessions, events, exchanges. No I/O here."""
 
-from memoir.model.event import Author, Event, EventKind
+from memoir.model.event import Author, Event, EventKind, clean_speaker, speaker_of, spoken_text
 from memoir.model.exchange import Exchange, build_exchanges, exchange_id
 from memoir.model.session import Harness, Session, SessionFlags
 
@@ -13,5 +13,8 @@ __all__ = [
     "Session",
     "SessionFlags",
     "build_exchanges",
+    "clean_speaker",
     "exchange_id",
+    "speaker_of",
+    "spoken_text",
 ]

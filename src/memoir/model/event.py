@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Author", "Event", "EventKind"]
+__all__ = [
+    "MAX_SPEAKER_CHARS",
+    "Author",
+    "Event",
+    "EventKind",
+    "clean_speaker",
+    "speaker_of",
+    "spoken_text",
+]
 
 
 class EventKind(StrEnum):
@@ -37,6 +46,9 @@ class Event:
     ``tool_name``/``call_id`` are set for tool calls and results (a result carries the
     call id of the call it answers). ``payload`` holds what the source had beyond text
     (tool input as a dict, ``is_error``, model name, …) and must be JSON-serialisable.
+    ``payload["speaker"]`` is the name of who wrote a user or assistant message when the
+    source named one (an OpenAI-style message's ``name``: a person in a group chat, one agent
+    of several); :func:`spoken_text` shows it.
     ``source_offset`` is the byte offset of the transcript line it came from and
     ``source_line`` its 1-based line number (None for API-fed events).
     """
@@ -52,3 +64,35 @@ class Event:
     payload: dict[str, Any] = field(default_factory=dict)
     source_offset: int | None = None
     source_line: int | None = None
+
+
+MAX_SPEAKER_CHARS = 64
+_SPACE = re.compile(r"\s+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def clean_speaker(raw: object) -> str | None:
+    """A source's participant name as Memoir keeps it: a string, control characters and
+    runs of spaces collapsed, at most :data:`MAX_SPEAKER_CHARS` characters; None when
+    nothing is left (or it was not a string)."""
+    if not isinstance(raw, str):
+        return None
+    name = _SPACE.sub(" ", _CONTROL.sub(" ", raw)).strip()[:MAX_SPEAKER_CHARS].strip()
+    return name or None
+
+
+def speaker_of(event: Event) -> str | None:
+    """The named speaker of a user or assistant message, if the source gave one."""
+    if event.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
+        return None
+    return clean_speaker(event.payload.get("speaker"))
+
+
+def spoken_text(event: Event) -> str:
+    """The event's text as a transcript shows it: led by the speaker's name when the source
+    named one (``"Alice: …"``), so the name is searched, embedded and summarised with the
+    words it said."""
+    speaker = speaker_of(event)
+    if speaker is None or not event.text:
+        return event.text
+    return f"{speaker}: {event.text}"

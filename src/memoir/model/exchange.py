@@ -1,8 +1,10 @@
 """Exchanges: a user prompt plus the assistant turns and tool calls that answer it.
 
-Derived from events by :func:`build_exchanges` (pure). An exchange's id is the session id
-plus the ordinal of the user event that opens it, so an exchange that grows (new
-assistant turns appended) keeps its id and is updated in place, never duplicated.
+Derived from events by :func:`build_exchanges` (pure); a message whose source named its
+speaker reads ``"Name: text"`` there (:func:`~memoir.model.event.spoken_text`). An
+exchange's id is the session id plus the ordinal of the user event that opens it, so an
+exchange that grows (new assistant turns appended) keeps its id and is updated in place,
+never duplicated.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from memoir.model.event import Author, Event, EventKind
+from memoir.model.event import Author, Event, EventKind, spoken_text
 
 __all__ = ["Exchange", "build_exchanges", "exchange_id"]
 
@@ -63,15 +65,15 @@ def build_exchanges(events: Iterable[Event]) -> list[Exchange]:
 def _fold(group: list[Event]) -> Exchange:
     first, last = group[0], group[-1]
     assistant: list[str] = []
-    users: list[str] = [first.text]
+    users: list[str] = [spoken_text(first)]
     tools: list[str] = []
     excerpt: list[str] = []
     budget = TOOL_EXCERPT_CHARS
     for ev in group[1:]:
         if ev.kind is EventKind.ASSISTANT_TEXT:
-            assistant.append(ev.text)
+            assistant.append(spoken_text(ev))
         elif ev.kind is EventKind.USER_TEXT and ev.author is Author.USER:
-            users.append(ev.text)
+            users.append(spoken_text(ev))
         elif ev.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT):
             if ev.kind is EventKind.TOOL_CALL and ev.tool_name and ev.tool_name not in tools:
                 tools.append(ev.tool_name)

@@ -2,9 +2,10 @@
 
 One LoCoMo file is one conversation between two people over dated sessions. Each LoCoMo
 session becomes one Memoir session; speaker_a's turns are the user's, speaker_b's the
-assistant's; each turn reads ``"Name: text"`` (a shared photo adds ``[photo: caption]``)
-the way a generic chat log carries its speakers; turns are stamped with the session's date,
-one second apart. Evidence ids map to the exchange holding that turn.
+assistant's; each turn is a message named after its speaker, as an OpenAI-style group chat
+carries them (``payload["speaker"]``, so exchanges read ``"Name: text"``), and a shared
+photo adds ``[photo: caption]`` to its text; turns are stamped with the session's date, one
+second apart. Evidence ids map to the exchange holding that turn.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, build_exchanges
+from memoir.model import (
+    Author,
+    Event,
+    EventKind,
+    Exchange,
+    Harness,
+    Session,
+    build_exchanges,
+    spoken_text,
+)
 from memoir.model.exchange import exchange_id
 
 __all__ = [
@@ -91,9 +101,9 @@ def load_conversation(path: Path) -> Conversation:
 
 
 def _turn_text(turn: dict[str, Any]) -> str:
-    text = f"{turn['speaker']}: {turn.get('text', '')}".strip()
+    text = str(turn.get("text", "")).strip()
     if turn.get("blip_caption"):
-        text += f" [photo: {turn['blip_caption']}]"
+        text = f"{text} [photo: {turn['blip_caption']}]".strip()
     return text
 
 
@@ -109,7 +119,7 @@ def _session_events(conv: Conversation, data: SessionData, session_id: str) -> l
                 author=Author.USER if is_user else Author.ASSISTANT,
                 text=_turn_text(turn),
                 timestamp=data.when + timedelta(seconds=ordinal),
-                payload={"dia_id": turn["dia_id"]},
+                payload={"dia_id": turn["dia_id"], "speaker": turn["speaker"]},
             )
         )
     return events
@@ -132,7 +142,7 @@ def _lead_exchange(events: list[Event]) -> Exchange | None:
         first_ordinal=first.ordinal,
         last_ordinal=lead[-1].ordinal,
         user_text="",
-        assistant_text="\n\n".join(e.text for e in lead),
+        assistant_text="\n\n".join(spoken_text(e) for e in lead),
         tool_names=(),
         started_at=first.timestamp,
         ended_at=lead[-1].timestamp,
