@@ -321,3 +321,14 @@ def test_named_speakers_are_searched_and_shown(filled: Store) -> None:
     embedder = HashEmbedder()
     embed_backlog(filled, embedder)
     assert ids(search(filled, "Bo tent poles", mode="hybrid", embedder=embedder))[0] == "s-chat:3"
+
+
+@pytest.mark.parametrize("query", ["sqlite lock", "dark mode toggle", "tests parser", "WAL"])
+def test_text_mode_keeps_the_index_order_and_scores(filled: Store, query: str) -> None:
+    """Text mode is the index's bm25 order: no neighbour smoothing on top (the index's
+    context column already lets an exchange match its neighbours' words)."""
+    hits = search(filled, query, mode="text", limit=50)
+    candidates = engine.text_candidates(filled, query, SearchFilters(), 150)
+    assert hits
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(h.score == candidates[h.exchange_id].score for h in hits)

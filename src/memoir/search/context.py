@@ -6,6 +6,9 @@ score is raised by a share of its best adjacent candidate's score:
 ``s'(x) = s(x) + weight × max(0, s(prev), s(next))``, where prev/next are the exchanges of the
 same session right before and after ``x`` (adjacent when one's last ordinal is just before
 the other's first). Only candidates lend; a neighbour outside the list lends nothing.
+
+Used for vector candidates. Text candidates need none: the full-text index carries each
+exchange's neighbours in its ``context`` column (:mod:`memoir.store.index_doc`).
 """
 
 from __future__ import annotations

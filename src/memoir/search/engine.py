@@ -197,11 +197,10 @@ def search(
     text_hits: dict[str, TextHit] = {}
     text_ranked: list[tuple[str, float]] = []
     if chosen in ("text", "hybrid"):
+        # bm25 order, not smoothed over neighbours: the index's context column already lets
+        # an exchange match its neighbours' words (smoothing on top counted them twice)
         text_hits = text_candidates(store, query, filters, pool)
-        lookup.load(list(text_hits))
-        text_ranked = neighbour_smoothed(
-            {i: h.score for i, h in text_hits.items()}, lookup.exchanges
-        )
+        text_ranked = sorted(((i, h.score) for i, h in text_hits.items()), key=lambda kv: -kv[1])
     vector_ranked: list[tuple[str, float]] = []
     query_tokens: np.ndarray | None = None
     if chosen in ("vector", "hybrid") and embedder is not None:
