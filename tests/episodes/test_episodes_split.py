@@ -327,3 +327,16 @@ def test_named_speakers_label_their_lines() -> None:
         "Bo (assistant): Yes.",
         "Assistant: Mostly.",
     ]
+    # an agent loop's OpenAI-style messages name their speakers the same way
+    dicts = normalise(
+        [
+            {"role": "user", "name": "Ana", "content": "Back from the lake?"},
+            {"role": "assistant", "name": ["odd"], "content": "Yes."},
+            {"role": "tool", "name": "lookup", "tool_call_id": "c1", "content": "42"},
+        ]
+    )
+    assert [i.text for i in dicts] == [
+        "Ana (user): Back from the lake?",
+        "Assistant: Yes.",
+        "Tool result (lookup): 42",
+    ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memoir.episodes.text import clip_middle
-from memoir.model import Event, EventKind, speaker_of
+from memoir.model import Event, EventKind, clean_speaker, speaker_of
 
 __all__ = ["TOOL_TEXT_CHARS", "Item", "cut_allowed", "normalise"]
 
@@ -52,7 +52,8 @@ def normalise(history: Iterable[Event | Mapping[str, Any]]) -> list[Item]:
 
 
 def _speaker_label(ev: Event, role: str) -> str:
-    """``User`` / ``Assistant``, or ``Alice (user)`` when the source named the speaker."""
+    """``User`` / ``Assistant``, or ``Alice (user)`` when the source named the speaker (as
+    ``_from_dict`` labels a message with a ``name``)."""
     speaker = speaker_of(ev)
     return f"{speaker} ({role.lower()})" if speaker else role
 
@@ -95,6 +96,8 @@ def _from_dict(msg: Mapping[str, Any], index: int) -> Item | None:
     opens: list[str] = []
     answers: list[str] = []
     speaker = {"user": "User", "assistant": "Assistant"}.get(role, "Tool result")
+    if role in ("user", "assistant") and (named := clean_speaker(msg.get("name"))):
+        speaker = f"{named} ({role})"
     content = msg.get("content")
     if isinstance(content, str):
         text = content.strip()
