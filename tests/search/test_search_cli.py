@@ -42,6 +42,10 @@ def test_search_json(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert hits[0]["project"] == "web"
     assert hits[0]["timestamp"].startswith("2024-05-01")
     assert hits[0]["summary"] is None
+    # plain text in JSON: the matches are character spans, not control-character marks
+    snippet, spans = hits[0]["snippet"], hits[0]["highlights"]
+    assert "\x02" not in snippet and "\x03" not in snippet and spans
+    assert {snippet[a:b].lower() for a, b in spans} <= {"sqlite", "lock", "locked", "locks"}
     assert set(hits[0]) == {
         "session_id",
         "exchange_id",
@@ -49,6 +53,7 @@ def test_search_json(cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None
         "project",
         "score",
         "snippet",
+        "highlights",
         "summary",
     }
 

@@ -14,7 +14,7 @@ from memoir.search.context import neighbour_smoothed
 from memoir.search.dates import parse_when
 from memoir.search.embedder import HashEmbedder
 from memoir.search.engine import matches_filters, resolve_mode
-from memoir.search.snippets import clean_summary, make_snippet, query_words
+from memoir.search.snippets import clean_summary, make_snippet, query_words, split_marks
 from memoir.store.port import SearchFilters
 
 
@@ -94,6 +94,33 @@ def test_make_snippet_windows_long_text_around_the_match() -> None:
 def test_make_snippet_never_fails(text: str, query: str) -> None:
     snippet = make_snippet(text, query)
     assert snippet.count("\x02") == snippet.count("\x03")
+
+
+@pytest.mark.parametrize(
+    ("snippet", "text", "spans"),
+    [
+        ("plain", "plain", []),
+        ("", "", []),
+        ("a \x02lock\x03 b", "a lock b", [(2, 6)]),
+        ("\x02x\x03\x02y\x03", "xy", [(0, 1), (1, 2)]),
+        ("\x02\x03empty", "empty", []),  # an empty mark is no span
+        ("end \x02open", "end open", [(4, 8)]),  # left open: runs to the end
+        ("stray\x03 close", "stray close", []),
+        ("\x02a\x02b\x03", "ab", [(0, 2)]),  # a second opening mark inside one is ignored
+        ("漢\x02字\x03", "漢字", [(1, 2)]),
+    ],
+)
+def test_split_marks_table(snippet: str, text: str, spans: list[tuple[int, int]]) -> None:
+    assert split_marks(snippet) == (text, spans)
+
+
+@given(st.text(alphabet=st.sampled_from("ab \x02\x03漢")))
+def test_split_marks_spans_lie_inside_the_plain_text(snippet: str) -> None:
+    text, spans = split_marks(snippet)
+    assert "\x02" not in text and "\x03" not in text
+    assert text == snippet.replace("\x02", "").replace("\x03", "")
+    ends = [0] + [p for span in spans for p in span]
+    assert ends == sorted(ends) and all(a < b for a, b in spans) and ends[-1] <= len(text)
 
 
 def test_query_words_skip_punctuation_and_repeats() -> None:

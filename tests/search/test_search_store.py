@@ -53,9 +53,14 @@ def test_hostile_queries_never_fail(filled: Store, query: str, mode: str) -> Non
     assert search(filled, "dark mode", mode="text")[0].exchange_id == "s-web:6"
 
 
-def test_empty_query_returns_nothing(filled: Store) -> None:
-    assert search(filled, "", mode="text") == []
-    assert search(filled, " \t ", mode="text") == []
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+@pytest.mark.parametrize("query", ["", " \t ", '"', "*", "-- ;", "()", '"" * -'])
+def test_a_query_without_words_returns_nothing(filled: Store, query: str, mode: str) -> None:
+    # vector search would rank the exchanges nearest to punctuation: noise, not hits
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    assert search(filled, query, mode=mode, embedder=embedder) == []
+    assert search(filled, query + " sqlite", mode=mode, embedder=embedder)  # words still count
 
 
 def test_sql_fragment_is_searched_as_words(filled: Store) -> None:
@@ -198,6 +203,7 @@ def test_json_shape(filled: Store) -> None:
         "project",
         "score",
         "snippet",
+        "highlights",
         "summary",
     }
 

@@ -13,7 +13,7 @@ from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
-from memoir.search.snippets import MARK_END, MARK_START
+from memoir.search.snippets import split_marks
 from memoir.store.port import SearchFilters
 
 __all__ = ["render_snippet", "search_command"]
@@ -33,32 +33,11 @@ class Mode(StrEnum):
 
 def render_snippet(snippet: str) -> Text:
     """The snippet with its ``\\x02 … \\x03`` marks shown as highlighted text."""
-    out = Text()
-    marked = False
-    for char_run in _runs(snippet):
-        if char_run == MARK_START:
-            marked = True
-        elif char_run == MARK_END:
-            marked = False
-        else:
-            out.append(char_run, style="bold yellow" if marked else None)
+    plain, spans = split_marks(snippet)
+    out = Text(plain)
+    for start, end in spans:
+        out.stylize("bold yellow", start, end)
     return out
-
-
-def _runs(snippet: str) -> list[str]:
-    parts: list[str] = []
-    current = ""
-    for char in snippet:
-        if char in (MARK_START, MARK_END):
-            if current:
-                parts.append(current)
-            parts.append(char)
-            current = ""
-        else:
-            current += char
-    if current:
-        parts.append(current)
-    return parts
 
 
 @app.command("search")

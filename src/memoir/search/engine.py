@@ -26,7 +26,7 @@ from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.snippets import clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, top_k
 from memoir.store.port import SearchFilters, Store, TextHit
-from memoir.store.query_text import Term, parse_query
+from memoir.store.query_text import Term, parse_query, words_of
 
 __all__ = ["SummaryReader", "exchange_time", "matches_filters", "resolve_mode", "search"]
 
@@ -183,14 +183,16 @@ def search(
 ) -> list[SearchHit]:
     """Rank exchanges for ``query``; best first, at most ``limit`` hits.
 
-    Any query string is safe (the store sanitises it); one without searchable words returns
-    no hits. ``pool`` is how many candidates each ranking contributes to the fusion
-    (default ``max(50, 3 × limit)``). ``summaries`` maps a session id to its summary body.
+    Any query string is safe (the store sanitises it); one without a single word (empty,
+    or only quotes, operators and punctuation) returns no hits in every mode — meaning
+    search would otherwise rank the nearest exchanges to nothing. ``pool`` is how many
+    candidates each ranking contributes to the fusion (default ``max(50, 3 × limit)``).
+    ``summaries`` maps a session id to its summary body.
     """
     filters = filters or SearchFilters()
     chosen = resolve_mode(mode, embedder)
     limit = max(0, min(int(limit), MAX_LIMIT))
-    if limit == 0 or not query.strip():
+    if limit == 0 or not words_of(query):
         return []
     pool = pool or max(50, 3 * limit)
     lookup = _Lookup(store)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from memoir.search.snippets import split_marks
+
 __all__ = ["MODES", "SearchHit", "SearchMode"]
 
 SearchMode = Literal["text", "vector", "hybrid"]
@@ -18,7 +20,8 @@ class SearchHit:
 
     ``score`` is higher-is-better within one result list (bm25 for text, cosine for vector,
     fused reciprocal-rank score for hybrid); it is not comparable across modes.
-    ``snippet`` marks matches with ``\\x02`` … ``\\x03``. ``summary`` is the body of the
+    ``snippet`` marks matches with ``\\x02`` … ``\\x03`` (:func:`split_marks` turns them into
+    plain text and spans; ``to_json`` does). ``summary`` is the body of the
     session's summary (never its machine header line), or None.
     ``text_rank``/``vector_rank`` are the 1-based ranks the hit had in each list (None when
     it was not in that list): they show why a hybrid hit is where it is.
@@ -35,13 +38,16 @@ class SearchHit:
     vector_rank: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The documented JSON shape of ``memoir search --json``."""
+        """The documented JSON shape of ``memoir search --json``: ``snippet`` is plain text
+        and ``highlights`` the ``[start, end)`` character spans of its matches."""
+        snippet, spans = split_marks(self.snippet)
         return {
             "session_id": self.session_id,
             "exchange_id": self.exchange_id,
             "timestamp": self.timestamp.isoformat() if self.timestamp else None,
             "project": self.project,
             "score": round(self.score, 6),
-            "snippet": self.snippet,
+            "snippet": snippet,
+            "highlights": [[start, end] for start, end in spans],
             "summary": self.summary,
         }

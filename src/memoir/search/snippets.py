@@ -1,15 +1,23 @@
 """Snippets for hits the full-text index did not mark (vector-only hits) and summary hygiene.
 
 Pure functions: a window of the exchange text around the first query word, with every
-query word marked ``\\x02`` … ``\\x03`` like the store's FTS snippets; and the summary body
-shown beside a hit with machine header lines removed.
+query word marked ``\\x02`` … ``\\x03`` like the store's FTS snippets; those marks turned
+into plain text and character spans (what ``--json`` prints and the terminal highlights);
+and the summary body shown beside a hit with machine header lines removed.
 """
 
 from __future__ import annotations
 
 import regex
 
-__all__ = ["MARK_END", "MARK_START", "clean_summary", "make_snippet", "query_words"]
+__all__ = [
+    "MARK_END",
+    "MARK_START",
+    "clean_summary",
+    "make_snippet",
+    "query_words",
+    "split_marks",
+]
 
 MARK_START = "\x02"
 MARK_END = "\x03"
@@ -41,6 +49,30 @@ def make_snippet(text: str, query: str, width: int = 240) -> str:
     start = 0 if first is None else max(0, first.start() - width // 3)
     window = _cut(flat, start, width)
     return pattern.sub(lambda m: f"{MARK_START}{m.group(0)}{MARK_END}", window)
+
+
+def split_marks(snippet: str) -> tuple[str, list[tuple[int, int]]]:
+    """The snippet without its marks, and the ``(start, end)`` character spans they enclosed
+    (end exclusive, in order, never empty). A mark left open runs to the end; a stray
+    closing mark is dropped."""
+    text: list[str] = []
+    spans: list[tuple[int, int]] = []
+    length = 0
+    opened: int | None = None
+    for char in snippet:
+        if char == MARK_START:
+            if opened is None:
+                opened = length
+        elif char == MARK_END:
+            if opened is not None and length > opened:
+                spans.append((opened, length))
+            opened = None
+        else:
+            text.append(char)
+            length += 1
+    if opened is not None and length > opened:
+        spans.append((opened, length))
+    return "".join(text), spans
 
 
 def _cut(flat: str, start: int, width: int) -> str:
