@@ -13,9 +13,10 @@ from memoir.model import Exchange, Harness, Session, SessionFlags
 from memoir.search.context import neighbour_smoothed
 from memoir.search.dates import parse_when
 from memoir.search.embedder import HashEmbedder
-from memoir.search.engine import matches_filters, resolve_mode
+from memoir.search.engine import matches_filters, mentions_any, resolve_mode
 from memoir.search.snippets import clean_summary, make_snippet, query_words, split_marks
 from memoir.store.port import SearchFilters
+from memoir.store.query_text import parse_query
 
 
 def ex(xid: str, first: int, last: int, session: str = "s", **kw: object) -> Exchange:
@@ -206,3 +207,23 @@ def test_resolve_mode() -> None:
         resolve_mode("hybrid", None)
     with pytest.raises(ConfigError, match="mode"):
         resolve_mode("fuzzy", fake)
+
+
+@pytest.mark.parametrize(
+    ("query", "exchange", "hit"),
+    [
+        ("x -lock", ex("a", 1, 2, user_text="the lock is stale"), True),
+        ("x -lock", ex("a", 1, 2, user_text="the LOCK, again"), True),
+        ("x -lock", ex("a", 1, 2, user_text="a locked door"), False),  # whole words only
+        ("x -lock*", ex("a", 1, 2, user_text="a locked door"), True),
+        ('x -"busy timeout"', ex("a", 1, 2, assistant_text="set a busy timeout"), True),
+        ('x -"busy timeout"', ex("a", 1, 2, assistant_text="timeout when busy"), False),
+        ("x -bash", ex("a", 1, 2, tool_names=("Bash",)), True),
+        ("x -sqlite3", ex("a", 1, 2, tool_excerpt="sqlite3 db.sqlite"), True),
+        ("x -数据", ex("a", 1, 2, user_text="数据库锁"), True),
+        ("x NOT answer", ex("a", 1, 2), True),
+        ("x", ex("a", 1, 2), False),  # nothing excluded
+    ],
+)
+def test_mentions_any_table(query: str, exchange: Exchange, hit: bool) -> None:
+    assert mentions_any(exchange, parse_query(query).excluded) is hit

@@ -54,13 +54,42 @@ def test_hostile_queries_never_fail(filled: Store, query: str, mode: str) -> Non
 
 
 @pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
-@pytest.mark.parametrize("query", ["", " \t ", '"', "*", "-- ;", "()", '"" * -'])
-def test_a_query_without_words_returns_nothing(filled: Store, query: str, mode: str) -> None:
+@pytest.mark.parametrize(
+    "query", ["", " \t ", '"', "*", "-- ;", "()", '"" * -', "-lock", "NOT sqlite", "-a -b"]
+)
+def test_a_query_with_nothing_to_look_for_returns_nothing(
+    filled: Store, query: str, mode: str
+) -> None:
     # vector search would rank the exchanges nearest to punctuation: noise, not hits
     embedder = HashEmbedder()
     embed_backlog(filled, embedder)
     assert search(filled, query, mode=mode, embedder=embedder) == []
-    assert search(filled, query + " sqlite", mode=mode, embedder=embedder)  # words still count
+    assert search(filled, query + " dark mode", mode=mode, embedder=embedder)  # words count
+
+
+def test_stop_words_alone_are_a_question_for_meaning_search_only(filled: Store) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    assert search(filled, "the of", mode="text") == []
+    assert search(filled, "When was it?", mode="vector", embedder=embedder)
+
+
+def _own_words(store: Store, exchange_id: str) -> tuple[str, ...]:
+    x = store.get_exchanges([exchange_id])[exchange_id]
+    return engine.words_of(f"{x.user_text} {x.assistant_text}")
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_excluded_words_hold_in_every_mode(filled: Store, mode: str) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    for query in ("lock -sqlite", "lock NOT sqlite"):
+        hits = search(filled, query, mode=mode, embedder=embedder, limit=50)
+        assert "s-web:4" in ids(hits), query  # "the lock is gone"
+        assert all("sqlite" not in _own_words(filled, h.exchange_id) for h in hits)
+        assert all("\x02sqlite" not in h.snippet.lower() for h in hits)
+    # the same words without the exclusion find the sqlite lock exchange
+    assert "s-web:1" in ids(search(filled, "lock sqlite", mode=mode, embedder=embedder))
 
 
 def test_sql_fragment_is_searched_as_words(filled: Store) -> None:

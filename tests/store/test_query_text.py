@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from memoir.store.query_text import (
     MAX_TERMS,
     ParsedQuery,
+    meaning_text,
     parse_query,
     segment_cjk,
     to_fts5,
@@ -140,3 +141,32 @@ def test_any_string_renders_to_valid_fts5(fts: sqlite3.Connection, raw: str) -> 
         loose = parsed.loosened()
         if loose is not None:
             fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (to_fts5(loose, column),))
+
+
+@pytest.mark.parametrize(
+    ("raw", "meaning"),
+    [
+        ("What has Melanie painted?", "What has Melanie painted?"),  # unchanged, "?" kept
+        ("", ""),
+        ("sqlite -lock", "sqlite"),
+        ("sqlite NOT lock", "sqlite"),
+        ('deploy -"payment service" friday', "deploy friday"),
+        ("wal OR journal mode", "wal journal mode"),
+        ("a AND b", "a b"),
+        ("-only", ""),
+        ("NOT", ""),
+        ("pre-commit hook", "pre-commit hook"),  # a hyphen inside a word is no exclusion
+        ("x (-lock)", "x"),  # brackets separate, as parse_query reads them
+    ],
+)
+def test_meaning_text_drops_exclusions_and_operators(raw: str, meaning: str) -> None:
+    assert meaning_text(raw) == meaning
+
+
+@given(st.text(max_size=80))
+def test_meaning_text_keeps_exactly_the_positive_terms(raw: str) -> None:
+    parsed = parse_query(raw)
+    kept = parse_query(meaning_text(raw))
+    assert kept.excluded == ()
+    if len(parsed.groups) < MAX_TERMS // 2:  # the term cap can cut the longer one first
+        assert [t for g in kept.groups for t in g] == [t for g in parsed.groups for t in g]

@@ -26,9 +26,16 @@ from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.snippets import clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, top_k
 from memoir.store.port import SearchFilters, Store, TextHit
-from memoir.store.query_text import Term, parse_query, words_of
+from memoir.store.query_text import Term, meaning_text, parse_query, words_of
 
-__all__ = ["SummaryReader", "exchange_time", "matches_filters", "resolve_mode", "search"]
+__all__ = [
+    "SummaryReader",
+    "exchange_time",
+    "matches_filters",
+    "mentions_any",
+    "resolve_mode",
+    "search",
+]
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +102,29 @@ def matches_filters(exchange: Exchange, session: Session | None, filters: Search
     return True
 
 
+def mentions_any(exchange: Exchange, terms: tuple[Term, ...]) -> bool:
+    """Whether the exchange's own text (prompt, reply, tool names and excerpt) holds one of
+    ``terms``: a word, a phrase's words in a row, or a prefix. The query's excluded terms,
+    applied to vector candidates (the index excludes text candidates itself, and also drops
+    a word's inflections there)."""
+    if not terms:
+        return False
+    words = words_of(f"{_exchange_text(exchange)}\n{exchange.tool_excerpt}")
+    present = set(words)
+    for term in terms:
+        size = len(term.words)
+        if size == 1 and not term.prefix:
+            if term.words[0] in present:
+                return True
+            continue
+        for at in range(len(words) - size + 1):
+            head, last = words[at : at + size - 1], words[at + size - 1]
+            tail_ok = last.startswith(term.words[-1]) if term.prefix else last == term.words[-1]
+            if tail_ok and tuple(head) == term.words[:-1]:
+                return True
+    return False
+
+
 class _Lookup:
     """Exchanges and sessions fetched once per search."""
 
@@ -121,19 +151,20 @@ def _vector_ranking(
     lookup: _Lookup,
     feedback: list[str] | None = None,
     query_vector: np.ndarray | None = None,
+    excluded: tuple[Term, ...] = (),
 ) -> list[tuple[str, float]]:
     vectors = matrix_for(store, embedder.name)
     if vectors.size == 0 or vectors.dim != embedder.dim:
         return []
     if query_vector is None:
-        (query_vector,) = embedder.embed_query([query])
+        (query_vector,) = embedder.embed_query([meaning_text(query)])
     if feedback:
         rows = vectors.rows_of(feedback[:FEEDBACK_DOCS])
         if rows:
             centroid = vectors.matrix[rows].mean(axis=0)
             query_vector = query_vector + FEEDBACK_WEIGHT * centroid
             query_vector = query_vector / max(float(np.linalg.norm(query_vector)), 1e-9)
-    kept = _filtered_nearest(store, vectors, query_vector, filters, pool, lookup)
+    kept = _filtered_nearest(store, vectors, query_vector, filters, pool, lookup, excluded)
     lookup.load([i for i, _ in kept])
     return neighbour_smoothed(dict(kept), lookup.exchanges)
 
@@ -145,10 +176,12 @@ def _filtered_nearest(
     filters: SearchFilters,
     pool: int,
     lookup: _Lookup,
+    excluded: tuple[Term, ...] = (),
 ) -> list[tuple[str, float]]:
-    """The ``pool`` nearest exchanges that pass ``filters``. A session filter scores that
-    session's rows only; other filters widen the candidate list eightfold until enough pass
-    (at most :data:`MAX_FILTER_SCAN` candidates: the text side still sees every match)."""
+    """The ``pool`` nearest exchanges that pass ``filters`` and hold none of the query's
+    ``excluded`` terms. A session filter scores that session's rows only; otherwise the
+    candidate list widens eightfold until enough pass (at most :data:`MAX_FILTER_SCAN`
+    candidates: the text side still sees every match)."""
     if filters.session_id is not None:
         rows = vectors.rows_of([x.id for x in store.exchanges(filters.session_id)])
         sub = vectors.matrix[rows] if rows else vectors.matrix[:0]
@@ -163,6 +196,7 @@ def _filtered_nearest(
             for i, s in candidates
             if (ex := lookup.exchanges.get(i)) is not None
             and matches_filters(ex, lookup.sessions.get(ex.session_id), filters)
+            and not mentions_any(ex, excluded)
         ]
         done = filters.session_id is not None or k >= min(vectors.size, MAX_FILTER_SCAN)
         if len(kept) >= pool or done:
@@ -183,16 +217,21 @@ def search(
 ) -> list[SearchHit]:
     """Rank exchanges for ``query``; best first, at most ``limit`` hits.
 
-    Any query string is safe (the store sanitises it); one without a single word (empty,
-    or only quotes, operators and punctuation) returns no hits in every mode — meaning
-    search would otherwise rank the nearest exchanges to nothing. ``pool`` is how many
+    Any query string is safe (the store sanitises it). One with no word to look for —
+    empty, punctuation or excluded terms only — returns no hits in every mode (meaning
+    search would otherwise rank the exchanges nearest to nothing); stop words alone find
+    nothing by text but are still a question to meaning search ("When?"). Excluded terms
+    (``-word``, ``NOT word``) hold in every mode: meaning search embeds the query without
+    them and drops candidates that hold one. ``pool`` is how many
     candidates each ranking contributes to the fusion (default ``max(50, 3 × limit)``).
     ``summaries`` maps a session id to its summary body.
     """
     filters = filters or SearchFilters()
     chosen = resolve_mode(mode, embedder)
     limit = max(0, min(int(limit), MAX_LIMIT))
-    if limit == 0 or not words_of(query):
+    parsed = parse_query(query)
+    meaning = meaning_text(query)
+    if limit == 0 or not words_of(meaning):
         return []
     pool = pool or max(50, 3 * limit)
     lookup = _Lookup(store)
@@ -209,9 +248,9 @@ def search(
         feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
         query_vector = None
         if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
-            query_vector, query_tokens = embedder.query_with_tokens(query)
+            query_vector, query_tokens = embedder.query_with_tokens(meaning)
         vector_ranked = _vector_ranking(
-            store, embedder, query, filters, pool, lookup, feedback, query_vector
+            store, embedder, query, filters, pool, lookup, feedback, query_vector, parsed.excluded
         )
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
@@ -284,7 +323,7 @@ def _hits(
         snippet = (
             text_hit.snippet
             if text_hit is not None and text_hit.snippet
-            else make_snippet(_exchange_text(exchange), query)
+            else make_snippet(_exchange_text(exchange), meaning_text(query))
         )
         out.append(
             SearchHit(

@@ -25,6 +25,7 @@ __all__ = [
     "ParsedQuery",
     "Term",
     "drop_ubiquitous",
+    "meaning_text",
     "parse_query",
     "segment_cjk",
     "to_fts5",
@@ -139,38 +140,59 @@ def _term(piece: str, *, phrase: bool) -> Term | None:
     return Term(words=words, text=text, prefix=prefix)
 
 
-def parse_query(raw: str) -> ParsedQuery:
-    """Parse any string; never raises. An empty result means "match nothing"."""
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """One token of a raw query as typed: an operator (``OR``/``AND``/``NOT``), or a term
+    (``None`` when it holds no searchable word) and whether it is negated."""
+
+    typed: str
+    operator: bool
+    term: Term | None = None
+    negated: bool = False
+
+
+def _pieces(raw: str) -> list[_Piece]:
+    """The raw query's tokens, read as :func:`parse_query` reads them."""
     raw = _SEPARATORS.sub(" ", _CONTROL.sub(" ", raw[:MAX_QUERY_CHARS]))
-    groups: list[list[Term]] = []
-    excluded: list[Term] = []
-    pending_or = pending_not = False
-    count = 0
+    out: list[_Piece] = []
+    pending_not = False
     for m in _TOKEN.finditer(raw):
-        if count >= MAX_TERMS:
-            break
         negated = pending_not
         if m.group("phrase") is not None:
             negated = negated or bool(m.group("neg"))
             term = _term(m.group("phrase"), phrase=True)
         else:
             bare = m.group("bare")
-            if bare == "OR":
-                pending_or = bool(groups)
-                continue
-            if bare == "AND":
-                continue
-            if bare == "NOT":
-                pending_not = True
+            if bare in ("OR", "AND", "NOT"):
+                pending_not = pending_not or bare == "NOT"
+                out.append(_Piece(bare, operator=True))
                 continue
             if bare.startswith("-") and len(bare) > 1:
                 negated, bare = True, bare.lstrip("-")
             term = _term(bare, phrase=False)
         pending_not = False
+        out.append(_Piece(m.group(0), operator=False, term=term, negated=negated))
+    return out
+
+
+def parse_query(raw: str) -> ParsedQuery:
+    """Parse any string; never raises. An empty result means "match nothing"."""
+    groups: list[list[Term]] = []
+    excluded: list[Term] = []
+    pending_or = False
+    count = 0
+    for piece in _pieces(raw):
+        if count >= MAX_TERMS:
+            break
+        if piece.operator:
+            if piece.typed == "OR":
+                pending_or = bool(groups)
+            continue
+        term = piece.term
         if term is None:
             continue
         count += 1
-        if negated:
+        if piece.negated:
             excluded.append(term)
         elif pending_or:
             groups[-1].append(term)
@@ -178,6 +200,17 @@ def parse_query(raw: str) -> ParsedQuery:
             groups.append([term])
         pending_or = False
     return ParsedQuery(groups=tuple(tuple(g) for g in groups), excluded=tuple(excluded))
+
+
+def meaning_text(raw: str) -> str:
+    """What meaning (vector) search embeds for a raw query: the query as typed, without its
+    excluded terms and the ``OR``/``AND``/``NOT`` operators — embedding ``-lock`` would
+    look *for* locks. A query with neither is returned unchanged (its stop words and
+    punctuation are part of how a sentence reads)."""
+    pieces = _pieces(raw)
+    if not any(p.operator or p.negated for p in pieces):
+        return raw
+    return " ".join(p.typed for p in pieces if not p.operator and not p.negated)
 
 
 def drop_ubiquitous(
