@@ -157,7 +157,7 @@ def _vector_ranking(
     if vectors.size == 0 or vectors.dim != embedder.dim:
         return []
     if query_vector is None:
-        (query_vector,) = embedder.embed_query([meaning_text(query)])
+        (query_vector,) = embedder.embed_query([query])
     if feedback:
         rows = vectors.rows_of(feedback[:FEEDBACK_DOCS])
         if rows:
@@ -250,7 +250,7 @@ def search(
         if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
             query_vector, query_tokens = embedder.query_with_tokens(meaning)
         vector_ranked = _vector_ranking(
-            store, embedder, query, filters, pool, lookup, feedback, query_vector, parsed.excluded
+            store, embedder, meaning, filters, pool, lookup, feedback, query_vector, parsed.excluded
         )
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
