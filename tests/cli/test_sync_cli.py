@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
+# importing the command modules registers their commands
+import memoir.cli.cmd_show
+import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
+from memoir.errors import NotFound
 from memoir.ingest.lock import sync_lock
 
 TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
@@ -112,6 +115,32 @@ def test_verify_reports_and_repairs(cli: CliRunner, home: Path, source: Path) ->
     assert after["repaired"] >= 1
     assert [p["kind"] for p in after["problems"]] == ["skipped_line"]  # bytes stay bad
     assert _json(cli, "stats", "--json")["sessions"] == 4
+
+
+def test_show_one_exchange_from_search_in_context(cli: CliRunner, source: Path) -> None:
+    _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    alone = _json(cli, "show", f"{TINY[:8]}:3", "-C", "0", "--json")  # a prefix works too
+    assert alone["session"]["id"] == TINY
+    assert (alone["exchange"], alone["exchanges"]) == (f"{TINY}:3", [f"{TINY}:3"])
+    assert [e["ordinal"] for e in alone["events"]] == [3, 4, 5, 6, 7]
+    around = _json(cli, "show", f"{TINY}:3", "--json")  # one exchange each side by default
+    assert around["exchanges"] == [f"{TINY}:1", f"{TINY}:3"]
+    assert [e["ordinal"] for e in around["events"]] == list(range(1, 8))
+    human = cli.invoke(app, ["show", f"{TINY}:3", "-C", "0"])
+    assert human.exit_code == 0, human.output
+    assert f"exchange {TINY}:3" in human.stdout
+    assert "What's the right way to fix the instructions?" in human.stdout
+    assert "noticed you being very tentative" not in human.stdout  # exchange :1 is left out
+    whole = _json(cli, "show", TINY, "--json")
+    assert "exchange" not in whole and len(whole["events"]) == 7
+
+
+def test_show_unknown_exchange_is_one_line(cli: CliRunner, source: Path) -> None:
+    _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    result = cli.invoke(app, ["show", f"{TINY}:99"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, NotFound)
+    assert f"no exchange '{TINY}:99'" in str(result.exception)
 
 
 def test_show_unknown_session_is_one_line(home: Path) -> None:

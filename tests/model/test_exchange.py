@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memoir.model import Author, Event, EventKind, build_exchanges, exchange_id
+import pytest
+
+from memoir.model import (
+    Author,
+    Event,
+    EventKind,
+    build_exchanges,
+    exchange_id,
+    exchanges_around,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -66,3 +75,33 @@ def test_tool_excerpt_is_bounded() -> None:
     ]
     (x,) = build_exchanges(events)
     assert 0 < len(x.tool_excerpt) <= 600 + 20
+
+
+def _five() -> list:
+    events = [
+        ev(n, kind, author, f"turn {n}")
+        for n in range(1, 11)
+        for kind, author in [
+            (EventKind.USER_TEXT, Author.USER)
+            if n % 2
+            else (EventKind.ASSISTANT_TEXT, Author.ASSISTANT)
+        ]
+    ]
+    return build_exchanges(events)  # ids s1:1, s1:3, s1:5, s1:7, s1:9
+
+
+@pytest.mark.parametrize(
+    ("target", "context", "expected"),
+    [
+        ("s1:5", 0, ["s1:5"]),
+        ("s1:5", 1, ["s1:3", "s1:5", "s1:7"]),
+        ("s1:1", 1, ["s1:1", "s1:3"]),  # nothing before the first
+        ("s1:9", 2, ["s1:5", "s1:7", "s1:9"]),  # nothing after the last
+        ("s1:5", 99, ["s1:1", "s1:3", "s1:5", "s1:7", "s1:9"]),
+        ("s1:5", -3, ["s1:5"]),  # a negative reach is none
+        ("s1:4", 1, []),  # an ordinal inside an exchange is not its id
+        ("other:5", 1, []),
+    ],
+)
+def test_exchanges_around_table(target: str, context: int, expected: list[str]) -> None:
+    assert [x.id for x in exchanges_around(_five(), target, context)] == expected

@@ -114,4 +114,7 @@ def _print_hits(query: str, hits: list[SearchHit]) -> None:
             first = hit.summary.strip().splitlines()[0]
             short = first if len(first) <= 160 else first[:157] + "…"
             console.print(Text(f"    summary: {short}", style="dim"))
-    console.print(Text(f"{len(hits)} hit{'s' if len(hits) != 1 else ''}", style="dim"))
+    plural = "s" if len(hits) != 1 else ""
+    console.print(
+        Text(f"{len(hits)} hit{plural} · `memoir show ID` reads one in context", style="dim")
+    )

@@ -1,4 +1,4 @@
-"""`memoir sync`, `show`, `stats`, `verify` and `demo`: the archive and index commands.
+"""`memoir sync`, `stats`, `verify` and `demo`: the archive and index commands.
 
 ``sync`` takes a single-instance lock (a second sync exits 0 at once), archives and indexes
 what changed, then runs the summary pass (unless ``--no-summaries``) and ends with a table.
@@ -23,15 +23,14 @@ from rich.table import Table
 
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, state
 from memoir.config import Settings
-from memoir.errors import Busy, ConfigError, MemoirError, NotFound
+from memoir.errors import Busy, ConfigError, MemoirError
 from memoir.ingest.lock import sync_lock
 from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
-from memoir.model import Event, EventKind, speaker_of
 from memoir.summaries.persist import summary_counts, summary_findings
 
-__all__ = ["demo", "show", "stats", "sync_command", "verify"]
+__all__ = ["demo", "stats", "sync_command", "verify"]
 
 
 @contextmanager
@@ -180,105 +179,6 @@ def sync_command(
         console.print(table)
     for error in report.errors:
         err_console.print(f"[yellow]warning:[/yellow] {escape(error)}")
-
-
-def _resolve(store: Any, session: str) -> str:
-    if store.get_session(session) is not None:
-        return session
-    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
-    if len(matches) == 1:
-        return str(matches[0])
-    if matches:
-        raise MemoirError(f"session prefix {session!r} matches {len(matches)} sessions")
-    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
-
-
-def _summary_body(memoir: Any, session_id: str) -> str | None:
-    from memoir.summaries.persist import read_summary_body
-
-    try:
-        return read_summary_body(memoir, session_id)
-    except (MemoirError, OSError):
-        return None
-
-
-def _event_json(e: Event) -> dict[str, Any]:
-    return {
-        "ordinal": e.ordinal,
-        "kind": e.kind.value,
-        "author": e.author.value,
-        "text": e.text,
-        "timestamp": e.timestamp.isoformat() if e.timestamp else None,
-        "tool_name": e.tool_name,
-        "call_id": e.call_id,
-        "payload": e.payload,
-        "line": e.source_line,
-    }
-
-
-_STYLE = {
-    EventKind.USER_TEXT: ("user", "bold green"),
-    EventKind.ASSISTANT_TEXT: ("assistant", "bold blue"),
-    EventKind.THINKING: ("thinking", "dim italic"),
-    EventKind.TOOL_CALL: ("→ tool", "magenta"),
-    EventKind.TOOL_RESULT: ("← result", "dim"),
-    EventKind.ATTACHMENT: ("attachment", "dim"),
-    EventKind.META: ("meta", "dim"),
-    EventKind.COMPACTION: ("compaction", "yellow"),
-}
-
-
-def _print_event(e: Event, full: bool) -> None:
-    label, style = _STYLE[e.kind]
-    if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
-        label = f"{label} {e.tool_name}"
-    elif speaker := speaker_of(e):
-        label = f"{label} · {speaker}"
-    text = e.text
-    if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
-        text = text if len(text) <= 300 else text[:300] + " …"
-    when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
-    console.print(f"[{style}]{escape(label)}[/{style}] [dim]#{e.ordinal} {when}[/dim]")
-    console.print(escape(text), soft_wrap=True)
-    console.print()
-
-
-@app.command()
-def show(
-    session: str = typer.Argument(..., help="A session id (or a unique prefix)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the session and its events."),
-    full: bool = typer.Option(False, "--full", help="Do not shorten tool input/output."),
-    meta: bool = typer.Option(False, "--meta", help="Also show meta and thinking events."),
-) -> None:
-    """Print a stored conversation as a readable transcript."""
-    with open_memoir() as memoir:
-        sid = _resolve(memoir.store, session)
-        info = memoir.store.get_session(sid)
-        events = memoir.store.events(sid)
-        body = _summary_body(memoir, sid)
-        if as_json:
-            print_json(
-                {
-                    "session": {
-                        "id": sid,
-                        "project": info.project,
-                        "harness": info.harness.value,
-                        "source_path": info.source_path,
-                        "flags": {k: getattr(info.flags, k) for k in info.flags.__slots__},
-                        "cwd": info.cwd,
-                    },
-                    "summary": body,
-                    "events": [_event_json(e) for e in events],
-                }
-            )
-            return
-        console.print(f"[bold]{sid}[/bold] · {info.project} · {info.harness.value}")
-        if body:
-            console.print(f"[italic]{escape(body)}[/italic]\n", soft_wrap=True)
-        hidden = (EventKind.META, EventKind.THINKING)
-        for event in events:
-            if meta or event.kind not in hidden:
-                _print_event(event, full)
 
 
 def _archive_usage(settings: Settings) -> tuple[int, int]:

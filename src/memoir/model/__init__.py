@@ -1,7 +1,7 @@
 """Pure domain values: sessions, events, exchanges. No I/O here."""
 
 from memoir.model.event import Author, Event, EventKind, clean_speaker, speaker_of, spoken_text
-from memoir.model.exchange import Exchange, build_exchanges, exchange_id
+from memoir.model.exchange import Exchange, build_exchanges, exchange_id, exchanges_around
 from memoir.model.session import Harness, Session, SessionFlags
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "build_exchanges",
     "clean_speaker",
     "exchange_id",
+    "exchanges_around",
     "speaker_of",
     "spoken_text",
 ]

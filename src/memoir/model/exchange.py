@@ -9,13 +9,13 @@ never duplicated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from memoir.model.event import Author, Event, EventKind, spoken_text
 
-__all__ = ["Exchange", "build_exchanges", "exchange_id"]
+__all__ = ["Exchange", "build_exchanges", "exchange_id", "exchanges_around"]
 
 
 def exchange_id(session_id: str, first_ordinal: int) -> str:
@@ -39,6 +39,16 @@ class Exchange:
 
 
 TOOL_EXCERPT_CHARS = 600  # bounded excerpt of tool input/output kept for search
+
+
+def exchanges_around(exchanges: Sequence[Exchange], target: str, context: int) -> list[Exchange]:
+    """The exchange whose id is ``target`` with up to ``context`` exchanges before and after
+    it, in session order (``exchanges`` in that order); [] when ``target`` is not there."""
+    for at, exchange in enumerate(exchanges):
+        if exchange.id == target:
+            reach = max(0, context)
+            return list(exchanges[max(0, at - reach) : at + reach + 1])
+    return []
 
 
 def _opens_exchange(event: Event) -> bool:

@@ -1,0 +1,150 @@
+"""`memoir show`: a stored conversation as a readable transcript — a whole session, or one
+exchange from `memoir search` (``SESSION:N``) with the exchanges around it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.errors import MemoirError, NotFound
+from memoir.model import Event, EventKind, Exchange, exchanges_around, speaker_of
+
+__all__ = ["show"]
+
+
+@app.command()
+def show(
+    target: str = typer.Argument(
+        ...,
+        metavar="SESSION",
+        help="A session id (or a unique prefix), or an exchange id from `memoir search`.",
+    ),
+    context: int = typer.Option(
+        1, "--context", "-C", min=0, help="With an exchange id: exchanges shown on each side."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the session and its events."),
+    full: bool = typer.Option(False, "--full", help="Do not shorten tool input/output."),
+    meta: bool = typer.Option(False, "--meta", help="Also show meta and thinking events."),
+) -> None:
+    """Print a stored conversation, or one exchange of it in context, as a transcript."""
+    with open_memoir() as memoir:
+        sid, focus = _resolve(memoir.store, target)
+        info = memoir.store.get_session(sid)
+        events = memoir.store.events(sid)
+        window: list[Exchange] = []
+        if focus is not None:
+            window = exchanges_around(memoir.store.exchanges(sid), focus, context)
+            first, last = window[0].first_ordinal, window[-1].last_ordinal
+            events = [e for e in events if first <= e.ordinal <= last]
+        body = _summary_body(memoir, sid)
+        if as_json:
+            data: dict[str, Any] = {
+                "session": {
+                    "id": sid,
+                    "project": info.project,
+                    "harness": info.harness.value,
+                    "source_path": info.source_path,
+                    "flags": {k: getattr(info.flags, k) for k in info.flags.__slots__},
+                    "cwd": info.cwd,
+                },
+                "summary": body,
+            }
+            if focus is not None:
+                data["exchange"] = focus
+                data["exchanges"] = [x.id for x in window]
+            data["events"] = [_event_json(e) for e in events]
+            print_json(data)
+            return
+        console.print(f"[bold]{sid}[/bold] · {info.project} · {info.harness.value}")
+        if body and focus is None:
+            console.print(f"[italic]{escape(body)}[/italic]\n", soft_wrap=True)
+        elif body:  # one exchange: the summary's opening line orients, the rest would bury it
+            console.print(f"[dim]summary: {escape(body.splitlines()[0])}[/dim]\n", soft_wrap=True)
+        hit = next((x for x in window if x.id == focus), None)
+        hidden = (EventKind.META, EventKind.THINKING)
+        for event in events:
+            if hit is not None and event.ordinal == hit.first_ordinal:
+                console.rule(f"exchange {escape(hit.id)}", style="yellow")
+            if meta or event.kind not in hidden:
+                _print_event(event, full)
+            if hit is not None and event.ordinal == hit.last_ordinal and event is not events[-1]:
+                console.rule(style="yellow")
+
+
+def _resolve(store: Any, target: str) -> tuple[str, str | None]:
+    """The session ``target`` names, and the exchange when it is an exchange id
+    (``SESSION:N``, the session part may be a unique prefix)."""
+    if store.get_session(target) is not None:
+        return target, None
+    head, sep, tail = target.rpartition(":")
+    if sep and head and tail.isdigit():
+        sid = _session(store, head)
+        exchange = f"{sid}:{tail}"
+        if not any(x.id == exchange for x in store.exchanges(sid)):
+            raise NotFound(f"no exchange {target!r}: session {sid} has no exchange :{tail}")
+        return sid, exchange
+    return _session(store, target), None
+
+
+def _session(store: Any, session: str) -> str:
+    if store.get_session(session) is not None:
+        return session
+    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
+    if len(matches) == 1:
+        return str(matches[0])
+    if matches:
+        raise MemoirError(f"session prefix {session!r} matches {len(matches)} sessions")
+    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
+
+
+def _summary_body(memoir: Any, session_id: str) -> str | None:
+    from memoir.summaries.persist import read_summary_body
+
+    try:
+        return read_summary_body(memoir, session_id)
+    except (MemoirError, OSError):
+        return None
+
+
+def _event_json(e: Event) -> dict[str, Any]:
+    return {
+        "ordinal": e.ordinal,
+        "kind": e.kind.value,
+        "author": e.author.value,
+        "text": e.text,
+        "timestamp": e.timestamp.isoformat() if e.timestamp else None,
+        "tool_name": e.tool_name,
+        "call_id": e.call_id,
+        "payload": e.payload,
+        "line": e.source_line,
+    }
+
+
+_STYLE = {
+    EventKind.USER_TEXT: ("user", "bold green"),
+    EventKind.ASSISTANT_TEXT: ("assistant", "bold blue"),
+    EventKind.THINKING: ("thinking", "dim italic"),
+    EventKind.TOOL_CALL: ("→ tool", "magenta"),
+    EventKind.TOOL_RESULT: ("← result", "dim"),
+    EventKind.ATTACHMENT: ("attachment", "dim"),
+    EventKind.META: ("meta", "dim"),
+    EventKind.COMPACTION: ("compaction", "yellow"),
+}
+
+
+def _print_event(e: Event, full: bool) -> None:
+    label, style = _STYLE[e.kind]
+    if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
+        label = f"{label} {e.tool_name}"
+    elif speaker := speaker_of(e):
+        label = f"{label} · {speaker}"
+    text = e.text
+    if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
+        text = text if len(text) <= 300 else text[:300] + " …"
+    when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
+    console.print(f"[{style}]{escape(label)}[/{style}] [dim]#{e.ordinal} {when}[/dim]")
+    console.print(escape(text), soft_wrap=True)
+    console.print()
