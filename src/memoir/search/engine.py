@@ -24,7 +24,7 @@ from memoir.search.hits import MODES, SearchHit, SearchMode
 from memoir.search.late import RERANK_DEPTH, rerank
 from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.snippets import clean_summary, make_snippet
-from memoir.search.vectors import VectorMatrix, matrix_for, nearest, top_k
+from memoir.search.vectors import VectorMatrix, matrix_for, nearest
 from memoir.store.port import SearchFilters, Store, TextHit
 from memoir.store.query_text import Term, meaning_text, parse_query, words_of
 
@@ -179,17 +179,18 @@ def _filtered_nearest(
     excluded: tuple[Term, ...] = (),
 ) -> list[tuple[str, float]]:
     """The ``pool`` nearest exchanges that pass ``filters`` and hold none of the query's
-    ``excluded`` terms. A session filter scores that session's rows only; otherwise the
-    candidate list widens eightfold until enough pass (at most :data:`MAX_FILTER_SCAN`
-    candidates: the text side still sees every match)."""
-    if filters.session_id is not None:
-        rows = vectors.rows_of([x.id for x in store.exchanges(filters.session_id)])
-        sub = vectors.matrix[rows] if rows else vectors.matrix[:0]
-        candidates = [(vectors.ids[rows[i]], s) for i, s in top_k(sub, query_vector, len(rows))]
+    ``excluded`` terms. A project, harness or session filter is a mask over the matrix's
+    rows (the store names the sessions that pass), so only those rows are scanned, however
+    few; the other filters (dates, role, subagents) and the exclusions are checked on the
+    candidates, widening the list eightfold until enough pass (at most
+    :data:`MAX_FILTER_SCAN`: the text side still sees every match)."""
+    mask: np.ndarray | None = None
+    if filters.project is not None or filters.harness is not None or filters.session_id is not None:
+        mask = vectors.session_mask(store.session_ids(filters))
+    available = vectors.size if mask is None else int(np.count_nonzero(mask))
     k = pool
     while True:
-        if filters.session_id is None:
-            candidates = [(vectors.ids[i], s) for i, s in nearest(vectors, query_vector, k)]
+        candidates = [(vectors.ids[i], s) for i, s in nearest(vectors, query_vector, k, mask)]
         lookup.load([i for i, _ in candidates])
         kept = [
             (i, s)
@@ -198,8 +199,7 @@ def _filtered_nearest(
             and matches_filters(ex, lookup.sessions.get(ex.session_id), filters)
             and not mentions_any(ex, excluded)
         ]
-        done = filters.session_id is not None or k >= min(vectors.size, MAX_FILTER_SCAN)
-        if len(kept) >= pool or done:
+        if len(kept) >= pool or k >= min(available, MAX_FILTER_SCAN):
             return kept[:pool]
         k *= 8
 

@@ -21,6 +21,9 @@ from memoir.store.port import Store
 
 __all__ = ["VectorMatrix", "invalidate", "matrix_for", "nearest", "top_k"]
 
+# a mask keeping at most this many rows is scanned exactly on a copy of those rows
+SMALL_SUBSET = 50_000
+
 
 @dataclass(frozen=True, slots=True)
 class VectorMatrix:
@@ -38,10 +41,22 @@ class VectorMatrix:
         index = _row_index(self)
         return [index[i] for i in ids if i in index]
 
+    def session_mask(self, session_ids: list[str]) -> np.ndarray:
+        """A boolean per row: does its exchange belong to one of ``session_ids``? (An
+        exchange id is its session id, ``:``, an ordinal.)"""
+        codes, index = _session_codes(self)
+        wanted = np.zeros(len(index) + 1, dtype=bool)  # the last code: no session known
+        for sid in session_ids:
+            code = index.get(sid)
+            if code is not None:
+                wanted[code] = True
+        return wanted[codes]
+
 
 _cache: dict[tuple[int, str], VectorMatrix] = {}
 _coarse: dict[int, CoarseIndex] = {}
 _rows: dict[int, dict[str, int]] = {}
+_sessions: dict[int, tuple[np.ndarray, dict[str, int]]] = {}
 
 
 def _row_index(vectors: VectorMatrix) -> dict[str, int]:
@@ -54,6 +69,25 @@ def _row_index(vectors: VectorMatrix) -> dict[str, int]:
         return index
 
 
+def _session_codes(vectors: VectorMatrix) -> tuple[np.ndarray, dict[str, int]]:
+    """Per row, a small integer naming its session; and session id → that integer."""
+    key = id(vectors)
+    with _lock:
+        found = _sessions.get(key)
+    if found is None:
+        index: dict[str, int] = {}
+        codes = np.fromiter(
+            (index.setdefault(xid.rpartition(":")[0], len(index)) for xid in vectors.ids),
+            dtype=np.int32,
+            count=vectors.size,
+        )
+        found = (codes, index)
+        with _lock:
+            _sessions.clear()  # one live matrix at a time, as for the row index
+            _sessions[key] = found
+    return found
+
+
 _lock = threading.Lock()
 
 
@@ -64,6 +98,7 @@ def invalidate(store: Store | None = None, model: str | None = None) -> None:
             if (store is None or key[0] == id(store)) and (model is None or key[1] == model):
                 _coarse.pop(id(_cache[key]), None)
                 _rows.pop(id(_cache[key]), None)
+                _sessions.pop(id(_cache[key]), None)
                 del _cache[key]
 
 
@@ -84,10 +119,17 @@ def matrix_for(store: Store, model: str, *, max_age_s: float = 300.0) -> VectorM
     return loaded
 
 
-def nearest(vectors: VectorMatrix, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """The ``k`` rows nearest ``query``, best first: exact below ``COARSE_MIN`` rows, a
-    projected shortlist rescored exactly above."""
-    if vectors.size < COARSE_MIN or k >= vectors.size:
+def nearest(
+    vectors: VectorMatrix, query: np.ndarray, k: int, mask: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """The ``k`` rows nearest ``query`` (among those ``mask`` keeps), best first: exact
+    below ``COARSE_MIN`` rows or ``SMALL_SUBSET`` kept rows, a projected shortlist
+    rescored exactly above."""
+    if mask is not None:
+        kept = np.flatnonzero(mask)
+        if kept.size <= SMALL_SUBSET or vectors.size < COARSE_MIN:
+            return [(int(kept[i]), s) for i, s in top_k(vectors.matrix[kept], query, k)]
+    if vectors.size < COARSE_MIN or (mask is None and k >= vectors.size):
         return top_k(vectors.matrix, query, k)
     key = id(vectors)
     with _lock:
@@ -97,7 +139,7 @@ def nearest(vectors: VectorMatrix, query: np.ndarray, k: int) -> list[tuple[int,
         with _lock:
             _coarse.clear()
             _coarse[key] = coarse
-    rows = np.sort(coarse.shortlist(query, k))
+    rows = np.sort(coarse.shortlist(query, k, mask))
     return [(int(rows[i]), s) for i, s in top_k(vectors.matrix[rows], query, k)]
 
 

@@ -32,7 +32,7 @@ from memoir.store.codec import (
     skipped_from_row,
     source_from_row,
 )
-from memoir.store.port import IngestBatch, SkippedLine, SourceState
+from memoir.store.port import IngestBatch, SearchFilters, SkippedLine, SourceState
 from memoir.store.side_tables import SideTablesMixin
 
 __all__ = [
@@ -333,6 +333,25 @@ class SqlStoreBase(SideTablesMixin):
         raise NotImplementedError
 
     # health ---------------------------------------------------------------------------
+    def session_ids(self, filters: SearchFilters) -> list[str]:
+        """Ids of the sessions that pass ``filters``' session-level parts (project, session,
+        harness, subagents); the exchange-level parts (dates, role) are not looked at."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (
+            ("id", filters.session_id),
+            ("project", filters.project),
+            ("harness", filters.harness),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if not filters.include_subagents:
+            clauses.append("subagent = ?")
+            params.append(False)
+        where = " WHERE " + " AND ".join(clauses) if clauses else ""
+        return [str(r[0]) for r in self._rows(f"SELECT id FROM sessions{where}", params)]
+
     def stats(self) -> dict[str, int]:
         with self._ro() as tx:
             return health.stats(tx, *self._index_keys)
