@@ -13,7 +13,8 @@ brute-force scan); the query is embedded by the real embedder when it is install
 the hash fake). Queries: 1–3 content words, half from the 300 most common words, half
 from the rest. Reported: p50 / p95 / max in milliseconds for ``search()`` in text and
 hybrid mode (the whole library path: store query, snippets, neighbour context, fusion,
-late-interaction re-rank, exchange and session lookups), after one warm-up query per mode.
+late-interaction re-rank, exchange and session lookups), after one warm-up query per mode;
+then again with a project filter (one project of 40) and a three-month date range.
 
 Hybrid is timed twice: first with no token states stored (the re-rank finds nothing to
 read), then after every exchange that reaches a query's re-rank head has been given
@@ -32,6 +33,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +43,7 @@ from memoir.search import load_embedder, search
 from memoir.search.embedder import HashEmbedder, TokenEmbedder
 from memoir.search.late import RERANK_DEPTH, pack_tokens
 from memoir.store import IngestBatch, Store, open_store
+from memoir.store.port import SearchFilters
 from memoir.store.query_text import STOPWORDS
 
 __all__: list[str] = []
@@ -160,14 +163,30 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def timed(store: Store, embedder: object, qs: list[str], mode: str) -> dict[str, float]:
-    search(store, qs[0], mode=mode, embedder=embedder)  # type: ignore[arg-type]  # warm-up
+def timed(
+    store: Store,
+    embedder: object,
+    qs: list[str],
+    mode: str,
+    filters: SearchFilters | None = None,
+) -> dict[str, float]:
+    kw: dict[str, Any] = {"mode": mode, "embedder": embedder, "filters": filters}
+    search(store, qs[0], **kw)  # warm-up (and the filter's one-off loads)
     samples = []
     for q in qs[1:]:
         began = time.perf_counter()
-        search(store, q, mode=mode, embedder=embedder, limit=10)  # type: ignore[arg-type]
+        search(store, q, limit=10, **kw)
         samples.append(1000 * (time.perf_counter() - began))
     return percentiles(samples)
+
+
+# filtered searches: one project of 40 (2.5% of the exchanges), three months (~18%)
+FILTERS = {
+    "project": SearchFilters(project="project-7"),
+    "3_months": SearchFilters(
+        after=datetime(2024, 3, 1, tzinfo=UTC), before=datetime(2024, 6, 1, tzinfo=UTC)
+    ),
+}
 
 
 def main() -> None:
@@ -197,6 +216,9 @@ def main() -> None:
     if isinstance(embedder, TokenEmbedder):
         report["token_states_written"] = add_token_states(store, embedder, qs)
         report["hybrid"] = timed(store, embedder, qs, "hybrid")
+    for name, filters in FILTERS.items():
+        for mode in ("text", "hybrid"):
+            report[f"{mode}_{name}"] = timed(store, embedder, qs, mode, filters)
     store.close()
     if args.json:
         print(json.dumps(report, indent=2))

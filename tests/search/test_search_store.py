@@ -190,6 +190,37 @@ def test_a_project_filter_scans_that_projects_rows_however_few(
         assert [h.session_id for h in hits] == [expected], project
 
 
+def test_a_date_filter_scans_the_rows_from_then_however_few(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "MAX_FILTER_SCAN", 1)
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    june = SearchFilters(after=T0 + timedelta(days=40), before=T0 + timedelta(days=50))
+    hits = search(
+        filled, "数据库 sqlite lock", filters=june, mode="vector", embedder=embedder, pool=1
+    )
+    assert ids(hits) == ["s-api:1"]  # the only exchange from then, the farthest from the query
+    late = SearchFilters(after=T0 + timedelta(days=50))
+    hits = search(filled, "payment friday", filters=late, mode="vector", embedder=embedder, pool=1)
+    assert ids(hits) == ["s-cjk:1"]
+    never = SearchFilters(after=T0 + timedelta(days=999))
+    assert search(filled, "payment", filters=never, mode="vector", embedder=embedder) == []
+
+
+def test_embedded_times_say_when_each_embedded_exchange_happened(filled: Store) -> None:
+    embedder = HashEmbedder()
+    assert filled.embedded_times(embedder.name) == []
+    embed_backlog(filled, embedder)
+    times = dict(filled.embedded_times(embedder.name))
+    assert len(times) == 6
+    for xid, when in times.items():
+        exchange = filled.get_exchanges([xid])[xid]
+        assert when == (exchange.started_at or exchange.ended_at)
+        assert when is not None and when.tzinfo is not None
+    assert filled.embedded_times("another-model") == []
+
+
 def test_date_filter_on_the_api_session(filled: Store) -> None:
     june = SearchFilters(after=T0 + timedelta(days=40), before=T0 + timedelta(days=50))
     assert ids(search(filled, "deploy friday", filters=june, mode="text")) == ["s-api:1"]

@@ -24,7 +24,7 @@ from memoir.search.hits import MODES, SearchHit, SearchMode
 from memoir.search.late import RERANK_DEPTH, rerank
 from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.snippets import clean_summary, make_snippet
-from memoir.search.vectors import VectorMatrix, matrix_for, nearest
+from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
 from memoir.store.port import SearchFilters, Store, TextHit
 from memoir.store.query_text import Term, meaning_text, parse_query, words_of
 
@@ -164,13 +164,16 @@ def _vector_ranking(
             centroid = vectors.matrix[rows].mean(axis=0)
             query_vector = query_vector + FEEDBACK_WEIGHT * centroid
             query_vector = query_vector / max(float(np.linalg.norm(query_vector)), 1e-9)
-    kept = _filtered_nearest(store, vectors, query_vector, filters, pool, lookup, excluded)
+    kept = _filtered_nearest(
+        store, embedder.name, vectors, query_vector, filters, pool, lookup, excluded
+    )
     lookup.load([i for i, _ in kept])
     return neighbour_smoothed(dict(kept), lookup.exchanges)
 
 
 def _filtered_nearest(
     store: Store,
+    model: str,
     vectors: VectorMatrix,
     query_vector: np.ndarray,
     filters: SearchFilters,
@@ -179,14 +182,18 @@ def _filtered_nearest(
     excluded: tuple[Term, ...] = (),
 ) -> list[tuple[str, float]]:
     """The ``pool`` nearest exchanges that pass ``filters`` and hold none of the query's
-    ``excluded`` terms. A project, harness or session filter is a mask over the matrix's
-    rows (the store names the sessions that pass), so only those rows are scanned, however
-    few; the other filters (dates, role, subagents) and the exclusions are checked on the
-    candidates, widening the list eightfold until enough pass (at most
-    :data:`MAX_FILTER_SCAN`: the text side still sees every match)."""
+    ``excluded`` terms. Project, harness, session and date filters are a mask over the
+    matrix's rows (the store names the sessions that pass and says when each embedded
+    exchange happened), so only those rows are scanned, however few; the rest (role,
+    subagents) and the exclusions are checked on the candidates, widening the list
+    eightfold until enough pass (at most :data:`MAX_FILTER_SCAN`: the text side still
+    sees every match)."""
     mask: np.ndarray | None = None
     if filters.project is not None or filters.harness is not None or filters.session_id is not None:
         mask = vectors.session_mask(store.session_ids(filters))
+    if filters.after is not None or filters.before is not None:
+        dated = time_mask(store, model, vectors, filters.after, filters.before)
+        mask = dated if mask is None else mask & dated
     available = vectors.size if mask is None else int(np.count_nonzero(mask))
     k = pool
     while True:

@@ -13,13 +13,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
 
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
 from memoir.store.port import Store
 
-__all__ = ["VectorMatrix", "invalidate", "matrix_for", "nearest", "top_k"]
+__all__ = ["VectorMatrix", "invalidate", "matrix_for", "nearest", "time_mask", "top_k"]
 
 # a mask keeping at most this many rows is scanned exactly on a copy of those rows
 SMALL_SUBSET = 50_000
@@ -57,6 +58,7 @@ _cache: dict[tuple[int, str], VectorMatrix] = {}
 _coarse: dict[int, CoarseIndex] = {}
 _rows: dict[int, dict[str, int]] = {}
 _sessions: dict[int, tuple[np.ndarray, dict[str, int]]] = {}
+_times: dict[int, np.ndarray] = {}
 
 
 def _row_index(vectors: VectorMatrix) -> dict[str, int]:
@@ -99,6 +101,7 @@ def invalidate(store: Store | None = None, model: str | None = None) -> None:
                 _coarse.pop(id(_cache[key]), None)
                 _rows.pop(id(_cache[key]), None)
                 _sessions.pop(id(_cache[key]), None)
+                _times.pop(id(_cache[key]), None)
                 del _cache[key]
 
 
@@ -117,6 +120,37 @@ def matrix_for(store: Store, model: str, *, max_age_s: float = 300.0) -> VectorM
     with _lock:
         _cache[key] = loaded
     return loaded
+
+
+def time_mask(
+    store: Store,
+    model: str,
+    vectors: VectorMatrix,
+    after: datetime | None,
+    before: datetime | None,
+) -> np.ndarray:
+    """A boolean per row: did its exchange happen in ``[after, before)``? Rows with no time
+    are left out (as the date filter leaves them out). The times are read from the store
+    once per loaded matrix."""
+    key = id(vectors)
+    with _lock:
+        seconds = _times.get(key)
+    if seconds is None:
+        index = _row_index(vectors)
+        seconds = np.full(vectors.size, np.nan)
+        for xid, when in store.embedded_times(model):
+            row = index.get(xid)
+            if row is not None and when is not None:
+                seconds[row] = when.timestamp()
+        with _lock:
+            _times.clear()  # one live matrix at a time
+            _times[key] = seconds
+    keep = ~np.isnan(seconds)
+    if after is not None:
+        keep &= seconds >= after.timestamp()
+    if before is not None:
+        keep &= seconds < before.timestamp()
+    return keep
 
 
 def nearest(

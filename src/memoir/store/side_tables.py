@@ -170,6 +170,17 @@ class SideTablesMixin:
             return [], b"", 0
         return [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
 
+    def embedded_times(self, model: str) -> list[tuple[str, datetime | None]]:
+        """When each exchange with a vector for ``model`` happened (its start, else its end;
+        None when it has neither): what a date filter reads without loading exchanges."""
+        with self._ro() as tx:
+            rows = tx.run(
+                "SELECT m.exchange_id, coalesce(x.started_at, x.ended_at) FROM embeddings m "
+                "JOIN exchanges x ON x.id = m.exchange_id WHERE m.model = ?",
+                (model,),
+            )
+        return [(r[0], from_iso(r[1])) for r in rows]
+
     def load_token_states(self, model: str, exchange_ids: Sequence[str]) -> dict[str, bytes]:
         """The stored token states of these exchanges for ``model`` (those that have any)."""
         wanted = list(dict.fromkeys(exchange_ids))
