@@ -332,7 +332,6 @@ class SqlStoreBase(SideTablesMixin):
     def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
         raise NotImplementedError
 
-    # health ---------------------------------------------------------------------------
     def session_ids(self, filters: SearchFilters) -> list[str]:
         """Ids of the sessions that pass ``filters``' session-level parts (project, session,
         harness, subagents); the exchange-level parts (dates, role) are not looked at."""
@@ -352,6 +351,7 @@ class SqlStoreBase(SideTablesMixin):
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
         return [str(r[0]) for r in self._rows(f"SELECT id FROM sessions{where}", params)]
 
+    # health ---------------------------------------------------------------------------
     def stats(self) -> dict[str, int]:
         with self._ro() as tx:
             return health.stats(tx, *self._index_keys)
