@@ -271,7 +271,7 @@ def search(
             ranked = _reranked(store, embedder.name, ranked, query_tokens)
     ranked = _dated(query, ranked, lookup)[:limit]
     lookup.load([i for i, _ in ranked])
-    return _hits(ranked, query, lookup, text_hits, text_rank, vector_rank, summaries)
+    return _hits(ranked, meaning, lookup, text_hits, text_rank, vector_rank, summaries)
 
 
 def _reranked(
@@ -308,7 +308,7 @@ def _dated(query: str, ranked: list[tuple[str, float]], lookup: _Lookup) -> list
 
 def _hits(
     ranked: list[tuple[str, float]],
-    query: str,
+    meaning: str,
     lookup: _Lookup,
     text_hits: dict[str, TextHit],
     text_rank: list[str],
@@ -330,7 +330,7 @@ def _hits(
         snippet = (
             text_hit.snippet
             if text_hit is not None and text_hit.snippet
-            else make_snippet(_exchange_text(exchange), meaning_text(query))
+            else make_snippet(_exchange_text(exchange), meaning)
         )
         out.append(
             SearchHit(
