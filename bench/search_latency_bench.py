@@ -15,6 +15,8 @@ from the rest. Reported: p50 / p95 / max in milliseconds for ``search()`` in tex
 hybrid mode (the whole library path: store query, snippets, neighbour context, fusion,
 late-interaction re-rank, exchange and session lookups), after one warm-up query per mode;
 then again with a project filter (one project of 40) and a three-month date range.
+``--cli`` also times whole ``memoir search`` processes, with and without the vector cache
+files (:mod:`memoir.search.matrix_file`).
 
 Hybrid is timed twice: first with no token states stored (the re-rank finds nothing to
 read), then after every exchange that reaches a query's re-rank head has been given
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -189,12 +192,40 @@ FILTERS = {
 }
 
 
+def cli_timings(home: Path, query: str, runs: int = 3) -> dict[str, object]:
+    """Wall seconds of whole `memoir search` processes (interpreter, imports, model and
+    matrix loads included): text, then hybrid with the vector cache files removed first
+    (the first process reads the database and writes them), then hybrid again."""
+    import shutil
+    import subprocess
+
+    def run(*extra: str) -> float:
+        began = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "memoir.cli", "search", query, "--limit", "10", *extra],
+            env={**os.environ, "MEMOIR_HOME": str(home)},
+            check=True,
+            capture_output=True,
+        )
+        return round(time.perf_counter() - began, 2)
+
+    shutil.rmtree(home / "cache", ignore_errors=True)
+    return {
+        "cli_text_s": [run("--mode", "text") for _ in range(runs)],
+        "cli_hybrid_uncached_s": run(),
+        "cli_hybrid_s": [run() for _ in range(runs)],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--cli", action="store_true", help="also time whole `memoir search` processes"
+    )
     args = parser.parse_args()
     home = ROOT / ".tmp" / "search-latency" / f"corpus-{args.n}"
     if args.rebuild and home.exists():
@@ -220,6 +251,8 @@ def main() -> None:
         for mode in ("text", "hybrid"):
             report[f"{mode}_{name}"] = timed(store, embedder, qs, mode, filters)
     store.close()
+    if args.cli:
+        report.update(cli_timings(home, qs[1]))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -83,7 +83,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == [1, 2, 3, 4, 5]
+    assert [m.version for m in pending(0)] == [1, 2, 3, 4, 5, 6]
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -113,6 +113,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (3, "index-filter-tokens"),
             (4, "index-neighbour-context"),
             (5, "embedding-token-states"),
+            (6, "embedding-generations"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"
@@ -156,12 +157,14 @@ def assert_vector_kept_without_tokens(store: Store) -> None:
     """v5: a vector stored before token states existed is kept, has none, and is listed
     for re-embedding only by an embedder that has token states."""
     assert store.load_embeddings("m") == (["s1:1"], VECTOR, 2)
+    assert store.embedding_generation("m") == 0  # v6: the state found is generation 0
     assert store.load_token_states("m", ["s1:1", "s1:5"]) == {}
     assert [i for i, _ in store.embedding_backlog("m", 10)] == ["s1:5"]
     assert [i for i, _ in store.embedding_backlog("m", 10, with_tokens=True)] == ["s1:1", "s1:5"]
     store.put_embeddings("m", [("s1:1", VECTOR)], 2, [b"\x02\x00\x7f\x00"])
     assert store.load_token_states("m", ["s1:1"]) == {"s1:1": b"\x02\x00\x7f\x00"}
     assert [i for i, _ in store.embedding_backlog("m", 10, with_tokens=True)] == ["s1:5"]
+    assert store.embedding_generation("m") == 1  # the first write after v6 raised it
 
 
 def test_sqlite_v4_vectors_upgrade_without_token_states(tmp_path: Path) -> None:

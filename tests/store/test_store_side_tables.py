@@ -72,6 +72,43 @@ def test_grown_exchange_returns_to_the_backlog(store: Store) -> None:
     assert store.load_embeddings("m") == ([], b"", 0)
 
 
+def test_every_write_to_a_models_vectors_raises_its_generation(store: Store) -> None:
+    ingest(store, "s1", TURNS)
+    ingest(store, "s2", TURNS)
+    seen = [store.embedding_generation("m")]
+
+    def changed() -> bool:
+        seen.append(store.embedding_generation("m"))
+        return seen[-1] > seen[-2]
+
+    assert seen == [0]
+    store.put_embeddings("m", [("s1:1", vec(1, 0)), ("s1:3", vec(0, 1))], 2)
+    assert changed()
+    store.load_embeddings("m")
+    store.embedding_backlog("m", 10)
+    assert not changed()  # reads leave it
+    store.put_embeddings("m", [("s1:1", vec(1, 1))], 2)  # the same key, a new vector
+    assert changed()
+    with store._tx() as tx:  # type: ignore[attr-defined]  # token states alone: same vectors
+        tx.run("UPDATE embeddings SET tokens = ? WHERE model = ?", (b"\x01", "m"))
+    assert not changed()
+    store.put_embeddings("other", [("s2:1", vec(1, 0))], 2)
+    assert not changed()  # another model's write is that model's
+    assert store.embedding_generation("other") > 0
+    events = conversation("s1", TURNS)
+    tail = (Event("s1", len(events) + 1, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "more"),)
+    store.apply_ingest(  # the last exchange grows: its stale vector is dropped
+        IngestBatch(session("s1"), tail, tuple(build_exchanges([*events, *tail])))
+    )
+    assert changed()
+    assert store.load_embeddings("m")[0] == ["s1:1"]
+    store.put_embeddings("m", [("s2:1", vec(1, 0))], 2)
+    assert changed()
+    store.delete_session("s2")  # its vector goes with it
+    assert changed()
+    assert store.load_embeddings("m")[0] == ["s1:1"]
+
+
 def usage(at_minutes: int, outcome: str = "ok") -> UsageRecord:
     return UsageRecord(
         at=T0 + timedelta(minutes=at_minutes),

@@ -9,6 +9,7 @@ from memoir.cli.app import app, console, open_memoir, print_json
 from memoir.errors import ConfigError
 from memoir.search.backfill import embed_backlog
 from memoir.search.embedder import load_embedder
+from memoir.search.vectors import prepare_files
 
 __all__ = ["embed"]
 
@@ -42,6 +43,8 @@ def embed(
                     max_items=max_items,
                     progress=lambda n: bar.advance(task, n),
                 )
+        if result.embedded:  # the next `memoir search` then maps the matrix from a file
+            prepare_files(memoir.store, embedder.name)
     if as_json:
         print_json(
             {"model": result.model, "embedded": result.embedded, "complete": result.complete}

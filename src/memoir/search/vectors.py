@@ -4,23 +4,34 @@ Rows are unit length, so cosine is one matrix-vector product. Up to 200k rows ev
 is an exact scan; above, a projected first pass picks a shortlist that is rescored exactly
 (:mod:`memoir.search.coarse`), which keeps 1M × 384 well under the full scan's ~120 ms on
 this project's 2-core machine (see docs/benchmarks.md) without an ANN index and its
-upkeep. The matrix is loaded once per (store, model) and reloaded when embeddings are
-added by this process (:func:`invalidate`) or after ``max_age_s``.
+upkeep. The matrix is loaded once per (store, model) and kept while the store's embedding
+generation for the model (raised by every write to its vectors, whichever process makes
+it) stays the same; a large one is also cached as a memory-mapped file beside an SQLite
+database (:mod:`memoir.search.matrix_file`), so the next process does not read it again.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
+from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse, write_matrix
 from memoir.store.port import Store
 
-__all__ = ["VectorMatrix", "invalidate", "matrix_for", "nearest", "time_mask", "top_k"]
+__all__ = [
+    "VectorMatrix",
+    "invalidate",
+    "matrix_for",
+    "nearest",
+    "prepare_files",
+    "time_mask",
+    "top_k",
+]
 
 # a mask keeping at most this many rows is scanned exactly on a copy of those rows
 SMALL_SUBSET = 50_000
@@ -31,7 +42,7 @@ class VectorMatrix:
     ids: tuple[str, ...]
     matrix: np.ndarray  # (n, dim) float32, unit rows
     dim: int
-    loaded_at: float
+    generation: int  # the store's embedding generation for the model when read
 
     @property
     def size(self) -> int:
@@ -98,28 +109,73 @@ def invalidate(store: Store | None = None, model: str | None = None) -> None:
     with _lock:
         for key in list(_cache):
             if (store is None or key[0] == id(store)) and (model is None or key[1] == model):
-                _coarse.pop(id(_cache[key]), None)
-                _rows.pop(id(_cache[key]), None)
-                _sessions.pop(id(_cache[key]), None)
-                _times.pop(id(_cache[key]), None)
-                del _cache[key]
+                _forget(_cache.pop(key))
 
 
-def matrix_for(store: Store, model: str, *, max_age_s: float = 300.0) -> VectorMatrix:
+def _forget(vectors: VectorMatrix) -> None:
+    """Drop what was derived from ``vectors`` (call with ``_lock`` held)."""
+    for derived in (_coarse, _rows, _sessions, _times):
+        derived.pop(id(vectors), None)
+
+
+def matrix_for(store: Store, model: str) -> VectorMatrix:
+    """``model``'s vectors in ``store``: from this process's memory while its generation is
+    current, else from the cached file of that generation, else from the store."""
     key = (id(store), model)
+    generation = store.embedding_generation(model)
     with _lock:
         cached = _cache.get(key)
-        if cached is not None and time.monotonic() - cached.loaded_at < max_age_s:
-            return cached
+    if cached is not None and cached.generation == generation:
+        return cached
+    directory = store.cache_dir
+    found = read_matrix(directory, model, generation) if directory is not None else None
+    if found is not None:
+        ids, matrix = found
+        loaded = VectorMatrix(ids, matrix, int(matrix.shape[1]), generation)
+    else:
+        loaded = _from_store(store, model, generation)
+        if directory is not None:
+            write_matrix(directory, model, generation, loaded.ids, loaded.matrix)
+    coarse = _coarse_for(directory, model, loaded) if loaded.size >= COARSE_MIN else None
+    with _lock:
+        if cached is not None:
+            _forget(cached)
+        _cache[key] = loaded
+        if coarse is not None:
+            _coarse.clear()
+            _coarse[id(loaded)] = coarse
+    return loaded
+
+
+def _coarse_for(directory: Path | None, model: str, vectors: VectorMatrix) -> CoarseIndex:
+    """The matrix's coarse index: from its cached files when there are some, else built
+    (and cached beside the matrix)."""
+    if directory is not None:
+        found = read_coarse(directory, model, vectors.generation, vectors.size)
+        if found is not None:
+            return CoarseIndex(*found)
+    coarse = build_coarse(vectors.matrix)
+    if directory is not None:
+        write_coarse(directory, model, vectors.generation, coarse.basis, coarse.projected)
+    return coarse
+
+
+def prepare_files(store: Store, model: str) -> bool:
+    """Write the model's cached matrix files now (after ``memoir embed``), so the next
+    search process reads them instead of the database; False when this store keeps none."""
+    if store.cache_dir is None:
+        return False
+    matrix_for(store, model)
+    return True
+
+
+def _from_store(store: Store, model: str, generation: int) -> VectorMatrix:
     ids, blob, dim = store.load_embeddings(model)
     if ids and dim > 0:
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), dim)
     else:
         matrix = np.zeros((0, max(dim, 1)), dtype=np.float32)
-    loaded = VectorMatrix(tuple(ids), matrix, dim, time.monotonic())
-    with _lock:
-        _cache[key] = loaded
-    return loaded
+    return VectorMatrix(tuple(ids), matrix, dim, generation)
 
 
 def time_mask(

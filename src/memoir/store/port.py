@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from memoir.llm.port import UsageRecord
@@ -151,6 +152,8 @@ class TraceRow:
 
 class Store(Protocol):
     backend: str  # "sqlite" | "postgres"
+    # where derived files may be cached beside the database (None: nowhere)
+    cache_dir: Path | None
 
     # lifecycle
     def close(self) -> None: ...
@@ -192,6 +195,7 @@ class Store(Protocol):
     ) -> None: ...
     def load_embeddings(self, model: str) -> tuple[list[str], bytes, int]: ...
     def embedded_times(self, model: str) -> list[tuple[str, datetime | None]]: ...
+    def embedding_generation(self, model: str) -> int: ...
     def load_token_states(self, model: str, exchange_ids: Sequence[str]) -> dict[str, bytes]: ...
 
     # model usage ledger and cache

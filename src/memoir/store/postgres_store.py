@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -96,6 +97,7 @@ class _PgTx:
 
 class PostgresStore(SqlStoreBase):
     backend = "postgres"
+    cache_dir: Path | None = None  # a server's processes keep the matrix in memory
     _index_keys = INDEX_KEYS
 
     def __init__(

@@ -170,6 +170,13 @@ class SideTablesMixin:
             return [], b"", 0
         return [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
 
+    def embedding_generation(self, model: str) -> int:
+        """Raised by every write to ``model``'s vectors (migration v6's triggers): equal
+        numbers mean the same vectors."""
+        with self._ro() as tx:
+            rows = tx.run("SELECT generation FROM embedding_generations WHERE model = ?", (model,))
+        return int(rows[0][0]) if rows else 0
+
     def embedded_times(self, model: str) -> list[tuple[str, datetime | None]]:
         """When each exchange with a vector for ``model`` happened (its start, else its end;
         None when it has neither): what a date filter reads without loading exchanges."""

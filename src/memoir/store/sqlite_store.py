@@ -103,6 +103,8 @@ class SQLiteStore(SqlStoreBase):
 
     def __init__(self, path: Path | str, *, target_version: int | None = None) -> None:
         self.path = Path(path)
+        in_memory = str(path) == ":memory:" or str(path).startswith("file:")
+        self.cache_dir: Path | None = None if in_memory else self.path.parent / "cache" / "vectors"
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()

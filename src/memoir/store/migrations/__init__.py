@@ -18,6 +18,7 @@ from memoir.store.migrations import (
     v003_filter_tokens,
     v004_neighbour_context,
     v005_token_states,
+    v006_embedding_generations,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -60,6 +61,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v005_token_states.NAME,
         v005_token_states.SQLITE,
         v005_token_states.POSTGRES,
+    ),
+    Migration(
+        v006_embedding_generations.VERSION,
+        v006_embedding_generations.NAME,
+        v006_embedding_generations.SQLITE,
+        v006_embedding_generations.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -1,0 +1,171 @@
+"""The vector matrix cached as a file, and matrix_for's freshness by embedding generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from search_corpus import fill
+
+from memoir.config import Settings
+from memoir.search import HashEmbedder, embed_backlog, vectors
+from memoir.search import matrix_file as mf
+from memoir.store import Store, open_store
+
+
+@pytest.fixture
+def filled(store: Store) -> Store:
+    fill(store)
+    vectors.invalidate()
+    return store
+
+
+@pytest.fixture
+def small_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mf, "FILE_MIN_ROWS", 1)
+
+
+def _rows(n: int, dim: int = 4) -> np.ndarray:
+    return np.arange(n * dim, dtype=np.float32).reshape(n, dim)
+
+
+def test_a_written_matrix_reads_back_memory_mapped(tmp_path: Path, small_files: None) -> None:
+    ids = ("s:1", "s:3", "t:1")
+    mf.write_matrix(tmp_path, "all-MiniLM/int8", 7, ids, _rows(3))
+    got = mf.read_matrix(tmp_path, "all-MiniLM/int8", 7)
+    assert got is not None
+    assert got[0] == ids and isinstance(got[1], np.memmap)
+    assert np.array_equal(got[1], _rows(3))
+    assert mf.read_matrix(tmp_path, "all-MiniLM/int8", 8) is None  # another generation
+    assert mf.read_matrix(tmp_path, "other", 7) is None
+
+
+def test_a_newer_generation_replaces_only_its_models_files(
+    tmp_path: Path, small_files: None
+) -> None:
+    cache = tmp_path / "cache"
+    mf.write_matrix(cache, "m", 1, ("a:1",), _rows(1))
+    mf.write_matrix(cache, "m-g2", 1, ("b:1",), _rows(1))  # a name that looks alike
+    mf.write_matrix(cache, "m", 2, ("a:1", "a:3"), _rows(2))
+    assert sorted(p.name for p in cache.iterdir()) == [
+        "m-g2-g1.ids",
+        "m-g2-g1.npy",
+        "m-g2.ids",
+        "m-g2.npy",
+    ]
+    assert mf.read_matrix(cache, "m", 1) is None
+    assert mf.read_matrix(cache, "m-g2", 1) is not None
+
+
+@pytest.mark.parametrize("damage", ["no ids", "no rows", "count", "garbage", "dtype"])
+def test_a_damaged_cache_is_ignored(tmp_path: Path, small_files: None, damage: str) -> None:
+    mf.write_matrix(tmp_path, "m", 3, ("a:1", "a:3"), _rows(2))
+    rows, ids = tmp_path / "m-g3.npy", tmp_path / "m-g3.ids"
+    if damage == "no ids":
+        ids.unlink()
+    elif damage == "no rows":
+        rows.unlink()
+    elif damage == "count":
+        ids.write_text("a:1", encoding="utf-8")
+    elif damage == "garbage":
+        rows.write_bytes(b"not an array")
+    else:
+        np.save(rows, _rows(2).astype(np.float64))
+    assert mf.read_matrix(tmp_path, "m", 3) is None
+
+
+def test_small_matrices_and_unwritable_places_are_not_cached(tmp_path: Path) -> None:
+    mf.write_matrix(tmp_path / "cache", "m", 1, ("a:1",), _rows(1))  # under FILE_MIN_ROWS
+    assert not (tmp_path / "cache").exists()
+
+
+def test_an_unwritable_cache_costs_nothing_but_speed(tmp_path: Path, small_files: None) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    mf.write_matrix(blocker / "sub", "m", 1, ("a:1",), _rows(1))  # cannot mkdir: no raise
+    assert mf.read_matrix(blocker / "sub", "m", 1) is None
+
+
+def test_matrix_for_follows_the_generation_not_a_clock(filled: Store) -> None:
+    embedder = HashEmbedder(dim=16)
+    embed_backlog(filled, embedder, max_items=3)
+    first = vectors.matrix_for(filled, embedder.name)
+    assert first.size == 3 and first.generation == filled.embedding_generation(embedder.name)
+    assert vectors.matrix_for(filled, embedder.name) is first  # unchanged: kept
+    # another process embeds the rest: no invalidate() here, the generation tells
+    backlog = filled.embedding_backlog(embedder.name, 10)
+    rest = [(x, embedder.embed([t])[0].astype(np.float32).tobytes()) for x, t in backlog]
+    filled.put_embeddings(embedder.name, rest, 16)
+    second = vectors.matrix_for(filled, embedder.name)
+    assert second is not first and second.size == 3 + len(rest)
+
+
+def test_a_new_process_reads_the_cached_file(settings: Settings, small_files: None) -> None:
+    filled = open_store(settings)  # SQLite: the backend that keeps files beside itself
+    fill(filled)
+    vectors.invalidate()
+    assert filled.cache_dir is not None
+    embedder = HashEmbedder(dim=16)
+    embed_backlog(filled, embedder)
+    from_store = vectors.matrix_for(filled, embedder.name)
+    assert not isinstance(from_store.matrix, np.memmap)
+    vectors.invalidate()  # what a new process starts with
+    from_file = vectors.matrix_for(filled, embedder.name)
+    assert isinstance(from_file.matrix, np.memmap)
+    assert from_file.ids == from_store.ids
+    assert np.array_equal(from_file.matrix, from_store.matrix)
+    filled.delete_session("s-api")  # the generation moves on: the file is stale
+    vectors.invalidate()
+    fresh = vectors.matrix_for(filled, embedder.name)
+    assert not isinstance(fresh.matrix, np.memmap) and fresh.size == from_store.size - 1
+    names = sorted(p.name for p in filled.cache_dir.iterdir())
+    generation = filled.embedding_generation(embedder.name)
+    assert names == [f"hash-16-g{generation}.ids", f"hash-16-g{generation}.npy"]
+    filled.close()
+
+
+def test_postgres_keeps_no_files(store: Store, small_files: None) -> None:
+    assert (store.cache_dir is None) is (store.backend == "postgres")
+    fill(store)
+    embedder = HashEmbedder(dim=16)
+    embed_backlog(store, embedder)
+    assert vectors.prepare_files(store, embedder.name) is (store.backend == "sqlite")
+    if store.cache_dir is not None:  # `memoir embed` leaves the files for the next search
+        generation = store.embedding_generation(embedder.name)
+        assert mf.read_matrix(store.cache_dir, embedder.name, generation) is not None
+
+
+def test_the_coarse_index_is_cached_beside_the_matrix(
+    settings: Settings, small_files: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "COARSE_MIN", 2)  # every matrix is "big"
+    filled = open_store(settings)
+    fill(filled)
+    vectors.invalidate()
+    embedder = HashEmbedder(dim=16)
+    embed_backlog(filled, embedder)
+    built = vectors.matrix_for(filled, embedder.name)
+    assert filled.cache_dir is not None
+    generation = built.generation
+    names = {p.name for p in filled.cache_dir.iterdir()}
+    assert {f"hash-16-g{generation}.basis.npy", f"hash-16-g{generation}.proj.npy"} <= names
+    vectors.invalidate()
+    again = vectors.matrix_for(filled, embedder.name)
+    coarse = vectors._coarse[id(again)]
+    assert isinstance(coarse.projected, np.memmap)  # read, not rebuilt
+    query = np.asarray(again.matrix[4])
+    exact = vectors.top_k(np.asarray(again.matrix), query, 3)
+    assert [i for i, _ in vectors.nearest(again, query, 3)] == [i for i, _ in exact]
+    filled.close()
+
+
+def test_a_coarse_index_of_another_shape_is_ignored(tmp_path: Path, small_files: None) -> None:
+    mf.write_matrix(tmp_path, "m", 1, ("a:1", "a:3"), _rows(2))
+    mf.write_coarse(tmp_path, "m", 1, _rows(4, 2), _rows(2, 2))
+    assert mf.read_coarse(tmp_path, "m", 1, 2) is not None
+    assert mf.read_coarse(tmp_path, "m", 1, 3) is None  # rows differ
+    mf.write_coarse(tmp_path, "m", 1, _rows(4, 2), _rows(2, 3))
+    assert mf.read_coarse(tmp_path, "m", 1, 2) is None  # projection width ≠ basis width
+    mf.write_coarse(tmp_path, "other", 1, _rows(4, 2), _rows(2, 2))  # no matrix cached
+    assert mf.read_coarse(tmp_path, "other", 1, 2) is None
