@@ -45,6 +45,8 @@ def test_a_newer_generation_replaces_only_its_models_files(
     tmp_path: Path, small_files: None
 ) -> None:
     cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "m-g1.npy.4242.tmp").write_bytes(b"half")  # a crashed writer's leftover
     mf.write_matrix(cache, "m", 1, ("a:1",), _rows(1))
     mf.write_matrix(cache, "m-g2", 1, ("b:1",), _rows(1))  # a name that looks alike
     mf.write_matrix(cache, "m", 2, ("a:1", "a:3"), _rows(2))

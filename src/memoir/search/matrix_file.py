@@ -11,7 +11,8 @@ order (``.ids``, one per line) and, for a matrix big enough to have one, its coa
 current one and their shapes agree; anything else — another generation, a half-written
 set, an unreadable file — is ignored (and replaced on the next load from the database).
 Writing is best effort: a cache that cannot be written costs speed, never results. Files
-of the model's other generations are removed when a new one is written.
+of the model's other generations, and temporary files a crashed writer left, are removed
+when a new one is written.
 """
 
 from __future__ import annotations
@@ -90,10 +91,12 @@ def write_matrix(
         os.replace(tmp, ids_path)
         _save(_path(directory, model, generation, "npy"), matrix)
         parts = "|".join(re.escape(p) for p in _PARTS)
-        mine = re.compile(re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + ")")
+        mine = re.compile(re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?")
         for old in directory.iterdir():
             found = mine.fullmatch(old.name)
-            if found is not None and int(found.group(1)) != generation:
+            # other generations, and what a crashed (or concurrent: it then skips its
+            # cache) writer left half-done
+            if found is not None and (int(found.group(1)) != generation or found.group(3)):
                 old.unlink(missing_ok=True)
     except OSError as exc:
         log.warning("could not cache the vector matrix in %s: %s", directory, exc)
