@@ -146,9 +146,16 @@ def test_coarse_shortlist_returns_the_exact_top_rows(monkeypatch: pytest.MonkeyP
     assert id(held) in vectors._coarse  # the projected pass really ran
 
 
-@pytest.mark.parametrize("small_subset", [10_000, 100])  # exact on a copy / masked shortlist
+@pytest.mark.parametrize(
+    ("small_subset", "coarse_min"),
+    [
+        (10_000, 1000),  # few rows kept: exact on a copy of them
+        (100, 1000),  # many kept, a big matrix: the masked projected shortlist
+        (100, 10_000),  # many kept, a small matrix: every row scored, the rest masked
+    ],
+)
 def test_masked_nearest_is_the_exact_top_of_the_kept_rows(
-    monkeypatch: pytest.MonkeyPatch, small_subset: int
+    monkeypatch: pytest.MonkeyPatch, small_subset: int, coarse_min: int
 ) -> None:
     import memoir.search.coarse as coarse
     import memoir.search.vectors as vectors
@@ -157,7 +164,7 @@ def test_masked_nearest_is_the_exact_top_of_the_kept_rows(
     basis = rng.standard_normal((384, 384)).astype(np.float32)
     scales = (1.0 / np.arange(1, 385)).astype(np.float32)
     matrix = normalise_rows((rng.standard_normal((3000, 384)) * scales) @ basis)
-    monkeypatch.setattr(vectors, "COARSE_MIN", 1000)
+    monkeypatch.setattr(vectors, "COARSE_MIN", coarse_min)
     monkeypatch.setattr(vectors, "SMALL_SUBSET", small_subset)
     monkeypatch.setattr(coarse, "SHORTLIST_MIN", 200)
     # rows belong to 30 sessions, 100 rows each: ids "s<n>:<ordinal>"
@@ -193,3 +200,13 @@ def test_e5_embeds_queries_and_passages_offline() -> None:
     same_text = embedder.embed(["Did they get a dog?"])
     assert not np.allclose(same_text[0], query[0])
     assert embedder.embed([]).shape == (0, 384)
+
+
+def test_top_k_with_a_mask_returns_only_kept_rows_best_first() -> None:
+    matrix = np.eye(4, dtype=np.float32)
+    query = np.array([0.1, 0.4, 0.3, 0.2], dtype=np.float32)
+    keep = np.array([True, False, True, True])
+    assert [i for i, _ in top_k(matrix, query, 2, keep)] == [2, 3]
+    assert [i for i, _ in top_k(matrix, query, 10, keep)] == [2, 3, 0]  # k past the kept
+    assert top_k(matrix, query, 3, np.zeros(4, dtype=bool)) == []
+    assert [i for i, _ in top_k(matrix, query, 2)] == [1, 2]  # no mask: every row

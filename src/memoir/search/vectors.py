@@ -217,10 +217,10 @@ def nearest(
     rescored exactly above."""
     if mask is not None:
         kept = np.flatnonzero(mask)
-        if kept.size <= SMALL_SUBSET or vectors.size < COARSE_MIN:
+        if kept.size <= SMALL_SUBSET:  # a copy of few rows is cheaper than scoring all
             return [(int(kept[i]), s) for i, s in top_k(vectors.matrix[kept], query, k)]
     if vectors.size < COARSE_MIN or (mask is None and k >= vectors.size):
-        return top_k(vectors.matrix, query, k)
+        return top_k(vectors.matrix, query, k, mask)
     key = id(vectors)
     with _lock:
         coarse = _coarse.get(key)
@@ -233,12 +233,20 @@ def nearest(
     return [(int(rows[i]), s) for i, s in top_k(vectors.matrix[rows], query, k)]
 
 
-def top_k(matrix: np.ndarray, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """Row indexes of the ``k`` highest dot products with ``query``, best first."""
-    n = matrix.shape[0]
-    if n == 0 or k <= 0:
+def top_k(
+    matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """Row indexes of the ``k`` highest dot products with ``query`` (among the rows
+    ``mask`` keeps), best first."""
+    if matrix.shape[0] == 0 or k <= 0:
         return []
     scores = matrix @ query.astype(np.float32, copy=False)
+    if mask is not None:
+        scores[~mask] = -np.inf
+        k = min(k, int(np.count_nonzero(mask)))
+        if k == 0:
+            return []
+    n = scores.shape[0]
     part = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
     order = part[np.lexsort((part, -scores[part]))]
     return [(int(i), float(scores[i])) for i in order]
