@@ -33,12 +33,13 @@ def show(
     with open_memoir() as memoir:
         sid, focus = _resolve(memoir.store, target)
         info = memoir.store.get_session(sid)
-        events = memoir.store.events(sid)
         window: list[Exchange] = []
-        if focus is not None:
+        if focus is None:
+            events = memoir.store.events(sid)
+        else:
             window = exchanges_around(memoir.store.exchanges(sid), focus, context)
             first, last = window[0].first_ordinal, window[-1].last_ordinal
-            events = [e for e in events if first <= e.ordinal <= last]
+            events = memoir.store.events(sid, after=first - 1, upto=last)
         body = _summary_body(memoir, sid)
         if as_json:
             data: dict[str, Any] = {
@@ -83,7 +84,7 @@ def _resolve(store: Any, target: str) -> tuple[str, str | None]:
     if sep and head and tail.isdigit():
         sid = _session(store, head)
         exchange = f"{sid}:{tail}"
-        if not any(x.id == exchange for x in store.exchanges(sid)):
+        if store.get_exchange(exchange) is None:
             raise NotFound(f"no exchange {target!r}: session {sid} has no exchange :{tail}")
         return sid, exchange
     return _session(store, target), None
