@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from memoir.ingest.sync import SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.llm.port import Model
+    from memoir.search.backfill import BackfillResult
+    from memoir.search.embedder import Embedder
     from memoir.search.hits import SearchHit
     from memoir.summaries.summary_pass import SummaryPassReport
 
@@ -49,6 +51,49 @@ class Memoir:
         from memoir.search.facade import search_memoir
 
         return search_memoir(self, query, **options)
+
+    def embedder(self) -> Embedder | None:
+        """The configured embedder (``MEMOIR_EMBEDDER``), or None when semantic search is
+        off (``none``) or its extra is not installed (``auto``)."""
+        from memoir.search.embedder import load_embedder
+
+        return load_embedder(self.settings.embedder)
+
+    def embed_pending(
+        self,
+        *,
+        max_items: int | None = None,
+        batch: int | None = None,
+        progress: Any = None,
+    ) -> BackfillResult:
+        """Embed the exchanges that have no vector (or no token states) yet, at most
+        ``max_items``; takes the single-instance embed lock (``Busy`` when another process
+        embeds), then writes the matrix files the next search maps. Raises ``ConfigError``
+        when no embedder is configured or installed."""
+        from memoir.errors import ConfigError
+        from memoir.ingest.lock import embed_lock
+        from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
+        from memoir.search.embedder import EmbeddingsUnavailable
+        from memoir.search.vectors import prepare_files
+
+        embedder = self.embedder()
+        if embedder is None:
+            if self.settings.embedder == "none":
+                raise ConfigError("MEMOIR_EMBEDDER=none: semantic search is switched off")
+            raise EmbeddingsUnavailable(
+                "semantic search needs the embeddings extra: pip install 'memoir[embeddings]'"
+            )
+        with embed_lock(self.settings.home):
+            result = embed_backlog(
+                self.store,
+                embedder,
+                batch=batch or DEFAULT_BATCH,
+                max_items=max_items,
+                progress=progress,
+            )
+            if result.embedded:  # the next search maps the matrix from a file
+                prepare_files(self.store, embedder.name)
+        return result
 
     def model(self) -> Model:
         """The configured model (``MEMOIR_LLM``), every call metered into the store's usage

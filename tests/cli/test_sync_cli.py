@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.errors import NotFound
-from memoir.ingest.lock import sync_lock
+from memoir.ingest.lock import embed_lock, sync_lock
 
 TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
 
@@ -158,9 +159,36 @@ def test_show_unknown_session_is_one_line(home: Path) -> None:
     assert "no session 'nope'" in out.stderr
 
 
+def test_sync_embeds_only_when_asked(
+    cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    plain = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    assert plain["embeddings"] is None  # the interactive sync stays fast
+    report = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries", "--embed")
+    assert report["embeddings"] == {"model": "hash-256", "embedded": 3, "complete": True}
+    again = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries", "--embed")
+    assert again["embeddings"]["embedded"] == 0
+    with embed_lock(home):  # another process embeds: the sync is still done, and says so
+        busy = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries", "--embed")
+    assert busy["embeddings"] == {"busy": True, "embedded": 0}
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "none")
+    off = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries", "--embed")
+    assert off["embeddings"] is None
+
+
+def test_sync_table_reports_what_was_embedded(
+    cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    result = cli.invoke(app, ["sync", "--source", str(source), "--no-summaries", "--embed"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"exchanges embedded\s+.\s*3", result.stdout)
+
+
 def test_background_sync_returns_and_logs(home: Path, source: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
-    env.update(MEMOIR_HOME=str(home), MEMOIR_SOURCES=str(source))
+    env.update(MEMOIR_HOME=str(home), MEMOIR_SOURCES=str(source), MEMOIR_EMBEDDER="hash")
     out = subprocess.run(
         [sys.executable, "-m", "memoir.cli", "sync", "--background", "--no-summaries"],
         capture_output=True,
@@ -172,11 +200,14 @@ def test_background_sync_returns_and_logs(home: Path, source: Path) -> None:
     logs = list((home / "logs").glob("sync-*.log"))
     assert len(logs) == 1
     for _ in range(300):  # wait for the detached sync to finish writing its table
-        if "files indexed" in logs[0].read_text():
+        if "seconds" in logs[0].read_text():
             break
         time.sleep(0.1)
-    assert "files indexed" in logs[0].read_text()
+    log = logs[0].read_text()
+    assert "files indexed" in log
     assert len(list((home / "archive" / "-home-ann-app").glob("*.jsonl"))) == 3
+    # the background sync also catches up on embeddings, at a lower CPU priority
+    assert re.search(r"exchanges embedded\s+.\s*3", log)
 
 
 def test_demo_tours_the_bundled_corpus(cli: CliRunner, tmp_path: Path) -> None:

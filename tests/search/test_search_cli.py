@@ -10,6 +10,7 @@ from search_corpus import HOSTILE, fill, write_conversation
 
 from memoir.cli.app import main
 from memoir.config import Settings
+from memoir.ingest.lock import embed_lock
 from memoir.store import open_store
 
 
@@ -127,6 +128,28 @@ def test_embed_then_vector_search_with_the_hash_embedder(
     assert json.loads(out)["embedded"] == 0
     _, out, _ = run(["search", "payment service", "--mode", "vector", "--json"], capsys)
     assert json.loads(out)[0]["exchange_id"] == "s-api:1"
+
+
+def test_embed_waits_for_nothing_while_another_embeds(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    with embed_lock(cli_home):
+        code, out, err = run(["embed", "--json"], capsys)
+        assert code == 0, err
+        assert json.loads(out) == {"busy": True, "embedded": 0}
+        code, out, _ = run(["embed"], capsys)
+        assert code == 0 and "another memoir embed is running" in out
+    _, out, _ = run(["embed", "--json"], capsys)  # the lock let go: the work is all there
+    assert json.loads(out)["embedded"] == 6
+
+
+def test_embed_says_when_semantic_search_is_off(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "none")
+    code, _, err = run(["embed"], capsys)
+    assert code != 0 and "MEMOIR_EMBEDDER=none" in err and "Traceback" not in err
 
 
 def test_bench_locomo_json(

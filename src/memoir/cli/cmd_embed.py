@@ -6,17 +6,17 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from memoir.cli.app import app, console, open_memoir, print_json
-from memoir.errors import ConfigError
-from memoir.search.backfill import embed_backlog
-from memoir.search.embedder import load_embedder
-from memoir.search.vectors import prepare_files
+from memoir.errors import Busy
+from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
 
 __all__ = ["embed"]
 
 
 @app.command()
 def embed(
-    batch: int = typer.Option(128, "--batch", min=1, max=4096, help="Exchanges per batch."),
+    batch: int = typer.Option(
+        DEFAULT_BATCH, "--batch", min=1, max=4096, help="Exchanges per batch."
+    ),
     max_items: int | None = typer.Option(
         None, "--max", min=1, help="Stop after this many (the rest waits for the next run)."
     ),
@@ -25,26 +25,29 @@ def embed(
     """Embed the exchanges that have no vector yet, or no token states for re-ranking (needs
     memoir[embeddings])."""
     with open_memoir() as memoir:
-        choice = memoir.settings.embedder
-        embedder = load_embedder("minilm" if choice == "auto" else choice)
-        if embedder is None:
-            raise ConfigError("MEMOIR_EMBEDDER=none: semantic search is switched off")
-        if as_json:
-            result = embed_backlog(memoir.store, embedder, batch=batch, max_items=max_items)
-        else:
-            with Progress(
-                TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), console=console
-            ) as bar:
-                task = bar.add_task("embed", total=max_items)
-                result = embed_backlog(
-                    memoir.store,
-                    embedder,
-                    batch=batch,
-                    max_items=max_items,
-                    progress=lambda n: bar.advance(task, n),
-                )
-        if result.embedded:  # the next `memoir search` then maps the matrix from a file
-            prepare_files(memoir.store, embedder.name)
+        try:
+            if as_json:
+                result = memoir.embed_pending(batch=batch, max_items=max_items)
+            else:
+                with Progress(
+                    TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), console=console
+                ) as bar:
+                    task = bar.add_task("embed", total=max_items)
+                    result = memoir.embed_pending(
+                        batch=batch,
+                        max_items=max_items,
+                        progress=lambda n: bar.advance(task, n),
+                    )
+        except Busy:
+            if as_json:
+                print_json({"busy": True, "embedded": 0})
+            else:
+                console.print("another memoir embed is running; leaving it to finish")
+            return
+    _report(result, as_json)
+
+
+def _report(result: BackfillResult, as_json: bool) -> None:
     if as_json:
         print_json(
             {"model": result.model, "embedded": result.embedded, "complete": result.complete}

