@@ -264,3 +264,53 @@ def test_keeping_results_in_band_also_rolls_forward() -> None:
     assert "[user]\nRefactor the parser." in second  # the pinned task is still read
     assert "Refactor the parser." in history[1]["content"]
     assert history[1]["content"].count("<summary>") == 1  # summaries never nest
+
+
+def test_stand_ins_never_replace_a_different_message() -> None:
+    """A checkpoint that only replaced a message (nothing summarized, watermark 0) must not
+    put its stand-in over whatever message now sits at that position."""
+    store = FakeStore()
+    compactor = Compactor(ScriptedModel(default="A summary."), store=store)
+    compactor.compact([user(big_text(5_000))], window=1_000, session_id="s1")
+    assert store.rows[-1].watermark == 0 and store.rows[-1].data["replaced"] == [1]
+    other = [user("What is 2+2?"), {"role": "assistant", "content": "4."}, user("thanks")]
+    again = Compactor(ScriptedModel(), store=store).compact(other, window=1_000, session_id="s1")
+    assert again.strategy == "none" and again.replayed_from is None
+    assert again.messages == other
+    with_system = [system(), user("What is 2+2?")]
+    third = Compactor(ScriptedModel(), store=store).compact(
+        with_system, window=1_000, session_id="s1"
+    )
+    assert third.messages == with_system and validate_sequence(third.messages) == []
+
+
+@pytest.mark.parametrize(
+    ("watermark", "data", "applies"),
+    [
+        # fingerprints kept: checked, whatever the watermark
+        (0, {"replaced": [1], "replaced_fingerprints": {"1": "SAME"}}, True),
+        (0, {"replaced": [1], "replaced_fingerprints": {"1": "OTHER"}}, False),
+        (0, {"replaced": [9], "replaced_fingerprints": {"9": "SAME"}}, False),  # not here
+        # older rows without them: trusted only behind a checked watermark
+        (0, {"replaced": [1]}, False),
+        (2, {"replaced": [3], "fingerprint": "SAME"}, True),
+        (2, {"replaced": [3], "fingerprint": "OTHER"}, False),
+        (0, {"replaced": []}, True),
+    ],
+)
+def test_replay_point_checks_replaced_messages(
+    watermark: int, data: dict[str, Any], applies: bool
+) -> None:
+    from datetime import UTC, datetime
+
+    from memoir.compaction.checkpoints import replay_point
+    from memoir.store.port import CheckpointRow
+
+    row = CheckpointRow(
+        id="c", session_id="s", created_at=datetime(2024, 1, 1, tzinfo=UTC),
+        watermark=watermark, memory_boundary=watermark, disposition="eligible",
+        previous_id=None, data={"summary": "", **data},
+    )  # fmt: skip
+    messages = [user("a"), user("b"), user("c")]
+    found = replay_point(row, messages, [1, 2, 3], lambda m: "SAME")
+    assert (found is not None) == applies

@@ -227,3 +227,21 @@ def test_resolve_mode() -> None:
 )
 def test_mentions_any_table(query: str, exchange: Exchange, hit: bool) -> None:
     assert mentions_any(exchange, parse_query(query).excluded) is hit
+
+
+@pytest.mark.parametrize("role", ["bogus", "system", "USER", ""])
+def test_an_unknown_role_is_refused_whatever_the_mode(role: str) -> None:
+    from memoir.errors import ConfigError
+    from memoir.store.port import SearchFilters
+
+    with pytest.raises(ConfigError, match="role must be one of user, assistant, tool"):
+        SearchFilters(role=role)
+
+
+@pytest.mark.parametrize("limit", [None, 2.5, "10", True])
+def test_a_limit_that_is_not_a_whole_number_is_refused(limit: object) -> None:
+    from memoir.errors import ConfigError
+    from memoir.search.engine import search
+
+    with pytest.raises(ConfigError, match="limit must be a whole number"):
+        search(None, "anything", limit=limit)  # type: ignore[arg-type]

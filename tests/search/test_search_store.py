@@ -228,6 +228,17 @@ def test_date_filter_on_the_api_session(filled: Store) -> None:
     assert search(filled, "deploy friday", filters=may, mode="text") == []
 
 
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_naive_dates_are_utc_in_every_mode(filled: Store, mode: str) -> None:
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    naive = T0.replace(tzinfo=None)
+    june = SearchFilters(after=naive + timedelta(days=40), before=naive + timedelta(days=50))
+    assert june.after == T0 + timedelta(days=40) and june.after.tzinfo is not None
+    hits = search(filled, "deploy friday", filters=june, mode=mode, embedder=embedder)
+    assert {h.session_id for h in hits} == {"s-api"}
+
+
 def test_vector_search_with_the_hash_embedder(filled: Store) -> None:
     embedder = HashEmbedder()
     first = embed_backlog(filled, embedder, batch=2)

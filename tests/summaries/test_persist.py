@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memoir.errors import NotFound
+from memoir.errors import NotFound, SummaryError
 from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
 from memoir.model import Harness, Session
@@ -57,6 +57,37 @@ def test_save_for_an_api_session_uses_the_database(home) -> None:
     assert read_summary_body(memoir, "api") == "From the API."
     with pytest.raises(NotFound):
         save_summary(memoir, "ghost", "x", model=None)
+
+
+@pytest.mark.parametrize(
+    ("body", "stored"),
+    [
+        ('__COVERAGE__ {"bytes":1}\nAbout postgres.', "About postgres."),
+        ("__ERRORED__\n__COVERAGE__ {}\n  Two headers, then words.", "Two headers, then words."),
+        ("Words first.\n__COVERAGE__ stays as text", "Words first.\n__COVERAGE__ stays as text"),
+    ],
+)
+def test_save_never_stores_a_header_line_as_the_body(home, body: str, stored: str) -> None:
+    """Whatever a writer (the episodic merge, a model reply, a caller) hands over, the body
+    never starts with a line that poses as the header or an error sentinel."""
+    memoir = make_memoir(home)
+    memoir.store.sessions["api"] = Session("api", "p", Harness.API)
+    save_summary(memoir, "api", body, model="m")
+    assert memoir.store.rows["api"].body == stored
+    assert read_summary_body(memoir, "api") == stored
+    path = archive(home, "s", b"x")
+    save_summary(memoir, "s", body, model="m")
+    assert summary_file(path).read_text().split("\n", 1)[1] == stored
+    assert read_summary_body(memoir, "s") == stored
+
+
+@pytest.mark.parametrize("body", ["", "   ", '__COVERAGE__ {"bytes":1}\n', "__ERRORED__\n\n"])
+def test_save_refuses_a_summary_with_no_words(home, body: str) -> None:
+    memoir = make_memoir(home)
+    memoir.store.sessions["api"] = Session("api", "p", Harness.API)
+    with pytest.raises(SummaryError, match="no text"):
+        save_summary(memoir, "api", body, model="m")
+    assert "api" not in memoir.store.rows
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 A checkpoint row records the summary (or the carried previous summary after a truncate
 backstop), the watermark (position of the last covered message — the event ordinal for
 event histories), a fingerprint of that message (so a replay never lands on a different
-history), the positions replaced by stand-ins in the kept part, what was omitted, the
+history), the positions replaced by stand-ins in the kept part and their messages'
+fingerprints (so a stand-in never replaces another message), what was omitted, the
 previous checkpoint, and — for the memory extraction that runs later, never waited on —
 the frozen memory boundary (the last covered position) and the session's memory-policy
 disposition at that moment. Pure, except :func:`latest_checkpoint`, which reads the store.
@@ -72,14 +73,41 @@ def replay_point(
     summary = row.data.get("summary")
     replaced = frozenset(int(p) for p in row.data.get("replaced", ()))
     summary = summary if isinstance(summary, str) and summary else None
+    if not _replaced_match(row, replaced, messages, positions, fingerprint_of):
+        return None
     if row.watermark <= 0:  # nothing covered (stand-ins only, no system message)
         return Replay(row.id, summary, 0, row.watermark, replaced)
-    k = bisect_left(positions, row.watermark)
-    if k >= len(positions) or positions[k] != row.watermark:
-        return None
-    if fingerprint_of(messages[k]) != row.data.get("fingerprint"):
+    k = _index(positions, row.watermark)
+    if k is None or fingerprint_of(messages[k]) != row.data.get("fingerprint"):
         return None
     return Replay(row.id, summary, k + 1, row.watermark, replaced)
+
+
+def _index(positions: Sequence[int], position: int) -> int | None:
+    k = bisect_left(positions, position)
+    return k if k < len(positions) and positions[k] == position else None
+
+
+def _replaced_match(
+    row: CheckpointRow,
+    replaced: frozenset[int],
+    messages: Sequence[Message],
+    positions: Sequence[int],
+    fingerprint_of: Any,
+) -> bool:
+    """Are the messages the checkpoint replaced by stand-ins still those messages? A row
+    written before their fingerprints were kept is trusted only behind a checked
+    watermark (with none, nothing would tie it to this history)."""
+    if not replaced:
+        return True
+    prints = row.data.get("replaced_fingerprints")
+    if not isinstance(prints, dict):
+        return row.watermark > 0
+    for position in replaced:
+        k = _index(positions, position)
+        if k is None or fingerprint_of(messages[k]) != prints.get(str(position)):
+            return False
+    return True
 
 
 def new_checkpoint(
@@ -96,7 +124,10 @@ def new_checkpoint(
     tail_from: int | None,
     replaced: Sequence[int],
     omitted: Sequence[dict[str, Any]],
+    replaced_fingerprints: Sequence[str],
 ) -> CheckpointRow:
+    """A checkpoint row; ``replaced_fingerprints`` are those of the ``replaced`` messages,
+    in the same order (a replay checks them before putting stand-ins in their place)."""
     return CheckpointRow(
         id=uuid.uuid4().hex,
         session_id=session_id,
@@ -112,6 +143,9 @@ def new_checkpoint(
             "kept": list(kept),
             "tail_from": tail_from,
             "replaced": sorted(replaced),
+            "replaced_fingerprints": {
+                str(p): f for p, f in zip(replaced, replaced_fingerprints, strict=True)
+            },
             "omitted": list(omitted),
         },
     )

@@ -274,6 +274,9 @@ class Compactor:
                 kept=[job.positions[i] for i in outcome.kept],
                 tail_from=job.positions[start] if start < len(job.positions) else None,
                 replaced=[job.positions[i] for i in outcome.replacements],
+                replaced_fingerprints=[
+                    self._fingerprint(job.messages[i]) for i in outcome.replacements
+                ],
                 omitted=[o.as_dict() for o in result.omitted],
             )
             self.store.put_checkpoint(row)

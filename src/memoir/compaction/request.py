@@ -20,7 +20,9 @@ from memoir.compaction.sequence import Message, content_text
 from memoir.compaction.standin import IN_REQUEST, stand_in
 from memoir.compaction.tokens import MESSAGE_OVERHEAD, tool_call_text
 from memoir.compaction.values import Omission
+from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.model import clean_speaker
 
 __all__ = ["SUMMARY_SYSTEM", "SummaryPlan", "build_summary_request", "render_entry"]
 
@@ -52,11 +54,15 @@ class SummaryPlan:
 
 
 def render_entry(message: Message, tool_name: str | None) -> str:
-    """One transcript entry: a role line, then the text (and tool calls)."""
+    """One transcript entry: a role line, then the text (and tool calls), led by the
+    speaker's name when the message has one; a line of the text that would read as a
+    role line is quoted (:func:`memoir.llm.transcript.quote_speaker_lines`)."""
     role = message.get("role")
-    text = content_text(message)
+    text = quote_speaker_lines(content_text(message), first_line_too=True)
     if role == "tool":
         return f"[tool result: {tool_name or message.get('name') or 'tool'}]\n{text}"
+    if role in ("user", "assistant") and (named := clean_speaker(message.get("name"))):
+        text = f"{named}: {text}"  # who of several people or agents said it
     if role == "assistant":
         calls = [f"→ {tool_call_text(c)}" for c in message.get("tool_calls") or []]
         body = "\n".join([text, *calls]) if text else "\n".join(calls)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memoir.episodes.text import clip_middle
+from memoir.llm.transcript import quote_speaker_lines
 from memoir.model import Event, EventKind, clean_speaker, speaker_of
 
 __all__ = ["TOOL_TEXT_CHARS", "Item", "cut_allowed", "normalise"]
@@ -61,13 +62,15 @@ def _speaker_label(ev: Event, role: str) -> str:
 def _from_event(ev: Event) -> Item | None:
     kind, text = ev.kind, ev.text or ""
     if kind is EventKind.USER_TEXT:
-        return Item("user", f"{_speaker_label(ev, 'User')}: {text.strip()}", ordinal=ev.ordinal)
+        body = quote_speaker_lines(text.strip())
+        return Item("user", f"{_speaker_label(ev, 'User')}: {body}", ordinal=ev.ordinal)
     if kind is EventKind.ASSISTANT_TEXT:
         label = _speaker_label(ev, "Assistant")
-        return Item("assistant", f"{label}: {text.strip()}", ordinal=ev.ordinal)
+        body = quote_speaker_lines(text.strip())
+        return Item("assistant", f"{label}: {body}", ordinal=ev.ordinal)
     if kind is EventKind.TOOL_CALL:
         name = ev.tool_name or "tool"
-        body = clip_middle(text.strip(), TOOL_TEXT_CHARS)
+        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
         opens = (ev.call_id,) if ev.call_id else ()
         return Item(
             "assistant", f"Assistant called {name}: {body}", opens=opens, ordinal=ev.ordinal
@@ -76,14 +79,14 @@ def _from_event(ev: Event) -> Item | None:
         label = f"Tool result ({ev.tool_name})" if ev.tool_name else "Tool result"
         if ev.payload.get("is_error"):
             label += " [error]"
-        body = clip_middle(text.strip(), TOOL_TEXT_CHARS)
+        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
         answers = (ev.call_id,) if ev.call_id else ()
         return Item("tool", f"{label}: {body}", answers=answers, ordinal=ev.ordinal)
     if kind is EventKind.COMPACTION:
-        body = clip_middle(text.strip(), TOOL_TEXT_CHARS)
+        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
         return Item("system", f"[Earlier context was compacted: {body}]", ordinal=ev.ordinal)
     if kind is EventKind.ATTACHMENT:
-        body = clip_middle(text.strip(), TOOL_TEXT_CHARS)
+        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
         return Item("user", f"Attachment: {body}", ordinal=ev.ordinal)
     return None  # THINKING, META
 
@@ -121,7 +124,7 @@ def _from_dict(msg: Mapping[str, Any], index: int) -> Item | None:
         lines = [clip_middle("\n".join(lines), TOOL_TEXT_CHARS)] if lines else []
     if not lines:
         return None
-    body = "\n".join(lines)
+    body = quote_speaker_lines("\n".join(lines))
     return Item(role or "user", f"{speaker}: {body}", tuple(opens), tuple(answers))
 
 

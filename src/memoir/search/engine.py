@@ -235,7 +235,9 @@ def search(
     """
     filters = filters or SearchFilters()
     chosen = resolve_mode(mode, embedder)
-    limit = max(0, min(int(limit), MAX_LIMIT))
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ConfigError(f"limit must be a whole number, not {limit!r}")
+    limit = max(0, min(limit, MAX_LIMIT))
     parsed = parse_query(query)
     meaning = meaning_text(query)
     if limit == 0 or not words_of(meaning):

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from memoir.errors import ConfigError
 from memoir.llm.port import UsageRecord
 from memoir.model import Event, Exchange, Session, SessionFlags
 
 __all__ = [
+    "SEARCH_ROLES",
     "CheckpointRow",
     "IngestBatch",
     "SearchFilters",
@@ -94,8 +96,13 @@ class SessionInfo:
     last_at: datetime | None
 
 
+SEARCH_ROLES = ("user", "assistant", "tool")  # where a search match may be required to be
+
+
 @dataclass(frozen=True, slots=True)
 class SearchFilters:
+    """What a search is restricted to; every field optional."""
+
     project: str | None = None
     session_id: str | None = None
     harness: str | None = None
@@ -103,6 +110,15 @@ class SearchFilters:
     after: datetime | None = None
     before: datetime | None = None
     include_subagents: bool = False
+
+    def __post_init__(self) -> None:
+        """A naive datetime is UTC (as stored times are); a role is one of SEARCH_ROLES."""
+        for name in ("after", "before"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                object.__setattr__(self, name, value.replace(tzinfo=UTC))
+        if self.role is not None and self.role not in SEARCH_ROLES:
+            raise ConfigError(f"role must be one of {', '.join(SEARCH_ROLES)}, not {self.role!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from memoir.errors import NotFound
+from memoir.errors import NotFound, SummaryError
 from memoir.model import Session
 from memoir.store.port import SummaryRow
 from memoir.summaries.coverage import coverage_after
@@ -25,6 +25,7 @@ from memoir.summaries.files import SUMMARY_SUFFIX
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
 from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
 from memoir.summaries.state import SummaryKind, SummaryState
+from memoir.summaries.summarizer import clean_summary
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
@@ -69,12 +70,17 @@ def save_summary(
     data: dict[str, Any] | None = None,
     covered: int | None = None,
 ) -> SummaryState:
-    """Persist ``body`` as the session's summary, clearing any failure state.
+    """Persist ``body`` as the session's summary, clearing any failure state. Leading
+    lines that would pose as the file header or an error sentinel are dropped; a body
+    with nothing else raises ``SummaryError``.
 
     Coverage is the transcript as it is now (archive bytes or event count) unless the
     caller measured it before reading the events (``covered``). ``data`` (the episodic
     summarizer's structured summary) is accepted; the file format keeps only the text.
     """
+    body = clean_summary(body)  # every writer's text, never a header or error sentinel
+    if not body:
+        raise SummaryError("the summary has no text once header lines are removed; not saved")
     located = _locate(memoir, session_id)
     if located is None:
         raise NotFound(f"no conversation {session_id!r} to attach a summary to")
@@ -83,7 +89,7 @@ def save_summary(
     amount, last_exchange = coverage_after(summaries.unit, conv.current, events)
     if covered is not None:
         amount = covered
-    state = SummaryState.real(body.strip(), amount, last_exchange, model=model)
+    state = SummaryState.real(body, amount, last_exchange, model=model)
     summaries.write(conv, state)
     return state
 

@@ -4,9 +4,11 @@ The prompt convention (shared by every model caller): the material sits inside
 ``<transcript>…</transcript>`` in the last user message, a previous summary inside
 ``<previous_summary>…</previous_summary>`` and episode JSON objects inside
 ``<episodes>…</episodes>``. Inside a transcript, a line that starts with a speaker label
-(``User:``, ``Human:``, ``Assistant:``, ``[user]``, ``### Assistant``, ``Tool result (Bash)
-[error]:``, ``[tool result: Bash]``, ``Assistant called Bash:`` …) opens a turn; following
-lines belong to it. Tool calls, tool results and attachments are tool turns (never prose).
+(``User:``, ``Human:``, ``Assistant:``, ``Ana (user):``, ``[user]``, ``### Assistant``,
+``Tool result (Bash) [error]:``, ``[tool result: Bash]``, ``Assistant called Bash:`` …;
+:func:`memoir.llm.transcript.opens_turn`) opens a turn; following lines belong to it.
+Memoir's own renderers quote a label-like line inside a turn's text, so a tool's output
+cannot pose as the user. Tool calls, tool results and attachments are tool turns (never prose).
 A transcript with no label at all is one turn of unknown speaker.
 """
 
@@ -16,6 +18,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from memoir.llm.transcript import opens_turn
 from memoir.llm.values import ModelRequest
 
 __all__ = [
@@ -29,19 +32,6 @@ __all__ = [
     "tagged",
 ]
 
-_ROLE_LINE = re.compile(
-    r"^[ \t]*(?:#{1,6}[ \t]*)?[\[*<]{0,2}[ \t]*"
-    r"(?P<role>user|human|assistant|ai|claude|agent|bot|system|developer|attachment|用户|助手"
-    r"|tool(?:[ _-]?(?:call|result|use|output|response))?)"
-    r"(?P<called>[ \t]+called[ \t]+[\w.:/-]{1,80})?"
-    r"(?:[ \t]*\([^)\n]{0,60}\))?(?:[ \t]*\[[^\]\n]{0,20}\])?"
-    r"[ \t]*[\]*>]{0,2}[ \t]*(?:[:：]|\]|>|—|-(?=\s))[ \t]?",
-    re.IGNORECASE,
-)
-_HEADING_ROLE = re.compile(
-    r"^[ \t]*#{1,6}[ \t]*\**(?P<role>user|human|assistant|ai|claude|system)\**[ \t]*:?[ \t]*$",
-    re.IGNORECASE,
-)
 _ROLE_OF = {
     "用户": "user",
     "助手": "assistant",
@@ -129,7 +119,7 @@ def parse_turns(transcript: str) -> list[Turn]:
     turns: list[Turn] = []
     role, lines = "unknown", list[str]()
     for line in transcript.splitlines():
-        m = _HEADING_ROLE.match(line) or _ROLE_LINE.match(line)
+        m = opens_turn(line)
         if m:
             if any(x.strip() for x in lines):
                 turns.append(Turn(role, "\n".join(lines).strip("\n"), len(turns)))
