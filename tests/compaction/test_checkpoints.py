@@ -266,6 +266,29 @@ def test_keeping_results_in_band_also_rolls_forward() -> None:
     assert history[1]["content"].count("<summary>") == 1  # summaries never nest
 
 
+def test_a_kept_result_keeps_its_summary_through_the_truncate_backstop() -> None:
+    """Without a store, a paste too big to summarize around must not cost the summary the
+    caller's kept history carries."""
+    model = ScriptedModel(default="The project is codenamed BLUEBIRD.")
+    compactor = Compactor(model)
+    history: list[dict[str, Any]] = [system()]
+    for k in range(12):
+        history += [user(f"q{k} " + "w " * 150), {"role": "assistant", "content": "v " * 150}]
+    history = compactor.compact(history, window=4_000).messages
+    assert "BLUEBIRD" in history[1]["content"]
+    history += [
+        user("here is the log: " + "err " * 3_500),
+        {"role": "assistant", "content": "I see the error."},
+        user("so what now?"),
+    ]
+    result = compactor.compact(history, window=4_000)
+    assert result.strategy == "truncate"
+    assert result.messages[1]["content"].count("BLUEBIRD") == 1  # carried, not duplicated
+    assert result.messages[-1] == user("so what now?")
+    assert validate_sequence(result.messages) == []
+    assert result.tokens_after < compactor.budget(4_000).threshold
+
+
 def test_stand_ins_never_replace_a_different_message() -> None:
     """A checkpoint that only replaced a message (nothing summarized, watermark 0) must not
     put its stand-in over whatever message now sits at that position."""

@@ -18,6 +18,7 @@ from memoir.config import Settings
 from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.fileformat import parse_summary_file
+from memoir.summaries.persist import read_summary_state
 from memoir.summaries.state import SummaryKind
 from memoir.summaries.summary_pass import run_summary_pass
 
@@ -179,3 +180,31 @@ def test_long_conversation_merges_incrementally(setup, monkeypatch) -> None:
     assert third.resummarized == 1 and model.calls > calls
     merged = [r for r in model.requests[calls:] if "<previous_summary>" in r.messages[-1].content]
     assert merged, "the refresh merges into the previous summary"
+
+
+@pytest.mark.parametrize("summary_store", ["files", "database"])
+def test_a_rewritten_transcript_is_summarized_again(
+    tmp_path: Path, claude_fixtures: Path, summary_store: str
+) -> None:
+    """A transcript rewritten with other, shorter content: its summary told of what is
+    gone, so it no longer counts as current (it is kept until the new one is written)."""
+    source = tmp_path / "projects"
+    (source / PROJECT).mkdir(parents=True)
+    transcript = source / PROJECT / f"{TINY_ID}.jsonl"
+    transcript.write_bytes((claude_fixtures / "tiny-conversation.jsonl").read_bytes())
+    settings = Settings.from_env(
+        {"MEMOIR_HOME": str(tmp_path / "h"), "MEMOIR_SUMMARY_STORE": summary_store},
+        sources=(source,),
+    )
+    with Memoir.open(settings) as memoir:
+        model = ScriptedModel(["About the old content."])
+        assert _sync(memoir, model, NOW_MS).summarized == 1
+        transcript.write_bytes(conversation(TINY_ID, 2, words=3))  # smaller, other words
+        model.queue("About the new content.")
+        ingest_sync.sync(memoir.settings, memoir.store)
+        state = read_summary_state(memoir, TINY_ID)
+        assert state.body == "About the old content."
+        assert state.coverage is not None and state.coverage.amount == 0
+        report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + 3 * HOUR_MS, model=model)
+        assert (report.resummarized, model.calls) == (1, 2)
+        assert read_summary_state(memoir, TINY_ID).body == "About the new content."

@@ -214,12 +214,18 @@ def summary_outcome(job: Job, model: Model | None) -> Outcome:
 def truncate_outcome(job: Job, failed: Outcome) -> Outcome:
     """Drop the oldest units until the context is below half the threshold (headroom
     against compacting again next turn); the newest unit stays, replaced by stand-ins if
-    that is what it takes; as the last resort only the pinned user message remains."""
+    that is what it takes; as the last resort only the pinned user message remains. The
+    previous summary stays — from the replayed checkpoint, or from an earlier result the
+    caller kept as its history (its head message, which is then always dropped)."""
     head = job.prev_summary
     us = units(job.messages, job.start0)
     n = len(job.messages)
     cuts = truncate_cuts(len(us), 0)
     starts = [us[c].start if c < len(us) else n for c in cuts]
+    earlier = split_head(job.messages[job.start0]) if head is None and job.start0 < n else None
+    if earlier is not None:  # the caller kept an earlier result: carry its summary along
+        head = earlier[0]
+        starts = [s if s > job.start0 else min(job.start0 + 1, n) for s in starts]
     pins = pin_indices(job.messages, job.system_count, head is not None)
     suffix = [0] * (n + 1)
     for i in range(n - 1, -1, -1):

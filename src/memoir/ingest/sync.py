@@ -337,6 +337,10 @@ def _commit(
         reset=plan.reset,
     )
     run.store.apply_ingest(batch)
+    if plan.rewritten:  # the summary may tell of what the file no longer holds
+        from memoir.summaries.persist import mark_summary_stale
+
+        mark_summary_stale(run.settings, run.store, plan.identity.session_id)
     run.ignored.discard(plan.path)
     run.owners[plan.identity.session_id] = plan.path
     report = run.report

@@ -13,7 +13,7 @@ API) is kept in the database adapter instead.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from memoir.errors import NotFound, SummaryError
@@ -24,7 +24,7 @@ from memoir.summaries.database import DatabaseSummaryStore
 from memoir.summaries.files import SUMMARY_SUFFIX
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
 from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
-from memoir.summaries.state import SummaryKind, SummaryState
+from memoir.summaries.state import Coverage, SummaryKind, SummaryState
 from memoir.summaries.summarizer import clean_summary
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ __all__ = [
     "SummaryFinding",
     "classify",
     "forget_summary",
+    "mark_summary_stale",
     "read_summary_body",
     "read_summary_state",
     "save_summary",
@@ -49,12 +50,18 @@ COUNT_KEYS = ("summarized", "stale", "pending", "errored", "given_up", "empty")
 
 
 def _locate(memoir: Memoir, session_id: str) -> tuple[SummaryStore, Conversation] | None:
-    primary = open_summary_store(memoir.settings, memoir.store)
+    return _find(memoir.settings, memoir.store, session_id)
+
+
+def _find(
+    settings: Settings, store: Store, session_id: str
+) -> tuple[SummaryStore, Conversation] | None:
+    primary = open_summary_store(settings, store)
     found = primary.find(session_id)
     if found is not None:
         return primary, found
     if not isinstance(primary, DatabaseSummaryStore):
-        secondary = DatabaseSummaryStore(memoir.store)
+        secondary = DatabaseSummaryStore(store)
         found = secondary.find(session_id)
         if found is not None:
             return secondary, found
@@ -109,6 +116,22 @@ def forget_summary(settings: Settings, store: Store, session_id: str, project: s
         store.put_summary_row(SummaryRow(session_id, SummaryKind.MISSING.value))
         removed = True
     return removed
+
+
+def mark_summary_stale(settings: Settings, store: Store, session_id: str) -> bool:
+    """The transcript was rewritten: its summary may describe what is gone. The body stays
+    (the last good summary, until a new one replaces it) but covers nothing any more, so
+    the next pass re-summarizes the conversation once it is idle. True when it had one."""
+    located = _find(settings, store, session_id)
+    if located is None:
+        return False
+    summaries, conv = located
+    conv = summaries.refresh(conv)
+    state = conv.state
+    if not state.has_body or state.coverage is None or state.coverage.amount == 0:
+        return False
+    summaries.write(conv, replace(state, coverage=Coverage(0), failure=None))
+    return True
 
 
 def read_summary_state(memoir: Memoir, session: str | Session) -> SummaryState:
