@@ -106,3 +106,22 @@ def test_describe_masks_secrets() -> None:
     shown = {name: value for name, value, _ in s.describe()}
     assert "verysecret" not in shown["llm_api_key"]
     assert "hunter2" not in shown["database_url"] and "bob" in shown["database_url"]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "postgresql://memoir:hunter2@127.0.0.1:5432/db",
+            "postgresql://memoir:***@127.0.0.1:5432/db",
+        ),
+        ("postgresql://memoir@127.0.0.1/db", "postgresql://memoir@127.0.0.1/db"),  # none to hide
+        ("postgresql://u:p@ss@host/db", "postgresql://u:***@host/db"),
+        ("postgresql://127.0.0.1/db", "postgresql://127.0.0.1/db"),
+        ("memoir.db", "memoir.db"),
+    ],
+)
+def test_mask_url_hides_a_password_and_invents_none(url: str, shown: str) -> None:
+    from memoir.config import mask_url
+
+    assert mask_url(url) == shown

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memoir.errors import ConfigError
 
-__all__ = ["MS_PER_HOUR", "Settings", "hours_to_ms"]
+__all__ = ["MS_PER_HOUR", "Settings", "hours_to_ms", "mask_url"]
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class Settings:
             if f.name == "llm_api_key" and value:
                 shown = value[:3] + "…" + value[-2:] if len(value) > 8 else "***"
             elif f.name in ("database_url", "redis_url") and value:
-                shown = _mask_url(str(value))
+                shown = mask_url(str(value))
             elif isinstance(value, tuple):
                 shown = os.pathsep.join(str(v) for v in value) or "(none)"
             else:
@@ -237,10 +237,11 @@ def _positive_int(raw: str, default: int, key: str, name: str, origins: dict[str
     return value
 
 
-def _mask_url(url: str) -> str:
+def mask_url(url: str) -> str:
+    """``url`` with its password (if it has one) shown as ``***``."""
     if "@" in url and "://" in url:
         scheme, rest = url.split("://", 1)
         creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
+        if ":" in creds:
+            return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
     return url

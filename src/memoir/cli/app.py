@@ -55,6 +55,8 @@ def _root(
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not debug:  # the driver's pool narrates reconnects; Memoir says what failed itself
+        logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 
 def print_json(value: Any) -> None:

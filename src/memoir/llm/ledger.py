@@ -109,8 +109,9 @@ class Metered:
         )
         try:
             self.sink.record_usage(record)
-        except Exception:
-            log.warning("usage ledger: could not record a %s call", model, exc_info=True)
+        except Exception as exc:  # metering never fails the call it meters
+            log.warning("usage ledger: could not record a %s call: %s", model, exc)
+            log.debug("usage ledger failure", exc_info=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from memoir.config import mask_url
 from memoir.errors import MigrationError, NotFound, StoreError
 from memoir.model import Exchange
 from memoir.store import postgres_search
@@ -28,18 +29,10 @@ from memoir.store.side_tables import Tx
 from memoir.store.sql_common import SqlStoreBase, check_version, pg_sql
 from memoir.store.write_retry import with_scrub_retry
 
-__all__ = ["PostgresStore", "mask_url", "migrate"]
+__all__ = ["PostgresStore", "migrate"]
 
 MIGRATION_LOCK = 0x6D656D6F6972  # "memoir"
 INDEX_KEYS = ("exchange_search", "exchange_pk")
-
-
-def mask_url(url: str) -> str:
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return url
 
 
 def _version(conn: psycopg.Connection[Any]) -> int:
@@ -118,6 +111,9 @@ class PostgresStore(SqlStoreBase):
             kwargs={"autocommit": True},
             open=False,
             name="memoir",
+            # a connection the server dropped (a restart) is replaced when handed out,
+            # instead of failing the next call of each pooled connection once
+            check=ConnectionPool.check_connection,
         )
         try:
             self._pool.open(wait=True, timeout=10.0)
