@@ -76,11 +76,30 @@ def test_sync_table_and_summary_pass(cli: CliRunner, source: Path) -> None:
     assert isinstance(report["summaries"], dict)
 
 
+def test_a_model_without_its_key_costs_no_transcript_its_copy(
+    cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "MEMOIR_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMOIR_LLM", "openai:gpt-x")
+    result = cli.invoke(app, ["sync", "--source", str(source), "--json"])
+    assert result.exit_code == 2
+    report = json.loads(result.stdout)
+    assert (report["files_indexed"], report["exchanges_added"]) == (3, 3)
+    assert "API key" in report["summaries"]["error"]
+    assert len(list((home / "archive" / "-home-ann-app").glob("*.jsonl"))) == 3
+    shutil.copy(next(source.rglob("*.jsonl")), source / "-home-ann-app" / "more.jsonl")
+    table = cli.invoke(app, ["sync", "--source", str(source)])
+    assert table.exit_code == 2 and "files indexed" in table.stdout
+    assert "summaries not written" in table.stderr and "API key" in table.stderr
+
+
 def test_sync_disabled(cli: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMOIR_SYNC_DISABLED", "1")
     result = cli.invoke(app, ["sync"])
     assert result.exit_code == 0
     assert "disabled" in result.stdout and result.stdout.count("\n") == 1
+    assert _json(cli, "sync", "--json")["disabled"] is True  # still JSON for a script
     assert not (home / "memoir.db").exists()
 
 
@@ -90,6 +109,9 @@ def test_second_sync_exits_zero_while_one_runs(cli: CliRunner, home: Path, sourc
     assert result.exit_code == 0
     assert "another memoir sync is running" in result.stdout
     assert "files indexed" not in result.stdout
+    with sync_lock(home):
+        busy = _json(cli, "sync", "--source", str(source), "--json")
+    assert busy["busy"] is True and "another memoir sync" in busy["message"]
 
 
 def test_verify_reports_and_repairs(cli: CliRunner, home: Path, source: Path) -> None:

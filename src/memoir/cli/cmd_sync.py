@@ -61,12 +61,13 @@ def _bar(enabled: bool) -> Iterator[Any]:
 
 
 def _summary_pass(memoir: Any, limit: int) -> dict[str, Any]:
-    """Run the summary pass; its report as a dict (a store error is reported, the index
-    written before it stays)."""
+    """Run the summary pass; its report as a dict. An error — a store failure, or a model
+    that cannot be used (no API key) — is reported: the archive and index written before
+    it stay, so a misconfigured model never costs a transcript its copy."""
     try:
         report = memoir.summarize_pending(limit=limit)
-    except ConfigError:
-        raise
+    except ConfigError as exc:
+        return {"error": str(exc), "setting": True}
     except MemoirError as exc:
         return {"error": str(exc)}
     return dict(report.as_dict())
@@ -142,6 +143,14 @@ def _background(settings: Settings, argv: list[str]) -> Path:
     return log
 
 
+def _note(message: str, as_json: bool, flag: str) -> None:
+    """Why nothing was done: a line, or with ``--json`` a JSON object scripts can read."""
+    if as_json:
+        print_json({flag: True, "message": message})
+    else:
+        console.print(message)
+
+
 def _lower_priority() -> None:
     """In the detached child, before it runs: yield the CPU to the user's own work."""
     os.nice(10)
@@ -170,7 +179,7 @@ def sync_command(
     """Archive and index new or grown transcripts, then refresh due summaries."""
     settings = Settings.from_env()
     if settings.sync_disabled:
-        console.print("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done")
+        _note("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done", as_json, "disabled")
         return
     if background:
         argv = [arg for path in source or [] for arg in ("--source", str(path.resolve()))]
@@ -185,8 +194,6 @@ def sync_command(
     settings.home.mkdir(parents=True, exist_ok=True)
     try:
         with sync_lock(settings.home), open_memoir() as memoir:
-            if not no_summaries:
-                memoir.model()  # a missing API key fails here, before any work
             with _bar(not as_json) as progress:
                 report = sync(
                     memoir.settings, memoir.store, sources=source or None, progress=progress
@@ -196,7 +203,7 @@ def sync_command(
                 limit = settings.summary_limit if summary_limit is None else summary_limit
                 summaries = _summary_pass(memoir, limit)
     except Busy:
-        console.print("another memoir sync is running; leaving it to finish")
+        _note("another memoir sync is running; leaving it to finish", as_json, "busy")
         return
     embedded = None
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
@@ -204,6 +211,8 @@ def sync_command(
             embedded = _embed_pass(memoir)
     if as_json:
         print_json({**report.as_dict(), "summaries": summaries, "embeddings": embedded})
+        if summaries is not None and summaries.get("setting"):
+            raise typer.Exit(2)
         return
     if report.files_scanned == 0:
         roots = source or settings.sources
@@ -222,6 +231,9 @@ def sync_command(
         console.print(table)
     for error in report.errors:
         err_console.print(f"[yellow]warning:[/yellow] {escape(error)}")
+    if summaries is not None and summaries.get("setting"):
+        err_console.print(f"error: summaries not written: {escape(summaries['error'])}")
+        raise typer.Exit(2)
 
 
 def _archive_usage(settings: Settings) -> tuple[int, int]:
