@@ -112,3 +112,36 @@ def test_hook_command_is_absolute() -> None:
     command = hook_command()
     assert command.endswith("sync --background >/dev/null 2>&1")
     assert command.startswith("/") or command.startswith("'/")
+
+
+@pytest.mark.parametrize(
+    ("command", "ours"),
+    [
+        ("MEMOIR_HOME=/srv/mem /bin/memoir sync --background >/dev/null 2>&1", True),
+        ("MEMOIR_HOME='/a b' MEMOIR_SOURCES=/x:/y /bin/memoir sync --background", True),
+    ],
+)
+def test_a_hook_with_pinned_settings_is_ours(command: str, ours: bool) -> None:
+    assert is_memoir_hook({"type": "command", "command": command}) is ours
+
+
+def test_install_pins_an_explicit_home_and_sources(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook runs in Claude Code's environment, which may not carry the shell's
+    MEMOIR_HOME: a home chosen for the install goes into the command itself."""
+    home, src = tmp_path / "my home", tmp_path / "transcripts"
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+    monkeypatch.setenv("MEMOIR_SOURCES", str(src))
+    monkeypatch.setenv("MEMOIR_DATABASE_URL", "postgresql://u:secret@h/db")
+    path = tmp_path / "settings.json"
+    command = run(capsys, "hook", "install", "--settings", str(path))["command"]
+    assert command.startswith(f"MEMOIR_HOME='{home}' MEMOIR_SOURCES={src} /")
+    assert "secret" not in command and "DATABASE" not in command
+    assert run(capsys, "hook", "status", "--settings", str(path))["installed"] is True
+    monkeypatch.delenv("MEMOIR_HOME")
+    monkeypatch.delenv("MEMOIR_SOURCES")
+    plain = run(capsys, "hook", "install", "--settings", str(path))
+    assert plain["changed"] is True and plain["command"].startswith("/")  # updated in place
+    entries = [e for g in json.loads(path.read_text())["hooks"]["SessionStart"] for e in g["hooks"]]
+    assert entries == [{"type": "command", "command": plain["command"]}]

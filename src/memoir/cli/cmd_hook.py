@@ -1,6 +1,7 @@
 """`memoir hook install | uninstall | status`: the Claude Code SessionStart hook.
 
-The hook runs ``<absolute path of memoir> sync --background >/dev/null 2>&1`` whenever
+The hook runs ``<absolute path of memoir> sync --background >/dev/null 2>&1`` (led by
+``MEMOIR_HOME=…`` / ``MEMOIR_SOURCES=…`` when those were set for the install) whenever
 Claude Code starts or resumes a session (silent: a SessionStart hook's output would land in
 the agent's context; the background sync logs to ``<home>/logs/``). Installing merges into
 Claude Code's settings file (other hooks and settings are kept; installing twice changes
@@ -21,6 +22,7 @@ from typing import Any
 import typer
 
 from memoir.cli.app import app, console, print_json
+from memoir.config import Settings
 from memoir.errors import ConfigError
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "default_settings_path",
     "hook_command",
     "is_memoir_hook",
+    "pinned_settings",
     "remove_hook",
 ]
 
@@ -46,16 +49,30 @@ def default_settings_path() -> Path:
     return Path.home() / ".claude" / "settings.json"
 
 
-def hook_command() -> str:
-    """The hook's command line, with the memoir executable's absolute path."""
+def hook_command(pinned: dict[str, str] | None = None) -> str:
+    """The hook's command line, with the memoir executable's absolute path, led by the
+    ``pinned`` environment variables (the home and sources this install was made for: the
+    hook runs in Claude Code's environment, not the shell's)."""
     argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in sorted((pinned or {}).items()))
     if argv0 is not None and argv0.name == "memoir" and argv0.exists():
         exe = str(argv0.resolve())
     elif found := shutil.which("memoir"):
         exe = str(Path(found).resolve())
     else:
-        return f"{shlex.quote(sys.executable)} -m memoir.cli {HOOK_ARGS}{QUIET}"
-    return f"{shlex.quote(exe)} {HOOK_ARGS}{QUIET}"
+        return f"{env}{shlex.quote(sys.executable)} -m memoir.cli {HOOK_ARGS}{QUIET}"
+    return f"{env}{shlex.quote(exe)} {HOOK_ARGS}{QUIET}"
+
+
+def pinned_settings(settings: Settings) -> dict[str, str]:
+    """The settings a hook must carry: home and sources when they were set explicitly
+    (never a database URL or key: the hook's command line sits in a plain settings file)."""
+    pinned: dict[str, str] = {}
+    if settings.origins.get("home", "").startswith("env"):
+        pinned["MEMOIR_HOME"] = str(settings.home.resolve())
+    if settings.origins.get("sources", "").startswith("env"):
+        pinned["MEMOIR_SOURCES"] = os.pathsep.join(str(p.resolve()) for p in settings.sources)
+    return pinned
 
 
 def is_memoir_hook(entry: object) -> bool:
@@ -154,7 +171,7 @@ def install(
 ) -> None:
     """Add the SessionStart hook that runs `memoir sync --background`."""
     path = settings or default_settings_path()
-    command = hook_command()
+    command = hook_command(pinned_settings(Settings.from_env()))
     data, changed = add_hook(_load(path), command)
     if changed:
         _save(path, data)
