@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 # importing the command modules registers their commands
+import memoir.cli.cmd_search
 import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
@@ -76,20 +77,22 @@ def test_sync_table_and_summary_pass(cli: CliRunner, source: Path) -> None:
     assert isinstance(report["summaries"], dict)
 
 
-def test_a_model_without_its_key_costs_no_transcript_its_copy(
+def test_a_detached_sync_without_the_models_key_still_archives(
     cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("OPENAI_API_KEY", "MEMOIR_LLM_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MEMOIR_LLM", "openai:gpt-x")
-    result = cli.invoke(app, ["sync", "--source", str(source), "--json"])
+    # interactive: one line before any work (tests/cli/test_sync_startup.py); detached
+    # (the hook): nobody reads a start-up error, so it archives first and logs the error
+    result = cli.invoke(app, ["sync", "--source", str(source), "--json", "--detached"])
     assert result.exit_code == 2
     report = json.loads(result.stdout)
     assert (report["files_indexed"], report["exchanges_added"]) == (3, 3)
     assert "API key" in report["summaries"]["error"]
     assert len(list((home / "archive" / "-home-ann-app").glob("*.jsonl"))) == 3
     shutil.copy(next(source.rglob("*.jsonl")), source / "-home-ann-app" / "more.jsonl")
-    table = cli.invoke(app, ["sync", "--source", str(source)])
+    table = cli.invoke(app, ["sync", "--source", str(source), "--detached"])
     assert table.exit_code == 2 and "files indexed" in table.stdout
     assert "summaries not written" in table.stderr and "API key" in table.stderr
 
@@ -274,3 +277,25 @@ def test_show_includes_the_summary_when_there_is_one(
     shown = _json(cli, "show", TINY, "--json")
     assert isinstance(shown["summary"], str) and shown["summary"].strip()
     assert _json(cli, "show", "982581eb", "--json")["summary"]
+
+
+def test_terminal_control_codes_in_transcripts_are_shown_not_obeyed(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    folder = tmp_path / "chat" / "proj"
+    folder.mkdir(parents=True)
+    lines = [
+        {"role": "user", "content": "colour \x1b[31mRED\x1b[0m and \x1b]0;pwned\x07 title"},
+        {"role": "assistant", "content": "bell \x07 and \x9b C1 too"},
+    ]
+    (folder / "esc.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    _json(cli, "sync", "--source", str(tmp_path / "chat"), "--json", "--no-summaries")
+    for args in (["show", "esc"], ["search", "colour", "--mode", "text"]):
+        result = cli.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.stdout), args
+        assert "␛[31mRED" in result.stdout
+    shown = cli.invoke(app, ["show", "esc"]).stdout
+    assert "␛]0;pwned␇" in shown and "bell ␇ and � C1" in shown
+    data = _json(cli, "show", "esc", "--json")  # JSON carries the text as it was
+    assert any("\x1b[31mRED" in e["text"] for e in data["events"])

@@ -12,6 +12,7 @@ import importlib
 import json
 import logging
 import pkgutil
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +26,16 @@ from rich.markup import escape
 from memoir.config import Settings
 from memoir.errors import ConfigError, MemoirError
 
-__all__ = ["app", "console", "err_console", "main", "open_memoir", "print_json", "state"]
+__all__ = [
+    "app",
+    "console",
+    "err_console",
+    "main",
+    "open_memoir",
+    "print_json",
+    "printable",
+    "state",
+]
 
 app = typer.Typer(
     name="memoir",
@@ -57,6 +67,24 @@ def _root(
     )
     if not debug:  # the driver's pool narrates reconnects; Memoir says what failed itself
         logging.getLogger("psycopg").setLevel(logging.ERROR)
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Transcript text made safe for a terminal: each control character (an escape
+    sequence a tool printed could recolour the terminal or retitle its window) becomes
+    one visible stand-in, so highlighted spans keep their offsets. Newlines and tabs
+    stay."""
+    return _UNPRINTABLE.sub(_stand_in, text)
+
+
+def _stand_in(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Unicode control pictures: ␛ for ESC
+    return "␡" if code == 0x7F else "�"
 
 
 def print_json(value: Any) -> None:

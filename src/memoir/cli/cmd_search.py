@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json
+from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
 from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
@@ -34,7 +34,7 @@ class Mode(StrEnum):
 def render_snippet(snippet: str) -> Text:
     """The snippet with its ``\\x02 … \\x03`` marks shown as highlighted text."""
     plain, spans = split_marks(snippet)
-    out = Text(plain)
+    out = Text(printable(plain))  # one character for one: the spans still fit
     for start, end in spans:
         out.stylize("bold yellow", start, end)
     return out
@@ -98,13 +98,14 @@ def _hint_backlog(memoir: Any) -> None:
 
 def _print_hits(query: str, hits: list[SearchHit]) -> None:
     if not hits:
-        console.print(f"no matches for {escape(repr(query))}")
+        shown = query if len(query) <= 80 else query[:79] + "…"
+        console.print(f"no matches for {escape(printable(repr(shown)))}")
         return
     for number, hit in enumerate(hits, start=1):
         when = hit.timestamp.strftime("%Y-%m-%d %H:%M") if hit.timestamp else "(no date)"
         head = Text(f"{number:>2}. ", style="bold")
         head.append(when, style="cyan")
-        head.append(f"  {hit.project or '-'}", style="green")
+        head.append(f"  {printable(hit.project or '-')}", style="green")
         head.append(f"  {hit.exchange_id}", style="dim")
         console.print(head)
         body = Text("    ")
@@ -113,7 +114,7 @@ def _print_hits(query: str, hits: list[SearchHit]) -> None:
         if hit.summary:
             first = hit.summary.strip().splitlines()[0]
             short = first if len(first) <= 160 else first[:157] + "…"
-            console.print(Text(f"    summary: {short}", style="dim"))
+            console.print(Text(f"    summary: {printable(short)}", style="dim"))
     plural = "s" if len(hits) != 1 else ""
     console.print(
         Text(f"{len(hits)} hit{plural} · `memoir show ID` reads one in context", style="dim")

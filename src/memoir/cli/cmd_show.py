@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.cli.app import app, console, open_memoir, print_json, printable
 from memoir.errors import MemoirError, NotFound
 from memoir.model import Event, EventKind, Exchange, exchanges_around, speaker_of
 
@@ -59,7 +59,9 @@ def show(
             data["events"] = [_event_json(e) for e in events]
             print_json(data)
             return
-        console.print(f"[bold]{sid}[/bold] · {info.project} · {info.harness.value}")
+        project = escape(printable(info.project))
+        console.print(f"[bold]{escape(sid)}[/bold] · {project} · {info.harness.value}")
+        body = printable(body) if body else body
         if body and focus is None:
             console.print(f"[italic]{escape(body)}[/italic]\n", soft_wrap=True)
         elif body:  # one exchange: the summary's opening line orients, the rest would bury it
@@ -146,6 +148,6 @@ def _print_event(e: Event, full: bool) -> None:
     if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
         text = text if len(text) <= 300 else text[:300] + " …"
     when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
-    console.print(f"[{style}]{escape(label)}[/{style}] [dim]#{e.ordinal} {when}[/dim]")
-    console.print(escape(text), soft_wrap=True)
+    console.print(f"[{style}]{escape(printable(label))}[/{style}] [dim]#{e.ordinal} {when}[/dim]")
+    console.print(escape(printable(text)), soft_wrap=True)
     console.print()

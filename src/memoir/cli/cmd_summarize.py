@@ -16,7 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json
+from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
 from memoir.episodes.session import RunMode, SessionRun, summarize_session
 from memoir.episodes.summarizer import Progress as ProgressFn
 from memoir.errors import MemoirError, NotFound
@@ -79,7 +79,7 @@ def _show(run: SessionRun) -> None:
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
-    console.print(summary.text, markup=False, highlight=False)
+    console.print(printable(summary.text), markup=False, highlight=False)
 
 
 @app.command()

@@ -7,6 +7,9 @@ the embed lock (skipped when no embedder is installed, or another process embeds
 ``--background`` starts a detached sync at low CPU priority that logs to
 ``<home>/logs/sync-YYYYMMDD.log`` and embeds unless ``--no-embed`` — what the Claude Code
 SessionStart hook runs: the interactive sync stays fast, the background one catches up.
+The interactive sync checks the model first (a missing API key is one line before any
+work); the detached one archives and indexes regardless and logs the model error after,
+so a bad key never leaves transcripts unarchived while agents delete them.
 """
 
 from __future__ import annotations
@@ -61,9 +64,10 @@ def _bar(enabled: bool) -> Iterator[Any]:
 
 
 def _summary_pass(memoir: Any, limit: int) -> dict[str, Any]:
-    """Run the summary pass; its report as a dict. An error — a store failure, or a model
-    that cannot be used (no API key) — is reported: the archive and index written before
-    it stay, so a misconfigured model never costs a transcript its copy."""
+    """Run the summary pass; its report as a dict. An error — a store failure, or (in a
+    detached sync, which checks nothing up front: nobody is there to read a start-up
+    error, and agents delete their transcripts) a model that cannot be used — is
+    reported; the archive and index written before it stay."""
     try:
         report = memoir.summarize_pending(limit=limit)
     except ConfigError as exc:
@@ -175,6 +179,7 @@ def sync_command(
         "--embed/--no-embed",
         help="Then compute missing embeddings (default: only in --background).",
     ),
+    detached: bool = typer.Option(False, "--detached", hidden=True),
 ) -> None:
     """Archive and index new or grown transcripts, then refresh due summaries."""
     settings = Settings.from_env()
@@ -187,13 +192,15 @@ def sync_command(
             argv += ["--summary-limit", str(summary_limit)]
         if no_summaries:
             argv.append("--no-summaries")
-        argv.append("--no-embed" if embed is False else "--embed")
+        argv += ["--no-embed" if embed is False else "--embed", "--detached"]
         log = _background(settings, argv)
         console.print(f"sync started in the background; log: {log}")
         return
     settings.home.mkdir(parents=True, exist_ok=True)
     try:
         with sync_lock(settings.home), open_memoir() as memoir:
+            if not no_summaries and not detached:
+                memoir.model()  # a missing API key is one line here, before any work
             with _bar(not as_json) as progress:
                 report = sync(
                     memoir.settings, memoir.store, sources=source or None, progress=progress
