@@ -143,6 +143,28 @@ def test_verify_reports_and_repairs(cli: CliRunner, home: Path, source: Path) ->
     assert _json(cli, "stats", "--json")["sessions"] == 4
 
 
+def test_repair_after_an_interrupted_sync_keeps_one_identity(
+    cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sync stopped between the archive copy and the commit leaves an orphaned copy of
+    a transcript whose source is still there: repair must not index it a second time."""
+    monkeypatch.setenv("MEMOIR_SOURCES", str(source))
+    copy = home / "archive" / "-home-ann-app" / f"{TINY}.jsonl"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes((source / "-home-ann-app" / "tiny-conversation.jsonl").read_bytes())
+    gone = home / "archive" / "-home-ann-app" / "bbbbbbbb-1111-4222-8333-444444444444.jsonl"
+    gone.write_bytes(copy.read_bytes().replace(TINY.encode(), gone.stem.encode()))
+    before = json.loads(cli.invoke(app, ["verify", "--json"]).stdout)
+    assert sorted(p["kind"] for p in before["problems"]) == ["orphan_archive"] * 2
+    repaired = json.loads(cli.invoke(app, ["verify", "--repair", "--json"]).stdout)
+    assert repaired["ok"] is True and repaired["repaired"] >= 2
+    again = _json(cli, "sync", "--json", "--no-summaries")
+    assert (again["files_indexed"], again["exchanges_added"]) == (0, 0)
+    stats = _json(cli, "stats", "--json")
+    assert stats["sessions"] == 4  # three sources + the one whose source is gone
+    assert _json(cli, "show", TINY, "--json")["session"]["id"] == TINY
+
+
 def test_show_one_exchange_from_search_in_context(cli: CliRunner, source: Path) -> None:
     _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
     alone = _json(cli, "show", f"{TINY[:8]}:3", "-C", "0", "--json")  # a prefix works too

@@ -15,8 +15,9 @@ Warnings (listed, exit 0): lines of a record type the reader does not know
 (``unknown_type``: a newer harness version; the bytes stay archived).
 
 ``repair`` rebuilds the store's search index, re-indexes archived copies the index is
-behind on or has lost (reading the archive itself when the source is gone) and re-copies
-a missing archive from its source when the source still exists.
+behind on or has lost (an orphaned copy through a sync of the sources first, so a source
+that is still there keeps its one identity; from the archive itself when the source is
+gone) and re-copies a missing archive from its source when the source still exists.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 from memoir.config import Settings
 from memoir.ingest.ignored import IgnoredFiles
-from memoir.ingest.sync import ignored_path, index_file
+from memoir.ingest.sync import ignored_path, index_file, sync
 from memoir.store.port import SourceState, Store
 
 __all__ = ["Problem", "VerifyReport", "verify"]
@@ -110,12 +111,24 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
 def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
     if any(p.kind == "store" for p in report.problems):
         report.repaired += store.repair_index()
+    orphans = [p for p in report.problems if p.kind == "orphan_archive"]
+    if orphans:
+        # An archived copy nothing refers to is usually a sync that stopped between the
+        # copy and the commit: the source is still there, and a sync indexes it under its
+        # own identity. Only copies whose source is gone are indexed from the archive
+        # itself (a second identity for a source a sync would find is a duplicate).
+        sync(settings, store)
+        known = {s.archive_path for s in store.source_states().values()}
+        for problem in orphans:
+            if problem.where in known:
+                report.repaired += 1
+            else:
+                index_file(settings, store, Path(problem.where), root=settings.archive_dir)
+                report.repaired += 1
     by_archive = {s.archive_path: s for s in store.source_states().values() if s.archive_path}
     for problem in report.problems:
         if problem.kind == "orphan_archive":
-            path = Path(problem.where)
-            index_file(settings, store, path, root=settings.archive_dir)
-            report.repaired += 1
+            continue
         elif problem.kind == "index_behind_archive":
             state = by_archive[problem.where]
             if os.path.exists(state.path):
