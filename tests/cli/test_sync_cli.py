@@ -165,6 +165,42 @@ def test_repair_after_an_interrupted_sync_keeps_one_identity(
     assert _json(cli, "show", TINY, "--json")["session"]["id"] == TINY
 
 
+def test_a_moved_home_keeps_working(
+    cli: CliRunner, tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, moved = tmp_path / "first", tmp_path / "moved"
+    monkeypatch.setenv("MEMOIR_HOME", str(first))
+    _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    shutil.move(first, moved)
+    monkeypatch.setenv("MEMOIR_HOME", str(moved))
+    assert json.loads(cli.invoke(app, ["verify", "--json"]).stdout)["ok"] is True
+    tiny = source / "-home-ann-app" / "tiny-conversation.jsonl"
+    size = tiny.stat().st_size
+    with open(tiny, "ab") as fp:  # the conversation goes on
+        fp.write(tiny.read_bytes().splitlines(keepends=True)[-1])
+    report = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    assert report["files_indexed"] == 1
+    assert not first.exists()  # the old home is not recreated
+    copy = moved / "archive" / "-home-ann-app" / f"{TINY}.jsonl"
+    assert copy.stat().st_size > size and copy.read_bytes() == tiny.read_bytes()
+    assert json.loads(cli.invoke(app, ["verify", "--json"]).stdout)["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("recorded", "found"),
+    [
+        ("/old/home/archive/proj/s.jsonl", "/new/home/archive/proj/s.jsonl"),
+        ("/new/home/archive/proj/s.jsonl", "/new/home/archive/proj/s.jsonl"),
+        ("proj/s.jsonl", "/new/home/archive/proj/s.jsonl"),
+        ("/s.jsonl", "/s.jsonl"),
+    ],
+)
+def test_recorded_archive_paths_are_found_in_this_home(recorded: str, found: str) -> None:
+    from memoir.ingest.archive import in_archive
+
+    assert in_archive(Path("/new/home/archive"), recorded) == Path(found)
+
+
 def test_show_one_exchange_from_search_in_context(cli: CliRunner, source: Path) -> None:
     _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
     alone = _json(cli, "show", f"{TINY[:8]}:3", "-C", "0", "--json")  # a prefix works too

@@ -22,6 +22,7 @@ __all__ = [
     "HASH_SPAN",
     "ArchiveCopy",
     "archive_path",
+    "in_archive",
     "is_prefix_of",
     "preserve",
     "span_hashes",
@@ -37,6 +38,19 @@ BUMPS_FOLDER_MTIME = True
 
 def archive_path(archive_dir: Path, project: str, session_id: str) -> Path:
     return archive_dir / project / f"{session_id}.jsonl"
+
+
+def in_archive(archive_dir: Path, recorded: str) -> Path:
+    """Where an archived copy the index recorded as ``recorded`` lives in *this* archive:
+    a home that was moved or copied (or another home sharing a PostgreSQL database)
+    recorded its own absolute paths, and the layout below the archive folder,
+    ``<project>/<file>``, is what stays the same."""
+    path = Path(recorded)
+    if not path.is_absolute():
+        return archive_dir / path
+    if path.is_relative_to(archive_dir) or len(path.parts) < 3:
+        return path
+    return archive_dir / path.parent.name / path.name
 
 
 def _hash(data: bytes) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoir.ingest.archive import archive_path, span_hashes
+from memoir.ingest.archive import archive_path, in_archive, span_hashes
 from memoir.ingest.detect import Format, Identity, detect_format, head_records, identify
 from memoir.ingest.discover import Candidate
 from memoir.model import Harness
@@ -104,7 +104,7 @@ def plan_file(
         if excluded(identity.project, exclude):
             return Skip("excluded", state.session_id, identity.project)
         target = (
-            Path(state.archive_path)
+            in_archive(archive_dir, state.archive_path)
             if state.archive_path
             else archive_path(archive_dir, identity.project, identity.session_id)
         )

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings
+from memoir.ingest.archive import in_archive
 from memoir.ingest.ignored import IgnoredFiles
 from memoir.ingest.sync import ignored_path, index_file, sync
 from memoir.store.port import SourceState, Store
@@ -70,20 +71,31 @@ def _archive_files(archive_dir: Path) -> list[Path]:
     return out
 
 
-def _check_state(state: SourceState) -> Problem | None:
+def _archived(settings: Settings, recorded: str) -> str:
+    """A recorded archive path, in this home's archive (the home may have moved)."""
+    return str(in_archive(settings.archive_dir, recorded))
+
+
+def _check_state(settings: Settings, state: SourceState) -> Problem | None:
     if not state.archive_path:
         return None
+    where = _archived(settings, state.archive_path)
     try:
-        size = os.stat(state.archive_path).st_size
+        size = os.stat(where).st_size
     except FileNotFoundError:
-        return Problem("archive_missing", state.archive_path, f"source {state.path}")
+        return Problem("archive_missing", where, f"source {state.path}")
     if size < state.size:
-        return Problem("archive_short", state.archive_path, f"{size} < {state.size} bytes")
+        return Problem("archive_short", where, f"{size} < {state.size} bytes")
     if size > state.size:
-        return Problem(
-            "index_behind_archive", state.archive_path, f"indexed {state.size} of {size} bytes"
-        )
+        return Problem("index_behind_archive", where, f"indexed {state.size} of {size} bytes")
     return None
+
+
+def _known(settings: Settings, states: dict[str, SourceState]) -> set[str]:
+    """Archive files the index refers to: recorded copies, and copies indexed in place of
+    a lost source (their key is the copy itself)."""
+    known = {_archived(settings, s.archive_path) for s in states.values() if s.archive_path}
+    return known | set(states) | {_archived(settings, key) for key in states}
 
 
 def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
@@ -97,10 +109,10 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
     states = store.source_states()
     report.sources_checked = len(states)
     for state in states.values():
-        problem = _check_state(state)
+        problem = _check_state(settings, state)
         if problem is not None:
             report.problems.append(problem)
-    known = {s.archive_path for s in states.values()} | set(states)
+    known = _known(settings, states)
     files = _archive_files(settings.archive_dir)
     report.archive_files = len(files)
     for path in files:
@@ -118,14 +130,18 @@ def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
         # own identity. Only copies whose source is gone are indexed from the archive
         # itself (a second identity for a source a sync would find is a duplicate).
         sync(settings, store)
-        known = {s.archive_path for s in store.source_states().values()}
+        known = _known(settings, store.source_states())
         for problem in orphans:
             if problem.where in known:
                 report.repaired += 1
             else:
                 index_file(settings, store, Path(problem.where), root=settings.archive_dir)
                 report.repaired += 1
-    by_archive = {s.archive_path: s for s in store.source_states().values() if s.archive_path}
+    by_archive = {
+        _archived(settings, s.archive_path): s
+        for s in store.source_states().values()
+        if s.archive_path
+    }
     for problem in report.problems:
         if problem.kind == "orphan_archive":
             continue
@@ -139,7 +155,7 @@ def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
                 )
             report.repaired += 1
         elif problem.kind in ("archive_missing", "archive_short"):
-            state = next(s for s in by_archive.values() if s.archive_path == problem.where)
+            state = by_archive[problem.where]
             if os.path.exists(state.path):
                 index_file(settings, store, Path(state.path), root=Path(state.path).parent)
                 report.repaired += 1
