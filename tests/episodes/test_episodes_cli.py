@@ -207,3 +207,27 @@ def test_cli_full_beyond_the_configured_guard_points_to_incremental(
     out = json.loads(capsys.readouterr().out)
     assert out["mode"] == "incremental" and out["rounds"] == 3 and out["saved"]
     assert out["summary"]["last_ordinal"] == 12
+
+
+def test_one_summary_writer_per_session(
+    memoir: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second `memoir summarize` (or the summary pass) of a session another process is
+    summarizing stands aside instead of paying for the same calls again."""
+    from memoir.store.claims import summary_claim
+    from memoir.summaries.summary_pass import run_summary_pass
+
+    add_session(memoir, marked_history(1))
+    model = ScriptedModel(default=Oracle({}))
+    monkeypatch.setattr(Memoir, "model", lambda self: model)
+    with memoir.store.claim(*summary_claim("s1")):  # as another process would hold it
+        assert run_cli(["summarize", "s1", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["busy"] is True and "being summarized by another process" in out["message"]
+        rows = dataclasses.replace(memoir.settings, summary_store="database")
+        with Memoir.open(rows) as other:  # a second process's view of the same home
+            report = run_summary_pass(other, limit=5, model=model, now_ms=2**45)
+        assert (report.busy, report.summarized, model.calls) == (1, 0, 0)
+        assert [r.outcome for r in report.rows] == ["busy"]
+    assert run_cli(["summarize", "s1", "--json"]) == 0  # free again: it runs
+    assert json.loads(capsys.readouterr().out)["saved"] is True and model.calls > 0

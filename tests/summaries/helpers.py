@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +15,7 @@ from memoir.config import Settings
 from memoir.ingest.detect import Format
 from memoir.ingest.reader import read_bytes
 from memoir.model import Event, Harness, Session
+from memoir.store.claims import local_claim
 from memoir.store.port import SessionInfo, SummaryRow
 
 PROJECT = "-Users-testuser-example-project"
@@ -34,6 +36,9 @@ class FakeStore:
 
     def close(self) -> None:
         pass
+
+    def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
+        return local_claim(f"{id(self)}:{name}", busy)
 
     def get_session(self, session_id: str) -> Session | None:
         return self.sessions.get(session_id)

@@ -19,7 +19,7 @@ from rich.table import Table
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
 from memoir.episodes.session import RunMode, SessionRun, summarize_session
 from memoir.episodes.summarizer import Progress as ProgressFn
-from memoir.errors import MemoirError, NotFound
+from memoir.errors import Busy, MemoirError, NotFound
 
 __all__ = ["summarize"]
 
@@ -102,10 +102,18 @@ def summarize(
     mode: RunMode = "full" if full else "incremental" if incremental else "auto"
     with open_memoir() as memoir:
         session_id = _resolve(memoir, session)
-        with _progress_bar(err_console.is_terminal) as progress:
-            run = summarize_session(
-                memoir, session_id, mode=mode, use_cache=not no_cache, progress=progress
-            )
+        try:
+            with _progress_bar(err_console.is_terminal) as progress:
+                run = summarize_session(
+                    memoir, session_id, mode=mode, use_cache=not no_cache, progress=progress
+                )
+        except Busy as exc:  # one writer per session: the other run's summary will land
+            message = f"{exc}; leaving it to finish"
+            if as_json:
+                print_json({"busy": True, "message": message})
+            else:
+                console.print(message)
+            return
     if as_json:
         print_json(run.to_json())
     else:

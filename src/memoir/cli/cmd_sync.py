@@ -112,7 +112,7 @@ def _table(
     for name, value in rows:
         table.add_row(name, str(value))
     if summaries is not None:
-        for key in ("summarized", "resummarized", "failed", "skipped_not_idle", "deferred"):
+        for key in ("summarized", "resummarized", "failed", "skipped_not_idle", "deferred", "busy"):
             if key in summaries:
                 table.add_row(f"summaries {key.replace('_', ' ')}", str(summaries[key]))
         if "error" in summaries:

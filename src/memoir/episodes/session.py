@@ -26,12 +26,21 @@ from memoir.episodes.summarizer import EpisodicSummarizer, EpisodicSummary, Prog
 from memoir.errors import NotFound, OversizedHistory
 from memoir.llm.port import Model
 from memoir.model import Event
+from memoir.store.claims import summary_claim
 from memoir.store.port import TraceRow
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
 
-__all__ = ["TRACE_KIND", "Previous", "RunMode", "SessionRun", "find_previous", "summarize_session"]
+__all__ = [
+    "TRACE_KIND",
+    "Previous",
+    "RunMode",
+    "SessionRun",
+    "find_previous",
+    "summarize_held",
+    "summarize_session",
+]
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +140,34 @@ def summarize_session(
     job_id: str | None = None,
     summarizer: EpisodicSummarizer | None = None,
 ) -> SessionRun:
-    """Summarize, persist, and record coverage. Raises NotFound, SummaryError and its
-    subclasses (OversizedHistory only in ``full`` mode)."""
+    """Summarize, persist, and record coverage, holding the session's summary claim (one
+    writer per session, across processes and PostgreSQL replicas). Raises Busy when
+    another process holds it, NotFound, SummaryError and its subclasses (OversizedHistory
+    only in ``full`` mode)."""
+    with memoir.store.claim(*summary_claim(session_id)):
+        return summarize_held(
+            memoir,
+            session_id,
+            mode=mode,
+            use_cache=use_cache,
+            progress=progress,
+            job_id=job_id,
+            summarizer=summarizer,
+        )
+
+
+def summarize_held(
+    memoir: Memoir,
+    session_id: str,
+    *,
+    mode: RunMode = "auto",
+    use_cache: bool = True,
+    progress: Progress | None = None,
+    job_id: str | None = None,
+    summarizer: EpisodicSummarizer | None = None,
+) -> SessionRun:
+    """:func:`summarize_session` for a caller that already holds the session's summary
+    claim (the summary pass)."""
     session = memoir.store.get_session(session_id)
     if session is None:
         raise NotFound(f"no session {session_id!r} in this Memoir home (run memoir sync?)")

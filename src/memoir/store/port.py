@@ -8,6 +8,7 @@ that writes several rows commits them in one transaction.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -174,6 +175,10 @@ class Store(Protocol):
     # lifecycle
     def close(self) -> None: ...
     def schema_version(self) -> int: ...
+    def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
+        """Hold the job ``name`` while the block runs: across processes (and, on
+        PostgreSQL, replicas); raises ``Busy(busy)`` at once when someone else holds it."""
+        ...
 
     # ingest
     def apply_ingest(self, batch: IngestBatch) -> None: ...

@@ -9,7 +9,7 @@ so replicas starting together migrate once. psycopg errors become
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,9 +18,10 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from memoir.config import mask_url
-from memoir.errors import MigrationError, NotFound, StoreError
+from memoir.errors import Busy, MigrationError, NotFound, StoreError
 from memoir.model import Exchange
 from memoir.store import postgres_search
+from memoir.store.claims import claim_key
 from memoir.store.codec import EXCHANGE_COLS, exchange_from_row, to_utc
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.port import IngestBatch, SearchFilters, TextHit
@@ -152,6 +153,22 @@ class PostgresStore(SqlStoreBase):
     def _all_rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._conn(write=False) as conn:
             return conn.execute(sql, params).fetchall()
+
+    @contextmanager
+    def claim(self, name: str, busy: str) -> Iterator[None]:
+        key = claim_key(name)
+        try:
+            with self._pool.connection() as conn:  # held: the lock lives with it
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                if not row or not row[0]:
+                    raise Busy(busy)
+                try:
+                    yield
+                finally:
+                    with suppress(psycopg.Error):  # else it ends with the connection
+                        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except psycopg.Error as exc:
+            raise StoreError(f"postgres: {_first_line(exc)}") from exc
 
     def close(self) -> None:
         self._pool.close()

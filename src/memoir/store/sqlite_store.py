@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from memoir.errors import MigrationError, NotFound, StoreError
 from memoir.model import Exchange
 from memoir.store import sqlite_search
+from memoir.store.claims import file_claim, local_claim
 from memoir.store.codec import EXCHANGE_COLS, exchange_from_row, to_iso
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.port import IngestBatch, SearchFilters, TextHit
@@ -120,6 +121,11 @@ class SQLiteStore(SqlStoreBase):
         except MigrationError:
             self.close()
             raise
+
+    def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
+        if self.cache_dir is None:  # in memory: one process
+            return local_claim(name, busy)
+        return file_claim(self.path.parent / "locks" / "claims", name, busy)
 
     # connections and transactions -------------------------------------------------
     def _conn(self) -> sqlite3.Connection:

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memoir.errors import MemoirError
+from memoir.errors import Busy, MemoirError
 from memoir.llm.port import Model
+from memoir.store.claims import summary_claim
 from memoir.summaries.coverage import coverage_after
 from memoir.summaries.long_path import session_long_path
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent, queue_rank
@@ -56,6 +57,7 @@ class SummaryPassReport:
     backing_off: int = 0
     given_up_total: int = 0  # conversations already given up (skipped)
     unindexed: int = 0
+    busy: int = 0  # being summarized by another process right now (skipped)
     model_calls: int = 0
     rows: list[PassRow] = field(default_factory=list)
 
@@ -144,8 +146,27 @@ def _summarize_one(
     tools: _Tools,
     report: SummaryPassReport,
 ) -> bool:
-    """Summarize one conversation; True when that was summarization work (success or
-    failure), False when there was nothing to do (not due any more, unindexed, empty)."""
+    """Summarize one conversation under its summary claim; True when that was
+    summarization work (success or failure), False when there was nothing to do (not due
+    any more, unindexed, empty, or another process is summarizing it right now)."""
+    try:
+        with memoir.store.claim(*summary_claim(conv.session_id)):
+            return _summarize_claimed(memoir, summaries, conv, policy, now, tools, report)
+    except Busy:
+        report.busy += 1
+        report.rows.append(PassRow(conv.session_id, conv.project, "busy", "another process"))
+        return False
+
+
+def _summarize_claimed(
+    memoir: Memoir,
+    summaries: SummaryStore,
+    conv: Conversation,
+    policy: SummaryPolicy,
+    now: int,
+    tools: _Tools,
+    report: SummaryPassReport,
+) -> bool:
     fresh = summaries.refresh(conv)  # full state (the body must survive a failure)
     action = decide(fresh.state, fresh.current, policy, now)
     if not action.calls_model:

@@ -1,0 +1,74 @@
+"""Claims: at most one worker per named job (a session's summary) at a time.
+
+A claim is taken without waiting — a second claimant gets :class:`memoir.errors.Busy` at
+once — and is released when its block ends or its process dies, so a crashed worker
+never blocks the next one. How it is held depends on who may compete:
+
+- SQLite: every process sharing the database shares its folder, so an ``fcntl`` lock on
+  ``<folder>/locks/claims/<digest>.lock`` (:func:`file_claim`); an in-memory database
+  lives in one process, so a set guarded by a mutex (:func:`local_claim`).
+- PostgreSQL: replicas share only the database, so a session-level advisory lock on a
+  connection held for the claim (the server drops it with the connection).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from memoir.errors import Busy
+
+__all__ = ["claim_key", "file_claim", "local_claim", "summary_claim"]
+
+_held: set[str] = set()
+_held_lock = threading.Lock()
+
+
+def summary_claim(session_id: str) -> tuple[str, str]:
+    """The claim a session's summary is written under (by ``memoir summarize`` or the
+    summary pass): its name, and what a second claimant is told."""
+    return f"summary:{session_id}", f"session {session_id} is being summarized by another process"
+
+
+def claim_key(name: str) -> int:
+    """A signed 64-bit key for ``name`` (what PostgreSQL's advisory locks take)."""
+    digest = hashlib.blake2b(f"memoir-claim:{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+@contextmanager
+def file_claim(directory: Path, name: str, busy: str) -> Iterator[None]:
+    """Hold ``name`` through a lock file in ``directory`` (raises ``Busy(busy)``)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.blake2b(name.encode(), digest_size=12).hexdigest()
+    fd = os.open(directory / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(busy) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def local_claim(name: str, busy: str) -> Iterator[None]:
+    """Hold ``name`` within this process (raises ``Busy(busy)``)."""
+    with _held_lock:
+        if name in _held:
+            raise Busy(busy)
+        _held.add(name)
+    try:
+        yield
+    finally:
+        with _held_lock:
+            _held.discard(name)

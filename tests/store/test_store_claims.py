@@ -1,0 +1,61 @@
+"""Claims (one worker per job) on every backend, and across processes on SQLite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memoir.errors import Busy
+from memoir.store import Store
+from memoir.store.claims import claim_key, summary_claim
+
+
+def test_a_held_claim_turns_the_next_claimant_away(store: Store) -> None:
+    name = f"summary:{uuid.uuid4()}"  # advisory locks are database-wide: a name per test
+    with store.claim(name, "taken"):
+        with pytest.raises(Busy, match=r"^taken$"), store.claim(name, "taken"):
+            pass
+        with store.claim(f"{name}-other", "other"):  # another job is not held up
+            pass
+    with store.claim(name, "taken"):  # released with its block
+        pass
+
+
+def test_a_claim_is_released_when_its_block_fails(store: Store) -> None:
+    name = f"summary:{uuid.uuid4()}"
+    with pytest.raises(RuntimeError), store.claim(name, "taken"):
+        raise RuntimeError("the job failed")
+    with store.claim(name, "taken"):
+        pass
+
+
+def test_sqlite_claims_hold_across_processes(tmp_path: Path) -> None:
+    from memoir.store.sqlite_store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "memoir.db")
+    code = (
+        "from memoir.store.sqlite_store import SQLiteStore\n"
+        "from memoir.errors import Busy\n"
+        f"s = SQLiteStore({str(tmp_path / 'memoir.db')!r})\n"
+        "try:\n"
+        "    with s.claim('summary:s1', 'busy'): print('got it')\n"
+        "except Busy: print('busy')\n"
+    )
+    try:
+        with store.claim("summary:s1", "busy"):
+            held = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    finally:
+        store.close()
+    assert (held.stdout.strip(), free.stdout.strip()) == ("busy", "got it"), held.stderr
+
+
+def test_claim_names_and_keys() -> None:
+    name, busy = summary_claim("abc")
+    assert name == "summary:abc" and "abc" in busy and "another process" in busy
+    assert claim_key(name) == claim_key("summary:abc") != claim_key("summary:abd")
+    assert -(2**63) <= claim_key(name) < 2**63
