@@ -239,6 +239,18 @@ def test_naive_dates_are_utc_in_every_mode(filled: Store, mode: str) -> None:
     assert {h.session_id for h in hits} == {"s-api"}
 
 
+def test_a_hit_on_the_index_keys_is_shown_from_the_exchange_text(filled: Store) -> None:
+    """The index keys an exchange by its project, harness and date words (so "May 2024"
+    finds it); a snippet quotes the exchange, never those keys."""
+    hits = search(filled, "Wednesday", mode="text")  # T0, 2024-05-01, was a Wednesday
+    assert hits and {h.session_id for h in hits} <= {"s-web", "s-sub"}
+    for hit in hits:
+        assert "ym2024" not in hit.snippet and "claude-code" not in hit.snippet
+        assert "Wednesday" not in hit.snippet and hit.snippet.strip()
+    own = search(filled, "sqlite", mode="text")[0]
+    assert "\x02" in own.snippet  # a word of the exchange itself is still marked
+
+
 def test_vector_search_with_the_hash_embedder(filled: Store) -> None:
     embedder = HashEmbedder()
     first = embed_backlog(filled, embedder, batch=2)

@@ -58,7 +58,8 @@ TS_CONFIG = "english"  # must match the generated column (migration v2)
 RANK_WEIGHTS = "{0.1, 0.25, 0.5, 1.0}"
 _WEIGHT_OF = {"user": "a", "assistant": "b", "tools": "c"}
 _DOC_OF = {"user": "d.user_doc", "assistant": "d.assistant_doc", "tools": "d.tools_doc"}
-_ALL_DOCS = "concat_ws(E'\\n', d.user_doc, d.assistant_doc, d.tools_doc, d.meta_doc)"
+# what a snippet quotes: the exchange's words, never the index's keys (meta_doc)
+_ALL_DOCS = "concat_ws(E'\\n', d.user_doc, d.assistant_doc, d.tools_doc)"
 RANK_WINDOW = 5000  # as on SQLite: rank the most recent matches only
 HEADLINE_OPTIONS = (
     'StartSel=\x02, StopSel=\x03, MaxWords=24, MinWords=10, MaxFragments=2, FragmentDelimiter=" … "'

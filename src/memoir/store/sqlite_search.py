@@ -80,6 +80,9 @@ COLUMNS = ("user", "assistant", "tools", "meta", "context")
 # same word in the exchange's own prompt (it hints at the topic, it is not the turn)
 COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 0.5, 1.0)
 OWN_COLUMNS = "user assistant tools meta"  # an FTS5 column filter: all but ``context``
+# what a snippet quotes: the words of the exchange, never the index's own keys (project,
+# harness, date words) — a hit on those alone is shown from the exchange's text instead
+SNIPPET_COLUMNS = "user assistant tools"
 SNIPPET_TOKENS = 20
 # Cost bounds for big archives (bm25 in FTS5 reads every posting of every query term):
 RANK_WINDOW = 5000  # bm25 ranks the most recent RANK_WINDOW matches (all, when fewer)
@@ -335,7 +338,7 @@ def search(
     if not top and loose is not None:
         top = _ranked(conn, loose, column, filters, limit)
     # any query word in the exchange's own text, for the snippet marks
-    marks = to_fts5(loose or parsed, column or OWN_COLUMNS)
+    marks = to_fts5(loose or parsed, column or SNIPPET_COLUMNS)
     if not top or marks is None:
         return []
     col_index = -1 if column is None else COLUMNS.index(column)
