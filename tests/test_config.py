@@ -125,3 +125,16 @@ def test_mask_url_hides_a_password_and_invents_none(url: str, shown: str) -> Non
     from memoir.config import mask_url
 
     assert mask_url(url) == shown
+
+
+def test_a_home_that_cannot_be_one_is_a_clear_error(tmp_path: Path) -> None:
+    from memoir.errors import ConfigError
+
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    with pytest.raises(ConfigError, match=r"^MEMOIR_HOME .*a-file is a file, not a folder$"):
+        Settings.from_env({"MEMOIR_HOME": str(afile)}).ensure_home()
+    with pytest.raises(ConfigError, match=r"^MEMOIR_HOME .* cannot be created: "):
+        Settings.from_env({"MEMOIR_HOME": str(afile / "below")}).ensure_home()
+    fine = Settings.from_env({"MEMOIR_HOME": str(tmp_path / "new" / "home")})
+    assert fine.ensure_home().is_dir()

@@ -32,7 +32,7 @@ class Memoir:
     def open(cls, settings: Settings | None = None, **overrides: Any) -> Memoir:
         if settings is None:
             settings = Settings.from_env(**overrides)
-        settings.home.mkdir(parents=True, exist_ok=True)
+        settings.ensure_home()
         return cls(settings, open_store(settings))
 
     @classmethod

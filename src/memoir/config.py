@@ -71,6 +71,18 @@ class Settings:
     sync_disabled: bool = False
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
 
+    def ensure_home(self) -> Path:
+        """Create the home folder if needed; a home that cannot be one (a file, no
+        permission) is a ``ConfigError`` naming MEMOIR_HOME."""
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ConfigError(f"MEMOIR_HOME {self.home} is a file, not a folder") from None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ConfigError(f"MEMOIR_HOME {self.home} cannot be created: {reason}") from None
+        return self.home
+
     @property
     def archive_dir(self) -> Path:
         return self.home / "archive"

@@ -97,6 +97,12 @@ def test_a_detached_sync_without_the_models_key_still_archives(
     assert "summaries not written" in table.stderr and "API key" in table.stderr
 
 
+def test_a_mistyped_source_is_an_error(cli: CliRunner, tmp_path: Path) -> None:
+    result = cli.invoke(app, ["sync", "--source", str(tmp_path / "nope")])
+    flat = re.sub(r"[\s│]+", " ", result.output)  # rich boxes and wraps the message
+    assert result.exit_code == 2 and "is not a folder" in flat
+
+
 def test_sync_disabled(cli: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMOIR_SYNC_DISABLED", "1")
     result = cli.invoke(app, ["sync"])

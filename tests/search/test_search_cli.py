@@ -152,6 +152,20 @@ def test_embed_says_when_semantic_search_is_off(
     assert code != 0 and "MEMOIR_EMBEDDER=none" in err and "Traceback" not in err
 
 
+def test_session_filter_takes_a_unique_prefix(
+    cli_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        ["search", "sqlite", "--session", "s-w", "--json", "--mode", "text"], capsys
+    )
+    assert code == 0, err
+    assert {h["session_id"] for h in json.loads(out)} == {"s-web"}
+    code, _, err = run(["search", "sqlite", "--session", "s-", "--mode", "text"], capsys)
+    assert code == 1 and "matches" in err and "sessions" in err  # ambiguous: said, not guessed
+    code, _, err = run(["search", "sqlite", "--session", "zzz", "--mode", "text"], capsys)
+    assert code == 1 and "no session 'zzz'" in err
+
+
 def test_bench_locomo_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "open_memoir",
     "print_json",
     "printable",
+    "resolve_session",
     "state",
 ]
 
@@ -85,6 +86,20 @@ def _stand_in(match: re.Match[str]) -> str:
     if code < 0x20:
         return chr(0x2400 + code)  # the Unicode control pictures: ␛ for ESC
     return "␡" if code == 0x7F else "�"
+
+
+def resolve_session(store: Any, session: str) -> str:
+    """The session id ``session`` names: itself, or the one session it is a prefix of."""
+    from memoir.errors import MemoirError, NotFound
+
+    if store.get_session(session) is not None:
+        return session
+    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
+    if len(matches) == 1:
+        return str(matches[0])
+    if matches:
+        raise MemoirError(f"session prefix {session!r} matches {len(matches)} sessions")
+    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
 
 
 def print_json(value: Any) -> None:

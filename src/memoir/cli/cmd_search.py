@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import StrEnum
 from typing import Any
 
@@ -9,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
+from memoir.cli.app import (
+    app,
+    console,
+    err_console,
+    open_memoir,
+    print_json,
+    printable,
+    resolve_session,
+)
 from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
@@ -44,7 +53,9 @@ def render_snippet(snippet: str) -> Text:
 def search_command(
     query: str = typer.Argument(..., help="Words to look for (any text is safe)."),
     project: str | None = typer.Option(None, "--project", "-p", help="Only this project."),
-    session: str | None = typer.Option(None, "--session", help="Only this session id."),
+    session: str | None = typer.Option(
+        None, "--session", help="Only this session (its id or a unique prefix)."
+    ),
     harness: str | None = typer.Option(
         None, "--harness", help="Only sessions from claude-code, codex, generic or api."
     ),
@@ -75,6 +86,8 @@ def search_command(
         include_subagents=include_subagents,
     )
     with open_memoir() as memoir:
+        if session is not None:  # a unique prefix, as `show` and `summarize` take
+            filters = replace(filters, session_id=resolve_session(memoir.store, session))
         hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)
         if as_json:
             print_json([hit.to_json() for hit in hits])

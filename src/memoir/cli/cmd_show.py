@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from memoir.cli.app import app, console, open_memoir, print_json, printable
+from memoir.cli.app import app, console, open_memoir, print_json, printable, resolve_session
 from memoir.errors import MemoirError, NotFound
 from memoir.model import Event, EventKind, Exchange, exchanges_around, speaker_of
 
@@ -84,23 +84,12 @@ def _resolve(store: Any, target: str) -> tuple[str, str | None]:
         return target, None
     head, sep, tail = target.rpartition(":")
     if sep and head and tail.isdigit():
-        sid = _session(store, head)
+        sid = resolve_session(store, head)
         exchange = f"{sid}:{tail}"
         if store.get_exchange(exchange) is None:
             raise NotFound(f"no exchange {target!r}: session {sid} has no exchange :{tail}")
         return sid, exchange
-    return _session(store, target), None
-
-
-def _session(store: Any, session: str) -> str:
-    if store.get_session(session) is not None:
-        return session
-    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
-    if len(matches) == 1:
-        return str(matches[0])
-    if matches:
-        raise MemoirError(f"session prefix {session!r} matches {len(matches)} sessions")
-    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
+    return resolve_session(store, target), None
 
 
 def _summary_body(memoir: Any, session_id: str) -> str | None:

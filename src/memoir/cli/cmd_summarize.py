@@ -16,10 +16,18 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
+from memoir.cli.app import (
+    app,
+    console,
+    err_console,
+    open_memoir,
+    print_json,
+    printable,
+    resolve_session,
+)
 from memoir.episodes.session import RunMode, SessionRun, summarize_session
 from memoir.episodes.summarizer import Progress as ProgressFn
-from memoir.errors import Busy, MemoirError, NotFound
+from memoir.errors import Busy, MemoirError
 
 __all__ = ["summarize"]
 
@@ -46,18 +54,6 @@ def _progress_bar(enabled: bool) -> Iterator[ProgressFn | None]:
 
     with bar:
         yield report
-
-
-def _resolve(memoir: object, session: str) -> str:
-    store = memoir.store  # type: ignore[attr-defined]
-    if store.get_session(session) is not None:
-        return session
-    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise MemoirError(f"session prefix {session!r} is ambiguous ({len(matches)} sessions)")
-    raise NotFound(f"no session {session!r} in this Memoir home (run memoir sync?)")
 
 
 def _show(run: SessionRun) -> None:
@@ -101,7 +97,7 @@ def summarize(
         raise typer.BadParameter("choose one of --full and --incremental")
     mode: RunMode = "full" if full else "incremental" if incremental else "auto"
     with open_memoir() as memoir:
-        session_id = _resolve(memoir, session)
+        session_id = resolve_session(memoir.store, session)
         try:
             with _progress_bar(err_console.is_terminal) as progress:
                 run = summarize_session(

@@ -183,6 +183,9 @@ def sync_command(
 ) -> None:
     """Archive and index new or grown transcripts, then refresh due summaries."""
     settings = Settings.from_env()
+    for folder in source or []:
+        if not folder.is_dir():
+            raise typer.BadParameter(f"{folder} is not a folder", param_hint="--source")
     if settings.sync_disabled:
         _note("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done", as_json, "disabled")
         return
@@ -196,7 +199,7 @@ def sync_command(
         log = _background(settings, argv)
         console.print(f"sync started in the background; log: {log}")
         return
-    settings.home.mkdir(parents=True, exist_ok=True)
+    settings.ensure_home()
     try:
         with sync_lock(settings.home), open_memoir() as memoir:
             if not no_summaries and not detached:
@@ -279,7 +282,7 @@ def verify(
 ) -> None:
     """Check the index against the archive; exit 1 when something is wrong."""
     settings = Settings.from_env()
-    settings.home.mkdir(parents=True, exist_ok=True)
+    settings.ensure_home()
     lock = sync_lock(settings.home) if repair else nullcontext()
     try:
         with lock, open_memoir() as memoir:
