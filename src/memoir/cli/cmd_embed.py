@@ -23,7 +23,7 @@ def embed(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Embed the exchanges that have no vector yet, or no token states for re-ranking (needs
-    memoir[embeddings])."""
+    the embeddings extra)."""
     with open_memoir() as memoir:
         try:
             if as_json:

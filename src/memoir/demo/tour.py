@@ -8,6 +8,9 @@ beside each hit, a transcript excerpt, and a compaction of the long session.
 
 from __future__ import annotations
 
+import shlex
+import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,6 +107,21 @@ def _projects(store: Store, console: Console) -> None:
     console.print(table)
 
 
+def _executable() -> str:
+    """How this shell can run memoir: ``memoir`` when it is on the PATH, else the path of
+    the one running (``.venv/bin/memoir`` after ``make demo``)."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is None or argv0.name != "memoir" or not argv0.exists():
+        return "memoir" if shutil.which("memoir") else f"{sys.executable} -m memoir.cli"
+    on_path = shutil.which("memoir")
+    if on_path and Path(on_path).resolve() == argv0.resolve():
+        return "memoir"
+    try:
+        return str(argv0.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(argv0.resolve())
+
+
 def run_demo(console: Console, home: Path | None = None, corpus: Path = CORPUS_DIR) -> DemoResult:
     """Sync the corpus into ``home`` (a new temporary folder by default) and tour it."""
     home = home or Path(tempfile.mkdtemp(prefix="memoir-demo-"))
@@ -134,8 +152,9 @@ def run_demo(console: Console, home: Path | None = None, corpus: Path = CORPUS_D
         hits = _search(memoir, console)
         _excerpt(memoir.store, console)
         compaction = _compact(memoir, console)
+        exe = _executable()
         console.print(
-            f"\nTry it yourself: MEMOIR_HOME={home} memoir search 'rate limit' · "
-            f"memoir show {LONG_SESSION[:8]} · memoir stats · memoir usage"
+            f"\nTry it yourself: export MEMOIR_HOME={shlex.quote(str(home))}\n"
+            f"  {exe} search 'rate limit' · {exe} show {LONG_SESSION[:8]} · {exe} stats"
         )
         return DemoResult(home, report, memoir.store.stats(), hits, summarized, compaction)
