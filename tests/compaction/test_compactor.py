@@ -9,6 +9,7 @@ import pytest
 
 from memoir.compaction import Compactor, validate_sequence
 from memoir.compaction.tokens import MessageCounter
+from memoir.errors import CompactionError
 from memoir.llm.errors import (
     BadResponse,
     ContextTooLong,
@@ -322,3 +323,42 @@ def test_user_text_that_alone_cannot_fit_goes_to_the_backstop() -> None:
     assert res.reason == "the user's own messages alone do not fit a summary request"
     assert_compacted(res, 24_000)
     assert res.messages[-1]["content"] == "go on"
+
+
+def test_media_parts_count_towards_the_window() -> None:
+    """An image's bytes are not text, but a model is billed for it: a history of pictures
+    reaches the threshold like one of words."""
+    from memoir.compaction.sequence import content_text
+    from memoir.compaction.tokens import MEDIA_TOKENS
+
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 9_000}}
+    message = {"role": "user", "content": [{"type": "text", "text": "look"}, image]}
+    assert content_text(message) == "look\n[image]"
+    compactor = Compactor(ScriptedModel(default="Pictures were shared."))
+    assert compactor.tokens.count(message) >= MEDIA_TOKENS
+    history = [message, {"role": "assistant", "content": "nice"}] * 3 + [message]
+    assert compactor.should_compact(history, window=4 * MEDIA_TOKENS)
+    result = compactor.compact(history, window=4 * MEDIA_TOKENS)
+    assert result.strategy != "none" and result.tokens_after < 3 * MEDIA_TOKENS
+
+
+def test_anthropic_tool_blocks_are_refused_not_cut() -> None:
+    from memoir.compaction.sequence import validate_sequence
+
+    history = [
+        {"role": "user", "content": "start " * 2_000},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "r"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "x"}]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "next"},
+    ]
+    assert validate_sequence(history)[0].startswith("message 1: a tool_use content block")
+    with pytest.raises(CompactionError, match="OpenAI-style"):
+        Compactor(ScriptedModel(default="S.")).compact(history, window=1_000)
+
+
+@pytest.mark.parametrize("window", [None, 10.5, "32000", True])
+def test_a_window_that_is_not_a_token_count_is_refused(window: object) -> None:
+    with pytest.raises(CompactionError, match="positive token count"):
+        history = [{"role": "user", "content": "hi"}]
+        Compactor(ScriptedModel()).compact(history, window=window)  # type: ignore[arg-type]

@@ -44,8 +44,8 @@ LADDER: tuple[int, ...] = (4096, 2048, 1024, 256)
 
 def threshold_for(window: int, ratio: float) -> int:
     """The token count at which a context of ``window`` tokens is compacted."""
-    if window <= 0:
-        raise CompactionError(f"the context window must be a positive token count, not {window}")
+    if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+        raise CompactionError(f"the context window must be a positive token count, not {window!r}")
     if not 0.0 < ratio <= 1.0:
         raise CompactionError(f"the compaction threshold ratio must be in (0, 1], not {ratio}")
     return max(1, int(window * ratio))

@@ -12,7 +12,9 @@ user-side turn):
    by exactly one tool result per call id, in any order, before anything else;
 4. no tool result outside such a block (no orphans, no duplicates);
 5. roles alternate: no two user-side turns and no two assistant messages in a row;
-6. no empty user message and no assistant message without content or tool calls.
+6. no empty user message and no assistant message without content or tool calls;
+7. no Anthropic-style ``tool_use`` / ``tool_result`` content blocks (their pairing is not
+   tracked, so a cut could orphan one: they are refused, not guessed at).
 
 :func:`units` splits a valid sequence into the atoms compaction keeps or drops whole: a
 user message, or an assistant message together with all its tool results.
@@ -25,12 +27,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
+    "BLOCK_TOOL_PARTS",
+    "MEDIA_PARTS",
     "Message",
     "Unit",
     "call_ids",
     "content_text",
     "is_empty_content",
     "leading_system_count",
+    "media_parts",
     "units",
     "validate_sequence",
 ]
@@ -39,8 +44,16 @@ Message = Mapping[str, Any]
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
+# content parts that hold no text: a model still reads (and is billed for) them
+MEDIA_PARTS = frozenset({"image_url", "image", "input_image", "input_audio", "file", "document"})
+# content blocks that pair a call with its result the Anthropic way; compaction pairs them
+# only in the OpenAI form (``tool_calls`` + ``role: tool``), so it refuses to cut these
+BLOCK_TOOL_PARTS = frozenset({"tool_use", "tool_result"})
+
+
 def content_text(message: Message) -> str:
-    """The text of a message's content (string, or the text parts of a part list)."""
+    """The text of a message's content: a string, or a part list's text parts, with
+    ``[image]``-style placeholders for media parts."""
     content = message.get("content")
     if content is None:
         return ""
@@ -53,10 +66,30 @@ def content_text(message: Message) -> str:
                 text = part.get("text")
                 if isinstance(text, str):
                     out.append(text)
+                elif part.get("type") in MEDIA_PARTS:
+                    kind = str(part.get("type")).removeprefix("input_").removesuffix("_url")
+                    out.append(f"[{kind}]")
             elif isinstance(part, str):
                 out.append(part)
         return "\n".join(out)
     return str(content)
+
+
+def media_parts(message: Message) -> int:
+    """How many media parts (images, audio, files) a message's content holds."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for p in content if isinstance(p, Mapping) and p.get("type") in MEDIA_PARTS)
+
+
+def _block_tool_part(message: Message) -> str | None:
+    content = message.get("content")
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") in BLOCK_TOOL_PARTS:
+                return str(part.get("type"))
+    return None
 
 
 def is_empty_content(message: Message) -> bool:
@@ -90,6 +123,11 @@ def validate_sequence(messages: Sequence[Message]) -> list[str]:
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping) or m.get("role") not in _ROLES:
             return [f"message {i}: not a message with a known role"]
+        if (block := _block_tool_part(m)) is not None:
+            return [
+                f"message {i}: a {block} content block; pass tool calls OpenAI-style "
+                "(assistant tool_calls, then role 'tool' results)"
+            ]
         if m["role"] == "system" and i != start:
             problems.append(f"message {i}: system message after the conversation started")
         if m["role"] == "system" and i == start:

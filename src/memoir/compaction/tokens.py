@@ -14,13 +14,18 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memoir.compaction.sequence import Message, content_text
+from memoir.compaction.sequence import Message, content_text, media_parts
 from memoir.llm.port import TokenCounter
 from memoir.llm.tokens import default_counter
 
-__all__ = ["MESSAGE_OVERHEAD", "MessageCounter", "content_tokens", "tool_call_text"]
+__all__ = ["MEDIA_TOKENS", "MESSAGE_OVERHEAD", "MessageCounter", "content_tokens", "tool_call_text"]
 
 MESSAGE_OVERHEAD = 4
+# what one image (or audio clip, file) costs in context, counted high: its bytes are not
+# text, but a model is billed ~85-1,600 tokens for an image by the providers' own tables
+# (OpenAI by 512-px tiles, Anthropic ~1,600 at 1.15 megapixels); compaction errs towards
+# compacting
+MEDIA_TOKENS = 1_600
 
 
 def content_tokens(message_tokens: int) -> int:
@@ -94,6 +99,7 @@ class MessageCounter:
 
     def _measure(self, message: Message) -> int:
         tokens = MESSAGE_OVERHEAD + self.text(content_text(message))
+        tokens += MEDIA_TOKENS * media_parts(message)
         for call in message.get("tool_calls") or []:
             tokens += MESSAGE_OVERHEAD + self.text(tool_call_text(call))
         return tokens
