@@ -138,3 +138,10 @@ def test_a_home_that_cannot_be_one_is_a_clear_error(tmp_path: Path) -> None:
         Settings.from_env({"MEMOIR_HOME": str(afile / "below")}).ensure_home()
     fine = Settings.from_env({"MEMOIR_HOME": str(tmp_path / "new" / "home")})
     assert fine.ensure_home().is_dir()
+
+
+def test_config_says_the_redis_url_is_not_used_yet() -> None:
+    rows = {name: origin for name, _, origin in Settings.from_env({}).describe()}
+    assert "not used yet" in rows["redis_url"]
+    set_rows = Settings.from_env({"MEMOIR_REDIS_URL": "redis://h:1/0"}).describe()
+    assert next(o for n, _, o in set_rows if n == "redis_url").startswith("env MEMOIR_REDIS_URL")

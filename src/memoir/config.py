@@ -215,7 +215,10 @@ class Settings:
                 shown = os.pathsep.join(str(v) for v in value) or "(none)"
             else:
                 shown = "(unset)" if value is None else str(value)
-            rows.append((f.name, shown, self.origins.get(f.name, "default")))
+            origin = self.origins.get(f.name, "default")
+            if f.name == "redis_url":  # reserved for background jobs across replicas
+                origin += " — not used yet (summaries are claimed per session in the database)"
+            rows.append((f.name, shown, origin))
         return rows
 
 
