@@ -110,6 +110,9 @@ NOW_DT = datetime.fromtimestamp(NOW / 1000, tz=UTC)
         (NOW_DT - timedelta(minutes=59), HOUR, False),
         (NOW_DT, 0, True),  # window 0: summarize at once
         (NOW_DT + timedelta(minutes=5), HOUR, False),  # future timestamp: not idle
+        (NOW_DT + timedelta(hours=23), HOUR, False),  # a skewed clock still waits
+        (NOW_DT + timedelta(days=2), HOUR, True),  # further ahead is bogus: never blocks
+        (datetime(2099, 1, 1, tzinfo=UTC), HOUR, True),
         (datetime(2025, 9, 19, 17, 36, tzinfo=UTC), HOUR, True),
     ],
 )

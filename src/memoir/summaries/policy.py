@@ -33,6 +33,7 @@ from memoir.config import Settings, hours_to_ms
 from memoir.summaries.state import Failure, SummaryKind, SummaryState
 
 __all__ = [
+    "FUTURE_SLACK_MS",
     "Action",
     "SummaryPolicy",
     "decide",
@@ -114,14 +115,22 @@ def decide(state: SummaryState, current: int, policy: SummaryPolicy, now_ms: int
     return Action.RETRY_RESUMMARY if verdict is Action.RETRY else verdict
 
 
+# a last exchange further ahead than this is a wrong clock or bogus data, not activity
+FUTURE_SLACK_MS = 24 * 3_600_000
+
+
 def is_quiescent(last_exchange: datetime | None, policy: SummaryPolicy, now_ms: int) -> bool:
     """Idle for the quiescence window since the last exchange (never file mtime).
-    A missing timestamp counts as idle so it never blocks summarization."""
+    A missing timestamp counts as idle so it never blocks summarization, and so does one
+    more than a day in the future (else a transcript stamped 2099 would wait forever; a
+    few minutes of clock skew still waits)."""
     if last_exchange is None:
         return True
     try:
         last_ms = int(last_exchange.timestamp() * 1000)
     except (OverflowError, OSError, ValueError):
+        return True
+    if last_ms - now_ms > FUTURE_SLACK_MS:
         return True
     return now_ms - last_ms >= policy.quiescence_ms
 
