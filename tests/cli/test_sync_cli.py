@@ -363,3 +363,20 @@ def test_terminal_control_codes_in_transcripts_are_shown_not_obeyed(
     assert "␛]0;pwned␇" in shown and "bell ␇ and � C1" in shown
     data = _json(cli, "show", "esc", "--json")  # JSON carries the text as it was
     assert any("\x1b[31mRED" in e["text"] for e in data["events"])
+
+
+def test_ctrl_c_says_what_happened(
+    home: Path, source: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memoir.cli.app import main
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+    monkeypatch.setattr("memoir.cli.cmd_sync.sync", interrupted)
+    with pytest.raises(SystemExit) as info:
+        main(["sync", "--source", str(source), "--no-summaries"])
+    assert info.value.code == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "Traceback" not in err

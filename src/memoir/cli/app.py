@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise SystemExit(2 if isinstance(exc, ConfigError) else 1) from None
     except KeyboardInterrupt:
-        err_console.print("interrupted")
+        err_console.print("interrupted: what was committed stays; run the command again")
         raise SystemExit(130) from None
     except SystemExit:
         raise
@@ -148,8 +148,9 @@ def main(argv: list[str] | None = None) -> None:
         name = type(exc).__name__
         if name == "Exit":
             raise SystemExit(getattr(exc, "exit_code", 0)) from None
-        if name == "Abort":
-            raise SystemExit(1) from None
+        if name == "Abort":  # click's form of Ctrl-C
+            err_console.print("interrupted: what was committed stays; run the command again")
+            raise SystemExit(130) from None
         if hasattr(exc, "show") and hasattr(exc, "exit_code"):
             exc.show()
             raise SystemExit(exc.exit_code) from None
