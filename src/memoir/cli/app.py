@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         rc = app(args=argv, standalone_mode=False)
+        if rc == 130:  # typer's answer to Ctrl-C inside a command
+            raise KeyboardInterrupt
         if isinstance(rc, int) and rc:
             raise SystemExit(rc)
     except MemoirError as exc:
