@@ -21,7 +21,7 @@ _COUNTS = {
     "skipped_lines": "SELECT count(*) FROM skipped_lines",
     "sources": "SELECT count(*) FROM sources",
     "embeddings": "SELECT count(*) FROM embeddings",
-    "summaries": "SELECT count(*) FROM summaries",
+    "summary_rows": "SELECT count(*) FROM summaries",  # the database summary store's
     "checkpoints": "SELECT count(*) FROM checkpoints",
     "usage_records": "SELECT count(*) FROM usage",
     "subagent_sessions": "SELECT count(*) FROM sessions WHERE subagent",
