@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,7 +39,6 @@ __all__ = [
     "RunMode",
     "SessionRun",
     "find_previous",
-    "summarize_held",
     "summarize_session",
 ]
 
@@ -139,35 +139,27 @@ def summarize_session(
     progress: Progress | None = None,
     job_id: str | None = None,
     summarizer: EpisodicSummarizer | None = None,
+    claim: bool = True,
 ) -> SessionRun:
     """Summarize, persist, and record coverage, holding the session's summary claim (one
-    writer per session, across processes and PostgreSQL replicas). Raises Busy when
-    another process holds it, NotFound, SummaryError and its subclasses (OversizedHistory
-    only in ``full`` mode)."""
-    with memoir.store.claim(*summary_claim(session_id)):
-        return summarize_held(
-            memoir,
-            session_id,
-            mode=mode,
-            use_cache=use_cache,
-            progress=progress,
-            job_id=job_id,
-            summarizer=summarizer,
-        )
+    writer per session, across processes and PostgreSQL replicas; ``claim=False`` for a
+    caller that holds it already, the summary pass). Raises Busy when another process
+    holds it, NotFound, SummaryError and its subclasses (OversizedHistory only in ``full``
+    mode)."""
+    held = memoir.store.claim(*summary_claim(session_id)) if claim else nullcontext()
+    with held:
+        return _summarize(memoir, session_id, mode, use_cache, progress, job_id, summarizer)
 
 
-def summarize_held(
+def _summarize(
     memoir: Memoir,
     session_id: str,
-    *,
-    mode: RunMode = "auto",
-    use_cache: bool = True,
-    progress: Progress | None = None,
-    job_id: str | None = None,
-    summarizer: EpisodicSummarizer | None = None,
+    mode: RunMode,
+    use_cache: bool,
+    progress: Progress | None,
+    job_id: str | None,
+    summarizer: EpisodicSummarizer | None,
 ) -> SessionRun:
-    """:func:`summarize_session` for a caller that already holds the session's summary
-    claim (the summary pass)."""
     session = memoir.store.get_session(session_id)
     if session is None:
         raise NotFound(f"no session {session_id!r} in this Memoir home (run memoir sync?)")

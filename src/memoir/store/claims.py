@@ -5,7 +5,8 @@ once — and is released when its block ends or its process dies, so a crashed w
 never blocks the next one. How it is held depends on who may compete:
 
 - SQLite: every process sharing the database shares its folder, so an ``fcntl`` lock on
-  ``<folder>/locks/claims/<digest>.lock`` (:func:`file_claim`); an in-memory database
+  ``<folder>/locks/claims/<digest>.lock`` (:func:`file_claim`, which also holds the home's
+  single-instance sync and embed locks); an in-memory database
   lives in one process, so a set guarded by a mutex (:func:`local_claim`).
 - PostgreSQL: replicas share only the database, so a session-level advisory lock on a
   connection held for the claim (the server drops it with the connection).
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from memoir.errors import Busy
 
-__all__ = ["claim_key", "file_claim", "local_claim", "summary_claim"]
+__all__ = ["claim_file", "claim_key", "file_claim", "local_claim", "summary_claim"]
 
 _held: set[str] = set()
 _held_lock = threading.Lock()
@@ -42,22 +43,29 @@ def claim_key(name: str) -> int:
 
 
 @contextmanager
-def file_claim(directory: Path, name: str, busy: str) -> Iterator[None]:
-    """Hold ``name`` through a lock file in ``directory`` (raises ``Busy(busy)``)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.blake2b(name.encode(), digest_size=12).hexdigest()
-    fd = os.open(directory / f"{digest}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+def file_claim(path: Path, busy: str) -> Iterator[None]:
+    """Hold the lock file ``path`` (it records the holder's pid); ``Busy(busy)`` at once
+    when another open of it holds it — another process, or this one elsewhere."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise Busy(busy) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
         try:
             yield
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def claim_file(directory: Path, name: str) -> Path:
+    """The lock file of the claim ``name`` in ``directory``."""
+    return directory / f"{hashlib.blake2b(name.encode(), digest_size=12).hexdigest()}.lock"
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from typing import Any
 from memoir.errors import MigrationError, NotFound, StoreError
 from memoir.model import Exchange
 from memoir.store import sqlite_search
-from memoir.store.claims import file_claim, local_claim
+from memoir.store.claims import claim_file, file_claim, local_claim
 from memoir.store.codec import EXCHANGE_COLS, exchange_from_row, to_iso
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.port import IngestBatch, SearchFilters, TextHit
@@ -125,7 +125,7 @@ class SQLiteStore(SqlStoreBase):
     def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
         if self.cache_dir is None:  # in memory: one process
             return local_claim(name, busy)
-        return file_claim(self.path.parent / "locks" / "claims", name, busy)
+        return file_claim(claim_file(self.path.parent / "locks" / "claims", name), busy)
 
     # connections and transactions -------------------------------------------------
     def _conn(self) -> sqlite3.Connection:

@@ -39,7 +39,7 @@ def session_long_path(
 ) -> LongPath:
     def run(events: Sequence[Event]) -> SummaryText:
         from memoir.episodes import EpisodicSummarizer
-        from memoir.episodes.session import summarize_held
+        from memoir.episodes.session import summarize_session
 
         settings = memoir.settings
         summarizer = EpisodicSummarizer(  # it retries itself, inside its attempt budget
@@ -50,7 +50,7 @@ def session_long_path(
             attempt_budget=settings.episode_attempt_budget,
         )
         # the summary pass already holds this session's summary claim
-        run = summarize_held(memoir, session_id, mode="auto", summarizer=summarizer)
+        run = summarize_session(memoir, session_id, mode="auto", summarizer=summarizer, claim=False)
         if run.summary is None:  # the growth held no new event: keep the body, restamp
             if state.has_body:
                 return SummaryText(state.body.strip(), state.model or "unchanged", 0)

@@ -120,8 +120,16 @@ def run_summary_pass(
         if used >= budget:
             report.deferred = len(due) - index
             break
-        # only real summarization work counts against the limit (not empty/unindexed ones)
-        if _summarize_one(memoir, summaries, conv, policy, now, tools, report):
+        # only real summarization work counts against the limit (not empty/unindexed ones,
+        # nor one another process is summarizing right now: one writer per session)
+        try:
+            with memoir.store.claim(*summary_claim(conv.session_id)):
+                worked = _summarize_one(memoir, summaries, conv, policy, now, tools, report)
+        except Busy:
+            report.busy += 1
+            report.rows.append(PassRow(conv.session_id, conv.project, "busy", "another process"))
+            worked = False
+        if worked:
             used += 1
             if progress is not None:
                 progress(used, budget)
@@ -146,27 +154,9 @@ def _summarize_one(
     tools: _Tools,
     report: SummaryPassReport,
 ) -> bool:
-    """Summarize one conversation under its summary claim; True when that was
-    summarization work (success or failure), False when there was nothing to do (not due
-    any more, unindexed, empty, or another process is summarizing it right now)."""
-    try:
-        with memoir.store.claim(*summary_claim(conv.session_id)):
-            return _summarize_claimed(memoir, summaries, conv, policy, now, tools, report)
-    except Busy:
-        report.busy += 1
-        report.rows.append(PassRow(conv.session_id, conv.project, "busy", "another process"))
-        return False
-
-
-def _summarize_claimed(
-    memoir: Memoir,
-    summaries: SummaryStore,
-    conv: Conversation,
-    policy: SummaryPolicy,
-    now: int,
-    tools: _Tools,
-    report: SummaryPassReport,
-) -> bool:
+    """Summarize one conversation (the caller holds its summary claim); True when that
+    was summarization work (success or failure), False when there was nothing to do (not
+    due any more, unindexed, empty)."""
     fresh = summaries.refresh(conv)  # full state (the body must survive a failure)
     action = decide(fresh.state, fresh.current, policy, now)
     if not action.calls_model:
