@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,33 @@ def test_sqlite_is_a_real_file_other_processes_can_read(settings: Settings) -> N
         conn.close()
     assert {"sessions", "events", "exchanges", "exchange_fts", "schema_version"} <= tables
     assert os.path.getsize(settings.sqlite_path) > 0
+
+
+@pytest.mark.postgres
+def test_postgres_connections_the_server_dropped_are_replaced() -> None:
+    """After a server restart every pooled connection is dead; each call must get a live
+    one instead of failing once per pooled connection."""
+    import uuid
+
+    import psycopg
+
+    from conftest import fresh_pg_schema, pg_url
+    from memoir.store.postgres_store import PostgresStore
+
+    tag = f"memoir-drop-{uuid.uuid4().hex[:8]}"
+    with fresh_pg_schema() as url:
+        store = PostgresStore(f"{url}&application_name={tag}", max_connections=4)
+        try:
+            store.stats()
+            with ThreadPoolExecutor(4) as pool:  # open several pooled connections
+                list(pool.map(lambda _: store.stats(), range(8)))
+            with psycopg.connect(pg_url(), autocommit=True) as admin:
+                killed = admin.execute(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (tag,),
+                ).fetchone()
+            assert killed is not None and killed[0] >= 1
+            assert [store.stats()["sessions"] for _ in range(6)] == [0] * 6
+        finally:
+            store.close()

@@ -114,7 +114,7 @@ class PostgresStore(SqlStoreBase):
             name="memoir",
             # a connection the server dropped (a restart) is replaced when handed out,
             # instead of failing the next call of each pooled connection once
-            check=ConnectionPool.check_connection,
+            check=self._check,
         )
         try:
             self._pool.open(wait=True, timeout=10.0)
@@ -123,6 +123,16 @@ class PostgresStore(SqlStoreBase):
             raise StoreError(
                 f"cannot open PostgreSQL at {self._masked}: {_first_line(exc)}"
             ) from exc
+
+    def _check(self, conn: psycopg.Connection[Any]) -> None:
+        """The pool's check of a connection it hands out. One dead connection means the
+        server restarted and dropped them all: the whole pool is checked at once, so the
+        pool's back-off between failed checks is paid once, not once per connection."""
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            self._pool.check()
+            raise
 
     def _cannot_open(self, exc: BaseException) -> str:
         return f"cannot open PostgreSQL at {self._masked}: {_first_line(exc)}"
