@@ -362,3 +362,20 @@ def test_a_window_that_is_not_a_token_count_is_refused(window: object) -> None:
     with pytest.raises(CompactionError, match="positive token count"):
         history = [{"role": "user", "content": "hi"}]
         Compactor(ScriptedModel()).compact(history, window=window)  # type: ignore[arg-type]
+
+
+def test_a_long_run_of_tool_output_is_summarized_not_thrown_away() -> None:
+    """Hundreds of outputs too big to quote each leave a stand-in; their stand-ins alone
+    must not crowd the user's few words out of the summary request."""
+    from .helpers import big_text, call, result, system, user
+
+    history: list[dict[str, Any]] = [system(), user("Fix the flaky build, one step at a time.")]
+    for k in range(300):
+        history += [call((f"c{k}", "bash")), result(f"c{k}", big_text(2_600, seed=k))]
+    history.append(user("Where are we?"))
+    model = ScriptedModel(default="We fixed most of the build; two steps remain.")
+    res = Compactor(model).compact(history, window=8_000)
+    assert res.strategy == "summary" and model.calls == 1
+    sent = model.requests[0].messages[-1].content
+    assert "messages omitted here" in sent and "Fix the flaky build" in sent
+    assert validate_sequence(res.messages) == []

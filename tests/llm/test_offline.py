@@ -347,3 +347,76 @@ def test_summary_carries_a_previous_summary_forward() -> None:
     assert "Key points:" not in earlier  # labels of the old summary are dropped
     assert lines.index(earlier) == 1
     assert any("billing" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("raw", "tidy"),
+    [
+        ("Use mcp__github__search_code", "Use mcp__github__search_code."),
+        ("2**10 = 1024", "2**10 = 1024."),
+        ("see __init__.py and Optional<User>", "see __init__.py and Optional<User>."),
+        ("this is **important** now", "this is important now."),
+        ("a ```python fence", "a python fence."),
+        ("ends </summary> early <transcript>", "ends early."),
+    ],
+)
+def test_finish_tidies_without_changing_what_was_said(raw: str, tidy: str) -> None:
+    from memoir.llm.offline.analysis import finish
+
+    assert finish(raw) == tidy
+
+
+@pytest.mark.parametrize(
+    ("line", "sentences"),
+    [
+        (
+            "Why does app.py break since v2.3? It is slow.",
+            ["Why does app.py break since v2.3?", "It is slow."],
+        ),
+        (
+            "Müssen wir z. B. Namen normalisieren? Ja.",
+            ["Müssen wir z. B. Namen normalisieren?", "Ja."],
+        ),
+        (
+            "Upgrade, i.e. the one with retries. Done.",
+            ["Upgrade, i.e. the one with retries.", "Done."],
+        ),
+        ("Dr. Smith approved it. Good.", ["Dr. Smith approved it.", "Good."]),
+        ("The answer is no. Next.", ["The answer is no.", "Next."]),
+        ("第一句。第二句！", ["第一句。", "第二句！"]),
+    ],
+)
+def test_sentences_end_where_sentences_end(line: str, sentences: list[str]) -> None:
+    from memoir.llm.offline.text import split_sentences
+
+    assert [s.strip() for s in split_sentences(line)] == sentences
+
+
+def test_marker_lines_are_not_anyones_words() -> None:
+    transcript = "User: What's going on with the build?\n[tools: Grep, Read]\nAssistant: It fails."
+    text = MODEL.complete(ask(transcript, Purpose.SUMMARY)).text
+    assert "[tools" not in text and "Grep" not in text
+
+
+def test_a_merged_narrative_tells_the_start_once() -> None:
+    episodes = "\n".join(
+        json.dumps(
+            {
+                "narrative": f"The conversation was about part {k}. It started with: Step {k} "
+                f"of the migration. It ended with: Part {k} is done.",
+                "keywords": [f"part{k}"],
+            }
+        )
+        for k in range(4)
+    )
+    request = ModelRequest(
+        messages=(ChatMessage("user", f"<episodes>\n{episodes}\n</episodes>"),),
+        max_tokens=2400,
+        json=True,
+        meta=RequestMeta(purpose=Purpose.MERGE),
+    )
+    narrative = json.loads(MODEL.complete(request).text)["narrative"]
+    assert narrative.count("It started with") == 1
+    assert narrative.startswith("It started with: Step 0 of the migration.")
+    assert "Then: Step 3 of the migration." in narrative
+    assert narrative.endswith("It ended with: Part 3 is done.")

@@ -115,6 +115,18 @@ def build_summary_request(
         new = count(entries[k])
         total += new - sizes[k]
         sizes[k] = new
+    # many stand-ins: each run of them becomes one line; then, if need be, each run of
+    # replies and tool output does (the user's words are the last thing to go)
+    not_user = [k for k, (_, m) in enumerate(covered) if m.get("role") != "user"]
+    per_message = entries
+    for collapsible in (set(omitted), set(not_user)):
+        if total <= limit:
+            break
+        entries = _collapse_runs(per_message, collapsible, message_tokens, covered)
+        total = fixed + sum(count(e) for e in entries) + 2 * len(entries)
+        for k in collapsible - set(omitted):
+            i, m = covered[k]
+            omitted[k] = _omission(m, positions[i], tool_names.get(i), message_tokens(i))
     if total > limit:
         return None
     content = _user_content(previous_summary, "\n\n".join(entries))
@@ -127,6 +139,36 @@ def build_summary_request(
     )
     input_tokens = count(SUMMARY_SYSTEM) + count(content) + 2 * MESSAGE_OVERHEAD
     return SummaryPlan(request, input_tokens, tuple(omitted[k] for k in sorted(omitted)))
+
+
+def _collapse_runs(
+    entries: list[str],
+    collapsible: set[int],
+    message_tokens: Callable[[int], int],
+    covered: Sequence[tuple[int, Message]],
+) -> list[str]:
+    """``entries`` (one per covered message) with each run of consecutive ``collapsible``
+    ones as one line (a stand-in costs ~30 tokens; hundreds of them crowd out the words
+    they sit between)."""
+    out: list[str] = []
+    k = 0
+    while k < len(entries):
+        if k not in collapsible:
+            out.append(entries[k])
+            k += 1
+            continue
+        run = k
+        while run < len(entries) and run in collapsible:
+            run += 1
+        if run - k == 1:
+            out.append(entries[k])
+        else:
+            tokens = sum(message_tokens(covered[j][0]) for j in range(k, run))
+            out.append(
+                f"[{run - k} messages omitted here: ~{tokens:,} tokens of replies and tool output]"
+            )
+        k = run
+    return out
 
 
 def _omission(m: Message, position: int, tool: str | None, tokens: int) -> Omission:

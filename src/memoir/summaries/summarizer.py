@@ -21,6 +21,7 @@ from memoir.errors import SummaryError
 from memoir.llm.errors import EmptyResponse
 from memoir.llm.port import Model, TokenCounter
 from memoir.llm.tokens import default_counter
+from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import Event, Exchange, build_exchanges
 
@@ -83,11 +84,11 @@ def tiny_summary(exchange: Exchange) -> str:
 def render_transcript(exchanges: Sequence[Exchange]) -> str:
     blocks = []
     for ex in exchanges:
-        block = [f"User: {ex.user_text.strip()}"]
+        block = [f"User: {quote_speaker_lines(ex.user_text.strip())}"]
         if ex.tool_names:
             block.append(f"[tools: {', '.join(ex.tool_names)}]")
         if ex.assistant_text.strip():
-            block.append(f"Assistant: {ex.assistant_text.strip()}")
+            block.append(f"Assistant: {quote_speaker_lines(ex.assistant_text.strip())}")
         blocks.append("\n".join(block))
     return "\n\n".join(blocks)
 

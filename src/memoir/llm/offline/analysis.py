@@ -21,12 +21,19 @@ ITEM_WORDS = 28  # ~40 tokens per list item
 PROSE_ROLES = ("user", "assistant", "unknown", "system")
 
 
-_MARKUP = re.compile(r"```+|\*\*|__|</?[A-Za-z_][\w-]*>")
+# what a sentence may not carry into a summary: code fences, and the prompt convention's
+# own tags (a summary holding "</summary>" would end the head message that quotes it)
+_MARKUP = re.compile(
+    r"```+|</?(?:transcript|summary|previous_summary|episodes|think|thinking)>", re.IGNORECASE
+)
+# **bold** around words (never the ** of 2**10, nor the __ of mcp__tool or __init__)
+_BOLD = re.compile(r"(?<![\w*])\*\*(?=\S)(.+?)(?<=\S)\*\*(?![\w*])")
 
 
 def finish(text: str) -> str:
-    """A tidy sentence (no bold markers or XML-like tags) that ends like one."""
-    text = " ".join(_MARKUP.sub("", text).split()).strip()
+    """A tidy sentence (no bold markers, code fences or prompt tags; everything else, code
+    and identifiers included, kept as written) that ends like one."""
+    text = " ".join(_MARKUP.sub("", _BOLD.sub(r"\1", text)).split()).strip()
     if not text:
         return text
     return text if text[-1] in ".!?。！？…\"'”)" else text + "."

@@ -78,7 +78,7 @@ def rank_sentences(sentences: Sequence[Sentence]) -> list[tuple[float, Sentence]
     for sentence, bag in zip(sentences, bags, strict=True):
         if not bag:
             continue
-        weight = sum(math.log1p(df[w]) for w in bag if df[w] < 0.6 * n or n < 5)
+        weight = sum(math.log1p(df[w]) for w in sorted(bag) if df[w] < 0.6 * n or n < 5)
         words = len(sentence.text.split())
         score = weight / math.sqrt(len(bag) + 4)
         if words < 5:

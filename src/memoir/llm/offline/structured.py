@@ -18,7 +18,7 @@ from typing import Any
 
 from memoir.llm.offline.analysis import Analysis, finish, topic_phrase
 from memoir.llm.offline.rank import cue, keywords
-from memoir.llm.offline.text import clip_words, parse_turns, sentences_of
+from memoir.llm.offline.text import clip_words, parse_turns, sentences_of, split_sentences
 
 __all__ = [
     "DROP_ORDER",
@@ -107,11 +107,8 @@ def _next_open(text: str, start: int) -> int:
     return min(positions) if positions else -1
 
 
-_SENTENCE = re.compile(r"[^.!?。！？]+[.!?。！？]*")
-
-
 def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+    return [s.strip() for line in text.splitlines() for s in split_sentences(line)]
 
 
 def _strs(value: object) -> list[str]:
@@ -154,6 +151,10 @@ def merge_object(previous: str, episodes_text: str) -> dict[str, Any]:
     return _shape(narrative, lists, kws)
 
 
+_STARTED = re.compile(r"^It started with(?: the user)?:\s*")
+_ENDED = "It ended with:"
+
+
 def _merge_narrative(prev: list[dict[str, Any]], episodes: list[dict[str, Any]]) -> str:
     chosen: list[str] = []
     for obj in prev:
@@ -164,11 +165,18 @@ def _merge_narrative(prev: list[dict[str, Any]], episodes: list[dict[str, Any]])
         picks = sorted({round(i * step) for i in range(room)})
         episodes = [episodes[i] for i in picks]
     firsts = [_sentences(str(e.get("narrative", ""))) for e in episodes]
+    last = firsts[-1] if firsts else []
+    ended = next((x for x in reversed(last) if x.startswith(_ENDED)), None)
+    room = MERGE_NARRATIVE - (1 if ended else 0)
     for sents in firsts:
         # skip the generic "was about" opener when the episode has a more specific line
         pick = sents[1] if len(sents) > 1 and "was about" in sents[0] else (sents or [""])[0]
-        if pick and pick not in chosen:
+        if chosen:  # a later episode goes on with the story; it did not start it again
+            pick = _STARTED.sub("Then: ", pick)
+        if pick and pick not in chosen and len(chosen) < room:
             chosen.append(pick)
+    if ended and ended not in chosen:
+        chosen.append(ended)
     if not chosen:
         return "No earlier summary or episode content was provided."
     return " ".join(finish(s) for s in chosen[:MERGE_NARRATIVE])

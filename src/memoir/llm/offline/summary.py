@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 
 from memoir.llm.offline.analysis import Analysis, finish, topic_phrase
-from memoir.llm.offline.text import clip_words
+from memoir.llm.offline.text import clip_words, split_sentences
 
 __all__ = ["EARLIER_SHARE", "MAX_POINTS", "text_summary"]
 
@@ -44,7 +44,6 @@ def _render(parts: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
-_PREV_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 _LABEL = re.compile(r"^(?:[A-Z][a-z]+(?: [a-z]+){0,3}):\s+")
 
 
@@ -53,7 +52,7 @@ def _previous_sentences(previous: str, limit: int = 8) -> list[str]:
     out: list[str] = []
     for line in previous.splitlines():
         line = _LABEL.sub("", line.strip())
-        out.extend(finish(s) for s in _PREV_SENTENCE.findall(line) if len(s.split()) >= 2)
+        out.extend(finish(s) for s in split_sentences(line) if len(s.split()) >= 2)
     return out[:limit]
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "material_of",
     "parse_turns",
     "sentences_of",
+    "split_sentences",
     "tagged",
 ]
 
@@ -132,10 +133,13 @@ def parse_turns(transcript: str) -> list[Turn]:
 
 
 def _prose_line(line: str) -> bool:
-    """Whether a line reads as prose (not code, a path, JSON, or a table)."""
+    """Whether a line reads as prose (not code, a path, JSON, a table or a bracketed
+    marker)."""
     stripped = line.strip()
     if len(stripped) < 2:
         return False
+    if stripped.startswith("[") and stripped.endswith("]"):
+        return False  # a marker the renderers write ("[tools: Grep]", a stand-in): no words
     if _CJK.search(stripped):
         return True
     letters = sum(ch.isalpha() or ch.isspace() for ch in stripped)
@@ -158,13 +162,41 @@ def sentences_of(turns: list[Turn], *, roles: tuple[str, ...] | None = None) -> 
     return out
 
 
-def _split_line(line: str) -> list[str]:
+# a period after these ends no sentence (English, German, French, Spanish short forms)
+_ABBREVIATIONS = frozenset(
+    """e.g i.e etc vs cf al approx dr mr mrs ms prof nr z.b u.a bzw usw ca ggf evtl inkl vgl
+    d.h s.o sr sra p.ej mme mlle""".split()  # noqa: SIM905
+)
+_LAST_WORD = re.compile(r"(\S+?)\.$")
+
+
+def _ends_sentence(piece: str) -> bool:
+    """Whether a piece cut at a period really ends a sentence: not after an abbreviation
+    ("z. B.", "i.e.", "Dr.") or a single letter (an initial, "z.")."""
+    m = _LAST_WORD.search(piece.rstrip("\"'”’)]"))
+    if m is None:
+        return True
+    word = m.group(1).lstrip("(\"'„“«").lower()
+    return not (len(word) == 1 and word.isalpha()) and word not in _ABBREVIATIONS
+
+
+def split_sentences(line: str) -> list[str]:
+    """A line's sentences, cut after ``.!?`` followed by a space or the end (so ``v2.3``
+    and ``app.py`` stay whole) but never after an abbreviation, or after CJK ``。！？``."""
     pieces: list[str] = []
     start = 0
     for m in _BOUNDARY.finditer(line):
-        pieces.append(line[start : m.end()])
+        piece = line[start : m.end()]
+        if m.group().startswith(".") and not _ends_sentence(piece):
+            continue
+        pieces.append(piece)
         start = m.end()
     pieces.append(line[start:])
+    return [p for p in pieces if p.strip()]
+
+
+def _split_line(line: str) -> list[str]:
+    pieces = split_sentences(line)
     result = []
     for piece in pieces:
         piece = piece.strip()
