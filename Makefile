@@ -41,8 +41,9 @@ test: $(DEV_STAMP) lint typecheck
 unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest -n 2 -q tests
 
+## make bench: the LoCoMo retrieval benchmark (the others: see docs/benchmarks.md)
 bench: $(STAMP)
-	$(BIN)/python -m bench.run
+	$(BIN)/python bench/locomo_bench.py
 
 clean:
 	rm -rf $(VENV) .tmp build dist src/*.egg-info
