@@ -6,7 +6,14 @@ import re
 from dataclasses import dataclass, field
 
 from memoir.llm.offline.rank import cue, keywords, rank_sentences
-from memoir.llm.offline.text import Sentence, Turn, clip_words, parse_turns, sentences_of
+from memoir.llm.offline.text import (
+    Sentence,
+    Turn,
+    clip_words,
+    content_words,
+    parse_turns,
+    sentences_of,
+)
 
 __all__ = ["Analysis", "finish", "topic_phrase"]
 
@@ -18,6 +25,7 @@ _PERSON = re.compile(
 )
 _NOT_NAMES = frozenset({"claude", "the", "this", "that", "it", "he", "she", "they", "python"})
 ITEM_WORDS = 28  # ~40 tokens per list item
+NEAR_DUPLICATE = 0.75  # Jaccard of content words at which a sentence repeats another
 PROSE_ROLES = ("user", "assistant", "unknown", "system")
 
 
@@ -54,6 +62,7 @@ class Analysis:
     ranked: list[Sentence]
     keywords: list[str]
     used: set[int] = field(default_factory=set)
+    taken: list[frozenset[str]] = field(default_factory=list)  # content words of picks
 
     @classmethod
     def of(cls, transcript: str, *, keyword_limit: int = 6) -> Analysis:
@@ -67,17 +76,25 @@ class Analysis:
 
     def _take(self, candidates: list[Sentence], limit: int, words: int = ITEM_WORDS) -> list[str]:
         out: list[str] = []
-        seen_text = set()
         for s in candidates:
-            key = s.text.lower()
-            if s.position in self.used or key in seen_text:
+            if s.position in self.used or self.repeats(s.text):
                 continue
             self.used.add(s.position)
-            seen_text.add(key)
             out.append(finish(clip_words(s.text, words)))
             if len(out) == limit:
                 break
         return out
+
+    def repeats(self, text: str) -> bool:
+        """Whether ``text`` says what a sentence already taken said (the same content
+        words, give or take a quarter: a ticket number, a tense); else remember it."""
+        bag = frozenset(content_words(text))
+        for seen in self.taken:
+            union = len(bag | seen)
+            if union and len(bag & seen) / union >= NEAR_DUPLICATE:
+                return True
+        self.taken.append(bag)
+        return False
 
     def opening(self, words: int = 45, *, single: bool = False) -> str | None:
         """What the user set out to do: the prose of the first substantive user turn

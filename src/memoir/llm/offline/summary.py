@@ -51,6 +51,8 @@ def _previous_sentences(previous: str, limit: int = 8) -> list[str]:
     """Whole sentences of a previous summary, its line labels dropped."""
     out: list[str] = []
     for line in previous.splitlines():
+        if line.startswith(("This conversation was about", "The conversation was about")):
+            continue  # the topic line is written afresh each round, never carried
         line = _LABEL.sub("", line.strip())
         out.extend(finish(s) for s in split_sentences(line) if len(s.split()) >= 2)
     return out[:limit]
@@ -124,7 +126,7 @@ def _add_points(
         if s.position in a.used:
             continue
         text = finish(clip_words(s.text, 40))
-        if _said(text) in seen:
+        if _said(text) in seen or a.repeats(s.text):
             continue
         if add("points", text):
             a.used.add(s.position)

@@ -65,6 +65,18 @@ STOPWORDS = frozenset(
     i'm i've i'd i'll you're you've it's that's let's don't doesn't didn't can't won't isn't
     here's there's what's going think know see look right well maybe might must may shall
     user assistant tool""".split()  # noqa: SIM905
+) | frozenset(
+    # German, French and Spanish function words, so a topic line of a conversation in
+    # those languages names its subject, not "das modul, den code, ich schaue"
+    """der das den dem des ein eine einen einem einer und oder aber ist sind wir ich du er
+    sie ihr mit für auf aus bei nach von zu zum zur im am auch noch nicht kein keine dass
+    wenn wie wer hat habe haben wird werden kann können muss müssen soll schon nur mal dann
+    doch sehr hier bitte danke le la les un une des du et est sont pour par pas sur avec dans
+    ce cette ces il elle nous vous ils elles mais ou donc qui que quoi je tu mon ma mes ton
+    son sa ses notre votre leur au aux être avoir fait faire peut plus très el los las uno
+    una unos unas y es son con por para del al lo se su sus como más pero muy esta este esto
+    estos estas ese esa yo tú él ella nosotros ustedes ellos hay fue ser estar tiene sobre
+    entre cuando donde porque pourquoi comment quand warum wieso welche welcher""".split()  # noqa: SIM905
 )
 
 
