@@ -420,3 +420,45 @@ def test_a_merged_narrative_tells_the_start_once() -> None:
     assert narrative.startswith("It started with: Step 0 of the migration.")
     assert "Then: Step 3 of the migration." in narrative
     assert narrative.endswith("It ended with: Part 3 is done.")
+
+
+def test_a_point_repeated_with_small_changes_is_said_once() -> None:
+    lines = ["User: Plan the payments migration step by step, with edge cases for each."]
+    for k in range(1, 7):
+        lines.append(f"User: Follow-up on step {k}: edge cases for the gateway?")
+        lines.append(
+            f"Assistant: For step {k}: retries must reuse the same idempotency key, and a "
+            "timeout is treated as unknown, never as failed."
+        )
+    text = MODEL.complete(ask("\n".join(lines), Purpose.SUMMARY, max_tokens=2000)).text
+    assert text.count("retries must reuse the same idempotency key") == 1
+
+
+def test_a_rolling_summary_carries_no_old_topic_line() -> None:
+    previous = "This conversation was about parsers and lexers.\nKey points: The lexer is done."
+    body = (
+        f"<previous_summary>{previous}</previous_summary>\n"
+        "<transcript>\nUser: Now write the parser tests.\nAssistant: I wrote ten tests.\n"
+        "</transcript>"
+    )
+    request = ModelRequest(
+        messages=(ChatMessage("user", body),),
+        max_tokens=1500,
+        meta=RequestMeta(purpose=Purpose.COMPACTION),
+    )
+    text = MODEL.complete(request).text
+    assert text.count("was about") == 1 and "The lexer is done." in text
+
+
+def test_a_german_topic_line_names_the_subject() -> None:
+    transcript = (
+        "User: Warum schlägt der Docker-Build fehl? Ich schaue mir das Modul an.\n"
+        "Assistant: Der Docker-Build braucht das Paket libpq im Image; ich ergänze das "
+        "Dockerfile und den Build läuft durch.\n"
+        "User: Danke, und das Modul für die Datenbank?\n"
+        "Assistant: Das Datenbankmodul nutzt jetzt libpq aus dem Image."
+    )
+    first = MODEL.complete(ask(transcript, Purpose.SUMMARY)).text.splitlines()[0]
+    topic = first.removeprefix("This conversation was about ").rstrip(".")
+    words = {w for phrase in topic.replace(" and ", ", ").split(", ") for w in phrase.split()}
+    assert not words & {"das", "den", "ich", "der", "die", "und", "warum"}, first

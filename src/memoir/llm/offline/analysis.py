@@ -15,7 +15,7 @@ from memoir.llm.offline.text import (
     sentences_of,
 )
 
-__all__ = ["Analysis", "finish", "topic_phrase"]
+__all__ = ["Analysis", "finish", "near_duplicate", "topic_phrase"]
 
 _PERSON = re.compile(
     r"\b(?:my|our|the|your)\s+(?:colleague|manager|boss|friend|wife|husband|partner"
@@ -45,6 +45,17 @@ def finish(text: str) -> str:
     if not text:
         return text
     return text if text[-1] in ".!?。！？…\"'”)" else text + "."
+
+
+def near_duplicate(text: str, said: list[frozenset[str]]) -> bool:
+    """Whether ``text`` says what one of ``said`` (content-word sets) said: the same
+    content words, give or take a quarter (a step number, a name, a tense)."""
+    bag = frozenset(content_words(text))
+    for seen in said:
+        union = len(bag | seen)
+        if union and len(bag & seen) / union >= NEAR_DUPLICATE:
+            return True
+    return False
 
 
 def topic_phrase(words: list[str]) -> str:
@@ -86,14 +97,10 @@ class Analysis:
         return out
 
     def repeats(self, text: str) -> bool:
-        """Whether ``text`` says what a sentence already taken said (the same content
-        words, give or take a quarter: a ticket number, a tense); else remember it."""
-        bag = frozenset(content_words(text))
-        for seen in self.taken:
-            union = len(bag | seen)
-            if union and len(bag & seen) / union >= NEAR_DUPLICATE:
-                return True
-        self.taken.append(bag)
+        """Whether ``text`` says what a sentence already taken said; else remember it."""
+        if near_duplicate(text, self.taken):
+            return True
+        self.taken.append(frozenset(content_words(text)))
         return False
 
     def opening(self, words: int = 45, *, single: bool = False) -> str | None:

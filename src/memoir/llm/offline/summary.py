@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from memoir.llm.offline.analysis import Analysis, finish, topic_phrase
-from memoir.llm.offline.text import clip_words, split_sentences
+from memoir.llm.offline.analysis import Analysis, finish, near_duplicate, topic_phrase
+from memoir.llm.offline.text import clip_words, content_words, split_sentences
 
 __all__ = ["EARLIER_SHARE", "MAX_POINTS", "text_summary"]
 
@@ -70,12 +70,13 @@ def text_summary(
     }
 
     seen: set[str] = set()  # a sentence said once is not said again (repetitive transcripts)
+    said: list[frozenset[str]] = []  # nor one saying nearly the same (a step number apart)
 
     def fits(candidate: dict[str, list[str]]) -> bool:
         return count(_render(candidate)) <= max_tokens
 
     def add(key: str, sentence: str) -> bool:
-        if _said(sentence) in seen:
+        if _said(sentence) in seen or near_duplicate(sentence, said):
             return False
         trial = {k: list(v) for k, v in parts.items()}
         trial.setdefault(key, []).append(sentence)
@@ -83,6 +84,7 @@ def text_summary(
             parts.clear()
             parts.update(trial)
             seen.add(_said(sentence))
+            said.append(frozenset(content_words(sentence)))
             return True
         return False
 
@@ -126,7 +128,7 @@ def _add_points(
         if s.position in a.used:
             continue
         text = finish(clip_words(s.text, 40))
-        if _said(text) in seen or a.repeats(s.text):
+        if _said(text) in seen:
             continue
         if add("points", text):
             a.used.add(s.position)
