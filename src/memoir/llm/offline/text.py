@@ -68,7 +68,7 @@ STOPWORDS = frozenset(
 ) | frozenset(
     # German, French and Spanish function words, so a topic line of a conversation in
     # those languages names its subject, not "das modul, den code, ich schaue"
-    """der das den dem des ein eine einen einem einer und oder aber ist sind wir ich du er
+    """der die das den dem des ein eine einen einem einer und oder aber ist sind wir ich du er
     sie ihr mit für auf aus bei nach von zu zum zur im am auch noch nicht kein keine dass
     wenn wie wer hat habe haben wird werden kann können muss müssen soll schon nur mal dann
     doch sehr hier bitte danke le la les un une des du et est sont pour par pas sur avec dans
