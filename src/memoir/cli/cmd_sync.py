@@ -124,7 +124,7 @@ def _table(
             table.add_row("embeddings", "another memoir embed is running")
         else:
             table.add_row("exchanges embedded", str(embedded["embedded"]))
-    table.add_row("seconds", f"{report.duration_s:.2f}")
+    table.add_row("seconds archiving and indexing", f"{report.duration_s:.2f}")
     return table
 
 
