@@ -379,3 +379,25 @@ def test_a_long_run_of_tool_output_is_summarized_not_thrown_away() -> None:
     sent = model.requests[0].messages[-1].content
     assert "messages omitted here" in sent and "Fix the flaky build" in sent
     assert validate_sequence(res.messages) == []
+
+
+def test_messages_of_one_role_in_a_row_are_joined_not_refused() -> None:
+    """OpenAI accepts two user (or assistant) messages in a row and agent frameworks send
+    them; compaction joins them so its result alternates, instead of getting stuck."""
+    from .helpers import big_text, system, user
+
+    history: list[dict[str, Any]] = [system()]
+    for k in range(8):
+        history += [
+            user(f"context {k}: " + big_text(120, seed=k)),
+            user(f"question {k}?"),
+            {"role": "assistant", "content": f"answer {k}. " + big_text(600, seed=k + 50)},
+            {"role": "assistant", "content": f"and more {k}."},
+        ]
+    history.append(user("what now?"))
+    assert validate_sequence(history)  # not alternating as given
+    res = Compactor(ScriptedModel(default="Eight questions were answered.")).compact(
+        history, window=6_000
+    )
+    assert res.strategy == "summary" and validate_sequence(res.messages) == []
+    assert res.messages[-1]["content"].endswith("what now?")

@@ -103,3 +103,48 @@ def test_units_keep_calls_with_results() -> None:
     got = [(u.kind, u.start, u.stop) for u in units(msgs)]
     assert got == [("user", 1, 2), ("assistant", 2, 5), ("assistant", 5, 6), ("user", 6, 7)]
     assert [(u.start, u.stop) for u in units(msgs, 5)] == [(5, 6), (6, 7)]
+
+
+@pytest.mark.parametrize(
+    ("messages", "joined"),
+    [
+        ([user("a"), user("b")], [user("a\n\nb")]),
+        (
+            [user("q"), assistant("looking"), call(("1", "ls")), result("1", "x")],
+            [user("q"), call(("1", "ls"), text="looking"), result("1", "x")],
+        ),
+        (
+            [
+                {"role": "user", "name": "Ana", "content": "hi"},
+                {"role": "user", "name": "Bob", "content": "yo"},
+            ],
+            [user("Ana:\n\nhi\n\nBob:\n\nyo")],
+        ),
+        (
+            [
+                {"role": "user", "name": "Ana", "content": "a"},
+                {"role": "user", "name": "Ana", "content": "b"},
+            ],
+            [{"role": "user", "name": "Ana", "content": "a\n\nb"}],
+        ),
+        (
+            [user("see"), user([{"type": "image_url", "image_url": {"url": "u"}}])],  # type: ignore[arg-type]
+            [
+                user(
+                    [
+                        {"type": "text", "text": "see"},
+                        {"type": "image_url", "image_url": {"url": "u"}},
+                    ]
+                )
+            ],  # type: ignore[arg-type]
+        ),
+        ([user("a"), assistant("b"), user("c")], [user("a"), assistant("b"), user("c")]),
+    ],
+)
+def test_runs_of_one_role_are_joined(messages: list[dict[str, Any]], joined: list[Any]) -> None:
+    from memoir.compaction.sequence import join_same_role
+
+    out, positions = join_same_role(messages, list(range(1, len(messages) + 1)))
+    assert out == joined
+    assert positions[-1] == len(messages) and len(positions) == len(out)
+    assert validate_sequence(out) == [] or out == messages

@@ -34,7 +34,12 @@ from memoir.compaction.checkpoints import (
 from memoir.compaction.events import messages_from_events
 from memoir.compaction.job import Job, Outcome, summary_outcome, truncate_outcome
 from memoir.compaction.plan import head_text, pin_index
-from memoir.compaction.sequence import Message, leading_system_count, validate_sequence
+from memoir.compaction.sequence import (
+    Message,
+    join_same_role,
+    leading_system_count,
+    validate_sequence,
+)
 from memoir.compaction.standin import replaced, tool_names_by_call
 from memoir.compaction.tokens import MESSAGE_OVERHEAD, MessageCounter, content_tokens
 from memoir.compaction.values import CompactionResult
@@ -46,6 +51,7 @@ from memoir.store.port import CheckpointRow, Store, TraceRow
 
 __all__ = ["Compactor"]
 
+_IN_A_ROW = ("two user turns in a row", "two assistant messages in a row")
 log = logging.getLogger("memoir.compaction")
 _JOIN_MARGIN = 8  # tokens a joined head may cost beyond the sum of its parts
 
@@ -136,6 +142,19 @@ class Compactor:
             result = job.result("none", context, before, before, removed=0)
             return self._emit(result, session_id)
         problems = validate_sequence(msgs)
+        if problems and all(p.endswith(_IN_A_ROW) for p in problems):
+            # user (or assistant) messages in a row: joined, so the result alternates
+            msgs, joined_pos = join_same_role(msgs, pos)
+            pos = joined_pos
+            replay = self._replay(session_id, msgs, pos)
+            job = self._job(msgs, pos, budget, replay, session_id)
+            context = (
+                job.assemble(job.prev_summary, job.start0, job.rep0)
+                if replay
+                else cast(list[dict[str, Any]], msgs)
+            )
+            before = self.tokens.total(context)
+            problems = validate_sequence(msgs)
         if problems:
             raise CompactionError(f"cannot compact an invalid message sequence: {problems[0]}")
         outcome = summary_outcome(job, self.model)

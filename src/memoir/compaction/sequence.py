@@ -11,7 +11,8 @@ user-side turn):
 3. an assistant message with ``tool_calls`` (unique, non-empty ids) is followed at once
    by exactly one tool result per call id, in any order, before anything else;
 4. no tool result outside such a block (no orphans, no duplicates);
-5. roles alternate: no two user-side turns and no two assistant messages in a row;
+5. roles alternate: no two user-side turns and no two assistant messages in a row (an
+   input that has them is not refused: :func:`join_same_role` joins each run first);
 6. no empty user message and no assistant message without content or tool calls;
 7. no Anthropic-style ``tool_use`` / ``tool_result`` content blocks (their pairing is not
    tracked, so a cut could orphan one: they are refused, not guessed at).
@@ -34,6 +35,7 @@ __all__ = [
     "call_ids",
     "content_text",
     "is_empty_content",
+    "join_same_role",
     "leading_system_count",
     "media_parts",
     "units",
@@ -176,6 +178,51 @@ def validate_sequence(messages: Sequence[Message]) -> list[str]:
     if pending:
         problems.append(f"end: tool call(s) {sorted(pending)} have no result")
     return problems
+
+
+def join_same_role(
+    messages: Sequence[Message], positions: Sequence[int]
+) -> tuple[list[Message], list[int]]:
+    """``messages`` with each run of user messages (or of assistant messages, the last of
+    which may call tools) joined into one, so roles alternate as rule 5 asks — what both
+    APIs make of such runs anyway. A joined message takes the position of its last part;
+    a run whose parts name different speakers keeps each name before its words."""
+    out: list[Message] = []
+    pos: list[int] = []
+    for m, p in zip(messages, positions, strict=True):
+        prev = out[-1] if out else None
+        role = m.get("role")
+        if (
+            prev is not None
+            and role in ("user", "assistant")
+            and prev.get("role") == role
+            and not prev.get("tool_calls")
+        ):
+            out[-1] = _joined(prev, m)
+            pos[-1] = p
+        else:
+            out.append(m)
+            pos.append(p)
+    return out, pos
+
+
+def _joined(first: Message, second: Message) -> Message:
+    names = {first.get("name"), second.get("name")}
+    parts: list[Any] = []
+    for m in (first, second):
+        content = m.get("content")
+        items = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        if len(names) > 1 and m.get("name"):
+            items = [{"type": "text", "text": f"{m['name']}:"}, *items]
+        parts.extend(i for i in items if not (isinstance(i, Mapping) and i.get("text") == ""))
+    joined: dict[str, Any] = {k: v for k, v in second.items() if k not in ("content", "name")}
+    if len(names) == 1 and first.get("name"):
+        joined["name"] = first["name"]
+    if all(isinstance(i, Mapping) and i.get("type") == "text" for i in parts):
+        joined["content"] = "\n\n".join(str(i["text"]) for i in parts)
+    else:
+        joined["content"] = parts
+    return joined
 
 
 @dataclass(frozen=True, slots=True)
