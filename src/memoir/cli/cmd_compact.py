@@ -8,8 +8,9 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
-from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.cli.app import app, console, open_memoir, print_json, printable
 from memoir.errors import CompactionError, MemoirError
 
 __all__ = ["compact", "read_messages"]
@@ -82,8 +83,16 @@ def compact(
     table.add_row("per-message cap", str(result.cap))
     if result.budgets_tried:
         table.add_row("output budget", " → ".join(str(b) for b in result.budgets_tried))
-    for o in result.omitted:
+    if result.omitted:
+        shown = [f"{o.tool or o.role} #{o.position} (~{o.tokens:,})" for o in result.omitted[:5]]
+        more = len(result.omitted) - len(shown)
+        total = sum(o.tokens for o in result.omitted)
         table.add_row(
-            "omitted", f"{o.tool or o.role} (#{o.position}), ~{o.tokens} tokens, {o.where}"
+            "omitted",
+            f"{len(result.omitted)} message(s), ~{total:,} tokens: {', '.join(shown)}"
+            + (f" and {more} more" if more else ""),
         )
     console.print(table)
+    head = next((m for m in result.messages if m.get("role") != "system"), None)
+    if result.strategy != "none" and head is not None and isinstance(head.get("content"), str):
+        console.print(Text(printable(head["content"]), style="dim"))  # the summary it wrote
