@@ -152,3 +152,22 @@ def test_generic_message_names_are_kept_as_speakers() -> None:
     first, _ = build_exchanges(events)
     assert first.user_text == "Ana: Back from the lake?"
     assert first.assistant_text.startswith("planner: Yes, we kayaked.\n\nOdd name.")
+
+
+def test_generic_media_parts_are_named_attachments() -> None:
+    parts = [
+        {"type": "text", "text": "what is in these?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        {"type": "input_audio", "input_audio": {"data": "AAAA"}},
+        {"type": "file", "file": {"file_id": "f1"}},
+        {"type": "mystery"},
+    ]
+    data = jsonl([{"role": "user", "content": parts}, {"role": "assistant", "content": "ok"}])
+    events = read_bytes(data, Format.GENERIC_JSONL, session_id="chat").events
+    assert [(e.kind, e.text) for e in events if e.kind is EventKind.ATTACHMENT] == [
+        (EventKind.ATTACHMENT, "[image]"),
+        (EventKind.ATTACHMENT, "[audio]"),
+        (EventKind.ATTACHMENT, "[file]"),
+        (EventKind.ATTACHMENT, "[attachment]"),
+    ]
+    assert events[0].text == "what is in these?"

@@ -22,14 +22,14 @@ __all__ = ["GENERIC_ROLES", "GenericReader"]
 GENERIC_ROLES = frozenset({"user", "assistant", "tool", "function", "system", "developer"})
 
 
-def _parts_text(content: object) -> tuple[str, int]:
+def _parts_text(content: object) -> tuple[str, list[str]]:
     """(text, number of non-text parts) of a message content."""
     if isinstance(content, str):
-        return content, 0
+        return content, []
     if content is None:
-        return "", 0
+        return "", []
     texts: list[str] = []
-    others = 0
+    others: list[str] = []
     if isinstance(content, list):
         for part in content:
             if isinstance(part, str):
@@ -41,9 +41,19 @@ def _parts_text(content: object) -> tuple[str, int]:
             ):
                 texts.append(str(part.get("text", "")))
             else:
-                others += 1
+                others.append(_attachment(part))
         return "\n\n".join(t for t in texts if t), others
-    return compact_json(content), 0
+    return compact_json(content), []
+
+
+def _attachment(part: object) -> str:
+    """How a non-text part is shown: ``[image]``, ``[audio]``, ``[file]`` or ``[attachment]``."""
+    kind = str(part.get("type", "")) if isinstance(part, dict) else ""
+    if "image" in kind:
+        return "[image]"
+    if "audio" in kind:
+        return "[audio]"
+    return "[file]" if kind in ("file", "input_file", "document") else "[attachment]"
 
 
 class GenericReader(FormatReader):
@@ -61,8 +71,8 @@ class GenericReader(FormatReader):
         if role == "user":
             if text:
                 self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts, payload=said)
-            for _ in range(others):
-                self.sink.emit(EventKind.ATTACHMENT, Author.USER, "[attachment]", ts)
+            for shown in others:
+                self.sink.emit(EventKind.ATTACHMENT, Author.USER, shown, ts)
         elif role == "assistant":
             if text:
                 self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=said)
