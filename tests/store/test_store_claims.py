@@ -59,3 +59,46 @@ def test_claim_names_and_keys() -> None:
     assert name == "summary:abc" and "abc" in busy and "another process" in busy
     assert claim_key(name) == claim_key("summary:abc") != claim_key("summary:abd")
     assert -(2**63) <= claim_key(name) < 2**63
+
+
+def test_claim_files_do_not_pile_up(tmp_path: Path) -> None:
+    """A claim per session would leave a lock file per session: released, it is removed."""
+    from memoir.store.sqlite_store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "memoir.db")
+    try:
+        for k in range(5):
+            with store.claim(f"summary:s{k}", "busy"):
+                assert len(list((tmp_path / "locks" / "claims").glob("*.lock"))) == 1
+        assert list((tmp_path / "locks" / "claims").glob("*.lock")) == []
+    finally:
+        store.close()
+
+
+def test_a_claimant_that_locked_a_removed_file_opens_it_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of removing lock files: B opens the file, A removes it and lets go, and
+    B's lock lands on a file nobody else can see. B must notice and open the path anew, or
+    a third claimant could hold the claim at the same time."""
+    import os
+
+    from memoir.store import claims
+
+    path = tmp_path / "c.lock"
+    real_open = os.open
+    opened: list[int] = []
+
+    def open_then_lose_it(p: object, flags: int, mode: int = 0o777) -> int:
+        fd = real_open(p, flags, mode)  # type: ignore[arg-type]
+        if not opened:
+            os.unlink(path)  # the holder released and removed it right after B's open
+        opened.append(fd)
+        return fd
+
+    monkeypatch.setattr(claims.os, "open", open_then_lose_it)
+    with claims.file_claim(path, "busy", remove=True):
+        assert len(opened) == 2 and path.exists()  # the second open is the real file
+        monkeypatch.setattr(claims.os, "open", real_open)
+        with pytest.raises(Busy), claims.file_claim(path, "busy", remove=True):
+            pass  # and the claim it holds turns the next claimant away

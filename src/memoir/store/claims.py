@@ -19,7 +19,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from memoir.errors import Busy
@@ -43,24 +43,43 @@ def claim_key(name: str) -> int:
 
 
 @contextmanager
-def file_claim(path: Path, busy: str) -> Iterator[None]:
+def file_claim(path: Path, busy: str, *, remove: bool = False) -> Iterator[None]:
     """Hold the lock file ``path`` (it records the holder's pid); ``Busy(busy)`` at once
-    when another open of it holds it — another process, or this one elsewhere."""
+    when another open of it holds it — another process, or this one elsewhere. With
+    ``remove`` the file is deleted on release (a claim per session would otherwise leave
+    a file per session); a claimant that locked a file deleted meanwhile opens it anew."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+    for _ in range(3):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(fd)
             raise Busy(busy) from None
+        if not remove or _still_there(path, fd):
+            break
+        os.close(fd)  # locked a file its holder deleted on release: take the new one
+    else:
+        raise Busy(busy)
+    try:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         try:
             yield
         finally:
+            if remove:
+                with suppress(FileNotFoundError):
+                    os.unlink(path)  # before unlocking: nobody can lock it by this name
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _still_there(path: Path, fd: int) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def claim_file(directory: Path, name: str) -> Path:

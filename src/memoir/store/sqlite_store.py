@@ -125,7 +125,8 @@ class SQLiteStore(SqlStoreBase):
     def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
         if self.cache_dir is None:  # in memory: one process
             return local_claim(name, busy)
-        return file_claim(claim_file(self.path.parent / "locks" / "claims", name), busy)
+        path = claim_file(self.path.parent / "locks" / "claims", name)
+        return file_claim(path, busy, remove=True)
 
     # connections and transactions -------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
