@@ -216,3 +216,33 @@ def test_checkpoints_and_traces(store: Store) -> None:
     assert store.traces(session_id="s1") == [t1, t3]
     assert store.traces(kind="sync") == [t2, t3]
     assert store.traces(session_id="s1", kind="sync") == [t3]
+
+
+def test_the_change_log_names_every_exchange_whose_vector_changed(store: Store) -> None:
+    """SQLite logs which exchanges' vectors were written or removed (migration v7), so a
+    cached matrix is patched instead of read whole; PostgreSQL keeps no log (no files)."""
+    ingest(store, "s1", TURNS)
+    ingest(store, "s2", TURNS)
+    store.put_embeddings("m", [("s1:1", vec(1, 0)), ("s1:3", vec(0, 1))], 2)
+    assert store.embeddings_for("m", ["s1:3", "nope", "s1:3"]) == {"s1:3": vec(0, 1)}
+    if store.backend != "sqlite":
+        assert store.embedding_log_end("m") is None
+        assert store.embedding_changes("m", 0) is None
+        store.forget_embedding_changes("m", 10)  # nothing to trim: no error
+        return
+    start = store.embedding_log_end("m")
+    assert start is not None and start > 0
+    store.put_embeddings("m", [("s1:1", vec(1, 1))], 2)  # a new vector for a known key
+    with store._tx() as tx:  # type: ignore[attr-defined]  # token states alone: not logged
+        tx.run("UPDATE embeddings SET tokens = ? WHERE model = ?", (b"\x01", "m"))
+    store.put_embeddings("other", [("s2:1", vec(1, 0))], 2)  # another model's log
+    store.put_embeddings("m", [("s2:1", vec(0, 1))], 2)
+    store.delete_session("s2")  # its vector goes with it
+    found = store.embedding_changes("m", start)
+    assert found is not None
+    end, ids = found
+    assert ids == ["s1:1", "s2:1"] and end == store.embedding_log_end("m") > start
+    assert store.embedding_changes("m", end) == (end, [])
+    store.forget_embedding_changes("m", end)
+    assert store.embedding_changes("m", 0) == (0, [])
+    assert store.embedding_changes("other", 0) is not None

@@ -24,13 +24,21 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FILE_MIN_ROWS", "read_coarse", "read_matrix", "write_coarse", "write_matrix"]
+__all__ = [
+    "FILE_MIN_ROWS",
+    "cached_generations",
+    "read_coarse",
+    "read_log_end",
+    "read_matrix",
+    "write_coarse",
+    "write_matrix",
+]
 
 log = logging.getLogger(__name__)
 
 FILE_MIN_ROWS = 20_000
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_PARTS = ("npy", "ids", "basis.npy", "proj.npy")
+_PARTS = ("npy", "ids", "basis.npy", "proj.npy", "log")
 
 
 def _stem(model: str) -> str:
@@ -76,11 +84,37 @@ def read_matrix(
     return ids, matrix
 
 
+def cached_generations(directory: Path, model: str) -> list[int]:
+    """The generations of ``model`` that have a matrix file here, newest first."""
+    found = re.compile(re.escape(_stem(model)) + r"-g(\d+)\.npy")
+    try:
+        names = [found.fullmatch(p.name) for p in directory.iterdir()]
+    except OSError:
+        return []
+    return sorted((int(m.group(1)) for m in names if m is not None), reverse=True)
+
+
+def read_log_end(directory: Path, model: str, generation: int) -> int | None:
+    """Where the store's change log ended when this generation's file was read (None: not
+    recorded, so the file cannot be patched, only replaced)."""
+    try:
+        text = _path(directory, model, generation, "log").read_text(encoding="utf-8")
+        return int(text.strip())
+    except (OSError, ValueError):
+        return None
+
+
 def write_matrix(
-    directory: Path, model: str, generation: int, ids: tuple[str, ...], matrix: np.ndarray
+    directory: Path,
+    model: str,
+    generation: int,
+    ids: tuple[str, ...],
+    matrix: np.ndarray,
+    log_end: int | None = None,
 ) -> None:
-    """Cache ``ids`` and ``matrix`` for ``model`` at ``generation`` (atomic renames), and
-    remove the files of its other generations."""
+    """Cache ``ids`` and ``matrix`` for ``model`` at ``generation`` (atomic renames), with
+    where the store's change log ended when they were read, and remove the files of its
+    other generations."""
     if len(ids) < FILE_MIN_ROWS or any("\n" in i for i in ids):
         return
     ids_path = _path(directory, model, generation, "ids")
@@ -90,6 +124,13 @@ def write_matrix(
         tmp.write_text("\n".join(ids), encoding="utf-8")
         os.replace(tmp, ids_path)
         _save(_path(directory, model, generation, "npy"), matrix)
+        log_path = _path(directory, model, generation, "log")
+        if log_end is not None:
+            tmp = log_path.with_name(f"{log_path.name}.{os.getpid()}.tmp")
+            tmp.write_text(str(log_end), encoding="utf-8")
+            os.replace(tmp, log_path)
+        else:
+            log_path.unlink(missing_ok=True)
         parts = "|".join(re.escape(p) for p in _PARTS)
         mine = re.compile(re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?")
         for old in directory.iterdir():

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
-from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse, write_matrix
+from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse
+from memoir.search.matrix_load import patched, read_whole
 from memoir.store.port import Store
 
 __all__ = [
@@ -120,7 +121,8 @@ def _forget(vectors: VectorMatrix) -> None:
 
 def matrix_for(store: Store, model: str) -> VectorMatrix:
     """``model``'s vectors in ``store``: from this process's memory while its generation is
-    current, else from the cached file of that generation, else from the store."""
+    current, else from the cached file of that generation, else an older cached file
+    patched with the logged changes, else from the store (:mod:`memoir.search.matrix_load`)."""
     key = (id(store), model)
     generation = store.embedding_generation(model)
     with _lock:
@@ -129,14 +131,19 @@ def matrix_for(store: Store, model: str) -> VectorMatrix:
         return cached
     directory = store.cache_dir
     found = read_matrix(directory, model, generation) if directory is not None else None
+    patch = None
     if found is not None:
         ids, matrix = found
         loaded = VectorMatrix(ids, matrix, int(matrix.shape[1]), generation)
     else:
-        loaded = _from_store(store, model, generation)
-        if directory is not None:
-            write_matrix(directory, model, generation, loaded.ids, loaded.matrix)
-    coarse = _coarse_for(directory, model, loaded) if loaded.size >= COARSE_MIN else None
+        patch = patched(store, model, directory) if directory is not None else None
+        whole = patch or read_whole(store, model, generation, directory)
+        loaded = VectorMatrix(whole.ids, whole.matrix, int(whole.matrix.shape[1]), generation)
+    coarse = None
+    if patch is not None and patch.coarse is not None:
+        coarse = CoarseIndex(*patch.coarse)
+    elif loaded.size >= COARSE_MIN:
+        coarse = _coarse_for(directory, model, loaded)
     with _lock:
         if cached is not None:
             _forget(cached)
@@ -167,15 +174,6 @@ def prepare_files(store: Store, model: str) -> bool:
         return False
     matrix_for(store, model)
     return True
-
-
-def _from_store(store: Store, model: str, generation: int) -> VectorMatrix:
-    ids, blob, dim = store.load_embeddings(model)
-    if ids and dim > 0:
-        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), dim)
-    else:
-        matrix = np.zeros((0, max(dim, 1)), dtype=np.float32)
-    return VectorMatrix(tuple(ids), matrix, dim, generation)
 
 
 def time_mask(

@@ -34,6 +34,7 @@ from memoir.store.codec import (
 )
 from memoir.store.port import IngestBatch, SearchFilters, SkippedLine, SourceState
 from memoir.store.side_tables import SideTablesMixin
+from memoir.store.vector_log import VectorLogMixin
 
 __all__ = [
     "EVENT_INSERT",
@@ -262,7 +263,7 @@ def indexed_sessions(conn: Connection) -> list[Session]:
 
 
 # store methods -----------------------------------------------------------------------------
-class SqlStoreBase(SideTablesMixin):
+class SqlStoreBase(SideTablesMixin, VectorLogMixin):
     """The store methods whose SQL is the same on both backends, on top of the side
     tables; a backend supplies ``_tx()``/``_ro()`` and ``_index_keys`` (the index table and
     its exchange key column, for :mod:`memoir.store.health`)."""

@@ -101,6 +101,7 @@ class SQLiteStore(SqlStoreBase):
     backend = "sqlite"
     _index_keys = INDEX_KEYS
     _use_backlog_hint = True
+    _keeps_vector_log = True  # matrix files live beside an SQLite database
 
     def __init__(self, path: Path | str, *, target_version: int | None = None) -> None:
         self.path = Path(path)

@@ -19,6 +19,7 @@ from memoir.store.migrations import (
     v004_neighbour_context,
     v005_token_states,
     v006_embedding_generations,
+    v007_embedding_changes,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -67,6 +68,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v006_embedding_generations.NAME,
         v006_embedding_generations.SQLITE,
         v006_embedding_generations.POSTGRES,
+    ),
+    Migration(
+        v007_embedding_changes.VERSION,
+        v007_embedding_changes.NAME,
+        v007_embedding_changes.SQLITE,
+        v007_embedding_changes.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

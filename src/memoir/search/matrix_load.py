@@ -1,0 +1,115 @@
+"""Loading a model's vector matrix into a process: patched from a cached file, or whole.
+
+Reading every vector out of SQLite takes seconds at scale (~15 s at 1M exchanges,
+docs/benchmarks.md), and an exchange that grows drops its vector, so any sync that
+touches an active conversation changes the matrix. :func:`patched` therefore starts from
+the newest matrix file beside the database and applies what the store's change log
+(migration v7) says changed since that file was read: the changed exchanges' rows are
+dropped and their current vectors appended. A file is patchable only while the log still
+holds everything after it; the log is trimmed under the ``vectors:<model>`` claim, and only
+up to the oldest file still present (:func:`read_whole`), and a patch that finds its file
+replaced meanwhile gives up. Past :data:`REWRITE_SHARE` of the rows changed, or whenever
+anything does not add up, the matrix is read whole and a new file written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memoir.errors import Busy
+from memoir.search import matrix_file
+from memoir.search.matrix_file import (
+    cached_generations,
+    read_coarse,
+    read_log_end,
+    read_matrix,
+    write_matrix,
+)
+from memoir.store.port import Store
+
+__all__ = ["REWRITE_SHARE", "Loaded", "patched", "read_whole"]
+
+# past this share of a file's rows changed, a new file is cheaper than patching each start
+REWRITE_SHARE = 0.05
+PATCH_MIN = 1_000  # ... but a patch of this many rows is always cheap
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    ids: tuple[str, ...]
+    matrix: np.ndarray  # (n, dim) float32
+    coarse: tuple[np.ndarray, np.ndarray] | None  # (basis, projected rows), when kept
+
+
+def patched(store: Store, model: str, directory: Path) -> Loaded | None:
+    """The newest cached matrix with the logged changes since applied, or None when it
+    cannot be (no file, no log, too many changes, a changed width, a file replaced)."""
+    generations = cached_generations(directory, model)
+    if not generations:
+        return None
+    generation = generations[0]
+    log_end = read_log_end(directory, model, generation)
+    found = read_matrix(directory, model, generation)
+    if log_end is None or found is None:
+        return None
+    ids, base = found
+    changes = store.embedding_changes(model, log_end)
+    if changes is None or not changes[1]:
+        return None  # no log, or a change the log does not hold: read whole
+    changed = changes[1]
+    if len(changed) > max(PATCH_MIN, REWRITE_SHARE * len(ids)):
+        return None
+    current = store.embeddings_for(model, changed)
+    dim = int(base.shape[1])
+    if any(len(blob) != 4 * dim for blob in current.values()):
+        return None
+    if read_log_end(directory, model, generation) != log_end:
+        return None  # replaced while we read: the log behind it may be trimmed
+    gone = set(changed)
+    keep = np.fromiter((i not in gone for i in ids), dtype=bool, count=len(ids))
+    added = [i for i in changed if i in current]
+    rows = np.frombuffer(b"".join(current[i] for i in added), dtype=np.float32).reshape(-1, dim)
+    matrix = np.concatenate([base[keep], rows])
+    kept = tuple(i for i, k in zip(ids, keep, strict=True) if k)
+    coarse = read_coarse(directory, model, generation, len(ids))
+    if coarse is not None:
+        basis, projected = coarse
+        coarse = (basis, np.concatenate([projected[keep], rows @ basis]))
+    return Loaded(kept + tuple(added), matrix, coarse)
+
+
+def read_whole(store: Store, model: str, generation: int, directory: Path | None) -> Loaded:
+    """Every vector of ``model`` from the store; cached as a file beside the database
+    when it is big enough (under the ``vectors:<model>`` claim; another process writing
+    it already is left to it), and the change log trimmed to what the files need."""
+    log_end = store.embedding_log_end(model)  # before the read: later changes re-apply
+    ids, blob, dim = store.load_embeddings(model)
+    if ids and dim > 0:
+        matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), dim)
+    else:
+        matrix = np.zeros((0, max(dim, 1)), dtype=np.float32)
+    loaded = Loaded(tuple(ids), matrix, None)
+    if directory is None or (log_end is None and len(ids) < matrix_file.FILE_MIN_ROWS):
+        return loaded
+    try:
+        with store.claim(f"vectors:{model}", "the vector matrix is being cached"):
+            write_matrix(directory, model, generation, loaded.ids, matrix, log_end)
+            _trim_log(store, model, directory, log_end)
+    except Busy:
+        pass
+    return loaded
+
+
+def _trim_log(store: Store, model: str, directory: Path, log_end: int | None) -> None:
+    """Drop the log entries no cached file needs: up to the oldest file's log end, or to
+    this read's end when no file is kept (a small matrix)."""
+    if log_end is None:
+        return
+    ends = [read_log_end(directory, model, g) for g in cached_generations(directory, model)]
+    if not ends:
+        store.forget_embedding_changes(model, log_end)
+    elif None not in ends:
+        store.forget_embedding_changes(model, min(e for e in ends if e is not None))
