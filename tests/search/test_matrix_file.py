@@ -184,6 +184,17 @@ def _as_dict(matrix: vectors.VectorMatrix) -> dict[str, bytes]:
     return {i: np.asarray(matrix.matrix[n]).tobytes() for n, i in enumerate(matrix.ids)}
 
 
+def _cached(store: Store) -> list[str]:
+    """The test corpus with a vector per exchange, read whole once: the matrix file and
+    where the change log ended are written. The exchange ids."""
+    fill(store)
+    ids = [x for x, _ in store.embedding_backlog("m", 100)]
+    store.put_embeddings("m", [(x, _vec(n)) for n, x in enumerate(ids)], 8)
+    vectors.invalidate()
+    vectors.matrix_for(store, "m")
+    return ids
+
+
 def test_a_cached_file_is_patched_with_what_changed_since(
     settings: Settings, small_files: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,11 +204,7 @@ def test_a_cached_file_is_patched_with_what_changed_since(
 
     store = open_store(settings)
     try:
-        fill(store)
-        ids = [x for x, _ in store.embedding_backlog("m", 100)]
-        store.put_embeddings("m", [(x, _vec(n)) for n, x in enumerate(ids)], 8)
-        vectors.invalidate()
-        vectors.matrix_for(store, "m")  # read whole: the file, and where the log ended
+        ids = _cached(store)
         assert store.cache_dir is not None
         written = mf.cached_generations(store.cache_dir, "m")
         store.put_embeddings("m", [(ids[0], _vec(100))], 8)  # a new vector for a known row
@@ -230,11 +237,7 @@ def test_a_patch_gives_up_when_its_file_was_replaced_meanwhile(
 
     store = open_store(settings)
     try:
-        fill(store)
-        ids = [x for x, _ in store.embedding_backlog("m", 100)]
-        store.put_embeddings("m", [(x, _vec(n)) for n, x in enumerate(ids)], 8)
-        vectors.invalidate()
-        vectors.matrix_for(store, "m")
+        ids = _cached(store)
         store.put_embeddings("m", [(ids[1], _vec(300))], 8)
         assert store.cache_dir is not None
         generation = mf.cached_generations(store.cache_dir, "m")[0]

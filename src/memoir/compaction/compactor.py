@@ -130,13 +130,7 @@ class Compactor:
         budget = self.budget(window)
         msgs = list(messages)
         pos = _positions(msgs, positions)
-        replay = self._replay(session_id, msgs, pos)
-        job = self._job(msgs, pos, budget, replay, session_id)
-        context = (
-            job.assemble(job.prev_summary, job.start0, job.rep0)
-            if replay
-            else cast(list[dict[str, Any]], msgs)
-        )
+        job, context = self._start(msgs, pos, budget, session_id)
         before = self.tokens.total(context)
         if before < budget.threshold:
             result = job.result("none", context, before, before, removed=0)
@@ -144,15 +138,8 @@ class Compactor:
         problems = validate_sequence(msgs)
         if problems and all(p.endswith(_IN_A_ROW) for p in problems):
             # user (or assistant) messages in a row: joined, so the result alternates
-            msgs, joined_pos = join_same_role(msgs, pos)
-            pos = joined_pos
-            replay = self._replay(session_id, msgs, pos)
-            job = self._job(msgs, pos, budget, replay, session_id)
-            context = (
-                job.assemble(job.prev_summary, job.start0, job.rep0)
-                if replay
-                else cast(list[dict[str, Any]], msgs)
-            )
+            msgs, pos = join_same_role(msgs, pos)
+            job, context = self._start(msgs, pos, budget, session_id)
             before = self.tokens.total(context)
             problems = validate_sequence(msgs)
         if problems:
@@ -186,6 +173,17 @@ class Compactor:
         )
 
     # -- internals ---------------------------------------------------------------------
+
+    def _start(
+        self, msgs: list[Message], pos: Sequence[int], budget: Budget, session_id: str | None
+    ) -> tuple[Job, list[dict[str, Any]]]:
+        """The job over ``msgs`` (replaying the session's checkpoint when it applies) and
+        the context as it stands."""
+        replay = self._replay(session_id, msgs, pos)
+        job = self._job(msgs, pos, budget, replay, session_id)
+        if replay is None:
+            return job, cast(list[dict[str, Any]], msgs)
+        return job, job.assemble(job.prev_summary, job.start0, job.rep0)
 
     def _job(
         self,
