@@ -48,6 +48,7 @@ LIST_TITLES: dict[str, str] = {
 }
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*?)\r?\n?[ \t]*```", re.DOTALL)
+_WIDE_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\r?\n(.*)\r?\n?[ \t]*```", re.DOTALL)
 
 
 class UnusableAnswer(ValueError):
@@ -83,6 +84,8 @@ def _load_object(text: str) -> dict[str, Any]:
         raise UnusableAnswer("empty answer")
     candidates = [stripped]
     candidates.extend(m.group(1).strip() for m in _FENCE.finditer(text))
+    # a fence whose JSON holds ``` in a string ends at the last fence, not the first
+    candidates.extend(m.group(1).strip() for m in _WIDE_FENCE.finditer(text))
     for candidate in candidates:
         try:
             value = json.loads(candidate)
