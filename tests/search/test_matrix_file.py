@@ -46,24 +46,32 @@ def test_a_newer_generation_replaces_only_its_models_files(
 ) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / "m-g1.npy.4242.tmp").write_bytes(b"half")  # a crashed writer's leftover
+    m, alike = mf._stem("m"), mf._stem("m-g2")
+    (cache / f"{m}-g1.npy.4242.tmp").write_bytes(b"half")  # a crashed writer's leftover
+    (cache / "m-g0.npy").write_bytes(b"old")  # named before stems carried a hash
     mf.write_matrix(cache, "m", 1, ("a:1",), _rows(1))
     mf.write_matrix(cache, "m-g2", 1, ("b:1",), _rows(1))  # a name that looks alike
     mf.write_matrix(cache, "m", 2, ("a:1", "a:3"), _rows(2))
-    assert sorted(p.name for p in cache.iterdir()) == [
-        "m-g2-g1.ids",
-        "m-g2-g1.npy",
-        "m-g2.ids",
-        "m-g2.npy",
-    ]
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [f"{alike}-g1.ids", f"{alike}-g1.npy", f"{m}-g2.ids", f"{m}-g2.npy"]
+    )
     assert mf.read_matrix(cache, "m", 1) is None
     assert mf.read_matrix(cache, "m-g2", 1) is not None
+
+
+def test_models_whose_names_look_alike_never_share_files(tmp_path: Path, small_files: None) -> None:
+    mf.write_matrix(tmp_path, "org/m", 100, ("a:1",), _rows(1))
+    mf.write_matrix(tmp_path, "org_m", 100, ("b:1", "b:2"), _rows(2))
+    found = mf.read_matrix(tmp_path, "org/m", 100)
+    assert found is not None and found[0] == ("a:1",)
+    other = mf.read_matrix(tmp_path, "org_m", 100)
+    assert other is not None and other[0] == ("b:1", "b:2")
 
 
 @pytest.mark.parametrize("damage", ["no ids", "no rows", "count", "garbage", "dtype"])
 def test_a_damaged_cache_is_ignored(tmp_path: Path, small_files: None, damage: str) -> None:
     mf.write_matrix(tmp_path, "m", 3, ("a:1", "a:3"), _rows(2))
-    rows, ids = tmp_path / "m-g3.npy", tmp_path / "m-g3.ids"
+    rows, ids = tmp_path / f"{mf._stem('m')}-g3.npy", tmp_path / f"{mf._stem('m')}-g3.ids"
     if damage == "no ids":
         ids.unlink()
     elif damage == "no rows":
@@ -124,7 +132,8 @@ def test_a_new_process_reads_the_cached_file(settings: Settings, small_files: No
     assert not isinstance(fresh.matrix, np.memmap) and fresh.size == from_store.size - 1
     assert fresh.generation == filled.embedding_generation(embedder.name) > written
     names = sorted(p.name for p in filled.cache_dir.iterdir())
-    assert names == [f"hash-16-g{written}.{part}" for part in ("ids", "log", "npy")]
+    stem = mf._stem("hash-16")
+    assert names == [f"{stem}-g{written}.{part}" for part in ("ids", "log", "npy")]
     filled.close()
 
 
@@ -152,7 +161,8 @@ def test_the_coarse_index_is_cached_beside_the_matrix(
     assert filled.cache_dir is not None
     generation = built.generation
     names = {p.name for p in filled.cache_dir.iterdir()}
-    assert {f"hash-16-g{generation}.basis.npy", f"hash-16-g{generation}.proj.npy"} <= names
+    stem = mf._stem("hash-16")
+    assert {f"{stem}-g{generation}.basis.npy", f"{stem}-g{generation}.proj.npy"} <= names
     vectors.invalidate()
     again = vectors.matrix_for(filled, embedder.name)
     coarse = vectors._coarse[id(again)]
@@ -247,3 +257,38 @@ def test_a_patch_gives_up_when_its_file_was_replaced_meanwhile(
         assert generation in mf.cached_generations(store.cache_dir, "m")
     finally:
         store.close()
+
+
+def test_a_slow_whole_read_never_writes_a_file_older_than_the_log(
+    settings: Settings, small_files: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """C reads the log end, then its vectors slowly; meanwhile a vector is written and B
+    reads whole, writes its file and trims the log past C's end. C's file would hide that
+    write from every later patch: C must keep its read in memory, not write it."""
+    from memoir.search import matrix_load
+
+    writer, slow, fast, reader = (open_store(settings) for _ in range(4))
+    try:
+        ids = _cached(writer)
+        assert slow.cache_dir is not None
+        generation = writer.embedding_generation("m")
+        real_load = slow.load_embeddings
+
+        def interleaved(model: str) -> tuple[list[str], bytes, int]:
+            snapshot = real_load(model)
+            writer.put_embeddings("m", [(ids[2], _vec(500))], 8)  # X, after C's snapshot
+            matrix_load.read_whole(fast, "m", generation, fast.cache_dir)  # B: file + trim
+            return snapshot
+
+        monkeypatch.setattr(slow, "load_embeddings", interleaved)
+        matrix_load.read_whole(slow, "m", generation, slow.cache_dir)  # C
+        writer.put_embeddings("m", [(ids[3], _vec(501))], 8)  # Y: later processes patch
+        vectors.invalidate()
+        got = vectors.matrix_for(reader, "m")
+        whole = matrix_load.read_whole(reader, "m", got.generation, None)
+        rows = (r.tobytes() for r in whole.matrix)
+        assert _as_dict(got) == dict(zip(whole.ids, rows, strict=True))
+        assert _as_dict(got)[ids[2]] == _vec(500)
+    finally:
+        for store in (writer, slow, fast, reader):
+            store.close()

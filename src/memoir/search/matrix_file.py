@@ -17,6 +17,7 @@ when a new one is written.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -42,6 +43,13 @@ _PARTS = ("npy", "ids", "basis.npy", "proj.npy", "log")
 
 
 def _stem(model: str) -> str:
+    """A file-safe name for ``model``: readable, and told apart by a hash of the exact
+    name ("org/m" and "org_m" would otherwise share files — and generation numbers)."""
+    digest = hashlib.blake2b(model.encode(), digest_size=4).hexdigest()
+    return f"{_UNSAFE.sub('_', model) or 'model'}-{digest}"
+
+
+def _legacy_stem(model: str) -> str:
     return _UNSAFE.sub("_", model) or "model"
 
 
@@ -133,11 +141,13 @@ def write_matrix(
             log_path.unlink(missing_ok=True)
         parts = "|".join(re.escape(p) for p in _PARTS)
         mine = re.compile(re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?")
+        legacy = re.compile(re.escape(_legacy_stem(model)) + r"-g\d+\.(" + parts + r")")
         for old in directory.iterdir():
             found = mine.fullmatch(old.name)
             # other generations, and what a crashed (or concurrent: it then skips its
-            # cache) writer left half-done
-            if found is not None and (int(found.group(1)) != generation or found.group(3)):
+            # cache) writer left half-done; and this model's files named before the hash
+            stale = found is not None and (int(found.group(1)) != generation or found.group(3))
+            if stale or legacy.fullmatch(old.name):
                 old.unlink(missing_ok=True)
     except OSError as exc:
         log.warning("could not cache the vector matrix in %s: %s", directory, exc)

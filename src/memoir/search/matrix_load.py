@@ -7,8 +7,9 @@ the newest matrix file beside the database and applies what the store's change l
 (migration v7) says changed since that file was read: the changed exchanges' rows are
 dropped and their current vectors appended. A file is patchable only while the log still
 holds everything after it; the log is trimmed under the ``vectors:<model>`` claim, and only
-up to the oldest file still present (:func:`read_whole`), and a patch that finds its file
-replaced meanwhile gives up. Past :data:`REWRITE_SHARE` of the rows changed, or whenever
+up to the oldest file still present, and a read whole writes its file only when nothing
+was logged since it began (:func:`read_whole`); a patch that finds its file replaced
+meanwhile gives up. Past :data:`REWRITE_SHARE` of the rows changed, or whenever
 anything does not add up, the matrix is read whole and a new file written.
 """
 
@@ -96,8 +97,11 @@ def read_whole(store: Store, model: str, generation: int, directory: Path | None
         return loaded
     try:
         with store.claim(f"vectors:{model}", "the vector matrix is being cached"):
-            write_matrix(directory, model, generation, loaded.ids, matrix, log_end)
-            _trim_log(store, model, directory, log_end)
+            # a vector written since this read began makes it older than the log may
+            # already be trimmed to (by a writer that read after it): keep it in memory
+            if store.embedding_log_end(model) == log_end:
+                write_matrix(directory, model, generation, loaded.ids, matrix, log_end)
+                _trim_log(store, model, directory, log_end)
     except Busy:
         pass
     return loaded

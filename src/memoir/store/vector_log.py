@@ -31,11 +31,13 @@ class VectorLogMixin:
         raise NotImplementedError
 
     def embedding_log_end(self, model: str) -> int | None:
-        """Where ``model``'s change log ends now (0 when empty); None when none is kept."""
+        """Where the change log ends now: the highest sequence number it ever gave (every
+        model's; entries trimmed away still count, so a read can tell whether anything was
+        logged since — or trimmed past it); None when no log is kept."""
         if not self._keeps_vector_log:
             return None
         with self._ro() as tx:
-            rows = tx.run("SELECT max(seq) FROM embedding_changes WHERE model = ?", (model,))
+            rows = tx.run("SELECT seq FROM sqlite_sequence WHERE name = 'embedding_changes'")
         return int(rows[0][0] or 0) if rows else 0
 
     def embedding_changes(self, model: str, after: int) -> tuple[int, list[str]] | None:
