@@ -358,7 +358,10 @@ def test_terminal_control_codes_in_transcripts_are_shown_not_obeyed(
         result = cli.invoke(app, args)
         assert result.exit_code == 0, result.output
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.stdout), args
-        assert "␛[31mRED" in result.stdout
+    # a transcript is shown as it was; a search snippet reads the words (the index drops
+    # terminal escapes)
+    assert "␛[31mRED" in cli.invoke(app, ["show", "esc"]).stdout
+    assert "colour RED and" in cli.invoke(app, ["search", "colour", "--mode", "text"]).stdout
     shown = cli.invoke(app, ["show", "esc"]).stdout
     assert "␛]0;pwned␇" in shown and "bell ␇ and � C1" in shown
     data = _json(cli, "show", "esc", "--json")  # JSON carries the text as it was
@@ -380,3 +383,26 @@ def test_ctrl_c_says_what_happened(
     assert info.value.code == 130
     err = capsys.readouterr().err
     assert "interrupted" in err and "Traceback" not in err
+
+
+def test_a_file_sync_could_not_read_makes_it_exit_one_and_say_so(
+    cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.ingest import sync as sync_module
+
+    real = sync_module.plan_file
+
+    def flaky(fd: int, cand: object, *args: object, **kwargs: object) -> object:
+        if "tiny" in str(cand.path):  # type: ignore[attr-defined]
+            raise PermissionError(13, "Permission denied")
+        return real(fd, cand, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "plan_file", flaky)
+    result = cli.invoke(app, ["sync", "--source", str(source), "--no-summaries"])
+    assert result.exit_code == 1
+    assert "tiny-conversation.jsonl: Permission denied" in result.stderr
+    assert "1 file or folder could not be read" in result.stderr
+    as_json = cli.invoke(app, ["sync", "--source", str(source), "--no-summaries", "--json"])
+    assert as_json.exit_code == 1
+    report = json.loads(as_json.stdout)
+    assert report["files_indexed"] == 0 and len(report["errors"]) == 1

@@ -117,7 +117,7 @@ def test_generic_jsonl_and_list_agree() -> None:
         EventKind.USER_TEXT,
     ]
     assert a.events[3].tool_name == "get_weather" and a.events[3].author is Author.TOOL
-    assert b.offset == len(as_list) and b.line_count == 6
+    assert b.offset == len(as_list) - 1 and b.line_count == 6  # up to the closing bracket
     exchanges = build_exchanges(a.events)
     assert [x.tool_names for x in exchanges] == [("get_weather",), ()]
 

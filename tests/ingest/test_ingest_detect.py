@@ -25,6 +25,8 @@ UUID = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
         (b'{"type":"user","sessionId":"s"}', Format.CLAUDE),  # unterminated but complete
         (b"\x00\x01\x02binary\x00", Format.BINARY),
         (b'{"hello":"world"}\n', Format.UNKNOWN),
+        # a type or role that is not a string says nothing; the next line decides
+        (b'{"type":["x"]}\n{"role":{"x":1}}\n{"type":"user","sessionId":"s"}\n', Format.CLAUDE),
         (b"plain text\n", Format.UNKNOWN),
     ],
 )

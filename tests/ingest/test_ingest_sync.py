@@ -3,6 +3,7 @@ cluster is configured): archive, resume, growth, rewrites, policy."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -331,3 +332,128 @@ def test_an_append_moves_the_project_folder_mtime(cfg: Settings, store: Store, s
     _append(path, ClaudeWriter(UUID_A).user("second").assistant("two").bytes())
     sync(cfg, store)
     assert folder.stat().st_mtime_ns > 1_000_000_000
+
+
+def test_a_first_record_longer_than_the_head_is_detected_from_the_next(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    from memoir.ingest.plan import HEAD_BYTES
+
+    pasted = "log line 12345 " * (HEAD_BYTES // 10)  # one prompt well over the head
+    path = _put(src, "p", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user(pasted).bytes())
+    report = sync(cfg, store)
+    assert (report.files_indexed, report.files_ignored) == (0, 1)  # nothing after it yet
+    _append(path, ClaudeWriter(UUID_A).assistant("sigma reply").user("q later").bytes())
+    report = sync(cfg, store)
+    assert (report.files_indexed, report.files_ignored) == (1, 0)
+    texts = [e.text for e in store.events(UUID_A)]
+    assert texts[0] == pasted and "sigma reply" in texts and "q later" in texts
+    assert (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").read_bytes() == path.read_bytes()
+
+
+def test_a_file_name_that_is_not_utf8_is_resumed_like_any_other(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    folder = src / "p"
+    folder.mkdir()
+    raw = os.fsencode(folder) + b"/caf\xe9.jsonl"
+    with open(raw, "wb") as fp:
+        fp.write(ClaudeWriter("cafe").user("first words").bytes())
+    first = sync(cfg, store)
+    assert first.files_indexed == 1 and first.errors == []
+    with open(raw, "ab") as fp:
+        fp.write(ClaudeWriter("cafe").user("grown words").bytes())
+    second = sync(cfg, store)
+    assert second.errors == [] and second.events_added == 1
+    assert [p.rsplit("/", 1)[1] for p in store.source_states()] == ["caf\\xe9.jsonl"]
+    assert sync(cfg, store).files_unchanged == 1
+
+
+def test_a_folder_that_cannot_be_listed_is_reported(
+    cfg: Settings, store: Store, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    discover = importlib.import_module("memoir.ingest.discover")
+
+    _put(src, "open", "a.jsonl", ClaudeWriter("aaaa").user("x").bytes())
+    _put(src, "locked", "b.jsonl", ClaudeWriter("bbbb").user("y").bytes())
+    real = os.scandir
+
+    def scandir(path: str) -> object:
+        if str(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(discover.os, "scandir", scandir)
+    report = sync(cfg, store)
+    assert report.files_indexed == 1
+    assert report.errors == [f"{src / 'locked'}: folder not readable: Permission denied"]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_list_that_grows_is_read_on_not_rewritten(
+    cfg: Settings, store: Store, src: Path, indent: int | None
+) -> None:
+    import json
+
+    path = src / "chats" / "team.json"
+    path.parent.mkdir()
+    messages: list[dict[str, str]] = []
+    added = []
+    for n in range(4):
+        messages += [
+            {"role": "user", "content": f"q{n}"},
+            {"role": "assistant", "content": f"a{n}"},
+        ]
+        path.write_text(json.dumps(messages, indent=indent))
+        report = sync(cfg, store)
+        assert report.files_reset == 0 and report.errors == []
+        added.append(report.exchanges_added)
+    assert added == [1, 1, 1, 1]
+    texts = [e.text for e in store.events("team")]
+    assert texts == [m["content"] for m in messages]
+    archived = cfg.archive_dir / "chats" / "team.jsonl"
+    archive = archived if archived.exists() else next(cfg.archive_dir.glob("chats/team*"))
+    assert archive.read_bytes() == path.read_bytes()
+    assert not list(cfg.archive_dir.rglob(".replaced/*"))
+    path.write_text(json.dumps([{"role": "user", "content": "rewritten"}], indent=indent))
+    report = sync(cfg, store)
+    assert report.files_reset == 1
+    assert [e.text for e in store.events("team")] == ["rewritten"]
+
+
+def test_a_moved_transcript_is_read_on_under_its_new_path(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    from memoir.ingest.verify import verify
+
+    name = f"{UUID_A}.jsonl"
+    old = _put(src, "-home-ann-app", name, ClaudeWriter(UUID_A).user("q moveword").bytes())
+    data = old.read_bytes() + b'{"not json\n'  # one skipped line travels with it
+    old.write_bytes(data)
+    sync(cfg, store)
+    new = src / "-home-ann-renamed" / name
+    new.parent.mkdir()
+    old.rename(new)
+    report = sync(cfg, store)
+    assert (report.files_indexed, report.events_added, report.files_reset) == (1, 0, 0)
+    _append(new, ClaudeWriter(UUID_A).user("q after the move").bytes())
+    sync(cfg, store)
+    assert [s.session.id for s in store.list_sessions()] == [UUID_A]
+    assert [e.text for e in store.events(UUID_A)] == ["q moveword", "q after the move"]
+    assert list(store.source_states()) == [str(new)]
+    assert [row.path for row in store.skipped_lines()] == [str(new)]
+    problems = [p.kind for p in verify(cfg, store).problems]
+    assert problems == ["skipped_line"]  # and no orphan archive, no missing source
+
+
+def test_a_different_transcript_with_a_gone_ones_id_is_not_taken_for_it(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    first = _put(src, "p", "one.jsonl", ClaudeWriter(UUID_A).user("first file").bytes())
+    sync(cfg, store)
+    first.unlink()
+    _put(src, "p", "two.jsonl", ClaudeWriter(UUID_A).user("other words").bytes())
+    sync(cfg, store)
+    assert len(store.list_sessions()) == 2

@@ -17,6 +17,7 @@ from memoir.store.index_doc import (
     context_text,
     embedding_text,
     exchange_document,
+    index_text,
     month_token,
     project_token,
     rewrite_span,
@@ -169,3 +170,17 @@ def test_streamed_documents_equal_listed_ones(texts: list[str]) -> None:
         before = ordered[i - 1] if i else None
         after = ordered[i + 1] if i + 1 < len(ordered) else None
         assert doc == exchange_document(ordered[i], SESSION, before, after)
+
+
+@pytest.mark.parametrize(
+    ("raw", "indexed"),
+    [
+        ("\x1b[31mansiword\x1b[0m done", "ansiword done"),  # colours
+        ("\x1b[1;32mPASSED\x1b[0m tests/x.py::t", "PASSED tests/x.py::t"),
+        ("a\x1b[2Kb", "ab"),  # erase line
+        ("\x1b]0;window title\x07text", "text"),  # a terminal title
+        ("no escapes here", "no escapes here"),
+    ],
+)
+def test_terminal_escapes_are_not_part_of_the_words(raw: str, indexed: str) -> None:
+    assert index_text(raw) == indexed

@@ -223,6 +223,8 @@ def sync_command(
         print_json({**report.as_dict(), "summaries": summaries, "embeddings": embedded})
         if summaries is not None and summaries.get("setting"):
             raise typer.Exit(2)
+        if report.errors:
+            raise typer.Exit(1)
         return
     if report.files_scanned == 0:
         roots = source or settings.sources
@@ -244,6 +246,13 @@ def sync_command(
     if summaries is not None and summaries.get("setting"):
         err_console.print(f"error: summaries not written: {escape(summaries['error'])}")
         raise typer.Exit(2)
+    if report.errors:
+        count = len(report.errors)
+        err_console.print(
+            f"error: {count} {'file or folder' if count == 1 else 'files or folders'} could "
+            "not be read (above); everything else is synced, and the next sync tries them again"
+        )
+        raise typer.Exit(1)
 
 
 def _archive_usage(settings: Settings) -> tuple[int, int]:

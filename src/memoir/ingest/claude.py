@@ -93,13 +93,17 @@ class ClaudeReader(FormatReader):
             self.note("cwd", obj.get("cwd"))
             self.note("git_branch", obj.get("gitBranch"))
             message = obj.get("message")
-            if not isinstance(message, dict):
+            if isinstance(message, str):  # a bare string: the message's text
+                message = {"content": message}
+            if message is None:
                 return True
+            if not isinstance(message, dict):
+                return self.unknown(f"{kind} message that is a {type(message).__name__}")
+            if obj.get("isSidechain") is True and not self.state.get("subagent"):
+                return self._sidechain(kind, message, ts)
             if kind == "user":
-                self._user(obj, message, ts)
-            else:
-                self._assistant(message, ts)
-            return True
+                return self._user(obj, message, ts)
+            return self._assistant(message, ts)
         if kind == "summary":
             text = str(obj.get("summary", ""))
             payload = {"record": "summary", "leaf_uuid": obj.get("leafUuid")}
@@ -114,7 +118,17 @@ class ClaudeReader(FormatReader):
             payload = {"record": "system", "subtype": subtype}
             self.sink.emit(event_kind, Author.SYSTEM, text, ts, payload=payload)
             return True
-        return kind in CLAUDE_IGNORED_TYPES
+        return isinstance(kind, str) and kind in CLAUDE_IGNORED_TYPES
+
+    def _sidechain(self, kind: str, message: dict[str, Any], ts: datetime | None) -> bool:
+        """A subagent's record written inline in its parent's transcript (older Claude Code
+        versions did): kept as a note, never as words of the user or the main assistant."""
+        content = message.get("content")
+        text = content if isinstance(content, str) else block_text(content)
+        if not _blank(text):
+            payload = {"sidechain": kind}
+            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload=payload)
+        return True
 
     def _user_text(self, text: str, ts: datetime | None, meta: bool) -> None:
         if _blank(text):
@@ -128,21 +142,24 @@ class ClaudeReader(FormatReader):
         else:
             self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
 
-    def _user(self, obj: dict[str, Any], message: dict[str, Any], ts: datetime | None) -> None:
+    def _user(self, obj: dict[str, Any], message: dict[str, Any], ts: datetime | None) -> bool:
         content = message.get("content")
         if obj.get("isCompactSummary"):
             text = content if isinstance(content, str) else block_text(content)
             self.sink.emit(EventKind.COMPACTION, Author.SYSTEM, text, ts)
-            return
+            return True
         meta = bool(obj.get("isMeta"))
         if isinstance(content, str):
             self._user_text(content, ts, meta)
-            return
+            return True
+        content = [content] if isinstance(content, dict) else content
+        if content is None:
+            return True
         if not isinstance(content, list):
-            return
+            return self.unknown(f"user content that is a {type(content).__name__}")
         blocks = [b for b in content if isinstance(b, dict)]
         answering = any(b.get("type") == "tool_result" for b in blocks)
-        texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+        texts = [w for b in blocks if (w := _block_words(b, _USER_BLOCKS)) is not None]
         if texts:
             self._user_text("\n\n".join(texts), ts, meta or answering)
         for block in blocks:
@@ -165,8 +182,9 @@ class ClaudeReader(FormatReader):
                     ts,
                     payload={"media_type": media} if media else {},
                 )
+        return _all_known(self, blocks, _USER_BLOCKS)
 
-    def _assistant(self, message: dict[str, Any], ts: datetime | None) -> None:
+    def _assistant(self, message: dict[str, Any], ts: datetime | None) -> bool:
         content = message.get("content")
         model = message.get("model")
         base = {"model": model} if isinstance(model, str) else {}
@@ -175,15 +193,16 @@ class ClaudeReader(FormatReader):
                 self.sink.emit(
                     EventKind.ASSISTANT_TEXT, Author.ASSISTANT, content, ts, payload=base
                 )
-            return
+            return True
+        content = [content] if isinstance(content, dict) else content
+        if content is None:
+            return True
         if not isinstance(content, list):
-            return
-        for block in content:
-            if not isinstance(block, dict):
-                continue
+            return self.unknown(f"assistant content that is a {type(content).__name__}")
+        blocks = [b for b in content if isinstance(b, dict)]
+        for block in blocks:
             btype = block.get("type")
-            if btype == "text":
-                text = str(block.get("text", ""))
+            if (text := _block_words(block, _ASSISTANT_BLOCKS)) is not None:
                 if text:
                     self.sink.emit(
                         EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=base
@@ -211,6 +230,37 @@ class ClaudeReader(FormatReader):
                 answered = self.tool_for(call_id)
                 text = block_text(block.get("content"))
                 self.tool_event(EventKind.TOOL_RESULT, Author.TOOL, text, ts, answered, call_id)
+        return _all_known(self, blocks, _ASSISTANT_BLOCKS)
+
+
+_USER_BLOCKS = frozenset({"text", "tool_result", "image", "document"})
+_ASSISTANT_BLOCKS = frozenset(
+    {"text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"}
+)
+
+
+def _block_words(block: dict[str, Any], known: frozenset[str]) -> str | None:
+    """The text of a text block — or of a block of a type the reader does not know that
+    still carries a ``text`` string (``input_text``, ``output_text``, …); None otherwise."""
+    btype = block.get("type")
+    if btype == "text" or (btype not in known and isinstance(block.get("text"), str)):
+        return str(block.get("text", ""))
+    return None
+
+
+def _all_known(reader: FormatReader, blocks: list[dict[str, Any]], known: frozenset[str]) -> bool:
+    """True when every block was understood; else the line is reported with the types of
+    those that were not (their bytes stay in the archive)."""
+    lost = sorted(
+        {
+            str(b.get("type"))
+            for b in blocks
+            if b.get("type") not in known
+            and not isinstance(b.get("text"), str)
+            and "tool_use_id" not in b
+        }
+    )
+    return reader.unknown(f"content blocks of type {', '.join(lost)}") if lost else True
 
 
 def _blank(text: str) -> bool:

@@ -13,11 +13,10 @@ User-role messages that are harness context (``<environment_context>``,
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
-from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
+from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts, stdlib_loads
 from memoir.model import Author, EventKind, Harness
 
 __all__ = ["CODEX_TYPES", "CodexReader"]
@@ -37,14 +36,17 @@ def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
+    content = [content] if isinstance(content, dict) else content
     if isinstance(content, list):
         for block in content:
             if isinstance(block, dict):
                 btype = block.get("type")
-                if btype in ("input_text", "output_text", "text"):
-                    parts.append(str(block.get("text", "")))
-                elif btype in ("input_image", "image"):
+                if btype in ("input_image", "image"):
                     parts.append("[image]")
+                elif isinstance(block.get("text"), str):  # input_text, output_text, text, …
+                    parts.append(block["text"])
+            elif isinstance(block, str):
+                parts.append(block)
     return "\n\n".join(p for p in parts if p)
 
 
@@ -54,7 +56,7 @@ def _output_text(output: object) -> tuple[str, dict[str, Any]]:
         stripped = output.lstrip()
         if stripped.startswith("{"):
             try:
-                decoded = json.loads(output)
+                decoded = stdlib_loads(output)
             except ValueError:
                 return output, {}
             if isinstance(decoded, dict) and "output" in decoded:

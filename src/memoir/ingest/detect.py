@@ -82,12 +82,14 @@ def head_records(head: bytes, limit: int = HEAD_LINES) -> list[dict[str, Any]]:
 
 
 def _record_format(obj: dict[str, Any]) -> Format | None:
-    kind = obj.get("type")
+    """The format one record speaks for (None: it says nothing, e.g. a type that is a list)."""
+    kind, role = obj.get("type"), obj.get("role")
+    kind = kind if isinstance(kind, str) else None
     if isinstance(obj.get("payload"), dict) and kind in CODEX_TYPES:
         return Format.CODEX
     if kind in CLAUDE_TYPES or "sessionId" in obj:
         return Format.CLAUDE
-    if obj.get("role") in GENERIC_ROLES:
+    if isinstance(role, str) and role in GENERIC_ROLES:
         return Format.GENERIC_JSONL
     return None
 

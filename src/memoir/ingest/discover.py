@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Candidate", "discover", "scan", "transcript_name"]
+__all__ = ["Candidate", "discover", "scan", "source_key", "transcript_name"]
 
 _SUFFIXES = (".jsonl", ".json")
 
@@ -25,20 +25,34 @@ class Candidate:
     mtime_ns: int
 
 
+def source_key(path: str | Path) -> str:
+    """The name the index knows a transcript by: its path, with bytes that are not UTF-8
+    (which the file system allows and no database column takes) written as ``\\xNN``."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    return text
+
+
 def transcript_name(name: str) -> bool:
     return name.endswith(_SUFFIXES) and not name.startswith(".")
 
 
-def _walk(folder: str, skip: set[str]) -> Iterator[tuple[str, int, int]]:
+def _walk(folder: str, skip: set[str], errors: list[str]) -> Iterator[tuple[str, int, int]]:
     try:
         entries = list(os.scandir(folder))
-    except OSError:
+    except FileNotFoundError:
+        return  # removed while we walked: nothing to read, nothing lost
+    except OSError as exc:
+        errors.append(f"{source_key(folder)}: folder not readable: {exc.strerror or exc}")
         return
     for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
                 if not entry.name.startswith(".") and entry.path not in skip:
-                    yield from _walk(entry.path, skip)
+                    yield from _walk(entry.path, skip, errors)
             elif transcript_name(entry.name) and entry.is_file():
                 st = entry.stat()
                 yield entry.path, st.st_size, st.st_mtime_ns
@@ -47,10 +61,12 @@ def _walk(folder: str, skip: set[str]) -> Iterator[tuple[str, int, int]]:
 
 
 def scan(
-    sources: Iterable[Path], *, skip: Iterable[Path] = ()
+    sources: Iterable[Path], *, skip: Iterable[Path] = (), errors: list[str] | None = None
 ) -> Iterator[tuple[str, str, int, int]]:
     """(path, source root, size, mtime_ns) of every transcript file under ``sources`` (each
-    once). Plain strings: the nothing-to-do sync builds no Path objects."""
+    once). Plain strings: the nothing-to-do sync builds no Path objects. A folder that
+    cannot be listed is noted in ``errors`` (when given) and passed over."""
+    errors = [] if errors is None else errors
     skip_set = {str(p) for p in skip}
     seen: set[str] = set()
     for source in sources:
@@ -60,7 +76,7 @@ def scan(
             found: Iterable[tuple[str, int, int]] = [(root, st.st_size, st.st_mtime_ns)]
             base = os.path.dirname(root)
         elif os.path.isdir(root):
-            found, base = _walk(root, skip_set), root
+            found, base = _walk(root, skip_set, errors), root
         else:
             continue
         for path, size, mtime in found:

@@ -61,7 +61,7 @@ class GenericReader(FormatReader):
 
     def handle(self, obj: dict[str, Any]) -> bool:
         role = obj.get("role")
-        if role not in GENERIC_ROLES:
+        if not isinstance(role, str) or role not in GENERIC_ROLES:
             return False
         ts = parse_ts(obj.get("timestamp") or obj.get("created_at"))
         self.note_time(ts)

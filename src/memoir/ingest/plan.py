@@ -11,19 +11,22 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from memoir.ingest.archive import archive_path, in_archive, span_hashes
 from memoir.ingest.detect import Format, Identity, detect_format, head_records, identify
-from memoir.ingest.discover import Candidate
+from memoir.ingest.discover import Candidate, source_key
+from memoir.ingest.lines import CHUNK_BYTES
 from memoir.model import Harness
 from memoir.store.port import SourceState
 
 __all__ = ["HEAD_BYTES", "Plan", "Skip", "excluded", "is_rewritten", "plan_file"]
 
 HEAD_BYTES = 256 * 1024
+FIRST_LINE_SCAN = 64 * 1024 * 1024  # how far past an over-long first line detection looks
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,7 @@ class Plan:
     reset: bool
     state: dict[str, Any] = field(default_factory=dict)
     rewritten: bool = False  # the index had this file, but its indexed bytes changed
+    moved_from: str | None = None  # the path the index knew this transcript by before
 
     @property
     def harness(self) -> Harness:
@@ -73,14 +77,31 @@ def is_rewritten(fd: int, size: int, state: SourceState) -> bool:
     return span_hashes(fd, state.offset) != (state.prefix_hash, state.tail_hash)
 
 
-def _unique(identity: Identity, path: str, owners: dict[str, str]) -> Identity:
-    owner = owners.get(identity.session_id)
-    if owner is None or owner == path:
-        return identity
+def _suffixed(identity: Identity, path: str) -> Identity:
+    """Another file already holds this session id: this one gets its own."""
     suffix = hashlib.blake2b(path.encode(), digest_size=4).hexdigest()
     return Identity(
         f"{identity.session_id}-{suffix}", identity.project, identity.subagent, identity.cwd
     )
+
+
+def _after_first_line(fd: int, head: bytes) -> bytes | None:
+    """When ``head`` is one unfinished line (a first record over :data:`HEAD_BYTES`, such
+    as a pasted log), the head of the lines after it; None when there is nothing after it
+    yet or the head was not cut short. The scan reads at most :data:`FIRST_LINE_SCAN`."""
+    if len(head) < HEAD_BYTES or b"\n" in head:
+        return None
+    pos = len(head)
+    while pos < FIRST_LINE_SCAN:
+        chunk = os.pread(fd, CHUNK_BYTES, pos)
+        if not chunk:
+            return None
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            rest = os.pread(fd, HEAD_BYTES, pos + newline + 1)
+            return rest if rest.strip() else None
+        pos += len(chunk)
+    return None
 
 
 def plan_file(
@@ -92,9 +113,15 @@ def plan_file(
     exclude: tuple[str, ...],
     owners: dict[str, str],
     key: str | None = None,
+    known: Callable[[str], SourceState | None] = lambda _path: None,
 ) -> Plan | Skip:
-    """``key`` is the path the index knows the transcript by (default: the file read)."""
-    path = key or str(cand.path)
+    """``key`` is the path the index knows the transcript by (default: the file read).
+    ``owners`` maps session ids to the paths that hold them; ``known`` gives the index's
+    state of such a path. A new file whose session id another path holds is that
+    transcript moved (renamed, or its project folder renamed) when the other path is gone
+    and this file starts with the bytes indexed from it: it is read on from there under its
+    new path. Otherwise it is a different transcript and gets a session id of its own."""
+    path = key or source_key(cand.path)
     if state is not None and not is_rewritten(fd, cand.size, state):
         ps = dict(state.parser_state)
         fmt = Format(ps.get("format", Format.CLAUDE.value))
@@ -108,11 +135,8 @@ def plan_file(
             if state.archive_path
             else archive_path(archive_dir, identity.project, identity.session_id)
         )
-        if fmt is Format.GENERIC_LIST:  # a JSON array is re-read whole
-            keys = ("format", "project", "subagent")
-            return Plan(
-                path, fmt, identity, target, 0, 0, None, True, {k: ps[k] for k in keys if k in ps}
-            )
+        if fmt is Format.GENERIC_LIST:  # re-parsed whole; its known messages are passed over
+            return Plan(path, fmt, identity, target, 0, state.line_count, state.offset, False, ps)
         return Plan(
             path, fmt, identity, target, state.offset, state.line_count, state.size, False, ps
         )
@@ -120,13 +144,22 @@ def plan_file(
     if not head.strip():
         return Skip("empty")
     fmt = detect_format(head)
+    if fmt is Format.UNKNOWN and (later := _after_first_line(fd, head)) is not None:
+        head = later  # the first line alone is longer than the head: its followers decide
+        fmt = detect_format(head)
     if fmt in (Format.BINARY, Format.UNKNOWN):
         return Skip(fmt.value if fmt is Format.BINARY else "unknown_format")
     identity = identify(fmt, head_records(head), cand.path, cand.root)
     if state is not None:  # rewritten: keep the session id the index knows it by
         identity = Identity(state.session_id, identity.project, identity.subagent, identity.cwd)
-    else:
-        identity = _unique(identity, path, owners)
+    elif (owner := owners.get(identity.session_id)) is not None and owner != path:
+        old = None if os.path.exists(owner) else known(owner)
+        if old is not None and not is_rewritten(fd, cand.size, old):
+            moved = plan_file(
+                fd, cand, old, archive_dir=archive_dir, exclude=exclude, owners=owners, key=path
+            )
+            return replace(moved, moved_from=owner) if isinstance(moved, Plan) else moved
+        identity = _suffixed(identity, path)
     if excluded(identity.project, exclude):
         return Skip("excluded", identity.session_id, identity.project)
     target = archive_path(archive_dir, identity.project, identity.session_id)

@@ -15,7 +15,6 @@ waits for the next sync.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +24,7 @@ from memoir.ingest.codex import CodexReader
 from memoir.ingest.detect import Format
 from memoir.ingest.generic import GenericReader
 from memoir.ingest.lines import LineReader, RawLine
-from memoir.ingest.records import EventSink, FormatReader, loads
+from memoir.ingest.records import EventSink, FormatReader, loads, stdlib_loads
 from memoir.model import Event
 from memoir.store.port import SkippedLine
 
@@ -60,7 +59,7 @@ def _decode(line: RawLine) -> tuple[Any, SkippedLine | None, str]:
     except ValueError as exc:
         error: ValueError = exc
     try:  # the stdlib parser takes what orjson refuses (lone surrogate escapes)
-        return json.loads(data), None, ""
+        return stdlib_loads(data), None, ""
     except ValueError:
         pass
     if b"\x00" in data:
@@ -69,7 +68,7 @@ def _decode(line: RawLine) -> tuple[Any, SkippedLine | None, str]:
         data.decode("utf-8")
     except UnicodeDecodeError as uexc:
         try:
-            obj = json.loads(data.decode("utf-8", errors="replace"))
+            obj = stdlib_loads(data.decode("utf-8", errors="replace"))
         except ValueError:
             return None, _skip(line, "invalid_utf8", str(uexc)[:200]), ""
         return obj, None, f"invalid UTF-8 replaced: {str(uexc)[:160]}"
@@ -80,6 +79,7 @@ def _handle(reader: FormatReader, sink: EventSink, obj: dict[str, Any]) -> tuple
     """Let the format reader take one record; (reason, detail) when the line is skipped. A
     record of a shape the reader trips over is skipped whole (its partial events undone)."""
     count, ordinal = len(sink.events), sink.next_ordinal
+    reader.unknown_detail = None
     try:
         if reader.handle(obj):
             return None
@@ -87,6 +87,8 @@ def _handle(reader: FormatReader, sink: EventSink, obj: dict[str, Any]) -> tuple
         del sink.events[count:]
         sink.next_ordinal = ordinal
         return "malformed_record", f"{type(exc).__name__}: {exc}"[:200]
+    if reader.unknown_detail:
+        return "unknown_type", reader.unknown_detail
     kind = obj.get("type") if "type" in obj else obj.get("role")
     return "unknown_type", f"record type {kind!r}"[:200]
 
@@ -156,9 +158,18 @@ def first_line_number(line_count: int, state: dict[str, Any]) -> int:
 
 
 def read_json_list(
-    data: bytes, *, path: str, session_id: str, next_ordinal: int, state: dict[str, Any]
+    data: bytes,
+    *,
+    path: str,
+    session_id: str,
+    next_ordinal: int,
+    state: dict[str, Any],
+    skip: int = 0,
 ) -> ReadResult:
-    """A generic JSON-list file, read whole (a JSON array cannot be resumed mid-way)."""
+    """A generic JSON-list file, parsed whole (a JSON array cannot be resumed mid-way); its
+    first ``skip`` messages, read before, give no events again. The result's ``offset`` is
+    the end of the last message, before the closing bracket: the bytes a list that grows
+    by appending messages keeps unchanged."""
     sink = EventSink(session_id, next_ordinal)
     reader = GenericReader(sink, state)
     skipped: list[SkippedLine] = []
@@ -166,7 +177,7 @@ def read_json_list(
         messages = loads(data)
     except ValueError as exc:
         try:
-            messages = json.loads(data.decode("utf-8", errors="replace"))
+            messages = stdlib_loads(data.decode("utf-8", errors="replace"))
         except ValueError:
             bad = SkippedLine(path, 1, 0, "malformed_json", str(exc)[:200])
             return ReadResult((), (bad,), 0, 0, state)
@@ -174,12 +185,26 @@ def read_json_list(
         bad = SkippedLine(path, 1, 0, "unknown_type", "a JSON value that is not a list")
         return ReadResult((), (bad,), len(data), 1, state)
     for index, message in enumerate(messages, start=1):
+        if index <= skip:
+            continue
         sink.line_offset, sink.line_number = None, index
         if not isinstance(message, dict) or not reader.handle(message):
             skipped.append(SkippedLine(path, index, 0, "unknown_type", f"message {index}"))
     return ReadResult(
-        tuple(sink.events), tuple(skipped), len(data), len(messages), reader.final_state()
+        tuple(sink.events),
+        tuple(skipped),
+        _list_body_end(data),
+        len(messages),
+        reader.final_state(),
     )
+
+
+def _list_body_end(data: bytes) -> int:
+    """Length of ``data`` without its closing bracket and the blanks around it."""
+    body = data.rstrip()
+    if body.endswith(b"]"):
+        body = body[:-1].rstrip()
+    return len(body)
 
 
 def read_bytes(

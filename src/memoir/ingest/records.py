@@ -30,11 +30,22 @@ __all__ = [
     "loads",
     "loads_lenient",
     "parse_ts",
+    "stdlib_loads",
 ]
 
 MAX_EVENT_TEXT = 64 * 1024  # tool input/output text kept per event (the archive keeps all)
 SMALL_INPUT = 2048  # tool inputs up to this size are also kept structured in the payload
 MAX_PENDING_TOOLS = 512  # unanswered tool calls remembered between syncs
+
+
+def stdlib_loads(data: bytes | str) -> Any:
+    """The standard library's parser, with nesting too deep for it (a ``RecursionError``)
+    reported as the ``ValueError`` every other unreadable line raises."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
 
 try:  # orjson is optional: several times faster when installed
     import orjson as _orjson
@@ -51,7 +62,7 @@ try:  # orjson is optional: several times faster when installed
 except ImportError:  # pragma: no cover - depends on the environment
 
     def loads(data: bytes) -> Any:
-        return json.loads(data)
+        return stdlib_loads(data)
 
     def _dumps(value: object) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -63,7 +74,7 @@ def loads_lenient(data: bytes) -> Any:
     try:
         return loads(data)
     except ValueError:
-        return json.loads(data)
+        return stdlib_loads(data)
 
 
 def parse_ts(value: object) -> datetime | None:
@@ -71,9 +82,9 @@ def parse_ts(value: object) -> datetime | None:
     if isinstance(value, str) and value:
         try:
             ts = datetime.fromisoformat(value)
-        except ValueError:
+            return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+        except (OverflowError, ValueError):  # not a date, or out of range once in UTC
             return None
-        return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
         seconds = value / 1000 if value > 1e11 else value
         try:
@@ -139,12 +150,15 @@ class EventSink:
 
 
 class FormatReader:
-    """Base of the three format readers. ``handle`` returns False for a record type it does
-    not know (the line is then counted as skipped with reason ``unknown_type``)."""
+    """Base of the three format readers. ``handle`` returns False for a record type or
+    shape it does not know (the line is then counted as skipped with reason
+    ``unknown_type``, ``unknown_detail`` saying what was not understood; events it did
+    take from the record stay)."""
 
     harness: Harness = Harness.GENERIC
 
     def __init__(self, sink: EventSink, state: dict[str, Any]) -> None:
+        self.unknown_detail: str | None = None
         self.sink = sink
         self.state: dict[str, Any] = dict(state)
         self.tools: dict[str, str] = dict(state.get("tools", {}))
@@ -153,6 +167,11 @@ class FormatReader:
 
     def handle(self, obj: dict[str, Any]) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def unknown(self, detail: str) -> bool:
+        """Mark the current record as (partly) not understood; returns False for ``handle``."""
+        self.unknown_detail = detail[:200]
+        return False
 
     def remember_tool(self, call_id: object, name: str) -> None:
         if isinstance(call_id, str) and call_id:

@@ -28,7 +28,7 @@ from memoir.config import Settings
 from memoir.errors import StoreError
 from memoir.ingest.archive import ArchiveCopy, is_prefix_of, preserve, span_hashes
 from memoir.ingest.detect import Format
-from memoir.ingest.discover import Candidate, scan
+from memoir.ingest.discover import Candidate, scan, source_key
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
@@ -108,12 +108,12 @@ def sync(
     report = run.report
     roots = tuple(settings.sources if sources is None else sources)
     todo: list[Candidate] = []
-    for key, root, size, mtime_ns in scan(roots, skip=[settings.home]):
+    for key, root, size, mtime_ns in scan(roots, skip=[settings.home], errors=report.errors):
         report.files_scanned += 1
-        st = states.get(key)
+        st = states.get(source_key(key))
         if st is not None and st.size == size and st.mtime_ns == mtime_ns:
             report.files_unchanged += 1
-        elif st is None and _still_ignored(run, key, size, mtime_ns):
+        elif st is None and _still_ignored(run, source_key(key), size, mtime_ns):
             report.files_ignored += 1
         else:
             todo.append(Candidate(Path(key), Path(root), size, mtime_ns))
@@ -121,16 +121,17 @@ def sync(
     done_bytes = 0
     for index, cand in enumerate(todo):
         if progress is not None:
-            progress(SyncProgress(index, len(todo), done_bytes, total, str(cand.path)))
+            progress(SyncProgress(index, len(todo), done_bytes, total, source_key(cand.path)))
+        name = source_key(cand.path)
         try:
-            ingest_file(run, cand, states.get(str(cand.path)))
+            ingest_file(run, cand, states.get(name))
         except OSError as exc:  # vanished or unreadable: the next sync tries again
-            report.errors.append(f"{cand.path}: {exc.strerror or exc}")
+            report.errors.append(f"{name}: {exc.strerror or exc}")
         except StoreError:
             raise  # the database is unusable: every further file would fail the same way
         except Exception as exc:  # a bug on one file must not stop the others
-            log.exception("sync: %s failed", cand.path)
-            report.errors.append(f"{cand.path}: {type(exc).__name__}: {exc}")
+            log.debug("sync: %s failed", name, exc_info=True)
+            report.errors.append(f"{name}: {type(exc).__name__}: {exc}")
         done_bytes += cand.size
     if progress is not None and todo:
         progress(SyncProgress(len(todo), len(todo), total, total, ""))
@@ -166,6 +167,7 @@ def ingest_file(
             exclude=run.settings.exclude_projects,
             owners=run.owners,
             key=key,
+            known=run.store.source_state,
         )
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
@@ -208,7 +210,12 @@ def _read(plan: Plan, fp: Any, size: int, copy: ArchiveCopy | None, store: Store
         if copy is not None:
             copy.feed(0, data)
         return read_json_list(
-            data, path=plan.path, session_id=sid, next_ordinal=next_ordinal, state=plan.state
+            data,
+            path=plan.path,
+            session_id=sid,
+            next_ordinal=next_ordinal,
+            state=plan.state,
+            skip=0 if plan.reset else plan.line,
         )
     lines = LineReader(
         fp,
@@ -244,7 +251,12 @@ def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None
         run.report.lines_skipped += 1
     run.ignored.add(
         IgnoredFile(
-            str(cand.path), cand.size, cand.mtime_ns, skip.reason, skip.session_id, skip.project
+            source_key(cand.path),
+            cand.size,
+            cand.mtime_ns,
+            skip.reason,
+            skip.session_id,
+            skip.project,
         )
     )
 
@@ -261,7 +273,7 @@ def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -
     forget_summary(run.settings, run.store, sid, plan.identity.project)
     run.report.sessions_removed.append(sid)
     run.report.files_ignored += 1
-    run.ignored.add(IgnoredFile(str(cand.path), cand.size, cand.mtime_ns, "no_index", sid))
+    run.ignored.add(IgnoredFile(source_key(cand.path), cand.size, cand.mtime_ns, "no_index", sid))
 
 
 def _exchanges(store: Store, plan: Plan, events: tuple[Event, ...]) -> tuple[list[Exchange], int]:
@@ -335,6 +347,7 @@ def _commit(
         source=source,
         skipped=result.skipped,
         reset=plan.reset,
+        moved_from=plan.moved_from,
     )
     run.store.apply_ingest(batch)
     if plan.rewritten:  # the summary may tell of what the file no longer holds

@@ -62,6 +62,9 @@ MAX_COLUMN_CHARS = 100_000
 # topic), small enough that a neighbour never outweighs the exchange's own text.
 CONTEXT_CHARS = 400
 _MARKERS = re.compile("[\x00\x02\x03]")
+# terminal escape sequences (colours, cursor moves, window titles) in tool output: the
+# index reads the words between them ("\x1b[31mFAILED\x1b[0m" → "FAILED")
+_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 # SearchFilters.role → the column the match must be in
 ROLE_COLUMNS = {"user": "user", "assistant": "assistant", "tool": "tools"}
 
@@ -79,9 +82,12 @@ class IndexDoc:
 
 
 def index_text(text: str) -> str:
-    """Text as the index stores it: bounded, markers and NUL removed, CJK segmented."""
+    """Text as the index stores it: bounded, terminal escapes, markers and NUL removed,
+    CJK segmented."""
     if len(text) > MAX_COLUMN_CHARS:
         text = text[:MAX_COLUMN_CHARS]
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
     if "\x00" in text or "\x02" in text or "\x03" in text:
         text = _MARKERS.sub(" ", text)
     return segment_cjk(text)

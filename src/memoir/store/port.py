@@ -77,7 +77,8 @@ class IngestBatch:
     (a rewritten transcript is re-indexed cleanly). ``events`` are new events with
     ordinals continuing the session's last ordinal. ``exchanges`` are the new or grown
     exchanges (upserted by id, their index rows rewritten). ``source`` is the new
-    source state (None for API-fed sessions).
+    source state (None for API-fed sessions). ``moved_from`` is the path the transcript was
+    indexed under before it moved: that source row goes, its skipped lines follow.
     """
 
     session: Session
@@ -86,6 +87,7 @@ class IngestBatch:
     source: SourceState | None = None
     skipped: tuple[SkippedLine, ...] = ()
     reset: bool = False
+    moved_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from memoir.store.codec import (
     to_utc,
 )
 from memoir.store.port import IngestBatch
-from memoir.store.sql_common import delete_session_tables, pg_sql, upsert_session
+from memoir.store.sql_common import delete_session_tables, move_source, pg_sql, upsert_session
 
 __all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
 
@@ -54,6 +54,8 @@ def apply_batch(conn: psycopg.Connection[Any], batch: IngestBatch) -> None:
         delete_session_content(conn, session.id, path)
     elif renamed:
         postgres_search.reindex_session(conn, session)  # the index's meta column names them
+    if batch.moved_from is not None and batch.source is not None:
+        move_source(conn, pg_sql, batch.moved_from, batch.source.path)
     with conn.cursor() as cur:
         if batch.events:
             cur.executemany(EVENT_INSERT, [event_params(e, to_utc) for e in batch.events])

@@ -48,6 +48,7 @@ __all__ = [
     "check_version",
     "delete_session_tables",
     "indexed_sessions",
+    "move_source",
     "ordered_exchanges",
     "pg_sql",
     "session_stream",
@@ -63,6 +64,13 @@ class Connection(Protocol):
     """The part of ``sqlite3.Connection`` and ``psycopg.Connection`` used here."""
 
     def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
+
+
+def move_source(conn: Connection, dialect: Dialect, old: str, new: str) -> None:
+    """A transcript indexed under ``old`` is now read at ``new``: the old source row goes
+    (the caller writes the new one) and the old path's skipped lines follow it."""
+    conn.execute(dialect("DELETE FROM sources WHERE path = ?"), (old,))
+    conn.execute(dialect("UPDATE skipped_lines SET path = ? WHERE path = ?"), (new, old))
 
 
 def check_version(version: int, current: int) -> None:

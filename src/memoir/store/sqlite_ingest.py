@@ -31,6 +31,7 @@ from memoir.store.sql_common import (
     SKIPPED_INSERT,
     SOURCE_UPSERT,
     delete_session_tables,
+    move_source,
     sqlite_sql,
     upsert_session,
 )
@@ -68,6 +69,8 @@ def apply_batch(conn: sqlite3.Connection, batch: IngestBatch) -> None:
         delete_session_content(conn, session.id, path)
     elif renamed:
         sqlite_search.reindex_session(conn, session)  # the index's meta column names them
+    if batch.moved_from is not None and batch.source is not None:
+        move_source(conn, sqlite_sql, batch.moved_from, batch.source.path)
     if batch.events:
         conn.executemany(EVENT_INSERT, [event_params(e, to_iso) for e in batch.events])
     if batch.exchanges:
