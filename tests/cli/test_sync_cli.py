@@ -171,6 +171,32 @@ def test_repair_after_an_interrupted_sync_keeps_one_identity(
     assert _json(cli, "show", TINY, "--json")["session"]["id"] == TINY
 
 
+def test_a_source_repair_did_not_know_takes_over_its_archived_copy(
+    cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `sync --source DIR` stopped before its commit leaves an orphaned copy; repair,
+    not told about DIR, indexes the copy itself. The next `sync --source DIR` must read on
+    from there under the source's path, not add the conversation a second time."""
+    monkeypatch.delenv("MEMOIR_SOURCES", raising=False)
+    monkeypatch.setenv("HOME", str(home / "nobody"))  # no default sources either
+    copy = home / "archive" / "-home-ann-app" / f"{TINY}.jsonl"
+    copy.parent.mkdir(parents=True)
+    tiny = source / "-home-ann-app" / "tiny-conversation.jsonl"
+    copy.write_bytes(tiny.read_bytes())
+    repaired = json.loads(cli.invoke(app, ["verify", "--repair", "--json"]).stdout)
+    assert repaired["ok"] is True
+    with open(tiny, "ab") as fp:  # the conversation goes on meanwhile
+        fp.write(tiny.read_bytes().splitlines(keepends=True)[-1])
+    report = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    assert report["errors"] == [] and report["files_reset"] == 0
+    stats = _json(cli, "stats", "--json")
+    assert stats["sessions"] == 3  # tiny once, short, medium
+    shown = _json(cli, "show", TINY, "--json")
+    assert shown["session"]["id"] == TINY
+    assert copy.read_bytes() == tiny.read_bytes()  # the archive copy grew with it
+    assert json.loads(cli.invoke(app, ["verify", "--json"]).stdout)["ok"] is True
+
+
 def test_a_moved_home_keeps_working(
     cli: CliRunner, tmp_path: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -322,14 +348,19 @@ def test_sync_without_sources_says_how_to_add_one(cli: CliRunner) -> None:
     assert "no transcripts found (no sources configured)" in result.stdout
 
 
-def test_verify_repair_waits_for_a_running_sync(cli: CliRunner, home: Path) -> None:
+def test_verify_waits_for_a_running_sync(cli: CliRunner, home: Path) -> None:
+    """A sync half-way through a file (archived, not yet committed) would read as an
+    orphan archive: verify says a sync is running instead of raising false alarms."""
     from memoir.errors import Busy
 
     with sync_lock(home):
-        result = cli.invoke(app, ["verify", "--repair"])
-    assert isinstance(result.exception, Busy)
-    assert "run verify --repair again" in str(result.exception)
-    assert cli.invoke(app, ["verify"]).exit_code == 0  # a plain verify needs no lock
+        repair = cli.invoke(app, ["verify", "--repair"])
+        plain = cli.invoke(app, ["verify"])
+    assert isinstance(repair.exception, Busy)
+    assert "run verify --repair again" in str(repair.exception)
+    assert isinstance(plain.exception, Busy)
+    assert "a memoir sync is running; run verify again" in str(plain.exception)
+    assert cli.invoke(app, ["verify"]).exit_code == 0
 
 
 def test_show_includes_the_summary_when_there_is_one(

@@ -124,6 +124,36 @@ def test_auto_mode_does_an_oversized_history_in_rounds(memoir: Any) -> None:
     assert find_previous(memoir, "s1", memoir.store.events("s1")) is not None
 
 
+@pytest.mark.parametrize("meanwhile", ["marked stale", "deleted", "replaced"])
+def test_an_episodic_trace_is_history_once_its_summary_is_not_the_saved_one(
+    memoir: Any, meanwhile: str
+) -> None:
+    """A rewritten transcript (summary marked stale), a summary deleted by hand, or one the
+    summary pass wrote since: the next run must not merge into the old trace's data."""
+    from memoir.summaries.persist import mark_summary_stale, save_summary
+
+    add_session(memoir, marked_history(4))
+    summarizer = EpisodicSummarizer(ScriptedModel(default=Oracle()), episode_tokens=300)
+    assert summarize_session(memoir, "s1", summarizer=summarizer).mode == "full"
+    assert find_previous(memoir, "s1", memoir.store.events("s1")).source == "trace"
+    if meanwhile == "marked stale":
+        assert mark_summary_stale(memoir.settings, memoir.store, "s1")
+    elif meanwhile == "deleted":
+        from memoir.summaries.persist import forget_summary
+
+        forget_summary(memoir.settings, memoir.store, "s1", "p")
+    else:
+        save_summary(memoir, "s1", "what the summary pass wrote since", model="m")
+    previous = find_previous(memoir, "s1", memoir.store.events("s1"))
+    if meanwhile == "replaced":
+        assert previous is not None and previous.source == "summary"
+        assert previous.summary == "what the summary pass wrote since"
+    else:
+        assert previous is None
+        again = summarize_session(memoir, "s1", summarizer=summarizer)
+        assert again.mode == "full" and again.saved
+
+
 def test_previous_coverage_falls_back_to_the_saved_summary(memoir: Any) -> None:
     from memoir.summaries.persist import save_summary
 

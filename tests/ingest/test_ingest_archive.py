@@ -20,6 +20,18 @@ def test_fresh_copy_is_renamed_into_place(tmp_path: Path) -> None:
     assert [p.name for p in target.parent.iterdir()] == ["s.jsonl"]
 
 
+def test_temp_copies_a_killed_sync_left_are_swept(tmp_path: Path) -> None:
+    target = tmp_path / "proj" / "s.jsonl"
+    target.parent.mkdir()
+    (target.parent / ".s.jsonl.4242.tmp").write_bytes(b"half a transcript")  # kill -9
+    (target.parent / ".other[1].jsonl.4242.tmp").write_bytes(b"another's: not ours")
+    copy = ArchiveCopy(target, None)
+    copy.feed(0, b"abc\n")
+    copy.commit()
+    names = sorted(p.name for p in target.parent.iterdir())
+    assert names == [".other[1].jsonl.4242.tmp", "s.jsonl"]
+
+
 def test_abort_leaves_nothing(tmp_path: Path) -> None:
     target = tmp_path / "p" / "s.jsonl"
     copy = ArchiveCopy(target, None)

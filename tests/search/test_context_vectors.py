@@ -48,3 +48,40 @@ def test_embedded_text_carries_the_previous_exchange(filled: Store, batch: int) 
     assert np.allclose(stored["s-web:1"], expected[0], atol=1e-6)  # a session's first: alone
     assert np.allclose(stored["s-web:4"], expected[1], atol=1e-6)
     assert not np.allclose(stored["s-web:4"], embedder.embed([second])[0], atol=1e-3)
+
+
+def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
+    filled: Store,
+) -> None:
+    """embed reads a batch, a sync grows one of its exchanges before the vectors are
+    written: the stale vector must not be stored (it would never be redone)."""
+    from dataclasses import replace
+
+    from memoir.store.port import IngestBatch
+
+    inner = HashEmbedder(dim=64)
+    grown: list[str] = []
+
+    class SyncMeanwhile:
+        name, dim = inner.name, inner.dim
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            if not grown:  # the first batch: a sync commits while the model runs
+                x = filled.get_exchanges(["s-web:4"])["s-web:4"]
+                later = replace(x, assistant_text=x.assistant_text + " Also: quasar nebula.")
+                session = filled.get_session(x.session_id)
+                assert session is not None
+                filled.apply_ingest(IngestBatch(session=session, exchanges=(later,)))
+                grown.append(x.id)
+            return inner.embed(texts)
+
+        def embed_query(self, texts: list[str]) -> np.ndarray:
+            return inner.embed_query(texts)
+
+    result = embed_backlog(filled, SyncMeanwhile(), batch=128)  # type: ignore[arg-type]
+    assert grown == ["s-web:4"]
+    assert result.embedded == 6  # five from the first batch, the grown one from a second
+    stored = _stored(filled, inner.name)
+    first = "How do I fix the sqlite database lock?\n\nUse WAL mode and a busy timeout."
+    now = "Now the tests pass\n\nGreat, the lock is gone. Also: quasar nebula."
+    assert np.allclose(stored["s-web:4"], inner.embed([context_text(now, first)])[0], atol=1e-6)

@@ -133,3 +133,28 @@ def test_postgres_connections_the_server_dropped_are_replaced() -> None:
             assert [store.stats()["sessions"] for _ in range(6)] == [0] * 6
         finally:
             store.close()
+
+
+def test_ctrl_c_just_after_commit_keeps_the_write_and_stays_ctrl_c(settings: Settings) -> None:
+    """KeyboardInterrupt can arrive between COMMIT and the end of the block: the write is
+    kept and the interrupt goes on as itself (not as "cannot rollback")."""
+    store = open_store(settings)
+    conn = store._conn()  # type: ignore[attr-defined]
+
+    class InterruptAfterCommit:
+        @property
+        def in_transaction(self) -> bool:
+            return conn.in_transaction
+
+        def execute(self, sql: str, *args: object) -> object:
+            out = conn.execute(sql, *args)
+            if sql == "COMMIT":
+                raise KeyboardInterrupt
+            return out
+
+    store._conn = lambda: InterruptAfterCommit()  # type: ignore[attr-defined,method-assign]
+    with pytest.raises(KeyboardInterrupt), store._write() as c:  # type: ignore[attr-defined]
+        c.execute("CREATE TABLE kept (x INTEGER)")
+    assert not conn.in_transaction
+    assert conn.execute("SELECT count(*) FROM kept").fetchone() == (0,)
+    store.close()

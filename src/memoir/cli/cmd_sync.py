@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -292,15 +292,15 @@ def verify(
     """Check the index against the archive; exit 1 when something is wrong."""
     settings = Settings.from_env()
     settings.ensure_home()
-    lock = sync_lock(settings.home) if repair else nullcontext()
-    try:
-        with lock, open_memoir() as memoir:
+    try:  # a sync half-way through a file would read as problems that are not there
+        with sync_lock(settings.home), open_memoir() as memoir:
             report = verify_home(memoir.settings, memoir.store, repair=repair)
             report.warnings.extend(
                 Problem(f.kind, f.where, f.detail) for f in summary_findings(memoir)
             )
     except Busy:
-        raise Busy("a memoir sync is running; run verify --repair again when it is done") from None
+        again = "verify --repair" if repair else "verify"
+        raise Busy(f"a memoir sync is running; run {again} again when it is done") from None
     if as_json:
         print_json(report.as_dict())
     else:

@@ -15,6 +15,7 @@ persisted once, when it covers everything.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -101,13 +102,18 @@ def _models(memoir: Memoir) -> tuple[Model, Model | None]:
     return OfflineModel(), None
 
 
+def _summary_digest(body: str) -> str:
+    """A short fingerprint of a saved summary's text (ties a trace to the summary it wrote)."""
+    return hashlib.sha256(body.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> Previous | None:
-    """The previous summary and its coverage, or None when the session has none."""
-    last = events[-1].ordinal if events else 0
-    for row in reversed(memoir.store.traces(session_id, TRACE_KIND)):
-        ordinal, data = row.data.get("last_ordinal"), row.data.get("data")
-        if isinstance(ordinal, int) and 0 < ordinal <= last and isinstance(data, dict):
-            return Previous(data, ordinal, "trace")
+    """The previous summary and its coverage, or None when the session has none.
+
+    The structured data of the newest episodic trace is used only while the saved summary
+    is still the one that run wrote and still covers something: a rewritten transcript
+    (its summary marked stale), a summary deleted by hand or replaced by the summary pass
+    all make it history, and the saved summary (if any) is the starting point instead."""
     try:
         from memoir.summaries.persist import read_summary_state
     except ImportError:
@@ -115,6 +121,20 @@ def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> P
     state = read_summary_state(memoir, session_id)
     if not getattr(state, "has_body", False) or state.coverage is None:
         return None
+    if state.coverage.amount <= 0:
+        return None
+    last = events[-1].ordinal if events else 0
+    traces = memoir.store.traces(session_id, TRACE_KIND)
+    if traces:
+        row = traces[-1]
+        ordinal, data = row.data.get("last_ordinal"), row.data.get("data")
+        if (
+            isinstance(ordinal, int)
+            and 0 < ordinal <= last
+            and isinstance(data, dict)
+            and row.data.get("summary_sha") == _summary_digest(state.body)
+        ):
+            return Previous(data, ordinal, "trace")
     amount = state.coverage.amount
     by_bytes = memoir.settings.summary_store == "files" and any(
         e.source_offset is not None for e in events
@@ -219,6 +239,9 @@ def _finish(
         return SessionRun(session_id, mode, result, rounds, calls, saved=False, note=note)
     save_summary(memoir, session_id, result.text, model=result.model, data=result.data)
     try:
+        from memoir.summaries.persist import read_summary_state
+
+        saved = read_summary_state(memoir, session_id)
         memoir.store.record_trace(
             TraceRow(
                 session_id=session_id,
@@ -231,6 +254,7 @@ def _finish(
                     "mode": mode,
                     "calls": calls,
                     "job_id": job_id,
+                    "summary_sha": _summary_digest(saved.body) if saved.has_body else None,
                 },
             )
         )

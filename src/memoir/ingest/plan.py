@@ -77,6 +77,15 @@ def is_rewritten(fd: int, size: int, state: SourceState) -> bool:
     return span_hashes(fd, state.offset) != (state.prefix_hash, state.tail_hash)
 
 
+def _inside(path: str, folder: Path) -> bool:
+    try:
+        return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == str(
+            os.path.abspath(folder)
+        )
+    except ValueError:  # different drives
+        return False
+
+
 def _suffixed(identity: Identity, path: str) -> Identity:
     """Another file already holds this session id: this one gets its own."""
     suffix = hashlib.blake2b(path.encode(), digest_size=4).hexdigest()
@@ -120,7 +129,8 @@ def plan_file(
     state of such a path. A new file whose session id another path holds is that
     transcript moved (renamed, or its project folder renamed) when the other path is gone
     and this file starts with the bytes indexed from it: it is read on from there under its
-    new path. Otherwise it is a different transcript and gets a session id of its own."""
+    new path; so is a source that turns up for a transcript indexed from its archive copy.
+    Otherwise it is a different transcript and gets a session id of its own."""
     path = key or source_key(cand.path)
     if state is not None and not is_rewritten(fd, cand.size, state):
         ps = dict(state.parser_state)
@@ -153,7 +163,10 @@ def plan_file(
     if state is not None:  # rewritten: keep the session id the index knows it by
         identity = Identity(state.session_id, identity.project, identity.subagent, identity.cwd)
     elif (owner := owners.get(identity.session_id)) is not None and owner != path:
-        old = None if os.path.exists(owner) else known(owner)
+        # the holder is gone, or is our own archive copy (indexed by verify --repair while
+        # this source was unknown to it): this file may be that transcript, read on
+        gone = not os.path.exists(owner) or _inside(owner, archive_dir)
+        old = known(owner) if gone else None
         if old is not None and not is_rewritten(fd, cand.size, old):
             moved = plan_file(
                 fd, cand, old, archive_dir=archive_dir, exclude=exclude, owners=owners, key=path

@@ -76,17 +76,18 @@ def embed_backlog(
         else:
             pooled = embedder.embed(texts)
         vectors = np.ascontiguousarray(pooled, np.float32)
-        store.put_embeddings(
-            embedder.name,
+        stored = store.put_embeddings(  # a row a sync changed meanwhile is not stored:
+            embedder.name,  # it stays in the backlog and the next batch embeds it anew
             [(exchange_id, vectors[n].tobytes()) for n, (exchange_id, _) in enumerate(rows)],
             embedder.dim,
             blobs,
+            embedded_from=[text for _, text in rows],
         )
-        done += len(rows)
+        done += stored
         batches += 1
         if progress is not None:
-            progress(len(rows))
-        if len(rows) < want:
+            progress(stored)
+        if len(rows) < want and stored == len(rows):
             break
     if done:
         invalidate(store, embedder.name)

@@ -131,13 +131,22 @@ class SideTablesMixin:
         rows: list[tuple[str, bytes]],
         dim: int,
         tokens: Sequence[bytes | None] | None = None,
-    ) -> None:
-        """Store vectors (and, when given, one token-states blob or None per row)."""
+        *,
+        embedded_from: Sequence[str] | None = None,
+    ) -> int:
+        """Store vectors (and, when given, one token-states blob or None per row); returns
+        how many were stored. ``embedded_from`` is the text each vector was computed from
+        (as :meth:`embedding_backlog` gave it): a row whose exchange reads differently by
+        the time of writing — a sync grew or rewrote it meanwhile — is not stored, and
+        stays in the backlog to be embedded from its new text. Rows of exchanges that are
+        gone are never stored."""
         if dim <= 0:
             raise StoreError(f"embedding dimension must be positive, not {dim}")
         if tokens is not None and len(tokens) != len(rows):
             raise StoreError(f"{len(tokens)} token-state blobs for {len(rows)} vectors")
         blobs = list(tokens) if tokens is not None else [None] * len(rows)
+        if embedded_from is not None and len(embedded_from) != len(rows):
+            raise StoreError(f"{len(embedded_from)} source texts for {len(rows)} vectors")
         for exchange_id, vec in rows:
             if len(vec) != dim * 4:
                 raise StoreError(
@@ -152,6 +161,10 @@ class SideTablesMixin:
                 tx.run("DELETE FROM embeddings WHERE model = ? AND dim <> ?", (model, dim))
                 self._set_hint(model, 0)
                 self._set_hint(f"{model}\0tokens", 0)
+            if embedded_from is not None:
+                keep = self._still_reading(tx, [xid for xid, _ in rows], embedded_from)
+                rows = [row for row, kept in zip(rows, keep, strict=True) if kept]
+                blobs = [blob for blob, kept in zip(blobs, keep, strict=True) if kept]
             tx.many(
                 "INSERT INTO embeddings (model, exchange_id, dim, vec, tokens) "
                 "SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM exchanges WHERE id = ?) "
@@ -162,6 +175,23 @@ class SideTablesMixin:
                     for (xid, vec), blob in zip(rows, blobs, strict=True)
                 ],
             )
+        return len(rows)
+
+    def _still_reading(self, tx: Tx, ids: list[str], texts: Sequence[str]) -> list[bool]:
+        """Per id: does the exchange still read ``texts[n]``? The rows are read inside the
+        writing transaction (on PostgreSQL locked against a concurrent sync's update)."""
+        lock = " FOR SHARE" if getattr(self, "backend", "") == "postgres" else ""
+        current: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for row in tx.run(
+                "SELECT pk, id, user_text, assistant_text, tool_excerpt FROM exchanges "
+                f"WHERE id IN ({marks}){lock}",
+                chunk,
+            ):
+                current[row[1]] = _embed_text(row)
+        return [current.get(xid) == text for xid, text in zip(ids, texts, strict=True)]
 
     def load_embeddings(self, model: str) -> tuple[list[str], bytes, int]:
         with self._ro() as tx:

@@ -47,6 +47,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if one is still open."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
     """Bring the schema to ``target`` (default: current); returns the version reached."""
     conn.execute(
@@ -71,7 +77,7 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
             )
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise MigrationError(
                 f"migration v{migration.version} ({migration.name}) failed: {exc}"
             ) from exc
@@ -152,10 +158,10 @@ class SQLiteStore(SqlStoreBase):
             yield conn
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise StoreError(f"sqlite: {exc}") from exc
-        except BaseException:
-            conn.execute("ROLLBACK")
+        except BaseException:  # Ctrl-C may land just after COMMIT: nothing to roll back then
+            _rollback(conn)
             raise
 
     @contextmanager
