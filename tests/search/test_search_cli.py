@@ -198,3 +198,50 @@ def test_hint_when_vectors_are_missing(
     run(["embed", "--json"], capsys)
     _, out, err = run(["search", "sqlite lock"], capsys)
     assert "memoir embed" not in err
+
+
+def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
+    from types import SimpleNamespace
+
+    from memoir.cli.app import resolve_session
+    from memoir.errors import MemoirError
+    from memoir.model import Harness, Session, SessionFlags
+
+    def session(sid: str, sub: bool = False) -> Session:
+        return Session(sid, "p", Harness.CLAUDE_CODE, flags=SessionFlags(subagent=sub))
+
+    sessions = [session("341ef40b-1"), session("341ef40b-1-agent-a", True), session("9a-x")]
+    store = SimpleNamespace(
+        get_session=lambda sid: next((s for s in sessions if s.id == sid), None),
+        list_sessions=lambda: [SimpleNamespace(session=s) for s in sessions],
+    )
+    assert resolve_session(store, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
+    assert resolve_session(store, "341ef40b-1-agent") == "341ef40b-1-agent-a"
+    sessions.append(session("341ef40b-2"))
+    with pytest.raises(MemoirError, match="matches 3 sessions"):
+        resolve_session(store, "341ef40b")
+
+
+def test_filters_say_what_is_wrong_instead_of_finding_nothing(
+    cli_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["search", "sqlite", "--mode", "text"]
+    code, _, err = run([*base, "--harness", "claude"], capsys)
+    assert code == 2 and "claude-code" in err  # the valid values are listed
+    code, _, err = run([*base, "--project", "nope"], capsys)
+    assert code == 1 and "no project 'nope'" in err
+    code, _, err = run([*base, "--after", "2024-06-01", "--before", "2024-05-01"], capsys)
+    assert code == 2 and "date range is empty" in err
+
+
+def test_before_a_datetime_includes_that_instant(
+    cli_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["search", "sqlite database lock", "--json", "--mode", "text"]
+    _, out, _ = run(args, capsys)
+    first = next(h for h in json.loads(out) if h["exchange_id"] == "s-web:1")
+    stamp = first["timestamp"]
+    _, out, _ = run([*args, "--before", stamp, "--after", stamp], capsys)
+    assert [h["exchange_id"] for h in json.loads(out)] == ["s-web:1"]
+    _, out, _ = run([*args, "--before", "20240501"], capsys)  # a compact date is a day too
+    assert "s-web:1" in [h["exchange_id"] for h in json.loads(out)]

@@ -148,9 +148,12 @@ def test_clean_summary_never_shows_machine_lines(body: str | None, expected: str
     ("value", "end", "expected"),
     [
         ("2024-05-01", False, datetime(2024, 5, 1, tzinfo=UTC)),
-        ("2024-05-01", True, datetime(2024, 5, 1, 23, 59, 59, 999999, tzinfo=UTC)),
+        # an upper bound is exclusive: the first instant after the day or instant named
+        ("2024-05-01", True, datetime(2024, 5, 2, tzinfo=UTC)),
+        ("20240501", True, datetime(2024, 5, 2, tzinfo=UTC)),  # the compact form: a day too
+        ("20240501", False, datetime(2024, 5, 1, tzinfo=UTC)),
         ("2024-05-01T14:30", False, datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
-        ("2024-05-01 14:30:05Z", True, datetime(2024, 5, 1, 14, 30, 5, tzinfo=UTC)),
+        ("2024-05-01 14:30:05Z", True, datetime(2024, 5, 1, 14, 30, 5, 1, tzinfo=UTC)),
         ("2024-05-01T14:30+02:00", False, datetime(2024, 5, 1, 12, 30, tzinfo=UTC)),
     ],
 )
@@ -245,3 +248,28 @@ def test_a_limit_that_is_not_a_whole_number_is_refused(limit: object) -> None:
 
     with pytest.raises(ConfigError, match="limit must be a whole number"):
         search(None, "anything", limit=limit)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"after": "2025-05-01"}, "after must be a datetime, not str"),
+        ({"before": datetime(2025, 5, 1).date()}, "before must be a datetime, not date"),
+        ({"after": MAY2, "before": MAY1}, "date range is empty"),
+        ({"after": MAY1, "before": MAY1}, "date range is empty"),  # before is exclusive
+    ],
+)
+def test_search_filters_refuse_what_cannot_mean_anything(kwargs: dict, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle):
+        SearchFilters(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("query", "limit", "needle"),
+    [(None, 5, "query must be a string"), ("x", -1, "limit must be 0 or more")],
+)
+def test_search_arguments_are_checked(query: object, limit: int, needle: str) -> None:
+    from memoir.search.engine import search
+
+    with pytest.raises(ConfigError, match=needle):
+        search(None, query, limit=limit)  # type: ignore[arg-type]

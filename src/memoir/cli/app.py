@@ -89,12 +89,15 @@ def _stand_in(match: re.Match[str]) -> str:
 
 
 def resolve_session(store: Any, session: str) -> str:
-    """The session id ``session`` names: itself, or the one session it is a prefix of."""
+    """The session id ``session`` names: itself, or the one session it is a prefix of (a
+    main session before its subagents, whose ids extend the parent's)."""
     from memoir.errors import MemoirError, NotFound
 
     if store.get_session(session) is not None:
         return session
-    matches = [i.session.id for i in store.list_sessions() if i.session.id.startswith(session)]
+    found = [i.session for i in store.list_sessions() if i.session.id.startswith(session)]
+    main = [s for s in found if not s.flags.subagent]
+    matches = [s.id for s in (main if len(main) == 1 else found)]
     if len(matches) == 1:
         return str(matches[0])
     if matches:

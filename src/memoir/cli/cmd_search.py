@@ -19,6 +19,8 @@ from memoir.cli.app import (
     printable,
     resolve_session,
 )
+from memoir.errors import NotFound
+from memoir.model import Harness
 from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
@@ -51,12 +53,17 @@ def render_snippet(snippet: str) -> Text:
 
 @app.command("search")
 def search_command(
-    query: str = typer.Argument(..., help="Words to look for (any text is safe)."),
+    query: str = typer.Argument(
+        ...,
+        help="Words to look for (any text is safe). A query that starts with -word goes after "
+        'the options and `--` (memoir search --mode text -- "-postgres redis"), or write '
+        "NOT postgres.",
+    ),
     project: str | None = typer.Option(None, "--project", "-p", help="Only this project."),
     session: str | None = typer.Option(
         None, "--session", help="Only this session (its id or a unique prefix)."
     ),
-    harness: str | None = typer.Option(
+    harness: Harness | None = typer.Option(
         None, "--harness", help="Only sessions from claude-code, codex, generic or api."
     ),
     role: Role | None = typer.Option(None, "--role", help="Where the match must be."),
@@ -79,7 +86,7 @@ def search_command(
     filters = SearchFilters(
         project=project,
         session_id=session,
-        harness=harness,
+        harness=harness.value if harness else None,
         role=role.value if role else None,
         after=parse_when(after, option="--after") if after else None,
         before=parse_when(before, end_of_day=True, option="--before") if before else None,
@@ -88,6 +95,8 @@ def search_command(
     with open_memoir() as memoir:
         if session is not None:  # a unique prefix, as `show` and `summarize` take
             filters = replace(filters, session_id=resolve_session(memoir.store, session))
+        if project is not None:
+            filters = replace(filters, project=_known_project(memoir.store, project))
         hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)
         if as_json:
             print_json([hit.to_json() for hit in hits])
@@ -95,6 +104,21 @@ def search_command(
         _print_hits(query, hits)
         if mode is not Mode.text and not any(h.vector_rank for h in hits):
             _hint_backlog(memoir)
+
+
+def _known_project(store: Any, project: str) -> str:
+    """``project`` as the index names it — a folder name with characters a project name
+    cannot hold is read the way sync wrote it (``café`` → ``caf_``); an unknown project
+    is an error rather than a silent "no matches"."""
+    from memoir.ingest.detect import safe_name
+
+    for name in dict.fromkeys((project, safe_name(project))):
+        if store.list_sessions(project=name, limit=1):
+            return name
+    raise NotFound(
+        f"no project {project!r} in this Memoir home (a project is named after its folder, "
+        "e.g. -home-ann-app; `memoir stats` counts them)"
+    )
 
 
 def _hint_backlog(memoir: Any) -> None:

@@ -237,7 +237,11 @@ def search(
     chosen = resolve_mode(mode, embedder)
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise ConfigError(f"limit must be a whole number, not {limit!r}")
-    limit = max(0, min(limit, MAX_LIMIT))
+    if limit < 0:
+        raise ConfigError(f"limit must be 0 or more, not {limit}")
+    if not isinstance(query, str):
+        raise ConfigError(f"the query must be a string, not {type(query).__name__}")
+    limit = min(limit, MAX_LIMIT)
     parsed = parse_query(query)
     meaning = meaning_text(query)
     if limit == 0 or not words_of(meaning):

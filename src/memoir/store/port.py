@@ -115,11 +115,22 @@ class SearchFilters:
     include_subagents: bool = False
 
     def __post_init__(self) -> None:
-        """A naive datetime is UTC (as stored times are); a role is one of SEARCH_ROLES."""
+        """A naive datetime is UTC (as stored times are); ``before`` is exclusive and must
+        be later than ``after``; a role is one of SEARCH_ROLES."""
         for name in ("after", "before"):
             value = getattr(self, name)
+            if value is not None and not isinstance(value, datetime):
+                raise ConfigError(
+                    f"{name} must be a datetime, not {type(value).__name__} {value!r} "
+                    "(memoir.search.parse_when reads ISO text)"
+                )
             if value is not None and value.tzinfo is None:
                 object.__setattr__(self, name, value.replace(tzinfo=UTC))
+        if self.after is not None and self.before is not None and self.after >= self.before:
+            raise ConfigError(
+                f"the date range is empty: after {self.after.isoformat()} is not earlier "
+                f"than before {self.before.isoformat()}"
+            )
         if self.role is not None and self.role not in SEARCH_ROLES:
             raise ConfigError(f"role must be one of {', '.join(SEARCH_ROLES)}, not {self.role!r}")
 
