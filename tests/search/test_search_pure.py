@@ -273,3 +273,18 @@ def test_search_arguments_are_checked(query: object, limit: int, needle: str) ->
 
     with pytest.raises(ConfigError, match=needle):
         search(None, query, limit=limit)  # type: ignore[arg-type]
+
+
+def test_snippets_mark_words_case_and_accents_aside() -> None:
+    marked = make_snippet("The Café near Zürich, a naïve place", "cafe zurich NAIVE")
+    assert marked == "The \x02Café\x03 near \x02Zürich\x03, a \x02naïve\x03 place"
+
+
+def test_accent_folding_keeps_every_character_in_place() -> None:
+    from memoir.store.fold import ACCENTED, PLAIN, fold_accents
+
+    assert len(ACCENTED) == len(PLAIN) and PLAIN.isascii()
+    text = "Ærø, Straße, Việt Nam, São Paulo, Łódź"
+    folded = fold_accents(text)
+    assert len(folded) == len(text)
+    assert folded == "Ærø, Straße, Viet Nam, Sao Paulo, Łodz"  # as FTS5: ß, æ, ø, ł stay

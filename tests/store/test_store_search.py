@@ -203,3 +203,37 @@ def test_a_session_that_changes_project_is_found_under_the_new_one(corpus: Store
     assert ids(corpus, "lock", project="webapp") == []
     assert set(ids(corpus, "renamed")) == {"web:1", "web:5", "web:7"}
     assert corpus.integrity_problems() == []
+
+
+def test_accents_fold_the_same_way_on_both_backends(store: Store) -> None:
+    ingest(
+        store,
+        "eu",
+        [
+            ("Where is the café near Zürich?", "Try the naïve bakery by the lake.", None),
+            ("Plain cafe here", "No accents at all.", None),
+        ],
+    )
+    assert set(ids(store, "cafe")) == {"eu:1", "eu:3"}
+    assert set(ids(store, "café")) == {"eu:1", "eu:3"}
+    assert ids(store, "zurich") == ["eu:1"] and ids(store, "Zürich") == ["eu:1"]
+    assert ids(store, "naive") == ["eu:1"]
+    [hit] = store.search_text("zurich", SearchFilters(), 10)
+    assert "\x02Zürich\x03" in hit.snippet  # the text as written, the match marked
+
+
+def test_snippets_keep_tag_like_text_and_mark_dotted_words(store: Store) -> None:
+    ingest(
+        store,
+        "code",
+        [
+            ("How do I convert a Vec<u8> into a String?", "Use String::from_utf8.", None),
+            ("Run <command-name>/review</command-name> on app.py", "Reviewed app.py.", None),
+        ],
+    )
+    [vec] = store.search_text("Vec u8", SearchFilters(), 10)
+    assert "Vec<u8>" in vec.snippet.replace("\x02", "").replace("\x03", "")
+    [app] = store.search_text("app.py", SearchFilters(), 10)
+    plain = app.snippet.replace("\x02", "").replace("\x03", "")
+    assert "<command-name>/review</command-name>" in plain
+    assert "\x02app" in app.snippet  # "app.py" or "app" and "py": marked either way

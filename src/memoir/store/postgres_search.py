@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 
 from memoir.model import Exchange, Session
+from memoir.store.fold import fold_accents
 from memoir.store.index_doc import (
     IndexDoc,
     rewrite_span,
@@ -30,9 +31,10 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
-from memoir.store.migrations.v002_search import tsvector_sql
+from memoir.store.migrations.v008_accent_folding import folded_tsvector_sql
 from memoir.store.port import SearchFilters, TextHit
 from memoir.store.query_text import ParsedQuery, Term, parse_query, unsegment_cjk
+from memoir.store.snippet_text import make_snippet
 from memoir.store.sql_common import (
     indexed_sessions,
     ordered_exchanges,
@@ -61,9 +63,7 @@ _DOC_OF = {"user": "d.user_doc", "assistant": "d.assistant_doc", "tools": "d.too
 # what a snippet quotes: the exchange's words, never the index's keys (meta_doc)
 _ALL_DOCS = "concat_ws(E'\\n', d.user_doc, d.assistant_doc, d.tools_doc)"
 RANK_WINDOW = 5000  # as on SQLite: rank the most recent matches only
-HEADLINE_OPTIONS = (
-    'StartSel=\x02, StopSel=\x03, MaxWords=24, MinWords=10, MaxFragments=2, FragmentDelimiter=" … "'
-)
+SNIPPET_CHARS = 200  # about the 24 words of SQLite's FTS5 snippet
 _REBUILD_PAGE = 2000
 
 INDEX_INSERT = (
@@ -78,7 +78,7 @@ _INDEX_INSERT_V3 = (
 # ('%' doubled: the text goes into parametrised queries)
 _OWN_TSV = (
     "(ts_filter(d.tsv, '{a,b,c}') || "
-    + tsvector_sql((("d.meta_doc", "D"),)).replace("%", "%%")
+    + folded_tsvector_sql((("d.meta_doc", "D"),)).replace("%", "%%")
     + ")"
 )
 
@@ -146,10 +146,11 @@ def rebuild_index(conn: psycopg.Connection[Any]) -> int:
 
 
 def _term_sql(term: Term, params: list[Any]) -> str:
+    """A term as a tsquery, accent-folded as the index is (migration v8)."""
     if term.prefix:
-        params.append(f"{term.words[0]}:*")
+        params.append(f"{fold_accents(term.words[0])}:*")
         return f"to_tsquery('{TS_CONFIG}', %s)"
-    params.append('"' + " ".join(term.words) + '"')
+    params.append('"' + fold_accents(" ".join(term.words)) + '"')
     return f"websearch_to_tsquery('{TS_CONFIG}', %s)"
 
 
@@ -221,16 +222,19 @@ def _top(
 
 
 def _snippets(
-    conn: psycopg.Connection[Any], tsq: tuple[str, list[Any]], column: str | None, pks: list[int]
+    conn: psycopg.Connection[Any], words: str, column: str | None, pks: list[int]
 ) -> dict[int, str]:
+    """The exchange's own text around the query words, marked (in Python: ts_headline
+    drops anything that looks like a tag — ``Vec<u8>``, ``<command-name>`` — and cannot
+    mark ``app.py`` or an accented word the folded index matched)."""
     doc = _DOC_OF[column] if column else _ALL_DOCS
     rows = conn.execute(
-        f"WITH q AS (SELECT {tsq[0]} AS q) "
-        f"SELECT d.exchange_pk, ts_headline('{TS_CONFIG}', {doc}, q.q, %s) "
-        "FROM q, exchange_search d WHERE d.exchange_pk = ANY(%s)",
-        [*tsq[1], HEADLINE_OPTIONS, pks],
+        f"SELECT d.exchange_pk, {doc} FROM exchange_search d WHERE d.exchange_pk = ANY(%s)",
+        [pks],
     ).fetchall()
-    return {int(pk): unsegment_cjk(text or "") for pk, text in rows}
+    return {
+        int(pk): make_snippet(unsegment_cjk(text or ""), words, SNIPPET_CHARS) for pk, text in rows
+    }
 
 
 def search(
@@ -250,7 +254,8 @@ def search(
         top = _top(conn, tsq, column, filters, limit, parsed.groups, parsed.excluded) if tsq else []
     if not top or tsq is None:
         return []
-    snippets = _snippets(conn, tsq, column, [int(r[1]) for r in top])
+    words = " ".join(unsegment_cjk(term.text) for group in parsed.groups for term in group)
+    snippets = _snippets(conn, words, column, [int(r[1]) for r in top])
     return [
         TextHit(exchange_id=xid, score=float(score), snippet=snippets.get(int(pk), ""))
         for xid, pk, score in top

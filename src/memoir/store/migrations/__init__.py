@@ -20,6 +20,7 @@ from memoir.store.migrations import (
     v005_token_states,
     v006_embedding_generations,
     v007_embedding_changes,
+    v008_accent_folding,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -74,6 +75,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v007_embedding_changes.NAME,
         v007_embedding_changes.SQLITE,
         v007_embedding_changes.POSTGRES,
+    ),
+    Migration(
+        v008_accent_folding.VERSION,
+        v008_accent_folding.NAME,
+        v008_accent_folding.SQLITE,
+        v008_accent_folding.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -1,0 +1,41 @@
+"""Accent folding as SQLite's FTS5 tokenizer does it (``remove_diacritics 2``), for the
+PostgreSQL index (pure).
+
+``é`` → ``e``, ``Ü`` → ``U``, ``ñ`` → ``n``: every Latin letter whose Unicode
+decomposition is one base letter plus combining marks, mapped to that letter — one
+character for one, so PostgreSQL's ``translate()`` (immutable, usable in the generated
+``tsv`` column, no extension needed) and Python's ``str.translate`` fold the same way.
+Letters that are not a base plus marks (``ß``, ``æ``, ``ø``) stay as they are, as in FTS5.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+__all__ = ["ACCENTED", "PLAIN", "fold_accents"]
+
+_RANGES = ((0x00C0, 0x024F), (0x1E00, 0x1EFF))  # Latin-1 Supplement to Extended-B; Additional
+
+
+def _table() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for low, high in _RANGES:
+        for code in range(low, high + 1):
+            char = chr(code)
+            base = "".join(
+                c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c)
+            )
+            if len(base) == 1 and base != char and base.isascii() and base.isalpha():
+                table[char] = base
+    return table
+
+
+_FOLD = _table()
+ACCENTED = "".join(_FOLD)
+PLAIN = "".join(_FOLD.values())
+_TRANSLATION = str.maketrans(_FOLD)
+
+
+def fold_accents(text: str) -> str:
+    """``text`` with accented Latin letters replaced by their base letter (same length)."""
+    return text if text.isascii() else text.translate(_TRANSLATION)
