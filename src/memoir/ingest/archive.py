@@ -11,12 +11,13 @@ to be replaced by a rewritten (shrunk or changed) transcript is first moved to
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
+
+from memoir.atomic import sweep_temps, temp_for
 
 __all__ = [
     "BUMPS_FOLDER_MTIME",
@@ -91,14 +92,6 @@ def preserve(archive: Path) -> Path | None:
     return target
 
 
-def _sweep_temps(target: Path, keep: Path) -> None:
-    """Temp copies of ``target`` a killed sync left behind (one sync writes at a time: the
-    sync lock) go before a new one is written."""
-    for stale in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-        if stale != keep:
-            stale.unlink(missing_ok=True)
-
-
 class ArchiveCopy:
     """Writes one transcript's bytes into the archive as they are read.
 
@@ -111,8 +104,8 @@ class ArchiveCopy:
         self.target = target
         target.parent.mkdir(parents=True, exist_ok=True)
         if keep is None or not target.exists():
-            self._tmp: Path | None = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            _sweep_temps(target, self._tmp)
+            sweep_temps(target)
+            self._tmp: Path | None = temp_for(target)
             self._fp: BinaryIO = open(self._tmp, "wb")  # noqa: SIM115 - closed in commit/abort
             self.size = 0
         else:

@@ -9,9 +9,10 @@ rows exist for them, hence no source state in the store). ``verify`` lists them.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from memoir.atomic import write_text_atomic
 
 __all__ = ["IgnoredFile", "IgnoredFiles"]
 
@@ -64,8 +65,6 @@ class IgnoredFiles:
         if not self.dirty:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         data = {k: asdict(v) for k, v in sorted(self.items.items())}
-        tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(tmp, self.path)
+        write_text_atomic(self.path, json.dumps(data, indent=1))
         self.dirty = False

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoir.atomic import write_text_atomic
 from memoir.model import Event
 from memoir.summaries.fileformat import COVERAGE_PREFIX, format_summary_file, parse_summary_file
 from memoir.summaries.port import Conversation
@@ -226,9 +227,7 @@ class FileSummaryStore:
         if state.kind is SummaryKind.MISSING:
             target.unlink(missing_ok=True)
             return
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        tmp.write_text(format_summary_file(state), encoding="utf-8")
-        os.replace(tmp, target)
+        write_text_atomic(target, format_summary_file(state))
 
     def last_exchange(self, conversation: Conversation) -> datetime | None:
         return last_exchange_time(self._archive(conversation))
