@@ -9,6 +9,8 @@ from memoir.atomic import temp_for, write_text_atomic
 
 
 def test_a_write_replaces_the_file_and_sweeps_its_own_leftovers(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "archive"
+    tmp_path.mkdir()
     target = tmp_path / "s-summary.txt"
     target.write_text("old", encoding="utf-8")
     (tmp_path / ".s-summary.txt.999999.tmp").write_text("half", encoding="utf-8")  # kill -9
