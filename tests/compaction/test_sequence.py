@@ -62,7 +62,7 @@ INVALID: dict[str, tuple[list[dict[str, Any]], str]] = {
     ),
     "empty user": ([user("  ")], "empty user message"),
     "empty assistant": ([user("a"), assistant("")], "without content or tool calls"),
-    "unknown role": ([{"role": "developer", "content": "x"}], "known role"),
+    "unknown role": ([{"role": "narrator", "content": "x"}], "known role"),
     "result of older call": (
         [
             user("a"),

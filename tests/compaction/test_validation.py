@@ -28,6 +28,10 @@ CASES = [
     ("We changed a, b,", "ends mid-sentence"),
     ("- fixed the bug and", "ends mid-sentence"),
     ("用户修复了登录错误", "ends mid-sentence"),
+    # complete lines that end in no punctuation: a path, a version, an emoji
+    ("Files touched: src/app.py", None),
+    ("Bumped to version 3.2", None),
+    ("All tests pass 🎉", None),
 ]
 
 

@@ -37,7 +37,31 @@ def read_messages(path: Path) -> list[dict[str, Any]]:
         data = data.get("messages")
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
         raise CompactionError(f"{path} must hold a list of message objects")
-    return data
+    if all(isinstance(m.get("role"), str) for m in data):
+        return data
+    transcript = _transcript_messages(path)
+    if transcript is not None:
+        return transcript
+    bad = next(i for i, m in enumerate(data) if not isinstance(m.get("role"), str))
+    raise CompactionError(
+        f"{path}: item {bad} is not a message (no role); a messages file holds "
+        "{role, content} objects, and Claude Code / Codex transcripts are read as such"
+    )
+
+
+def _transcript_messages(path: Path) -> list[dict[str, Any]] | None:
+    """A Claude Code or Codex transcript read through its reader and turned into messages
+    the way Memoir compacts a stored session; None for anything else."""
+    from memoir.compaction.events import messages_from_events
+    from memoir.ingest.detect import Format, detect_format
+    from memoir.ingest.reader import read_bytes
+
+    data = path.read_bytes()
+    fmt = detect_format(data[: 256 * 1024])
+    if fmt not in (Format.CLAUDE, Format.CODEX):
+        return None
+    events = read_bytes(data, fmt, session_id=path.stem).events
+    return [dict(m) for m in messages_from_events(events).messages]
 
 
 def _model(memoir: Any) -> Any:
@@ -54,7 +78,9 @@ def _model(memoir: Any) -> Any:
 @app.command()
 def compact(
     file: Path = typer.Argument(
-        ..., help="Messages file: JSON array, {messages: [...]}, or JSONL."
+        ...,
+        help="Messages file (JSON array, {messages: [...]}, or JSONL) or a Claude Code / "
+        "Codex transcript.",
     ),
     window: int = typer.Option(..., "--window", "-w", help="The model's context window (tokens)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
@@ -86,10 +112,11 @@ def compact(
     if result.omitted:
         shown = [f"{o.tool or o.role} #{o.position} (~{o.tokens:,})" for o in result.omitted[:5]]
         more = len(result.omitted) - len(shown)
-        total = sum(o.tokens for o in result.omitted)
+        sizes = {o.position: o.tokens for o in result.omitted}  # one message may be left
+        total = sum(sizes.values())  # out of the summary request and of the context too
         table.add_row(
             "omitted",
-            f"{len(result.omitted)} message(s), ~{total:,} tokens: {', '.join(shown)}"
+            f"{len(sizes)} message(s), ~{total:,} tokens: {', '.join(shown)}"
             + (f" and {more} more" if more else ""),
         )
     console.print(table)

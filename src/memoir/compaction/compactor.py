@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -38,6 +39,8 @@ from memoir.compaction.sequence import (
     Message,
     join_same_role,
     leading_system_count,
+    shorten_runs,
+    tidy,
     validate_sequence,
 )
 from memoir.compaction.standin import replaced, tool_names_by_call
@@ -130,25 +133,38 @@ class Compactor:
         budget = self.budget(window)
         msgs = list(messages)
         pos = _positions(msgs, positions)
-        job, context = self._start(msgs, pos, budget, session_id)
+        raw = dict(zip(pos, msgs, strict=True))  # checkpoints fingerprint what callers pass
+        replay = self._replay(session_id, msgs, pos)
+        job, context = self._start(msgs, pos, budget, session_id, replay)
         before = self.tokens.total(context)
         if before < budget.threshold:
             result = job.result("none", context, before, before, removed=0)
             return self._emit(result, session_id)
+        tidied, pos = tidy(msgs, pos)
+        if len(tidied) != len(msgs) or any(a is not b for a, b in zip(tidied, msgs, strict=True)):
+            msgs, replay = tidied, _rebased(replay, pos)
+            job, context = self._start(msgs, pos, budget, session_id, replay)
+            before = self.tokens.total(context)
         problems = validate_sequence(msgs)
         if problems and all(p.endswith(_IN_A_ROW) for p in problems):
-            # user (or assistant) messages in a row: joined, so the result alternates
+            # user (or assistant) messages in a row: joined, so the result alternates —
+            # the latest of a run kept whole, earlier ones that no longer fit stood in for
+            msgs, pos = shorten_runs(msgs, pos, self.tokens.counts(msgs), budget.tail_budget)
             msgs, pos = join_same_role(msgs, pos)
-            job, context = self._start(msgs, pos, budget, session_id)
+            replay = _rebased(replay, pos)
+            job, context = self._start(msgs, pos, budget, session_id, replay)
             before = self.tokens.total(context)
             problems = validate_sequence(msgs)
         if problems:
             raise CompactionError(f"cannot compact an invalid message sequence: {problems[0]}")
+        if before < budget.threshold:  # tidied or joined, the context already fits
+            result = job.result("none", context, before, before, removed=0)
+            return self._emit(result, session_id)
         outcome = summary_outcome(job, self.model)
         if outcome.summary is None:
             outcome = truncate_outcome(job, outcome)
         result = job.finish(outcome, before)
-        checkpoint_id = self._persist(job, outcome, result, flags)
+        checkpoint_id = self._persist(job, outcome, result, flags, raw)
         if checkpoint_id is not None:
             result = _with(result, checkpoint_id=checkpoint_id)
         return self._emit(result, session_id)
@@ -175,11 +191,15 @@ class Compactor:
     # -- internals ---------------------------------------------------------------------
 
     def _start(
-        self, msgs: list[Message], pos: Sequence[int], budget: Budget, session_id: str | None
+        self,
+        msgs: list[Message],
+        pos: Sequence[int],
+        budget: Budget,
+        session_id: str | None,
+        replay: Replay | None,
     ) -> tuple[Job, list[dict[str, Any]]]:
         """The job over ``msgs`` (replaying the session's checkpoint when it applies) and
         the context as it stands."""
-        replay = self._replay(session_id, msgs, pos)
         job = self._job(msgs, pos, budget, replay, session_id)
         if replay is None:
             return job, cast(list[dict[str, Any]], msgs)
@@ -265,8 +285,16 @@ class Compactor:
         return total + extra
 
     def _persist(
-        self, job: Job, outcome: Outcome, result: CompactionResult, flags: SessionFlags | None
+        self,
+        job: Job,
+        outcome: Outcome,
+        result: CompactionResult,
+        flags: SessionFlags | None,
+        raw: dict[int, Message],
     ) -> str | None:
+        """The checkpoint of this compaction. Fingerprints are of the messages the caller
+        passed at those positions (``raw``), which is what the next turn's history holds —
+        not of a message this compaction joined from several."""
         sid = job.session_id
         if self.store is None or sid is None:
             return None
@@ -283,7 +311,7 @@ class Compactor:
                 strategy=result.strategy,
                 summary=outcome.head,
                 watermark=watermark,
-                watermark_fingerprint=self._fingerprint(job.messages[wm_index])
+                watermark_fingerprint=self._fingerprint(raw.get(watermark, job.messages[wm_index]))
                 if wm_index >= 0
                 else "",
                 previous_id=job.replay.checkpoint_id if job.replay else None,
@@ -292,7 +320,8 @@ class Compactor:
                 tail_from=job.positions[start] if start < len(job.positions) else None,
                 replaced=[job.positions[i] for i in outcome.replacements],
                 replaced_fingerprints=[
-                    self._fingerprint(job.messages[i]) for i in outcome.replacements
+                    self._fingerprint(raw.get(job.positions[i], job.messages[i]))
+                    for i in outcome.replacements
                 ],
                 omitted=[o.as_dict() for o in result.omitted],
             )
@@ -321,6 +350,14 @@ class Compactor:
             except MemoirError as exc:
                 log.warning("compaction trace not saved: %s", exc)
         return result
+
+
+def _rebased(replay: Replay | None, positions: Sequence[int]) -> Replay | None:
+    """``replay`` (found on the caller's messages) over the joined list, whose positions
+    are a subset of theirs: the tail starts after the watermark's position."""
+    if replay is None or replay.watermark <= 0:
+        return replay
+    return dataclasses.replace(replay, start=bisect_right(positions, replay.watermark))
 
 
 def _positions(messages: Sequence[Message], positions: Sequence[int] | None) -> Sequence[int]:

@@ -175,7 +175,8 @@ def summary_outcome(job: Job, model: Model | None) -> Outcome:
     head = split_head(covered[0][1]) if previous is None and covered else None
     if head is not None:  # the caller kept an earlier result as its history
         previous, rest = head
-        first = [(covered[0][0], {"role": "user", "content": rest})] if rest.strip() else []
+        kept = rest.strip() if isinstance(rest, str) else rest
+        first = [(covered[0][0], {"role": "user", "content": rest})] if kept else []
         covered = first + covered[1:]
     plan = build_summary_request(
         covered,

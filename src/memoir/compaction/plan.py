@@ -42,18 +42,31 @@ def head_text(summary: str) -> str:
     return f"{SUMMARY_HEADER}\n\n<summary>\n{summary.strip()}\n</summary>"
 
 
-def split_head(message: Message) -> tuple[str, str] | None:
-    """(summary, the user text joined after it) when ``message`` is a head this module
+def split_head(message: Message) -> tuple[str, Any] | None:
+    """(summary, the user content joined after it) when ``message`` is a head this module
     assembled — so a caller who keeps ``result.messages`` as its history still rolls
-    forward from the summary instead of summarizing a summary; None otherwise."""
+    forward from the summary instead of summarizing a summary; None otherwise. The content
+    after it is text, or a part list when the head carries media (an image the user sent
+    with the message it was joined to)."""
     content = message.get("content")
-    if message.get("role") != "user" or not isinstance(content, str):
+    if message.get("role") != "user":
+        return None
+    rest_parts: list[Any] = []
+    if isinstance(content, list) and content and isinstance(content[0], Mapping):
+        first = content[0].get("text")
+        rest_parts = list(content[1:])
+        content = first
+    if not isinstance(content, str):
         return None
     opening = f"{SUMMARY_HEADER}\n\n<summary>\n"
     end = content.find("\n</summary>")
     if not content.startswith(opening) or end < 0:
         return None
-    return content[len(opening) : end], content[end + len("\n</summary>") :].lstrip("\n")
+    summary, after = content[len(opening) : end], content[end + len("\n</summary>") :].lstrip("\n")
+    if not rest_parts:
+        return summary, after
+    lead = [{"type": "text", "text": after}] if after.strip() else []
+    return summary, [*lead, *rest_parts]
 
 
 def _last_user(messages: Sequence[Message], lo: int, hi: int) -> int | None:

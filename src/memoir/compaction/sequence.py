@@ -6,7 +6,8 @@ the intersection of what both APIs accept (Anthropic renders tool results as use
 content, so a block of tool results, optionally followed by one user message, is one
 user-side turn):
 
-1. roles are system / user / assistant / tool; system messages only as a leading prefix;
+1. roles are system (or ``developer``) / user / assistant / tool; system messages only as a
+   leading prefix;
 2. the first non-system message is a user message;
 3. an assistant message with ``tool_calls`` (unique, non-empty ids) is followed at once
    by exactly one tool result per call id, in any order, before anything else;
@@ -30,6 +31,7 @@ from typing import Any, Literal
 __all__ = [
     "BLOCK_TOOL_PARTS",
     "MEDIA_PARTS",
+    "SYSTEM_ROLES",
     "Message",
     "Unit",
     "call_ids",
@@ -38,12 +40,16 @@ __all__ = [
     "join_same_role",
     "leading_system_count",
     "media_parts",
+    "shorten_runs",
+    "tidy",
     "units",
     "validate_sequence",
 ]
 
 Message = Mapping[str, Any]
-_ROLES = frozenset({"system", "user", "assistant", "tool"})
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+# instructions: OpenAI's newer models take ``developer`` where older ones took ``system``
+SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
 # content parts that hold no text: a model still reads (and is billed for) them
@@ -113,7 +119,7 @@ def call_ids(message: Message) -> list[str]:
 
 def leading_system_count(messages: Sequence[Message]) -> int:
     n = 0
-    while n < len(messages) and messages[n].get("role") == "system":
+    while n < len(messages) and messages[n].get("role") in SYSTEM_ROLES:
         n += 1
     return n
 
@@ -123,16 +129,17 @@ def validate_sequence(messages: Sequence[Message]) -> list[str]:
     problems: list[str] = []
     start = 0
     for i, m in enumerate(messages):
-        if not isinstance(m, Mapping) or m.get("role") not in _ROLES:
+        role = m.get("role") if isinstance(m, Mapping) else None
+        if not isinstance(role, str) or role not in _ROLES:
             return [f"message {i}: not a message with a known role"]
         if (block := _block_tool_part(m)) is not None:
             return [
                 f"message {i}: a {block} content block; pass tool calls OpenAI-style "
                 "(assistant tool_calls, then role 'tool' results)"
             ]
-        if m["role"] == "system" and i != start:
+        if role in SYSTEM_ROLES and i != start:
             problems.append(f"message {i}: system message after the conversation started")
-        if m["role"] == "system" and i == start:
+        if role in SYSTEM_ROLES and i == start:
             start += 1
     if start == len(messages):
         return [*problems, "no user message"]
@@ -180,6 +187,91 @@ def validate_sequence(messages: Sequence[Message]) -> list[str]:
     return problems
 
 
+def tidy(messages: Sequence[Message], positions: Sequence[int]) -> tuple[list[Message], list[int]]:
+    """What providers accept but rules 1, 2 and 6 do not, made valid without losing words:
+    an assistant refusal (``content`` None, ``refusal`` text) becomes its text; an
+    assistant message with nothing in it is dropped (nothing is lost); a system message
+    after the conversation started, or an assistant message before the first user one,
+    becomes a user-side note (``[system] …``) — joined with its neighbours next."""
+    out: list[Message] = []
+    pos: list[int] = []
+    system_prefix, seen_user = True, False
+    for m, p in zip(messages, positions, strict=True):
+        role = m.get("role") if isinstance(m, Mapping) else None
+        if not isinstance(role, str):  # not a message: validation says so
+            out.append(m)
+            pos.append(p)
+            continue
+        if role in SYSTEM_ROLES and system_prefix:
+            out.append(m)
+            pos.append(p)
+            continue
+        system_prefix = False
+        if role == "assistant" and not m.get("tool_calls") and is_empty_content(m):
+            refusal = m.get("refusal")
+            if not (isinstance(refusal, str) and refusal.strip()):
+                continue
+            m = {**m, "content": refusal}
+        if role in SYSTEM_ROLES or (role == "assistant" and not seen_user):
+            text = content_text(m)
+            if not text.strip() or m.get("tool_calls"):
+                if role == "assistant" and m.get("tool_calls"):
+                    out.append(m)  # a tool call before any user message: left to validation
+                    pos.append(p)
+                continue
+            m = {"role": "user", "content": f"[{role}] {text}"}
+        seen_user = seen_user or m.get("role") == "user"
+        out.append(m)
+        pos.append(p)
+    return out, pos
+
+
+def shorten_runs(
+    messages: Sequence[Message], positions: Sequence[int], counts: Sequence[int], cap: int
+) -> tuple[list[Message], list[int]]:
+    """In each run of user messages (one turn once joined), the latest are kept whole while
+    they fit in ``cap`` tokens — the last one always — and the earlier ones become one
+    short note of what they were, so a turn that grew past the window (a paste, then the
+    question; a thousand notes in a row) keeps the user's latest words instead of being
+    stood in for whole."""
+    out: list[Message] = []
+    pos: list[int] = []
+    n = len(messages)
+    i = 0
+    while i < n:
+        j = i
+        while j < n and messages[j].get("role") == "user":
+            j += 1
+        if j - i < 2:
+            out.append(messages[i])
+            pos.append(positions[i])
+            i += 1
+            continue
+        keep, used = j - 1, counts[j - 1]
+        while keep - 1 >= i and used + counts[keep - 1] <= cap:
+            keep -= 1
+            used += counts[keep]
+        if keep > i:  # messages[i:keep] no longer fit: one note stands for them
+            dropped = keep - i
+            tokens = sum(counts[i:keep])
+            what = "user message" if dropped == 1 else f"{dropped} user messages"
+            out.append(
+                {
+                    "role": "user",
+                    "content": (
+                        f"[content omitted from the context: {what}, ~{tokens} tokens. The "
+                        "user sent it; re-read the source for its contents rather than "
+                        "reconstructing them.]"
+                    ),
+                }
+            )
+            pos.append(positions[keep - 1])
+        out.extend(messages[keep:j])
+        pos.extend(positions[keep:j])
+        i = j
+    return out, pos
+
+
 def join_same_role(
     messages: Sequence[Message], positions: Sequence[int]
 ) -> tuple[list[Message], list[int]]:
@@ -207,22 +299,27 @@ def join_same_role(
 
 
 def _joined(first: Message, second: Message) -> Message:
-    names = {first.get("name"), second.get("name")}
+    names = {_name(first), _name(second)}
     parts: list[Any] = []
     for m in (first, second):
         content = m.get("content")
         items = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
-        if len(names) > 1 and m.get("name"):
-            items = [{"type": "text", "text": f"{m['name']}:"}, *items]
+        if len(names) > 1 and _name(m):
+            items = [{"type": "text", "text": f"{_name(m)}:"}, *items]
         parts.extend(i for i in items if not (isinstance(i, Mapping) and i.get("text") == ""))
     joined: dict[str, Any] = {k: v for k, v in second.items() if k not in ("content", "name")}
-    if len(names) == 1 and first.get("name"):
+    if len(names) == 1 and _name(first):
         joined["name"] = first["name"]
     if all(isinstance(i, Mapping) and i.get("type") == "text" for i in parts):
         joined["content"] = "\n\n".join(str(i["text"]) for i in parts)
     else:
         joined["content"] = parts
     return joined
+
+
+def _name(message: Message) -> str | None:
+    name = message.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 @dataclass(frozen=True, slots=True)

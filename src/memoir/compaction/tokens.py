@@ -18,7 +18,14 @@ from memoir.compaction.sequence import Message, content_text, media_parts
 from memoir.llm.port import TokenCounter
 from memoir.llm.tokens import default_counter
 
-__all__ = ["MEDIA_TOKENS", "MESSAGE_OVERHEAD", "MessageCounter", "content_tokens", "tool_call_text"]
+__all__ = [
+    "MEDIA_TOKENS",
+    "MESSAGE_OVERHEAD",
+    "MessageCounter",
+    "content_tokens",
+    "tool_call_text",
+    "uncounted_text",
+]
 
 MESSAGE_OVERHEAD = 4
 # what one image (or audio clip, file) costs in context, counted high: its bytes are not
@@ -26,6 +33,36 @@ MESSAGE_OVERHEAD = 4
 # (OpenAI by 512-px tiles, Anthropic ~1,600 at 1.15 megapixels); compaction errs towards
 # compacting
 MEDIA_TOKENS = 1_600
+
+
+# content blocks whose words are not under "text": what they hold still fills the window
+_BLOCK_FIELDS = ("thinking", "content", "input", "data")
+# message fields beside "content" that providers bill: reasoning traces, refusals
+_MESSAGE_FIELDS = ("reasoning_content", "reasoning", "refusal")
+
+
+def uncounted_text(message: Message) -> str:
+    """Text a message carries outside what :func:`content_text` reads — thinking blocks,
+    Anthropic ``tool_use`` input and ``tool_result`` content, reasoning and refusal
+    fields — so a history in any shape is counted at its size (a 200k-token tool result
+    block must not count as nothing)."""
+    out: list[str] = []
+    for field in _MESSAGE_FIELDS:
+        value = message.get(field)
+        if isinstance(value, str):
+            out.append(value)
+    content = message.get("content")
+    if isinstance(content, list):
+        for part in content:
+            if not isinstance(part, Mapping) or isinstance(part.get("text"), str):
+                continue
+            for field in _BLOCK_FIELDS:
+                value = part.get(field)
+                if isinstance(value, str):
+                    out.append(value)
+                elif value is not None:
+                    out.append(json.dumps(value, ensure_ascii=False, default=str))
+    return "\n".join(out)
 
 
 def content_tokens(message_tokens: int) -> int:
@@ -99,6 +136,7 @@ class MessageCounter:
 
     def _measure(self, message: Message) -> int:
         tokens = MESSAGE_OVERHEAD + self.text(content_text(message))
+        tokens += self.text(uncounted_text(message))
         tokens += MEDIA_TOKENS * media_parts(message)
         for call in message.get("tool_calls") or []:
             tokens += MESSAGE_OVERHEAD + self.text(tool_call_text(call))

@@ -6,10 +6,12 @@ an unclosed one, or a provider reasoning trace with empty text); text ending ins
 open code fence; text ending mid-sentence. Truncation (max_tokens) never reaches this
 check: the model port raises :class:`memoir.llm.errors.Truncated` instead.
 
-"Mid-sentence" is judged on the last line: a prose line must end with terminal
-punctuation (Latin or CJK) or a closing quote/bracket; a list item, heading or table row
-may end bare (summaries often end with a bullet) but not with a comma, colon, an opening
-bracket or a dangling connective.
+"Mid-sentence" is judged on the last line: a prose line may not end with a bare word
+(``… and then the``, ``… the user asked``) or a CJK character (CJK prose ends with
+``。``); it may end with terminal punctuation (Latin or CJK), a closing quote or bracket,
+or a token that is no plain word (``src/app.py``, ``3.2``, an emoji). A list item,
+heading or table row may end bare (summaries often end with a bullet). None may end with
+a comma, colon, an opening bracket or a dangling connective.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ _OPEN_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)", re.MULTILINE)
 _TERMINAL = tuple(".!?…。！？」』）)]}\"'`*_>")
 _DANGLING = tuple(",;:-–—(/[{&+=")
+_CJK_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
 _LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)]|#{1,6}\s|\|)")
 _CONNECTIVE = re.compile(
     r"\b(and|or|but|the|a|an|of|to|with|for|in|on|that|which|because|then)$", re.IGNORECASE
@@ -55,4 +58,9 @@ def summary_problem(text: str, extra: Mapping[str, Any] | None = None) -> str | 
         return "ends mid-sentence"
     if _LIST_ITEM.match(last) or last.endswith(_TERMINAL):
         return None
-    return "ends mid-sentence"
+    words = last.split()
+    if words and words[-1].isascii() and words[-1].isalpha():
+        return "ends mid-sentence"  # a bare word: the sentence was going on
+    if _CJK_END.search(last):
+        return "ends mid-sentence"  # CJK prose ends with 。！？ — without, it was cut
+    return None  # a path, a version, a number, an emoji: a line can end so
