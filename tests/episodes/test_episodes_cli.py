@@ -214,12 +214,12 @@ def test_every_call_of_a_failed_run_is_in_the_ledger_with_its_caller() -> None:
     summarizer = EpisodicSummarizer(model, fallback=fallback, episode_tokens=300, concurrency=1)
     with pytest.raises(SummaryError, match="refused it too"):
         summarizer.summarize(marked_history(2), session="s9", job_id="j9")
-    assert [(r.purpose, r.outcome) for r in sink.records] == [
-        ("episode", "ok"),  # partial successful work is recorded (and billed)
-        ("episode", "Truncated"),
-        ("half", "ok"),
-        ("half", "Refused"),
-        ("fallback", "Refused"),
+    assert [(r.purpose, r.model, r.outcome) for r in sink.records] == [
+        ("episode", "test", "ok"),  # partial successful work is recorded (and billed)
+        ("episode", "test", "Truncated"),
+        ("half", "test", "ok"),
+        ("half", "test", "Refused"),
+        ("half", "x", "Refused"),  # the same request on the fallback: its model tells
     ]
     assert all(r.session == "s9" and r.job_id == "j9" for r in sink.records)
 
@@ -261,3 +261,31 @@ def test_one_summary_writer_per_session(
         assert [r.outcome for r in report.rows] == ["busy"]
     assert run_cli(["summarize", "s1", "--json"]) == 0  # free again: it runs
     assert json.loads(capsys.readouterr().out)["saved"] is True and model.calls > 0
+
+
+def test_events_a_sync_adds_during_a_run_stay_uncovered(memoir: Any) -> None:
+    """Coverage is measured before the events are read: what arrives while the model runs
+    was not summarized and must leave the conversation due again."""
+    from memoir.summaries.persist import read_summary_state
+
+    add_session(memoir, marked_history(2))
+    before = len(memoir.store.events("s1"))
+    inner = ScriptedModel(default=Oracle())
+    grown: list[int] = []
+
+    class SyncMeanwhile:
+        name = inner.name
+
+        def complete(self, request: Any) -> Any:
+            if not grown:
+                later = marked_history(3)[before:]
+                add_session(memoir, later)
+                grown.append(len(later))
+            return inner.complete(request)
+
+    summarizer = EpisodicSummarizer(SyncMeanwhile(), episode_tokens=300)  # type: ignore[arg-type]
+    run = summarize_session(memoir, "s1", summarizer=summarizer)
+    assert run.saved and grown and grown[0] > 0
+    state = read_summary_state(memoir, "s1")
+    assert state.coverage is not None and state.coverage.amount == before
+    assert len(memoir.store.events("s1")) > before

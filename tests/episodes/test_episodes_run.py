@@ -134,7 +134,7 @@ def test_refusal_retries_once_on_the_fallback_and_records_it_as_the_model() -> N
     assert fallback.calls == 1 and summary.calls == 4
     retried = fallback.requests[0]
     original = next(r for r in model.requests if "MARK1" in transcript_of(r))
-    assert retried.meta.purpose is Purpose.FALLBACK
+    assert retried.meta == original.meta  # the same request: its purpose shapes the answer
     assert retried.messages == original.messages and retried.system == original.system
     assert retried.max_tokens == original.max_tokens
 
@@ -319,7 +319,7 @@ def test_a_refused_merge_goes_to_the_fallback_too() -> None:
     oracle = Oracle({(Purpose.MERGE, None): [Refused("Terms of Service")]})
     fallback = ScriptedModel(default=Oracle(), name="deepseek:v3.2")
     summary = make(ScriptedModel(default=oracle), fallback=fallback).summarize(marked_history(2))
-    assert [r.meta.purpose for r in fallback.requests] == [Purpose.FALLBACK]
+    assert [r.meta.purpose for r in fallback.requests] == [Purpose.MERGE]
     assert "<episodes>" in fallback.requests[0].messages[-1].content
     assert fallback.requests[0].max_tokens == 2400
     assert summary.model == "deepseek:v3.2" and summary.calls == 4

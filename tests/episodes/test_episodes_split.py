@@ -304,12 +304,13 @@ def test_next_action_table(error: BaseException, can_split: bool, expected: Acti
         (2, 0.5, None, 1.0),
         (6, 0.5, None, 8.0),
         (1, 0.5, 3.0, 3.0),
-        (1, 0.5, 99.0, 30.0),
+        (1, 0.5, 45.0, 45.0),  # never less than the provider asked
+        (1, 0.5, 3600.0, None),  # a daily quota: no retry at all (the budget is kept)
         (3, 0.0, None, 0.0),
     ],
 )
 def test_retry_delay_table(
-    retry: int, base: float, retry_after: float | None, expected: float
+    retry: int, base: float, retry_after: float | None, expected: float | None
 ) -> None:
     assert retry_delay(retry, base=base, retry_after=retry_after) == expected
 

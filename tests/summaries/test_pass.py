@@ -15,6 +15,7 @@ from memoir.summaries.summary_pass import run_summary_pass
 from .helpers import (
     HOUR_MS,
     NOW_MS,
+    PROJECT,
     TINY_ID,
     FakeMemoir,
     append,
@@ -269,3 +270,41 @@ def test_database_adapter_gates_on_the_last_event(home) -> None:
     assert model.calls == 0
     later = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
     assert later.summarized == 1
+
+
+def test_an_account_problem_stops_the_pass_and_charges_no_conversation(home) -> None:
+    from memoir.llm.errors import OutOfCredit, RateLimited, Unauthorized
+
+    memoir = make_memoir(home)
+    _failing_fleet(memoir, 4)
+    for error, setting in ((Unauthorized("HTTP 401"), True), (OutOfCredit("no credit"), True)):
+        model = ScriptedModel(default=error)
+        report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+        assert model.calls == 1  # the first one says it; the other three are not tried
+        assert (report.failed, report.gave_up, report.deferred) == (0, 0, 4)
+        assert report.stopped.startswith(type(error).__name__)
+        assert report.stopped_by_setting is setting
+    limited = ScriptedModel(default=RateLimited("quota", retry_after=3600))
+    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=limited)
+    assert report.stopped.startswith("RateLimited") and not report.stopped_by_setting
+    fixed = ScriptedModel(default="A fine summary of the conversation.")
+    after = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=fixed)
+    assert after.summarized == 4 and after.given_up_total == 0  # nothing was held against them
+
+
+def test_a_failure_is_stamped_when_it_happened_not_when_the_pass_began(home, monkeypatch) -> None:
+    import memoir.summaries.summary_pass as summary_pass
+
+    memoir = make_memoir(home)
+    ids = _failing_fleet(memoir, 2)
+    clock = iter(range(10_000, 10_000_000, 1_000))  # seconds: each reading 1,000 s later
+    monkeypatch.setattr(summary_pass.time, "time", lambda: float(next(clock)))
+    run_summary_pass(memoir, limit=10, model=ScriptedModel(default=Transient("down")))
+    stamps = []
+    for sid in ids:
+        path = summary_file(home / "archive" / PROJECT / f"{sid}.jsonl")
+        state = parse_summary_file(path.read_text(encoding="utf-8"))
+        assert state.failure is not None
+        stamps.append(state.failure.last_attempt_ms)
+    assert min(stamps) > 10_000 * 1000  # later than the pass's start
+    assert len(set(stamps)) == 2  # each at its own time

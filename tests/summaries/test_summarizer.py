@@ -81,3 +81,43 @@ def test_long_conversation_goes_through_the_episodic_summarizer(tmp_path, monkey
     assert Purpose.SUMMARY not in purposes
     assert Purpose.EPISODE in purposes
     assert result.calls == model.calls >= 1
+
+
+def test_a_refused_short_summary_is_asked_once_of_the_fallback(tmp_path) -> None:
+    from memoir.llm.errors import Refused
+
+    events = _events(tmp_path, conversation("s1", 3))
+    model = ScriptedModel(default=Refused("flagged"))
+    fallback = ScriptedModel(["The fallback's summary."], name="fb:model")
+    result = summarize_conversation(events, model, fallback=fallback)
+    assert result is not None and result.body == "The fallback's summary."
+    assert (model.calls, fallback.calls) == (1, 1) and result.model == "fb:model"
+    assert fallback.requests[0].meta.purpose is Purpose.SUMMARY  # its answer's shape
+    with pytest.raises(Refused):  # no fallback: the refusal is the failure
+        summarize_conversation(events, ScriptedModel(default=Refused("flagged")))
+
+
+def test_the_pass_long_path_takes_the_episode_settings(tmp_path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import memoir.episodes.session as session_mod
+    from memoir.summaries.long_path import session_long_path
+    from memoir.summaries.state import SummaryState
+
+    seen: list = []
+
+    def fake_run(memoir, session_id, *, mode, summarizer, claim):
+        seen.append(summarizer)
+        return SimpleNamespace(summary=SimpleNamespace(text="Body.", model="m"), calls=1)
+
+    monkeypatch.setattr(session_mod, "summarize_session", fake_run)
+    settings = SimpleNamespace(
+        episode_concurrency=1,
+        episode_attempt_budget=50,
+        episode_tokens=5000,
+        episode_max_full_tokens=90_000,
+    )
+    memoir = SimpleNamespace(settings=settings)
+    run = session_long_path(memoir, "s1", SummaryState.missing(), ScriptedModel(), None, None)
+    assert run([]).body == "Body."
+    assert (seen[0].episode_tokens, seen[0].max_full_tokens) == (5000, 90_000)

@@ -74,7 +74,11 @@ def _summary_pass(memoir: Any, limit: int) -> dict[str, Any]:
         return {"error": str(exc), "setting": True}
     except MemoirError as exc:
         return {"error": str(exc)}
-    return dict(report.as_dict())
+    out = dict(report.as_dict())
+    if report.stopped:  # the model cannot be used now: said once, no conversation charged
+        out["error"] = f"the summary pass stopped: {report.stopped}"
+        out["setting"] = report.stopped_by_setting
+    return out
 
 
 def _embed_pass(memoir: Any) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from memoir.episodes.budget import AttemptBudget
@@ -22,7 +22,7 @@ from memoir.episodes.shape import UnusableAnswer, parse_summary
 from memoir.errors import SummaryError
 from memoir.llm import errors as llm_errors
 from memoir.llm.port import Model
-from memoir.llm.values import Completion, ModelRequest, Purpose
+from memoir.llm.values import Completion, ModelRequest
 
 __all__ = ["Answer", "Caller", "Cancelled", "describe"]
 
@@ -82,10 +82,11 @@ class Caller:
                     raise
                 if action is Action.FALLBACK:
                     return self._fallback(request, label, exc, can_split=can_split)
-                if action is Action.RETRY and retry < self.retries:
+                after = exc.retry_after if isinstance(exc, llm_errors.RateLimited) else None
+                wait = retry_delay(retry + 1, base=self.backoff_s, retry_after=after)
+                if action is Action.RETRY and retry < self.retries and wait is not None:
                     retry += 1
-                    after = exc.retry_after if isinstance(exc, llm_errors.RateLimited) else None
-                    self._sleep(retry_delay(retry, base=self.backoff_s, retry_after=after))
+                    self._sleep(wait)
                     continue
                 raise self._failure(label, request, exc, tries=retry + 1) from exc
 
@@ -112,10 +113,9 @@ class Caller:
                 "attempted because MEMOIR_LLM_FALLBACK is not set",
                 fallback_attempted=False,
             ) from refusal
-        fb = self.fallback
-        fb_request = replace(request, meta=replace(request.meta, purpose=Purpose.FALLBACK))
+        fb = self.fallback  # the same request, purpose and all: its answer has that shape
         try:
-            data = self._once(fb, fb_request, label)
+            data = self._once(fb, request, label)
         except llm_errors.Truncated as exc:
             if can_split and exc.partial.strip():
                 raise

@@ -172,9 +172,16 @@ def next_action(exc: BaseException, *, can_split: bool) -> Action:
     return Action.FAIL
 
 
-def retry_delay(retry: int, *, base: float, cap: float = 8.0, retry_after: float | None) -> float:
+MAX_RETRY_AFTER_S = 60.0  # a provider asking for a longer wait ends the retries at once
+
+
+def retry_delay(
+    retry: int, *, base: float, cap: float = 8.0, retry_after: float | None
+) -> float | None:
     """Seconds to wait before retry number ``retry`` (1-based): the provider's
-    ``retry_after`` when given (at most 30 s), else exponential from ``base`` up to ``cap``."""
+    ``retry_after`` when given — never less than it asked, and None (do not retry) when it
+    asks for more than :data:`MAX_RETRY_AFTER_S` — else exponential from ``base`` up to
+    ``cap``."""
     if retry_after is not None and retry_after >= 0:
-        return min(retry_after, 30.0)
+        return retry_after if retry_after <= MAX_RETRY_AFTER_S else None
     return min(cap, base * (2 ** (retry - 1)))

@@ -107,6 +107,14 @@ def _summary_digest(body: str) -> str:
     return hashlib.sha256(body.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def _coverage_before_reading(memoir: Memoir, session_id: str) -> int | None:
+    try:
+        from memoir.summaries.persist import coverage_before_reading
+    except ImportError:
+        return None
+    return coverage_before_reading(memoir, session_id)
+
+
 def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> Previous | None:
     """The previous summary and its coverage, or None when the session has none.
 
@@ -196,13 +204,14 @@ def _summarize(
             max_full_tokens=settings.episode_max_full_tokens,
             retries=max(0, settings.llm_retry_budget - 1),
         )
+    covered = _coverage_before_reading(memoir, session_id)
     events = memoir.store.events(session_id)
     common: dict[str, Any] = {"user": session.user, "session": session_id, "job_id": job_id}
     previous = find_previous(memoir, session_id, events) if mode != "full" else None
     if mode == "full" or (mode == "auto" and previous is None):
         try:
             result = summarizer.summarize(events, mode="full", progress=progress, **common)
-            return _finish(memoir, session_id, "full", result, 1, result.calls, job_id)
+            return _finish(memoir, session_id, "full", result, 1, result.calls, job_id, covered)
         except OversizedHistory:
             if mode == "full":
                 raise
@@ -220,7 +229,7 @@ def _summarize(
         if result.complete:
             break
         prior, pending = result, pending[result.covered :]
-    return _finish(memoir, session_id, "incremental", result, rounds, calls, job_id)
+    return _finish(memoir, session_id, "incremental", result, rounds, calls, job_id, covered)
 
 
 def _finish(
@@ -231,13 +240,16 @@ def _finish(
     rounds: int,
     calls: int,
     job_id: str | None,
+    covered: int | None = None,
 ) -> SessionRun:
     try:
         from memoir.summaries.persist import save_summary
     except ImportError:
         note = "the summary was NOT saved: memoir.summaries.persist is not available"
         return SessionRun(session_id, mode, result, rounds, calls, saved=False, note=note)
-    save_summary(memoir, session_id, result.text, model=result.model, data=result.data)
+    save_summary(
+        memoir, session_id, result.text, model=result.model, data=result.data, covered=covered
+    )
     try:
         from memoir.summaries.persist import read_summary_state
 

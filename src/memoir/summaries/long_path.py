@@ -48,6 +48,8 @@ def session_long_path(
             cache=cache,
             concurrency=settings.episode_concurrency,
             attempt_budget=settings.episode_attempt_budget,
+            episode_tokens=settings.episode_tokens,
+            max_full_tokens=settings.episode_max_full_tokens,
         )
         # the summary pass already holds this session's summary claim
         run = summarize_session(memoir, session_id, mode="auto", summarizer=summarizer, claim=False)

@@ -36,6 +36,7 @@ __all__ = [
     "COUNT_KEYS",
     "SummaryFinding",
     "classify",
+    "coverage_before_reading",
     "forget_summary",
     "mark_summary_stale",
     "read_summary_body",
@@ -99,6 +100,25 @@ def save_summary(
     state = SummaryState.real(body, amount, last_exchange, model=model)
     summaries.write(conv, state)
     return state
+
+
+def coverage_before_reading(memoir: Memoir, session_id: str) -> int | None:
+    """What a summary of the events about to be read may say it covers, measured before
+    they are read: a sync that appends meanwhile must leave its part uncovered (and the
+    conversation due again). On files, no more than the bytes the index has read from the
+    transcript (the archive may already hold a line whose events are not committed yet)."""
+    located = _locate(memoir, session_id)
+    if located is None:
+        return None
+    summaries, conv = located
+    amount = conv.current
+    if summaries.unit != "events":
+        offsets = [
+            s.offset for s in memoir.store.source_states().values() if s.session_id == session_id
+        ]
+        if offsets:
+            amount = min(amount, max(offsets))
+    return amount
 
 
 def forget_summary(settings: Settings, store: Store, session_id: str, project: str) -> bool:

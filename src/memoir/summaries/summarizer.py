@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoir.errors import SummaryError
-from memoir.llm.errors import EmptyResponse
+from memoir.llm.errors import EmptyResponse, Refused
 from memoir.llm.port import Model, TokenCounter
 from memoir.llm.tokens import default_counter
 from memoir.llm.transcript import quote_speaker_lines
@@ -130,7 +130,12 @@ def summarize_conversation(
     transcript = render_transcript(exchanges)
     counter = counter or default_counter()
     if counter.count(transcript) <= SHORT_TOKEN_BUDGET:
-        return _one_call(transcript, model, session=session, user=user)
+        try:
+            return _one_call(transcript, model, session=session, user=user)
+        except Refused:
+            if fallback is None:
+                raise
+            return _one_call(transcript, fallback, session=session, user=user)  # once
     if long is not None:
         return long(events)
     return _episodic(events, model, session=session, user=user, fallback=fallback, cache=cache)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memoir.errors import Busy, MemoirError
+from memoir.llm.errors import AuthError, RateLimited
 from memoir.llm.port import Model
 from memoir.store.claims import summary_claim
 from memoir.summaries.coverage import coverage_after
@@ -59,6 +60,10 @@ class SummaryPassReport:
     unindexed: int = 0
     busy: int = 0  # being summarized by another process right now (skipped)
     model_calls: int = 0
+    # the pass stopped: the model cannot be used now (a key, permission or credit error;
+    # a rate limit that outlasted its retries) — no conversation is charged an attempt
+    stopped: str = ""
+    stopped_by_setting: bool = False
     rows: list[PassRow] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -96,6 +101,10 @@ def run_summary_pass(
 ) -> SummaryPassReport:
     """Scan, decide, gate, order, limit, summarize. Returns what happened."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
+
+    def clock() -> int:  # a failure is stamped when it happens, not when the pass began
+        return int(time.time() * 1000) if now_ms is None else now_ms
+
     policy = SummaryPolicy.from_settings(memoir.settings)
     summaries = store if store is not None else open_summary_store(memoir.settings, memoir.store)
     report = SummaryPassReport()
@@ -124,7 +133,13 @@ def run_summary_pass(
         # nor one another process is summarizing right now: one writer per session)
         try:
             with memoir.store.claim(*summary_claim(conv.session_id)):
-                worked = _summarize_one(memoir, summaries, conv, policy, now, tools, report)
+                worked = _summarize_one(memoir, summaries, conv, policy, now, tools, report, clock)
+        except _ModelUnusable as stop:
+            cause = stop.__cause__ or stop
+            report.stopped = f"{type(cause).__name__}: {cause}".splitlines()[0][:500]
+            report.stopped_by_setting = isinstance(cause, AuthError)
+            report.deferred = len(due) - index
+            break
         except Busy:
             report.busy += 1
             report.rows.append(PassRow(conv.session_id, conv.project, "busy", "another process"))
@@ -153,10 +168,13 @@ def _summarize_one(
     now: int,
     tools: _Tools,
     report: SummaryPassReport,
+    clock: Callable[[], int] | None = None,
 ) -> bool:
     """Summarize one conversation (the caller holds its summary claim); True when that
     was summarization work (success or failure), False when there was nothing to do (not
-    due any more, unindexed, empty)."""
+    due any more, unindexed, empty). A key, permission or credit error, or a rate limit
+    its retries did not outlast, is the account's, not the conversation's: it raises
+    :class:`_ModelUnusable` and charges no attempt."""
     fresh = summaries.refresh(conv)  # full state (the body must survive a failure)
     action = decide(fresh.state, fresh.current, policy, now)
     if not action.calls_model:
@@ -182,10 +200,14 @@ def _summarize_one(
         )
     except AssertionError:
         raise  # a test double's complaint (ScriptExhausted), never a model failure
+    except (AuthError, RateLimited) as exc:
+        raise _ModelUnusable() from exc
     except Exception as exc:  # recorded and bounded like any failure, never a crash loop
+        if _account_problem(exc):
+            raise _ModelUnusable() from exc
         if not isinstance(exc, MemoirError):
             log.exception("unexpected error summarizing %s", conv.session_id)
-        _record_failure(summaries, fresh, now, exc, policy, report)
+        _record_failure(summaries, fresh, clock() if clock else now, exc, policy, report)
         return True
     if result is None:
         summaries.write(fresh, SummaryState.empty())
@@ -201,6 +223,23 @@ def _summarize_one(
     setattr(report, outcome, getattr(report, outcome) + 1)
     report.rows.append(PassRow(conv.session_id, conv.project, outcome, result.model))
     return True
+
+
+class _ModelUnusable(Exception):
+    """Stops the pass; its ``__cause__`` is the model error."""
+
+
+def _account_problem(exc: BaseException) -> bool:
+    """A failure the episodic summarizer wrapped (its SummaryError) whose cause is the
+    account's: authentication, permission, credit, or a rate limit."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (AuthError, RateLimited)):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False
 
 
 def _record_failure(
