@@ -138,6 +138,9 @@ def items(spec: str) -> list[Item]:
         ("u c1 a", [True, True, True]),  # a call never answered constrains nothing
         ("r9 u", [True, True]),  # a result with no call neither
         ("c1 r1 c2 r2", [True, False, True, False]),
+        # an id used again later pairs with its nearest call, not the first one
+        ("u c1 r1 u c1 r1", [True, True, False, True, True, False]),
+        ("u c1 c1 r1 u", [True, True, True, False, True]),  # a call opened again: the later
     ],
 )
 def test_cut_allowed_table(spec: str, allowed: list[bool]) -> None:
@@ -147,14 +150,17 @@ def test_cut_allowed_table(spec: str, allowed: list[bool]) -> None:
 @given(st.lists(st.sampled_from(["u", "a", "c1", "c2", "c3", "r1", "r2", "r3"]), max_size=30))
 def test_cut_allowed_matches_a_brute_force_oracle(tokens: list[str]) -> None:
     seq = items(" ".join(tokens))
-    expected = []
-    for cut in range(len(seq)):
-        inside = any(
-            cid in seq[i].opens and any(cid in seq[j].answers for j in range(cut, len(seq)))
-            for i in range(cut)
-            for cid in seq[i].opens
-        )
-        expected.append(cut == 0 or not inside)
+    pairs = []  # each answer with the latest call of its id not answered since
+    for j, item in enumerate(seq):
+        for cid in item.answers:
+            calls = [
+                i
+                for i in range(j)
+                if cid in seq[i].opens and not any(cid in seq[k].answers for k in range(i, j))
+            ]
+            if calls:
+                pairs.append((max(calls), j))
+    expected = [cut == 0 or not any(i < cut <= j for i, j in pairs) for cut in range(len(seq))]
     assert cut_allowed(seq) == expected
 
 

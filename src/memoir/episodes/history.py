@@ -158,21 +158,21 @@ def _parts(parts: Sequence[Any], lines: list[str], opens: list[str], answers: li
 def cut_allowed(items: Sequence[Item]) -> list[bool]:
     """``allowed[i]`` is True when an episode may start at item ``i`` (``allowed[0]`` is
     always True): no tool call issued before ``i`` is answered at or after ``i``.
-    A call that is never answered constrains nothing."""
+    A call that is never answered constrains nothing. Each answer pairs with the nearest
+    open call of its id before it: some servers and copied histories reuse ids, and
+    pairing the first opening with the last answer glued everything between into one
+    episode far over its budget."""
     n = len(items)
-    first_open: dict[str, int] = {}
-    last_answer: dict[str, int] = {}
-    for i, item in enumerate(items):
-        for cid in item.opens:
-            first_open.setdefault(cid, i)
-        for cid in item.answers:
-            last_answer[cid] = i
+    open_at: dict[str, int] = {}
     blocked = [0] * (n + 1)  # difference array over cut positions
-    for cid, start in first_open.items():
-        end = last_answer.get(cid)
-        if end is not None and end > start:
-            blocked[start + 1] += 1
-            blocked[end + 1] -= 1
+    for i, item in enumerate(items):
+        for cid in item.answers:
+            start = open_at.pop(cid, None)
+            if start is not None and i > start:
+                blocked[start + 1] += 1
+                blocked[i + 1] -= 1
+        for cid in item.opens:
+            open_at[cid] = i
     allowed: list[bool] = []
     depth = 0
     for i in range(n):
