@@ -12,6 +12,7 @@ from memoir.model import (
     exchange_id,
     exchanges_around,
 )
+from memoir.model.exchange import TOOL_EXCERPT_CHARS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -74,7 +75,22 @@ def test_tool_excerpt_is_bounded() -> None:
         ev(n, EventKind.TOOL_RESULT, Author.TOOL, big, "Bash") for n in range(2, 20)
     ]
     (x,) = build_exchanges(events)
-    assert 0 < len(x.tool_excerpt) <= 600 + 20
+    assert 0 < len(x.tool_excerpt) <= TOOL_EXCERPT_CHARS + 40  # plus the joins
+
+
+def test_tool_excerpt_keeps_the_end_of_long_output_and_reads_json_line_breaks() -> None:
+    trace = "Traceback (most recent call last):\n" + '  File "a.py", line 1\n' * 80
+    trace += "ModuleNotFoundError: No module named 'structlog'"
+    edit = '{"new_string":"import os\\nMAX_EXPORT_ROWS = 5"}'  # JSON: the \n is escaped
+    events = [
+        ev(1, EventKind.USER_TEXT, Author.USER, "go"),
+        ev(2, EventKind.TOOL_CALL, Author.ASSISTANT, edit, "Edit"),
+        ev(3, EventKind.TOOL_RESULT, Author.TOOL, "\x1b[31m" + trace + "\x1b[0m", "Bash"),
+    ]
+    (x,) = build_exchanges(events)
+    assert "No module named 'structlog'" in x.tool_excerpt  # the last line, not cut off
+    assert "import os MAX_EXPORT_ROWS" in x.tool_excerpt  # not "nMAX_EXPORT_ROWS"
+    assert "\x1b" not in x.tool_excerpt
 
 
 def _five() -> list:

@@ -288,3 +288,14 @@ def test_accent_folding_keeps_every_character_in_place() -> None:
     folded = fold_accents(text)
     assert len(folded) == len(text)
     assert folded == "Ærø, Straße, Viet Nam, Sao Paulo, Łodz"  # as FTS5: ß, æ, ø, ł stay
+
+
+def test_snippets_mark_where_words_begin_and_not_stop_words() -> None:
+    marked = make_snippet(
+        "before today we index the invoices; tests pass on latest", "to index tests"
+    )
+    assert marked == "before today we \x02index\x03 the invoices; \x02tests\x03 pass on latest"
+    assert (
+        make_snippet("数据库连接池怎么配置", "连接池") == "数据库\x02连接池\x03怎么配置"
+    )  # CJK: inside
+    assert make_snippet("the cat", "the") == "\x02the\x03 cat"  # only stop words: marked still

@@ -41,6 +41,9 @@ from memoir.store.query_text import (
         ("wal OR", '(("wal"))'),
         ("wal -lock", '(("wal")) NOT ("lock")'),
         ("wal NOT lock", '(("wal")) NOT ("lock")'),
+        # pasted text, not operators: a command-line flag, an SQL error
+        ("git --no-verify", '(("git") AND ("no verify"))'),
+        ("NOT NULL constraint", '(("null") AND ("constraint"))'),
         ('wal -"busy lock"', '(("wal")) NOT ("busy lock")'),
         ("-lock", None),
         ("optim*", '(("optim" *))'),

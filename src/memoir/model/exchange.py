@@ -9,13 +9,21 @@ never duplicated.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from memoir.model.event import Author, Event, EventKind, spoken_text
 
-__all__ = ["Exchange", "build_exchanges", "exchange_id", "exchanges_around"]
+__all__ = [
+    "TERMINAL_ESCAPE",
+    "Exchange",
+    "build_exchanges",
+    "exchange_id",
+    "exchanges_around",
+    "tool_piece",
+]
 
 
 def exchange_id(session_id: str, first_ordinal: int) -> str:
@@ -38,7 +46,28 @@ class Exchange:
     tool_excerpt: str = ""
 
 
-TOOL_EXCERPT_CHARS = 600  # bounded excerpt of tool input/output kept for search
+TOOL_EXCERPT_CHARS = 2000  # bounded excerpt of tool input/output kept for search
+TOOL_PIECE_CHARS = 600  # per tool call or result: its start and its end when longer
+# terminal escape sequences (colours, cursor moves, window titles) in tool output
+TERMINAL_ESCAPE = re.compile(
+    r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])"
+)
+_JSON_ESCAPE = re.compile(r"\\[nrt]")
+
+
+def tool_piece(text: str, *, json_text: bool = False) -> str:
+    """What a tool call or result gives the search index: its text without terminal escapes
+    (and, for JSON tool input, with its ``\\n`` escapes read as the line breaks they are),
+    whole when short, else its first and last part — an error is usually the last line of
+    a traceback, a failing test the end of pytest's output."""
+    if "\x1b" in text:
+        text = TERMINAL_ESCAPE.sub("", text)
+    if json_text and "\\" in text:
+        text = _JSON_ESCAPE.sub(" ", text)
+    if len(text) <= TOOL_PIECE_CHARS:
+        return text
+    half = TOOL_PIECE_CHARS // 2
+    return f"{text[:half]} … {text[-half:]}"
 
 
 def exchanges_around(exchanges: Sequence[Exchange], target: str, context: int) -> list[Exchange]:
@@ -88,7 +117,7 @@ def _fold(group: list[Event]) -> Exchange:
             if ev.kind is EventKind.TOOL_CALL and ev.tool_name and ev.tool_name not in tools:
                 tools.append(ev.tool_name)
             if budget > 0 and ev.text:
-                piece = ev.text[: min(budget, 200)]
+                piece = tool_piece(ev.text, json_text=ev.kind is EventKind.TOOL_CALL)[:budget]
                 excerpt.append(piece)
                 budget -= len(piece)
     times = [e.timestamp for e in group if e.timestamp is not None]

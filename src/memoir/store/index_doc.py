@@ -33,6 +33,7 @@ from datetime import datetime
 
 from memoir.errors import ConfigError
 from memoir.model import Exchange, Session
+from memoir.model.exchange import TERMINAL_ESCAPE
 from memoir.store.query_text import segment_cjk
 
 __all__ = [
@@ -62,9 +63,8 @@ MAX_COLUMN_CHARS = 100_000
 # topic), small enough that a neighbour never outweighs the exchange's own text.
 CONTEXT_CHARS = 400
 _MARKERS = re.compile("[\x00\x02\x03]")
-# terminal escape sequences (colours, cursor moves, window titles) in tool output: the
-# index reads the words between them ("\x1b[31mFAILED\x1b[0m" → "FAILED")
-_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+# terminal escape sequences: the index reads the words between them
+_ANSI = TERMINAL_ESCAPE
 # SearchFilters.role → the column the match must be in
 ROLE_COLUMNS = {"user": "user", "assistant": "assistant", "tool": "tools"}
 

@@ -2,14 +2,16 @@
 
 A raw query is read the way a person types into a search box: bare words (all must
 match), ``"quoted phrases"``, ``OR`` between two terms (either may match), ``-word`` or
-``NOT word`` (must not match), ``word*`` (prefix). Everything else — stray quotes,
-parentheses, ``NEAR(``, column filters, SQL fragments, control characters — is only
-punctuation between words. Words are runs of letters and digits; brackets, commas and
-operator signs separate terms, while a token such as ``foo-bar``, ``don't`` or
-``journal_mode`` becomes the phrase of its words. CJK text has no spaces, so both
-the indexed documents and the query are segmented per character (:func:`segment_cjk`)
-and a CJK run becomes a phrase. The structure is rendered by the backends' search
-modules: FTS5 MATCH syntax here (:func:`to_fts5`), PostgreSQL in ``postgres_search``.
+``NOT word`` (must not match — but ``--flag`` is a pasted command-line flag, and ``NOT``
+before an all-capitals word, ``NOT NULL``, pasted error text: both are searched for),
+``word*`` (prefix). Everything else — stray quotes, parentheses, ``NEAR(``, column
+filters, SQL fragments, control characters — is only punctuation between words. Words are
+runs of letters and digits; brackets, commas and operator signs separate terms, while a
+token such as ``foo-bar``, ``don't`` or ``journal_mode`` becomes the phrase of its words.
+CJK text has no spaces, so both the indexed documents and the query are segmented per
+character (:func:`segment_cjk`) and a CJK run becomes a phrase. The structure is rendered
+by the backends' search modules: FTS5 MATCH syntax here (:func:`to_fts5`), PostgreSQL in
+``postgres_search``.
 """
 
 from __future__ import annotations
@@ -167,12 +169,22 @@ def _pieces(raw: str) -> list[_Piece]:
                 pending_not = pending_not or bare == "NOT"
                 out.append(_Piece(bare, operator=True))
                 continue
-            if bare.startswith("-") and len(bare) > 1:
-                negated, bare = True, bare.lstrip("-")
+            if negated and _shouted(bare):  # "NOT NULL constraint failed": pasted text
+                negated = False
+                out[-1] = _Piece("NOT", operator=False)  # not an operator after all
+            if bare.startswith("-") and not bare.startswith("--") and len(bare) > 1:
+                negated, bare = True, bare[1:]  # "--no-verify" is a flag someone pasted
             term = _term(bare, phrase=False)
         pending_not = False
         out.append(_Piece(m.group(0), operator=False, term=term, negated=negated))
     return out
+
+
+def _shouted(word: str) -> bool:
+    """An all-capitals word (``NULL``, ``FOUND``): after ``NOT`` it is an error message or
+    SQL someone pasted, not an instruction to exclude."""
+    letters = [c for c in word if c.isalpha()]
+    return bool(letters) and all(c.isupper() for c in letters)
 
 
 def parse_query(raw: str) -> ParsedQuery:

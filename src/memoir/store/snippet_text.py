@@ -8,6 +8,7 @@ from __future__ import annotations
 import regex
 
 from memoir.store.fold import fold_accents
+from memoir.store.query_text import STOPWORDS
 
 __all__ = ["MARK_END", "MARK_START", "make_snippet", "query_words"]
 
@@ -15,6 +16,7 @@ MARK_START = "\x02"
 MARK_END = "\x03"
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
 _SPACE = regex.compile(r"\s+")
+_CJK = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
 
 
 def query_words(query: str) -> list[str]:
@@ -31,10 +33,11 @@ def make_snippet(text: str, query: str, width: int = 240) -> str:
     (case and accents aside, as the index matches: ``cafe`` marks ``Café``)."""
     flat = _SPACE.sub(" ", text.replace(MARK_START, "").replace(MARK_END, "")).strip()
     words = query_words(query)
+    words = [w for w in words if w not in STOPWORDS] or words  # "to" is no reason to mark
     if not words or not flat:
         return _cut(flat, 0, width)
     pattern = regex.compile(
-        "|".join(regex.escape(fold_accents(w)) for w in sorted(words, key=len, reverse=True)),
+        "|".join(_at_word_start(w) for w in sorted(words, key=len, reverse=True)),
         regex.IGNORECASE,
     )
     first = pattern.search(fold_accents(flat))  # folding keeps every character's place
@@ -47,6 +50,13 @@ def make_snippet(text: str, query: str, width: int = 240) -> str:
         out.append(MARK_END)
         done = match.end()
     return "".join(out) + window[done:]
+
+
+def _at_word_start(word: str) -> str:
+    """A query word as a pattern matching where a word begins (``test`` marks ``tests``,
+    not the middle of ``latest``); CJK has no word boundaries to begin at."""
+    escaped = regex.escape(fold_accents(word))
+    return escaped if _CJK.search(word) else r"(?<![\p{L}\p{N}])" + escaped
 
 
 def _cut(flat: str, start: int, width: int) -> str:
