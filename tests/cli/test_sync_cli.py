@@ -437,3 +437,22 @@ def test_a_file_sync_could_not_read_makes_it_exit_one_and_say_so(
     assert as_json.exit_code == 1
     report = json.loads(as_json.stdout)
     assert report["files_indexed"] == 0 and len(report["errors"]) == 1
+
+
+def test_the_summary_pass_runs_after_the_sync_lock_is_let_go(
+    cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Model calls can take minutes: another sync (a new session's hook) must get in."""
+    import memoir.cli.cmd_sync as cmd_sync
+
+    free: list[bool] = []
+
+    def summary_pass(memoir: object, limit: int) -> dict:
+        with sync_lock(home):  # raises Busy if the sync still held it
+            free.append(True)
+        return {"summarized": 0}
+
+    monkeypatch.setattr(cmd_sync, "_summary_pass", summary_pass)
+    result = cli.invoke(app, ["sync", "--source", str(source), "--json"])
+    assert result.exit_code == 0, result.output
+    assert free == [True]

@@ -289,3 +289,28 @@ def test_events_a_sync_adds_during_a_run_stay_uncovered(memoir: Any) -> None:
     state = read_summary_state(memoir, "s1")
     assert state.coverage is not None and state.coverage.amount == before
     assert len(memoir.store.events("s1")) > before
+
+
+def test_each_round_reads_a_window_not_all_that_is_left(memoir: Any) -> None:
+    """Rounds of a long history: each is handed the start of what is left (enough for
+    one round), not all of it again — quadratic at thousands of exchanges."""
+    from memoir.episodes.session import _round_window
+
+    add_session(memoir, marked_history(6))
+    model = ScriptedModel(default=Oracle())
+    summarizer = EpisodicSummarizer(model, episode_tokens=300, max_full_tokens=600)
+    handed: list[int] = []
+    real = summarizer.summarize
+
+    def spy(history: Any, **kw: Any) -> Any:
+        handed.append(len(list(history)))
+        return real(history, **kw)
+
+    summarizer.summarize = spy  # type: ignore[method-assign]
+    events = memoir.store.events("s1")
+    window = _round_window(events, 10)  # 120 characters: a few events
+    assert 0 < len(window) < len(events)
+    assert _round_window(events, 10**6) == events
+    run = summarize_session(memoir, "s1", summarizer=summarizer)
+    assert run.summary is not None and run.summary.last_ordinal == events[-1].ordinal
+    assert handed[0] == len(events) and run.rounds >= 2  # the full try, then rounds

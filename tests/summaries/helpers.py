@@ -40,6 +40,9 @@ class FakeStore:
     def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
         return local_claim(f"{id(self)}:{name}", busy)
 
+    def source_states(self) -> dict[str, Any]:
+        return {}  # files are indexed whole here: nothing is ever half read
+
     def get_session(self, session_id: str) -> Session | None:
         return self.sessions.get(session_id)
 

@@ -212,13 +212,16 @@ def sync_command(
                 report = sync(
                     memoir.settings, memoir.store, sources=source or None, progress=progress
                 )
-            summaries = None
-            if not no_summaries:
-                limit = settings.summary_limit if summary_limit is None else summary_limit
-                summaries = _summary_pass(memoir, limit)
     except Busy:
         _note("another memoir sync is running; leaving it to finish", as_json, "busy")
         return
+    summaries = None
+    if not no_summaries:  # after the sync lock is let go: model calls can take minutes, and
+        # the next sync (a new session's hook) must not wait; each session's summary claim
+        # keeps two passes from writing the same summary
+        limit = settings.summary_limit if summary_limit is None else summary_limit
+        with open_memoir() as memoir:
+            summaries = _summary_pass(memoir, limit)
     embedded = None
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
         with open_memoir() as memoir:

@@ -107,6 +107,24 @@ def _summary_digest(body: str) -> str:
     return hashlib.sha256(body.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+# a token is rarely longer than this many characters: a window of max_tokens × this
+# many characters holds more than one round's worth of tokens
+_CHARS_PER_TOKEN_BOUND = 12
+
+
+def _round_window(pending: list[Event], max_tokens: int) -> list[Event]:
+    """The start of ``pending`` that surely holds more than one round (``max_tokens``): a
+    round reads its scope from the front, so handing it only this much keeps a long
+    history linear — each round used to re-read (normalise, split) all that was left."""
+    limit = max(1, max_tokens) * _CHARS_PER_TOKEN_BOUND
+    chars = 0
+    for n, event in enumerate(pending):
+        chars += len(event.text) + 64  # the framing each entry gets
+        if chars > limit:
+            return pending[: n + 1]
+    return pending
+
+
 def _coverage_before_reading(memoir: Memoir, session_id: str) -> int | None:
     try:
         from memoir.summaries.persist import coverage_before_reading
@@ -221,12 +239,13 @@ def _summarize(
     prior: EpisodicSummary | dict[str, Any] | str | None = previous.summary if previous else None
     rounds = calls = 0
     while True:
+        window = _round_window(pending, summarizer.max_full_tokens)
         result = summarizer.summarize(
-            pending, previous=prior, mode="incremental", progress=progress, **common
+            window, previous=prior, mode="incremental", progress=progress, **common
         )
         rounds += 1
         calls += result.calls
-        if result.complete:
+        if result.complete and len(window) == len(pending):
             break
         prior, pending = result, pending[result.covered :]
     return _finish(memoir, session_id, "incremental", result, rounds, calls, job_id, covered)

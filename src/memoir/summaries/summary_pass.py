@@ -24,6 +24,7 @@ from memoir.llm.port import Model
 from memoir.store.claims import summary_claim
 from memoir.summaries.coverage import coverage_after
 from memoir.summaries.long_path import session_long_path
+from memoir.summaries.persist import coverage_before_reading
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent, queue_rank
 from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
 from memoir.summaries.state import SummaryKind, SummaryState
@@ -179,6 +180,7 @@ def _summarize_one(
     action = decide(fresh.state, fresh.current, policy, now)
     if not action.calls_model:
         return False
+    cap = coverage_before_reading(memoir, conv.session_id)  # a sync may be appending now
     events = summaries.events(fresh)
     if events is None or (not events and summaries.unit == "events"):
         # not indexed yet — or an API session with no event so far, which is not "empty
@@ -216,6 +218,8 @@ def _summarize_one(
         return False
     report.model_calls += result.calls
     amount, last_exchange = coverage_after(summaries.unit, fresh.current, events)
+    if cap is not None:
+        amount = min(amount, cap)
     summaries.write(
         fresh, SummaryState.real(result.body, amount, last_exchange, model=result.model)
     )
