@@ -456,3 +456,18 @@ def test_the_summary_pass_runs_after_the_sync_lock_is_let_go(
     result = cli.invoke(app, ["sync", "--source", str(source), "--json"])
     assert result.exit_code == 0, result.output
     assert free == [True]
+
+
+def test_a_pass_stopped_by_the_account_is_one_line_and_exit_two(
+    cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.app import Memoir
+    from memoir.summaries.summary_pass import SummaryPassReport
+
+    stopped = SummaryPassReport(
+        deferred=3, stopped="Unauthorized: HTTP 401", stopped_by_setting=True
+    )
+    monkeypatch.setattr(Memoir, "summarize_pending", lambda self, **kw: stopped)
+    result = cli.invoke(app, ["sync", "--source", str(source)])
+    assert result.exit_code == 2
+    assert "summary pass stopped: Unauthorized: HTTP 401" in result.stderr
