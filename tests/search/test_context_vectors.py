@@ -85,3 +85,14 @@ def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
     first = "How do I fix the sqlite database lock?\n\nUse WAL mode and a busy timeout."
     now = "Now the tests pass\n\nGreat, the lock is gone. Also: quasar nebula."
     assert np.allclose(stored["s-web:4"], inner.embed([context_text(now, first)])[0], atol=1e-6)
+
+
+def test_the_backlog_count_is_what_a_catch_up_will_embed(filled: Store) -> None:
+    embedder = HashEmbedder(dim=64)
+    assert filled.embedding_backlog_count(embedder.name) == 6
+    assert embed_backlog(filled, embedder, batch=4, max_items=4).embedded == 4
+    assert filled.embedding_backlog_count(embedder.name) == 2
+    assert filled.embedding_backlog_count(embedder.name, with_tokens=True) == 2  # tokens too
+    embed_backlog(filled, embedder)
+    assert filled.embedding_backlog_count(embedder.name) == 0
+    assert filled.embedding_backlog_count("another-model") == 6

@@ -210,3 +210,14 @@ def test_top_k_with_a_mask_returns_only_kept_rows_best_first() -> None:
     assert [i for i, _ in top_k(matrix, query, 10, keep)] == [2, 3, 0]  # k past the kept
     assert top_k(matrix, query, 3, np.zeros(4, dtype=bool)) == []
     assert [i for i, _ in top_k(matrix, query, 2)] == [1, 2]  # no mask: every row
+
+
+@pytest.mark.parametrize(("niceness", "cpus", "threads"), [(0, 8, 4), (0, 2, 2), (10, 8, 1)])
+def test_a_background_process_embeds_on_one_core(
+    monkeypatch: pytest.MonkeyPatch, niceness: int, cpus: int, threads: int
+) -> None:
+    import memoir.search.minilm as minilm
+
+    monkeypatch.setattr(minilm.os, "nice", lambda inc: niceness)
+    monkeypatch.setattr(minilm.os, "cpu_count", lambda: cpus)
+    assert minilm.default_threads() == threads

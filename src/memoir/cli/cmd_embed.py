@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 
 from memoir.cli.app import app, console, open_memoir, print_json
 from memoir.errors import Busy
 from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
+from memoir.search.embedder import TokenEmbedder
 
 __all__ = ["embed"]
 
@@ -30,9 +39,13 @@ def embed(
                 result = memoir.embed_pending(batch=batch, max_items=max_items)
             else:
                 with Progress(
-                    TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), console=console
+                    TextColumn("embedding"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=console,
                 ) as bar:
-                    task = bar.add_task("embed", total=max_items)
+                    task = bar.add_task("embed", total=_backlog(memoir, max_items))
                     result = memoir.embed_pending(
                         batch=batch,
                         max_items=max_items,
@@ -45,6 +58,18 @@ def embed(
                 console.print("another memoir embed is running; leaving it to finish")
             return
     _report(result, as_json)
+
+
+def _backlog(memoir: Any, max_items: int | None) -> int | None:
+    """What the bar counts up to: the exchanges still to embed (at most ``max_items``);
+    None when that cannot be told (no embedder: embedding itself says why)."""
+    embedder = memoir.embedder()
+    if embedder is None:
+        return max_items
+    left = memoir.store.embedding_backlog_count(
+        embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
+    )
+    return left if max_items is None else min(left, max_items)
 
 
 def _report(result: BackfillResult, as_json: bool) -> None:

@@ -28,7 +28,14 @@ import numpy as np
 from memoir.search.embedder import normalise_rows
 from memoir.store.query_text import STOPWORDS
 
-__all__ = ["TOKEN_BASIS_PATH", "VOCAB_PATH", "MiniLMEmbedder", "content_token", "minilm_available"]
+__all__ = [
+    "TOKEN_BASIS_PATH",
+    "VOCAB_PATH",
+    "MiniLMEmbedder",
+    "content_token",
+    "default_threads",
+    "minilm_available",
+]
 
 VOCAB_PATH = Path(__file__).resolve().parent / "data" / "minilm-vocab.txt"
 TOKEN_BASIS_PATH = Path(__file__).resolve().parent / "data" / "minilm-token-basis.npz"
@@ -52,6 +59,17 @@ def minilm_available() -> bool:
     )
 
 
+def default_threads() -> int:
+    """Inference threads: up to 4 cores for a process the user waits on; one for a process
+    running at lower priority (the hook's background sync, ``nice`` 10), which must not
+    take every core from the user's own work."""
+    try:
+        niced = os.nice(0) > 0
+    except OSError:
+        niced = False
+    return 1 if niced else min(4, os.cpu_count() or 1)
+
+
 class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2-int8"
     dim = 384
@@ -60,7 +78,7 @@ class MiniLMEmbedder:
     _lock = threading.Lock()
 
     def __init__(self, threads: int | None = None) -> None:
-        self._threads = threads or min(4, os.cpu_count() or 1)
+        self._threads = threads or default_threads()
         self._session: Any = None
         self._tokenizer: Any = None
         self._run_lock = threading.Lock()

@@ -220,6 +220,7 @@ class Store(Protocol):
     def embedding_backlog(
         self, model: str, limit: int, *, with_tokens: bool = False
     ) -> list[tuple[str, str]]: ...
+    def embedding_backlog_count(self, model: str, *, with_tokens: bool = False) -> int: ...
     def put_embeddings(
         self,
         model: str,

@@ -115,6 +115,18 @@ class SideTablesMixin:
                 self._set_hint(key, int(top or 0))
         return [(r[1], _embed_text(r)) for r in rows]
 
+    def embedding_backlog_count(self, model: str, *, with_tokens: bool = False) -> int:
+        """How many exchanges :meth:`embedding_backlog` would hand out in all (a progress
+        bar's total; one count, not a read of the rows)."""
+        complete = " AND m.tokens IS NOT NULL" if with_tokens else ""
+        with self._ro() as tx:
+            rows = tx.run(
+                "SELECT count(*) FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM embeddings m "
+                f"WHERE m.model = ? AND m.exchange_id = e.id{complete})",
+                (model,),
+            )
+        return int(rows[0][0]) if rows else 0
+
     def _hint(self, model: str) -> int:
         if not self._use_backlog_hint:
             return 0
