@@ -44,6 +44,7 @@ unit: $(DEV_STAMP)
 ## make bench: the LoCoMo retrieval benchmark (the others: see docs/benchmarks.md)
 bench: $(STAMP)
 	$(BIN)/python bench/locomo_bench.py
+	$(BIN)/python bench/coding_bench.py
 
 clean:
 	rm -rf $(VENV) .tmp build dist src/*.egg-info

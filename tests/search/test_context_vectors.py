@@ -10,6 +10,7 @@ from memoir.search import HashEmbedder, embed_backlog
 from memoir.search.backfill import PREVIOUS_CHARS, context_text
 from memoir.search.vectors import invalidate
 from memoir.store import Store
+from memoir.store.index_doc import embedding_text
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,11 @@ def test_embedded_text_carries_the_previous_exchange(filled: Store, batch: int) 
     embedder = HashEmbedder(dim=64)
     assert embed_backlog(filled, embedder, batch=batch).embedded == 6
     stored = _stored(filled, embedder.name)
-    first = "How do I fix the sqlite database lock?\n\nUse WAL mode and a busy timeout."
+    first = embedding_text(filled.get_exchanges(["s-web:1"])["s-web:1"])
+    assert first == (  # the prompt, what its tool did, the reply
+        "How do I fix the sqlite database lock?\n\nBash sqlite3 db.sqlite\n\n"
+        "Use WAL mode and a busy timeout."
+    )
     second = "Now the tests pass\n\nGreat, the lock is gone."
     expected = embedder.embed([first, context_text(second, first)])
     assert np.allclose(stored["s-web:1"], expected[0], atol=1e-6)  # a session's first: alone
@@ -82,7 +87,11 @@ def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
     assert grown == ["s-web:4"]
     assert result.embedded == 6  # five from the first batch, the grown one from a second
     stored = _stored(filled, inner.name)
-    first = "How do I fix the sqlite database lock?\n\nUse WAL mode and a busy timeout."
+    first = embedding_text(filled.get_exchanges(["s-web:1"])["s-web:1"])
+    assert first == (  # the prompt, what its tool did, the reply
+        "How do I fix the sqlite database lock?\n\nBash sqlite3 db.sqlite\n\n"
+        "Use WAL mode and a busy timeout."
+    )
     now = "Now the tests pass\n\nGreat, the lock is gone. Also: quasar nebula."
     assert np.allclose(stored["s-web:4"], inner.embed([context_text(now, first)])[0], atol=1e-6)
 

@@ -76,9 +76,13 @@ def test_columns_are_bounded() -> None:
 
 
 def test_embedding_text() -> None:
-    assert embedding_text(exchange()) == "fix the lock\n\ndone"
-    assert embedding_text(exchange(user_text="", assistant_text="only")) == "only"
+    assert embedding_text(exchange()) == "fix the lock\n\nls -la\nREADME.md\n\ndone"
+    assert embedding_text(exchange(user_text="", assistant_text="only", tool_excerpt="")) == "only"
     assert len(embedding_text(exchange(user_text="y" * 10_000))) == EMBED_CHARS
+    with_tools = exchange(tool_excerpt="Bash pytest -x … FAILED test_parse " + "z" * 900)
+    text = embedding_text(with_tools)
+    assert text.startswith("fix the lock\n\nBash pytest -x … FAILED test_parse")
+    assert text.endswith("\n\ndone") and len(text) == len("fix the lock") + 600 + 4 + 4
 
 
 @pytest.mark.parametrize(

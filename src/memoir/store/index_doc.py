@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 EMBED_CHARS = 2000
+EMBED_TOOL_CHARS = 600  # of the tool excerpt, between the prompt and the reply
 # Each column is cut at this many characters (PostgreSQL's tsvector holds at most 1 MB,
 # and snippets over huge replies are slow); a 20 MB tool dump never reaches the index.
 MAX_COLUMN_CHARS = 100_000
@@ -221,11 +222,10 @@ def rewrite_span(ordered: Sequence[Exchange], changed: Iterable[str]) -> list[Ex
 
 
 def embedding_text(exchange: Exchange) -> str:
-    """What an embedder sees for one exchange: the prompt, then the reply, bounded."""
-    text = exchange.user_text
-    if exchange.assistant_text:
-        text = f"{text}\n\n{exchange.assistant_text}" if text else exchange.assistant_text
-    return text[:EMBED_CHARS]
+    """What an embedder sees for one exchange: the prompt, what its tools did (the start of
+    the excerpt), then the reply, bounded."""
+    parts = [exchange.user_text, exchange.tool_excerpt[:EMBED_TOOL_CHARS], exchange.assistant_text]
+    return "\n\n".join(p for p in parts if p)[:EMBED_CHARS]
 
 
 def role_column(role: str | None) -> str | None:
