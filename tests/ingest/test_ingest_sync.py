@@ -457,3 +457,24 @@ def test_a_different_transcript_with_a_gone_ones_id_is_not_taken_for_it(
     _put(src, "p", "two.jsonl", ClaudeWriter(UUID_A).user("other words").bytes())
     sync(cfg, store)
     assert len(store.list_sessions()) == 2
+
+
+def test_a_file_that_could_not_be_read_stays_a_verify_problem_until_it_can(
+    cfg: Settings, store: Store, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.ingest.verify import verify
+
+    real = sync_module.plan_file
+    locked = _put(src, "p", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("locked words").bytes())
+
+    def denied(fd: int, cand: object, *args: object, **kwargs: object) -> object:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(sync_module, "plan_file", denied)
+    assert len(sync(cfg, store).errors) == 1
+    assert len(sync(cfg, store).errors) == 1  # tried again, not remembered as "ignored"
+    problems = [(p.kind, p.where, p.detail) for p in verify(cfg, store).problems]
+    assert problems == [("unreadable_file", str(locked), "the last sync could not read it")]
+    monkeypatch.setattr(sync_module, "plan_file", real)
+    assert sync(cfg, store).files_indexed == 1
+    assert verify(cfg, store).ok

@@ -22,7 +22,7 @@ class IgnoredFile:
     path: str
     size: int
     mtime_ns: int
-    reason: str  # "binary" | "unknown_format" | "excluded" | "no_index"
+    reason: str  # "binary" | "unknown_format" | "excluded" | "no_index" | "unreadable"
     session_id: str | None = None
     project: str | None = None
 

@@ -127,6 +127,7 @@ def sync(
             ingest_file(run, cand, states.get(name))
         except OSError as exc:  # vanished or unreadable: the next sync tries again
             report.errors.append(f"{name}: {exc.strerror or exc}")
+            run.ignored.add(IgnoredFile(name, cand.size, cand.mtime_ns, "unreadable"))
         except StoreError:
             raise  # the database is unusable: every further file would fail the same way
         except Exception as exc:  # a bug on one file must not stop the others
@@ -147,7 +148,7 @@ def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
         return False
     if item.reason == "excluded":
         return excluded(item.project or "", run.settings.exclude_projects)
-    return True
+    return item.reason != "unreadable"  # tried again on every sync until it can be read
 
 
 def ingest_file(

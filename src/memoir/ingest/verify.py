@@ -5,7 +5,8 @@ Problems (``memoir verify`` exits 1 when there is any):
 - ``store``: what the store's own integrity check reports (orphan rows, index drift);
 - ``skipped_line``: a transcript line that could not be read (malformed JSON, invalid UTF-8,
   NUL bytes, oversized), listed as ``path:line``;
-- ``unreadable_file``: a file under the sources that is binary or in no known format;
+- ``unreadable_file``: a file under the sources that is binary, in no known format, or that
+  the last sync could not read (permissions, an I/O error);
 - ``archive_missing`` / ``archive_short``: the archived copy is gone or shorter than what
   was indexed;
 - ``index_behind_archive``: the archived copy holds bytes the index never read;
@@ -104,8 +105,13 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
         item = Problem("skipped_line", f"{row.path}:{row.line}", f"{row.reason}: {row.detail}")
         (report.warnings if row.reason == "unknown_type" else report.problems).append(item)
     for ignored in IgnoredFiles(ignored_path(settings)).items.values():
-        if ignored.reason in ("binary", "unknown_format") and os.path.exists(ignored.path):
-            report.problems.append(Problem("unreadable_file", ignored.path, ignored.reason))
+        if ignored.reason in ("binary", "unknown_format", "unreadable") and os.path.exists(
+            ignored.path
+        ):
+            detail = "the last sync could not read it" if ignored.reason == "unreadable" else ""
+            report.problems.append(
+                Problem("unreadable_file", ignored.path, detail or ignored.reason)
+            )
     states = store.source_states()
     report.sources_checked = len(states)
     for state in states.values():
