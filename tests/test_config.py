@@ -145,3 +145,16 @@ def test_config_says_the_redis_url_is_not_used_yet() -> None:
     assert "not used yet" in rows["redis_url"]
     set_rows = Settings.from_env({"MEMOIR_REDIS_URL": "redis://h:1/0"}).describe()
     assert next(o for n, _, o in set_rows if n == "redis_url").startswith("env MEMOIR_REDIS_URL")
+
+
+def test_memoir_at_reads_a_home_under_the_users_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.app import Memoir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with Memoir.at("~/.memoir-test") as m:
+        assert m.settings.home == tmp_path / ".memoir-test"
+    assert (tmp_path / ".memoir-test" / "memoir.db").exists()
+    assert not (tmp_path / "~").exists()  # not a folder literally named "~"

@@ -37,7 +37,7 @@ class Memoir:
 
     @classmethod
     def at(cls, home: str | Path, **overrides: Any) -> Memoir:
-        return cls.open(Settings.from_env(home=Path(home), **overrides))
+        return cls.open(Settings.from_env(home=Path(home).expanduser(), **overrides))
 
     def close(self) -> None:
         self.store.close()

@@ -217,7 +217,10 @@ class Settings:
                 shown = "(unset)" if value is None else str(value)
             origin = self.origins.get(f.name, "default")
             if f.name == "redis_url":  # reserved for background jobs across replicas
-                origin += " — not used yet (summaries are claimed per session in the database)"
+                origin += (
+                    " — not used yet (a summary is claimed per session by a lock file or a "
+                    "PostgreSQL advisory lock)"
+                )
             rows.append((f.name, shown, origin))
         return rows
 

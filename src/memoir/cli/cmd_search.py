@@ -74,7 +74,7 @@ def search_command(
         None, "--before", help="On or before this ISO date/datetime (a date includes its day)."
     ),
     include_subagents: bool = typer.Option(
-        False, "--include-subagents", help="Also search subagent / sidechain sessions."
+        False, "--include-subagents", help="Also search subagent sessions (their own transcripts)."
     ),
     limit: int = typer.Option(10, "--limit", "-n", min=1, max=1000, help="Most hits to show."),
     mode: Mode | None = typer.Option(

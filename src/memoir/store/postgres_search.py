@@ -12,8 +12,9 @@ As on SQLite, one query word at least must be in the exchange's own columns (not
 term (its words as a quoted phrase, so the text is never read as operators) combined with ``&&``,
 ``||`` and ``!!``; a role filter keeps only that column's weight (``ts_filter``). Ranking
 is ``ts_rank`` with the weights below over the most recent ``RANK_WINDOW`` matches (as on
-SQLite); ``ts_headline`` marks the snippet of the top rows only. All terms must match;
-when nothing does, any term may.
+SQLite); the top rows' snippets are made in Python from their text
+(:func:`~memoir.store.snippet_text.make_snippet`: ``ts_headline`` drops tag-like text). All
+terms must match; when nothing does, any term may.
 """
 
 from __future__ import annotations
