@@ -38,16 +38,22 @@ def _stored(store: Store, model: str) -> dict[str, np.ndarray]:
     return dict(zip(ids, np.frombuffer(blob, np.float32).reshape(len(ids), dim), strict=True))
 
 
+def _first_text(store: Store) -> str:
+    """What s-web:1 is embedded as: the prompt, what its tool did, the reply."""
+    first = embedding_text(store.get_exchanges(["s-web:1"])["s-web:1"])
+    assert first == (
+        "How do I fix the sqlite database lock?\n\nBash sqlite3 db.sqlite\n\n"
+        "Use WAL mode and a busy timeout."
+    )
+    return first
+
+
 @pytest.mark.parametrize("batch", [1, 128])
 def test_embedded_text_carries_the_previous_exchange(filled: Store, batch: int) -> None:
     embedder = HashEmbedder(dim=64)
     assert embed_backlog(filled, embedder, batch=batch).embedded == 6
     stored = _stored(filled, embedder.name)
-    first = embedding_text(filled.get_exchanges(["s-web:1"])["s-web:1"])
-    assert first == (  # the prompt, what its tool did, the reply
-        "How do I fix the sqlite database lock?\n\nBash sqlite3 db.sqlite\n\n"
-        "Use WAL mode and a busy timeout."
-    )
+    first = _first_text(filled)
     second = "Now the tests pass\n\nGreat, the lock is gone."
     expected = embedder.embed([first, context_text(second, first)])
     assert np.allclose(stored["s-web:1"], expected[0], atol=1e-6)  # a session's first: alone
@@ -87,11 +93,7 @@ def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
     assert grown == ["s-web:4"]
     assert result.embedded == 6  # five from the first batch, the grown one from a second
     stored = _stored(filled, inner.name)
-    first = embedding_text(filled.get_exchanges(["s-web:1"])["s-web:1"])
-    assert first == (  # the prompt, what its tool did, the reply
-        "How do I fix the sqlite database lock?\n\nBash sqlite3 db.sqlite\n\n"
-        "Use WAL mode and a busy timeout."
-    )
+    first = _first_text(filled)
     now = "Now the tests pass\n\nGreat, the lock is gone. Also: quasar nebula."
     assert np.allclose(stored["s-web:4"], inner.embed([context_text(now, first)])[0], atol=1e-6)
 

@@ -110,10 +110,11 @@ def sync(
     todo: list[Candidate] = []
     for key, root, size, mtime_ns in scan(roots, skip=[settings.home], errors=report.errors):
         report.files_scanned += 1
-        st = states.get(source_key(key))
+        name = source_key(key)
+        st = states.get(name)
         if st is not None and st.size == size and st.mtime_ns == mtime_ns:
             report.files_unchanged += 1
-        elif st is None and _still_ignored(run, source_key(key), size, mtime_ns):
+        elif st is None and _still_ignored(run, name, size, mtime_ns):
             report.files_ignored += 1
         else:
             todo.append(Candidate(Path(key), Path(root), size, mtime_ns))
