@@ -6,7 +6,8 @@ drivers and SDKs are translated at the boundary (``raise X(...) from exc``)::
     MemoirError
     ├── ConfigError            bad or missing setting (names the variable)
     ├── StoreError             the database refused or is unreachable
-    │   └── MigrationError     schema cannot be brought to the current version
+    │   ├── MigrationError     schema cannot be brought to the current version
+    │   └── ReadOnly           the home or database cannot be written (reading works)
     ├── IngestError            a transcript cannot be read at all (single bad lines are
     │                          skipped and counted, never raised)
     ├── NotFound               a session / exchange / checkpoint id that does not exist
@@ -33,6 +34,7 @@ __all__ = [
     "MigrationError",
     "NotFound",
     "OversizedHistory",
+    "ReadOnly",
     "StoreError",
     "SummaryError",
 ]
@@ -52,6 +54,11 @@ class StoreError(MemoirError):
 
 class MigrationError(StoreError):
     """The schema cannot be brought to the current version."""
+
+
+class ReadOnly(StoreError):
+    """The home or its database cannot be written by this process (a read-only mount, a
+    backup, another user's files): reading commands work, writing ones stop with this."""
 
 
 class IngestError(MemoirError):

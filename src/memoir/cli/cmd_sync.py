@@ -31,7 +31,7 @@ from rich.table import Table
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, state
 from memoir.config import Settings
 from memoir.errors import Busy, ConfigError, MemoirError
-from memoir.ingest.lock import sync_lock
+from memoir.ingest.lock import sync_lock, sync_lock_to_read
 from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
@@ -300,7 +300,8 @@ def verify(
     settings = Settings.from_env()
     settings.ensure_home()
     try:  # a sync half-way through a file would read as problems that are not there
-        with sync_lock(settings.home), open_memoir() as memoir:
+        lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
+        with lock, open_memoir() as memoir:
             report = verify_home(memoir.settings, memoir.store, repair=repair)
             report.warnings.extend(
                 Problem(f.kind, f.where, f.detail) for f in summary_findings(memoir)

@@ -9,12 +9,14 @@ never blocks the next one. A second holder fails fast with :class:`memoir.errors
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
-from memoir.store.claims import file_claim
+from memoir.errors import ReadOnly
+from memoir.store.claims import file_claim, shared_file_claim
 
-__all__ = ["embed_lock", "lock_path", "sync_lock"]
+__all__ = ["embed_lock", "lock_path", "sync_lock", "sync_lock_to_read"]
 
 
 def lock_path(home: Path, name: str = "sync") -> Path:
@@ -24,6 +26,20 @@ def lock_path(home: Path, name: str = "sync") -> Path:
 def sync_lock(home: Path) -> AbstractContextManager[None]:
     """Held while a sync archives, indexes and summarizes."""
     return file_claim(lock_path(home, "sync"), "another memoir sync is running")
+
+
+@contextmanager
+def sync_lock_to_read(home: Path) -> Iterator[None]:
+    """The sync lock for a reader (``memoir verify``): held as ``sync_lock`` is, or — in a
+    home this process cannot write — shared, which still keeps a sync out and fails with
+    ``Busy`` while one runs."""
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(sync_lock(home))
+        except ReadOnly:
+            busy = "another memoir sync is running"
+            stack.enter_context(shared_file_claim(lock_path(home, "sync"), busy))
+        yield
 
 
 def embed_lock(home: Path) -> AbstractContextManager[None]:

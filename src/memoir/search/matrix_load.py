@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memoir.errors import Busy
+from memoir.errors import Busy, ReadOnly
 from memoir.search import matrix_file
 from memoir.search.matrix_file import (
     cached_generations,
@@ -102,7 +102,7 @@ def read_whole(store: Store, model: str, generation: int, directory: Path | None
             if store.embedding_log_end(model) == log_end:
                 write_matrix(directory, model, generation, loaded.ids, matrix, log_end)
                 _trim_log(store, model, directory, log_end)
-    except Busy:
+    except (Busy, ReadOnly):  # another process caches it, or nobody can here
         pass
     return loaded
 

@@ -10,10 +10,13 @@ never blocks the next one. How it is held depends on who may compete:
   lives in one process, so a set guarded by a mutex (:func:`local_claim`).
 - PostgreSQL: replicas share only the database, so a session-level advisory lock on a
   connection held for the claim (the server drops it with the connection).
+
+A lock file that cannot be written (a read-only home) raises :class:`memoir.errors.ReadOnly`.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -22,9 +25,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from memoir.errors import Busy
+from memoir.errors import Busy, ReadOnly
 
-__all__ = ["claim_file", "claim_key", "file_claim", "local_claim", "summary_claim"]
+__all__ = [
+    "claim_file",
+    "claim_key",
+    "file_claim",
+    "local_claim",
+    "shared_file_claim",
+    "summary_claim",
+]
 
 _held: set[str] = set()
 _held_lock = threading.Lock()
@@ -48,9 +58,8 @@ def file_claim(path: Path, busy: str, *, remove: bool = False) -> Iterator[None]
     when another open of it holds it — another process, or this one elsewhere. With
     ``remove`` the file is deleted on release (a claim per session would otherwise leave
     a file per session); a claimant that locked a file deleted meanwhile opens it anew."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     for _ in range(3):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -73,6 +82,41 @@ def file_claim(path: Path, busy: str, *, remove: bool = False) -> Iterator[None]
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def shared_file_claim(path: Path, busy: str) -> Iterator[None]:
+    """A shared hold of the lock file ``path`` for a reader that cannot write it (a
+    read-only home): opened read-only, it still keeps out an exclusive holder and fails
+    with ``Busy(busy)`` at once while one holds it. No file: nobody has ever held it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(busy) from None
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _open_lock(path: Path) -> int:
+    """The lock file ``path`` opened for writing (created, with its folder, if need be);
+    ``ReadOnly`` when this process cannot write there."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        raise ReadOnly(
+            f"cannot write the lock file {path}: {exc.strerror}; this Memoir home is "
+            "read-only here — search, show and stats work, changing it needs write access"
+        ) from None
 
 
 def _still_there(path: Path, fd: int) -> bool:

@@ -18,7 +18,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from memoir.config import mask_url
-from memoir.errors import Busy, MigrationError, NotFound, StoreError
+from memoir.errors import Busy, MigrationError, NotFound, ReadOnly, StoreError
 from memoir.model import Exchange
 from memoir.store import postgres_search
 from memoir.store.claims import claim_key
@@ -43,7 +43,25 @@ def _version(conn: psycopg.Connection[Any]) -> int:
 
 def migrate(conn: psycopg.Connection[Any], target: int | None = None) -> int:
     """Bring the schema to ``target`` (default: current); returns the version reached.
-    ``conn`` must be in autocommit mode."""
+    ``conn`` must be in autocommit mode. A current schema is only read (so a read-only
+    server, a standby, opens); one behind on a read-only server raises ``ReadOnly``."""
+    row = conn.execute("SELECT to_regclass('schema_version') IS NOT NULL").fetchone()
+    if row and row[0]:
+        version = _version(conn)
+        check_version(version, CURRENT_VERSION)
+        if not pending(version, target):
+            return version
+    try:
+        return _migrate(conn, target)
+    except psycopg.errors.ReadOnlySqlTransaction:
+        raise ReadOnly(
+            "this PostgreSQL database is read-only here (a standby, or "
+            "default_transaction_read_only) and its schema is not at this Memoir's "
+            f"v{CURRENT_VERSION}: upgrade it once through a writable connection"
+        ) from None
+
+
+def _migrate(conn: psycopg.Connection[Any], target: int | None) -> int:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(
@@ -66,6 +84,8 @@ def migrate(conn: psycopg.Connection[Any], target: int | None = None) -> int:
                     "INSERT INTO schema_version (version, name) VALUES (%s, %s)",
                     (migration.version, migration.name),
                 )
+        except psycopg.errors.ReadOnlySqlTransaction:
+            raise
         except psycopg.Error as exc:
             raise MigrationError(
                 f"migration v{migration.version} ({migration.name}) failed: {exc}"
@@ -147,6 +167,11 @@ class PostgresStore(SqlStoreBase):
                         yield conn
                 else:
                     yield conn
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise ReadOnly(
+                f"postgres: this database is read-only here: {_first_line(exc)} (search, "
+                "show and stats work; changing it needs a writable connection)"
+            ) from exc
         except psycopg.Error as exc:
             raise StoreError(f"postgres: {_first_line(exc)}") from exc
 

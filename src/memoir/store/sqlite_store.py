@@ -3,10 +3,17 @@
 Connections run in autocommit mode; every write method opens ``BEGIN IMMEDIATE`` and
 commits once (:meth:`SQLiteStore._tx`), so readers in other threads or processes never
 see half a batch. Driver errors become :class:`~memoir.errors.StoreError` here.
+
+A database this process cannot write (a read-only mount, a backup, another user's files) is
+opened read-only: searching and reading work, and every write raises
+:class:`~memoir.errors.ReadOnly`. SQLite needs to create a ``-shm`` file beside a WAL
+database even to read it; where it cannot, the file is opened ``immutable`` — exact only when
+no write-ahead log holds writes not yet checkpointed, so a non-empty ``-wal`` refuses instead.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -14,8 +21,9 @@ from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from memoir.errors import MigrationError, NotFound, StoreError
+from memoir.errors import MigrationError, NotFound, ReadOnly, StoreError
 from memoir.model import Exchange
 from memoir.store import sqlite_search
 from memoir.store.claims import claim_file, file_claim, local_claim
@@ -33,18 +41,32 @@ _CHUNK = 500
 INDEX_KEYS = ("exchange_fts_docsize", "id")  # one row per FTS entry, keyed by exchanges.pk
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=30.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA temp_store = MEMORY")
-    conn.execute("PRAGMA cache_size = -32768")
-    conn.execute("PRAGMA mmap_size = 268435456")
-    # Checkpoint the WAL every ~32 MB instead of every 4 MB: a sync writes in bursts, and
-    # fewer, larger checkpoints made it ~7% faster (bench/sync_bench.py).
-    conn.execute("PRAGMA wal_autocheckpoint = 8000")
+def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        str(path), timeout=30.0, isolation_level=None, check_same_thread=False, uri=uri
+    )
+    try:  # the file is opened by the first statement: a failure here must not leak it
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("PRAGMA cache_size = -32768")
+        conn.execute("PRAGMA mmap_size = 268435456")
+        # Checkpoint the WAL every ~32 MB instead of every 4 MB: a sync writes in bursts,
+        # and fewer, larger checkpoints made it ~7% faster (bench/sync_bench.py).
+        conn.execute("PRAGMA wal_autocheckpoint = 8000")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+@contextmanager
+def _closing(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -117,17 +139,72 @@ class SQLiteStore(SqlStoreBase):
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._read_only_uri: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = self._conn()
             conn.execute("PRAGMA journal_mode = WAL")
             migrate(conn, target_version)
-        except sqlite3.Error as exc:
+            if not in_memory and not self._writable():
+                self._read_only_uri = self._open_read_only(target_version)
+        except (sqlite3.Error, OSError) as exc:
             self.close()
-            raise StoreError(f"cannot open the SQLite database {self.path}: {exc}") from exc
+            if in_memory or not self.path.is_file() or self._writable():
+                raise StoreError(f"cannot open the SQLite database {self.path}: {exc}") from exc
+            self._read_only_uri = self._open_read_only(target_version)
         except MigrationError:
             self.close()
             raise
+
+    def _writable(self) -> bool:
+        """Can this process write the database and its ``-wal`` and ``-shm`` files (create
+        them beside it, or write the ones there)?"""
+        beside = [self.path.with_name(self.path.name + end) for end in ("-wal", "-shm")]
+        return os.access(self.path, os.W_OK) and (
+            os.access(self.path.parent, os.W_OK) or all(os.access(f, os.W_OK) for f in beside)
+        )
+
+    @property
+    def read_only(self) -> bool:
+        """True when this process cannot write the database (it was opened read-only)."""
+        return self._read_only_uri is not None
+
+    def _open_read_only(self, target_version: int | None) -> str:
+        """Open the database read-only (see the module docstring); its URI. Raises
+        :class:`ReadOnly` when it cannot be read exactly or its schema is not current."""
+        self.close()
+        self._closed = False
+        base = "file:" + quote(str(self.path.resolve()))
+        wal = self.path.with_name(self.path.name + "-wal")
+        tries = [f"{base}?mode=ro"]
+        if not wal.exists() or wal.stat().st_size == 0:
+            tries.append(f"{base}?mode=ro&immutable=1")
+        version, failure = None, ""
+        for uri in tries:
+            try:
+                with _closing(_connect(uri, uri=True)) as conn:
+                    version = _version(conn)
+                self._read_only_uri = uri
+                break
+            except sqlite3.Error as exc:
+                failure = str(exc)
+        if version is None:
+            why = (
+                f"its write-ahead log {wal.name} holds writes not yet folded in"
+                if len(tries) == 1
+                else failure
+            )
+            raise ReadOnly(
+                f"cannot open the SQLite database {self.path} read-only ({why}); run any "
+                "memoir command once with write access to its folder"
+            )
+        check_version(version, CURRENT_VERSION)
+        if version < (target_version if target_version is not None else CURRENT_VERSION):
+            raise ReadOnly(
+                f"the SQLite database {self.path} is read-only and at schema v{version}; this "
+                f"Memoir needs v{CURRENT_VERSION}: open it once with write access to upgrade it"
+            )
+        return uri
 
     def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
         if self.cache_dir is None:  # in memory: one process
@@ -141,7 +218,8 @@ class SQLiteStore(SqlStoreBase):
         if conn is None:
             if self._closed:
                 raise StoreError("the store is closed")
-            conn = _connect(self.path)
+            uri = self._read_only_uri
+            conn = _connect(uri, uri=True) if uri is not None else _connect(self.path)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
@@ -149,6 +227,11 @@ class SQLiteStore(SqlStoreBase):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        if self._read_only_uri is not None:
+            raise ReadOnly(
+                f"the SQLite database {self.path} is open read-only (this process cannot "
+                "write it): search, show and stats work; changing it needs write access"
+            )
         conn = self._conn()
         try:
             conn.execute("BEGIN IMMEDIATE")
