@@ -471,3 +471,27 @@ def test_a_pass_stopped_by_the_account_is_one_line_and_exit_two(
     result = cli.invoke(app, ["sync", "--source", str(source)])
     assert result.exit_code == 2
     assert "summary pass stopped: Unauthorized: HTTP 401" in result.stderr
+
+
+def test_show_keeps_the_end_of_a_long_tool_output(cli: CliRunner, tmp_path: Path) -> None:
+    from memoir.demo.builders import ClaudeWriter, tool_use_block
+
+    sid = "bbbbbbbb-1111-4222-8333-444444444444"
+    log = "".join(f"tests/test_mod{i}.py::test_case PASSED\n" for i in range(3_000))
+    log += "FAILED tests/test_billing.py::test_refund_rounding\n"
+    w = ClaudeWriter(sid)
+    w.user("run the tests")
+    w.assistant(tool_use_block("t1", "Bash", {"command": "pytest"}))
+    w.tool("t1", log)
+    folder = tmp_path / "logs-src" / "-home-ann-app"
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_bytes(w.bytes())
+    assert cli.invoke(app, ["sync", "--source", str(folder.parent), "--no-summaries"]).exit_code == 0
+
+    short = cli.invoke(app, ["show", sid[:8]]).stdout
+    assert "tests/test_mod0.py::test_case PASSED" in short
+    assert "test_refund_rounding" in short and "test_mod1500.py" not in short
+    full = cli.invoke(app, ["show", sid[:8], "--full"]).stdout
+    left_out = len(log) - 64 * 1024
+    assert f"{left_out:,} characters left out here" in full
+    assert "test_refund_rounding" in full

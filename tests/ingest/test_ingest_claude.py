@@ -184,7 +184,13 @@ def test_big_tool_output_is_bounded() -> None:
     w = ClaudeWriter(SID)
     w.user("read it")
     w.assistant(tool_use_block("t1", "Read", {"file_path": "big.txt"}))
-    w.tool("t1", "z" * 200_000)
+    log = "".join(f"test_{i} PASSED\n" for i in range(20_000)) + "FAILED test_refund_rounding\n"
+    w.tool("t1", log)
     events, _ = _read(w.bytes())
-    assert len(events[-1].text) == 64 * 1024
-    assert events[-1].payload["truncated_from"] == 200_000
+    text = events[-1].text
+    head, marker, tail = text.partition("\n… [")
+    assert (len(head), len(tail.split("] …\n", 1)[1])) == (48 * 1024, 16 * 1024)
+    assert log.startswith(head) and text.endswith("FAILED test_refund_rounding\n")
+    left_out = len(log) - 64 * 1024
+    assert f"{left_out:,} characters left out here" in text
+    assert events[-1].payload["truncated_from"] == len(log)

@@ -478,3 +478,22 @@ def test_a_file_that_could_not_be_read_stays_a_verify_problem_until_it_can(
     monkeypatch.setattr(sync_module, "plan_file", real)
     assert sync(cfg, store).files_indexed == 1
     assert verify(cfg, store).ok
+
+
+def test_the_end_of_a_tool_output_past_the_event_bound_is_searchable(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    from memoir.store.port import SearchFilters
+
+    log = "".join(f"tests/test_mod{i}.py::test_case PASSED\n" for i in range(3_000))
+    log += "FAILED tests/test_billing.py::test_refund_rounding - assert 10.01 == 10.0\n"
+    assert len(log) > 100_000
+    w = ClaudeWriter(UUID_A)
+    w.user("run the test suite")
+    w.assistant(tool_use_block("t1", "Bash", {"command": "pytest"}))
+    w.tool("t1", log)
+    w.assistant("One test fails.")
+    _put(src, "-home-ann-app", f"{UUID_A}.jsonl", w.bytes())
+    sync(cfg, store)
+    hits = store.search_text("test_refund_rounding", SearchFilters(), 5)
+    assert [h.exchange_id for h in hits] == [f"{UUID_A}:1"]

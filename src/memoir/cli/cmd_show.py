@@ -147,7 +147,7 @@ def _event_text(e: Event, full: bool, out: Text) -> None:
         label = f"{label} · {speaker}"
     text = e.text
     if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
-        text = text if len(text) <= 300 else text[:300] + " …"
+        text = text if len(text) <= 300 else f"{text[:200]} … {text[-100:]}"  # errors end it
     when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
     out.append(printable(label), style=style)
     out.append(f" #{e.ordinal} {when}\n", style="dim")

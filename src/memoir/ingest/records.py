@@ -95,10 +95,16 @@ def parse_ts(value: object) -> datetime | None:
 
 
 def bounded(text: str, limit: int = MAX_EVENT_TEXT) -> tuple[str, dict[str, Any]]:
-    """``text`` cut to ``limit`` characters, and a payload note when it was cut."""
+    """``text`` within ``limit`` characters, and a payload note when it was cut: its first
+    three quarters and its last quarter, with a line saying how much was left out between
+    them — the end of a test run or a build log is where its failure is."""
     if len(text) <= limit:
         return text, {}
-    return text[:limit], {"truncated_from": len(text)}
+    tail = limit // 4
+    head = limit - tail
+    omitted = len(text) - head - tail
+    marker = f"\n… [{omitted:,} characters left out here; the archived transcript has them] …\n"
+    return text[:head] + marker + text[-tail:], {"truncated_from": len(text)}
 
 
 def compact_json(value: object) -> str:
