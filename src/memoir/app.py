@@ -115,14 +115,24 @@ class Memoir:
 
         return Compactor.from_settings(self.settings, self.model(), store=self.store, **options)
 
-    def sync(self, *, sources: Any = None, progress: Any = None) -> SyncReport:
+    def sync(
+        self, *, sources: Any = None, progress: Any = None, purge_excluded: bool = False
+    ) -> SyncReport:
         """Archive and index new or grown transcripts (``memoir.ingest.sync``); takes the
-        single-instance sync lock and raises ``Busy`` when another sync holds it."""
+        single-instance sync lock and raises ``Busy`` when another sync holds it. With
+        ``purge_excluded``, conversations of projects excluded after they were stored are
+        removed first (else they are listed in ``SyncReport.excluded_kept``)."""
         from memoir.ingest.lock import sync_lock
         from memoir.ingest.sync import sync
 
         with sync_lock(self.settings.home):
-            return sync(self.settings, self.store, sources=sources, progress=progress)
+            return sync(
+                self.settings,
+                self.store,
+                sources=sources,
+                progress=progress,
+                purge_excluded=purge_excluded,
+            )
 
     def summarize_pending(self, *, limit: int | None = None) -> SummaryPassReport:
         """The summary pass ``memoir sync`` runs after indexing: (re)summarize idle

@@ -103,6 +103,18 @@ def test_a_mistyped_source_is_an_error(cli: CliRunner, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "is not a folder" in flat
 
 
+def test_a_mistyped_source_in_the_environment_is_reported(
+    cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = source.parent / "codex-sesions"
+    monkeypatch.setenv("MEMOIR_SOURCES", f"{source}{os.pathsep}{missing}")
+    result = cli.invoke(app, ["sync", "--json", "--no-summaries"])
+    assert result.exit_code == 1  # the rest is synced, as with any source it cannot read
+    report = json.loads(result.stdout)
+    assert report["files_indexed"] == 3
+    assert report["errors"] == [f"{missing}: source not found (no such file or folder)"]
+
+
 def test_sync_disabled(cli: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMOIR_SYNC_DISABLED", "1")
     result = cli.invoke(app, ["sync"])
@@ -486,7 +498,8 @@ def test_show_keeps_the_end_of_a_long_tool_output(cli: CliRunner, tmp_path: Path
     folder = tmp_path / "logs-src" / "-home-ann-app"
     folder.mkdir(parents=True)
     (folder / f"{sid}.jsonl").write_bytes(w.bytes())
-    assert cli.invoke(app, ["sync", "--source", str(folder.parent), "--no-summaries"]).exit_code == 0
+    synced = cli.invoke(app, ["sync", "--source", str(folder.parent), "--no-summaries"])
+    assert synced.exit_code == 0
 
     short = cli.invoke(app, ["show", sid[:8]]).stdout
     assert "tests/test_mod0.py::test_case PASSED" in short
@@ -495,3 +508,19 @@ def test_show_keeps_the_end_of_a_long_tool_output(cli: CliRunner, tmp_path: Path
     left_out = len(log) - 64 * 1024
     assert f"{left_out:,} characters left out here" in full
     assert "test_refund_rounding" in full
+
+
+def test_excluding_a_synced_project_warns_and_purges_on_request(
+    cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    monkeypatch.setenv("MEMOIR_EXCLUDE_PROJECTS", "app")
+    warned = cli.invoke(app, ["sync", "--source", str(source), "--no-summaries"])
+    assert warned.exit_code == 0
+    flat = re.sub(r"\s+", " ", warned.stderr)
+    assert "3 conversation(s) of excluded projects" in flat and "--purge-excluded" in flat
+    purged = _json(
+        cli, "sync", "--source", str(source), "--json", "--no-summaries", "--purge-excluded"
+    )
+    assert len(purged["sessions_removed"]) == 3 and purged["excluded_kept"] == []
+    assert _json(cli, "stats", "--json")["sessions"] == 0

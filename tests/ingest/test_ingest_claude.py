@@ -188,7 +188,7 @@ def test_big_tool_output_is_bounded() -> None:
     w.tool("t1", log)
     events, _ = _read(w.bytes())
     text = events[-1].text
-    head, marker, tail = text.partition("\n… [")
+    head, _, tail = text.partition("\n… [")
     assert (len(head), len(tail.split("] …\n", 1)[1])) == (48 * 1024, 16 * 1024)
     assert log.startswith(head) and text.endswith("FAILED test_refund_rounding\n")
     left_out = len(log) - 64 * 1024

@@ -497,3 +497,36 @@ def test_the_end_of_a_tool_output_past_the_event_bound_is_searchable(
     sync(cfg, store)
     hits = store.search_text("test_refund_rounding", SearchFilters(), 5)
     assert [h.exchange_id for h in hits] == [f"{UUID_A}:1"]
+
+
+def test_a_project_excluded_after_it_was_stored_is_kept_until_purged(
+    home: Path, src: Path, store: Store
+) -> None:
+    from memoir.store.port import SearchFilters
+
+    uuid_b = "bbbbbbbb-1111-4222-8333-444444444444"
+    _put(src, "-home-ann-secret", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("vault key").bytes())
+    _put(src, "-home-ann-app", f"{uuid_b}.jsonl", ClaudeWriter(uuid_b).user("vault docs").bytes())
+    plain = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(src,))
+    sync(plain, store)
+    secret_copy = plain.archive_dir / "-home-ann-secret" / f"{UUID_A}.jsonl"
+    assert secret_copy.exists()
+    excluding = Settings.from_env(
+        {"MEMOIR_HOME": str(home), "MEMOIR_EXCLUDE_PROJECTS": "secret"}, sources=(src,)
+    )
+
+    kept = sync(excluding, store)
+    assert (kept.excluded_kept, kept.sessions_removed) == ([UUID_A], [])
+    assert store.get_session(UUID_A) is not None and secret_copy.exists()
+
+    purged = sync(excluding, store, purge_excluded=True)
+    assert (purged.sessions_removed, purged.excluded_kept) == ([UUID_A], [])
+    assert purged.files_ignored == 1 and purged.files_indexed == 0
+    assert store.get_session(UUID_A) is None and not secret_copy.exists()
+    hits = store.search_text("vault", SearchFilters(), 10)
+    assert [h.exchange_id.split(":")[0] for h in hits] == [uuid_b]
+    assert (src / "-home-ann-secret" / f"{UUID_A}.jsonl").exists()  # the source is not ours
+
+    after = sync(excluding, store)
+    assert (after.files_ignored, after.files_indexed, after.excluded_kept) == (1, 0, [])
+    assert store.get_session(uuid_b) is not None

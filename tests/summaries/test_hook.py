@@ -61,6 +61,22 @@ def test_install_creates_the_default_settings_file(tmp_path: Path, capsys) -> No
     assert json.loads(path.read_text()) == {}
 
 
+def test_install_through_a_symlink_keeps_the_link_and_the_mode(tmp_path: Path, capsys) -> None:
+    real = tmp_path / "dotfiles" / "settings.json"
+    real.parent.mkdir()
+    real.write_text(json.dumps({"env": {"SOME_KEY": "secret"}}))
+    real.chmod(0o600)
+    link = tmp_path / "claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    for verb in ("install", "uninstall"):
+        run(capsys, "hook", verb, "--settings", str(link))
+        assert link.is_symlink() and link.resolve() == real
+        assert real.stat().st_mode & 0o777 == 0o600
+    assert json.loads(real.read_text()) == {"env": {"SOME_KEY": "secret"}}
+    assert not list(real.parent.glob(".*tmp")) and not list(link.parent.glob(".*tmp"))
+
+
 def test_broken_settings_file_is_one_clear_error(tmp_path: Path, capsys) -> None:
     path = tmp_path / "settings.json"
     path.write_text("{ not json")

@@ -153,9 +153,16 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
+    """Write the settings in one rename — through a symlink to the file it names (a
+    dotfiles checkout), keeping that file's permissions (it may hold keys)."""
+    path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.memoir.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        tmp.chmod(path.stat().st_mode & 0o7777)
+    except FileNotFoundError:
+        pass  # a new file: the umask decides, as for any file the user creates
     os.replace(tmp, path)
 
 

@@ -183,6 +183,12 @@ def sync_command(
         "--embed/--no-embed",
         help="Then compute missing embeddings (default: only in --background).",
     ),
+    purge_excluded: bool = typer.Option(
+        False,
+        "--purge-excluded",
+        help="Remove what is stored of projects MEMOIR_EXCLUDE_PROJECTS excludes "
+        "(rows, archive copies, summaries).",
+    ),
     detached: bool = typer.Option(False, "--detached", hidden=True),
 ) -> None:
     """Archive and index new or grown transcripts, then refresh due summaries."""
@@ -193,24 +199,33 @@ def sync_command(
     if settings.sync_disabled:
         _note("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done", as_json, "disabled")
         return
+    settings.ensure_home()
     if background:
         argv = [arg for path in source or [] for arg in ("--source", str(path.resolve()))]
         if summary_limit is not None:
             argv += ["--summary-limit", str(summary_limit)]
         if no_summaries:
             argv.append("--no-summaries")
+        if purge_excluded:
+            argv.append("--purge-excluded")
         argv += ["--no-embed" if embed is False else "--embed", "--detached"]
         log = _background(settings, argv)
-        console.print(f"sync started in the background; log: {log}")
+        if as_json:
+            print_json({"started": True, "log": str(log)})
+        else:
+            console.print(f"sync started in the background; log: {log}")
         return
-    settings.ensure_home()
     try:
         with sync_lock(settings.home), open_memoir() as memoir:
             if not no_summaries and not detached:
                 memoir.model()  # a missing API key is one line here, before any work
             with _bar(not as_json) as progress:
                 report = sync(
-                    memoir.settings, memoir.store, sources=source or None, progress=progress
+                    memoir.settings,
+                    memoir.store,
+                    sources=source or None,
+                    progress=progress,
+                    purge_excluded=purge_excluded,
                 )
     except Busy:
         _note("another memoir sync is running; leaving it to finish", as_json, "busy")
@@ -250,6 +265,13 @@ def sync_command(
         console.print(table)
     for error in report.errors:
         err_console.print(f"[yellow]warning:[/yellow] {escape(error)}")
+    if report.excluded_kept:
+        count = len(report.excluded_kept)
+        err_console.print(
+            f"[yellow]warning:[/yellow] {count} conversation(s) of excluded projects were "
+            "stored before the exclusion and are kept; `memoir sync --purge-excluded` "
+            "removes them (rows, archive copies, summaries)"
+        )
     if summaries is not None and summaries.get("setting"):
         err_console.print(f"error: summaries not written: {escape(summaries['error'])}")
         raise typer.Exit(2)

@@ -65,7 +65,8 @@ def scan(
 ) -> Iterator[tuple[str, str, int, int]]:
     """(path, source root, size, mtime_ns) of every transcript file under ``sources`` (each
     once). Plain strings: the nothing-to-do sync builds no Path objects. A folder that
-    cannot be listed is noted in ``errors`` (when given) and passed over."""
+    cannot be listed, or a source that does not exist, is noted in ``errors`` (when given)
+    and passed over."""
     errors = [] if errors is None else errors
     skip_set = {str(p) for p in skip}
     seen: set[str] = set()
@@ -77,7 +78,8 @@ def scan(
             base = os.path.dirname(root)
         elif os.path.isdir(root):
             found, base = _walk(root, skip_set, errors), root
-        else:
+        else:  # a source named in MEMOIR_SOURCES with a typo would otherwise pass unseen
+            errors.append(f"{root}: source not found (no such file or folder)")
             continue
         for path, size, mtime in found:
             if path not in seen:

@@ -12,6 +12,11 @@ crash in between is repaired by the next sync.
 The do-not-index marker: a conversation in which the user writes ``<memoir:no-index>``
 is not indexed at all; when it was indexed before, its rows and its archived copy are
 removed, and the file is remembered as ignored.
+
+An excluded project (``MEMOIR_EXCLUDE_PROJECTS``) is never read; conversations of it stored
+before it was excluded are listed in ``SyncReport.excluded_kept`` and removed the same way
+only when asked (``purge_excluded``): a pattern that matches more than meant must not
+delete the archive, the one copy of transcripts their agent has since deleted.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 
 from memoir.config import Settings
 from memoir.errors import StoreError
-from memoir.ingest.archive import ArchiveCopy, is_prefix_of, preserve, span_hashes
+from memoir.ingest.archive import ArchiveCopy, in_archive, is_prefix_of, preserve, span_hashes
 from memoir.ingest.detect import Format
 from memoir.ingest.discover import Candidate, scan, source_key
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
@@ -34,7 +39,7 @@ from memoir.ingest.lines import LineReader
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
-from memoir.store.port import IngestBatch, SourceState, Store
+from memoir.store.port import IngestBatch, SessionInfo, SourceState, Store
 
 __all__ = ["NO_INDEX_MARKER", "SyncProgress", "SyncReport", "ignored_path", "index_file", "sync"]
 
@@ -58,6 +63,7 @@ class SyncReport:
     lines_skipped: int = 0
     sessions_touched: list[str] = field(default_factory=list)
     sessions_removed: list[str] = field(default_factory=list)
+    excluded_kept: list[str] = field(default_factory=list)  # stored before the exclusion
     errors: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
@@ -101,11 +107,21 @@ def sync(
     *,
     sources: Iterable[Path] | None = None,
     progress: Callable[[SyncProgress], None] | None = None,
+    purge_excluded: bool = False,
 ) -> SyncReport:
-    """Archive and index what changed under ``sources`` (default ``settings.sources``)."""
+    """Archive and index what changed under ``sources`` (default ``settings.sources``);
+    with ``purge_excluded``, first remove the stored conversations of excluded projects."""
     began = time.perf_counter()
     run, states = _new_run(settings, store)
     report = run.report
+    for info in _excluded_stored(run):
+        if not purge_excluded:
+            report.excluded_kept.append(info.session.id)
+            continue
+        sid = info.session.id
+        _purge(run, info.session, [st for st in states.values() if st.session_id == sid])
+        states = {key: st for key, st in states.items() if st.session_id != sid}
+        run.owners.pop(sid, None)
     roots = tuple(settings.sources if sources is None else sources)
     todo: list[Candidate] = []
     for key, root, size, mtime_ns in scan(roots, skip=[settings.home], errors=report.errors):
@@ -276,6 +292,27 @@ def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -
     run.report.sessions_removed.append(sid)
     run.report.files_ignored += 1
     run.ignored.add(IgnoredFile(source_key(cand.path), cand.size, cand.mtime_ns, "no_index", sid))
+
+
+def _excluded_stored(run: _Run) -> list[SessionInfo]:
+    """Stored conversations of projects that ``MEMOIR_EXCLUDE_PROJECTS`` now excludes."""
+    patterns = run.settings.exclude_projects
+    if not patterns:
+        return []
+    return [i for i in run.store.list_sessions() if excluded(i.session.project, patterns)]
+
+
+def _purge(run: _Run, session: Session, sources: list[SourceState]) -> None:
+    """Remove a stored conversation of an excluded project: its rows, its archived copies
+    and its summary (a later sync leaves its transcript out as excluded)."""
+    run.store.delete_session(session.id)
+    for st in sources:
+        if st.archive_path:
+            in_archive(run.settings.archive_dir, st.archive_path).unlink(missing_ok=True)
+    from memoir.summaries.persist import forget_summary
+
+    forget_summary(run.settings, run.store, session.id, session.project)
+    run.report.sessions_removed.append(session.id)
 
 
 def _exchanges(store: Store, plan: Plan, events: tuple[Event, ...]) -> tuple[list[Exchange], int]:
