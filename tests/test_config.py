@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import config
 from memoir.config import MS_PER_HOUR, Settings, hours_to_ms
 from memoir.errors import ConfigError
 
@@ -48,11 +49,20 @@ def test_defaults() -> None:
         ({"MEMOIR_SUMMARY_MAX_ATTEMPTS": "x"}, "summary_max_attempts", 5, "default"),
         ({"MEMOIR_COMPACT_THRESHOLD_RATIO": "0.5"}, "compact_threshold_ratio", 0.5, "env"),
         ({"MEMOIR_COMPACT_THRESHOLD_RATIO": "1.5"}, "compact_threshold_ratio", 0.75, "default"),
+        ({"MEMOIR_SUMMARY_LIMIT": "0"}, "summary_limit", 0, "env"),  # index, summarize nothing
+        ({"MEMOIR_SUMMARY_LIMIT": "-1"}, "summary_limit", 10, "default"),
+        ({"MEMOIR_EPISODE_CONCURRENCY": "0"}, "episode_concurrency", 4, "default"),
     ],
 )
 def test_numeric_settings(
-    env: dict[str, str], field: str, expected: float, origin: str, caplog: pytest.LogCaptureFixture
+    env: dict[str, str],
+    field: str,
+    expected: float,
+    origin: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(config, "_warned", set())
     with caplog.at_level(logging.WARNING):
         s = Settings.from_env(env)
     assert getattr(s, field) == expected
@@ -158,3 +168,15 @@ def test_memoir_at_reads_a_home_under_the_users_folder(
         assert m.settings.home == tmp_path / ".memoir-test"
     assert (tmp_path / ".memoir-test" / "memoir.db").exists()
     assert not (tmp_path / "~").exists()  # not a folder literally named "~"
+
+
+def test_an_ignored_value_warns_once_per_process(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(config, "_warned", set())
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):  # a sync reads its settings three times
+            assert Settings.from_env({"MEMOIR_SUMMARY_LIMIT": "lots"}).summary_limit == 10
+    assert [r.getMessage() for r in caplog.records] == [
+        "MEMOIR_SUMMARY_LIMIT='lots' is not an integer of at least 0; using the default 10"
+    ]

@@ -163,14 +163,16 @@ class Settings:
             ("llm_timeout_s", ("MEMOIR_LLM_TIMEOUT_S",), 120.0),
         ):
             if (v := take(name, *keys)) is not None:
-                values[name] = _non_negative_float(v, default, origins[name], name, origins)
+                values[name] = _non_negative_float(
+                    v, default, origins[name].removeprefix("env "), name, origins
+                )
         for name, keys, default_i in (
             (
                 "summary_max_attempts",
                 ("MEMOIR_SUMMARY_MAX_ATTEMPTS", "EPISODIC_MEMORY_SUMMARY_MAX_ATTEMPTS"),
                 5,
             ),
-            ("summary_limit", ("MEMOIR_SUMMARY_LIMIT",), 10),
+            ("summary_limit", ("MEMOIR_SUMMARY_LIMIT",), 10),  # 0: no model summaries
             ("episode_concurrency", ("MEMOIR_EPISODE_CONCURRENCY",), 4),
             ("episode_attempt_budget", ("MEMOIR_EPISODE_ATTEMPT_BUDGET",), 32),
             ("llm_retry_budget", ("MEMOIR_LLM_RETRY_BUDGET",), 3),
@@ -178,13 +180,14 @@ class Settings:
             ("episode_max_full_tokens", ("MEMOIR_EPISODE_MAX_FULL_TOKENS",), 200_000),
         ):
             if (v := take(name, *keys)) is not None:
-                values[name] = _positive_int(v, default_i, origins[name], name, origins)
+                least = 0 if name == "summary_limit" else 1
+                values[name] = _whole_number(
+                    v, default_i, origins[name].removeprefix("env "), name, origins, least
+                )
         if "compact_threshold_ratio" in values:
             ratio = float(values["compact_threshold_ratio"])  # type: ignore[arg-type]
             if not 0.0 < ratio <= 1.0:
-                log.warning(
-                    "MEMOIR_COMPACT_THRESHOLD_RATIO=%s is outside (0, 1]; using 0.75", ratio
-                )
+                _warn_once(f"MEMOIR_COMPACT_THRESHOLD_RATIO={ratio} is outside (0, 1]; using 0.75")
                 values["compact_threshold_ratio"] = 0.75
                 origins["compact_threshold_ratio"] = "default (invalid value ignored)"
 
@@ -237,22 +240,36 @@ def _non_negative_float(
     except ValueError:
         value = -1.0
     if value != value or value < 0 or value == float("inf"):  # NaN, negative, inf
-        log.warning("%s=%r is not a non-negative number; using the default %s", key, raw, default)
+        _warn_once(f"{key}={raw!r} is not a non-negative number; using the default {default}")
         origins[name] = f"default ({key}={raw!r} ignored)"
         return default
     return value
 
 
-def _positive_int(raw: str, default: int, key: str, name: str, origins: dict[str, str]) -> int:
+def _whole_number(
+    raw: str, default: int, key: str, name: str, origins: dict[str, str], least: int
+) -> int:
     try:
         value = int(raw)
     except ValueError:
-        value = 0
-    if value <= 0:
-        log.warning("%s=%r is not a positive integer; using the default %s", key, raw, default)
+        value = least - 1
+    if value < least:
+        what = "a positive integer" if least == 1 else f"an integer of at least {least}"
+        _warn_once(f"{key}={raw!r} is not {what}; using the default {default}")
         origins[name] = f"default ({key}={raw!r} ignored)"
         return default
     return value
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """Log a settings warning once per process (a command reads its settings more than
+    once; the user needs to read it once)."""
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s", message)
 
 
 def mask_url(url: str) -> str:

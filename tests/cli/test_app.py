@@ -41,3 +41,12 @@ def test_unknown_command_is_a_usage_error(home: Path) -> None:
     out = run(["no-such-command"], home)
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
+
+
+def test_piped_output_keeps_long_values_whole(tmp_path: Path) -> None:
+    home = tmp_path / ("a-rather-long-folder-name-" * 4) / "memoir-home"
+    out = run(["config"], home)
+    assert out.returncode == 0, out.stderr
+    assert any(str(home) in line for line in out.stdout.splitlines())
+    narrow = run(["config"], home, COLUMNS="60")  # a width asked for is still honoured
+    assert not any(str(home) in line for line in narrow.stdout.splitlines())

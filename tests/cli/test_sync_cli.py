@@ -524,3 +524,22 @@ def test_excluding_a_synced_project_warns_and_purges_on_request(
     )
     assert len(purged["sessions_removed"]) == 3 and purged["excluded_kept"] == []
     assert _json(cli, "stats", "--json")["sessions"] == 0
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_summary_limit_of_zero_needs_no_model_key(
+    cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    for name in ("OPENAI_API_KEY", "MEMOIR_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMOIR_LLM", "openai:gpt-x")
+    args = ["sync", "--source", str(source), "--json"]
+    if how == "flag":
+        args += ["--summary-limit", "0"]
+    else:
+        monkeypatch.setenv("MEMOIR_SUMMARY_LIMIT", "0")
+    result = cli.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["files_indexed"] == 3
+    assert (report["summaries"]["model_calls"], report["summaries"]["deferred"]) == (0, 3)

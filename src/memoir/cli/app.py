@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import pkgutil
 import re
 import sys
@@ -45,8 +46,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+PIPE_WIDTH = 10_000  # output read by a program or kept in a file: lines whole, values uncut
+
+
+def _console(*, stderr: bool) -> Console:
+    """A console that wraps to the terminal, or, writing to a pipe or a file (and with no
+    COLUMNS set), not at all: ``memoir config | grep home`` must see the whole value."""
+    stream = sys.stderr if stderr else sys.stdout
+    to_terminal = hasattr(stream, "isatty") and stream.isatty()
+    width = None if to_terminal or os.environ.get("COLUMNS") else PIPE_WIDTH
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+console = _console(stderr=False)
+err_console = _console(stderr=True)
 
 
 @dataclass

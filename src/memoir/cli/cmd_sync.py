@@ -215,9 +215,10 @@ def sync_command(
         else:
             console.print(f"sync started in the background; log: {log}")
         return
+    limit = settings.summary_limit if summary_limit is None else summary_limit
     try:
         with sync_lock(settings.home), open_memoir() as memoir:
-            if not no_summaries and not detached:
+            if not no_summaries and not detached and limit > 0:
                 memoir.model()  # a missing API key is one line here, before any work
             with _bar(not as_json) as progress:
                 report = sync(
@@ -234,7 +235,6 @@ def sync_command(
     if not no_summaries:  # after the sync lock is let go: model calls can take minutes, and
         # the next sync (a new session's hook) must not wait; each session's summary claim
         # keeps two passes from writing the same summary
-        limit = settings.summary_limit if summary_limit is None else summary_limit
         with open_memoir() as memoir:
             summaries = _summary_pass(memoir, limit)
     embedded = None
