@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run(args: list[str], env_home: Path, **env: str) -> subprocess.CompletedProcess[str]:
     import os
@@ -43,7 +45,10 @@ def test_unknown_command_is_a_usage_error(home: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
-def test_piped_output_keeps_long_values_whole(tmp_path: Path) -> None:
+def test_piped_output_keeps_long_values_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # a test runner may set one
     home = tmp_path / ("a-rather-long-folder-name-" * 4) / "memoir-home"
     out = run(["config"], home)
     assert out.returncode == 0, out.stderr

@@ -124,11 +124,20 @@ def print_json(value: Any) -> None:
 
 
 @contextmanager
-def open_memoir(**overrides: Any) -> Iterator[Any]:
-    """Open the Memoir of the current environment for one command."""
+def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
+    """Open the Memoir of the current environment for one command. ``existing``: a
+    command that only reads or works on what a sync stored fails with ``NotFound`` when
+    there is no SQLite archive yet (a mistyped MEMOIR_HOME), instead of creating one."""
     from memoir.app import Memoir
+    from memoir.errors import NotFound
+    from memoir.store import sqlite_file
 
-    memoir = Memoir.open(Settings.from_env(**overrides))
+    settings = Settings.from_env(**overrides)
+    path = sqlite_file(settings)
+    if existing and path is not None and not path.exists():
+        where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
+        raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
+    memoir = Memoir.open(settings)
     try:
         yield memoir
     finally:

@@ -33,7 +33,7 @@ def embed(
 ) -> None:
     """Embed the exchanges that have no vector yet, or no token states for re-ranking (needs
     the embeddings extra)."""
-    with open_memoir() as memoir:
+    with open_memoir(existing=True) as memoir:
         try:
             if as_json:
                 result = memoir.embed_pending(batch=batch, max_items=max_items)

@@ -92,7 +92,7 @@ def search_command(
         before=parse_when(before, end_of_day=True, option="--before") if before else None,
         include_subagents=include_subagents,
     )
-    with open_memoir() as memoir:
+    with open_memoir(existing=True) as memoir:
         if session is not None:  # a unique prefix, as `show` and `summarize` take
             filters = replace(filters, session_id=resolve_session(memoir.store, session))
         if project is not None:

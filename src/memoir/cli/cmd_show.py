@@ -31,7 +31,7 @@ def show(
     meta: bool = typer.Option(False, "--meta", help="Also show meta and thinking events."),
 ) -> None:
     """Print a stored conversation, or one exchange of it in context, as a transcript."""
-    with open_memoir() as memoir:
+    with open_memoir(existing=True) as memoir:
         sid, focus = _resolve(memoir.store, target)
         info = memoir.store.get_session(sid)
         window: list[Exchange] = []

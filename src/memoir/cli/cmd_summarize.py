@@ -96,7 +96,7 @@ def summarize(
     if full and incremental:
         raise typer.BadParameter("choose one of --full and --incremental")
     mode: RunMode = "full" if full else "incremental" if incremental else "auto"
-    with open_memoir() as memoir:
+    with open_memoir(existing=True) as memoir:
         session_id = resolve_session(memoir.store, session)
         try:
             with _progress_bar(err_console.is_terminal) as progress:

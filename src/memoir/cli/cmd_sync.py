@@ -296,7 +296,7 @@ def _archive_usage(settings: Settings) -> tuple[int, int]:
 @app.command()
 def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Counts of what this Memoir home holds."""
-    with open_memoir() as memoir:
+    with open_memoir(existing=True) as memoir:
         data: dict[str, Any] = dict(memoir.store.stats())
         data["archive_files"], data["archive_bytes"] = _archive_usage(memoir.settings)
         data["backend"] = memoir.store.backend
@@ -323,7 +323,7 @@ def verify(
     settings.ensure_home()
     try:  # a sync half-way through a file would read as problems that are not there
         lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
-        with lock, open_memoir() as memoir:
+        with lock, open_memoir() as memoir:  # --repair rebuilds a lost database
             report = verify_home(memoir.settings, memoir.store, repair=repair)
             report.warnings.extend(
                 Problem(f.kind, f.where, f.detail) for f in summary_findings(memoir)

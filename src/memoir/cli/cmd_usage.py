@@ -23,7 +23,7 @@ def usage(
 ) -> None:
     """Show model calls (ok / failed) and tokens in/out, by day and model."""
     since = datetime.now(UTC) - timedelta(days=days) if days else None
-    with open_memoir() as memoir:
+    with open_memoir(existing=True) as memoir:
         totals = usage_totals(memoir.store.usage_records(since=since))
     if as_json:
         rows = [asdict(t) for t in totals]

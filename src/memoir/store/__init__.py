@@ -40,6 +40,7 @@ __all__ = [
     "TraceRow",
     "is_postgres_url",
     "open_store",
+    "sqlite_file",
 ]
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
@@ -49,10 +50,28 @@ def is_postgres_url(url: str | None) -> bool:
     return url is not None and url.strip().lower().startswith(_PG_SCHEMES)
 
 
-def open_store(settings: Settings) -> Store:
-    """Open (and migrate) the store the settings name."""
+def sqlite_file(settings: Settings) -> Path | None:
+    """The SQLite file the settings name (None: PostgreSQL). ``ConfigError`` for a
+    ``MEMOIR_DATABASE_URL`` of another kind."""
     url = settings.database_url
     if is_postgres_url(url):
+        return None
+    if url is not None and url.strip():
+        url = url.strip()
+        if url.lower().startswith("sqlite:///") and len(url) > len("sqlite:///"):
+            return Path(url[len("sqlite://") :]).expanduser()
+        raise ConfigError(
+            "MEMOIR_DATABASE_URL must start with postgresql:// or sqlite:/// (or be unset "
+            f"for the SQLite file under MEMOIR_HOME), not {url.split('://', 1)[0]!r}"
+        )
+    return settings.sqlite_path
+
+
+def open_store(settings: Settings) -> Store:
+    """Open (and migrate) the store the settings name."""
+    path = sqlite_file(settings)
+    if path is None:
+        url = settings.database_url
         assert url is not None
         try:
             from memoir.store.postgres_store import PostgresStore
@@ -64,12 +83,4 @@ def open_store(settings: Settings) -> Store:
         return PostgresStore(url.strip())
     from memoir.store.sqlite_store import SQLiteStore
 
-    if url is not None and url.strip():
-        url = url.strip()
-        if url.lower().startswith("sqlite:///") and len(url) > len("sqlite:///"):
-            return SQLiteStore(Path(url[len("sqlite://") :]).expanduser())
-        raise ConfigError(
-            "MEMOIR_DATABASE_URL must start with postgresql:// or sqlite:/// (or be unset "
-            f"for the SQLite file under MEMOIR_HOME), not {url.split('://', 1)[0]!r}"
-        )
-    return SQLiteStore(settings.sqlite_path)
+    return SQLiteStore(path)
