@@ -55,3 +55,10 @@ def test_piped_output_keeps_long_values_whole(
     assert any(str(home) in line for line in out.stdout.splitlines())
     narrow = run(["config"], home, COLUMNS="60")  # a width asked for is still honoured
     assert not any(str(home) in line for line in narrow.stdout.splitlines())
+
+
+def test_version(home: Path) -> None:
+    from importlib.metadata import version
+
+    out = run(["--version"], home)
+    assert (out.returncode, out.stdout) == (0, f"memoir {version('memoir')}\n")

@@ -401,3 +401,17 @@ def test_messages_of_one_role_in_a_row_are_joined_not_refused() -> None:
     )
     assert res.strategy == "summary" and validate_sequence(res.messages) == []
     assert res.messages[-1]["content"].endswith("what now?")
+
+
+def test_no_room_names_what_is_left() -> None:
+    words = " ".join(f"word{i}" for i in range(200))  # far over the threshold of 75
+    history = [system(words), user("hi"), assistant("hello"), user("go on")]
+    with pytest.raises(CompactionError, match=r"system prompt alone is \d+ tokens") as caught:
+        Compactor(ScriptedModel(default=GOOD)).compact(history, window=100)
+    assert "threshold of 75" in str(caught.value)
+    short = [user("hi there, can you help me with something long")]  # 14 tokens, threshold 7
+    with pytest.raises(CompactionError) as caught:
+        Compactor(ScriptedModel(default=GOOD)).compact(short, window=10)
+    message = str(caught.value)
+    assert "system prompt" not in message  # there is none to blame
+    assert "the newest message" in message and "over the threshold of 7" in message

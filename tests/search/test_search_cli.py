@@ -100,7 +100,8 @@ def test_hostile_queries_through_the_cli(
     [
         (["--after", "last tuesday"], "--after"),
         (["--before", "2024-13-40"], "--before"),
-        (["--mode", "vector"], "embeddings"),
+        (["--mode", "vector"], "MEMOIR_EMBEDDER=none switches off"),  # not "install it"
+        (["--mode", "hybrid"], "MEMOIR_EMBEDDER=none switches off"),
     ],
 )
 def test_bad_options_are_one_line_errors(
@@ -218,7 +219,11 @@ def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
     assert resolve_session(store, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
     assert resolve_session(store, "341ef40b-1-agent") == "341ef40b-1-agent-a"
     sessions.append(session("341ef40b-2"))
-    with pytest.raises(MemoirError, match="matches 3 sessions"):
+    with pytest.raises(MemoirError, match="matches 3 sessions") as caught:
+        resolve_session(store, "341ef40b")
+    assert "(341ef40b-1, 341ef40b-1-agent-a, 341ef40b-2)" in str(caught.value)
+    sessions.extend(session(f"341ef40b-{n}") for n in range(3, 9))
+    with pytest.raises(MemoirError, match=r"matches 9 sessions \(341ef40b-1, .*, …\)"):
         resolve_session(store, "341ef40b")
 
 

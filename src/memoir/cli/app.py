@@ -70,9 +70,20 @@ class _State:
 state = _State()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"memoir {version('memoir')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
+    _version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_print_version
+    ),
 ) -> None:
     state.debug = debug
     logging.basicConfig(
@@ -114,7 +125,11 @@ def resolve_session(store: Any, session: str) -> str:
     if len(matches) == 1:
         return str(matches[0])
     if matches:
-        raise MemoirError(f"session prefix {session!r} matches {len(matches)} sessions")
+        shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
+        raise MemoirError(
+            f"session prefix {session!r} matches {len(matches)} sessions ({shown}); "
+            "give more of the id"
+        )
     raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
 
 
@@ -153,9 +168,9 @@ def _discover() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    _discover()
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
+        _discover()  # inside: a Ctrl-C while the commands load is a clean stop too
         rc = app(args=argv, standalone_mode=False)
         if rc == 130:  # typer's answer to Ctrl-C inside a command
             raise KeyboardInterrupt

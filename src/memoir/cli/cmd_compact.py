@@ -82,7 +82,9 @@ def compact(
         help="Messages file (JSON array, {messages: [...]}, or JSONL) or a Claude Code / "
         "Codex transcript.",
     ),
-    window: int = typer.Option(..., "--window", "-w", help="The model's context window (tokens)."),
+    window: int = typer.Option(
+        ..., "--window", "-w", min=1, help="The model's context window (tokens)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO."""

@@ -254,10 +254,25 @@ def truncate_outcome(job: Job, failed: Outcome) -> Outcome:
     if chosen.tokens >= job.budget.threshold and head is not None:
         chosen = job.fit(None, n)  # a smaller window than the previous summary was written for
     if chosen.tokens >= job.budget.threshold:
-        raise CompactionError(
-            f"the system prompt alone leaves no room: {chosen.tokens} tokens after compaction "
-            f"against a threshold of {job.budget.threshold}; raise the window or shorten it"
-        )
+        raise CompactionError(_no_room(job, chosen))
     chosen.reason = failed.reason
     chosen.request_omitted, chosen.budgets = failed.request_omitted, failed.budgets
     return chosen
+
+
+def _no_room(job: Job, least: Outcome) -> str:
+    """Why even the least context compaction can keep does not fit, naming what is left."""
+    threshold = job.budget.threshold
+    system = [m for m in least.context if m.get("role") == "system"]
+    system_tokens = job.tokens.total(system) if system else 0
+    if system_tokens >= threshold:
+        return (
+            f"the system prompt alone is {system_tokens} tokens against a threshold of "
+            f"{threshold}; raise the window or shorten the system prompt"
+        )
+    parts = f"the system prompt of {system_tokens} tokens, " if system else ""
+    return (
+        f"even at the least compaction keeps ({parts}the newest message and any note of what "
+        f"was left out) the context is {least.tokens} tokens, over the threshold of "
+        f"{threshold} (the window × MEMOIR_COMPACT_THRESHOLD_RATIO); raise the window"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memoir.errors import ConfigError
 from memoir.search.embedder import Embedder, load_embedder
 from memoir.search.engine import SummaryReader, search
 from memoir.search.hits import SearchHit
@@ -50,6 +51,10 @@ def search_memoir(
 ) -> list[SearchHit]:
     if embedder is _UNSET:
         embedder = load_embedder(memoir.settings.embedder)
+        if embedder is None and mode in ("vector", "hybrid") and memoir.settings.embedder == "none":
+            raise ConfigError(
+                f"--mode {mode} searches by meaning, which MEMOIR_EMBEDDER=none switches off"
+            )
     if summaries is _UNSET:
         summaries = default_summary_reader(memoir)
     return search(
