@@ -90,3 +90,22 @@ def test_config_with_good_settings_has_no_problems(home: Path) -> None:
     out = run(["config", "--json"], home, MEMOIR_EMBEDDER="hash", MEMOIR_LLM="offline")
     assert out.returncode == 0, out.stderr
     assert not [name for name, row in json.loads(out.stdout).items() if "problem" in row]
+
+
+@pytest.mark.parametrize("args", [["config"], ["config", "--json"]])
+def test_a_reader_that_went_away_ends_the_output_quietly(home: Path, args: list[str]) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    env["MEMOIR_HOME"] = str(home)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoir.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # gone before the program writes: its first write meets EPIPE
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert (proc.wait(timeout=60), err) == (141, "")  # SIGPIPE's status, as ls or git give

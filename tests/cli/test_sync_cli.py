@@ -313,6 +313,13 @@ def test_sync_embeds_only_when_asked(
     monkeypatch.setenv("MEMOIR_EMBEDDER", "none")
     off = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries", "--embed")
     assert off["embeddings"] is None
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "bogus")  # synced, then one clear error, exit 2
+    args = ["sync", "--source", str(source), "--no-summaries", "--embed"]
+    bad = cli.invoke(app, [*args, "--json"])
+    assert bad.exit_code == 2 and "MEMOIR_EMBEDDER" in json.loads(bad.stdout)["embeddings"]["error"]
+    table = cli.invoke(app, args)
+    assert table.exit_code == 2 and "files unchanged" in table.stdout
+    assert "error: embeddings not computed: MEMOIR_EMBEDDER" in table.stderr
 
 
 def test_sync_table_reports_what_was_embedded(

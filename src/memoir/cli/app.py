@@ -49,13 +49,24 @@ app = typer.Typer(
 PIPE_WIDTH = 10_000  # output read by a program or kept in a file: lines whole, values uncut
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader went away (``memoir search x | head -1``): stop quietly with the exit
+        status a program killed by SIGPIPE has (128 + 13, as ``ls`` or ``git`` give),
+        not 1, which this CLI uses for errors."""
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(141)
+
+
 def _console(*, stderr: bool) -> Console:
     """A console that wraps to the terminal, or, writing to a pipe or a file (and with no
     COLUMNS set), not at all: ``memoir config | grep home`` must see the whole value."""
     stream = sys.stderr if stderr else sys.stdout
     to_terminal = hasattr(stream, "isatty") and stream.isatty()
     width = None if to_terminal or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(stderr=stderr, highlight=False, width=width)
+    return _Console(stderr=stderr, highlight=False, width=width)
 
 
 console = _console(stderr=False)
@@ -135,7 +146,11 @@ def resolve_session(store: Any, session: str) -> str:
 
 def print_json(value: Any) -> None:
     """Print a JSON document on stdout (dates as ISO strings)."""
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+    try:
+        sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        console.on_broken_pipe()  # the reader went away: quietly, with SIGPIPE's status
 
 
 @contextmanager

@@ -90,6 +90,8 @@ def _embed_pass(memoir: Any) -> dict[str, Any] | None:
         result = memoir.embed_pending()
     except Busy:
         return {"busy": True, "embedded": 0}
+    except ConfigError as exc:  # a bad MEMOIR_EMBEDDER: the command exits 2, as for summaries
+        return {"error": str(exc), "setting": True}
     except MemoirError as exc:
         return {"error": str(exc)}
     return {"model": result.model, "embedded": result.embedded, "complete": result.complete}
@@ -243,7 +245,7 @@ def sync_command(
             embedded = _embed_pass(memoir)
     if as_json:
         print_json({**report.as_dict(), "summaries": summaries, "embeddings": embedded})
-        if summaries is not None and summaries.get("setting"):
+        if any(part is not None and part.get("setting") for part in (summaries, embedded)):
             raise typer.Exit(2)
         if report.errors:
             raise typer.Exit(1)
@@ -272,8 +274,11 @@ def sync_command(
             "stored before the exclusion and are kept; `memoir sync --purge-excluded` "
             "removes them (rows, archive copies, summaries)"
         )
+    if embedded is not None and embedded.get("error"):
+        err_console.print(f"error: embeddings not computed: {escape(embedded['error'])}")
     if summaries is not None and summaries.get("setting"):
         err_console.print(f"error: summaries not written: {escape(summaries['error'])}")
+    if any(part is not None and part.get("setting") for part in (summaries, embedded)):
         raise typer.Exit(2)
     if report.errors:
         count = len(report.errors)
