@@ -96,6 +96,21 @@ def test_hostile_queries_through_the_cli(
 
 
 @pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("", "nothing to search for: the query has no words"),
+        ("  !!! ", "nothing to search for: the query has no words"),
+        ("zebra-unicorn-xyzzy", "no matches for 'zebra-unicorn-xyzzy'"),
+    ],
+)
+def test_an_empty_query_is_told_apart_from_no_matches(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], query: str, says: str
+) -> None:
+    code, out, err = run(["search", "--mode", "text", "--", query], capsys)
+    assert (code, out.strip(), err) == (0, says, "")
+
+
+@pytest.mark.parametrize(
     ("args", "needle"),
     [
         (["--after", "last tuesday"], "--after"),

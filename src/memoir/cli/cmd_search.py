@@ -26,6 +26,7 @@ from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
 from memoir.search.snippets import split_marks
 from memoir.store.port import SearchFilters
+from memoir.store.query_text import words_of
 
 __all__ = ["render_snippet", "search_command"]
 
@@ -134,6 +135,9 @@ def _hint_backlog(memoir: Any) -> None:
 
 
 def _print_hits(query: str, hits: list[SearchHit]) -> None:
+    if not hits and not words_of(query):
+        console.print("nothing to search for: the query has no words")
+        return
     if not hits:
         shown = query if len(query) <= 80 else query[:79] + "…"
         console.print(f"no matches for {escape(printable(repr(shown)))}")
