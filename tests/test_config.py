@@ -180,3 +180,46 @@ def test_an_ignored_value_warns_once_per_process(
     assert [r.getMessage() for r in caplog.records] == [
         "MEMOIR_SUMMARY_LIMIT='lots' is not an integer of at least 0; using the default 10"
     ]
+
+
+def test_a_string_of_sources_is_one_folder_not_its_characters(tmp_path: Path) -> None:
+    folder = tmp_path / "chats"
+    assert Settings(home=tmp_path, sources=str(folder)).sources == (folder,)  # type: ignore[arg-type]
+    assert Settings(home=tmp_path, sources=folder).sources == (folder,)  # type: ignore[arg-type]
+    both = Settings.from_env({}, home=tmp_path, sources=[str(folder), folder / "b"])
+    assert both.sources == (folder, folder / "b")
+    assert Settings(home=tmp_path, sources=iter([folder])).sources == (folder,)  # type: ignore[arg-type]
+
+
+def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    s = Settings.from_env({"MEMOIR_HOME": "rel-home", "MEMOIR_SOURCES": "src"})
+    assert (s.home, s.sources) == (tmp_path / "rel-home", (tmp_path / "src",))
+    monkeypatch.chdir("/")  # a thread that opens the database later finds the same file
+    assert s.sqlite_path == tmp_path / "rel-home" / "memoir.db"
+
+
+@pytest.mark.parametrize(
+    ("override", "says"),
+    [
+        ({"sources": 3}, "sources must be a path or a list of paths"),
+        ({"sources": [None]}, "sources must be a path or a list of paths"),
+        ({"home": None}, "home must be a path"),
+        ({"summary_store": "db"}, "summary_store must be 'files' or 'database'"),
+        ({"summary_limit": -1}, "summary_limit must be a whole number of at least 0"),
+        ({"episode_concurrency": 0}, "episode_concurrency must be a whole number of at least 1"),
+        ({"llm_retry_budget": True}, "llm_retry_budget must be a whole number"),
+        ({"summary_quiescence_hours": -1.0}, "summary_quiescence_hours must be a number"),
+        ({"compact_threshold_ratio": 5}, r"compact_threshold_ratio must be in \(0, 1\]"),
+        ({"exclude_projects": "secret"}, "exclude_projects must be a tuple of project names"),
+    ],
+)
+def test_settings_made_in_code_are_checked_like_the_environment(
+    tmp_path: Path, override: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says):
+        Settings.from_env({"MEMOIR_HOME": str(tmp_path)}, **override)
+
+
+def test_summary_limit_zero_is_allowed_in_code(tmp_path: Path) -> None:
+    assert Settings(home=tmp_path, summary_limit=0).summary_limit == 0

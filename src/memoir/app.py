@@ -5,14 +5,15 @@ Each operation delegates to the package that owns it; this module only wires the
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from memoir.config import Settings
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
-    from memoir.ingest.sync import SyncReport
+    from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.llm.port import Model
     from memoir.search.backfill import BackfillResult
@@ -36,8 +37,10 @@ class Memoir:
         return cls(settings, open_store(settings))
 
     @classmethod
-    def at(cls, home: str | Path, **overrides: Any) -> Memoir:
-        return cls.open(Settings.from_env(home=Path(home).expanduser(), **overrides))
+    def at(cls, home: str | os.PathLike[str], **overrides: Any) -> Memoir:
+        """The Memoir whose home is ``home`` (``~`` expanded, made absolute), other
+        settings from the environment unless given as keywords."""
+        return cls.open(Settings.from_env(home=home, **overrides))
 
     def close(self) -> None:
         self.store.close()
@@ -116,7 +119,11 @@ class Memoir:
         return Compactor.from_settings(self.settings, self.model(), store=self.store, **options)
 
     def sync(
-        self, *, sources: Any = None, progress: Any = None, purge_excluded: bool = False
+        self,
+        *,
+        sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        progress: Callable[[SyncProgress], None] | None = None,
+        purge_excluded: bool = False,
     ) -> SyncReport:
         """Archive and index new or grown transcripts (``memoir.ingest.sync``); takes the
         single-instance sync lock and raises ``Busy`` when another sync holds it. With

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from memoir.errors import ConfigError
 
-__all__ = ["MS_PER_HOUR", "Settings", "hours_to_ms", "mask_url"]
+__all__ = ["MS_PER_HOUR", "Settings", "as_paths", "hours_to_ms", "mask_url"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,47 @@ class Settings:
     redis_url: str | None = None
     sync_disabled: bool = False
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        """Settings made in code (``Settings(...)``, ``from_env`` keyword overrides,
+        ``Memoir.at``) are held to what the environment's values are: paths absolute (a
+        thread that opens the database after an ``os.chdir`` finds the same file), a
+        string of sources one folder (not its characters), numbers in range. A bad value
+        is a ``ConfigError`` naming the setting."""
+        home = self.home
+        if not isinstance(home, (str, os.PathLike)):
+            raise ConfigError(f"home must be a path, not {home!r}")
+        object.__setattr__(self, "home", Path(home).expanduser().absolute())
+        object.__setattr__(self, "sources", as_paths(self.sources, "sources"))
+        if isinstance(self.exclude_projects, str) or not all(
+            isinstance(p, str) for p in self.exclude_projects
+        ):
+            raise ConfigError(
+                f"exclude_projects must be a tuple of project names, not {self.exclude_projects!r}"
+            )
+        object.__setattr__(self, "exclude_projects", tuple(self.exclude_projects))
+        if self.summary_store not in ("files", "database"):
+            raise ConfigError(
+                f"summary_store must be 'files' or 'database', not {self.summary_store!r}"
+            )
+        for name in _WHOLE_NUMBERS:
+            value = getattr(self, name)
+            least = 0 if name == "summary_limit" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigError(
+                    f"{name} must be a whole number of at least {least}, not {value!r}"
+                )
+        for name in _NUMBERS:
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not 0 <= value < float("inf")
+            ):
+                raise ConfigError(f"{name} must be a number of 0 or more, not {value!r}")
+        ratio = self.compact_threshold_ratio
+        if not 0.0 < ratio <= 1.0:
+            raise ConfigError(f"compact_threshold_ratio must be in (0, 1], not {ratio!r}")
 
     def ensure_home(self) -> Path:
         """Create the home folder if needed; a home that cannot be one (a file, no
@@ -226,6 +267,36 @@ class Settings:
                 )
             rows.append((f.name, shown, origin))
         return rows
+
+
+_WHOLE_NUMBERS = (
+    "llm_retry_budget",
+    "summary_max_attempts",
+    "summary_limit",
+    "episode_concurrency",
+    "episode_attempt_budget",
+    "episode_tokens",
+    "episode_max_full_tokens",
+)
+_NUMBERS = ("llm_timeout_s", "summary_quiescence_hours", "summary_error_retry_hours")
+
+
+def as_paths(value: object, name: str = "sources") -> tuple[Path, ...]:
+    """Folders given as one path (``str`` or ``PathLike``) or an iterable of them, as
+    absolute paths (``~`` expanded). A string is one folder, never its characters."""
+    items: list[object]
+    if isinstance(value, (str, os.PathLike)):
+        items = [value]
+    elif isinstance(value, Iterable) and not isinstance(value, (bytes, Mapping)):
+        items = list(value)
+    else:
+        raise ConfigError(f"{name} must be a path or a list of paths, not {value!r}")
+    paths = []
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)) or str(item) == "":
+            raise ConfigError(f"{name} must be a path or a list of paths, not {value!r}")
+        paths.append(Path(item).expanduser().absolute())
+    return tuple(paths)
 
 
 def _truthy(raw: str | None) -> bool:

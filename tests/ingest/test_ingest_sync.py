@@ -530,3 +530,9 @@ def test_a_project_excluded_after_it_was_stored_is_kept_until_purged(
     after = sync(excluding, store)
     assert (after.files_ignored, after.files_indexed, after.excluded_kept) == (1, 0, [])
     assert store.get_session(uuid_b) is not None
+
+
+def test_sources_given_as_one_string_are_one_folder(cfg: Settings, store: Store, src: Path) -> None:
+    _put(src, "p", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("only this").bytes())
+    report = sync(cfg, store, sources=str(src))  # not "/", "t", "m", "p", … one by one
+    assert (report.files_scanned, report.files_indexed, report.errors) == (1, 1, [])

@@ -93,3 +93,4 @@ def test_usage_when_empty(home: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "No model calls recorded yet." in out.stdout
     assert json.loads(run(["usage", "--json"], home).stdout)["totals"] == []
+    assert not (home / "memoir.db").exists()  # asking made no archive

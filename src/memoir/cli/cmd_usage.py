@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.errors import NotFound
 from memoir.llm.ledger import usage_totals
 
 __all__ = ["usage"]
@@ -23,8 +24,11 @@ def usage(
 ) -> None:
     """Show model calls (ok / failed) and tokens in/out, by day and model."""
     since = datetime.now(UTC) - timedelta(days=days) if days else None
-    with open_memoir(existing=True) as memoir:
-        totals = usage_totals(memoir.store.usage_records(since=since))
+    try:
+        with open_memoir(existing=True) as memoir:
+            totals = usage_totals(memoir.store.usage_records(since=since))
+    except NotFound:  # no archive yet: no calls either, and none is made by asking
+        totals = []
     if as_json:
         rows = [asdict(t) for t in totals]
         print_json(

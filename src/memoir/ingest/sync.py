@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memoir.config import Settings
+from memoir.config import Settings, as_paths
 from memoir.errors import StoreError
 from memoir.ingest.archive import ArchiveCopy, in_archive, is_prefix_of, preserve, span_hashes
 from memoir.ingest.detect import Format
@@ -105,7 +105,7 @@ def sync(
     settings: Settings,
     store: Store,
     *,
-    sources: Iterable[Path] | None = None,
+    sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
     progress: Callable[[SyncProgress], None] | None = None,
     purge_excluded: bool = False,
 ) -> SyncReport:
@@ -122,7 +122,7 @@ def sync(
         _purge(run, info.session, [st for st in states.values() if st.session_id == sid])
         states = {key: st for key, st in states.items() if st.session_id != sid}
         run.owners.pop(sid, None)
-    roots = tuple(settings.sources if sources is None else sources)
+    roots = settings.sources if sources is None else as_paths(sources)
     todo: list[Candidate] = []
     for key, root, size, mtime_ns in scan(roots, skip=[settings.home], errors=report.errors):
         report.files_scanned += 1
