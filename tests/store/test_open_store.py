@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,11 +23,11 @@ def test_default_is_sqlite_under_home_in_wal_mode(settings: Settings) -> None:
         assert store.backend == "sqlite"
         assert store.schema_version() == CURRENT_VERSION
         assert settings.sqlite_path.exists()
-        conn = store._conn()  # type: ignore[attr-defined]
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
-        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+        with store._reading() as conn:  # type: ignore[attr-defined]
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+            assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
     finally:
         store.close()
 
@@ -139,7 +141,9 @@ def test_ctrl_c_just_after_commit_keeps_the_write_and_stays_ctrl_c(settings: Set
     """KeyboardInterrupt can arrive between COMMIT and the end of the block: the write is
     kept and the interrupt goes on as itself (not as "cannot rollback")."""
     store = open_store(settings)
-    conn = store._conn()  # type: ignore[attr-defined]
+    with store._reading() as conn:  # type: ignore[attr-defined]
+        pass
+    real_use = store._use  # type: ignore[attr-defined]
 
     class InterruptAfterCommit:
         @property
@@ -152,7 +156,12 @@ def test_ctrl_c_just_after_commit_keeps_the_write_and_stays_ctrl_c(settings: Set
                 raise KeyboardInterrupt
             return out
 
-    store._conn = lambda: InterruptAfterCommit()  # type: ignore[attr-defined,method-assign]
+    @contextmanager
+    def use() -> Iterator[InterruptAfterCommit]:
+        with real_use():
+            yield InterruptAfterCommit()
+
+    store._use = use  # type: ignore[attr-defined]
     with pytest.raises(KeyboardInterrupt), store._write() as c:  # type: ignore[attr-defined]
         c.execute("CREATE TABLE kept (x INTEGER)")
     assert not conn.in_transaction

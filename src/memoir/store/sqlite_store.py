@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -59,6 +60,24 @@ def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+class _Held:
+    """One thread's connection, and the lock its calls hold while they use it."""
+
+    __slots__ = ("__weakref__", "closed", "conn", "lock")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.lock = threading.RLock()
+        self.closed = False
+
+
+def _close_quietly(conn: sqlite3.Connection) -> None:
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
 
 
 @contextmanager
@@ -136,15 +155,15 @@ class SQLiteStore(SqlStoreBase):
         in_memory = str(path) == ":memory:" or str(path).startswith("file:")
         self.cache_dir: Path | None = None if in_memory else self.path.parent / "cache" / "vectors"
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._all: weakref.WeakSet[_Held] = weakref.WeakSet()
         self._lock = threading.Lock()
         self._closed = False
         self._read_only_uri: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = self._conn()
-            conn.execute("PRAGMA journal_mode = WAL")
-            migrate(conn, target_version)
+            with self._use() as conn:
+                conn.execute("PRAGMA journal_mode = WAL")
+                migrate(conn, target_version)
             if not in_memory and not self._writable():
                 self._read_only_uri = self._open_read_only(target_version)
         except (sqlite3.Error, OSError) as exc:
@@ -213,17 +232,32 @@ class SQLiteStore(SqlStoreBase):
         return file_claim(path, busy, remove=True)
 
     # connections and transactions -------------------------------------------------
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
+    def _held(self) -> _Held:
+        """This thread's connection, opened on first use. It is closed when the thread
+        ends (a server's worker threads come and go: a connection each would pile up)."""
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None or held.closed:
             if self._closed:
                 raise StoreError("the store is closed")
             uri = self._read_only_uri
             conn = _connect(uri, uri=True) if uri is not None else _connect(self.path)
-            self._local.conn = conn
+            held = _Held(conn)
+            weakref.finalize(held, _close_quietly, conn)
+            self._local.held = held
             with self._lock:
-                self._all.append(conn)
-        return conn
+                self._all.add(held)
+        return held
+
+    @contextmanager
+    def _use(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, held against :meth:`close` for the block: a close
+        from another thread waits for the call in flight instead of pulling the
+        connection from under it."""
+        held = self._held()
+        with held.lock:
+            if held.closed:
+                raise StoreError("the store is closed")
+            yield held.conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -232,27 +266,28 @@ class SQLiteStore(SqlStoreBase):
                 f"the SQLite database {self.path} is open read-only (this process cannot "
                 "write it): search, show and stats work; changing it needs write access"
             )
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StoreError(f"sqlite: {exc}") from exc
-        try:
-            yield conn
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _rollback(conn)
-            raise StoreError(f"sqlite: {exc}") from exc
-        except BaseException:  # Ctrl-C may land just after COMMIT: nothing to roll back then
-            _rollback(conn)
-            raise
+        with self._use() as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"sqlite: {exc}") from exc
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(conn)
+                raise StoreError(f"sqlite: {exc}") from exc
+            except BaseException:  # Ctrl-C may land just after COMMIT: nothing to roll back
+                _rollback(conn)
+                raise
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
-        try:
-            yield self._conn()
-        except sqlite3.Error as exc:
-            raise StoreError(f"sqlite: {exc}") from exc
+        with self._use() as conn:
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"sqlite: {exc}") from exc
 
     @contextmanager
     def _tx(self) -> Iterator[Tx]:
@@ -269,14 +304,15 @@ class SQLiteStore(SqlStoreBase):
             return conn.execute(sql, params).fetchall()
 
     def close(self) -> None:
+        """Close every thread's connection, each once the call using it (if any) is done;
+        later calls raise ``StoreError("the store is closed")``."""
         with self._lock:
             self._closed = True
-            conns, self._all = self._all, []
-        for conn in conns:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass
+            held, self._all = list(self._all), weakref.WeakSet()
+        for one in held:
+            with one.lock:
+                one.closed = True
+                _close_quietly(one.conn)
         self._local = threading.local()
 
     def schema_version(self) -> int:
