@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 from search_corpus import CONVERSATIONS, HOSTILE, T0, fill
 
+from memoir.errors import ConfigError
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.search import HashEmbedder, SearchFilters, embed_backlog, engine, search
+from memoir.search.embedder import load_embedder
 from memoir.search.late import unpack_tokens
+from memoir.search.minilm import minilm_available
 from memoir.search.vectors import invalidate
 from memoir.store import IngestBatch, Store
 
@@ -460,3 +463,41 @@ def test_text_mode_keeps_the_index_order_and_scores(filled: Store, query: str) -
     assert hits
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(h.score == candidates[h.exchange_id].score for h in hits)
+
+
+@pytest.mark.skipif(not minilm_available(), reason="embeddings extra not installed")
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_a_lone_surrogate_in_the_query_reaches_the_real_embedder_safely(
+    filled: Store, mode: str
+) -> None:
+    embedder = load_embedder("minilm")
+    assert embedder is not None
+    embed_backlog(filled, embedder)
+    broken = search(filled, "dark \ud800mode toggle", mode=mode, embedder=embedder)
+    clean = search(filled, "dark \ufffdmode toggle", mode=mode, embedder=embedder)
+    assert ids(broken) == ids(clean) and ids(broken)
+
+
+@pytest.mark.parametrize(
+    ("filters", "says"),
+    [
+        ({"project": 3}, "project must be a string"),
+        ({"session_id": b"s-web"}, "session_id must be a string"),
+        ({"include_subagents": "yes"}, "include_subagents must be True or False"),
+    ],
+)
+def test_filters_of_the_wrong_type_are_config_errors(filters: dict, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        SearchFilters(**filters)
+
+
+def test_filters_given_as_a_dict_are_refused_clearly(filled: Store) -> None:
+    with pytest.raises(ConfigError, match="filters must be a SearchFilters, not dict"):
+        search(filled, "dark mode", mode="text", filters={"project": "web"})  # type: ignore[arg-type]
+
+
+def test_a_lone_surrogate_in_a_filter_matches_nothing_instead_of_failing(filled: Store) -> None:
+    assert SearchFilters(project="w\udc80eb").project == "w\ufffdeb"
+    assert (
+        search(filled, "dark mode", mode="text", filters=SearchFilters(project="w\udc80eb")) == []
+    )

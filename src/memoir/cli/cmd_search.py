@@ -67,7 +67,11 @@ def search_command(
     harness: Harness | None = typer.Option(
         None, "--harness", help="Only sessions from claude-code, codex, generic or api."
     ),
-    role: Role | None = typer.Option(None, "--role", help="Where the match must be."),
+    role: Role | None = typer.Option(
+        None,
+        "--role",
+        help="Where the words must match (text search); by meaning, exchanges that have that part.",
+    ),
     after: str | None = typer.Option(
         None, "--after", help="On or after this ISO date/datetime (UTC when no zone)."
     ),

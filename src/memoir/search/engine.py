@@ -25,7 +25,7 @@ from memoir.search.late import RERANK_DEPTH, rerank
 from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.snippets import clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
-from memoir.store.port import SearchFilters, Store, TextHit
+from memoir.store.port import SearchFilters, Store, TextHit, without_surrogates
 from memoir.store.query_text import Term, meaning_text, parse_query, words_of
 
 __all__ = [
@@ -233,7 +233,9 @@ def search(
     candidates each ranking contributes to the fusion (default ``max(50, 3 × limit)``).
     ``summaries`` maps a session id to its summary body.
     """
-    filters = filters or SearchFilters()
+    filters = SearchFilters() if filters is None else filters
+    if not isinstance(filters, SearchFilters):
+        raise ConfigError(f"filters must be a SearchFilters, not {type(filters).__name__}")
     chosen = resolve_mode(mode, embedder)
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise ConfigError(f"limit must be a whole number, not {limit!r}")
@@ -241,6 +243,7 @@ def search(
         raise ConfigError(f"limit must be 0 or more, not {limit}")
     if not isinstance(query, str):
         raise ConfigError(f"the query must be a string, not {type(query).__name__}")
+    query = without_surrogates(query)  # the tokenizer of meaning search refuses them
     limit = min(limit, MAX_LIMIT)
     parsed = parse_query(query)
     meaning = meaning_text(query)

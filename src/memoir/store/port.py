@@ -7,6 +7,7 @@ that writes several rows commits them in one transaction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ __all__ = [
     "SummaryRow",
     "TextHit",
     "TraceRow",
+    "without_surrogates",
 ]
 
 
@@ -102,6 +104,14 @@ class SessionInfo:
 SEARCH_ROLES = ("user", "assistant", "tool")  # where a search match may be required to be
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (not encodable as UTF-8) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 @dataclass(frozen=True, slots=True)
 class SearchFilters:
     """What a search is restricted to; every field optional."""
@@ -109,14 +119,28 @@ class SearchFilters:
     project: str | None = None
     session_id: str | None = None
     harness: str | None = None
-    role: str | None = None  # "user" | "assistant" | "tool": where the match must be
+    # "user" | "assistant" | "tool": where the words must match; by meaning (vector hits),
+    # the exchange must have that part — a vector scores the whole exchange
+    role: str | None = None
     after: datetime | None = None
     before: datetime | None = None
     include_subagents: bool = False
 
     def __post_init__(self) -> None:
         """A naive datetime is UTC (as stored times are); ``before`` is exclusive and must
-        be later than ``after``; a role is one of SEARCH_ROLES."""
+        be later than ``after``; a role is one of SEARCH_ROLES; project, session and
+        harness are strings (a lone surrogate in one becomes U+FFFD: it matches nothing,
+        rather than failing in the database driver)."""
+        for name in ("project", "session_id", "harness", "role"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a string, not {type(value).__name__} {value!r}")
+            if value is not None:
+                object.__setattr__(self, name, without_surrogates(value))
+        if not isinstance(self.include_subagents, bool):
+            raise ConfigError(
+                f"include_subagents must be True or False, not {self.include_subagents!r}"
+            )
         for name in ("after", "before"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, datetime):
