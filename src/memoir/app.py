@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from memoir.config import Settings
+from memoir.errors import ConfigError
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -73,12 +74,18 @@ class Memoir:
         ``max_items``; takes the single-instance embed lock (``Busy`` when another process
         embeds), then writes the matrix files the next search maps. Raises ``ConfigError``
         when no embedder is configured or installed."""
-        from memoir.errors import ConfigError
         from memoir.ingest.lock import embed_lock
         from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
         from memoir.search.embedder import EmbeddingsUnavailable
         from memoir.search.vectors import prepare_files
 
+        for name, value, least in (("batch", batch, 1), ("max_items", max_items, 0)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < least
+            ):
+                raise ConfigError(
+                    f"{name} must be a whole number of at least {least}, not {value!r}"
+                )
         embedder = self.embedder()
         if embedder is None:
             if self.settings.embedder == "none":
@@ -148,6 +155,8 @@ class Memoir:
         from memoir.summaries.summary_pass import run_summary_pass
 
         limit = self.settings.summary_limit if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ConfigError(f"limit must be a whole number of 0 or more, not {limit!r}")
         return run_summary_pass(self, limit=limit)
 
     def verify(self, *, repair: bool = False) -> VerifyReport:

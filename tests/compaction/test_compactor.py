@@ -415,3 +415,18 @@ def test_no_room_names_what_is_left() -> None:
     message = str(caught.value)
     assert "system prompt" not in message  # there is none to blame
     assert "the newest message" in message and "over the threshold of 7" in message
+
+
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        ("hello", "messages must be a list of message dicts, not str"),
+        (None, "messages must be a list of message dicts, not NoneType"),
+        ({"role": "user", "content": "hi"}, "not dict"),
+        (["hi"], "message 0 is a str, not a message dict"),
+        ([{"role": "user", "content": "hi"}, 3], "message 1 is a int"),
+    ],
+)
+def test_messages_of_the_wrong_shape_are_a_compaction_error(messages: object, says: str) -> None:
+    with pytest.raises(CompactionError, match=says):
+        Compactor(ScriptedModel(default="S.")).compact(messages, window=1_000)  # type: ignore[arg-type]

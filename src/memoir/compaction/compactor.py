@@ -131,7 +131,17 @@ class Compactor:
         replayed checkpoint). Otherwise a summary, or the truncate backstop; either way
         a valid sequence strictly below the threshold."""
         budget = self.budget(window)
+        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+            raise CompactionError(
+                f"messages must be a list of message dicts, not {type(messages).__name__}"
+            )
         msgs = list(messages)
+        strays = [i for i, m in enumerate(msgs) if not isinstance(m, dict)]
+        if strays:
+            raise CompactionError(
+                f"message {strays[0]} is a {type(msgs[strays[0]]).__name__}, not a message "
+                "dict ({'role': …, 'content': …})"
+            )
         pos = _positions(msgs, positions)
         raw = dict(zip(pos, msgs, strict=True))  # checkpoints fingerprint what callers pass
         replay = self._replay(session_id, msgs, pos)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from memoir.errors import BudgetExhausted
+from memoir.errors import BudgetExhausted, ConfigError
 
 __all__ = ["AttemptBudget"]
 
@@ -13,7 +13,7 @@ __all__ = ["AttemptBudget"]
 class AttemptBudget:
     def __init__(self, total: int) -> None:
         if total <= 0:
-            raise ValueError("the attempt budget must be positive")
+            raise ConfigError("the attempt budget must be positive")
         self.total = total
         self._used = 0
         self._lock = threading.Lock()

@@ -31,7 +31,7 @@ from memoir.episodes.plan import Episode, build_episodes, run_scope
 from memoir.episodes.prompts import episode_request, half_request, merge_request
 from memoir.episodes.shape import render_summary
 from memoir.episodes.text import split_point
-from memoir.errors import BudgetExhausted, OversizedHistory, SummaryError
+from memoir.errors import BudgetExhausted, ConfigError, OversizedHistory, SummaryError
 from memoir.llm import errors as llm_errors
 from memoir.llm.port import Model, TokenCounter
 from memoir.llm.tokens import default_counter
@@ -102,7 +102,7 @@ class EpisodicSummarizer:
         retry_backoff_s: float = 0.5,
     ) -> None:
         if concurrency < 1 or attempt_budget < 1 or episode_tokens < 1:
-            raise ValueError("concurrency, attempt_budget and episode_tokens must be positive")
+            raise ConfigError("concurrency, attempt_budget and episode_tokens must be positive")
         self.model = model
         self.fallback = fallback
         self.cache = cache
@@ -131,7 +131,7 @@ class EpisodicSummarizer:
         BudgetExhausted or OversizedHistory. An exception raised by ``progress`` stops the
         run (a job uses this to abort)."""
         if mode not in ("full", "incremental"):
-            raise ValueError(f"mode must be 'full' or 'incremental', not {mode!r}")
+            raise ConfigError(f"mode must be 'full' or 'incremental', not {mode!r}")
         entries = list(history)
         incremental = mode == "incremental"
         prev_text = _previous_text(previous) if incremental else None

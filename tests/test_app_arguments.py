@@ -1,0 +1,44 @@
+"""The library's front door refuses bad arguments with MemoirError subclasses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoir.app import Memoir
+from memoir.episodes import EpisodicSummarizer
+from memoir.errors import ConfigError
+from memoir.llm.scripted import ScriptedModel
+
+
+@pytest.mark.parametrize("limit", ["3", -5, 2.5, True])
+def test_summarize_pending_limit_is_checked(tmp_path: Path, limit: object) -> None:
+    with Memoir.at(tmp_path) as memoir, pytest.raises(ConfigError, match="limit must be"):
+        memoir.summarize_pending(limit=limit)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [({"batch": -3}, "batch"), ({"batch": 0}, "batch"), ({"max_items": -1}, "max_items")],
+)
+def test_embed_pending_sizes_are_checked(
+    tmp_path: Path, options: dict[str, int], says: str
+) -> None:
+    with Memoir.at(tmp_path, embedder="hash") as memoir:
+        with pytest.raises(ConfigError, match=f"{says} must be a whole number"):
+            memoir.embed_pending(**options)
+        assert memoir.embed_pending(max_items=0).embedded == 0  # zero is a size
+
+
+def test_episode_settings_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="must be positive"):
+        EpisodicSummarizer(ScriptedModel(), concurrency=0)
+    summarizer = EpisodicSummarizer(ScriptedModel(default="S."))
+    with pytest.raises(ConfigError, match="mode must be 'full' or 'incremental'"):
+        summarizer.summarize([], mode="fast")  # type: ignore[arg-type]
+
+
+def test_a_home_that_is_not_a_path_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="home must be a path"):
+        Memoir.at(None)  # type: ignore[arg-type]
