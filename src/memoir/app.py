@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from memoir.llm.port import Model
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
+    from memoir.search.engine import SearchMode
     from memoir.search.hits import SearchHit
+    from memoir.store.port import SearchFilters
     from memoir.summaries.summary_pass import SummaryPassReport
 
-__all__ = ["Memoir"]
+__all__ = ["Memoir", "resolve_session"]
 
 
 class Memoir:
@@ -46,15 +48,25 @@ class Memoir:
     def close(self) -> None:
         self.store.close()
 
-    def search(self, query: str, **options: Any) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        *,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        limit: int = 10,
+        **options: Any,
+    ) -> list[SearchHit]:
         """Search past exchanges; returns ``memoir.search.SearchHit`` values, best first.
 
-        Options: ``filters`` (SearchFilters), ``mode`` ("text" | "vector" | "hybrid" | None
-        for hybrid when an embedder is configured), ``limit``, ``embedder``, ``summaries``.
+        ``filters`` (``memoir.search.SearchFilters``; a session id may be a unique prefix),
+        ``mode`` ("text" | "vector" | "hybrid"; None: hybrid when an embedder is
+        configured), ``limit`` (at most 1,000); ``embedder`` and ``summaries`` replace the
+        configured ones (tests).
         """
         from memoir.search.facade import search_memoir
 
-        return search_memoir(self, query, **options)
+        return search_memoir(self, query, filters=filters, mode=mode, limit=limit, **options)
 
     def embedder(self) -> Embedder | None:
         """The configured embedder (``MEMOIR_EMBEDDER``), or None when semantic search is
@@ -170,3 +182,25 @@ class Memoir:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def resolve_session(store: Store, session: str) -> str:
+    """The session id ``session`` names: itself, or the one session it is a prefix of (a
+    main session before its subagents, whose ids extend the parent's). ``NotFound`` when
+    none; a ``MemoirError`` listing them when several."""
+    from memoir.errors import MemoirError, NotFound
+
+    if store.get_session(session) is not None:
+        return session
+    found = [i.session for i in store.list_sessions() if i.session.id.startswith(session)]
+    main = [s for s in found if not s.flags.subagent]
+    matches = [s.id for s in (main if len(main) == 1 else found)]
+    if len(matches) == 1:
+        return str(matches[0])
+    if matches:
+        shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
+        raise MemoirError(
+            f"session prefix {session!r} matches {len(matches)} sessions ({shown}); "
+            "give more of the id"
+        )
+    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")

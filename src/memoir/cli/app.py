@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memoir.app import resolve_session
 from memoir.config import Settings
 from memoir.errors import ConfigError, MemoirError
 
@@ -121,27 +122,6 @@ def _stand_in(match: re.Match[str]) -> str:
     if code < 0x20:
         return chr(0x2400 + code)  # the Unicode control pictures: ␛ for ESC
     return "␡" if code == 0x7F else "�"
-
-
-def resolve_session(store: Any, session: str) -> str:
-    """The session id ``session`` names: itself, or the one session it is a prefix of (a
-    main session before its subagents, whose ids extend the parent's)."""
-    from memoir.errors import MemoirError, NotFound
-
-    if store.get_session(session) is not None:
-        return session
-    found = [i.session for i in store.list_sessions() if i.session.id.startswith(session)]
-    main = [s for s in found if not s.flags.subagent]
-    matches = [s.id for s in (main if len(main) == 1 else found)]
-    if len(matches) == 1:
-        return str(matches[0])
-    if matches:
-        shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
-        raise MemoirError(
-            f"session prefix {session!r} matches {len(matches)} sessions ({shown}); "
-            "give more of the id"
-        )
-    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
 
 
 def print_json(value: Any) -> None:

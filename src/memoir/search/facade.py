@@ -6,6 +6,7 @@ Kept here so ``app.py`` stays a thin front door; everything is passed explicitly
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from memoir.errors import ConfigError
@@ -57,6 +58,10 @@ def search_memoir(
             )
     if summaries is _UNSET:
         summaries = default_summary_reader(memoir)
+    if isinstance(filters, SearchFilters) and filters.session_id is not None:
+        from memoir.app import resolve_session
+
+        filters = replace(filters, session_id=resolve_session(memoir.store, filters.session_id))
     return search(
         memoir.store,
         query,

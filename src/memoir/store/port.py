@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from memoir.errors import ConfigError
 from memoir.llm.port import UsageRecord
-from memoir.model import Event, Exchange, Session, SessionFlags
+from memoir.model import Event, Exchange, Harness, Session, SessionFlags
 
 __all__ = [
     "SEARCH_ROLES",
@@ -137,6 +137,11 @@ class SearchFilters:
                 raise ConfigError(f"{name} must be a string, not {type(value).__name__} {value!r}")
             if value is not None:
                 object.__setattr__(self, name, without_surrogates(value))
+        harnesses = [h.value for h in Harness]
+        if self.harness is not None and self.harness not in harnesses:
+            raise ConfigError(
+                f"harness must be one of {', '.join(harnesses)}, not {self.harness!r}"
+            )
         if not isinstance(self.include_subagents, bool):
             raise ConfigError(
                 f"include_subagents must be True or False, not {self.include_subagents!r}"
