@@ -18,8 +18,7 @@ drivers and SDKs are translated at the boundary (``raise X(...) from exc``)::
     ├── CompactionError        compaction could not produce a valid context
     └── Busy                   another instance holds the lock (sync, job claim)
 
-Python's built-in ``MemoryError`` is never shadowed: memory items live under
-``memoir.memory`` and their errors derive from MemoirError with other names.
+Python's built-in ``MemoryError`` is never shadowed: no Memoir error has that name.
 """
 
 from __future__ import annotations
