@@ -244,28 +244,38 @@ class Settings:
         values["origins"] = origins
         return cls(**values)  # type: ignore[arg-type]
 
+    def shown(self, name: str) -> object:
+        """The value of setting ``name`` as JSON shows it: secrets masked, paths as text,
+        lists as lists, unset as None."""
+        value = getattr(self, name)
+        if name == "llm_api_key" and value:
+            return value[:3] + "…" + value[-2:] if len(value) > 8 else "***"
+        if name in ("database_url", "redis_url") and value:
+            return mask_url(str(value))
+        if isinstance(value, tuple):
+            return [str(v) for v in value]
+        if isinstance(value, Path):
+            return str(value)
+        return value
+
     def describe(self) -> list[tuple[str, str, str]]:
         """(name, effective value, where it came from) for ``memoir config``; keys masked."""
         rows = []
         for f in fields(self):
             if f.name == "origins":
                 continue
-            value = getattr(self, f.name)
-            if f.name == "llm_api_key" and value:
-                shown = value[:3] + "…" + value[-2:] if len(value) > 8 else "***"
-            elif f.name in ("database_url", "redis_url") and value:
-                shown = mask_url(str(value))
-            elif isinstance(value, tuple):
-                shown = os.pathsep.join(str(v) for v in value) or "(none)"
+            value = self.shown(f.name)
+            if isinstance(value, list):
+                text = os.pathsep.join(value) or "(none)"
             else:
-                shown = "(unset)" if value is None else str(value)
+                text = "(unset)" if value is None else str(value)
             origin = self.origins.get(f.name, "default")
             if f.name == "redis_url":  # reserved for background jobs across replicas
                 origin += (
                     " — not used yet (a summary is claimed per session by a lock file or a "
                     "PostgreSQL advisory lock)"
                 )
-            rows.append((f.name, shown, origin))
+            rows.append((f.name, text, origin))
         return rows
 
 

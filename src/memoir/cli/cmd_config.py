@@ -61,9 +61,9 @@ def config(
     rows = settings.describe()
     problems = settings_problems(settings)
     if as_json:
-        data = {}
-        for name, value, source in rows:
-            data[name] = {"value": value, "source": source}
+        data: dict[str, dict[str, object]] = {}
+        for name, _, source in rows:  # JSON keeps types: null, numbers, lists
+            data[name] = {"value": settings.shown(name), "source": source}
             if name in problems:
                 data[name]["problem"] = problems[name]
         print_json(data)
