@@ -120,3 +120,25 @@ def test_facade_builds_a_compactor_with_the_configured_ratio(
         assert res.threshold == 600
         assert res.threshold_source == "env MEMOIR_COMPACT_THRESHOLD_RATIO"
         assert memoir.store.traces("s1", "compaction")[0].data["strategy"] == "none"
+
+
+def test_a_summarizer_that_fails_is_said_on_stderr(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_LLM", "openai:gpt-x")
+    monkeypatch.setenv("MEMOIR_LLM_API_KEY", "sk-test")
+    monkeypatch.setenv("MEMOIR_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+    monkeypatch.setenv("MEMOIR_LLM_RETRY_BUDGET", "1")
+    turns = [system("You are a coding agent.")]
+    for i in range(60):
+        turns += [user(f"step {i}"), {"role": "assistant", "content": "done, " * 60}]
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(turns))
+    code, out, err = run(capsys, "compact", str(path), "--window", "4000", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["strategy"] == "truncate"
+    assert data["reason"].startswith(
+        "summarizer failed: Transient: cannot reach http://127.0.0.1:9"
+    )
+    assert "warning: no summary was written (summarizer failed: Transient" in " ".join(err.split())
+    assert "older message(s) were dropped, not summarized" in " ".join(err.split())

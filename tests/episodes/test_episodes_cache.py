@@ -227,3 +227,25 @@ def test_no_cache_means_every_call_is_made() -> None:
     make(model, None).summarize(marked_history(2))
     again = make(model, None).summarize(marked_history(2))
     assert again.calls == 3 and again.cache_hits == 0
+
+
+@pytest.mark.parametrize(("ttl", "reused"), [(7_200.0, True), (3_600.0, False)])
+def test_finished_episodes_outlive_the_retry_floor_when_told_to(ttl: float, reused: bool) -> None:
+    """A failed long summary is retried by the next sync after the retry floor (an hour by
+    default): its finished episodes must still be there then."""
+    now = [0.0]
+    cache = MemoryEpisodeCache(clock=lambda: now[0])
+    model = ScriptedModel(default=Oracle())
+    make(model, cache, cache_ttl_s=ttl).summarize(marked_history(4), user="u", session="s1")
+    now[0] = 3_600.0 + 60.0  # the retry floor has passed
+    again = make(model, cache, cache_ttl_s=ttl).summarize(marked_history(4), user="u", session="s1")
+    assert again.cache_hits == (4 if reused else 0)
+
+
+@pytest.mark.parametrize(("floor_hours", "ttl"), [(1.0, 7_200.0), (0.0, 3_600.0), (5.0, 21_600.0)])
+def test_the_summary_pass_keeps_episodes_past_its_retry_floor(
+    floor_hours: float, ttl: float
+) -> None:
+    from memoir.summaries.long_path import episode_cache_ttl_s
+
+    assert episode_cache_ttl_s(floor_hours) == ttl

@@ -19,6 +19,7 @@ from memoir.llm.errors import (
     Transient,
     Truncated,
     Unauthorized,
+    UnknownModel,
 )
 from memoir.llm.mapping import (
     completion_or_error,
@@ -76,7 +77,7 @@ from memoir.llm.values import StopReason, Usage
         (400, "max_tokens: 100000 > 64000", OutputBudgetRejected),
         (400, "max_output_tokens must be <= 8192", OutputBudgetRejected),
         (400, "unknown field 'foo'", BadResponse),
-        (404, "model not found", BadResponse),
+        (404, "model not found", UnknownModel),  # the setting, never the input
     ],
 )
 def test_error_for_status(status: int, message: str, kind: type[ModelError]) -> None:

@@ -173,3 +173,13 @@ def test_tool_use_stop(wire: WireServer) -> None:
     completion = _model(wire).complete(_request())
     assert completion.stop_reason is StopReason.TOOL_USE
     assert completion.extra["tool_calls"][0]["name"] == "f"
+
+
+@pytest.mark.parametrize("usage", ["weird", {"input_tokens": -3, "output_tokens": "7"}])
+def test_odd_usage_is_read_as_zero_not_crashed_on(wire: WireServer, usage: object) -> None:
+    body = anthropic_message("the answer")
+    body["usage"] = usage
+    wire.queue(Reply(200, body))
+    completion = _model(wire).complete(_request())
+    assert completion.text == "the answer"
+    assert (completion.usage.input_tokens, completion.usage.output_tokens) == (0, 0)

@@ -203,14 +203,14 @@ def test_rate_limit_carries_retry_after(wire: WireServer) -> None:
 
 def test_timeout_is_transient(wire: WireServer) -> None:
     wire.queue(Reply(200, openai_chat("late"), delay_s=1.5))
-    with pytest.raises(Transient, match="timed out"):
+    with pytest.raises(Transient, match=r"the request to http://127.0.0.1:\d+/v1/.* timed out"):
         _model(wire, timeout_s=0.3).complete(_request())
 
 
 def test_connection_refused_is_transient() -> None:
     model = OpenAIModel("gpt-test", api_key="k", base_url="http://127.0.0.1:9/v1", timeout_s=2)
-    try:
-        with pytest.raises(Transient):
+    try:  # says where it could not reach: a local server that is not running, a typo
+        with pytest.raises(Transient, match=r"cannot reach http://127.0.0.1:9/v1/chat/completions"):
             model.complete(_request())
     finally:
         model.close()
@@ -258,6 +258,24 @@ def test_max_completion_tokens_switch_for_reasoning_models(wire: WireServer) -> 
     assert "max_tokens" not in wire.received[2].body
 
 
+def test_the_max_tokens_switch_is_two_calls_in_the_ledger(wire: WireServer) -> None:
+    from memoir.llm.ledger import MemorySink, Metered
+
+    rejected = {
+        "error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this "
+            "model. Use 'max_completion_tokens' instead.",
+            "code": "unsupported_parameter",
+        }
+    }
+    wire.queue(Reply(400, rejected), Reply(200, openai_chat("fine")))
+    sink = MemorySink()
+    completion = Metered(_model(wire), sink).complete(_request())
+    assert completion.text == "fine" and "failed_attempts" not in completion.extra
+    assert len(wire.received) == 2
+    assert [r.outcome for r in sink.records] == ["OutputBudgetRejected", "ok"]
+
+
 def test_reasoning_is_kept_and_reasoning_alone_is_empty(wire: WireServer) -> None:
     with_content = openai_chat("final answer.")
     with_content["choices"][0]["message"]["reasoning"] = "thinking it over"
@@ -268,3 +286,30 @@ def test_reasoning_is_kept_and_reasoning_alone_is_empty(wire: WireServer) -> Non
     assert model.complete(_request()).extra["reasoning"] == "thinking it over"
     with pytest.raises(EmptyResponse, match="reasoning"):
         model.complete(_request())
+
+
+@pytest.mark.parametrize(
+    ("content", "usage", "text", "tokens"),
+    [
+        (
+            [{"type": "text", "text": "List "}, {"type": "text", "text": "summary."}],
+            None,
+            "List summary.",
+            None,
+        ),
+        ("Fine.", "weird", "Fine.", (0, 0)),
+        ("Fine.", {"prompt_tokens": -15, "completion_tokens": 2.5}, "Fine.", (0, 0)),
+    ],
+)
+def test_odd_shapes_from_compatible_servers_are_read_not_crashed_on(
+    wire: WireServer, content: object, usage: object, text: str, tokens: tuple[int, int] | None
+) -> None:
+    body = openai_chat("placeholder")
+    body["choices"][0]["message"]["content"] = content
+    if usage is not None:
+        body["usage"] = usage
+    wire.queue(Reply(200, body))
+    completion = _model(wire).complete(_request())
+    assert completion.text == text
+    if tokens is not None:
+        assert (completion.usage.input_tokens, completion.usage.output_tokens) == tokens

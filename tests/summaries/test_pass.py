@@ -273,11 +273,15 @@ def test_database_adapter_gates_on_the_last_event(home) -> None:
 
 
 def test_an_account_problem_stops_the_pass_and_charges_no_conversation(home) -> None:
-    from memoir.llm.errors import OutOfCredit, RateLimited, Unauthorized
+    from memoir.llm.errors import OutOfCredit, RateLimited, Unauthorized, UnknownModel
 
     memoir = make_memoir(home)
     _failing_fleet(memoir, 4)
-    for error, setting in ((Unauthorized("HTTP 401"), True), (OutOfCredit("no credit"), True)):
+    for error, setting in (
+        (Unauthorized("HTTP 401"), True),
+        (OutOfCredit("no credit"), True),
+        (UnknownModel("HTTP 404: The model `gpt-typo` does not exist"), True),
+    ):
         model = ScriptedModel(default=error)
         report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
         assert model.calls == 1  # the first one says it; the other three are not tried

@@ -116,8 +116,12 @@ def test_the_pass_long_path_takes_the_episode_settings(tmp_path, monkeypatch) ->
         episode_attempt_budget=50,
         episode_tokens=5000,
         episode_max_full_tokens=90_000,
+        llm_retry_budget=1,
+        summary_error_retry_hours=2.0,
     )
     memoir = SimpleNamespace(settings=settings)
     run = session_long_path(memoir, "s1", SummaryState.missing(), ScriptedModel(), None, None)
     assert run([]).body == "Body."
     assert (seen[0].episode_tokens, seen[0].max_full_tokens) == (5000, 90_000)
+    assert seen[0].retries == 0  # MEMOIR_LLM_RETRY_BUDGET=1: one attempt, as `summarize`
+    assert seen[0].cache_ttl_s == 3 * 3600.0  # past the 2-hour retry floor

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from memoir.cli.app import app, console, open_memoir, print_json, printable
+from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
 from memoir.errors import CompactionError, MemoirError
 
 __all__ = ["compact", "read_messages"]
@@ -94,6 +95,13 @@ def compact(
     with open_memoir() as memoir:
         compactor = Compactor.from_settings(memoir.settings, _model(memoir), store=memoir.store)
         result = compactor.compact(messages, window=window)
+    reason = result.reason or ""
+    if result.strategy == "truncate" and reason and not reason.startswith("nothing new"):
+        err_console.print(
+            f"[yellow]warning:[/yellow] no summary was written ({escape(reason)}): "
+            f"{result.removed_count} older message(s) were dropped, not summarized",
+            soft_wrap=True,
+        )
     if as_json:
         print_json(result.to_json())
         return

@@ -65,7 +65,8 @@ def summarize(model: Model, request: ModelRequest) -> SummaryOutcome:
         except Truncated:
             return SummaryOutcome(None, "summary cut by max_tokens", tuple(budgets))
         except ModelError as exc:
-            reason = f"summarizer failed: {type(exc).__name__}"
+            said = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            reason = f"summarizer failed: {type(exc).__name__}" + (f": {said}" if said else "")
             return SummaryOutcome(None, reason, tuple(budgets))
         problem = summary_problem(completion.text, completion.extra)
         if problem is not None:

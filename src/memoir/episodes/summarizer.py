@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memoir.episodes.budget import AttemptBudget
-from memoir.episodes.cache import CachedResult, CachedSplit, EpisodeCache, SafeCache, cache_key
+from memoir.episodes.cache import (
+    CACHE_TTL_S,
+    CachedResult,
+    CachedSplit,
+    EpisodeCache,
+    SafeCache,
+    cache_key,
+)
 from memoir.episodes.calls import Answer, Caller, Cancelled
 from memoir.episodes.history import normalise
 from memoir.episodes.plan import Episode, build_episodes, run_scope
@@ -100,6 +107,7 @@ class EpisodicSummarizer:
         max_episodes: int = DEFAULT_MAX_EPISODES,
         retries: int = 2,
         retry_backoff_s: float = 0.5,
+        cache_ttl_s: float = CACHE_TTL_S,
     ) -> None:
         if concurrency < 1 or attempt_budget < 1 or episode_tokens < 1:
             raise ConfigError("concurrency, attempt_budget and episode_tokens must be positive")
@@ -114,6 +122,7 @@ class EpisodicSummarizer:
         self.max_episodes = max_episodes
         self.retries = retries
         self.retry_backoff_s = retry_backoff_s
+        self.cache_ttl_s = cache_ttl_s  # how long finished episodes wait for a retry
 
     def summarize(
         self,
@@ -152,7 +161,7 @@ class EpisodicSummarizer:
             backoff_s=self.retry_backoff_s,
             cancelled=cancelled,
         )
-        cache = SafeCache(self.cache)
+        cache = SafeCache(self.cache, ttl_seconds=self.cache_ttl_s)
         parts = self._run_episodes(episodes, caller, cache, meta, progress)
         objects = [obj for part in parts for obj in part.objects]
         _report(progress, "merge", 0, 1)

@@ -20,6 +20,7 @@ from memoir.llm.mapping import (
     completion_or_error,
     opaque_user,
     stop_reason_of,
+    token_count,
 )
 from memoir.llm.sdk_call import call_sdk
 from memoir.llm.values import Completion, ModelRequest, Usage
@@ -91,8 +92,8 @@ def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: s
         raise BadResponse(f"not a message: {str(parsed)[:200]!r}", **context)
     text = "".join(getattr(block, "text", "") or "" for block in parsed.content)
     usage = Usage(
-        input_tokens=parsed.usage.input_tokens or 0 if parsed.usage else 0,
-        output_tokens=parsed.usage.output_tokens or 0 if parsed.usage else 0,
+        input_tokens=token_count(parsed.usage, "input_tokens"),
+        output_tokens=token_count(parsed.usage, "output_tokens"),
     )
     completion = completion_or_error(
         text=text,

@@ -13,7 +13,9 @@
         ├── AuthError              never retried, never a reason to switch model
         │   ├── Unauthorized       401 / bad or missing key
         │   ├── Forbidden          403 without a moderation body (permissions)
-        │   └── OutOfCredit        402 / insufficient credit or quota
+        │   ├── OutOfCredit        402 / insufficient credit or quota
+        │   └── UnknownModel       404: no such model (or no such endpoint: a base URL
+        │                          that is wrong) — the setting's problem, not the input's
         ├── RateLimited            429; .retry_after seconds when the provider said so
         ├── Transient              5xx, timeouts, connection errors
         ├── EmptyResponse          success status with no content
@@ -50,6 +52,7 @@ __all__ = [
     "Transient",
     "Truncated",
     "Unauthorized",
+    "UnknownModel",
 ]
 
 
@@ -100,6 +103,10 @@ class Forbidden(AuthError):
 
 
 class OutOfCredit(AuthError):
+    pass
+
+
+class UnknownModel(AuthError):
     pass
 
 

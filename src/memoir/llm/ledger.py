@@ -51,6 +51,11 @@ class MemorySink:
             return [r for r in self.records if since is None or r.at >= since]
 
 
+# Completion.extra key: errors of attempts a provider made and recovered from inside one
+# complete() (OpenAI's max_tokens → max_completion_tokens switch); each is billed as a call
+FAILED_ATTEMPTS = "failed_attempts"
+
+
 class Metered:
     """A Model that records every call of ``inner`` through ``sink``."""
 
@@ -74,6 +79,8 @@ class Metered:
         except BaseException as exc:
             self._record(request, at, started, None, exc)
             raise
+        for earlier in completion.extra.pop(FAILED_ATTEMPTS, ()):  # one row per HTTP call
+            self._record(request, at, started, None, earlier)
         self._record(request, at, started, completion, None)
         return completion
 

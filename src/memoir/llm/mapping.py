@@ -27,6 +27,7 @@ from memoir.llm.errors import (
     Transient,
     Truncated,
     Unauthorized,
+    UnknownModel,
 )
 from memoir.llm.values import Completion, StopReason, Usage
 
@@ -37,6 +38,8 @@ __all__ = [
     "opaque_user",
     "parse_retry_after",
     "stop_reason_of",
+    "text_of_content",
+    "token_count",
 ]
 
 _MODERATION = re.compile(
@@ -152,6 +155,8 @@ def error_for_status(
         kind = OutOfCredit
     elif status == 403:
         kind = Forbidden
+    elif status == 404:
+        kind = UnknownModel
     elif status == 429:
         return RateLimited(text, retry_after=retry_after, status=status, **context)
     elif status in (408, 409, 425) or status >= 500:
@@ -233,3 +238,27 @@ def completion_or_error(
         request_id=request_id,
         latency_ms=latency_ms,
     )
+
+
+def token_count(usage: object, field: str) -> int:
+    """A token count from a provider's usage object, read defensively: metering must
+    never fail the call it meters, so a missing, negative or non-integer count is 0."""
+    value = getattr(usage, field, None) if usage is not None else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return 0
+    return value
+
+
+def text_of_content(content: object) -> str:
+    """A message's text: a string, or the text parts of a list of content parts (some
+    OpenAI-compatible servers answer with ``[{"type": "text", "text": …}]``)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+            if isinstance(text, str):
+                parts.append(text)
+        return "".join(parts)
+    return ""

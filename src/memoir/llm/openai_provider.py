@@ -21,12 +21,15 @@ from memoir.llm.errors import (
     EmptyResponse,
     OutputBudgetRejected,
 )
+from memoir.llm.ledger import FAILED_ATTEMPTS
 from memoir.llm.mapping import (
     completion_or_error,
     error_for_status,
     error_message_of,
     opaque_user,
     stop_reason_of,
+    text_of_content,
+    token_count,
 )
 from memoir.llm.sdk_call import call_sdk
 from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
@@ -87,7 +90,9 @@ class OpenAIModel:
             if self._budget_param == "max_tokens" and "max_completion_tokens" in exc.message:
                 with self._lock:
                     self._budget_param = "max_completion_tokens"
-                return self._call(request, started)
+                completion = self._call(request, started)
+                completion.extra[FAILED_ATTEMPTS] = [exc]  # the ledger counts both calls
+                return completion
             raise
 
     def _call(self, request: ModelRequest, started: float) -> Completion:
@@ -118,8 +123,8 @@ def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: s
     choice = parsed.choices[0]
     message = choice.message
     usage = Usage(
-        input_tokens=(parsed.usage.prompt_tokens or 0) if parsed.usage else 0,
-        output_tokens=(parsed.usage.completion_tokens or 0) if parsed.usage else 0,
+        input_tokens=token_count(parsed.usage, "prompt_tokens"),
+        output_tokens=token_count(parsed.usage, "completion_tokens"),
     )
     used_model = parsed.model or model
     raw_stop: str | None = choice.finish_reason
@@ -128,7 +133,7 @@ def _completion(parsed: Any, request_id: str | None, latency_ms: float, model: s
         stop, raw_stop = StopReason.REFUSAL, f"refusal: {message.refusal[:200]}"
     if message is not None and message.tool_calls:
         stop = StopReason.TOOL_USE if stop is StopReason.END else stop
-    text = (message.content if message is not None else None) or ""
+    text = text_of_content(message.content) if message is not None else ""
     msg_extra = (message.model_extra or {}) if message is not None else {}
     reasoning = msg_extra.get("reasoning") or msg_extra.get("reasoning_content")
     if reasoning and not text.strip() and stop is StopReason.END:

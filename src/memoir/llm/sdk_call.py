@@ -43,10 +43,21 @@ def call_sdk(
             **context,
         ) from exc
     except sdk.APITimeoutError as exc:
-        raise Transient("request timed out", **context) from exc
+        raise Transient(f"the request to {_where(exc)} timed out", **context) from exc
     except sdk.APIConnectionError as exc:
-        raise Transient(f"connection error: {exc}", **context) from exc
+        reason = exc.__cause__ or exc
+        raise Transient(f"cannot reach {_where(exc)}: {reason}", **context) from exc
     except (ValueError, sdk.APIResponseValidationError) as exc:
         raise BadResponse(f"unparseable response: {exc}", **context) from exc
     except base_error as exc:
         raise ModelError(f"{type(exc).__name__}: {exc}", **context) from exc
+
+
+def _where(exc: BaseException) -> str:
+    """The address a failed request went to (a local server that is not running, a
+    mistyped MEMOIR_LLM_BASE_URL), without its query string."""
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    if url is None:
+        return "the provider"
+    return f"{url.scheme}://{url.host}{f':{url.port}' if url.port else ''}{url.path}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from memoir.episodes.cache import CACHE_TTL_S
 from memoir.errors import SummaryError
 from memoir.llm.port import Model
 from memoir.model import Event
@@ -17,7 +18,7 @@ from memoir.summaries.summarizer import LongPath, SummaryText, clean_summary
 if TYPE_CHECKING:
     from memoir.app import Memoir
 
-__all__ = ["session_long_path"]
+__all__ = ["episode_cache_ttl_s", "session_long_path"]
 
 
 def _unretried(model: Model) -> Model:
@@ -50,6 +51,10 @@ def session_long_path(
             attempt_budget=settings.episode_attempt_budget,
             episode_tokens=settings.episode_tokens,
             max_full_tokens=settings.episode_max_full_tokens,
+            retries=max(0, settings.llm_retry_budget - 1),  # as `memoir summarize` does
+            # finished episodes must outlive the retry floor, or the sync that retries a
+            # failed long summary (not before the floor) finds none of them and redoes all
+            cache_ttl_s=episode_cache_ttl_s(settings.summary_error_retry_hours),
         )
         # the summary pass already holds this session's summary claim
         run = summarize_session(memoir, session_id, mode="auto", summarizer=summarizer, claim=False)
@@ -63,3 +68,9 @@ def session_long_path(
         return SummaryText(body, run.summary.model, run.calls)
 
     return run
+
+
+def episode_cache_ttl_s(retry_floor_hours: float) -> float:
+    """How long the summary pass keeps finished episodes: past the retry floor (when a
+    failed long summary is tried again) by an hour, and never less than an hour."""
+    return max(CACHE_TTL_S, (retry_floor_hours + 1.0) * 3600.0)

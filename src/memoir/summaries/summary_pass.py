@@ -207,8 +207,8 @@ def _summarize_one(
     except Exception as exc:  # recorded and bounded like any failure, never a crash loop
         if _account_problem(exc):
             raise _ModelUnusable() from exc
-        if not isinstance(exc, MemoirError):
-            log.exception("unexpected error summarizing %s", conv.session_id)
+        if not isinstance(exc, MemoirError):  # the traceback with --debug, not in the way
+            log.debug("unexpected error summarizing %s", conv.session_id, exc_info=True)
         _record_failure(summaries, fresh, clock() if clock else now, exc, policy, report)
         return True
     if result is None:
@@ -235,7 +235,8 @@ class _ModelUnusable(Exception):
 
 def _account_problem(exc: BaseException) -> bool:
     """A failure the episodic summarizer wrapped (its SummaryError) whose cause is the
-    account's: authentication, permission, credit, or a rate limit."""
+    account's: authentication, permission, credit, an unknown model (a wrong name or base
+    URL), or a rate limit."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
