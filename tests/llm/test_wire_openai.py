@@ -313,3 +313,13 @@ def test_odd_shapes_from_compatible_servers_are_read_not_crashed_on(
     assert completion.text == text
     if tokens is not None:
         assert (completion.usage.input_tokens, completion.usage.output_tokens) == tokens
+
+
+def test_a_trickled_answer_is_cut_at_the_timeout(wire: WireServer) -> None:
+    import time
+
+    wire.queue(Reply(200, openai_chat("slow " * 40), trickle_s=0.05))  # ~15 s in all
+    started = time.monotonic()
+    with pytest.raises(Transient, match=r"no complete answer within 0.5 s"):
+        _model(wire, timeout_s=0.5).complete(_request())  # each byte is well within 0.5 s
+    assert time.monotonic() - started < 3.0

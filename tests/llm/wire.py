@@ -32,6 +32,7 @@ class Reply:
     body: Any = None  # dict → JSON; str/bytes → sent as is (with a JSON content type)
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    trickle_s: float = 0.0  # > 0: the body sent a byte at a time, this far apart
 
 
 @dataclass
@@ -136,7 +137,13 @@ class WireServer:
                         self.send_header(key, value)
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if reply.trickle_s:
+                        for byte in payload:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_s)
+                    else:
+                        self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

@@ -43,6 +43,7 @@ class AnthropicModel:
         client: anthropic.Anthropic | None = None,
     ) -> None:
         self.model = model
+        self._timeout_s = timeout_s
         self.name = f"{PROVIDER}:{model}"
         self._client = client or anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
@@ -81,6 +82,7 @@ class AnthropicModel:
             lambda: self._client.messages.with_raw_response.create(**self._params(request)),
             ("request-id",),
             context,
+            deadline_s=self._timeout_s,
         )
         latency_ms = (time.monotonic() - started) * 1000.0
         return _completion(parsed, request_id, latency_ms, self.model)

@@ -52,6 +52,7 @@ class OpenAIModel:
         client: openai.OpenAI | None = None,
     ) -> None:
         self.model = model
+        self._timeout_s = timeout_s
         self.name = f"{PROVIDER}:{model}"
         self.base_url = base_url
         self._client = client or openai.OpenAI(
@@ -103,6 +104,7 @@ class OpenAIModel:
             lambda: self._client.chat.completions.with_raw_response.create(**self._params(request)),
             ("x-request-id", "x-generation-id"),
             context,
+            deadline_s=self._timeout_s,
         )
         latency_ms = (time.monotonic() - started) * 1000.0
         return _completion(parsed, request_id, latency_ms, self.model)
