@@ -274,25 +274,18 @@ def test_show_unknown_exchange_is_one_line(cli: CliRunner, source: Path) -> None
 def test_show_unknown_session_is_one_line(home: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
     env["MEMOIR_HOME"] = str(home)
-    out = subprocess.run(
-        [sys.executable, "-m", "memoir.cli", "show", "nope"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+
+    def memoir(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "memoir.cli", *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+
+    out = memoir("show", "nope")
     assert out.returncode == 1
     assert "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
     assert "no Memoir archive at MEMOIR_HOME" in out.stderr and "memoir sync" in out.stderr
     assert not (home / "memoir.db").exists()  # a mistyped home is not made by reading it
-    assert subprocess.run([sys.executable, "-m", "memoir.cli", "sync"], env=env).returncode == 0
-    out = subprocess.run(
-        [sys.executable, "-m", "memoir.cli", "show", "nope"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    assert memoir("sync").returncode == 0
+    out = memoir("show", "nope")
     assert out.returncode == 1 and out.stderr.strip().count("\n") == 0
     assert "no session 'nope'" in out.stderr
 
