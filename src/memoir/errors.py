@@ -7,7 +7,8 @@ drivers and SDKs are translated at the boundary (``raise X(...) from exc``)::
     ├── ConfigError            bad or missing setting (names the variable)
     ├── StoreError             the database refused or is unreachable
     │   ├── MigrationError     schema cannot be brought to the current version
-    │   └── ReadOnly           the home or database cannot be written (reading works)
+    │   ├── ReadOnly           the home or database cannot be written (reading works)
+    │   └── ConcurrentWrite    another process indexed the same transcript first
     ├── IngestError            a transcript cannot be read at all (single bad lines are
     │                          skipped and counted, never raised)
     ├── NotFound               a session / exchange / checkpoint id that does not exist
@@ -27,6 +28,7 @@ __all__ = [
     "BudgetExhausted",
     "Busy",
     "CompactionError",
+    "ConcurrentWrite",
     "ConfigError",
     "IngestError",
     "MemoirError",
@@ -58,6 +60,11 @@ class MigrationError(StoreError):
 class ReadOnly(StoreError):
     """The home or its database cannot be written by this process (a read-only mount, a
     backup, another user's files): reading commands work, writing ones stop with this."""
+
+
+class ConcurrentWrite(StoreError):
+    """An ingest batch was read from a transcript that another process (a replica sharing
+    the database) indexed further meanwhile: it is refused, so no event is stored twice."""
 
 
 class IngestError(MemoirError):

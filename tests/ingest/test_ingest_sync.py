@@ -536,3 +536,34 @@ def test_sources_given_as_one_string_are_one_folder(cfg: Settings, store: Store,
     _put(src, "p", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("only this").bytes())
     report = sync(cfg, store, sources=str(src))  # not "/", "t", "m", "p", … one by one
     assert (report.files_scanned, report.files_indexed, report.errors) == (1, 1, [])
+
+
+def test_two_replicas_syncing_the_same_grown_file_store_its_events_once(
+    cfg: Settings, store: Store, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = ClaudeWriter(UUID_A)
+    w.user("first question")
+    w.assistant("first answer")
+    path = _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
+    sync(cfg, store)
+    w.user("second question")
+    w.assistant("second answer")
+    path.write_bytes(w.bytes())
+    other = Settings.from_env({"MEMOIR_HOME": str(tmp_path / "replica-b")}, sources=(src,))
+    real_commit = sync_module._commit
+    raced: list[sync_module.SyncReport] = []
+    racing: list[bool] = []
+
+    def commit_after_the_other_replica(*args: object, **kwargs: object) -> None:
+        if not racing:  # replica B reads and writes the same growth while A is between
+            racing.append(True)  # its read and its write
+            raced.append(sync(other, store))
+        real_commit(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sync_module, "_commit", commit_after_the_other_replica)
+    report = sync(cfg, store)
+    assert raced[0].files_indexed == 1
+    assert (report.files_indexed, report.files_indexed_elsewhere) == (0, 1)
+    ordinals = [e.ordinal for e in store.events(UUID_A)]
+    assert ordinals == sorted(set(ordinals)) and len(ordinals) == 4  # nothing twice
+    assert [x.user_text for x in store.exchanges(UUID_A)] == ["first question", "second question"]

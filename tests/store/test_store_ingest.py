@@ -222,3 +222,25 @@ def test_concurrent_writers_and_readers(store: Store) -> None:
     assert errors == []
     assert store.stats()["sessions"] == 20
     assert len(store.search_text("zebra", SearchFilters(), 50)) == 20
+
+
+def test_a_batch_read_before_another_process_indexed_the_file_is_refused(store: Store) -> None:
+    """Two replicas sharing the database read the same grown transcript from the same
+    offset: the second to write must not append the same events again."""
+    from memoir.errors import ConcurrentWrite
+
+    first = conversation("s1", [("Explain the flux capacitor", "It needs plutonium.", None)])
+    store.apply_ingest(batch(session("s1"), first, source=source(offset=100), expected_offset=0))
+    more = conversation("s1", [("And the DeLorean?", "Stainless steel.", None)], first_ordinal=3)
+    grown = batch(session("s1"), more, source=source(offset=200), expected_offset=100)
+    store.apply_ingest(grown)  # replica A: read from 100, the row still says 100
+    before = store.stats()
+    with pytest.raises(ConcurrentWrite, match="indexed to byte 200 by another process"):
+        store.apply_ingest(dataclasses.replace(grown, source=source(offset=200)))  # replica B
+    assert store.stats() == before
+    assert [e.ordinal for e in store.events("s1")] == [1, 2, 3, 4]
+    with pytest.raises(ConcurrentWrite, match="byte 200 .* from byte 0"):  # "new" to a replica
+        store.apply_ingest(
+            batch(session("s1"), first, source=source(offset=100), expected_offset=0)
+        )
+    store.apply_ingest(batch(session("s1"), [], source=source(offset=200)))  # unchecked: None

@@ -113,8 +113,10 @@ def _table(
         ("exchanges added", report.exchanges_added),
         ("exchanges updated", report.exchanges_updated),
         ("lines skipped", report.lines_skipped),
-        ("sessions removed (no-index marker)", len(report.sessions_removed)),
+        ("sessions removed (no-index marker, purge)", len(report.sessions_removed)),
     ]
+    if report.files_indexed_elsewhere:
+        rows.insert(5, ("files indexed by another process first", report.files_indexed_elsewhere))
     for name, value in rows:
         table.add_row(name, str(value))
     if summaries is not None:

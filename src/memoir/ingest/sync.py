@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings, as_paths
-from memoir.errors import StoreError
+from memoir.errors import ConcurrentWrite, StoreError
 from memoir.ingest.archive import ArchiveCopy, in_archive, is_prefix_of, preserve, span_hashes
 from memoir.ingest.detect import Format
 from memoir.ingest.discover import Candidate, scan, source_key
@@ -56,6 +56,7 @@ class SyncReport:
     files_indexed: int = 0
     files_reset: int = 0
     files_ignored: int = 0
+    files_indexed_elsewhere: int = 0  # a replica sharing the database wrote it first
     bytes_indexed: int = 0
     events_added: int = 0
     exchanges_added: int = 0
@@ -142,6 +143,9 @@ def sync(
         name = source_key(cand.path)
         try:
             ingest_file(run, cand, states.get(name))
+        except ConcurrentWrite as exc:  # a replica sharing the database indexed it first
+            log.info("sync: %s", exc)
+            report.files_indexed_elsewhere += 1
         except OSError as exc:  # vanished or unreadable: the next sync tries again
             report.errors.append(f"{name}: {exc.strerror or exc}")
             run.ignored.add(IgnoredFile(name, cand.size, cand.mtime_ns, "unreadable"))
@@ -205,7 +209,14 @@ def ingest_file(
             if copy is not None:
                 copy.abort()
             raise
-    _commit(run, cand, plan, result, hashes, copied=copy is not None and copy.written > 0)
+    # the offset the index had when this read began: a replica sharing the database that
+    # indexed the file meanwhile makes the write refuse, rather than store events twice
+    if state is not None:
+        expected = state.offset
+    else:
+        expected = plan.start if plan.moved_from is not None else 0
+    copied = copy is not None and copy.written > 0
+    _commit(run, cand, plan, result, hashes, copied=copied, expected=expected)
 
 
 def _open_copy(plan: Plan, fd: int, cand: Candidate) -> ArchiveCopy | None:
@@ -359,6 +370,7 @@ def _commit(
     hashes: tuple[str, str],
     *,
     copied: bool,
+    expected: int | None = None,
 ) -> None:
     exchanges, grown = _exchanges(run.store, plan, result.events)
     state = dict(result.state)
@@ -387,6 +399,7 @@ def _commit(
         skipped=result.skipped,
         reset=plan.reset,
         moved_from=plan.moved_from,
+        expected_offset=expected,
     )
     run.store.apply_ingest(batch)
     if plan.rewritten:  # the summary may tell of what the file no longer holds

@@ -81,6 +81,10 @@ class IngestBatch:
     exchanges (upserted by id, their index rows rewritten). ``source`` is the new
     source state (None for API-fed sessions). ``moved_from`` is the path the transcript was
     indexed under before it moved: that source row goes, its skipped lines follow.
+    ``expected_offset`` is the source row's offset when the batch was read (0: no row
+    yet); when the stored row says otherwise — another process sharing the database
+    indexed the file meanwhile — the write raises ``ConcurrentWrite`` and changes
+    nothing (None: not checked).
     """
 
     session: Session
@@ -90,6 +94,7 @@ class IngestBatch:
     skipped: tuple[SkippedLine, ...] = ()
     reset: bool = False
     moved_from: str | None = None
+    expected_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,13 @@ from memoir.store.codec import (
     to_utc,
 )
 from memoir.store.port import IngestBatch
-from memoir.store.sql_common import delete_session_tables, move_source, pg_sql, upsert_session
+from memoir.store.sql_common import (
+    check_source_unchanged,
+    delete_session_tables,
+    move_source,
+    pg_sql,
+    upsert_session,
+)
 
 __all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
 
@@ -47,6 +53,7 @@ SKIPPED_INSERT = pg_sql(sql_common.SKIPPED_INSERT)
 
 
 def apply_batch(conn: psycopg.Connection[Any], batch: IngestBatch) -> None:
+    check_source_unchanged(conn, pg_sql, batch)
     renamed = upsert_session(conn, pg_sql, batch, SESSION_UPSERT, to_utc)
     session = batch.session
     if batch.reset:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
-from memoir.errors import MigrationError, NotFound, StoreError
+from memoir.errors import ConcurrentWrite, MigrationError, NotFound, StoreError
 from memoir.model import Event, Exchange, Session, SessionFlags
 from memoir.store import health
 from memoir.store.codec import (
@@ -45,6 +45,7 @@ __all__ = [
     "Dialect",
     "SqlStoreBase",
     "check_batch",
+    "check_source_unchanged",
     "check_version",
     "delete_session_tables",
     "indexed_sessions",
@@ -141,6 +142,25 @@ def check_batch(batch: IngestBatch) -> None:
     if others:
         raise StoreError(
             f"ingest batch for session {sid!r} holds rows of session {sorted(others)[0]!r}"
+        )
+
+
+def check_source_unchanged(conn: Connection, dialect: Dialect, batch: IngestBatch) -> None:
+    """Refuse a batch whose source another process indexed since it was read (see
+    ``IngestBatch.expected_offset``). On PostgreSQL the row is locked for the rest of the
+    transaction (``FOR UPDATE``), so two replicas writing the same file take turns and the
+    second sees the first's offset; SQLite's ``BEGIN IMMEDIATE`` already serializes."""
+    if batch.source is None or batch.expected_offset is None:
+        return
+    path = batch.moved_from or batch.source.path
+    lock = " FOR UPDATE" if dialect is pg_sql else ""
+    row = conn.execute(dialect(f'SELECT "offset" FROM sources WHERE path = ?{lock}'), (path,))
+    found = row.fetchone()
+    stored = int(found[0]) if found else 0
+    if stored != batch.expected_offset:
+        raise ConcurrentWrite(
+            f"{path} was indexed to byte {stored:,} by another process while this one "
+            f"read it from byte {batch.expected_offset:,}; its batch is dropped"
         )
 
 

@@ -30,6 +30,7 @@ from memoir.store.sql_common import (
     SESSION_UPSERT_HEAD,
     SKIPPED_INSERT,
     SOURCE_UPSERT,
+    check_source_unchanged,
     delete_session_tables,
     move_source,
     sqlite_sql,
@@ -62,6 +63,7 @@ WHERE pk = ?
 
 
 def apply_batch(conn: sqlite3.Connection, batch: IngestBatch) -> None:
+    check_source_unchanged(conn, sqlite_sql, batch)
     renamed = upsert_session(conn, sqlite_sql, batch, SESSION_UPSERT, to_iso)
     session = batch.session
     if batch.reset:
