@@ -98,6 +98,9 @@ class Memoir:
                 raise ConfigError(
                     f"{name} must be a whole number of at least {least}, not {value!r}"
                 )
+        from memoir.store import ensure_writable
+
+        ensure_writable(self.store, "memoir embed")  # before the model runs on a batch
         embedder = self.embedder()
         if embedder is None:
             if self.settings.embedder == "none":

@@ -50,6 +50,7 @@ class FakeStore:
     """put_checkpoint / checkpoints / record_trace / traces / get_session, in memory."""
 
     backend = "fake"
+    read_only = False
 
     def __init__(self, flags: SessionFlags | None = None) -> None:
         self.rows: list[CheckpointRow] = []

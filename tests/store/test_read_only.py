@@ -262,3 +262,44 @@ def test_postgres_read_only_connection_behind_the_schema_is_refused(pg_database:
         assert fresh.schema_version() > 7
     finally:
         fresh.close()
+
+
+@pytest.mark.postgres
+def test_postgres_read_only_refuses_writing_jobs_up_front(
+    pg_database: str, tmp_path: Path, claude_fixtures: Path
+) -> None:
+    """On a standby or a read-only role, nothing is copied to the archive, no model is
+    called and no file is written before the refusal (an advisory lock alone would work)."""
+    from memoir.app import Memoir
+    from memoir.config import Settings
+    from memoir.ingest.sync import sync
+    from memoir.llm.scripted import ScriptedModel
+    from memoir.store.postgres_store import PostgresStore
+    from memoir.summaries.summary_pass import run_summary_pass
+
+    writer = PostgresStore(pg_database)
+    assert not writer.read_only
+    writer.close()
+    projects = tmp_path / "projects" / "-home-ann-app"
+    projects.mkdir(parents=True)
+    for f in claude_fixtures.glob("*.jsonl"):
+        shutil.copy(f, projects / f.name)
+    env = {
+        "MEMOIR_HOME": str(tmp_path / "home"),
+        "MEMOIR_DATABASE_URL": _read_only_url(pg_database),
+    }
+    settings = Settings.from_env(env, sources=(projects.parent,), embedder="hash")
+    settings.ensure_home()
+    with Memoir.open(settings) as memoir:
+        assert memoir.store.read_only
+        with pytest.raises(ReadOnly, match="memoir sync needs to write"):
+            sync(settings, memoir.store)
+        assert not (tmp_path / "home" / "archive").exists()
+        model = ScriptedModel(default="A summary.")
+        with pytest.raises(ReadOnly, match="the summary pass needs to write"):
+            run_summary_pass(memoir, limit=10, model=model)
+        assert model.calls == 0
+        with pytest.raises(ReadOnly, match="memoir embed needs to write"):
+            memoir.embed_pending()
+        with pytest.raises(ReadOnly), memoir.store.claim("summary:s1", "busy"):
+            pass

@@ -29,6 +29,7 @@ class FakeStore:
     """Sessions, events and summary rows in memory (the parts summaries use)."""
 
     backend: str = "fake"
+    read_only: bool = False
     sessions: dict[str, Session] = field(default_factory=dict)
     event_log: dict[str, list[Event]] = field(default_factory=dict)
     rows: dict[str, SummaryRow] = field(default_factory=dict)

@@ -192,6 +192,9 @@ def summarize_session(
     caller that holds it already, the summary pass). Raises Busy when another process
     holds it, NotFound, SummaryError and its subclasses (OversizedHistory only in ``full``
     mode)."""
+    from memoir.store import ensure_writable
+
+    ensure_writable(memoir.store, "memoir summarize")  # before any model call
     held = memoir.store.claim(*summary_claim(session_id)) if claim else nullcontext()
     with held:
         return _summarize(memoir, session_id, mode, use_cache, progress, job_id, summarizer)

@@ -39,6 +39,7 @@ from memoir.ingest.lines import LineReader
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
+from memoir.store import ensure_writable
 from memoir.store.port import IngestBatch, SessionInfo, SourceState, Store
 
 __all__ = ["NO_INDEX_MARKER", "SyncProgress", "SyncReport", "ignored_path", "index_file", "sync"]
@@ -112,6 +113,7 @@ def sync(
 ) -> SyncReport:
     """Archive and index what changed under ``sources`` (default ``settings.sources``);
     with ``purge_excluded``, first remove the stored conversations of excluded projects."""
+    ensure_writable(store, "memoir sync")  # before any archive copy is written
     began = time.perf_counter()
     run, states = _new_run(settings, store)
     report = run.report

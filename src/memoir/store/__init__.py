@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, ReadOnly
 from memoir.store.port import (
     CheckpointRow,
     IngestBatch,
@@ -38,6 +38,7 @@ __all__ = [
     "SummaryRow",
     "TextHit",
     "TraceRow",
+    "ensure_writable",
     "is_postgres_url",
     "open_store",
     "sqlite_file",
@@ -48,6 +49,17 @@ _PG_SCHEMES = ("postgresql://", "postgres://")
 
 def is_postgres_url(url: str | None) -> bool:
     return url is not None and url.strip().lower().startswith(_PG_SCHEMES)
+
+
+def ensure_writable(store: Store, doing: str) -> None:
+    """Refuse ``doing`` up front on a store this process can only read, before any model
+    call, archive copy or file write it would make first."""
+    if store.read_only:
+        where = "PostgreSQL database" if store.backend == "postgres" else "SQLite database"
+        raise ReadOnly(
+            f"{doing} needs to write, and this {where} is read-only here (a standby, a "
+            "read-only role or mount): search, show and stats work"
+        )
 
 
 def sqlite_file(settings: Settings) -> Path | None:

@@ -219,6 +219,12 @@ class Store(Protocol):
     # where derived files may be cached beside the database (None: nowhere)
     cache_dir: Path | None
 
+    @property
+    def read_only(self) -> bool:
+        """This process can only read the store (a read-only mount or file; a standby or
+        a read-only role on PostgreSQL): what writes refuses up front (``ReadOnly``)."""
+        ...
+
     # lifecycle
     def close(self) -> None: ...
     def schema_version(self) -> int: ...

@@ -121,6 +121,10 @@ class PostgresStore(SqlStoreBase):
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 migrate(conn, target_version)
+                row = conn.execute(
+                    "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool"
+                ).fetchone()
+                self._read_only = bool(row and row[0])
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot open PostgreSQL at {self._masked}: {_first_line(exc)}"
@@ -143,6 +147,12 @@ class PostgresStore(SqlStoreBase):
             raise StoreError(
                 f"cannot open PostgreSQL at {self._masked}: {_first_line(exc)}"
             ) from exc
+
+    @property
+    def read_only(self) -> bool:
+        """A standby (in recovery) or a role whose transactions are read-only, as seen when
+        the store was opened."""
+        return self._read_only
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         """The pool's check of a connection it hands out. One dead connection means the
@@ -191,6 +201,8 @@ class PostgresStore(SqlStoreBase):
 
     @contextmanager
     def claim(self, name: str, busy: str) -> Iterator[None]:
+        if self._read_only:  # an advisory lock works on a standby; the job's writes won't
+            raise ReadOnly(f"{name.split(':')[0]} needs to write, and this database is read-only")
         key = claim_key(name)
         try:
             with self._pool.connection() as conn:  # held: the lock lives with it

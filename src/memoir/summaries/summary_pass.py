@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memoir.errors import Busy, MemoirError
 from memoir.llm.errors import AuthError, RateLimited
 from memoir.llm.port import Model
+from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim
 from memoir.summaries.coverage import coverage_after
 from memoir.summaries.long_path import session_long_path
@@ -101,6 +102,7 @@ def run_summary_pass(
     progress: Callable[[int, int], None] | None = None,
 ) -> SummaryPassReport:
     """Scan, decide, gate, order, limit, summarize. Returns what happened."""
+    ensure_writable(memoir.store, "the summary pass")  # before any model call
     now = int(time.time() * 1000) if now_ms is None else now_ms
 
     def clock() -> int:  # a failure is stamped when it happens, not when the pass began
