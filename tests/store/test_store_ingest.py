@@ -239,7 +239,7 @@ def test_a_batch_read_before_another_process_indexed_the_file_is_refused(store: 
         store.apply_ingest(dataclasses.replace(grown, source=source(offset=200)))  # replica B
     assert store.stats() == before
     assert [e.ordinal for e in store.events("s1")] == [1, 2, 3, 4]
-    with pytest.raises(ConcurrentWrite, match="byte 200 .* from byte 0"):  # "new" to a replica
+    with pytest.raises(ConcurrentWrite, match=r"byte 200 .* from byte 0"):  # "new" to a replica
         store.apply_ingest(
             batch(session("s1"), first, source=source(offset=100), expected_offset=0)
         )
