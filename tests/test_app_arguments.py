@@ -42,3 +42,16 @@ def test_episode_settings_are_config_errors() -> None:
 def test_a_home_that_is_not_a_path_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="home must be a path"):
         Memoir.at(None)  # type: ignore[arg-type]
+
+
+def test_embed_is_one_at_a_time_per_database_not_only_per_home(tmp_path: Path) -> None:
+    from memoir.errors import Busy
+
+    shared = f"sqlite:///{tmp_path / 'shared.db'}"
+    with (
+        Memoir.at(tmp_path / "a", embedder="hash", database_url=shared) as a,
+        Memoir.at(tmp_path / "b", embedder="hash", database_url=shared) as b,
+    ):
+        with a.store.claim("embed", "a"), pytest.raises(Busy, match="another memoir embed"):
+            b.embed_pending()
+        assert b.embed_pending().complete

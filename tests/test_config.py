@@ -129,6 +129,15 @@ def test_describe_masks_secrets() -> None:
         ("postgresql://u:p@ss@host/db", "postgresql://u:***@host/db"),
         ("postgresql://127.0.0.1/db", "postgresql://127.0.0.1/db"),
         ("memoir.db", "memoir.db"),
+        (
+            "postgresql://nobody@127.0.0.1/big?password=hunter2",  # libpq's other form
+            "postgresql://nobody@127.0.0.1/big?password=***",
+        ),
+        (
+            "postgresql://h/db?sslmode=require&PASSWORD=x&application_name=m",
+            "postgresql://h/db?sslmode=require&PASSWORD=***&application_name=m",
+        ),
+        ("postgresql://h/db?passwordless=1", "postgresql://h/db?passwordless=1"),
     ],
 )
 def test_mask_url_hides_a_password_and_invents_none(url: str, shown: str) -> None:

@@ -108,7 +108,9 @@ class Memoir:
             raise EmbeddingsUnavailable(
                 "semantic search needs the embeddings extra: pip install 'memoir[embeddings]'"
             )
-        with embed_lock(self.settings.home):
+        busy = "another memoir embed is running"
+        # the home's lock, and the store's: homes sharing a database embed its backlog once
+        with embed_lock(self.settings.home), self.store.claim("embed", busy):
             result = embed_backlog(
                 self.store,
                 embedder,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -354,10 +355,14 @@ def _warn_once(message: str) -> None:
 
 
 def mask_url(url: str) -> str:
-    """``url`` with its password (if it has one) shown as ``***``."""
+    """``url`` with its password shown as ``***``: the one before ``@`` and a
+    ``password=`` in the query string (libpq takes both)."""
     if "@" in url and "://" in url:
         scheme, rest = url.split("://", 1)
         creds, host = rest.rsplit("@", 1)
         if ":" in creds:
-            return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return url
+            url = f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return _QUERY_PASSWORD.sub(r"\1***", url)
+
+
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)

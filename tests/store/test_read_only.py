@@ -303,3 +303,15 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
             memoir.embed_pending()
         with pytest.raises(ReadOnly), memoir.store.claim("summary:s1", "busy"):
             pass
+
+
+@pytest.mark.postgres
+def test_postgres_closed_store_says_so_as_sqlite_does(pg_database: str) -> None:
+    from memoir.store.postgres_store import PostgresStore
+
+    store = PostgresStore(pg_database)
+    store.close()
+    with pytest.raises(StoreError, match=r"^the store is closed$"):
+        store.search_text("parser", SearchFilters(), 5)
+    with pytest.raises(StoreError, match=r"^the store is closed$"), store.claim("embed", "busy"):
+        pass

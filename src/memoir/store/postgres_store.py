@@ -118,6 +118,7 @@ class PostgresStore(SqlStoreBase):
         self, url: str, *, target_version: int | None = None, max_connections: int = 8
     ) -> None:
         self._masked = mask_url(url)
+        self._closed = False
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 migrate(conn, target_version)
@@ -170,6 +171,8 @@ class PostgresStore(SqlStoreBase):
     # connections and transactions ---------------------------------------------------------
     @contextmanager
     def _conn(self, *, write: bool) -> Iterator[psycopg.Connection[Any]]:
+        if self._closed:
+            raise StoreError("the store is closed")
         try:
             with self._pool.connection() as conn:
                 if write:
@@ -201,6 +204,8 @@ class PostgresStore(SqlStoreBase):
 
     @contextmanager
     def claim(self, name: str, busy: str) -> Iterator[None]:
+        if self._closed:
+            raise StoreError("the store is closed")
         if self._read_only:  # an advisory lock works on a standby; the job's writes won't
             raise ReadOnly(f"{name.split(':')[0]} needs to write, and this database is read-only")
         key = claim_key(name)
@@ -218,6 +223,9 @@ class PostgresStore(SqlStoreBase):
             raise StoreError(f"postgres: {_first_line(exc)}") from exc
 
     def close(self) -> None:
+        """Refuse new calls (``the store is closed``, as on SQLite), then close the pool;
+        a call already holding a connection finishes with it."""
+        self._closed = True
         self._pool.close()
 
     def schema_version(self) -> int:
