@@ -111,3 +111,12 @@ def test_a_reader_that_went_away_ends_the_output_quietly(home: Path, args: list[
     err = proc.stderr.read().decode()
     proc.stderr.close()
     assert (proc.wait(timeout=60), err) == (141, "")  # SIGPIPE's status, as ls or git give
+
+
+def test_show_in_context_draws_short_rules_into_a_pipe(home: Path, claude_fixtures: Path) -> None:
+    synced = run(["sync", "--source", str(claude_fixtures), "--no-summaries"], home)
+    assert synced.returncode == 0, synced.stderr
+    out = run(["show", "67a8478e-78dc-44ab-82ea-f65c8ead85f6:1"], home)
+    assert out.returncode == 0, out.stderr
+    rules = [line for line in out.stdout.splitlines() if line.startswith("────")]
+    assert len(rules) == 2 and max(len(line) for line in rules) <= 120

@@ -73,12 +73,12 @@ def show(
         for event in events:
             if hit is not None and event.ordinal == hit.first_ordinal:
                 pending = _flush(pending)
-                console.rule(f"exchange {escape(hit.id)}", style="yellow")
+                _rule(f"exchange {escape(hit.id)}")
             if meta or event.kind not in hidden:
                 _event_text(event, full, pending)
             if hit is not None and event.ordinal == hit.last_ordinal and event is not events[-1]:
                 pending = _flush(pending)
-                console.rule(style="yellow")
+                _rule("")
         _flush(pending)
 
 
@@ -152,3 +152,12 @@ def _event_text(e: Event, full: bool, out: Text) -> None:
     out.append(printable(label), style=style)
     out.append(f" #{e.ordinal} {when}\n", style="dim")
     out.append(printable(text) + "\n\n")
+
+
+def _rule(title: str) -> None:
+    """A line around the exchange asked for: the terminal's width, or 80 columns when the
+    output goes to a pipe or a file (where the console does not wrap at all)."""
+    if console.width > 200:
+        console.print(f"──── {title} ────" if title else "─" * 80, style="yellow")
+    else:
+        console.rule(title, style="yellow")
