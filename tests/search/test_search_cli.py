@@ -101,6 +101,8 @@ def test_hostile_queries_through_the_cli(
         ("", "nothing to search for: the query has no words"),
         ("  !!! ", "nothing to search for: the query has no words"),
         ("zebra-unicorn-xyzzy", "no matches for 'zebra-unicorn-xyzzy'"),
+        ("zebraxyzzy\\", "no matches for 'zebraxyzzy\\'"),  # one backslash, as typed
+        ("[bold]zebraxyzzy", "no matches for '[bold]zebraxyzzy'"),  # not read as markup
     ],
 )
 def test_an_empty_query_is_told_apart_from_no_matches(

@@ -144,7 +144,7 @@ def _print_hits(query: str, hits: list[SearchHit]) -> None:
         return
     if not hits:
         shown = query if len(query) <= 80 else query[:79] + "…"
-        console.print(f"no matches for {escape(printable(repr(shown)))}")
+        console.print(escape(f"no matches for '{printable(shown)}'"))
         return
     for number, hit in enumerate(hits, start=1):
         when = hit.timestamp.strftime("%Y-%m-%d %H:%M") if hit.timestamp else "(no date)"
