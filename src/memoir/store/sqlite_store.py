@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,14 +78,6 @@ def _close_quietly(conn: sqlite3.Connection) -> None:
         conn.close()
     except sqlite3.Error:
         pass
-
-
-@contextmanager
-def _closing(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    try:
-        yield conn
-    finally:
-        conn.close()
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -201,7 +193,7 @@ class SQLiteStore(SqlStoreBase):
         version, failure = None, ""
         for uri in tries:
             try:
-                with _closing(_connect(uri, uri=True)) as conn:
+                with closing(_connect(uri, uri=True)) as conn:
                     version = _version(conn)
                 self._read_only_uri = uri
                 break
