@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from memoir.config import Settings
+from memoir.config import Settings, whole_number
 from memoir.errors import ConfigError
 from memoir.store import Store, open_store
 
@@ -91,13 +91,10 @@ class Memoir:
         from memoir.search.embedder import EmbeddingsUnavailable
         from memoir.search.vectors import prepare_files
 
-        for name, value, least in (("batch", batch, 1), ("max_items", max_items, 0)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < least
-            ):
-                raise ConfigError(
-                    f"{name} must be a whole number of at least {least}, not {value!r}"
-                )
+        if batch is not None:
+            whole_number("batch", batch, 1)
+        if max_items is not None:
+            whole_number("max_items", max_items, 0)
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "memoir embed")  # before the model runs on a batch
@@ -172,8 +169,7 @@ class Memoir:
         from memoir.summaries.summary_pass import run_summary_pass
 
         limit = self.settings.summary_limit if limit is None else limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ConfigError(f"limit must be a whole number of 0 or more, not {limit!r}")
+        whole_number("limit", limit, 0)
         return run_summary_pass(self, limit=limit)
 
     def verify(self, *, repair: bool = False) -> VerifyReport:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from memoir.errors import ConfigError
 
-__all__ = ["MS_PER_HOUR", "Settings", "as_paths", "hours_to_ms", "mask_url"]
+__all__ = ["MS_PER_HOUR", "Settings", "as_paths", "hours_to_ms", "mask_url", "whole_number"]
 
 log = logging.getLogger(__name__)
 
@@ -95,12 +95,7 @@ class Settings:
                 f"summary_store must be 'files' or 'database', not {self.summary_store!r}"
             )
         for name in _WHOLE_NUMBERS:
-            value = getattr(self, name)
-            least = 0 if name == "summary_limit" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ConfigError(
-                    f"{name} must be a whole number of at least {least}, not {value!r}"
-                )
+            whole_number(name, getattr(self, name), 0 if name == "summary_limit" else 1)
         for name in _NUMBERS:
             value = getattr(self, name)
             if (
@@ -290,6 +285,14 @@ _WHOLE_NUMBERS = (
     "episode_max_full_tokens",
 )
 _NUMBERS = ("llm_timeout_s", "summary_quiescence_hours", "summary_error_retry_hours")
+
+
+def whole_number(name: str, value: object, least: int) -> int:
+    """``value`` when it is an int (not a bool) of at least ``least``, else a
+    ``ConfigError`` naming ``name``: the one check for counts given in code."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{name} must be a whole number of at least {least}, not {value!r}")
+    return value
 
 
 def as_paths(value: object, name: str = "sources") -> tuple[Path, ...]:
