@@ -183,3 +183,13 @@ def test_odd_usage_is_read_as_zero_not_crashed_on(wire: WireServer, usage: objec
     completion = _model(wire).complete(_request())
     assert completion.text == "the answer"
     assert (completion.usage.input_tokens, completion.usage.output_tokens) == (0, 0)
+
+
+def test_a_trickled_answer_is_cut_at_the_timeout(wire: WireServer) -> None:
+    import time
+
+    wire.queue(Reply(200, anthropic_message("slow " * 40), trickle_s=0.05))
+    started = time.monotonic()
+    with pytest.raises(Transient, match="timed out"):
+        _model(wire, timeout_s=0.5).complete(_request())
+    assert time.monotonic() - started < 2.0

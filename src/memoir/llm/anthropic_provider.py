@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 from anthropic.types import Message
 
+from memoir.llm.deadline import deadline_client
 from memoir.llm.errors import BadResponse
 from memoir.llm.mapping import (
     completion_or_error,
@@ -43,10 +44,13 @@ class AnthropicModel:
         client: anthropic.Anthropic | None = None,
     ) -> None:
         self.model = model
-        self._timeout_s = timeout_s
         self.name = f"{PROVIDER}:{model}"
         self._client = client or anthropic.Anthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=deadline_client(anthropic, timeout_s),  # bounds the whole call
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
@@ -82,7 +86,6 @@ class AnthropicModel:
             lambda: self._client.messages.with_raw_response.create(**self._params(request)),
             ("request-id",),
             context,
-            deadline_s=self._timeout_s,
         )
         latency_ms = (time.monotonic() - started) * 1000.0
         return _completion(parsed, request_id, latency_ms, self.model)

@@ -16,6 +16,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletion
 
+from memoir.llm.deadline import deadline_client
 from memoir.llm.errors import (
     BadResponse,
     EmptyResponse,
@@ -52,11 +53,14 @@ class OpenAIModel:
         client: openai.OpenAI | None = None,
     ) -> None:
         self.model = model
-        self._timeout_s = timeout_s
         self.name = f"{PROVIDER}:{model}"
         self.base_url = base_url
         self._client = client or openai.OpenAI(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=deadline_client(openai, timeout_s),  # bounds the whole call
         )
         # Official OpenAI reasoning models reject ``max_tokens``; switch once, remember.
         self._budget_param = "max_tokens"
@@ -104,7 +108,6 @@ class OpenAIModel:
             lambda: self._client.chat.completions.with_raw_response.create(**self._params(request)),
             ("x-request-id", "x-generation-id"),
             context,
-            deadline_s=self._timeout_s,
         )
         latency_ms = (time.monotonic() - started) * 1000.0
         return _completion(parsed, request_id, latency_ms, self.model)

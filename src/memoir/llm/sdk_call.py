@@ -4,16 +4,11 @@ The official OpenAI and Anthropic SDKs share one exception layout (``APIStatusEr
 ``APITimeoutError``, ``APIConnectionError``, ``APIResponseValidationError`` and a base
 error), so both providers translate through this one function.
 
-The SDKs' timeout bounds each phase of a request (connect, each read), not the whole of
-it: a server that trickles its answer a byte at a time (or a proxy sending keep-alive
-whitespace) can hold a call for as long as it likes. ``deadline_s`` bounds the whole call:
-the request runs in a daemon thread, abandoned (it ends on its own) when the deadline
-passes, and the caller gets a ``Transient``.
+The whole call is bounded by the client's transport (:mod:`memoir.llm.deadline`).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -30,7 +25,6 @@ def call_sdk(
     create: Callable[[], Any],
     request_id_headers: tuple[str, ...],
     context: Mapping[str, Any],
-    deadline_s: float | None = None,
 ) -> tuple[Any, str | None]:
     """Run ``create`` (a ``with_raw_response.create`` call) and parse its answer.
 
@@ -38,7 +32,7 @@ def call_sdk(
     ``anthropic.AnthropicError``). Returns (parsed response, provider request id); raises a
     ModelError subclass."""
     try:
-        raw = _within(create, deadline_s, context)
+        raw = create()
         request_id = next((v for h in request_id_headers if (v := raw.headers.get(h))), None)
         return raw.parse(), request_id
     except sdk.APIStatusError as exc:
@@ -59,33 +53,6 @@ def call_sdk(
         raise BadResponse(f"unparseable response: {exc}", **context) from exc
     except base_error as exc:
         raise ModelError(f"{type(exc).__name__}: {exc}", **context) from exc
-
-
-def _within(create: Callable[[], Any], deadline_s: float | None, context: Mapping[str, Any]) -> Any:
-    """``create()``, or ``Transient`` when it has not returned within ``deadline_s``."""
-    if deadline_s is None or deadline_s <= 0:
-        return create()
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box["value"] = create()
-        except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="memoir-model-call", daemon=True).start()
-    # a little past the SDK's own timeout, so that a server that says nothing at all is
-    # reported by it (naming the URL); this catches the one that keeps talking too slowly
-    if not done.wait(deadline_s + max(1.0, deadline_s / 10)):
-        raise Transient(
-            f"no complete answer within {deadline_s:g} s (MEMOIR_LLM_TIMEOUT_S)", **context
-        )
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _where(exc: BaseException) -> str:
