@@ -567,3 +567,27 @@ def test_two_replicas_syncing_the_same_grown_file_store_its_events_once(
     ordinals = [e.ordinal for e in store.events(UUID_A)]
     assert ordinals == sorted(set(ordinals)) and len(ordinals) == 4  # nothing twice
     assert [x.user_text for x in store.exchanges(UUID_A)] == ["first question", "second question"]
+
+
+def test_a_moved_json_list_is_read_on_under_its_new_path(
+    cfg: Settings, store: Store, src: Path
+) -> None:
+    import json
+
+    messages = [{"role": "user", "content": "q listword"}, {"role": "assistant", "content": "a"}]
+    old = src / "a" / "team.json"
+    old.parent.mkdir()
+    old.write_text(json.dumps(messages))
+    sync(cfg, store)
+    new = src / "b" / "team.json"
+    new.parent.mkdir()
+    old.rename(new)
+    moved = sync(cfg, store)
+    assert (moved.files_indexed, moved.files_indexed_elsewhere, moved.errors) == (1, 0, [])
+    messages += [{"role": "user", "content": "q after the move"}]
+    new.write_text(json.dumps(messages))
+    grown = sync(cfg, store)
+    assert (grown.files_indexed, grown.files_indexed_elsewhere) == (1, 0)
+    assert list(store.source_states()) == [str(new)]
+    sid = store.source_states()[str(new)].session_id
+    assert [e.text for e in store.events(sid)] == ["q listword", "a", "q after the move"]

@@ -49,6 +49,7 @@ class Plan:
     state: dict[str, Any] = field(default_factory=dict)
     rewritten: bool = False  # the index had this file, but its indexed bytes changed
     moved_from: str | None = None  # the path the index knew this transcript by before
+    indexed: int = 0  # the index's offset for this transcript when it was planned
 
     @property
     def harness(self) -> Harness:
@@ -146,9 +147,29 @@ def plan_file(
             else archive_path(archive_dir, identity.project, identity.session_id)
         )
         if fmt is Format.GENERIC_LIST:  # re-parsed whole; its known messages are passed over
-            return Plan(path, fmt, identity, target, 0, state.line_count, state.offset, False, ps)
+            return Plan(
+                path,
+                fmt,
+                identity,
+                target,
+                0,
+                state.line_count,
+                state.offset,
+                False,
+                ps,
+                indexed=state.offset,
+            )
         return Plan(
-            path, fmt, identity, target, state.offset, state.line_count, state.size, False, ps
+            path,
+            fmt,
+            identity,
+            target,
+            state.offset,
+            state.line_count,
+            state.size,
+            False,
+            ps,
+            indexed=state.offset,
         )
     head = os.pread(fd, HEAD_BYTES, 0)
     if not head.strip():
@@ -181,4 +202,16 @@ def plan_file(
         "project": identity.project,
         "subagent": identity.subagent,
     }
-    return Plan(path, fmt, identity, target, 0, 0, None, True, fresh, rewritten=state is not None)
+    return Plan(
+        path,
+        fmt,
+        identity,
+        target,
+        0,
+        0,
+        None,
+        True,
+        fresh,
+        rewritten=state is not None,
+        indexed=state.offset if state is not None else 0,
+    )

@@ -211,14 +211,11 @@ def ingest_file(
             if copy is not None:
                 copy.abort()
             raise
-    # the offset the index had when this read began: a replica sharing the database that
-    # indexed the file meanwhile makes the write refuse, rather than store events twice
-    if state is not None:
-        expected = state.offset
-    else:
-        expected = plan.start if plan.moved_from is not None else 0
+    # plan.indexed: the offset the index had when this file was planned; a replica sharing
+    # the database that indexed it meanwhile makes the write refuse, rather than store
+    # events twice
     copied = copy is not None and copy.written > 0
-    _commit(run, cand, plan, result, hashes, copied=copied, expected=expected)
+    _commit(run, cand, plan, result, hashes, copied=copied, expected=plan.indexed)
 
 
 def _open_copy(plan: Plan, fd: int, cand: Candidate) -> ArchiveCopy | None:
