@@ -376,6 +376,7 @@ def test_verify_waits_for_a_running_sync(cli: CliRunner, home: Path) -> None:
     orphan archive: verify says a sync is running instead of raising false alarms."""
     from memoir.errors import Busy
 
+    assert cli.invoke(app, ["sync", "--no-summaries"]).exit_code == 0  # an (empty) archive
     with sync_lock(home):
         repair = cli.invoke(app, ["verify", "--repair"])
         plain = cli.invoke(app, ["verify"])
@@ -554,3 +555,17 @@ def test_a_summary_limit_of_zero_needs_no_model_key(
     report = json.loads(result.stdout)
     assert report["files_indexed"] == 3
     assert (report["summaries"]["model_calls"], report["summaries"]["deferred"]) == (0, 3)
+
+
+def test_verify_on_a_home_with_no_archive_says_so_and_makes_none(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    env["MEMOIR_HOME"] = str(tmp_path / "typo")
+    out = subprocess.run(
+        [sys.executable, "-m", "memoir.cli", "verify"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 1 and "no Memoir archive at MEMOIR_HOME" in out.stderr
+    assert not (tmp_path / "typo").exists()

@@ -36,6 +36,7 @@ __all__ = [
     "open_memoir",
     "print_json",
     "printable",
+    "require_archive",
     "resolve_session",
     "state",
 ]
@@ -139,19 +140,27 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
     command that only reads or works on what a sync stored fails with ``NotFound`` when
     there is no SQLite archive yet (a mistyped MEMOIR_HOME), instead of creating one."""
     from memoir.app import Memoir
-    from memoir.errors import NotFound
-    from memoir.store import sqlite_file
 
     settings = Settings.from_env(**overrides)
-    path = sqlite_file(settings)
-    if existing and path is not None and not path.exists():
-        where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
-        raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
+    if existing:
+        require_archive(settings)
     memoir = Memoir.open(settings)
     try:
         yield memoir
     finally:
         memoir.close()
+
+
+def require_archive(settings: Settings) -> None:
+    """``NotFound`` when the settings name an SQLite archive that does not exist yet (a
+    mistyped MEMOIR_HOME): a command that only reads must not create an empty one."""
+    from memoir.errors import NotFound
+    from memoir.store import sqlite_file
+
+    path = sqlite_file(settings)
+    if path is not None and not path.exists():
+        where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
+        raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
 
 
 def _discover() -> None:

@@ -28,7 +28,15 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json, state
+from memoir.cli.app import (
+    app,
+    console,
+    err_console,
+    open_memoir,
+    print_json,
+    require_archive,
+    state,
+)
 from memoir.config import Settings
 from memoir.errors import Busy, ConfigError, MemoirError
 from memoir.ingest.lock import sync_lock, sync_lock_to_read
@@ -327,6 +335,8 @@ def verify(
 ) -> None:
     """Check the index against the archive; exit 1 when something is wrong."""
     settings = Settings.from_env()
+    if not repair:  # --repair rebuilds a lost database; a plain check makes none
+        require_archive(settings)
     settings.ensure_home()
     try:  # a sync half-way through a file would read as problems that are not there
         lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
