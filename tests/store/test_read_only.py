@@ -315,3 +315,29 @@ def test_postgres_closed_store_says_so_as_sqlite_does(pg_database: str) -> None:
         store.search_text("parser", SearchFilters(), 5)
     with pytest.raises(StoreError, match=r"^the store is closed$"), store.claim("embed", "busy"):
         pass
+
+
+def test_a_read_only_view_follows_its_owner_writing_on(
+    tmp_path: Path, read_only_view: View
+) -> None:
+    """Another user's home, read through a read-only view while its owner syncs: each call
+    sees the database as it is now — through the owner's write-ahead log while one holds
+    writes — never a stale or torn copy."""
+    folder = tmp_path / "owned"
+    owner = SQLiteStore(folder / "memoir.db")
+    ingest(owner, "s1", [("where is the parser", "in lines.py", None)])
+    owner.close()
+    reader = SQLiteStore(read_only_view(folder) / "memoir.db")
+    owner = SQLiteStore(folder / "memoir.db")
+    try:
+        assert reader.read_only and reader.stats()["exchanges"] == 1
+        for i in range(2, 40):  # the owner writes on, its WAL still open
+            ingest(owner, f"s{i}", [(f"parser note {i}", "ok", None)])
+        assert reader.stats()["exchanges"] == 39  # read through the owner's WAL
+        owner.close()  # checkpointed and the WAL removed: read as immutable again
+        assert reader.stats()["exchanges"] == 39
+        hits = reader.search_text("parser", SearchFilters(), 50)
+        assert len(hits) == 39
+    finally:
+        owner.close()
+        reader.close()

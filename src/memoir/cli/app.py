@@ -152,13 +152,15 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
 
 
 def require_archive(settings: Settings) -> None:
-    """``NotFound`` when the settings name an SQLite archive that does not exist yet (a
-    mistyped MEMOIR_HOME): a command that only reads must not create an empty one."""
+    """``NotFound`` when the settings name an SQLite database that does not exist, in a
+    home with no archive folder either (a mistyped MEMOIR_HOME): a command that only reads
+    must not create an empty one. (A home whose first sync stopped before its database was
+    written still has its archive copies: verify reports them.)"""
     from memoir.errors import NotFound
     from memoir.store import sqlite_file
 
     path = sqlite_file(settings)
-    if path is not None and not path.exists():
+    if path is not None and not path.exists() and not settings.archive_dir.is_dir():
         where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
         raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
 

@@ -245,11 +245,37 @@ class SQLiteStore(SqlStoreBase):
         """This thread's connection, held against :meth:`close` for the block: a close
         from another thread waits for the call in flight instead of pulling the
         connection from under it."""
+        if self._read_only_uri is not None and "immutable=1" in self._read_only_uri:
+            with self._call_connection() as conn:
+                yield conn
+            return
         held = self._held()
         with held.lock:
             if held.closed:
                 raise StoreError("the store is closed")
             yield held.conn
+
+    @contextmanager
+    def _call_connection(self) -> Iterator[sqlite3.Connection]:
+        """A database opened ``immutable`` (no ``-shm`` could be made beside it) may still
+        be written by its owner: each call gets a connection of its own, opened as things
+        are now — through the owner's write-ahead log when one holds writes, else
+        immutable — so a reader never keeps a view the owner has since changed."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        base = self._read_only_uri.split("?", 1)[0] if self._read_only_uri else ""
+        wal = self.path.with_name(self.path.name + "-wal")
+        live = wal.exists() and wal.stat().st_size > 0
+        uri = f"{base}?mode=ro" if live else f"{base}?mode=ro&immutable=1"
+        try:
+            conn = _connect(uri, uri=True)
+        except sqlite3.Error as exc:
+            raise ReadOnly(
+                f"the SQLite database {self.path} is being written by its owner and cannot be "
+                f"read from here meanwhile ({exc}); try again when it is done"
+            ) from exc
+        with closing(conn):
+            yield conn
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -279,6 +305,11 @@ class SQLiteStore(SqlStoreBase):
             try:
                 yield conn
             except sqlite3.Error as exc:
+                if self._read_only_uri is not None and "malformed" in str(exc):
+                    raise ReadOnly(  # its owner checkpointed under an immutable read
+                        f"the SQLite database {self.path} changed while it was read; run "
+                        "the command again"
+                    ) from exc
                 raise StoreError(f"sqlite: {exc}") from exc
 
     @contextmanager
