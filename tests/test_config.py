@@ -220,6 +220,7 @@ def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.Mo
         ({"llm_retry_budget": True}, "llm_retry_budget must be a whole number"),
         ({"summary_quiescence_hours": -1.0}, "summary_quiescence_hours must be a number"),
         ({"compact_threshold_ratio": 5}, r"compact_threshold_ratio must be in \(0, 1\]"),
+        ({"compact_threshold_ratio": "0.5"}, r"compact_threshold_ratio must be in \(0, 1\]"),
         ({"exclude_projects": "secret"}, "exclude_projects must be a tuple of project names"),
     ],
 )

@@ -105,7 +105,7 @@ class Settings:
             ):
                 raise ConfigError(f"{name} must be a number of 0 or more, not {value!r}")
         ratio = self.compact_threshold_ratio
-        if not 0.0 < ratio <= 1.0:
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0:
             raise ConfigError(f"compact_threshold_ratio must be in (0, 1], not {ratio!r}")
 
     def ensure_home(self) -> Path:

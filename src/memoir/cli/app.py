@@ -58,7 +58,7 @@ class _Console(Console):
         not 1, which this CLI uses for errors."""
         self.quiet = True
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
         raise SystemExit(141)
 
 

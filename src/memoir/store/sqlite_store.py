@@ -235,9 +235,12 @@ class SQLiteStore(SqlStoreBase):
             conn = _connect(uri, uri=True) if uri is not None else _connect(self.path)
             held = _Held(conn)
             weakref.finalize(held, _close_quietly, conn)
-            self._local.held = held
             with self._lock:
+                if self._closed:  # closed while this connection was being opened
+                    _close_quietly(conn)
+                    raise StoreError("the store is closed")
                 self._all.add(held)
+            self._local.held = held
         return held
 
     @contextmanager
