@@ -120,3 +120,13 @@ def test_show_in_context_draws_short_rules_into_a_pipe(home: Path, claude_fixtur
     assert out.returncode == 0, out.stderr
     rules = [line for line in out.stdout.splitlines() if line.startswith("────")]
     assert len(rules) == 2 and max(len(line) for line in rules) <= 120
+
+
+def test_a_mistyped_database_url_is_not_created_by_a_search(home: Path, tmp_path: Path) -> None:
+    (home / "archive").mkdir(parents=True)  # a real home: its archive is there
+    typo = tmp_path / "typo.db"
+    out = run(["search", "parser"], home, MEMOIR_DATABASE_URL=f"sqlite:///{typo}")
+    assert out.returncode == 1 and f"no Memoir archive at {typo}" in out.stderr
+    assert not typo.exists()
+    lost = run(["search", "parser"], home)  # the home's own database is gone: said so too
+    assert lost.returncode == 1 and "no Memoir archive at MEMOIR_HOME" in lost.stderr

@@ -326,3 +326,26 @@ def test_a_trickled_answer_is_cut_at_the_timeout(wire: WireServer) -> None:
         _model(wire, timeout_s=0.5).complete(_request())  # each byte is well within 0.5 s
     assert time.monotonic() - started < 2.0
     assert threading.active_count() <= threads + 1  # cut in the caller: no thread left on it
+
+
+def test_a_proxy_from_the_environment_is_still_used(
+    wire: WireServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole-call limit wraps the SDK's own transports, the proxies it reads from the
+    environment included (a corporate HTTP_PROXY must keep working)."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", wire.base_url)
+    wire.queue(
+        Reply(200, openai_chat("through the proxy")),
+        Reply(200, openai_chat("x " * 80), trickle_s=0.05),
+    )
+    model = wire.track(
+        OpenAIModel(
+            "gpt-test", api_key="k", base_url="http://api.example.invalid/v1", timeout_s=0.5
+        )
+    )
+    assert model.complete(_request()).text == "through the proxy"
+    assert wire.received[0].path.startswith("http://api.example.invalid/v1/chat/completions")
+    with pytest.raises(Transient, match="timed out"):  # and the limit holds through it
+        model.complete(_request())

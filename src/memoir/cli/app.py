@@ -151,18 +151,21 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
         memoir.close()
 
 
-def require_archive(settings: Settings) -> None:
-    """``NotFound`` when the settings name an SQLite database that does not exist, in a
-    home with no archive folder either (a mistyped MEMOIR_HOME): a command that only reads
-    must not create an empty one. (A home whose first sync stopped before its database was
-    written still has its archive copies: verify reports them.)"""
+def require_archive(settings: Settings, *, archive_will_do: bool = False) -> None:
+    """``NotFound`` when the settings name an SQLite database that does not exist (a
+    mistyped MEMOIR_HOME or MEMOIR_DATABASE_URL): a command that only reads must not create
+    an empty one. ``archive_will_do``: a home's own archive folder counts too (``verify``
+    reports the copies a first sync stopped before its database was written)."""
     from memoir.errors import NotFound
     from memoir.store import sqlite_file
 
     path = sqlite_file(settings)
-    if path is not None and not path.exists() and not settings.archive_dir.is_dir():
-        where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
-        raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
+    if path is None or path.exists():
+        return
+    if archive_will_do and path == settings.sqlite_path and settings.archive_dir.is_dir():
+        return
+    where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
+    raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
 
 
 def _discover() -> None:

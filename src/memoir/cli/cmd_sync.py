@@ -336,7 +336,7 @@ def verify(
     """Check the index against the archive; exit 1 when something is wrong."""
     settings = Settings.from_env()
     if not repair:  # --repair rebuilds a lost database; a plain check makes none
-        require_archive(settings)
+        require_archive(settings, archive_will_do=True)
     settings.ensure_home()
     try:  # a sync half-way through a file would read as problems that are not there
         lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)

@@ -71,7 +71,8 @@ def sqlite_file(settings: Settings) -> Path | None:
     if url is not None and url.strip():
         url = url.strip()
         if url.lower().startswith("sqlite:///") and len(url) > len("sqlite:///"):
-            return Path(url[len("sqlite://") :]).expanduser()
+            rest = url[len("sqlite://") :]  # sqlite:////abs/x.db: one leading slash is enough
+            return Path("/" + rest.lstrip("/") if rest.startswith("//") else rest).expanduser()
         raise ConfigError(
             "MEMOIR_DATABASE_URL must start with postgresql:// or sqlite:/// (or be unset "
             f"for the SQLite file under MEMOIR_HOME), not {url.split('://', 1)[0]!r}"
