@@ -180,4 +180,3 @@ def test_request_tokens_counts_content_and_framing() -> None:
 )
 def test_encoding_for_model(model: str, encoding: str) -> None:
     assert encoding_for_model(model) == encoding
-
