@@ -180,15 +180,20 @@ class SQLiteStore(SqlStoreBase):
         """True when this process cannot write the database (it was opened read-only)."""
         return self._read_only_uri is not None
 
+    def _wal_holds_writes(self) -> bool:
+        """Does a non-empty ``-wal`` beside the database hold writes not yet folded in
+        (which an ``immutable`` read would not see)?"""
+        wal = self.path.with_name(self.path.name + "-wal")
+        return wal.exists() and wal.stat().st_size > 0
+
     def _open_read_only(self, target_version: int | None) -> str:
         """Open the database read-only (see the module docstring); its URI. Raises
         :class:`ReadOnly` when it cannot be read exactly or its schema is not current."""
         self.close()
         self._closed = False
         base = "file:" + quote(str(self.path.resolve()))
-        wal = self.path.with_name(self.path.name + "-wal")
         tries = [f"{base}?mode=ro"]
-        if not wal.exists() or wal.stat().st_size == 0:
+        if not self._wal_holds_writes():
             tries.append(f"{base}?mode=ro&immutable=1")
         version, failure = None, ""
         for uri in tries:
@@ -201,7 +206,7 @@ class SQLiteStore(SqlStoreBase):
                 failure = str(exc)
         if version is None:
             why = (
-                f"its write-ahead log {wal.name} holds writes not yet folded in"
+                f"its write-ahead log {self.path.name}-wal holds writes not yet folded in"
                 if len(tries) == 1
                 else failure
             )
@@ -267,8 +272,7 @@ class SQLiteStore(SqlStoreBase):
         if self._closed:
             raise StoreError("the store is closed")
         base = self._read_only_uri.split("?", 1)[0] if self._read_only_uri else ""
-        wal = self.path.with_name(self.path.name + "-wal")
-        live = wal.exists() and wal.stat().st_size > 0
+        live = self._wal_holds_writes()
         uri = f"{base}?mode=ro" if live else f"{base}?mode=ro&immutable=1"
         try:
             conn = _connect(uri, uri=True)
