@@ -501,3 +501,58 @@ def test_a_lone_surrogate_in_a_filter_matches_nothing_instead_of_failing(filled:
     assert (
         search(filled, "dark mode", mode="text", filters=SearchFilters(project="w\udc80eb")) == []
     )
+
+
+def _many_matches(store: Store, sessions: int = 4, per_session: int = 60) -> None:
+    """Sessions whose exchanges all share a few words in different mixes and amounts, so
+    a query matches hundreds of them, some with every word and some with one."""
+    words = ["cache", "eviction", "redis", "latency", "ttl", "shard", "replica", "warmup"]
+    rng = np.random.default_rng(7)
+    for n in range(sessions):
+        sid = f"s-many-{n}"
+        start = T0 + timedelta(days=n)
+        events = []
+        for turn in range(per_session):
+            said = rng.choice(words, size=int(rng.integers(1, 6)), replace=True)
+            reply = rng.choice(words, size=int(rng.integers(1, 9)), replace=True)
+            events += [
+                Event(sid, 2 * turn + 1, EventKind.USER_TEXT, Author.USER, " ".join(said), start),
+                Event(
+                    sid,
+                    2 * turn + 2,
+                    EventKind.ASSISTANT_TEXT,
+                    Author.ASSISTANT,
+                    "noted: " + " ".join(reply),
+                    start,
+                ),
+            ]
+        session = Session(id=sid, project="many", harness=Harness.GENERIC, created_at=start)
+        store.apply_ingest(
+            IngestBatch(
+                session=session, events=tuple(events), exchanges=tuple(build_exchanges(events))
+            )
+        )
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_a_smaller_limit_is_the_head_of_a_larger_one(filled: Store, mode: str) -> None:
+    # the candidate pool does not grow with the limit: --limit 5 is the top 5 of --limit 40
+    _many_matches(filled)
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    query = "redis cache eviction latency"
+    widest = ids(search(filled, query, mode=mode, embedder=embedder, limit=200))
+    assert len(widest) == 200 == len(set(widest))  # past the default pool: filled deeper
+    for limit in (1, 5, 10, 25, 40, 80, 120):
+        got = ids(search(filled, query, mode=mode, embedder=embedder, limit=limit))
+        assert got == widest[:limit], limit
+    scores = [h.score for h in search(filled, query, mode=mode, embedder=embedder, limit=200)]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_an_explicit_pool_is_used_as_given(filled: Store) -> None:
+    _many_matches(filled)
+    hits = search(filled, "redis cache", mode="text", limit=200, pool=30)
+    assert len(hits) == 30  # one pass of 30 candidates, no deeper fill
+    with pytest.raises(ConfigError, match="pool"):
+        search(filled, "redis cache", mode="text", pool=0)

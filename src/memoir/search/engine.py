@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -29,6 +30,7 @@ from memoir.store.port import SearchFilters, Store, TextHit, without_surrogates
 from memoir.store.query_text import Term, meaning_text, parse_query, words_of
 
 __all__ = [
+    "DEFAULT_POOL",
     "SummaryReader",
     "exchange_time",
     "matches_filters",
@@ -52,6 +54,9 @@ HYBRID_WEIGHTS = (1.0, 1.0)
 FEEDBACK_DOCS = 3
 FEEDBACK_WEIGHT = 1.0
 MAX_FILTER_SCAN = 20_000
+# candidates each ranking contributes, whatever the limit (a page of up to 25 hits is
+# ranked from 3 × its size; the LoCoMo bench measures this pool)
+DEFAULT_POOL = 75
 
 
 def resolve_mode(mode: str | None, embedder: Embedder | None) -> SearchMode:
@@ -211,6 +216,16 @@ def _filtered_nearest(
         k *= 8
 
 
+@dataclass
+class _Ranking:
+    """One pass of ranking: the fused order and what the hits report of each list."""
+
+    ranked: list[tuple[str, float]]
+    text_hits: dict[str, TextHit]
+    text_rank: list[str]
+    vector_rank: list[str]
+
+
 def search(
     store: Store,
     query: str,
@@ -229,9 +244,13 @@ def search(
     search would otherwise rank the exchanges nearest to nothing); stop words alone find
     nothing by text but are still a question to meaning search ("When?"). Excluded terms
     (``-word``, ``NOT word``) hold in every mode: meaning search embeds the query without
-    them and drops candidates that hold one. ``pool`` is how many
-    candidates each ranking contributes to the fusion (default ``max(50, 3 × limit)``).
-    ``summaries`` maps a session id to its summary body.
+    them and drops candidates that hold one. ``summaries`` maps a session id to its
+    summary body.
+
+    ``pool`` is how many candidates each ranking contributes to the fusion. By default it
+    is :data:`DEFAULT_POOL` whatever the limit, so a smaller ``limit`` shows the first hits
+    of a larger one, in the same order (``--limit 3`` is the top 3 of ``--limit 10``); a
+    limit beyond what that pool ranks is filled from a deeper pass, after those hits.
     """
     filters = SearchFilters() if filters is None else filters
     if not isinstance(filters, SearchFilters):
@@ -243,14 +262,35 @@ def search(
         raise ConfigError(f"limit must be 0 or more, not {limit}")
     if not isinstance(query, str):
         raise ConfigError(f"the query must be a string, not {type(query).__name__}")
+    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool < 1):
+        raise ConfigError(f"pool must be a whole number of 1 or more, not {pool!r}")
     query = without_surrogates(query)  # the tokenizer of meaning search refuses them
     limit = min(limit, MAX_LIMIT)
-    parsed = parse_query(query)
     meaning = meaning_text(query)
     if limit == 0 or not words_of(meaning):
         return []
-    pool = pool or max(50, 3 * limit)
     lookup = _Lookup(store)
+    args = (store, query, meaning, filters, chosen, embedder, lookup)
+    ranking = _rank(*args, pool or DEFAULT_POOL)
+    if pool is None and limit > len(ranking.ranked):
+        ranking = _extended(ranking, _rank(*args, max(DEFAULT_POOL, 3 * limit)))
+    ranked = ranking.ranked[:limit]
+    lookup.load([i for i, _ in ranked])
+    return _hits(ranked, meaning, lookup, ranking, summaries)
+
+
+def _rank(
+    store: Store,
+    query: str,
+    meaning: str,
+    filters: SearchFilters,
+    chosen: SearchMode,
+    embedder: Embedder | None,
+    lookup: _Lookup,
+    pool: int,
+) -> _Ranking:
+    """Every stage of the ranking with ``pool`` candidates from each list."""
+    parsed = parse_query(query)
     text_hits: dict[str, TextHit] = {}
     text_ranked: list[tuple[str, float]] = []
     if chosen in ("text", "hybrid"):
@@ -278,9 +318,22 @@ def search(
         ranked = rrf([text_rank, vector_rank], k=HYBRID_K, weights=HYBRID_WEIGHTS)
         if query_tokens is not None and embedder is not None and vector_rank:
             ranked = _reranked(store, embedder.name, ranked, query_tokens)
-    ranked = _dated(query, ranked, lookup)[:limit]
-    lookup.load([i for i, _ in ranked])
-    return _hits(ranked, meaning, lookup, text_hits, text_rank, vector_rank, summaries)
+    return _Ranking(_dated(query, ranked, lookup), text_hits, text_rank, vector_rank)
+
+
+def _extended(head: _Ranking, deep: _Ranking) -> _Ranking:
+    """``head``'s order, then what only the deeper pass ranked (its scores capped at the
+    head's last, so scores still descend)."""
+    seen = {i for i, _ in head.ranked}
+    floor = head.ranked[-1][1] if head.ranked else float("inf")
+    tail = [(i, min(s, floor)) for i, s in deep.ranked if i not in seen]
+    in_text, in_vector = set(head.text_rank), set(head.vector_rank)
+    return _Ranking(
+        head.ranked + tail,
+        {**deep.text_hits, **head.text_hits},
+        head.text_rank + [i for i in deep.text_rank if i not in in_text],
+        head.vector_rank + [i for i in deep.vector_rank if i not in in_vector],
+    )
 
 
 def _reranked(
@@ -319,13 +372,12 @@ def _hits(
     ranked: list[tuple[str, float]],
     meaning: str,
     lookup: _Lookup,
-    text_hits: dict[str, TextHit],
-    text_rank: list[str],
-    vector_rank: list[str],
+    ranking: _Ranking,
     summaries: SummaryReader | None,
 ) -> list[SearchHit]:
-    text_pos = {i: n for n, i in enumerate(text_rank, start=1)}
-    vector_pos = {i: n for n, i in enumerate(vector_rank, start=1)}
+    text_hits = ranking.text_hits
+    text_pos = {i: n for n, i in enumerate(ranking.text_rank, start=1)}
+    vector_pos = {i: n for n, i in enumerate(ranking.vector_rank, start=1)}
     bodies: dict[str, str | None] = {}
     out: list[SearchHit] = []
     for exchange_id, score in ranked:
