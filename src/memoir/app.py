@@ -82,10 +82,11 @@ class Memoir:
         batch: int | None = None,
         progress: Any = None,
     ) -> BackfillResult:
-        """Embed the exchanges that have no vector (or no token states) yet, at most
-        ``max_items``; takes the single-instance embed lock (``Busy`` when another process
-        embeds), then writes the matrix files the next search maps. Raises ``ConfigError``
-        when no embedder is configured or installed."""
+        """Embed the exchanges that have no vector (or no token states) yet, then those
+        whose vector is from an older recipe, at most ``max_items``; takes the
+        single-instance embed lock (``Busy`` when another process embeds), then writes the
+        matrix files the next search maps. Raises ``ConfigError`` when no embedder is
+        configured or installed."""
         from memoir.ingest.lock import embed_lock
         from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
         from memoir.search.embedder import EmbeddingsUnavailable

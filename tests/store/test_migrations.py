@@ -83,7 +83,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [m.version for m in pending(0)] == [1, 2, 3, 4, 5, 6, 7, 8, 9]
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -116,6 +116,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (6, "embedding-generations"),
             (7, "embedding-changes"),
             (8, "postgres-accent-folding"),
+            (9, "embedding-recipe"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"
@@ -161,7 +162,8 @@ def assert_vector_kept_without_tokens(store: Store) -> None:
     assert store.load_embeddings("m") == (["s1:1"], VECTOR, 2)
     assert store.embedding_generation("m") == 0  # v6: the state found is generation 0
     assert store.load_token_states("m", ["s1:1", "s1:5"]) == {}
-    assert [i for i, _ in store.embedding_backlog("m", 10)] == ["s1:5"]
+    # v9: a vector from before recipes were recorded is redone, after the missing ones
+    assert [i for i, _ in store.embedding_backlog("m", 10)] == ["s1:5", "s1:1"]
     assert [i for i, _ in store.embedding_backlog("m", 10, with_tokens=True)] == ["s1:1", "s1:5"]
     store.put_embeddings("m", [("s1:1", VECTOR)], 2, [b"\x02\x00\x7f\x00"])
     assert store.load_token_states("m", ["s1:1"]) == {"s1:1": b"\x02\x00\x7f\x00"}

@@ -57,6 +57,38 @@ def test_put_embeddings_overwrites_and_validates(store: Store) -> None:
     assert [x for x, _ in store.embedding_backlog("m", 10)] == ["s1:1"]
 
 
+def test_vectors_of_an_older_recipe_are_redone_after_the_missing_ones(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ingest(store, "s1", TURNS)
+    store.put_embeddings("m", [("s1:1", vec(1, 0)), ("s1:3", vec(0, 1))], 2)
+    assert store.embedding_backlog("m", 10) == [] and store.embedding_backlog_count("m") == 0
+    monkeypatch.setattr(side_tables, "EMBED_RECIPE", side_tables.EMBED_RECIPE + 1)
+    ingest(store, "s2", [("third question", "third answer", None)])
+    # the exchange with no vector first, then the two embedded from the older recipe
+    backlog = [x for x, _ in store.embedding_backlog("m", 10)]
+    assert backlog[0] == "s2:1" and sorted(backlog[1:]) == ["s1:1", "s1:3"]
+    assert store.embedding_backlog_count("m") == 3
+    assert [x for x, _ in store.embedding_backlog("m", 2)][:1] == ["s2:1"]
+    assert dict(store.embedding_backlog("m", 10))["s1:1"] == "first question\n\nfirst answer"
+    # the old vectors are still what meaning search reads until they are redone
+    ids, blob, _ = store.load_embeddings("m")
+    assert sorted(ids) == ["s1:1", "s1:3"] and len(blob) == 16
+    store.put_embeddings("m", [("s2:1", vec(1, 1)), ("s1:1", vec(0.5, 0))], 2)
+    assert [x for x, _ in store.embedding_backlog("m", 10)] == ["s1:3"]
+    assert store.embedding_backlog_count("m") == 1
+    # with token states asked for: a stale vector without them is counted once
+    assert [x for x, _ in store.embedding_backlog("m", 10, with_tokens=True)] == [
+        "s1:1",
+        "s1:3",
+        "s2:1",
+    ]
+    assert store.embedding_backlog_count("m", with_tokens=True) == 3
+    store.put_embeddings("m", [("s1:3", vec(0, 1))], 2, [b"\x02\x00\x7f\x00"])
+    assert store.embedding_backlog("m", 10) == []
+    assert store.embedding_backlog_count("m") == 0
+
+
 def test_grown_exchange_returns_to_the_backlog(store: Store) -> None:
     events = conversation("s1", [("question", None, None)])
     store.apply_ingest(batch(session("s1"), events))

@@ -31,8 +31,8 @@ def embed(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Embed the exchanges that have no vector yet, or no token states for re-ranking (needs
-    the embeddings extra)."""
+    """Embed the exchanges that have no vector yet, or no token states for re-ranking, then
+    redo vectors embedded from an older release's recipe (needs the embeddings extra)."""
     with open_memoir(existing=True) as memoir:
         try:
             if as_json:

@@ -15,6 +15,9 @@ re-embedded). On LoCoMo this lifted hybrid recall@10 from 0.788 to 0.804 (docs/b
 An embedder with token states (:class:`TokenEmbedder`) stores them packed beside each
 vector (:func:`memoir.search.late.pack_tokens`), from the same forward pass; for such an
 embedder, vectors stored without token states (written before they existed) are redone.
+So are vectors embedded from an older recipe of that text (the store hands them out after
+the missing ones: :data:`memoir.store.index_doc.EMBED_RECIPE`, which must be raised when
+:func:`context_text`, :data:`PREVIOUS_CHARS` or ``embedding_text`` change).
 """
 
 from __future__ import annotations

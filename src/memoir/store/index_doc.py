@@ -39,6 +39,7 @@ from memoir.store.query_text import segment_cjk
 __all__ = [
     "CONTEXT_CHARS",
     "EMBED_CHARS",
+    "EMBED_RECIPE",
     "MAX_COLUMN_CHARS",
     "ROLE_COLUMNS",
     "IndexDoc",
@@ -56,6 +57,12 @@ __all__ = [
 
 EMBED_CHARS = 2000
 EMBED_TOOL_CHARS = 600  # of the tool excerpt, between the prompt and the reply
+# The recipe of the text a vector embeds: raise it whenever :func:`embedding_text`,
+# ``search.backfill.context_text`` (the previous exchange's lead) or the token basis
+# change, and the embed catch-up recomputes every vector of an older recipe (migration
+# v9). 1: rows from before recipes were recorded; 2: prompt, the start of the tool
+# excerpt, reply, led by the last 400 characters of the previous exchange.
+EMBED_RECIPE = 2
 # Each column is cut at this many characters (PostgreSQL's tsvector holds at most 1 MB,
 # and snippets over huge replies are slow); a 20 MB tool dump never reaches the index.
 MAX_COLUMN_CHARS = 100_000

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from memoir.errors import StoreError
 from memoir.llm.port import UsageRecord
 from memoir.store.codec import SESSION_COLS, dumps, from_iso, loads, prefixed, session_from_row
-from memoir.store.index_doc import embedding_text
+from memoir.store.index_doc import EMBED_RECIPE, embedding_text
 from memoir.store.port import CheckpointRow, SessionInfo, SummaryRow, TraceRow
 
 __all__ = ["SideTablesMixin", "Tx"]
@@ -97,7 +97,9 @@ class SideTablesMixin:
         self, model: str, limit: int, *, with_tokens: bool = False
     ) -> list[tuple[str, str]]:
         """Exchanges without a vector for ``model`` (``with_tokens``: or whose vector has
-        no token states), oldest first."""
+        no token states), oldest first; then, while ``limit`` leaves room, exchanges whose
+        vector was embedded from an older recipe than :data:`EMBED_RECIPE` (kept and
+        searched until they are redone)."""
         if limit <= 0:
             return []
         key = f"{model}\0tokens" if with_tokens else model  # a hint per question asked
@@ -113,19 +115,31 @@ class SideTablesMixin:
             if self._use_backlog_hint:
                 top = rows[0][0] - 1 if rows else tx.run("SELECT max(pk) FROM exchanges")[0][0]
                 self._set_hint(key, int(top or 0))
+            if len(rows) < limit:  # the stale ones: found through the (model, recipe) index
+                rows += tx.run(
+                    "SELECT e.pk, e.id, e.user_text, e.assistant_text, e.tool_excerpt "
+                    "FROM embeddings m JOIN exchanges e ON e.id = m.exchange_id "
+                    f"WHERE m.model = ? AND m.recipe < ?{complete} LIMIT ?",
+                    (model, EMBED_RECIPE, limit - len(rows)),
+                )
         return [(r[1], _embed_text(r)) for r in rows]
 
     def embedding_backlog_count(self, model: str, *, with_tokens: bool = False) -> int:
         """How many exchanges :meth:`embedding_backlog` would hand out in all (a progress
-        bar's total; one count, not a read of the rows)."""
+        bar's total; two counts, not a read of the rows)."""
         complete = " AND m.tokens IS NOT NULL" if with_tokens else ""
         with self._ro() as tx:
-            rows = tx.run(
+            missing = tx.run(
                 "SELECT count(*) FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM embeddings m "
                 f"WHERE m.model = ? AND m.exchange_id = e.id{complete})",
                 (model,),
             )
-        return int(rows[0][0]) if rows else 0
+            stale = tx.run(
+                "SELECT count(*) FROM embeddings m JOIN exchanges e ON e.id = m.exchange_id "
+                f"WHERE m.model = ? AND m.recipe < ?{complete}",
+                (model, EMBED_RECIPE),
+            )
+        return sum(int(rows[0][0]) for rows in (missing, stale) if rows)
 
     def _hint(self, model: str) -> int:
         if not self._use_backlog_hint:
@@ -178,12 +192,12 @@ class SideTablesMixin:
                 rows = [row for row, kept in zip(rows, keep, strict=True) if kept]
                 blobs = [blob for blob, kept in zip(blobs, keep, strict=True) if kept]
             tx.many(
-                "INSERT INTO embeddings (model, exchange_id, dim, vec, tokens) "
-                "SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM exchanges WHERE id = ?) "
+                "INSERT INTO embeddings (model, exchange_id, dim, vec, tokens, recipe) "
+                "SELECT ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM exchanges WHERE id = ?) "
                 "ON CONFLICT (model, exchange_id) DO UPDATE SET dim = excluded.dim, "
-                "vec = excluded.vec, tokens = excluded.tokens",
+                "vec = excluded.vec, tokens = excluded.tokens, recipe = excluded.recipe",
                 [
-                    (model, xid, dim, vec, blob, xid)
+                    (model, xid, dim, vec, blob, EMBED_RECIPE, xid)
                     for (xid, vec), blob in zip(rows, blobs, strict=True)
                 ],
             )

@@ -21,6 +21,7 @@ from memoir.store.migrations import (
     v006_embedding_generations,
     v007_embedding_changes,
     v008_accent_folding,
+    v009_embedding_recipe,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -81,6 +82,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v008_accent_folding.NAME,
         v008_accent_folding.SQLITE,
         v008_accent_folding.POSTGRES,
+    ),
+    Migration(
+        v009_embedding_recipe.VERSION,
+        v009_embedding_recipe.NAME,
+        v009_embedding_recipe.SQLITE,
+        v009_embedding_recipe.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
