@@ -94,8 +94,9 @@ def test_config_with_good_settings_has_no_problems(home: Path) -> None:
     assert not [name for name, row in json.loads(out.stdout).items() if "problem" in row]
 
 
-@pytest.mark.parametrize("args", [["config"], ["config", "--json"]])
-def test_a_reader_that_went_away_ends_the_output_quietly(home: Path, args: list[str]) -> None:
+def _to_a_reader_gone(home: Path, args: list[str]) -> tuple[int, str]:
+    """Run the CLI with its stdout a pipe nobody reads (closed before the program writes:
+    its first write meets EPIPE); its exit status and stderr."""
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
@@ -107,10 +108,24 @@ def test_a_reader_that_went_away_ends_the_output_quietly(home: Path, args: list[
         env=env,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.close()  # gone before the program writes: its first write meets EPIPE
+    proc.stdout.close()
     err = proc.stderr.read().decode()
     proc.stderr.close()
-    assert (proc.wait(timeout=60), err) == (141, "")  # SIGPIPE's status, as ls or git give
+    return proc.wait(timeout=60), err
+
+
+@pytest.mark.parametrize("args", [["config"], ["config", "--json"]])
+def test_a_reader_that_went_away_ends_the_output_quietly(home: Path, args: list[str]) -> None:
+    assert _to_a_reader_gone(home, args) == (141, "")  # SIGPIPE's status, as ls or git give
+
+
+@pytest.mark.parametrize("args", [["--help"], ["search", "--help"], ["hook", "install", "--help"]])
+def test_help_to_a_reader_that_went_away_ends_quietly(home: Path, args: list[str]) -> None:
+    """typer prints help through consoles of its own: they stop as the others do."""
+    assert _to_a_reader_gone(home, args) == (141, "")
+    shown = run(args, home)  # read to the end, the same help is whole and exits 0
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert shown.stdout.count("Usage:") == 1 and "--help" in shown.stdout
 
 
 def test_show_in_context_draws_short_rules_into_a_pipe(home: Path, claude_fixtures: Path) -> None:

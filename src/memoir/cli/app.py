@@ -8,6 +8,7 @@ line on stderr and exit code 1 (2 for configuration errors); ``--debug`` shows t
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import logging
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -56,10 +57,37 @@ class _Console(Console):
         """The reader went away (``memoir search x | head -1``): stop quietly with the exit
         status a program killed by SIGPIPE has (128 + 13, as ``ls`` or ``git`` give),
         not 1, which this CLI uses for errors."""
-        self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, (sys.stderr if self.stderr else sys.stdout).fileno())
-        raise SystemExit(141)
+        _stop_quietly(self)
+
+
+def _stop_quietly(console: Console) -> NoReturn:
+    """What :meth:`_Console.on_broken_pipe` does, for any console: no more output, the
+    stream pointed at the null device (so the exit's own flush meets no closed pipe and
+    prints no "Exception ignored"), and exit 141."""
+    console.quiet = True
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, (sys.stderr if console.stderr else sys.stdout).fileno())
+    raise SystemExit(141)
+
+
+def _quiet_typer_consoles() -> None:
+    """typer prints help (``memoir --help | head -1``) through consoles it makes itself,
+    one per help text, whose broken-pipe handling is rich's: exit 1, this CLI's status for
+    an error. Each such console is given :func:`_stop_quietly` instead (its theme and
+    width stay typer's). Done once; a typer without that factory is left as it is."""
+    from typer import rich_utils
+
+    make = getattr(rich_utils, "_get_rich_console", None)
+    if make is None or hasattr(make, "__wrapped__"):  # not there, or given already
+        return
+
+    @functools.wraps(make)
+    def make_quiet(stderr: bool = False) -> Console:
+        made: Console = make(stderr=stderr)
+        made.on_broken_pipe = functools.partial(_stop_quietly, made)  # type: ignore[method-assign]
+        return made
+
+    rich_utils._get_rich_console = make_quiet
 
 
 def _console(*, stderr: bool) -> Console:
@@ -180,6 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         _discover()  # inside: a Ctrl-C while the commands load is a clean stop too
+        _quiet_typer_consoles()
         rc = app(args=argv, standalone_mode=False)
         if rc == 130:  # typer's answer to Ctrl-C inside a command
             raise KeyboardInterrupt
