@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import gc
 import os
+import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from store_builders import ingest
 
 from memoir.errors import StoreError
+from memoir.store import sqlite_store
 from memoir.store.port import SearchFilters
 from memoir.store.sqlite_store import SQLiteStore
 
@@ -77,4 +82,82 @@ def test_close_while_other_threads_search_ends_them_cleanly(tmp_path: Path) -> N
     stop.set()
     assert not any(worker.is_alive() for worker in workers)
     assert outcomes == ["the store is closed"] * 4
+    assert _open_files_on(tmp_path / "memoir.db") == 0
+
+
+def _on_a_thread(call: Callable[[], object]) -> BaseException | None:
+    """Run ``call`` on a thread of its own; what it raised. A call that never ends (a
+    close waiting for itself) fails the test instead of hanging the suite."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "the call waits for itself"
+    return raised[0] if raised else None
+
+
+def test_close_inside_a_search_on_its_own_thread_says_the_store_is_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal handler running inside a search closes the store: that search ends with
+    the closed store's own error, not the driver's "Cannot operate on a closed database"."""
+    store = _filled(tmp_path)
+    search = sqlite_store.sqlite_search.search
+
+    def closed_halfway(conn: sqlite3.Connection, *args: Any) -> Any:
+        store.close()  # as a handler would, between two statements of the call
+        return search(conn, *args)
+
+    monkeypatch.setattr(sqlite_store.sqlite_search, "search", closed_halfway)
+    raised = _on_a_thread(lambda: store.search_text("parser", SearchFilters(), 5))
+    assert (type(raised), str(raised)) == (StoreError, "the store is closed")
+    monkeypatch.undo()
+    with pytest.raises(StoreError, match=r"^the store is closed$"):
+        store.search_text("parser", SearchFilters(), 5)
+    assert _open_files_on(tmp_path / "memoir.db") == 0
+
+
+def test_close_inside_a_write_on_its_own_thread_says_the_store_is_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write's transaction goes with its connection: nothing of the batch is stored,
+    and rolling back a closed connection raises nothing over the store's error."""
+    store = _filled(tmp_path)
+    apply = sqlite_store.apply_batch
+
+    def closed_halfway(conn: sqlite3.Connection, batch: Any) -> None:
+        apply(conn, batch)
+        store.close()  # the batch written, not yet committed
+
+    monkeypatch.setattr(sqlite_store, "apply_batch", closed_halfway)
+    raised = _on_a_thread(lambda: ingest(store, "late", [("where is the parser?", "here", None)]))
+    assert (type(raised), str(raised)) == (StoreError, "the store is closed")
+    monkeypatch.undo()
+    reopened = SQLiteStore(tmp_path / "memoir.db")
+    try:
+        assert reopened.get_session("late") is None
+        assert reopened.stats()["sessions"] == 20
+    finally:
+        reopened.close()
+
+
+def test_close_from_a_handler_inside_close_does_not_wait_for_itself(tmp_path: Path) -> None:
+    store = _filled(tmp_path)
+    store.search_text("parser", SearchFilters(), 5)  # this thread's connection is open
+
+    def close_inside_close() -> None:
+        with store._lock:  # as if a signal handler ran while close held it
+            store.close()
+
+    assert _on_a_thread(close_inside_close) is None
+    store.close()
+    with pytest.raises(StoreError, match=r"^the store is closed$"):
+        store.search_text("parser", SearchFilters(), 5)
     assert _open_files_on(tmp_path / "memoir.db") == 0

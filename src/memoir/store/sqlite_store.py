@@ -81,8 +81,13 @@ def _close_quietly(conn: sqlite3.Connection) -> None:
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
-    """Roll back the open transaction, if one is still open."""
-    if conn.in_transaction:
+    """Roll back the open transaction, if one is still open (a connection closed meanwhile
+    has none: asking it would raise the driver's own error over the one being handled)."""
+    try:
+        open_now = conn.in_transaction
+    except sqlite3.ProgrammingError:  # closed under the call, by its own thread
+        return
+    if open_now:
         conn.execute("ROLLBACK")
 
 
@@ -148,7 +153,7 @@ class SQLiteStore(SqlStoreBase):
         self.cache_dir: Path | None = None if in_memory else self.path.parent / "cache" / "vectors"
         self._local = threading.local()
         self._all: weakref.WeakSet[_Held] = weakref.WeakSet()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a close from a signal handler in here must not wait
         self._closed = False
         self._read_only_uri: str | None = None
         try:
@@ -252,7 +257,9 @@ class SQLiteStore(SqlStoreBase):
     def _use(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection, held against :meth:`close` for the block: a close
         from another thread waits for the call in flight instead of pulling the
-        connection from under it."""
+        connection from under it. A close from this very thread (a signal handler running
+        inside the call) cannot wait for itself: the connection goes at once, and the
+        call fails as a closed store's calls do, not with the driver's own error."""
         if self._read_only_uri is not None and "immutable=1" in self._read_only_uri:
             with self._call_connection() as conn:
                 yield conn
@@ -261,7 +268,12 @@ class SQLiteStore(SqlStoreBase):
         with held.lock:
             if held.closed:
                 raise StoreError("the store is closed")
-            yield held.conn
+            try:
+                yield held.conn
+            except (sqlite3.Error, StoreError) as exc:
+                if held.closed:  # closed under the call: whatever it met next says so
+                    raise StoreError("the store is closed") from exc
+                raise
 
     @contextmanager
     def _call_connection(self) -> Iterator[sqlite3.Connection]:
@@ -334,8 +346,9 @@ class SQLiteStore(SqlStoreBase):
             return conn.execute(sql, params).fetchall()
 
     def close(self) -> None:
-        """Close every thread's connection, each once the call using it (if any) is done;
-        later calls raise ``StoreError("the store is closed")``."""
+        """Close every thread's connection, each once the call using it (if any) is done —
+        at once when that call is this thread's own (see :meth:`_use`); later calls raise
+        ``StoreError("the store is closed")``."""
         with self._lock:
             self._closed = True
             held, self._all = list(self._all), weakref.WeakSet()
