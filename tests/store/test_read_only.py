@@ -147,6 +147,39 @@ def test_writing_commands_stop_with_one_clear_line(synced_home: Path, read_only_
     assert _snapshot(view) == before
 
 
+def test_embed_on_a_read_only_home_is_one_line_and_no_bar(
+    synced_home: Path, read_only_view: View
+) -> None:
+    """The refusal comes before the progress bar: no empty bar drawn (on stdout, where
+    the bar goes) ahead of the error, and the exit status sync and summarize give."""
+    view = read_only_view(synced_home)
+    before = _snapshot(view)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    env.update(MEMOIR_HOME=str(view), MEMOIR_EMBEDDER="hash")  # an embedder that is there
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memoir.cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+
+    line = (
+        "error: memoir embed needs to write, and this SQLite database is read-only here (a "
+        "standby, a read-only role or mount): search, show and stats work\n"
+    )
+    others = {
+        run(*args).returncode for args in (("sync", "--no-summaries"), ("summarize", "67a8478e"))
+    }
+    for args in (("embed",), ("embed", "--json")):
+        done = run(*args)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", line), args
+        assert others == {done.returncode}
+    assert _snapshot(view) == before
+
+
 def test_store_opened_read_only_refuses_writes(tmp_path: Path, read_only_view: View) -> None:
     folder = tmp_path / "db"
     store = SQLiteStore(folder / "memoir.db")

@@ -17,6 +17,7 @@ from memoir.cli.app import app, console, open_memoir, print_json
 from memoir.errors import Busy
 from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
 from memoir.search.embedder import TokenEmbedder
+from memoir.store import ensure_writable
 
 __all__ = ["embed"]
 
@@ -34,6 +35,8 @@ def embed(
     """Embed the exchanges that have no vector yet, or no token states for re-ranking, then
     redo vectors embedded from an older release's recipe (needs the embeddings extra)."""
     with open_memoir(existing=True) as memoir:
+        # before the bar is drawn: a read-only home is one line, as for sync and summarize
+        ensure_writable(memoir.store, "memoir embed")
         try:
             if as_json:
                 result = memoir.embed_pending(batch=batch, max_items=max_items)
