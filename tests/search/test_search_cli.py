@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -166,8 +167,18 @@ def test_embed_says_when_semantic_search_is_off(
     cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMOIR_EMBEDDER", "none")
-    code, _, err = run(["embed"], capsys)
+    code, out, err = run(["embed"], capsys)
     assert code != 0 and "MEMOIR_EMBEDDER=none" in err and "Traceback" not in err
+    assert out == "" and err.count("\n") == 1  # one line, no progress bar drawn before it
+
+
+def test_embed_piped_prints_its_result_line_and_no_bar(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bar is for a terminal (on stderr, gone when done, as sync's): a pipe gets the line
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    code, out, err = run(["embed"], capsys)
+    assert (code, out, err) == (0, "embedded 6 exchanges with hash-256\n", "")
 
 
 def test_session_filter_takes_a_unique_prefix(
@@ -267,3 +278,18 @@ def test_before_a_datetime_includes_that_instant(
     assert [h["exchange_id"] for h in json.loads(out)] == ["s-web:1"]
     _, out, _ = run([*args, "--before", "20240501"], capsys)  # a compact date is a day too
     assert "s-web:1" in [h["exchange_id"] for h in json.loads(out)]
+
+
+def test_embed_on_a_terminal_draws_its_bar_on_stderr(
+    cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    from memoir.cli import cmd_embed
+
+    terminal = io.StringIO()
+    monkeypatch.setattr(cmd_embed, "err_console", Console(file=terminal, force_terminal=True))
+    monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    code, out, _ = run(["embed"], capsys)
+    assert (code, out) == (0, "embedded 6 exchanges with hash-256\n")
+    assert "embedding" in terminal.getvalue() and "6/6" in terminal.getvalue()

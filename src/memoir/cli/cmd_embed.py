@@ -13,10 +13,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from memoir.cli.app import app, console, open_memoir, print_json
+from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.errors import Busy
 from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
-from memoir.search.embedder import TokenEmbedder
+from memoir.search.embedder import Embedder, TokenEmbedder
 from memoir.store import ensure_writable
 
 __all__ = ["embed"]
@@ -35,20 +35,23 @@ def embed(
     """Embed the exchanges that have no vector yet, or no token states for re-ranking, then
     redo vectors embedded from an older release's recipe (needs the embeddings extra)."""
     with open_memoir(existing=True) as memoir:
-        # before the bar is drawn: a read-only home is one line, as for sync and summarize
+        # before any bar is drawn: a read-only home is one line, as for sync and summarize
         ensure_writable(memoir.store, "memoir embed")
+        embedder = memoir.embedder()
         try:
-            if as_json:
+            if as_json or embedder is None or not err_console.is_terminal:
+                # no embedder: embed_pending says why, in one line, with no bar before it
                 result = memoir.embed_pending(batch=batch, max_items=max_items)
             else:
-                with Progress(
+                with Progress(  # on stderr and gone when done, as sync's and summarize's
                     TextColumn("embedding"),
                     BarColumn(),
                     MofNCompleteColumn(),
                     TimeRemainingColumn(),
-                    console=console,
+                    console=err_console,
+                    transient=True,
                 ) as bar:
-                    task = bar.add_task("embed", total=_backlog(memoir, max_items))
+                    task = bar.add_task("embed", total=_backlog(memoir, embedder, max_items))
                     result = memoir.embed_pending(
                         batch=batch,
                         max_items=max_items,
@@ -63,12 +66,8 @@ def embed(
     _report(result, as_json)
 
 
-def _backlog(memoir: Any, max_items: int | None) -> int | None:
-    """What the bar counts up to: the exchanges still to embed (at most ``max_items``);
-    None when that cannot be told (no embedder: embedding itself says why)."""
-    embedder = memoir.embedder()
-    if embedder is None:
-        return max_items
+def _backlog(memoir: Any, embedder: Embedder, max_items: int | None) -> int:
+    """What the bar counts up to: the exchanges still to embed (at most ``max_items``)."""
     left = memoir.store.embedding_backlog_count(
         embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
     )
