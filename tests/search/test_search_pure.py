@@ -129,6 +129,51 @@ def test_query_words_skip_punctuation_and_repeats() -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("用SQLite存", ["用", "sqlite", "存"]),  # a CJK run apart from the letters next to it
+        ("数据库 锁定 数据库", ["数据库", "锁定"]),
+        ("WAL模式", ["wal", "模式"]),
+        ("plain words", ["plain", "words"]),
+    ],
+)
+def test_query_words_part_cjk_runs_as_the_index_segments_them(query: str, words: list[str]) -> None:
+    assert query_words(query) == words
+
+
+@pytest.mark.parametrize(
+    ("text", "query", "expected"),
+    [
+        # the spaces typed between CJK words stay; none is added before CJK punctuation
+        ("数据库 锁定 怎么办", "锁定", "数据库 \x02锁定\x03 怎么办"),
+        ("使用 WAL 模式。", "模式", "使用 WAL \x02模式\x03。"),
+        ("日本語の テキスト です", "テキスト", "日本語の \x02テキスト\x03 です"),
+        # a CJK run matches across the separators the index ignores, and is marked whole
+        ("数据库 锁定 怎么办", "数据库锁定", "\x02数据库 锁定\x03 怎么办"),
+        ("数据库，锁定", "数据库锁定", "\x02数据库，锁定\x03"),
+        ("数据库A锁定", "数据库锁定", "数据库A锁定"),  # a letter between: no phrase there
+        # mixed text: a Latin word begins after a CJK character, as the index reads it
+        ("使用SQLite数据库", "sqlite", "使用\x02SQLite\x03数据库"),
+        ("使用 SQLite 数据库", "使用SQLite", "\x02使用\x03 \x02SQLite\x03 数据库"),
+        # text without CJK: words still marked only where they begin
+        ("latest tests", "test", "latest \x02test\x03s"),
+        ("a\x1cb  c\n d", "zzz", "a\x1cb c d"),  # \x1c is no white space to a snippet
+    ],
+)
+def test_make_snippet_quotes_cjk_as_written(text: str, query: str, expected: str) -> None:
+    assert make_snippet(text, query) == expected
+
+
+def test_make_snippet_windows_around_a_cjk_match_in_a_long_text() -> None:
+    text = "项目 说明 " * 40 + "连接池 配置 在 这里 " + "其他 内容 " * 40
+    snippet = make_snippet(text, "连接池", width=60)
+    assert snippet.startswith("… ") and snippet.endswith(" …")
+    assert "说明 项目 说明 \x02连接池\x03 配置 在 这里 其他 内容" in snippet
+    plain = snippet.replace("\x02", "").replace("\x03", "").removeprefix("… ")
+    assert plain.removesuffix(" …") in text  # the text as written, spaces and all
+
+
+@pytest.mark.parametrize(
     ("body", "expected"),
     [
         (None, None),
@@ -288,6 +333,8 @@ def test_accent_folding_keeps_every_character_in_place() -> None:
     folded = fold_accents(text)
     assert len(folded) == len(text)
     assert folded == "Ærø, Straße, Viet Nam, Sao Paulo, Łodz"  # as FTS5: ß, æ, ø, ł stay
+    assert fold_accents("数据库 café") == "数据库 cafe"
+    assert fold_accents("数据库 Ærø") == "数据库 Ærø"  # nothing to fold: the same text
 
 
 def test_snippets_mark_where_words_begin_and_not_stop_words() -> None:

@@ -106,6 +106,23 @@ def test_cjk_query_finds_cjk_text(filled: Store) -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "snippet"),
+    [
+        ("模式", "数据库锁的问题怎么解决 使用 WAL \x02模式\x03。"),  # no space before 。
+        ("WAL模式", "数据库锁的问题怎么解决 使用 \x02WAL\x03 \x02模式\x03。"),
+        ("数据库", "\x02数据库\x03锁的问题怎么解决 使用 WAL 模式。"),
+    ],
+)
+def test_cjk_hits_show_the_exchange_text_as_written(
+    filled: Store, query: str, snippet: str
+) -> None:
+    [hit] = search(filled, query, mode="text")
+    assert hit.exchange_id == "s-cjk:1"
+    assert hit.snippet == snippet
+    assert hit.to_json()["snippet"] == "数据库锁的问题怎么解决 使用 WAL 模式。"
+
+
+@pytest.mark.parametrize(
     ("filters", "expected_sessions"),
     [
         (SearchFilters(), {"s-web"}),

@@ -20,10 +20,13 @@ from memoir.store.index_doc import (
     index_text,
     month_token,
     project_token,
+    quoted_text,
     rewrite_span,
     role_column,
     session_documents,
+    shown_text,
     stream_documents,
+    tools_text,
 )
 
 SESSION = Session(id="s1", project="memoir", harness=Harness.CODEX)
@@ -188,3 +191,41 @@ def test_streamed_documents_equal_listed_ones(texts: list[str]) -> None:
 )
 def test_terminal_escapes_are_not_part_of_the_words(raw: str, indexed: str) -> None:
     assert index_text(raw) == indexed
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown", "indexed"),
+    [
+        ("数据库 锁定", "数据库 锁定", "数 据 库 锁 定"),  # the typed space is one of many there
+        ("使用 SQLite 数据库。", "使用 SQLite 数据库。", "使 用 SQLite 数 据 库 。"),
+        ("\x1b[31m错误\x1b[0m a\x02b\x00c", "错误 a b c", "错 误 a b c"),
+        ("plain text", "plain text", "plain text"),
+    ],
+)
+def test_shown_text_is_the_indexed_text_before_segmentation(
+    raw: str, shown: str, indexed: str
+) -> None:
+    assert shown_text(raw) == shown
+    assert index_text(raw) == indexed
+
+
+@pytest.mark.parametrize(
+    ("column", "quoted"),
+    [
+        (None, "数据库 锁定\n使用 SQLite。\nBash Read\nls 目录"),
+        ("user", "数据库 锁定"),
+        ("assistant", "使用 SQLite。"),
+        ("tools", "Bash Read\nls 目录"),
+    ],
+)
+def test_quoted_text_is_the_exchanges_own_text_as_written(column: str | None, quoted: str) -> None:
+    x = exchange(user_text="数据库 锁定", assistant_text="使用 SQLite。", tool_excerpt="ls 目录")
+    tools = tools_text(x.tool_names, x.tool_excerpt)
+    assert quoted_text(x.user_text, x.assistant_text, tools, column) == quoted
+    assert index_text(tools) == exchange_document(x, SESSION).tools  # the column it quotes
+
+
+def test_tools_text_without_names_or_excerpt() -> None:
+    assert tools_text((), "only output") == "only output"
+    assert tools_text(("Bash",), "") == "Bash"
+    assert tools_text((), "") == ""

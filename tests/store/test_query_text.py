@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from memoir.store.query_text import (
     MAX_TERMS,
     ParsedQuery,
+    has_cjk,
     meaning_text,
     parse_query,
     segment_cjk,
@@ -92,6 +93,23 @@ def test_terms_are_bounded() -> None:
 )
 def test_segment_cjk(text: str, segmented: str) -> None:
     assert segment_cjk(text) == segmented
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk"),
+    [
+        ("plain ascii", False),
+        ("café, Ærø, Москва", False),
+        ("。、「」", False),  # CJK punctuation is no CJK word: never segmented
+        ("数据库 锁定", True),
+        ("aカb", True),
+        ("한", True),
+        ("\U00020000", True),  # a han extension
+    ],
+)
+def test_has_cjk_says_whether_segment_cjk_changes_anything(text: str, cjk: bool) -> None:
+    assert has_cjk(text) is cjk
+    assert (segment_cjk(f"x{text}x") != f"x{text}x") is cjk
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from store_builders import T0, ingest, session
@@ -220,6 +221,94 @@ def test_accents_fold_the_same_way_on_both_backends(store: Store) -> None:
     assert ids(store, "naive") == ["eu:1"]
     [hit] = store.search_text("zurich", SearchFilters(), 10)
     assert "\x02Zürich\x03" in hit.snippet  # the text as written, the match marked
+
+
+CJK_TURNS: list[tuple[str, str | None, str | None]] = [
+    ("数据库 锁定 怎么办", "使用 SQLite 数据库 的 WAL 模式。", None),
+    ("日本語の テキスト です", "はい、 そうです。", None),
+    ("项目 说明 " * 40 + "连接池 配置 在 这里 " + "其他 内容 " * 40, "好的", None),
+    ("How do I fix the sqlite database lock?", "Use WAL mode and a busy timeout.", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "filters", "exchange_id", "snippet"),
+    [
+        # the spaces typed between CJK words are shown; none appears before CJK punctuation
+        ("锁定", {}, "cjk:1", "数据库 \x02锁定\x03 怎么办 使用 SQLite 数据库 的 WAL 模式。"),
+        ("テキスト", {}, "cjk:3", "日本語の \x02テキスト\x03 です はい、 そうです。"),
+        # typed without its space, the run is found and marked across it
+        ("数据库锁定", {}, "cjk:1", "\x02数据库 锁定\x03 怎么办 使用 SQLite 数据库 的 WAL 模式。"),
+        # mixed CJK and Latin
+        ("sqlite", {}, "cjk:1", "数据库 锁定 怎么办 使用 \x02SQLite\x03 数据库 的 WAL 模式。"),
+        (
+            "WAL模式",
+            {},
+            "cjk:1",
+            "数据库 锁定 怎么办 使用 SQLite 数据库 的 \x02WAL\x03 \x02模式\x03。",
+        ),
+        # a role filter quotes that column only
+        ("锁定", {"role": "user"}, "cjk:1", "数据库 \x02锁定\x03 怎么办"),
+        ("数据库", {"role": "assistant"}, "cjk:1", "使用 SQLite \x02数据库\x03 的 WAL 模式。"),
+    ],
+)
+def test_cjk_snippets_quote_the_text_as_written(
+    store: Store, query: str, filters: dict[str, object], exchange_id: str, snippet: str
+) -> None:
+    ingest(store, "cjk", CJK_TURNS)
+    hits = {h.exchange_id: h for h in store.search_text(query, SearchFilters(**filters), 10)}  # type: ignore[arg-type]
+    assert hits[exchange_id].snippet == snippet
+
+
+def test_a_cjk_match_in_the_middle_of_a_long_text_is_shown_with_its_spaces(store: Store) -> None:
+    ingest(store, "cjk", CJK_TURNS)
+    [hit] = store.search_text("连接池", SearchFilters(), 10)
+    assert hit.exchange_id == "cjk:5"
+    assert hit.snippet.startswith("… 说明 项目 说明 ") and hit.snippet.endswith(" 其他 …")
+    assert "项目 说明 \x02连接池\x03 配置 在 这里 其他 内容" in hit.snippet
+    shown = hit.snippet.replace("\x02", "").replace("\x03", "").removeprefix("… ")
+    assert shown.removesuffix(" …") in CJK_TURNS[2][0]  # a piece of the prompt as typed
+
+
+@pytest.mark.parametrize(
+    ("query", "snippet"),
+    [
+        ("sqlite lock", "How do I fix the \x02sqlite\x03 database \x02lock\x03?"),
+        ("busy timeout", "Use WAL mode and a \x02busy\x03 \x02timeout\x03."),
+    ],
+)
+def test_snippets_of_text_without_cjk_are_unchanged(store: Store, query: str, snippet: str) -> None:
+    ingest(store, "cjk", CJK_TURNS)  # CJK exchanges beside it change nothing
+    [hit] = store.search_text(query, SearchFilters(), 10)
+    assert hit.exchange_id == "cjk:7"
+    assert snippet in hit.snippet
+
+
+@pytest.mark.parametrize(
+    ("query", "exchange_id", "snippet"),
+    [
+        # no CJK: FTS5's own snippet, its stem match and line break as before
+        ("locks", "mix:1", "The \x02locking\x03 code\nwas slow"),
+        # CJK: made from the stored text, the typed spaces kept
+        ("模式", "mix:2", "数据库 锁定 使用 locking \x02模式\x03"),
+    ],
+)
+def test_sqlite_quotes_fts5_unless_the_exchange_holds_cjk(
+    tmp_path: Path, query: str, exchange_id: str, snippet: str
+) -> None:
+    from memoir.store.sqlite_store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "store.db")
+    try:
+        turns = [
+            ("The locking code\nwas slow", None, None),
+            ("数据库 锁定 使用 locking 模式", None, None),
+        ]
+        ingest(store, "mix", turns)
+        hits = {h.exchange_id: h.snippet for h in store.search_text(query, SearchFilters(), 10)}
+        assert hits[exchange_id] == snippet
+    finally:
+        store.close()
 
 
 def test_snippets_keep_tag_like_text_and_mark_dotted_words(store: Store) -> None:

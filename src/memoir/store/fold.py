@@ -10,6 +10,7 @@ Letters that are not a base plus marks (``ß``, ``æ``, ``ø``) stay as they are
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 __all__ = ["ACCENTED", "PLAIN", "fold_accents"]
@@ -34,8 +35,13 @@ _FOLD = _table()
 ACCENTED = "".join(_FOLD)
 PLAIN = "".join(_FOLD.values())
 _TRANSLATION = str.maketrans(_FOLD)
+# finding out that there is nothing to fold is many times cheaper than translating: a
+# snippet folds a whole exchange, and CJK or Cyrillic text is not ASCII but holds none
+_ANY_ACCENTED = re.compile("[" + re.escape(ACCENTED) + "]")
 
 
 def fold_accents(text: str) -> str:
     """``text`` with accented Latin letters replaced by their base letter (same length)."""
-    return text if text.isascii() else text.translate(_TRANSLATION)
+    if text.isascii() or _ANY_ACCENTED.search(text) is None:
+        return text
+    return text.translate(_TRANSLATION)

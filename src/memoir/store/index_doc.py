@@ -19,8 +19,10 @@ One index document per exchange, five columns searched with different weights:
 
 Both backends index exactly these strings (SQLite FTS5 columns, PostgreSQL weighted
 tsvector parts). Text is CJK-segmented (see :mod:`memoir.store.query_text`) and stripped
-of the snippet markers ``\\x02``/``\\x03`` and NUL. :func:`embedding_text` is the text the
-embedder sees for an exchange.
+of the snippet markers ``\\x02``/``\\x03`` and NUL. A snippet quotes the same text before
+segmentation (:func:`quoted_text`, from the stored exchange): the spaces segmentation adds
+were never typed, and once added they cannot be told from the ones that were.
+:func:`embedding_text` is the text the embedder sees for an exchange.
 """
 
 from __future__ import annotations
@@ -49,10 +51,13 @@ __all__ = [
     "index_text",
     "month_token",
     "project_token",
+    "quoted_text",
     "rewrite_span",
     "role_column",
     "session_documents",
+    "shown_text",
     "stream_documents",
+    "tools_text",
 ]
 
 EMBED_CHARS = 2000
@@ -89,16 +94,39 @@ class IndexDoc:
         return (self.user, self.assistant, self.tools, self.meta, self.context)
 
 
-def index_text(text: str) -> str:
-    """Text as the index stores it: bounded, terminal escapes, markers and NUL removed,
-    CJK segmented."""
+def shown_text(text: str) -> str:
+    """Text as the index reads it, before CJK segmentation (what a snippet quotes):
+    bounded, terminal escapes, markers and NUL removed."""
     if len(text) > MAX_COLUMN_CHARS:
         text = text[:MAX_COLUMN_CHARS]
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "\x00" in text or "\x02" in text or "\x03" in text:
         text = _MARKERS.sub(" ", text)
-    return segment_cjk(text)
+    return text
+
+
+def index_text(text: str) -> str:
+    """Text as the index stores it: :func:`shown_text`, CJK segmented."""
+    return segment_cjk(shown_text(text))
+
+
+def tools_text(tool_names: Iterable[str], tool_excerpt: str) -> str:
+    """The ``tools`` column's text: the tool names, then the exchange's bounded excerpt."""
+    tools = " ".join(tool_names)
+    if tool_excerpt:
+        tools = f"{tools}\n{tool_excerpt}" if tools else tool_excerpt
+    return tools
+
+
+def quoted_text(user: str, assistant: str, tools: str, column: str | None = None) -> str:
+    """What a snippet of an exchange quotes: its own text as written (``column``, the one a
+    role filter names, else the prompt, the reply and the ``tools`` text), cleaned as the
+    index reads it (:func:`shown_text`) but never segmented. The ``meta`` and ``context``
+    columns are the index's keys and the neighbours' words, not this exchange's text."""
+    own = {"user": user, "assistant": assistant, "tools": tools}
+    parts = (own[column],) if column is not None else tuple(own.values())
+    return "\n".join(shown_text(p) for p in parts)
 
 
 def project_token(project: str) -> str:
@@ -171,13 +199,10 @@ def exchange_document(
 ) -> IndexDoc:
     """The index document of ``exchange``; ``before``/``after`` are its neighbours in the
     session (by first ordinal), when it has them."""
-    tools = " ".join(exchange.tool_names)
-    if exchange.tool_excerpt:
-        tools = f"{tools}\n{exchange.tool_excerpt}" if tools else exchange.tool_excerpt
     return IndexDoc(
         user=index_text(exchange.user_text),
         assistant=index_text(exchange.assistant_text),
-        tools=index_text(tools),
+        tools=index_text(tools_text(exchange.tool_names, exchange.tool_excerpt)),
         meta=index_text(_meta(exchange, session)),
         context=index_text(context_text(before, after)),
     )

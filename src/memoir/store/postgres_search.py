@@ -12,9 +12,10 @@ As on SQLite, one query word at least must be in the exchange's own columns (not
 term (its words as a quoted phrase, so the text is never read as operators) combined with ``&&``,
 ``||`` and ``!!``; a role filter keeps only that column's weight (``ts_filter``). Ranking
 is ``ts_rank`` with the weights below over the most recent ``RANK_WINDOW`` matches (as on
-SQLite); the top rows' snippets are made in Python from their text
-(:func:`~memoir.store.snippet_text.make_snippet`: ``ts_headline`` drops tag-like text). All
-terms must match; when nothing does, any term may.
+SQLite); the top rows' snippets are made in Python from the exchanges' stored text
+(:func:`~memoir.store.snippet_text.make_snippet`: ``ts_headline`` drops tag-like text, and
+the indexed documents are CJK-segmented). All terms must match; when nothing does, any term
+may.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ from memoir.store.index_doc import (
 )
 from memoir.store.migrations.v008_accent_folding import folded_tsvector_sql
 from memoir.store.port import SearchFilters, TextHit
-from memoir.store.query_text import ParsedQuery, Term, parse_query, unsegment_cjk
-from memoir.store.snippet_text import make_snippet
+from memoir.store.query_text import ParsedQuery, Term, parse_query
+from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
 from memoir.store.sql_common import (
     indexed_sessions,
     ordered_exchanges,
     pg_sql,
+    quoted_texts,
     session_stream,
     span_rows,
 )
@@ -60,11 +62,7 @@ TS_CONFIG = "english"  # must match the generated column (migration v2)
 # weights of D (meta, context), C (tools), B (assistant), A (user)
 RANK_WEIGHTS = "{0.1, 0.25, 0.5, 1.0}"
 _WEIGHT_OF = {"user": "a", "assistant": "b", "tools": "c"}
-_DOC_OF = {"user": "d.user_doc", "assistant": "d.assistant_doc", "tools": "d.tools_doc"}
-# what a snippet quotes: the exchange's words, never the index's keys (meta_doc)
-_ALL_DOCS = "concat_ws(E'\\n', d.user_doc, d.assistant_doc, d.tools_doc)"
 RANK_WINDOW = 5000  # as on SQLite: rank the most recent matches only
-SNIPPET_CHARS = 200  # about the 24 words of SQLite's FTS5 snippet
 _REBUILD_PAGE = 2000
 
 INDEX_INSERT = (
@@ -227,15 +225,11 @@ def _snippets(
 ) -> dict[int, str]:
     """The exchange's own text around the query words, marked (in Python: ts_headline
     drops anything that looks like a tag — ``Vec<u8>``, ``<command-name>`` — and cannot
-    mark ``app.py`` or an accented word the folded index matched)."""
-    doc = _DOC_OF[column] if column else _ALL_DOCS
-    rows = conn.execute(
-        f"SELECT d.exchange_pk, {doc} FROM exchange_search d WHERE d.exchange_pk = ANY(%s)",
-        [pks],
-    ).fetchall()
-    return {
-        int(pk): make_snippet(unsegment_cjk(text or ""), words, SNIPPET_CHARS) for pk, text in rows
-    }
+    mark ``app.py`` or an accented word the folded index matched). The text is the stored
+    exchange's, not the index document's: that one's CJK is segmented, and the spaces
+    segmentation added cannot be told from the ones typed."""
+    texts = quoted_texts(conn, pg_sql, pks, column)
+    return {pk: make_snippet(text, words, SNIPPET_CHARS) for pk, text in texts.items()}
 
 
 def search(
@@ -255,8 +249,7 @@ def search(
         top = _top(conn, tsq, column, filters, limit, parsed.groups, parsed.excluded) if tsq else []
     if not top or tsq is None:
         return []
-    words = " ".join(unsegment_cjk(term.text) for group in parsed.groups for term in group)
-    snippets = _snippets(conn, words, column, [int(r[1]) for r in top])
+    snippets = _snippets(conn, marked_words(parsed), column, [int(r[1]) for r in top])
     return [
         TextHit(exchange_id=xid, score=float(score), snippet=snippets.get(int(pk), ""))
         for xid, pk, score in top

@@ -21,12 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "CJK_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_TERMS",
     "STOPWORDS",
     "ParsedQuery",
     "Term",
     "drop_ubiquitous",
+    "has_cjk",
     "meaning_text",
     "parse_query",
     "segment_cjk",
@@ -39,16 +41,17 @@ MAX_QUERY_CHARS = 2000
 MAX_TERMS = 32
 MIN_PREFIX = 2
 
-_CJK = (
+# the characters segmented one per token (a character-class body, for re and regex alike)
+CJK_CHARS = (
     "\u3040-\u30ff"  # hiragana, katakana
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # han
     "\uac00-\ud7af"  # hangul syllables
     "\U00020000-\U0002fa1f"  # han extensions
 )
-_CJK_CHAR = re.compile(f"[{_CJK}]")
+_CJK_CHAR = re.compile(f"[{CJK_CHARS}]")
 # a boundary next to a CJK character with no whitespace on either side
-_CJK_BOUNDARY = re.compile(f"(?<=[{_CJK}])(?=[^\\s])|(?<=[^\\s])(?=[{_CJK}])")
-_CJK_GAP = re.compile(f"(?<=[{_CJK}])([\x02\x03]*) ([\x02\x03]*)(?=[{_CJK}])")
+_CJK_BOUNDARY = re.compile(f"(?<=[{CJK_CHARS}])(?=[^\\s])|(?<=[^\\s])(?=[{CJK_CHARS}])")
+_CJK_GAP = re.compile(f"(?<=[{CJK_CHARS}])([\x02\x03]*) ([\x02\x03]*)(?=[{CJK_CHARS}])")
 _WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r'(?P<neg>-?)"(?P<phrase>[^"]*)(?:"|$)|(?P<bare>[^\s"]+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -71,18 +74,26 @@ _STOPWORD_TEXT = """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a character :func:`segment_cjk` segments."""
+    return not text.isascii() and _CJK_CHAR.search(text) is not None
+
+
 def segment_cjk(text: str) -> str:
     """Put a space on each side of every CJK character (where there is none), so that
     word tokenizers see one token per character."""
-    if text.isascii() or not _CJK_CHAR.search(text):
+    if not has_cjk(text):
         return text
     return _CJK_BOUNDARY.sub(" ", text)
 
 
 def unsegment_cjk(text: str) -> str:
-    """Undo :func:`segment_cjk` between two CJK characters (snippet display); highlight
-    markers ``\\x02``/``\\x03`` between them are kept, and a mark that closes right where
-    the next opens is merged into one."""
+    """Undo :func:`segment_cjk` between two CJK characters: a query term's words as typed
+    (a CJK run whole again), for the words a snippet marks. It cannot tell a space that was
+    typed between two CJK characters from one segmentation added, so text shown to a person
+    is quoted from the stored original, never unsegmented. Highlight markers
+    ``\\x02``/``\\x03`` between them are kept, and a mark that closes right where the next
+    opens is merged into one."""
     if not text.isascii():
         text = _CJK_GAP.sub(r"\1\2", text)
     return text.replace("\x03\x02", "")

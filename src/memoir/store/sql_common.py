@@ -1,6 +1,6 @@
 """What the SQLite and PostgreSQL backends share: the reads of the core tables, the ingest
-statements that are the same on both, and the index helpers that read a session's
-exchanges in order.
+statements that are the same on both, the index helpers that read a session's exchanges
+in order, and the read of the text search snippets quote.
 
 As in :mod:`memoir.store.side_tables`, SQL here is written once with ``?`` placeholders.
 Store methods run it through :class:`~memoir.store.side_tables.Tx` (which converts the
@@ -26,12 +26,14 @@ from memoir.store.codec import (
     TimeEncoder,
     event_from_row,
     exchange_from_row,
+    loads,
     prefixed,
     session_from_row,
     session_params,
     skipped_from_row,
     source_from_row,
 )
+from memoir.store.index_doc import MAX_COLUMN_CHARS, quoted_text, tools_text
 from memoir.store.port import IngestBatch, SearchFilters, SkippedLine, SourceState
 from memoir.store.side_tables import SideTablesMixin
 from memoir.store.vector_log import VectorLogMixin
@@ -52,6 +54,7 @@ __all__ = [
     "move_source",
     "ordered_exchanges",
     "pg_sql",
+    "quoted_texts",
     "session_stream",
     "span_rows",
     "sqlite_sql",
@@ -288,6 +291,33 @@ def indexed_sessions(conn: Connection) -> list[Session]:
         "(SELECT 1 FROM exchanges e WHERE e.session_id = s.id) ORDER BY s.id"
     ).fetchall()
     return [session_from_row(r) for r in rows]
+
+
+# what snippets quote --------------------------------------------------------------------
+_QUOTED_COLS = (
+    f"pk, substr(user_text, 1, {MAX_COLUMN_CHARS}), substr(assistant_text, 1, "
+    f"{MAX_COLUMN_CHARS}), tool_names, substr(tool_excerpt, 1, {MAX_COLUMN_CHARS})"
+)
+_QUOTED_PAGE = 500  # pks per statement, well under either driver's parameter limit
+
+
+def quoted_texts(
+    conn: Connection, dialect: Dialect, pks: Sequence[int], column: str | None
+) -> dict[int, str]:
+    """What a snippet of each exchange quotes (:func:`~memoir.store.index_doc.quoted_text`),
+    by pk: read from its stored text, never the index's CJK-segmented copy. Each column is
+    read only as far as the index reads it."""
+    out: dict[int, str] = {}
+    for at in range(0, len(pks), _QUOTED_PAGE):
+        page = tuple(pks[at : at + _QUOTED_PAGE])
+        marks = ", ".join("?" * len(page))
+        rows = conn.execute(
+            dialect(f"SELECT {_QUOTED_COLS} FROM exchanges WHERE pk IN ({marks})"), page
+        ).fetchall()
+        for pk, user, assistant, names, excerpt in rows:
+            tools = tools_text(loads(names) or (), excerpt)
+            out[int(pk)] = quoted_text(user, assistant, tools, column)
+    return out
 
 
 # store methods -----------------------------------------------------------------------------

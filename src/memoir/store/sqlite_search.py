@@ -8,7 +8,10 @@ joins its exchange and session by primary key for the filters), then ``snippet()
 those rows only. All terms must match, in the exchange's own columns or its neighbours'
 excerpt (``context``), and one of them at least in its own columns; when nothing does,
 any term may (a loosened query). Excluded terms and snippets look at the exchange's own
-columns only.
+columns only. FTS5 quotes the index's text, verbatim but for the spaces CJK segmentation
+put around each CJK character; the snippet of an exchange whose text holds CJK is made in
+Python instead, from its stored text (:func:`~memoir.store.snippet_text.make_snippet`, as
+PostgreSQL's are).
 
 Cost is bounded on big archives, where bm25 would read every posting of every term:
 
@@ -50,14 +53,16 @@ from memoir.store.query_text import (
     ParsedQuery,
     Term,
     drop_ubiquitous,
+    has_cjk,
     parse_query,
     to_fts5,
-    unsegment_cjk,
     words_of,
 )
+from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
 from memoir.store.sql_common import (
     indexed_sessions,
     ordered_exchanges,
+    quoted_texts,
     session_stream,
     span_rows,
     sqlite_sql,
@@ -322,7 +327,28 @@ def _snippet(conn: sqlite3.Connection, match: str, rowid: int, column: int) -> s
         "WHERE exchange_fts MATCH ? AND rowid = ?",
         (column, SNIPPET_TOKENS, match, rowid),
     ).fetchone()
-    return unsegment_cjk(row[0]) if row and row[0] else ""
+    return row[0] if row and row[0] else ""
+
+
+def _snippets(
+    conn: sqlite3.Connection, query: ParsedQuery, marks: str, column: str | None, rowids: list[int]
+) -> list[str]:
+    """FTS5's snippet of each row, but for an exchange whose own text holds CJK: FTS5
+    quotes the index's copy, spaced around every CJK character, so that one is made from
+    the stored text. Deciding by the stored text, not by FTS5's snippet, spares FTS5 a
+    snippet it would throw away (a CJK row is a token per character: its snippet() is
+    the dearest)."""
+    texts = quoted_texts(conn, sqlite_sql, rowids, column)
+    words = marked_words(query)
+    col_index = -1 if column is None else COLUMNS.index(column)
+    out = []
+    for rid in rowids:
+        text = texts.get(rid, "")
+        if has_cjk(text):
+            out.append(make_snippet(text, words, SNIPPET_CHARS))
+        else:
+            out.append(_snippet(conn, marks, rid, col_index))
+    return out
 
 
 def search(
@@ -341,5 +367,5 @@ def search(
     marks = to_fts5(loose or parsed, column or SNIPPET_COLUMNS)
     if not top or marks is None:
         return []
-    col_index = -1 if column is None else COLUMNS.index(column)
-    return [TextHit(xid, score, _snippet(conn, marks, rid, col_index)) for xid, rid, score in top]
+    snippets = _snippets(conn, parsed, marks, column, [rid for _, rid, _ in top])
+    return [TextHit(xid, score, snippets[i]) for i, (xid, _, score) in enumerate(top)]
