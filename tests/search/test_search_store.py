@@ -573,3 +573,26 @@ def test_an_explicit_pool_is_used_as_given(filled: Store) -> None:
     assert len(hits) == 30  # one pass of 30 candidates, no deeper fill
     with pytest.raises(ConfigError, match="pool"):
         search(filled, "redis cache", mode="text", pool=0)
+
+
+@pytest.mark.parametrize("mode", ["text", "hybrid"])
+def test_snippets_are_made_for_the_hits_shown_only(
+    filled: Store, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a snippet is a query of its own per row: the 75 candidates of each list need none
+    _many_matches(filled)
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    asked: list[list[str]] = []
+    made = filled.text_snippets
+
+    def recorded(query: str, filters: SearchFilters, exchange_ids: list[str]) -> dict[str, str]:
+        asked.append(list(exchange_ids))
+        return made(query, filters, exchange_ids)
+
+    monkeypatch.setattr(filled, "text_snippets", recorded)
+    hits = search(filled, "redis eviction", mode=mode, embedder=embedder, limit=4)
+    assert len(hits) == 4 and len(asked) == 1
+    assert set(asked[0]) <= set(ids(hits)) and asked[0]
+    for hit in hits:  # every hit shown still has its words marked
+        assert "\x02" in hit.snippet, hit.snippet

@@ -111,9 +111,9 @@ def test_close_inside_a_search_on_its_own_thread_says_the_store_is_closed(
     store = _filled(tmp_path)
     search = sqlite_store.sqlite_search.search
 
-    def closed_halfway(conn: sqlite3.Connection, *args: Any) -> Any:
+    def closed_halfway(conn: sqlite3.Connection, *args: Any, **kwargs: Any) -> Any:
         store.close()  # as a handler would, between two statements of the call
-        return search(conn, *args)
+        return search(conn, *args, **kwargs)
 
     monkeypatch.setattr(sqlite_store.sqlite_search, "search", closed_halfway)
     raised = _on_a_thread(lambda: store.search_text("parser", SearchFilters(), 5))

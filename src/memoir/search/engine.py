@@ -276,7 +276,11 @@ def search(
         ranking = _extended(ranking, _rank(*args, max(DEFAULT_POOL, 3 * limit)))
     ranked = ranking.ranked[:limit]
     lookup.load([i for i, _ in ranked])
-    return _hits(ranked, meaning, lookup, ranking, summaries)
+    # snippets for the hits shown only (each is a query of its own): the text matches
+    # quote the index's match, the others the exchange's text around the query's words
+    matched = [i for i, _ in ranked if i in ranking.text_hits]
+    snippets = store.text_snippets(query, filters, matched) if matched else {}
+    return _hits(ranked, meaning, lookup, ranking, snippets, summaries)
 
 
 def _rank(
@@ -373,9 +377,9 @@ def _hits(
     meaning: str,
     lookup: _Lookup,
     ranking: _Ranking,
+    snippets: dict[str, str],
     summaries: SummaryReader | None,
 ) -> list[SearchHit]:
-    text_hits = ranking.text_hits
     text_pos = {i: n for n, i in enumerate(ranking.text_rank, start=1)}
     vector_pos = {i: n for n, i in enumerate(ranking.vector_rank, start=1)}
     bodies: dict[str, str | None] = {}
@@ -387,12 +391,7 @@ def _hits(
         session = lookup.sessions.get(exchange.session_id)
         if summaries is not None and exchange.session_id not in bodies:
             bodies[exchange.session_id] = _summary(summaries, exchange.session_id)
-        text_hit = text_hits.get(exchange_id)
-        snippet = (
-            text_hit.snippet
-            if text_hit is not None and text_hit.snippet
-            else make_snippet(_exchange_text(exchange), meaning)
-        )
+        snippet = snippets.get(exchange_id) or make_snippet(_exchange_text(exchange), meaning)
         out.append(
             SearchHit(
                 session_id=exchange.session_id,
@@ -430,12 +429,13 @@ def text_candidates(
 ) -> dict[str, TextHit]:
     """Exchanges with every query word first (bm25 order), then — when those are fewer
     than ``pool`` — exchanges with any of them (bm25 order). Long natural-language queries
-    rarely have all their words in one exchange; a person's few keywords usually do."""
+    rarely have all their words in one exchange; a person's few keywords usually do. The
+    hits carry no snippets: :func:`search` asks for those of the hits it shows."""
     hits: dict[str, TextHit] = {}
-    for hit in store.search_text(query, filters, pool):
+    for hit in store.search_text(query, filters, pool, snippets=False):
         hits.setdefault(hit.exchange_id, hit)
     if len(hits) < pool and (loose := any_word_query(query)) is not None:
-        for hit in store.search_text(loose, filters, pool):
+        for hit in store.search_text(loose, filters, pool, snippets=False):
             if len(hits) >= pool:
                 break
             hits.setdefault(hit.exchange_id, hit)

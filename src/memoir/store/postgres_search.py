@@ -233,9 +233,15 @@ def _snippets(
 
 
 def search(
-    conn: psycopg.Connection[Any], query: str, filters: SearchFilters, limit: int
+    conn: psycopg.Connection[Any],
+    query: str,
+    filters: SearchFilters,
+    limit: int,
+    *,
+    snippets: bool = True,
 ) -> list[TextHit]:
-    """The best ``limit`` exchanges for ``query`` under ``filters`` (any query is safe)."""
+    """The best ``limit`` exchanges for ``query`` under ``filters`` (any query is safe);
+    without ``snippets`` the hits carry none (:func:`snippets_for` makes them later)."""
     column = role_column(filters.role)
     parsed = parse_query(query)
     if limit <= 0 or parsed.empty:
@@ -249,8 +255,26 @@ def search(
         top = _top(conn, tsq, column, filters, limit, parsed.groups, parsed.excluded) if tsq else []
     if not top or tsq is None:
         return []
-    snippets = _snippets(conn, marked_words(parsed), column, [int(r[1]) for r in top])
+    shown = (
+        _snippets(conn, marked_words(parsed), column, [int(r[1]) for r in top]) if snippets else {}
+    )
     return [
-        TextHit(exchange_id=xid, score=float(score), snippet=snippets.get(int(pk), ""))
+        TextHit(exchange_id=xid, score=float(score), snippet=shown.get(int(pk), ""))
         for xid, pk, score in top
     ]
+
+
+def snippets_for(
+    conn: psycopg.Connection[Any], query: str, filters: SearchFilters, exchange_ids: list[str]
+) -> dict[str, str]:
+    """The snippets :func:`search` would give these exchanges for ``query`` (only its
+    role filter matters), by exchange id; an exchange that is gone has none."""
+    parsed = parse_query(query)
+    if parsed.empty or not exchange_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT pk, id FROM exchanges WHERE id = ANY(%s)", (list(exchange_ids),)
+    ).fetchall()
+    pks = {int(pk): xid for pk, xid in rows}
+    shown = _snippets(conn, marked_words(parsed), role_column(filters.role), list(pks))
+    return {pks[pk]: text for pk, text in shown.items()}

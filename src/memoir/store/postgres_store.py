@@ -255,9 +255,17 @@ class PostgresStore(SqlStoreBase):
         return {r[0]: exchange_from_row(r) for r in rows}
 
     # search ----------------------------------------------------------------------------
-    def search_text(self, query: str, filters: SearchFilters, limit: int) -> list[TextHit]:
+    def search_text(
+        self, query: str, filters: SearchFilters, limit: int, *, snippets: bool = True
+    ) -> list[TextHit]:
         with self._conn(write=False) as conn:
-            return postgres_search.search(conn, query, filters, limit)
+            return postgres_search.search(conn, query, filters, limit, snippets=snippets)
+
+    def text_snippets(
+        self, query: str, filters: SearchFilters, exchange_ids: list[str]
+    ) -> dict[str, str]:
+        with self._conn(write=False) as conn:
+            return postgres_search.snippets_for(conn, query, filters, exchange_ids)
 
     def repair_index(self) -> int:
         with self._conn(write=True) as conn:

@@ -351,10 +351,22 @@ def _snippets(
     return out
 
 
+def _marks(parsed: ParsedQuery, column: str | None) -> str | None:
+    """FTS5 text of any query word in the exchange's own text: what a snippet marks."""
+    return to_fts5(parsed.loosened() or parsed, column or SNIPPET_COLUMNS)
+
+
 def search(
-    conn: sqlite3.Connection, query: str, filters: SearchFilters, limit: int
+    conn: sqlite3.Connection,
+    query: str,
+    filters: SearchFilters,
+    limit: int,
+    *,
+    snippets: bool = True,
 ) -> list[TextHit]:
-    """The best ``limit`` exchanges for ``query`` under ``filters`` (any query is safe)."""
+    """The best ``limit`` exchanges for ``query`` under ``filters`` (any query is safe);
+    without ``snippets`` the hits carry none (:func:`snippets_for` makes them later, for
+    the few a page shows: a snippet is a query of its own per row)."""
     column = role_column(filters.role)
     parsed = parse_query(query)
     if limit <= 0 or parsed.empty:
@@ -363,9 +375,33 @@ def search(
     loose = parsed.loosened()
     if not top and loose is not None:
         top = _ranked(conn, loose, column, filters, limit)
-    # any query word in the exchange's own text, for the snippet marks
-    marks = to_fts5(loose or parsed, column or SNIPPET_COLUMNS)
+    marks = _marks(parsed, column)
     if not top or marks is None:
         return []
-    snippets = _snippets(conn, parsed, marks, column, [rid for _, rid, _ in top])
-    return [TextHit(xid, score, snippets[i]) for i, (xid, _, score) in enumerate(top)]
+    if not snippets:
+        return [TextHit(xid, score, "") for xid, _, score in top]
+    shown = _snippets(conn, parsed, marks, column, [rid for _, rid, _ in top])
+    return [TextHit(xid, score, shown[i]) for i, (xid, _, score) in enumerate(top)]
+
+
+def snippets_for(
+    conn: sqlite3.Connection, query: str, filters: SearchFilters, exchange_ids: list[str]
+) -> dict[str, str]:
+    """The snippets :func:`search` would give these exchanges for ``query`` (only its
+    role filter matters), by exchange id; an exchange that is gone has none."""
+    column = role_column(filters.role)
+    parsed = parse_query(query)
+    marks = _marks(parsed, column)
+    if marks is None or not exchange_ids:
+        return {}
+    pks: dict[int, str] = {}
+    for at in range(0, len(exchange_ids), 500):
+        page = exchange_ids[at : at + 500]
+        marks_sql = ", ".join("?" * len(page))
+        for pk, xid in conn.execute(
+            f"SELECT pk, id FROM exchanges WHERE id IN ({marks_sql})", page
+        ).fetchall():
+            pks[int(pk)] = xid
+    rowids = list(pks)
+    shown = _snippets(conn, parsed, marks, column, rowids)
+    return {pks[rid]: text for rid, text in zip(rowids, shown, strict=True)}

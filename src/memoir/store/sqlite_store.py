@@ -388,9 +388,17 @@ class SQLiteStore(SqlStoreBase):
         return out
 
     # search ------------------------------------------------------------------------
-    def search_text(self, query: str, filters: SearchFilters, limit: int) -> list[TextHit]:
+    def search_text(
+        self, query: str, filters: SearchFilters, limit: int, *, snippets: bool = True
+    ) -> list[TextHit]:
         with self._reading() as conn:
-            return sqlite_search.search(conn, query, filters, limit)
+            return sqlite_search.search(conn, query, filters, limit, snippets=snippets)
+
+    def text_snippets(
+        self, query: str, filters: SearchFilters, exchange_ids: list[str]
+    ) -> dict[str, str]:
+        with self._reading() as conn:
+            return sqlite_search.snippets_for(conn, query, filters, exchange_ids)
 
     def repair_index(self) -> int:
         with self._write() as conn:
