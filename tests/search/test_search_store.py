@@ -596,3 +596,23 @@ def test_snippets_are_made_for_the_hits_shown_only(
     assert set(asked[0]) <= set(ids(hits)) and asked[0]
     for hit in hits:  # every hit shown still has its words marked
         assert "\x02" in hit.snippet, hit.snippet
+
+
+@pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
+def test_a_hit_reports_the_same_ranks_and_snippet_whatever_the_limit(
+    filled: Store, mode: str
+) -> None:
+    # the head of a larger limit is the smaller limit's page, field for field: a deeper
+    # pass that fills a large limit must not change what the head's hits report
+    _many_matches(filled)
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    query = "redis cache eviction latency"
+
+    def shown(limit: int) -> list[tuple[object, ...]]:
+        hits = search(filled, query, mode=mode, embedder=embedder, limit=limit)
+        return [(h.exchange_id, h.score, h.snippet, h.text_rank, h.vector_rank) for h in hits]
+
+    widest = shown(200)
+    for limit in (10, 40):
+        assert shown(limit) == widest[:limit], limit

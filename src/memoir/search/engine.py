@@ -222,8 +222,8 @@ class _Ranking:
 
     ranked: list[tuple[str, float]]
     text_hits: dict[str, TextHit]
-    text_rank: list[str]
-    vector_rank: list[str]
+    text_rank: dict[str, int]  # exchange id → its 1-based place in the text list
+    vector_rank: dict[str, int]  # … and in the vector list
 
 
 def search(
@@ -322,7 +322,13 @@ def _rank(
         ranked = rrf([text_rank, vector_rank], k=HYBRID_K, weights=HYBRID_WEIGHTS)
         if query_tokens is not None and embedder is not None and vector_rank:
             ranked = _reranked(store, embedder.name, ranked, query_tokens)
-    return _Ranking(_dated(query, ranked, lookup), text_hits, text_rank, vector_rank)
+    return _Ranking(
+        _dated(query, ranked, lookup), text_hits, _places(text_rank), _places(vector_rank)
+    )
+
+
+def _places(order: list[str]) -> dict[str, int]:
+    return {i: n for n, i in enumerate(order, start=1)}
 
 
 def _extended(head: _Ranking, deep: _Ranking) -> _Ranking:
@@ -331,13 +337,20 @@ def _extended(head: _Ranking, deep: _Ranking) -> _Ranking:
     seen = {i for i, _ in head.ranked}
     floor = head.ranked[-1][1] if head.ranked else float("inf")
     tail = [(i, min(s, floor)) for i, s in deep.ranked if i not in seen]
-    in_text, in_vector = set(head.text_rank), set(head.vector_rank)
+    # a hit of the head reports what the head's pass knew of it (its list ranks, whether
+    # it is a text match), as a smaller limit shows it; a hit of the tail, the deep pass's
     return _Ranking(
         head.ranked + tail,
-        {**deep.text_hits, **head.text_hits},
-        head.text_rank + [i for i in deep.text_rank if i not in in_text],
-        head.vector_rank + [i for i in deep.vector_rank if i not in in_vector],
+        {**{i: h for i, h in deep.text_hits.items() if i not in seen}, **head.text_hits},
+        _positions(head.text_rank, deep.text_rank, seen),
+        _positions(head.vector_rank, deep.vector_rank, seen),
     )
+
+
+def _positions(head: dict[str, int], deep: dict[str, int], seen: set[str]) -> dict[str, int]:
+    """Each list rank as the hit's own pass gave it: the head's for the head's hits, the
+    deep pass's for the others."""
+    return {**{i: n for i, n in deep.items() if i not in seen}, **head}
 
 
 def _reranked(
@@ -380,8 +393,7 @@ def _hits(
     snippets: dict[str, str],
     summaries: SummaryReader | None,
 ) -> list[SearchHit]:
-    text_pos = {i: n for n, i in enumerate(ranking.text_rank, start=1)}
-    vector_pos = {i: n for n, i in enumerate(ranking.vector_rank, start=1)}
+    text_pos, vector_pos = ranking.text_rank, ranking.vector_rank
     bodies: dict[str, str | None] = {}
     out: list[SearchHit] = []
     for exchange_id, score in ranked:
