@@ -311,6 +311,32 @@ def test_sqlite_quotes_fts5_unless_the_exchange_holds_cjk(
         store.close()
 
 
+@pytest.mark.parametrize(
+    ("query", "user", "assistant", "marked"),
+    [
+        # an English query matched by its stem in an exchange that also holds CJK: FTS5
+        # marks the word it matched; the Python snippet, which knows no stems, marks none
+        ("locks", "数据库 的 问题", "The locking code was slow", "\x02locking\x03"),
+        ("paging", "本番 で 遅い です", "Each built page is kept in a list", "\x02page\x03"),
+    ],
+)
+def test_sqlite_marks_a_stem_match_in_an_exchange_that_holds_cjk(
+    tmp_path: Path, query: str, user: str, assistant: str, marked: str
+) -> None:
+    from memoir.store.sqlite_store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "store.db")
+    try:
+        ingest(store, "mix", [(user, assistant, None)])
+        [hit] = store.search_text(query, SearchFilters(), 10)
+        assert marked in hit.snippet
+        assert store.text_snippets(query, SearchFilters(), [hit.exchange_id]) == {
+            hit.exchange_id: hit.snippet
+        }
+    finally:
+        store.close()
+
+
 def test_snippets_keep_tag_like_text_and_mark_dotted_words(store: Store) -> None:
     ingest(
         store,

@@ -56,9 +56,10 @@ from memoir.store.query_text import (
     has_cjk,
     parse_query,
     to_fts5,
+    unsegment_cjk,
     words_of,
 )
-from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
+from memoir.store.snippet_text import MARK_START, SNIPPET_CHARS, make_snippet, marked_words
 from memoir.store.sql_common import (
     indexed_sessions,
     ordered_exchanges,
@@ -344,10 +345,15 @@ def _snippets(
     out = []
     for rid in rowids:
         text = texts.get(rid, "")
-        if has_cjk(text):
-            out.append(make_snippet(text, words, SNIPPET_CHARS))
-        else:
+        if not has_cjk(text):
             out.append(_snippet(conn, marks, rid, col_index))
+            continue
+        made = make_snippet(text, words, SNIPPET_CHARS)
+        if MARK_START not in made:
+            # no query word where Python looks: the index matched a stem of one ("locks"
+            # in "locking"), which only FTS5 knows — its snippet, marked, as before
+            made = unsegment_cjk(_snippet(conn, marks, rid, col_index)) or made
+        out.append(made)
     return out
 
 
