@@ -616,3 +616,43 @@ def test_a_hit_reports_the_same_ranks_and_snippet_whatever_the_limit(
     widest = shown(200)
     for limit in (10, 40):
         assert shown(limit) == widest[:limit], limit
+
+
+def test_a_vector_hit_holding_the_words_in_its_tool_output_shows_them_marked(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a page deeper than the text list's candidates (here 5, as a --limit past 75 is for
+    # the default pool) holds vector hits the index would match too: their snippets show
+    # the query's words, as the text matches' do, not the prompt without them
+    events = []
+    words = ["cache", "shard", "replica", "warmup", "latency", "ttl"]
+    for n in range(30):
+        said, what = words[n % 6], words[(n + 2) % 6]
+        events += [
+            Event("s-tools", 3 * n + 1, EventKind.USER_TEXT, Author.USER, f"check {said} {n}", T0),
+            Event(
+                "s-tools",
+                3 * n + 2,
+                EventKind.TOOL_RESULT,
+                Author.TOOL,
+                f"redis eviction {'x' * (n * 37)} {what}",
+                T0,
+                tool_name="Bash",
+                call_id=f"c{n}",
+            ),
+            Event("s-tools", 3 * n + 3, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "done", T0),
+        ]
+    session = Session(id="s-tools", project="tools", harness=Harness.GENERIC, created_at=T0)
+    filled.apply_ingest(
+        IngestBatch(session=session, events=tuple(events), exchanges=tuple(build_exchanges(events)))
+    )
+    embedder = HashEmbedder()
+    embed_backlog(filled, embedder)
+    monkeypatch.setattr(engine, "DEFAULT_POOL", 5)
+    filters = SearchFilters(project="tools")
+    hits = search(
+        filled, "redis eviction", mode="hybrid", embedder=embedder, limit=10, filters=filters
+    )
+    assert len(hits) == 10 and any(h.text_rank is None for h in hits)
+    for hit in hits:
+        assert "\x02redis\x03" in hit.snippet, (hit.text_rank, hit.vector_rank, hit.snippet)

@@ -24,7 +24,7 @@ from memoir.search.fusion import rrf
 from memoir.search.hits import MODES, SearchHit, SearchMode
 from memoir.search.late import RERANK_DEPTH, rerank
 from memoir.search.query_dates import query_dates, span_contains
-from memoir.search.snippets import clean_summary, make_snippet
+from memoir.search.snippets import MARK_START, clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
 from memoir.store.port import SearchFilters, Store, TextHit, without_surrogates
 from memoir.store.query_text import Term, meaning_text, parse_query, words_of
@@ -277,9 +277,17 @@ def search(
     ranked = ranking.ranked[:limit]
     lookup.load([i for i, _ in ranked])
     # snippets for the hits shown only (each is a query of its own): the text matches
-    # quote the index's match, the others the exchange's text around the query's words
-    matched = [i for i, _ in ranked if i in ranking.text_hits]
-    snippets = store.text_snippets(query, filters, matched) if matched else {}
+    # quote the index's match, the others the exchange's text around the query's words —
+    # unless none is there (they may be in its tool output: a vector hit the index also
+    # matches, past the text list's candidates), when the index quotes it too if it can
+    plain = {
+        i: make_snippet(_exchange_text(x), meaning)
+        for i, _ in ranked
+        if i not in ranking.text_hits and (x := lookup.exchanges.get(i)) is not None
+    }
+    asked = [i for i, _ in ranked if i not in plain or MARK_START not in plain[i]]
+    stored = store.text_snippets(query, filters, asked) if asked else {}
+    snippets = {**plain, **{i: t for i, t in stored.items() if i not in plain or MARK_START in t}}
     return _hits(ranked, meaning, lookup, ranking, snippets, summaries)
 
 
