@@ -656,3 +656,25 @@ def test_a_vector_hit_holding_the_words_in_its_tool_output_shows_them_marked(
     assert len(hits) == 10 and any(h.text_rank is None for h in hits)
     for hit in hits:
         assert "\x02redis\x03" in hit.snippet, (hit.text_rank, hit.vector_rank, hit.snippet)
+
+
+def test_no_deeper_pass_when_every_match_is_already_ranked(
+    filled: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # fewer matches than the pool: a page of 100 asks the index once (and once more for
+    # the any-word fill), not again with a deeper pool that can find nothing more
+    calls: list[int] = []
+    asked = filled.search_text
+
+    def counted(query: str, filters: SearchFilters, limit: int, **kw: bool) -> list:
+        calls.append(limit)
+        return asked(query, filters, limit, **kw)
+
+    monkeypatch.setattr(filled, "search_text", counted)
+    hits = search(filled, "sqlite lock", mode="text", limit=100)
+    assert 0 < len(hits) < engine.DEFAULT_POOL
+    assert calls and set(calls) == {engine.DEFAULT_POOL}
+    calls.clear()
+    _many_matches(filled)  # now the text list is cut at the pool: the deeper pass runs
+    assert len(search(filled, "redis cache", mode="text", limit=100)) == 100
+    assert max(calls) == 300

@@ -272,7 +272,7 @@ def search(
     lookup = _Lookup(store)
     args = (store, query, meaning, filters, chosen, embedder, lookup)
     ranking = _rank(*args, pool or DEFAULT_POOL)
-    if pool is None and limit > len(ranking.ranked):
+    if pool is None and limit > len(ranking.ranked) and _a_list_was_cut(ranking):
         ranking = _extended(ranking, _rank(*args, max(DEFAULT_POOL, 3 * limit)))
     ranked = ranking.ranked[:limit]
     lookup.load([i for i, _ in ranked])
@@ -337,6 +337,12 @@ def _rank(
 
 def _places(order: list[str]) -> dict[str, int]:
     return {i: n for n, i in enumerate(order, start=1)}
+
+
+def _a_list_was_cut(ranking: _Ranking) -> bool:
+    """Whether a list of the pass stopped at the pool (a deeper pass can find more): one
+    shorter than the pool already holds every match there is."""
+    return max(len(ranking.text_rank), len(ranking.vector_rank)) >= DEFAULT_POOL
 
 
 def _extended(head: _Ranking, deep: _Ranking) -> _Ranking:
