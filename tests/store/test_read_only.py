@@ -127,19 +127,24 @@ def test_reading_commands_answer_as_on_the_writable_home(
     assert _snapshot(view) == before
 
 
+def _memoir(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``memoir ARGS`` in a process of its own on ``home``, no other MEMOIR_ setting."""
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    full.update(MEMOIR_HOME=str(home), **env)
+    return subprocess.run(
+        [sys.executable, "-m", "memoir.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
+    )
+
+
 def test_writing_commands_stop_with_one_clear_line(synced_home: Path, read_only_view: View) -> None:
     view = read_only_view(synced_home)
     before = _snapshot(view)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
-    env["MEMOIR_HOME"] = str(view)
     for args in (("sync", "--no-summaries"), ("verify", "--repair"), ("summarize", "67a8478e")):
-        done = subprocess.run(
-            [sys.executable, "-m", "memoir.cli", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        done = _memoir(view, *args)
         err = done.stderr
         assert done.returncode == 1, (args, err)
         assert err.startswith("error: ") and "read-only" in err, (args, err)
@@ -154,17 +159,9 @@ def test_embed_on_a_read_only_home_is_one_line_and_no_bar(
     the bar goes) ahead of the error, and the exit status sync and summarize give."""
     view = read_only_view(synced_home)
     before = _snapshot(view)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
-    env.update(MEMOIR_HOME=str(view), MEMOIR_EMBEDDER="hash")  # an embedder that is there
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memoir.cli", *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        return _memoir(view, *args, MEMOIR_EMBEDDER="hash")  # an embedder that is there
 
     line = (
         "error: memoir embed needs to write, and this SQLite database is read-only here (a "

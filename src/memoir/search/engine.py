@@ -276,19 +276,43 @@ def search(
         ranking = _extended(ranking, _rank(*args, max(DEFAULT_POOL, 3 * limit)))
     ranked = ranking.ranked[:limit]
     lookup.load([i for i, _ in ranked])
-    # snippets for the hits shown only (each is a query of its own): the text matches
-    # quote the index's match, the others the exchange's text around the query's words —
-    # unless none is there (they may be in its tool output: a vector hit the index also
-    # matches, past the text list's candidates), when the index quotes it too if it can
-    plain = {
-        i: make_snippet(_exchange_text(x), meaning)
-        for i, _ in ranked
-        if i not in ranking.text_hits and (x := lookup.exchanges.get(i)) is not None
+    snippets = _page_snippets(store, query, meaning, filters, ranked, ranking, lookup)
+    return _hits(ranked, lookup, ranking, snippets, summaries)
+
+
+def _page_snippets(
+    store: Store,
+    query: str,
+    meaning: str,
+    filters: SearchFilters,
+    ranked: list[tuple[str, float]],
+    ranking: _Ranking,
+    lookup: _Lookup,
+) -> dict[str, str]:
+    """The snippet of each hit shown, made for those only (a store snippet is a query of
+    its own). A text match quotes the index's match; another hit, its prompt and reply
+    around the query's words — unless none is there (they may be in its tool output: a
+    vector hit the index also matches, past the text list's candidates), when the index
+    quotes it if it can mark it. A text match the index marks nothing in (it matched
+    through its neighbours' words) falls back to its own text too."""
+    shown = [i for i, _ in ranked if i in lookup.exchanges]
+    own = {
+        i: make_snippet(_exchange_text(lookup.exchanges[i]), meaning)
+        for i in shown
+        if i not in ranking.text_hits
     }
-    asked = [i for i, _ in ranked if i not in plain or MARK_START not in plain[i]]
+    asked = [i for i in shown if i not in own or MARK_START not in own[i]]
     stored = store.text_snippets(query, filters, asked) if asked else {}
-    snippets = {**plain, **{i: t for i, t in stored.items() if i not in plain or MARK_START in t}}
-    return _hits(ranked, meaning, lookup, ranking, snippets, summaries)
+    out: dict[str, str] = {}
+    for i in shown:
+        quoted = stored.get(i, "")
+        if quoted and (i not in own or MARK_START in quoted):
+            out[i] = quoted
+        elif i in own:
+            out[i] = own[i]
+        else:  # a text match the index marks nothing in: its neighbours' words matched
+            out[i] = make_snippet(_exchange_text(lookup.exchanges[i]), meaning)
+    return out
 
 
 def _rank(
@@ -401,7 +425,6 @@ def _dated(query: str, ranked: list[tuple[str, float]], lookup: _Lookup) -> list
 
 def _hits(
     ranked: list[tuple[str, float]],
-    meaning: str,
     lookup: _Lookup,
     ranking: _Ranking,
     snippets: dict[str, str],
@@ -417,7 +440,7 @@ def _hits(
         session = lookup.sessions.get(exchange.session_id)
         if summaries is not None and exchange.session_id not in bodies:
             bodies[exchange.session_id] = _summary(summaries, exchange.session_id)
-        snippet = snippets.get(exchange_id) or make_snippet(_exchange_text(exchange), meaning)
+        snippet = snippets.get(exchange_id, "")
         out.append(
             SearchHit(
                 session_id=exchange.session_id,

@@ -38,6 +38,7 @@ from memoir.store.port import SearchFilters, TextHit
 from memoir.store.query_text import ParsedQuery, Term, parse_query
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
 from memoir.store.sql_common import (
+    exchange_pks,
     indexed_sessions,
     ordered_exchanges,
     pg_sql,
@@ -272,9 +273,6 @@ def snippets_for(
     parsed = parse_query(query)
     if parsed.empty or not exchange_ids:
         return {}
-    rows = conn.execute(
-        "SELECT pk, id FROM exchanges WHERE id = ANY(%s)", (list(exchange_ids),)
-    ).fetchall()
-    pks = {int(pk): xid for pk, xid in rows}
+    pks = exchange_pks(conn, pg_sql, exchange_ids)
     shown = _snippets(conn, marked_words(parsed), role_column(filters.role), list(pks))
     return {pks[pk]: text for pk, text in shown.items()}

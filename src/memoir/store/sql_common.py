@@ -50,6 +50,7 @@ __all__ = [
     "check_source_unchanged",
     "check_version",
     "delete_session_tables",
+    "exchange_pks",
     "indexed_sessions",
     "move_source",
     "ordered_exchanges",
@@ -299,6 +300,19 @@ _QUOTED_COLS = (
     f"{MAX_COLUMN_CHARS}), tool_names, substr(tool_excerpt, 1, {MAX_COLUMN_CHARS})"
 )
 _QUOTED_PAGE = 500  # pks per statement, well under either driver's parameter limit
+
+
+def exchange_pks(conn: Connection, dialect: Dialect, exchange_ids: Sequence[str]) -> dict[int, str]:
+    """pk → id of these exchanges (those that exist): the rows snippets are made for."""
+    out: dict[int, str] = {}
+    for at in range(0, len(exchange_ids), _QUOTED_PAGE):
+        page = tuple(exchange_ids[at : at + _QUOTED_PAGE])
+        marks = ", ".join("?" * len(page))
+        rows = conn.execute(
+            dialect(f"SELECT pk, id FROM exchanges WHERE id IN ({marks})"), page
+        ).fetchall()
+        out.update((int(pk), xid) for pk, xid in rows)
+    return out
 
 
 def quoted_texts(

@@ -61,6 +61,7 @@ from memoir.store.query_text import (
 )
 from memoir.store.snippet_text import MARK_START, SNIPPET_CHARS, make_snippet, marked_words
 from memoir.store.sql_common import (
+    exchange_pks,
     indexed_sessions,
     ordered_exchanges,
     quoted_texts,
@@ -400,14 +401,7 @@ def snippets_for(
     marks = _marks(parsed, column)
     if marks is None or not exchange_ids:
         return {}
-    pks: dict[int, str] = {}
-    for at in range(0, len(exchange_ids), 500):
-        page = exchange_ids[at : at + 500]
-        marks_sql = ", ".join("?" * len(page))
-        for pk, xid in conn.execute(
-            f"SELECT pk, id FROM exchanges WHERE id IN ({marks_sql})", page
-        ).fetchall():
-            pks[int(pk)] = xid
+    pks = exchange_pks(conn, sqlite_sql, exchange_ids)
     rowids = list(pks)
     shown = _snippets(conn, parsed, marks, column, rowids)
     return {pks[rid]: text for rid, text in zip(rowids, shown, strict=True)}
