@@ -63,7 +63,9 @@ def main() -> None:
 def _target(memoir: Memoir, item: dict) -> str:
     """The exchange the item was planted in: its session's one with the fingerprint."""
     found = [
-        x.id for x in memoir.store.exchanges(item["session"]) if item["fingerprint"] in x.user_text
+        x.id
+        for x in memoir.store.exchanges.of(item["session"])
+        if item["fingerprint"] in x.user_text
     ]
     if len(found) != 1:
         raise SystemExit(f"{item['id']}: {len(found)} exchanges carry its fingerprint")

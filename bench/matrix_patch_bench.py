@@ -52,18 +52,18 @@ def main() -> None:
             rows /= np.linalg.norm(rows, axis=1, keepdims=True)
             changed = ids[: args.changed]
             fresh = [(x, rows[i].tobytes()) for i, x in enumerate(changed)]
-            store.put_embeddings(MODEL, fresh, 384)
+            store.embeddings.put(MODEL, fresh, 384)
             with store._tx() as tx:  # type: ignore[attr-defined]
                 tx.many(
                     "DELETE FROM embeddings WHERE model = ? AND exchange_id = ?",
                     [(MODEL, x) for x in ids[args.changed :]],
                 )
-            report["generation"] = store.embedding_generation(MODEL)
+            report["generation"] = store.embeddings.generation(MODEL)
         elif args.phase == "load":
             matrix = vectors.matrix_for(store, MODEL)
             report.update(rows=matrix.size, memmap=isinstance(matrix.matrix, np.memmap))
         else:
-            whole = read_whole(store, MODEL, store.embedding_generation(MODEL), None)
+            whole = read_whole(store, MODEL, store.embeddings.generation(MODEL), None)
             report["rows"] = len(whole.ids)
         report["seconds"] = round(time.perf_counter() - started, 2)
         print(json.dumps(report))

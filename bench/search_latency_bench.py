@@ -46,8 +46,8 @@ from memoir.search import load_embedder, search
 from memoir.search.embedder import HashEmbedder, TokenEmbedder
 from memoir.search.late import RERANK_DEPTH, pack_tokens
 from memoir.store import IngestBatch, Store, open_store
-from memoir.store.port import SearchFilters
 from memoir.store.query_text import STOPWORDS
+from memoir.store.values import SearchFilters
 
 __all__: list[str] = []
 
@@ -106,7 +106,7 @@ def generate(store: Store, n: int, seed: int = 7) -> None:
             )
             exchanges.append(Exchange(f"{sid}:{o}", sid, o, o + 1, users[i], replies[i], (), t, t))
         session = Session(sid, f"project-{s % 40}", Harness.CLAUDE_CODE, created_at=when)
-        store.apply_ingest(IngestBatch(session, tuple(events), tuple(exchanges)))
+        store.ingest.apply(IngestBatch(session, tuple(events), tuple(exchanges)))
         if s % 100 == 0:
             rate = (s + 1) * PER_SESSION / (time.perf_counter() - began)
             print(f"  {(s + 1) * PER_SESSION:>9,} exchanges ({rate:,.0f}/s)", file=sys.stderr)
@@ -115,12 +115,12 @@ def generate(store: Store, n: int, seed: int = 7) -> None:
 def add_vectors(store: Store, model: str, dim: int, seed: int = 11) -> None:
     rng = np.random.default_rng(seed)
     while True:
-        backlog = store.embedding_backlog(model, 20_000)
+        backlog = store.embeddings.backlog(model, 20_000)
         if not backlog:
             return
         vectors = rng.standard_normal((len(backlog), dim), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        store.put_embeddings(
+        store.embeddings.put(
             model, [(xid, vectors[i].tobytes()) for i, (xid, _) in enumerate(backlog)], dim
         )
 

@@ -96,7 +96,7 @@ def _mb(data: list[tuple[Session, list[Event]]]) -> float:
 def time_store(store: Store, data: list[tuple[Session, list[Event]]]) -> float:
     cpu = time.process_time()
     for session, events in data:
-        store.apply_ingest(IngestBatch(session, tuple(events), tuple(build_exchanges(events))))
+        store.ingest.apply(IngestBatch(session, tuple(events), tuple(build_exchanges(events))))
     return time.process_time() - cpu
 
 
@@ -182,7 +182,7 @@ def search(args: argparse.Namespace) -> None:
     store = SQLiteStore(db)
     n = store.stats()["exchanges"]
     qs = _queries(db, args.queries)
-    store.search_text(qs[0], SearchFilters(), 10)  # warm-up
+    store.index.search(qs[0], SearchFilters(), 10)  # warm-up
     print(f"{n:,} exchanges, {len(qs)} queries, limit 10")
     for label, filters in (
         ("no filter", SearchFilters()),
@@ -198,7 +198,7 @@ def search(args: argparse.Namespace) -> None:
         samples = []
         for q in qs:
             began = time.perf_counter()
-            store.search_text(q, filters, 10)
+            store.index.search(q, filters, 10)
             samples.append(1000 * (time.perf_counter() - began))
         print(f"{label:<11} {_stats(samples)}")
     store.close()

@@ -52,6 +52,6 @@ def test_embed_is_one_at_a_time_per_database_not_only_per_home(tmp_path: Path) -
         Memoir.at(tmp_path / "a", embedder="hash", database_url=shared) as a,
         Memoir.at(tmp_path / "b", embedder="hash", database_url=shared) as b,
     ):
-        with a.store.claim("embed", "a"), pytest.raises(Busy, match="another memoir embed"):
+        with a.store.claims.hold("embed", "a"), pytest.raises(Busy, match="another memoir embed"):
             b.embed_pending()
         assert b.embed_pending().complete

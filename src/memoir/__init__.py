@@ -12,7 +12,7 @@ from memoir.errors import (
 )
 from memoir.model import Event, EventKind, Exchange, Harness, Session, SessionFlags
 from memoir.search.hits import SearchHit
-from memoir.store.port import SearchFilters
+from memoir.store.values import SearchFilters
 
 __all__ = [
     "CompactionError",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from memoir.search.embedder import Embedder
     from memoir.search.engine import SearchMode
     from memoir.search.hits import SearchHit
-    from memoir.store.port import SearchFilters
+    from memoir.store.values import SearchFilters
     from memoir.summaries.summary_pass import SummaryPassReport
 
 __all__ = ["Memoir", "resolve_session"]
@@ -108,7 +108,7 @@ class Memoir:
             )
         busy = "another memoir embed is running"
         # the home's lock, and the store's: homes sharing a database embed its backlog once
-        with embed_lock(self.settings.home), self.store.claim("embed", busy):
+        with embed_lock(self.settings.home), self.store.claims.hold("embed", busy):
             result = embed_backlog(
                 self.store,
                 embedder,
@@ -125,13 +125,13 @@ class Memoir:
         ledger and retried (RateLimited / Transient) within ``llm_retry_budget`` attempts."""
         from memoir.llm.wiring import wrapped_model
 
-        return wrapped_model(self.settings, self.store)
+        return wrapped_model(self.settings, self.store.usage)
 
     def fallback_model(self) -> Model | None:
         """The refusal fallback (``MEMOIR_LLM_FALLBACK``), wrapped the same way, or None."""
         from memoir.llm.wiring import wrapped_fallback
 
-        return wrapped_fallback(self.settings, self.store)
+        return wrapped_fallback(self.settings, self.store.usage)
 
     def compactor(self, **options: Any) -> Any:
         """A ``memoir.compaction.Compactor`` with the configured model, the threshold ratio
@@ -192,9 +192,9 @@ def resolve_session(store: Store, session: str) -> str:
     none; a ``MemoirError`` listing them when several."""
     from memoir.errors import MemoirError, NotFound
 
-    if store.get_session(session) is not None:
+    if store.sessions.get(session) is not None:
         return session
-    found = [i.session for i in store.list_sessions() if i.session.id.startswith(session)]
+    found = [i.session for i in store.sessions.recent() if i.session.id.startswith(session)]
     main = [s for s in found if not s.flags.subagent]
     matches = [s.id for s in (main if len(main) == 1 else found)]
     if len(matches) == 1:

@@ -1,12 +1,12 @@
-"""Builders and an in-memory store of just the methods compaction uses."""
+"""Builders and an in-memory store of just the parts compaction uses."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from memoir.model import Session, SessionFlags
-from memoir.store.port import CheckpointRow, TraceRow
+from memoir.model import Harness, Session, SessionFlags
+from memoir.store.values import CheckpointRow, TraceRow
 
 __all__ = ["GOOD", "FakeStore", "assistant", "big_text", "call", "result", "system", "user"]
 
@@ -46,8 +46,47 @@ def result(cid: str, text: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": cid, "content": text}
 
 
+class _Checkpoints:
+    def __init__(self, rows: list[CheckpointRow]) -> None:
+        self.rows = rows
+
+    def put(self, row: CheckpointRow) -> None:
+        json.dumps(row.data)  # must be JSON-serialisable, like the real stores require
+        self.rows.append(row)
+
+    def of(self, session_id: str) -> list[CheckpointRow]:
+        return [r for r in self.rows if r.session_id == session_id]
+
+
+class _Traces:
+    def __init__(self, rows: list[TraceRow]) -> None:
+        self.rows = rows
+
+    def record(self, row: TraceRow) -> None:
+        json.dumps(row.data)
+        self.rows.append(row)
+
+    def find(self, session_id: str | None = None, kind: str | None = None) -> list[TraceRow]:
+        return [
+            r
+            for r in self.rows
+            if (session_id is None or r.session_id == session_id)
+            and (kind is None or r.kind == kind)
+        ]
+
+
+class _Sessions:
+    def __init__(self, flags: SessionFlags | None) -> None:
+        self.flags = flags
+
+    def get(self, session_id: str) -> Session | None:
+        if self.flags is None:
+            return None
+        return Session(id=session_id, project="p", harness=Harness.API, flags=self.flags)
+
+
 class FakeStore:
-    """put_checkpoint / checkpoints / record_trace / traces / get_session, in memory."""
+    """The checkpoints, traces and sessions parts compaction uses, in memory."""
 
     backend = "fake"
     read_only = False
@@ -55,30 +94,6 @@ class FakeStore:
     def __init__(self, flags: SessionFlags | None = None) -> None:
         self.rows: list[CheckpointRow] = []
         self.trace_rows: list[TraceRow] = []
-        self.flags = flags
-
-    def put_checkpoint(self, row: CheckpointRow) -> None:
-        json.dumps(row.data)  # must be JSON-serialisable, like the real stores require
-        self.rows.append(row)
-
-    def checkpoints(self, session_id: str) -> list[CheckpointRow]:
-        return [r for r in self.rows if r.session_id == session_id]
-
-    def record_trace(self, row: TraceRow) -> None:
-        json.dumps(row.data)
-        self.trace_rows.append(row)
-
-    def traces(self, session_id: str | None = None, kind: str | None = None) -> list[TraceRow]:
-        return [
-            r
-            for r in self.trace_rows
-            if (session_id is None or r.session_id == session_id)
-            and (kind is None or r.kind == kind)
-        ]
-
-    def get_session(self, session_id: str) -> Session | None:
-        if self.flags is None:
-            return None
-        from memoir.model import Harness
-
-        return Session(id=session_id, project="p", harness=Harness.API, flags=self.flags)
+        self.checkpoints = _Checkpoints(self.rows)
+        self.traces = _Traces(self.trace_rows)
+        self.sessions = _Sessions(flags)

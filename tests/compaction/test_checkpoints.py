@@ -81,7 +81,7 @@ def test_repeated_compaction_rolls_forward(store: Any) -> None:
     results = run_turns(compactor, 30)
     done = [r for r in results if r is not None and r.strategy == "summary"]
     assert len(done) >= 2
-    rows = store.checkpoints("s1")
+    rows = store.checkpoints.of("s1")
     assert [r.id for r in rows] == [d.checkpoint_id for d in done]
     first, second = rows[0], rows[1]
     assert first.previous_id is None and second.previous_id == first.id
@@ -200,7 +200,7 @@ def test_trace_is_stored_and_logged_without_content(caplog: pytest.LogCaptureFix
     compactor = Compactor(ScriptedModel(["Read it; the file is large."]), store=store)
     with caplog.at_level(logging.INFO, logger="memoir.compaction"):
         res = compactor.compact(history, window=WINDOW, session_id="s1")
-    traces = store.traces("s1", "compaction")
+    traces = store.traces.find("s1", "compaction")
     assert len(traces) == 1
     data = traces[0].data
     assert data["strategy"] == "summary" and data["removed_count"] == res.removed_count
@@ -327,7 +327,7 @@ def test_replay_point_checks_replaced_messages(
     from datetime import UTC, datetime
 
     from memoir.compaction.checkpoints import replay_point
-    from memoir.store.port import CheckpointRow
+    from memoir.store.values import CheckpointRow
 
     row = CheckpointRow(
         id="c", session_id="s", created_at=datetime(2024, 1, 1, tzinfo=UTC),

@@ -119,7 +119,7 @@ def test_facade_builds_a_compactor_with_the_configured_ratio(
         res = compactor.compact([user("hi")], window=1_000, session_id="s1")
         assert res.threshold == 600
         assert res.threshold_source == "env MEMOIR_COMPACT_THRESHOLD_RATIO"
-        assert memoir.store.traces("s1", "compaction")[0].data["strategy"] == "none"
+        assert memoir.store.traces.find("s1", "compaction")[0].data["strategy"] == "none"
 
 
 def test_a_summarizer_that_fails_is_said_on_stderr(

@@ -202,18 +202,18 @@ def test_memory_cache_expires_and_evicts() -> None:
 
 
 def test_store_adapter_uses_cache_get_and_put_with_one_hour() -> None:
-    class FakeStore:
+    class FakeCache:
         def __init__(self) -> None:
             self.rows: dict[str, tuple[str, float]] = {}
 
-        def cache_get(self, key: str) -> str | None:
+        def get(self, key: str) -> str | None:
             row = self.rows.get(key)
             return row[0] if row else None
 
-        def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        def put(self, key: str, value: str, ttl_seconds: float) -> None:
             self.rows[key] = (value, ttl_seconds)
 
-    store = FakeStore()
+    store = FakeCache()
     model = ScriptedModel(default=Oracle())
     make(model, StoreEpisodeCache(store)).summarize(marked_history(2))
     assert len(store.rows) == 2 and {ttl for _, ttl in store.rows.values()} == {3600.0}

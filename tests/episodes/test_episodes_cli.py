@@ -21,7 +21,7 @@ from memoir.llm.ledger import MemorySink, Metered
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import Purpose
 from memoir.model import Event, Harness, Session
-from memoir.store.port import IngestBatch
+from memoir.store.values import IngestBatch
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def memoir(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
 def add_session(memoir: Any, events: list[Event], sid: str = "s1") -> None:
     events = [dataclasses.replace(e, session_id=sid) for e in events]
     session = Session(id=sid, project="p", harness=Harness.API, user="alice")
-    memoir.store.apply_ingest(IngestBatch(session=session, events=tuple(events)))
+    memoir.store.ingest.apply(IngestBatch(session=session, events=tuple(events)))
 
 
 def run_cli(args: list[str]) -> int:
@@ -81,7 +81,7 @@ def test_cli_summarizes_a_long_real_transcript_with_the_offline_model(
     from memoir.summaries.persist import read_summary_body
 
     assert read_summary_body(memoir, "67a8478e-long") == summary["text"].strip()
-    purposes = {r.purpose for r in memoir.store.usage_records()}
+    purposes = {r.purpose for r in memoir.store.usage.records()}
     assert {"episode", "merge"} <= purposes
     # a second run has nothing new; --full rebuilds from the cache at the cost of one merge
     assert run_cli(["summarize", "67a8478e-long", "--json"]) == 0
@@ -108,7 +108,7 @@ def test_incremental_merges_only_the_new_events(memoir: Any) -> None:
     merge = model.requests[-1].messages[-1].content
     assert "<previous_summary>" in merge and "summary of merge of 4" in merge
     assert model.requests[-1].meta.user == "alice"
-    traces = memoir.store.traces("s1", TRACE_KIND)
+    traces = memoir.store.traces.find("s1", TRACE_KIND)
     assert [t.data["last_ordinal"] for t in traces] == [8, 12]
 
 
@@ -121,7 +121,7 @@ def test_auto_mode_does_an_oversized_history_in_rounds(memoir: Any) -> None:
     run = summarize_session(memoir, "s1", summarizer=summarizer)
     assert run.mode == "incremental" and run.rounds == 3 and run.calls == 9
     assert run.summary is not None and run.summary.last_ordinal == 12
-    assert find_previous(memoir, "s1", memoir.store.events("s1")) is not None
+    assert find_previous(memoir, "s1", memoir.store.events.of("s1")) is not None
 
 
 @pytest.mark.parametrize("meanwhile", ["marked stale", "deleted", "replaced"])
@@ -135,7 +135,7 @@ def test_an_episodic_trace_is_history_once_its_summary_is_not_the_saved_one(
     add_session(memoir, marked_history(4))
     summarizer = EpisodicSummarizer(ScriptedModel(default=Oracle()), episode_tokens=300)
     assert summarize_session(memoir, "s1", summarizer=summarizer).mode == "full"
-    assert find_previous(memoir, "s1", memoir.store.events("s1")).source == "trace"
+    assert find_previous(memoir, "s1", memoir.store.events.of("s1")).source == "trace"
     if meanwhile == "marked stale":
         assert mark_summary_stale(memoir.settings, memoir.store, "s1")
     elif meanwhile == "deleted":
@@ -144,7 +144,7 @@ def test_an_episodic_trace_is_history_once_its_summary_is_not_the_saved_one(
         forget_summary(memoir.settings, memoir.store, "s1", "p")
     else:
         save_summary(memoir, "s1", "what the summary pass wrote since", model="m")
-    previous = find_previous(memoir, "s1", memoir.store.events("s1"))
+    previous = find_previous(memoir, "s1", memoir.store.events.of("s1"))
     if meanwhile == "replaced":
         assert previous is not None and previous.source == "summary"
         assert previous.summary == "what the summary pass wrote since"
@@ -159,7 +159,7 @@ def test_previous_coverage_falls_back_to_the_saved_summary(memoir: Any) -> None:
 
     add_session(memoir, marked_history(2))
     save_summary(memoir, "s1", "an older summary", model="m")
-    previous = find_previous(memoir, "s1", memoir.store.events("s1"))
+    previous = find_previous(memoir, "s1", memoir.store.events.of("s1"))
     assert previous is not None and previous.source == "summary"
     assert previous.summary == "an older summary" and previous.last_ordinal == 4
 
@@ -250,7 +250,7 @@ def test_one_summary_writer_per_session(
     add_session(memoir, marked_history(1))
     model = ScriptedModel(default=Oracle({}))
     monkeypatch.setattr(Memoir, "model", lambda self: model)
-    with memoir.store.claim(*summary_claim("s1")):  # as another process would hold it
+    with memoir.store.claims.hold(*summary_claim("s1")):  # as another process would hold it
         assert run_cli(["summarize", "s1", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["busy"] is True and "being summarized by another process" in out["message"]
@@ -269,7 +269,7 @@ def test_events_a_sync_adds_during_a_run_stay_uncovered(memoir: Any) -> None:
     from memoir.summaries.persist import read_summary_state
 
     add_session(memoir, marked_history(2))
-    before = len(memoir.store.events("s1"))
+    before = len(memoir.store.events.of("s1"))
     inner = ScriptedModel(default=Oracle())
     grown: list[int] = []
 
@@ -288,7 +288,7 @@ def test_events_a_sync_adds_during_a_run_stay_uncovered(memoir: Any) -> None:
     assert run.saved and grown and grown[0] > 0
     state = read_summary_state(memoir, "s1")
     assert state.coverage is not None and state.coverage.amount == before
-    assert len(memoir.store.events("s1")) > before
+    assert len(memoir.store.events.of("s1")) > before
 
 
 def test_each_round_reads_a_window_not_all_that_is_left(memoir: Any) -> None:
@@ -307,7 +307,7 @@ def test_each_round_reads_a_window_not_all_that_is_left(memoir: Any) -> None:
         return real(history, **kw)
 
     summarizer.summarize = spy  # type: ignore[method-assign]
-    events = memoir.store.events("s1")
+    events = memoir.store.events.of("s1")
     window = _round_window(events, 10)  # 120 characters: a few events
     assert 0 < len(window) < len(events)
     assert _round_window(events, 10**6) == events

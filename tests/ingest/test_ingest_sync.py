@@ -53,9 +53,9 @@ def test_fixtures_sync_archive_and_noop(
     report = sync(cfg, store)
     assert (report.files_scanned, report.files_indexed, report.files_copied) == (3, 3, 3)
     assert report.exchanges_added == 3 and report.lines_skipped == 0
-    assert len(store.exchanges(TINY)) == 2
-    assert len(store.exchanges(SHORT)) == 1
-    assert store.exchanges("medium-conversation") == []
+    assert len(store.exchanges.of(TINY)) == 2
+    assert len(store.exchanges.of(SHORT)) == 1
+    assert store.exchanges.of("medium-conversation") == []
     archive = cfg.archive_dir / "-home-ann-app"
     assert (archive / f"{TINY}.jsonl").read_bytes() == (
         claude_fixtures / "tiny-conversation.jsonl"
@@ -84,13 +84,13 @@ def test_growth_resumes_and_updates_the_open_exchange(
 ) -> None:
     path = _put(src, "p", "tiny.jsonl", (claude_fixtures / "tiny-conversation.jsonl").read_bytes())
     sync(cfg, store)
-    before = store.exchanges(TINY)
+    before = store.exchanges.of(TINY)
     # the episodic-memory growth scenario: 8 237 → 41 069 bytes, no new exchange
     _append(path, (claude_fixtures / "medium-conversation.jsonl").read_bytes())
     grown = sync(cfg, store)
     assert grown.bytes_indexed == 41_069 - 8_237
     assert (grown.exchanges_added, grown.files_copied) == (0, 1)
-    state = store.source_state(str(path))
+    state = store.ingest.source(str(path))
     assert state is not None and (state.offset, state.size, state.line_count) == (
         41_069,
         41_069,
@@ -103,10 +103,10 @@ def test_growth_resumes_and_updates_the_open_exchange(
     _append(path, more)
     report = sync(cfg, store)
     assert (report.exchanges_added, report.exchanges_updated) == (0, 1)
-    after = store.exchanges(TINY)
+    after = store.exchanges.of(TINY)
     assert [x.id for x in after] == [x.id for x in before]
     assert after[-1].assistant_text.endswith("One more thing: keep the tests green.")
-    ordinals = [e.ordinal for e in store.events(TINY)]
+    ordinals = [e.ordinal for e in store.events.of(TINY)]
     assert ordinals == list(range(1, len(ordinals) + 1))
 
 
@@ -117,7 +117,7 @@ def test_partial_line_is_indexed_once_complete(cfg: Settings, store: Store, src:
     _append(path, line[40:])
     assert sync(cfg, store).events_added == 1
     sync(cfg, store)
-    assert [e.text for e in store.events(UUID_A)] == ["a question about caching"]
+    assert [e.text for e in store.events.of(UUID_A)] == ["a question about caching"]
     archived = cfg.archive_dir / "p" / f"{UUID_A}.jsonl"
     assert archived.read_bytes() == line
 
@@ -131,15 +131,15 @@ def test_rewritten_file_is_reindexed_and_old_copy_kept(
     path.write_bytes(ClaudeWriter(UUID_A).user("rewritten").bytes())  # shrunk
     report = sync(cfg, store)
     assert report.files_reset == 1
-    assert [e.text for e in store.events(UUID_A)] == ["rewritten"]
-    assert [x.user_text for x in store.exchanges(UUID_A)] == ["rewritten"]
+    assert [e.text for e in store.events.of(UUID_A)] == ["rewritten"]
+    assert [x.user_text for x in store.exchanges.of(UUID_A)] == ["rewritten"]
     kept = list((cfg.archive_dir / "p" / ".replaced").iterdir())
     assert len(kept) == 1 and b"first version" in kept[0].read_bytes()
     # same size, different indexed bytes: also a rewrite
     data = path.read_bytes()
     path.write_bytes(data.replace(b"rewritten", b"REWRITTEN"))
     assert sync(cfg, store).files_reset == 1
-    assert [e.text for e in store.events(UUID_A)] == ["REWRITTEN"]
+    assert [e.text for e in store.events.of(UUID_A)] == ["REWRITTEN"]
 
 
 def test_bad_lines_are_counted_and_listed(cfg: Settings, store: Store, src: Path) -> None:
@@ -149,8 +149,8 @@ def test_bad_lines_are_counted_and_listed(cfg: Settings, store: Store, src: Path
     path = _put(src, "p", f"{UUID_A}.jsonl", good1 + junk + good2)
     report = sync(cfg, store)
     assert report.lines_skipped == 3
-    assert [e.text for e in store.events(UUID_A)] == ["before the junk", "after the junk"]
-    rows = store.skipped_lines(str(path))
+    assert [e.text for e in store.events.of(UUID_A)] == ["before the junk", "after the junk"]
+    rows = store.ingest.skipped(str(path))
     assert [(r.line, r.reason) for r in rows] == [
         (2, "malformed_json"),
         (3, "invalid_utf8"),
@@ -174,25 +174,25 @@ def test_no_index_marker_removes_the_session(cfg: Settings, store: Store, src: P
     w = ClaudeWriter(UUID_A).user("my salary negotiation notes").assistant("noted")
     path = _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
     sync(cfg, store)
-    assert store.get_session(UUID_A) is not None
+    assert store.sessions.get(UUID_A) is not None
     summary = cfg.archive_dir / "p" / f"{UUID_A}-summary.txt"
     summary.write_text("__COVERAGE__ {}\nmy salary negotiation notes")
     _append(path, ClaudeWriter(UUID_A).user(f"{NO_INDEX_MARKER} forget this one").bytes())
     report = sync(cfg, store)
     assert report.sessions_removed == [UUID_A]
-    assert store.get_session(UUID_A) is None
+    assert store.sessions.get(UUID_A) is None
     assert not (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").exists()
     assert not summary.exists(), "the summary of a no-index conversation must go too"
     _append(path, ClaudeWriter(UUID_A).user("still private").bytes())
     sync(cfg, store)
-    assert store.get_session(UUID_A) is None
+    assert store.sessions.get(UUID_A) is None
 
 
 def test_marker_from_the_assistant_does_not_count(cfg: Settings, store: Store, src: Path) -> None:
     w = ClaudeWriter(UUID_A).user("what is the marker?").assistant(f"It is {NO_INDEX_MARKER}.")
     _put(src, "p", f"{UUID_A}.jsonl", w.bytes())
     sync(cfg, store)
-    assert store.get_session(UUID_A) is not None
+    assert store.sessions.get(UUID_A) is not None
 
 
 def test_excluded_project_is_not_archived(home: Path, src: Path) -> None:
@@ -216,7 +216,7 @@ def test_deleted_source_keeps_archive_and_index(cfg: Settings, store: Store, src
     path.unlink()
     report = sync(cfg, store)
     assert report.files_scanned == 0
-    assert [e.text for e in store.events(UUID_A)] == ["keep me"]
+    assert [e.text for e in store.events.of(UUID_A)] == ["keep me"]
     assert (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").exists()
 
 
@@ -237,16 +237,16 @@ def test_subagent_codex_and_generic(cfg: Settings, store: Store, src: Path, tmp_
     chat_path = _put(generic_root, "support", "chat-7.json", chat)
     report = sync(cfg, store, sources=[src, codex_root, generic_root])
     assert report.files_indexed == 4
-    sub_session = store.get_session(f"{UUID_A}-agent-1")
+    sub_session = store.sessions.get(f"{UUID_A}-agent-1")
     assert sub_session is not None and sub_session.flags.subagent
     assert sub_session.project == "p"
-    codex = store.get_session("cx-1")
+    codex = store.sessions.get("cx-1")
     assert codex is not None and codex.project == "-home-ann-app"
     assert (cfg.archive_dir / "-home-ann-app" / "cx-1.jsonl").exists()
-    assert store.get_session("chat-7") is not None
+    assert store.sessions.get("chat-7") is not None
     chat_path.write_bytes(chat[:-1] + b',{"role":"user","content":"again"}]')
     sync(cfg, store, sources=[generic_root])
-    assert [x.user_text for x in store.exchanges("chat-7")] == ["generic hello", "again"]
+    assert [x.user_text for x in store.exchanges.of("chat-7")] == ["generic hello", "again"]
 
 
 def test_same_session_id_in_two_files_gets_two_sessions(
@@ -255,9 +255,9 @@ def test_same_session_id_in_two_files_gets_two_sessions(
     _put(src, "p", "one.jsonl", ClaudeWriter(UUID_A).user("first file").bytes())
     _put(src, "p", "two.jsonl", ClaudeWriter(UUID_A).user("second file").bytes())
     sync(cfg, store)
-    sessions = store.list_sessions()
+    sessions = store.sessions.recent()
     assert len(sessions) == 2
-    assert sorted(len(store.events(s.session.id)) for s in sessions) == [1, 1]
+    assert sorted(len(store.events.of(s.session.id)) for s in sessions) == [1, 1]
 
 
 def test_archive_garbage_from_a_crash_is_truncated(cfg: Settings, store: Store, src: Path) -> None:
@@ -281,7 +281,7 @@ def test_lone_surrogate_reaches_the_store(cfg: Settings, store: Store, src: Path
     _put(src, "p", f"{UUID_A}.jsonl", data)
     report = sync(cfg, store)
     assert (report.events_added, report.lines_skipped) == (1, 0)
-    assert store.events(UUID_A)[0].text.startswith("half an emoji: ")
+    assert store.events.of(UUID_A)[0].text.startswith("half an emoji: ")
 
 
 def test_a_failing_file_does_not_stop_the_others(
@@ -302,7 +302,7 @@ def test_a_failing_file_does_not_stop_the_others(
     report = sync(cfg, store)
     assert report.files_indexed == 1
     assert len(report.errors) == 1 and "RuntimeError: reader bug" in report.errors[0]
-    assert store.get_session("bbbb") is not None
+    assert store.sessions.get("bbbb") is not None
 
 
 def test_unexcluding_a_project_indexes_it(home: Path, src: Path) -> None:
@@ -315,7 +315,7 @@ def test_unexcluding_a_project_indexes_it(home: Path, src: Path) -> None:
         assert sync(excluding, store).files_ignored == 1  # still excluded, skipped on stat
         included = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(src,))
         assert sync(included, store).files_indexed == 1
-        assert store.get_session(UUID_A) is not None
+        assert store.sessions.get(UUID_A) is not None
     finally:
         store.close()
 
@@ -346,7 +346,7 @@ def test_a_first_record_longer_than_the_head_is_detected_from_the_next(
     _append(path, ClaudeWriter(UUID_A).assistant("sigma reply").user("q later").bytes())
     report = sync(cfg, store)
     assert (report.files_indexed, report.files_ignored) == (1, 0)
-    texts = [e.text for e in store.events(UUID_A)]
+    texts = [e.text for e in store.events.of(UUID_A)]
     assert texts[0] == pasted and "sigma reply" in texts and "q later" in texts
     assert (cfg.archive_dir / "p" / f"{UUID_A}.jsonl").read_bytes() == path.read_bytes()
 
@@ -365,7 +365,7 @@ def test_a_file_name_that_is_not_utf8_is_resumed_like_any_other(
         fp.write(ClaudeWriter("cafe").user("grown words").bytes())
     second = sync(cfg, store)
     assert second.errors == [] and second.events_added == 1
-    assert [p.rsplit("/", 1)[1] for p in store.source_states()] == ["caf\\xe9.jsonl"]
+    assert [p.rsplit("/", 1)[1] for p in store.ingest.sources()] == ["caf\\xe9.jsonl"]
     assert sync(cfg, store).files_unchanged == 1
 
 
@@ -411,7 +411,7 @@ def test_a_json_list_that_grows_is_read_on_not_rewritten(
         assert report.files_reset == 0 and report.errors == []
         added.append(report.exchanges_added)
     assert added == [1, 1, 1, 1]
-    texts = [e.text for e in store.events("team")]
+    texts = [e.text for e in store.events.of("team")]
     assert texts == [m["content"] for m in messages]
     archived = cfg.archive_dir / "chats" / "team.jsonl"
     archive = archived if archived.exists() else next(cfg.archive_dir.glob("chats/team*"))
@@ -420,7 +420,7 @@ def test_a_json_list_that_grows_is_read_on_not_rewritten(
     path.write_text(json.dumps([{"role": "user", "content": "rewritten"}], indent=indent))
     report = sync(cfg, store)
     assert report.files_reset == 1
-    assert [e.text for e in store.events("team")] == ["rewritten"]
+    assert [e.text for e in store.events.of("team")] == ["rewritten"]
 
 
 def test_a_moved_transcript_is_read_on_under_its_new_path(
@@ -440,10 +440,10 @@ def test_a_moved_transcript_is_read_on_under_its_new_path(
     assert (report.files_indexed, report.events_added, report.files_reset) == (1, 0, 0)
     _append(new, ClaudeWriter(UUID_A).user("q after the move").bytes())
     sync(cfg, store)
-    assert [s.session.id for s in store.list_sessions()] == [UUID_A]
-    assert [e.text for e in store.events(UUID_A)] == ["q moveword", "q after the move"]
-    assert list(store.source_states()) == [str(new)]
-    assert [row.path for row in store.skipped_lines()] == [str(new)]
+    assert [s.session.id for s in store.sessions.recent()] == [UUID_A]
+    assert [e.text for e in store.events.of(UUID_A)] == ["q moveword", "q after the move"]
+    assert list(store.ingest.sources()) == [str(new)]
+    assert [row.path for row in store.ingest.skipped()] == [str(new)]
     problems = [p.kind for p in verify(cfg, store).problems]
     assert problems == ["skipped_line"]  # and no orphan archive, no missing source
 
@@ -456,7 +456,7 @@ def test_a_different_transcript_with_a_gone_ones_id_is_not_taken_for_it(
     first.unlink()
     _put(src, "p", "two.jsonl", ClaudeWriter(UUID_A).user("other words").bytes())
     sync(cfg, store)
-    assert len(store.list_sessions()) == 2
+    assert len(store.sessions.recent()) == 2
 
 
 def test_a_file_that_could_not_be_read_stays_a_verify_problem_until_it_can(
@@ -483,7 +483,7 @@ def test_a_file_that_could_not_be_read_stays_a_verify_problem_until_it_can(
 def test_the_end_of_a_tool_output_past_the_event_bound_is_searchable(
     cfg: Settings, store: Store, src: Path
 ) -> None:
-    from memoir.store.port import SearchFilters
+    from memoir.store.values import SearchFilters
 
     log = "".join(f"tests/test_mod{i}.py::test_case PASSED\n" for i in range(3_000))
     log += "FAILED tests/test_billing.py::test_refund_rounding - assert 10.01 == 10.0\n"
@@ -495,14 +495,14 @@ def test_the_end_of_a_tool_output_past_the_event_bound_is_searchable(
     w.assistant("One test fails.")
     _put(src, "-home-ann-app", f"{UUID_A}.jsonl", w.bytes())
     sync(cfg, store)
-    hits = store.search_text("test_refund_rounding", SearchFilters(), 5)
+    hits = store.index.search("test_refund_rounding", SearchFilters(), 5)
     assert [h.exchange_id for h in hits] == [f"{UUID_A}:1"]
 
 
 def test_a_project_excluded_after_it_was_stored_is_kept_until_purged(
     home: Path, src: Path, store: Store
 ) -> None:
-    from memoir.store.port import SearchFilters
+    from memoir.store.values import SearchFilters
 
     uuid_b = "bbbbbbbb-1111-4222-8333-444444444444"
     _put(src, "-home-ann-secret", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("vault key").bytes())
@@ -517,19 +517,19 @@ def test_a_project_excluded_after_it_was_stored_is_kept_until_purged(
 
     kept = sync(excluding, store)
     assert (kept.excluded_kept, kept.sessions_removed) == ([UUID_A], [])
-    assert store.get_session(UUID_A) is not None and secret_copy.exists()
+    assert store.sessions.get(UUID_A) is not None and secret_copy.exists()
 
     purged = sync(excluding, store, purge_excluded=True)
     assert (purged.sessions_removed, purged.excluded_kept) == ([UUID_A], [])
     assert purged.files_ignored == 1 and purged.files_indexed == 0
-    assert store.get_session(UUID_A) is None and not secret_copy.exists()
-    hits = store.search_text("vault", SearchFilters(), 10)
+    assert store.sessions.get(UUID_A) is None and not secret_copy.exists()
+    hits = store.index.search("vault", SearchFilters(), 10)
     assert [h.exchange_id.split(":")[0] for h in hits] == [uuid_b]
     assert (src / "-home-ann-secret" / f"{UUID_A}.jsonl").exists()  # the source is not ours
 
     after = sync(excluding, store)
     assert (after.files_ignored, after.files_indexed, after.excluded_kept) == (1, 0, [])
-    assert store.get_session(uuid_b) is not None
+    assert store.sessions.get(uuid_b) is not None
 
 
 def test_sources_given_as_one_string_are_one_folder(cfg: Settings, store: Store, src: Path) -> None:
@@ -564,9 +564,12 @@ def test_two_replicas_syncing_the_same_grown_file_store_its_events_once(
     report = sync(cfg, store)
     assert raced[0].files_indexed == 1
     assert (report.files_indexed, report.files_indexed_elsewhere) == (0, 1)
-    ordinals = [e.ordinal for e in store.events(UUID_A)]
+    ordinals = [e.ordinal for e in store.events.of(UUID_A)]
     assert ordinals == sorted(set(ordinals)) and len(ordinals) == 4  # nothing twice
-    assert [x.user_text for x in store.exchanges(UUID_A)] == ["first question", "second question"]
+    assert [x.user_text for x in store.exchanges.of(UUID_A)] == [
+        "first question",
+        "second question",
+    ]
 
 
 def test_a_moved_json_list_is_read_on_under_its_new_path(
@@ -588,6 +591,6 @@ def test_a_moved_json_list_is_read_on_under_its_new_path(
     new.write_text(json.dumps(messages))
     grown = sync(cfg, store)
     assert (grown.files_indexed, grown.files_indexed_elsewhere) == (1, 0)
-    assert list(store.source_states()) == [str(new)]
-    sid = store.source_states()[str(new)].session_id
-    assert [e.text for e in store.events(sid)] == ["q listword", "a", "q after the move"]
+    assert list(store.ingest.sources()) == [str(new)]
+    sid = store.ingest.sources()[str(new)].session_id
+    assert [e.text for e in store.events.of(sid)] == ["q listword", "a", "q after the move"]

@@ -62,7 +62,7 @@ def test_missing_archive_is_recopied_from_the_source(memoir: Memoir, src: Path) 
     repaired = memoir.verify(repair=True)
     assert repaired.ok and repaired.repaired == 1
     assert archived.read_bytes() == path.read_bytes()
-    assert len(memoir.store.events(UUID_A)) == 2  # nothing indexed twice
+    assert len(memoir.store.events.of(UUID_A)) == 2  # nothing indexed twice
 
 
 def test_index_behind_archive_reads_the_archive_when_the_source_is_gone(
@@ -78,7 +78,7 @@ def test_index_behind_archive_reads_the_archive_when_the_source_is_gone(
         fp.write(late)
     assert _kinds(memoir) == ["index_behind_archive"]
     assert memoir.verify(repair=True).ok
-    assert [e.text for e in memoir.store.events(UUID_A)] == ["kept", "only in the archive"]
+    assert [e.text for e in memoir.store.events.of(UUID_A)] == ["kept", "only in the archive"]
 
 
 def test_binary_file_is_an_unreadable_file(memoir: Memoir, src: Path) -> None:

@@ -42,11 +42,13 @@ def _fill(home: Path) -> None:
     with Memoir.open(settings) as memoir:
         memoir.model().complete(request)
         memoir.model().complete(request)
-        remote = Metered(ScriptedModel(["ok", Refused("no")], name="openai:gpt-x"), memoir.store)
+        remote = Metered(
+            ScriptedModel(["ok", Refused("no")], name="openai:gpt-x"), memoir.store.usage
+        )
         remote.complete(request)
         with pytest.raises(Refused):
             remote.complete(request)
-        memoir.store.record_usage(
+        memoir.store.usage.record(
             UsageRecord(
                 at=datetime(2025, 12, 31, 12, tzinfo=UTC),
                 provider="anthropic",

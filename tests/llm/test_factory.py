@@ -139,7 +139,7 @@ def test_facade_model_is_metered_into_the_store(home: Path) -> None:
             meta=RequestMeta(purpose=Purpose.SUMMARY, session="s1"),
         )
         assert model.complete(request).offline
-        records = memoir.store.usage_records()
+        records = memoir.store.usage.records()
         assert [(r.model, r.outcome, r.session) for r in records] == [("offline", "ok", "s1")]
         assert memoir.fallback_model() is None
 

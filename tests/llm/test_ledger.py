@@ -56,7 +56,7 @@ def test_each_retry_attempt_is_its_own_row() -> None:
 
 
 class _BrokenSink:
-    def record_usage(self, record: UsageRecord) -> None:
+    def record(self, record: UsageRecord) -> None:
         raise OSError("disk full")
 
 
@@ -111,11 +111,11 @@ def test_real_store_keeps_the_ledger(settings: Settings) -> None:
 
     store = open_store(settings)
     try:
-        metered = Metered(ScriptedModel(["a", Refused("no")], name="openai:gpt-x"), store)
+        metered = Metered(ScriptedModel(["a", Refused("no")], name="openai:gpt-x"), store.usage)
         metered.complete(REQUEST)
         with pytest.raises(Refused):
             metered.complete(REQUEST)
-        records = store.usage_records()
+        records = store.usage.records()
         assert [r.outcome for r in records] == ["ok", "Refused"]
         assert records[0].job_id == "job-7" and records[0].purpose == "episode"
         totals = usage_totals(records)

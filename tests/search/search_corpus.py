@@ -1,10 +1,8 @@
-"""Test corpus shared by the search tests: a few sessions, hostile queries, LoCoMo data."""
+"""Test corpus shared by the search tests: a few sessions and hostile queries."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from memoir.model import (
@@ -18,7 +16,7 @@ from memoir.model import (
 )
 from memoir.store import IngestBatch, Store
 
-__all__ = ["CONVERSATIONS", "HOSTILE", "T0", "fill", "write_conversation"]
+__all__ = ["CONVERSATIONS", "HOSTILE", "T0", "fill"]
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -93,7 +91,7 @@ def fill(store: Store) -> None:
             updated_at=start,
         )
         events = _events(sid, start, turns)
-        store.apply_ingest(
+        store.ingest.apply(
             IngestBatch(
                 session=session, events=tuple(events), exchanges=tuple(build_exchanges(events))
             )
@@ -132,45 +130,3 @@ HOSTILE = [
     "x" * 5000,
     "sqlite " * 200,
 ]
-
-
-def write_conversation(path: Path) -> Path:
-    data = {
-        "speaker_a": "Ana",
-        "speaker_b": "Bo",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Bo", "dia_id": "D1:1", "text": "Hi Ana, back from the lake?"},
-            {"speaker": "Ana", "dia_id": "D1:2", "text": "Yes! We kayaked all morning."},
-            {
-                "speaker": "Bo",
-                "dia_id": "D1:3",
-                "text": "Nice, did you see otters?",
-                "blip_caption": "a photo of a kayak on a lake",
-            },
-            {"speaker": "Ana", "dia_id": "D1:4", "text": "Two otters near the dock."},
-        ],
-        "session_2_date_time": "9:05 am on 1 June, 2023",
-        "session_2": [
-            {"speaker": "Ana", "dia_id": "D2:1", "text": "I adopted a puppy named Pixel."},
-            {"speaker": "Bo", "dia_id": "D2:2", "text": "Congrats on Pixel!"},
-        ],
-        "qa": [
-            {
-                "question": "What did Ana see?",
-                "answer": "otters",
-                "evidence": ["D1:4"],
-                "category": 4,
-            },
-            {"question": "When?", "answer": "x", "evidence": ["D1:2", "D2:1"], "category": 2},
-            {"question": "Adversarial", "evidence": ["D1:2"], "category": 5},
-            {
-                "question": "Broken",
-                "answer": "x",
-                "evidence": ["D8:6; D9:17", "D9:99"],
-                "category": 1,
-            },
-        ],
-    }
-    path.write_text(json.dumps(data), encoding="utf-8")
-    return path

@@ -34,13 +34,13 @@ def filled(store: Store) -> Store:
 
 
 def _stored(store: Store, model: str) -> dict[str, np.ndarray]:
-    ids, blob, dim = store.load_embeddings(model)
+    ids, blob, dim = store.embeddings.load(model)
     return dict(zip(ids, np.frombuffer(blob, np.float32).reshape(len(ids), dim), strict=True))
 
 
 def _first_text(store: Store) -> str:
     """What s-web:1 is embedded as: the prompt, what its tool did, the reply."""
-    first = embedding_text(store.get_exchanges(["s-web:1"])["s-web:1"])
+    first = embedding_text(store.exchanges.many(["s-web:1"])["s-web:1"])
     assert first == (
         "How do I fix the sqlite database lock?\n\nBash sqlite3 db.sqlite\n\n"
         "Use WAL mode and a busy timeout."
@@ -68,7 +68,7 @@ def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
     written: the stale vector must not be stored (it would never be redone)."""
     from dataclasses import replace
 
-    from memoir.store.port import IngestBatch
+    from memoir.store.values import IngestBatch
 
     inner = HashEmbedder(dim=64)
     grown: list[str] = []
@@ -78,11 +78,11 @@ def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
 
         def embed(self, texts: list[str]) -> np.ndarray:
             if not grown:  # the first batch: a sync commits while the model runs
-                x = filled.get_exchanges(["s-web:4"])["s-web:4"]
+                x = filled.exchanges.many(["s-web:4"])["s-web:4"]
                 later = replace(x, assistant_text=x.assistant_text + " Also: quasar nebula.")
-                session = filled.get_session(x.session_id)
+                session = filled.sessions.get(x.session_id)
                 assert session is not None
-                filled.apply_ingest(IngestBatch(session=session, exchanges=(later,)))
+                filled.ingest.apply(IngestBatch(session=session, exchanges=(later,)))
                 grown.append(x.id)
             return inner.embed(texts)
 
@@ -100,10 +100,10 @@ def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
 
 def test_the_backlog_count_is_what_a_catch_up_will_embed(filled: Store) -> None:
     embedder = HashEmbedder(dim=64)
-    assert filled.embedding_backlog_count(embedder.name) == 6
+    assert filled.embeddings.backlog_count(embedder.name) == 6
     assert embed_backlog(filled, embedder, batch=4, max_items=4).embedded == 4
-    assert filled.embedding_backlog_count(embedder.name) == 2
-    assert filled.embedding_backlog_count(embedder.name, with_tokens=True) == 2  # tokens too
+    assert filled.embeddings.backlog_count(embedder.name) == 2
+    assert filled.embeddings.backlog_count(embedder.name, with_tokens=True) == 2  # tokens too
     embed_backlog(filled, embedder)
-    assert filled.embedding_backlog_count(embedder.name) == 0
-    assert filled.embedding_backlog_count("another-model") == 6
+    assert filled.embeddings.backlog_count(embedder.name) == 0
+    assert filled.embeddings.backlog_count("another-model") == 6

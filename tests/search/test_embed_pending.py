@@ -65,14 +65,14 @@ def test_vectors_of_an_older_recipe_are_recomputed(
     memoir: Memoir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert memoir.embed_pending().embedded == 6
-    before = memoir.store.load_embeddings("hash-256")
+    before = memoir.store.embeddings.load("hash-256")
     # what an exchange's vector embeds changes (a new release): every vector is redone once
-    monkeypatch.setattr("memoir.store.side_tables.EMBED_RECIPE", EMBED_RECIPE + 1)
+    monkeypatch.setattr("memoir.store.parts.embeddings.EMBED_RECIPE", EMBED_RECIPE + 1)
     monkeypatch.setattr(
         "memoir.search.backfill.context_text", lambda text, previous: f"recipe three: {text}"
     )
     again = memoir.embed_pending(batch=4)
     assert (again.embedded, again.complete) == (6, True)
     assert memoir.embed_pending().embedded == 0
-    after = memoir.store.load_embeddings("hash-256")
+    after = memoir.store.embeddings.load("hash-256")
     assert sorted(after[0]) == sorted(before[0]) and after[1] != before[1]

@@ -101,12 +101,12 @@ def test_matrix_for_follows_the_generation_not_a_clock(filled: Store) -> None:
     embedder = HashEmbedder(dim=16)
     embed_backlog(filled, embedder, max_items=3)
     first = vectors.matrix_for(filled, embedder.name)
-    assert first.size == 3 and first.generation == filled.embedding_generation(embedder.name)
+    assert first.size == 3 and first.generation == filled.embeddings.generation(embedder.name)
     assert vectors.matrix_for(filled, embedder.name) is first  # unchanged: kept
     # another process embeds the rest: no invalidate() here, the generation tells
-    backlog = filled.embedding_backlog(embedder.name, 10)
+    backlog = filled.embeddings.backlog(embedder.name, 10)
     rest = [(x, embedder.embed([t])[0].astype(np.float32).tobytes()) for x, t in backlog]
-    filled.put_embeddings(embedder.name, rest, 16)
+    filled.embeddings.put(embedder.name, rest, 16)
     second = vectors.matrix_for(filled, embedder.name)
     assert second is not first and second.size == 3 + len(rest)
 
@@ -125,12 +125,12 @@ def test_a_new_process_reads_the_cached_file(settings: Settings, small_files: No
     assert isinstance(from_file.matrix, np.memmap)
     assert from_file.ids == from_store.ids
     assert np.array_equal(from_file.matrix, from_store.matrix)
-    written = filled.embedding_generation(embedder.name)
-    filled.delete_session("s-api")  # the generation moves on: the file is patched
+    written = filled.embeddings.generation(embedder.name)
+    filled.sessions.delete("s-api")  # the generation moves on: the file is patched
     vectors.invalidate()
     fresh = vectors.matrix_for(filled, embedder.name)
     assert not isinstance(fresh.matrix, np.memmap) and fresh.size == from_store.size - 1
-    assert fresh.generation == filled.embedding_generation(embedder.name) > written
+    assert fresh.generation == filled.embeddings.generation(embedder.name) > written
     names = sorted(p.name for p in filled.cache_dir.iterdir())
     stem = mf._stem("hash-16")
     assert names == [f"{stem}-g{written}.{part}" for part in ("ids", "log", "npy")]
@@ -144,7 +144,7 @@ def test_postgres_keeps_no_files(store: Store, small_files: None) -> None:
     embed_backlog(store, embedder)
     assert vectors.prepare_files(store, embedder.name) is (store.backend == "sqlite")
     if store.cache_dir is not None:  # `memoir embed` leaves the files for the next search
-        generation = store.embedding_generation(embedder.name)
+        generation = store.embeddings.generation(embedder.name)
         assert mf.read_matrix(store.cache_dir, embedder.name, generation) is not None
 
 
@@ -198,8 +198,8 @@ def _cached(store: Store) -> list[str]:
     """The test corpus with a vector per exchange, read whole once: the matrix file and
     where the change log ended are written. The exchange ids."""
     fill(store)
-    ids = [x for x, _ in store.embedding_backlog("m", 100)]
-    store.put_embeddings("m", [(x, _vec(n)) for n, x in enumerate(ids)], 8)
+    ids = [x for x, _ in store.embeddings.backlog("m", 100)]
+    store.embeddings.put("m", [(x, _vec(n)) for n, x in enumerate(ids)], 8)
     vectors.invalidate()
     vectors.matrix_for(store, "m")
     return ids
@@ -217,8 +217,8 @@ def test_a_cached_file_is_patched_with_what_changed_since(
         ids = _cached(store)
         assert store.cache_dir is not None
         written = mf.cached_generations(store.cache_dir, "m")
-        store.put_embeddings("m", [(ids[0], _vec(100))], 8)  # a new vector for a known row
-        store.delete_session("s-api")  # rows removed
+        store.embeddings.put("m", [(ids[0], _vec(100))], 8)  # a new vector for a known row
+        store.sessions.delete("s-api")  # rows removed
         vectors.invalidate()
         patched = vectors.matrix_for(store, "m")
         assert mf.cached_generations(store.cache_dir, "m") == written  # nothing rewritten
@@ -228,12 +228,12 @@ def test_a_cached_file_is_patched_with_what_changed_since(
         assert _as_dict(patched)[ids[0]] == _vec(100)
         # past the rewrite share a new file is written, and the log trimmed behind it
         monkeypatch.setattr(matrix_load, "PATCH_MIN", 0)  # (tiny data: shares, not counts)
-        store.put_embeddings("m", [(x, _vec(200 + n)) for n, x in enumerate(patched.ids)], 8)
+        store.embeddings.put("m", [(x, _vec(200 + n)) for n, x in enumerate(patched.ids)], 8)
         vectors.invalidate()
         rewritten = vectors.matrix_for(store, "m")
         assert isinstance(rewritten.matrix, np.memmap) is False
         assert mf.cached_generations(store.cache_dir, "m") == [rewritten.generation]
-        assert store.embedding_changes("m", 0) == (0, [])  # nothing a file still needs
+        assert store.embeddings.changes("m", 0) == (0, [])  # nothing a file still needs
     finally:
         store.close()
 
@@ -248,7 +248,7 @@ def test_a_patch_gives_up_when_its_file_was_replaced_meanwhile(
     store = open_store(settings)
     try:
         ids = _cached(store)
-        store.put_embeddings("m", [(ids[1], _vec(300))], 8)
+        store.embeddings.put("m", [(ids[1], _vec(300))], 8)
         assert store.cache_dir is not None
         generation = mf.cached_generations(store.cache_dir, "m")[0]
         ends = iter([5, 6])  # the log end read before, and after: another writer moved it
@@ -271,18 +271,18 @@ def test_a_slow_whole_read_never_writes_a_file_older_than_the_log(
     try:
         ids = _cached(writer)
         assert slow.cache_dir is not None
-        generation = writer.embedding_generation("m")
-        real_load = slow.load_embeddings
+        generation = writer.embeddings.generation("m")
+        real_load = slow.embeddings.load
 
         def interleaved(model: str) -> tuple[list[str], bytes, int]:
             snapshot = real_load(model)
-            writer.put_embeddings("m", [(ids[2], _vec(500))], 8)  # X, after C's snapshot
+            writer.embeddings.put("m", [(ids[2], _vec(500))], 8)  # X, after C's snapshot
             matrix_load.read_whole(fast, "m", generation, fast.cache_dir)  # B: file + trim
             return snapshot
 
-        monkeypatch.setattr(slow, "load_embeddings", interleaved)
+        monkeypatch.setattr(slow.embeddings, "load", interleaved)
         matrix_load.read_whole(slow, "m", generation, slow.cache_dir)  # C
-        writer.put_embeddings("m", [(ids[3], _vec(501))], 8)  # Y: later processes patch
+        writer.embeddings.put("m", [(ids[3], _vec(501))], 8)  # Y: later processes patch
         vectors.invalidate()
         got = vectors.matrix_for(reader, "m")
         whole = matrix_load.read_whole(reader, "m", got.generation, None)

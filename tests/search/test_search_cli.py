@@ -1,4 +1,4 @@
-"""`memoir search`, `memoir embed` and `memoir bench locomo` through the CLI entry point."""
+"""`memoir search` and `memoir embed` through the CLI entry point."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from search_corpus import HOSTILE, fill, write_conversation
+from search_corpus import HOSTILE, fill
 
 from memoir.cli.app import main
 from memoir.config import Settings
@@ -195,28 +195,6 @@ def test_session_filter_takes_a_unique_prefix(
     assert code == 1 and "no session 'zzz'" in err
 
 
-def test_bench_locomo_json(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("MEMOIR_HOME", str(tmp_path / "unused"))
-    data = tmp_path / "locomo"
-    data.mkdir()
-    write_conversation(data / "7.json")
-    code, out, err = run(["bench", "locomo", str(data), "--embedder", "hash", "--json"], capsys)
-    assert code == 0, err
-    report = json.loads(out)
-    assert set(report) == {"text", "vector", "hybrid"}
-    assert report["text"]["questions"] == 2
-    assert 0.0 <= report["hybrid"]["recall@10"] <= 1.0
-    assert report["vector"]["recall@25"] == 1.0  # 5 exchanges: all are in the top 25
-    # the two kept questions are of categories 2 and 4; 5 (adversarial) is never asked
-    # vector ranks all 5 exchanges, so both find everything; "When?" has no word to search
-    assert report["vector"]["recall@10_by_category"] == {"2": 1.0, "4": 1.0}
-    assert report["text"]["recall@10_by_category"]["2"] == 0.0
-    code, out, err = run(["bench", "locomo", str(data), "--embedder", "hash"], capsys)
-    assert code == 0 and "by question category" in out and "4 single-hop" in out
-
-
 def test_hint_when_vectors_are_missing(
     cli_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -241,8 +219,10 @@ def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
 
     sessions = [session("341ef40b-1"), session("341ef40b-1-agent-a", True), session("9a-x")]
     store = SimpleNamespace(
-        get_session=lambda sid: next((s for s in sessions if s.id == sid), None),
-        list_sessions=lambda: [SimpleNamespace(session=s) for s in sessions],
+        sessions=SimpleNamespace(
+            get=lambda sid: next((s for s in sessions if s.id == sid), None),
+            recent=lambda: [SimpleNamespace(session=s) for s in sessions],
+        )
     )
     assert resolve_session(store, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
     assert resolve_session(store, "341ef40b-1-agent") == "341ef40b-1-agent-a"

@@ -15,8 +15,8 @@ from memoir.search.dates import parse_when
 from memoir.search.embedder import HashEmbedder
 from memoir.search.engine import matches_filters, mentions_any, resolve_mode
 from memoir.search.snippets import clean_summary, make_snippet, query_words, split_marks
-from memoir.store.port import SearchFilters
 from memoir.store.query_text import parse_query
+from memoir.store.values import SearchFilters
 
 
 def ex(xid: str, first: int, last: int, session: str = "s", **kw: object) -> Exchange:
@@ -280,7 +280,7 @@ def test_mentions_any_table(query: str, exchange: Exchange, hit: bool) -> None:
 @pytest.mark.parametrize("role", ["bogus", "system", "USER", ""])
 def test_an_unknown_role_is_refused_whatever_the_mode(role: str) -> None:
     from memoir.errors import ConfigError
-    from memoir.store.port import SearchFilters
+    from memoir.store.values import SearchFilters
 
     with pytest.raises(ConfigError, match="role must be one of user, assistant, tool"):
         SearchFilters(role=role)

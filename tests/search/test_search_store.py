@@ -78,7 +78,7 @@ def test_stop_words_alone_are_a_question_for_meaning_search_only(filled: Store) 
 
 
 def _own_words(store: Store, exchange_id: str) -> tuple[str, ...]:
-    x = store.get_exchanges([exchange_id])[exchange_id]
+    x = store.exchanges.many([exchange_id])[exchange_id]
     return engine.words_of(f"{x.user_text} {x.assistant_text}")
 
 
@@ -165,8 +165,8 @@ def _sessions_passing(store: Store, filters: SearchFilters) -> set[str]:
 
     out = set()
     for sid, *_ in CONVERSATIONS:
-        session = store.get_session(sid)
-        if any(matches_filters(x, session, filters) for x in store.exchanges(sid)):
+        session = store.sessions.get(sid)
+        if any(matches_filters(x, session, filters) for x in store.exchanges.of(sid)):
             out.add(sid)
     return out
 
@@ -189,7 +189,7 @@ def _sessions_passing(store: Store, filters: SearchFilters) -> set[str]:
 def test_session_ids_apply_the_session_level_filters(
     filled: Store, filters: SearchFilters, expected: set[str]
 ) -> None:
-    assert set(filled.session_ids(filters)) == expected
+    assert set(filled.sessions.ids(filters)) == expected
 
 
 def test_a_project_filter_scans_that_projects_rows_however_few(
@@ -230,15 +230,15 @@ def test_a_date_filter_scans_the_rows_from_then_however_few(
 
 def test_embedded_times_say_when_each_embedded_exchange_happened(filled: Store) -> None:
     embedder = HashEmbedder()
-    assert filled.embedded_times(embedder.name) == []
+    assert filled.embeddings.times(embedder.name) == []
     embed_backlog(filled, embedder)
-    times = dict(filled.embedded_times(embedder.name))
+    times = dict(filled.embeddings.times(embedder.name))
     assert len(times) == 6
     for xid, when in times.items():
-        exchange = filled.get_exchanges([xid])[xid]
+        exchange = filled.exchanges.many([xid])[xid]
         assert when == (exchange.started_at or exchange.ended_at)
         assert when is not None and when.tzinfo is not None
-    assert filled.embedded_times("another-model") == []
+    assert filled.embeddings.times("another-model") == []
 
 
 def test_date_filter_on_the_api_session(filled: Store) -> None:
@@ -329,7 +329,7 @@ def test_unreadable_summary_is_shown_as_none(filled: Store) -> None:
 def test_deleted_session_leaves_no_hits(filled: Store) -> None:
     embedder = HashEmbedder()
     embed_backlog(filled, embedder)
-    filled.delete_session("s-web")
+    filled.sessions.delete("s-web")
     invalidate()
     assert all(h.session_id != "s-web" for h in search(filled, "sqlite lock", mode="text"))
     hits = search(filled, "sqlite lock", mode="vector", embedder=embedder)
@@ -368,12 +368,12 @@ def test_memoir_search_facade(store: Store, settings: object) -> None:
 def test_embed_backlog_stores_token_states_beside_vectors(filled: Store) -> None:
     embedder = HashEmbedder()
     assert embed_backlog(filled, embedder).embedded == 6
-    ids_ = [x.id for x in filled.exchanges("s-web")]
-    stored = filled.load_token_states(embedder.name, [*ids_, "s-web:404"])
+    ids_ = [x.id for x in filled.exchanges.of("s-web")]
+    stored = filled.embeddings.token_states(embedder.name, [*ids_, "s-web:404"])
     assert sorted(stored) == sorted(ids_)
     first = unpack_tokens(stored["s-web:1"])
     assert first.shape[1] == HashEmbedder.token_dim and first.shape[0] > 5
-    assert filled.load_token_states("another-model", ids_) == {}
+    assert filled.embeddings.token_states("another-model", ids_) == {}
 
 
 def test_hybrid_reranks_its_head_with_the_stored_token_states(
@@ -408,7 +408,7 @@ def _add_session(store: Store, sid: str, days: int, user: str, assistant: str) -
         Event(sid, 2, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, assistant, start),
     ]
     session = Session(id=sid, project="ops", harness=Harness.GENERIC, created_at=start)
-    store.apply_ingest(
+    store.ingest.apply(
         IngestBatch(session=session, events=tuple(events), exchanges=tuple(build_exchanges(events)))
     )
 
@@ -454,7 +454,7 @@ def _group_chat(store: Store) -> None:
     session = Session(
         id="s-chat", project="camp", harness=Harness.GENERIC, created_at=T0, updated_at=T0
     )
-    store.apply_ingest(
+    store.ingest.apply(
         IngestBatch(session=session, events=tuple(events), exchanges=tuple(build_exchanges(events)))
     )
 
@@ -544,7 +544,7 @@ def _many_matches(store: Store, sessions: int = 4, per_session: int = 60) -> Non
                 ),
             ]
         session = Session(id=sid, project="many", harness=Harness.GENERIC, created_at=start)
-        store.apply_ingest(
+        store.ingest.apply(
             IngestBatch(
                 session=session, events=tuple(events), exchanges=tuple(build_exchanges(events))
             )
@@ -584,13 +584,13 @@ def test_snippets_are_made_for_the_hits_shown_only(
     embedder = HashEmbedder()
     embed_backlog(filled, embedder)
     asked: list[list[str]] = []
-    made = filled.text_snippets
+    made = filled.index.snippets
 
     def recorded(query: str, filters: SearchFilters, exchange_ids: list[str]) -> dict[str, str]:
         asked.append(list(exchange_ids))
         return made(query, filters, exchange_ids)
 
-    monkeypatch.setattr(filled, "text_snippets", recorded)
+    monkeypatch.setattr(filled.index, "snippets", recorded)
     hits = search(filled, "redis eviction", mode=mode, embedder=embedder, limit=4)
     assert len(hits) == 4 and len(asked) == 1
     assert set(asked[0]) <= set(ids(hits)) and asked[0]
@@ -643,7 +643,7 @@ def test_a_vector_hit_holding_the_words_in_its_tool_output_shows_them_marked(
             Event("s-tools", 3 * n + 3, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, "done", T0),
         ]
     session = Session(id="s-tools", project="tools", harness=Harness.GENERIC, created_at=T0)
-    filled.apply_ingest(
+    filled.ingest.apply(
         IngestBatch(session=session, events=tuple(events), exchanges=tuple(build_exchanges(events)))
     )
     embedder = HashEmbedder()
@@ -664,13 +664,13 @@ def test_no_deeper_pass_when_every_match_is_already_ranked(
     # fewer matches than the pool: a page of 100 asks the index once (and once more for
     # the any-word fill), not again with a deeper pool that can find nothing more
     calls: list[int] = []
-    asked = filled.search_text
+    asked = filled.index.search
 
     def counted(query: str, filters: SearchFilters, limit: int, **kw: bool) -> list:
         calls.append(limit)
         return asked(query, filters, limit, **kw)
 
-    monkeypatch.setattr(filled, "search_text", counted)
+    monkeypatch.setattr(filled.index, "search", counted)
     hits = search(filled, "sqlite lock", mode="text", limit=100)
     assert 0 < len(hits) < engine.DEFAULT_POOL
     assert calls and set(calls) == {engine.DEFAULT_POOL}

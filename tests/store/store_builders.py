@@ -136,4 +136,4 @@ def ingest(
     **session_kw: object,
 ) -> None:
     s = session(sid, **session_kw)  # type: ignore[arg-type]
-    store.apply_ingest(batch(s, conversation(sid, turns, start=start)))
+    store.ingest.apply(batch(s, conversation(sid, turns, start=start)))

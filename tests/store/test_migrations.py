@@ -70,13 +70,13 @@ def fill_v1(run: Run, enc: Callable[[Any], Any], mark: str) -> None:
 
 def assert_upgraded_intact(store: Store) -> None:
     assert store.schema_version() == CURRENT_VERSION
-    assert store.get_session("s1") == session("s1")
-    assert store.events("s1") == EVENTS
-    assert store.exchanges("s1") == EXCHANGES
-    assert store.source_state("/src/proj/s1.jsonl") == source()
+    assert store.sessions.get("s1") == session("s1")
+    assert store.events.of("s1") == EVENTS
+    assert store.exchanges.of("s1") == EXCHANGES
+    assert store.ingest.source("/src/proj/s1.jsonl") == source()
     # v2 built the index rows of the exchanges that were already there
     assert store.stats()["index_rows"] == len(EXCHANGES)
-    assert [h.exchange_id for h in store.search_text("wal", SearchFilters(), 5)] == ["s1:1"]
+    assert [h.exchange_id for h in store.index.search("wal", SearchFilters(), 5)] == ["s1:1"]
     assert store.integrity_problems() == []
 
 
@@ -106,7 +106,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
     store = sqlite_store_module.SQLiteStore(path)
     try:
         assert_upgraded_intact(store)
-        names = store._all_rows("SELECT version, name FROM schema_version ORDER BY version")
+        names = store._db.rows("SELECT version, name FROM schema_version ORDER BY version")
         assert names == [
             (1, "core"),
             (2, "search-usage-summaries"),
@@ -120,7 +120,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"
-        assert store._all_rows(context) == [(1,)]
+        assert store._db.rows(context) == [(1,)]
     finally:
         store.close()
     again = sqlite_store_module.SQLiteStore(path)  # reopening migrates nothing
@@ -159,16 +159,16 @@ VECTOR = b"\x00\x00\x80\x3f" * 2  # [1.0, 1.0] as float32
 def assert_vector_kept_without_tokens(store: Store) -> None:
     """v5: a vector stored before token states existed is kept, has none, and is listed
     for re-embedding only by an embedder that has token states."""
-    assert store.load_embeddings("m") == (["s1:1"], VECTOR, 2)
-    assert store.embedding_generation("m") == 0  # v6: the state found is generation 0
-    assert store.load_token_states("m", ["s1:1", "s1:5"]) == {}
+    assert store.embeddings.load("m") == (["s1:1"], VECTOR, 2)
+    assert store.embeddings.generation("m") == 0  # v6: the state found is generation 0
+    assert store.embeddings.token_states("m", ["s1:1", "s1:5"]) == {}
     # v9: a vector from before recipes were recorded is redone, after the missing ones
-    assert [i for i, _ in store.embedding_backlog("m", 10)] == ["s1:5", "s1:1"]
-    assert [i for i, _ in store.embedding_backlog("m", 10, with_tokens=True)] == ["s1:1", "s1:5"]
-    store.put_embeddings("m", [("s1:1", VECTOR)], 2, [b"\x02\x00\x7f\x00"])
-    assert store.load_token_states("m", ["s1:1"]) == {"s1:1": b"\x02\x00\x7f\x00"}
-    assert [i for i, _ in store.embedding_backlog("m", 10, with_tokens=True)] == ["s1:5"]
-    assert store.embedding_generation("m") == 1  # the first write after v6 raised it
+    assert [i for i, _ in store.embeddings.backlog("m", 10)] == ["s1:5", "s1:1"]
+    assert [i for i, _ in store.embeddings.backlog("m", 10, with_tokens=True)] == ["s1:1", "s1:5"]
+    store.embeddings.put("m", [("s1:1", VECTOR)], 2, [b"\x02\x00\x7f\x00"])
+    assert store.embeddings.token_states("m", ["s1:1"]) == {"s1:1": b"\x02\x00\x7f\x00"}
+    assert [i for i, _ in store.embeddings.backlog("m", 10, with_tokens=True)] == ["s1:5"]
+    assert store.embeddings.generation("m") == 1  # the first write after v6 raised it
 
 
 def test_sqlite_v4_vectors_upgrade_without_token_states(tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ def test_postgres_v1_database_upgrades_with_rows_intact(pg_database: str) -> Non
     try:
         assert_upgraded_intact(store)
         more = conversation("s2", [("new after upgrade", None, None)], start=T0)
-        store.apply_ingest(batch(session("s2"), more))
+        store.ingest.apply(batch(session("s2"), more))
         assert store.stats()["index_rows"] == 3
     finally:
         store.close()

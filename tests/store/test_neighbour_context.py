@@ -21,11 +21,11 @@ TRIP: list[tuple[str, str | None, str | None]] = [
 
 
 def ids(store: Store, query: str, **filters: object) -> list[str]:
-    return [h.exchange_id for h in store.search_text(query, SearchFilters(**filters), 10)]  # type: ignore[arg-type]
+    return [h.exchange_id for h in store.index.search(query, SearchFilters(**filters), 10)]  # type: ignore[arg-type]
 
 
 def order(store: Store, sid: str) -> list[str]:
-    return [x.id for x in store.exchanges(sid)]
+    return [x.id for x in store.exchanges.of(sid)]
 
 
 def test_all_words_may_be_split_between_an_exchange_and_its_neighbours(store: Store) -> None:
@@ -36,7 +36,7 @@ def test_all_words_may_be_split_between_an_exchange_and_its_neighbours(store: St
     # a word the exchange does not hold itself never makes it a hit
     assert ids(store, "otters") == [second]
     assert ids(store, "mountains") == [third]
-    hits = store.search_text("otters", SearchFilters(), 10)
+    hits = store.index.search("otters", SearchFilters(), 10)
     assert "\x02otters\x03" in hits[0].snippet.lower()
 
 
@@ -89,7 +89,7 @@ def test_other_sessions_are_not_neighbours(store: Store) -> None:
 def test_repair_rebuilds_the_context(store: Store) -> None:
     ingest(store, "t", TRIP)
     first, second, _ = order(store, "t")
-    assert store.repair_index() >= 0
+    assert store.index.repair() >= 0
     assert store.integrity_problems() == []
     assert set(ids(store, "lake otters")) == {first, second}
     assert set(ids(store, "lake otters hiked")) == {first, second}

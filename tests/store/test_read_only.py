@@ -27,8 +27,8 @@ import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.errors import Busy, ReadOnly, StoreError
 from memoir.ingest.lock import sync_lock, sync_lock_to_read
-from memoir.store.port import SearchFilters
 from memoir.store.sqlite_store import SQLiteStore
+from memoir.store.values import SearchFilters
 
 View = Callable[[Path], Path]
 
@@ -187,11 +187,11 @@ def test_store_opened_read_only_refuses_writes(tmp_path: Path, read_only_view: V
     reader = SQLiteStore(view / "memoir.db")
     try:
         assert reader.read_only
-        hits = reader.search_text("parser", SearchFilters(), 5)
+        hits = reader.index.search("parser", SearchFilters(), 5)
         assert [h.exchange_id for h in hits] == ["s1:1"]
         with pytest.raises(ReadOnly, match="open read-only"):
             ingest(reader, "s2", [("more", "text", None)])
-        assert [h.exchange_id for h in reader.search_text("more", SearchFilters(), 5)] == []
+        assert [h.exchange_id for h in reader.index.search("more", SearchFilters(), 5)] == []
     finally:
         reader.close()
     writer = SQLiteStore(folder / "memoir.db") if os.geteuid() == 0 else None
@@ -219,7 +219,9 @@ def test_unfolded_write_ahead_log_is_read_through_its_index_or_refused(
     reader = SQLiteStore(read_only_view(with_index) / "memoir.db")
     try:
         assert reader.read_only
-        assert [h.exchange_id for h in reader.search_text("parser", SearchFilters(), 5)] == ["s1:1"]
+        assert [h.exchange_id for h in reader.index.search("parser", SearchFilters(), 5)] == [
+            "s1:1"
+        ]
     finally:
         reader.close()
     with pytest.raises(ReadOnly, match="write-ahead log"):
@@ -272,7 +274,9 @@ def test_postgres_read_only_connection_searches_and_refuses_writes(pg_database: 
         writer.close()
     reader = PostgresStore(_read_only_url(pg_database))
     try:
-        assert [h.exchange_id for h in reader.search_text("parser", SearchFilters(), 5)] == ["s1:1"]
+        assert [h.exchange_id for h in reader.index.search("parser", SearchFilters(), 5)] == [
+            "s1:1"
+        ]
         with pytest.raises(ReadOnly, match="read-only"):
             ingest(reader, "s2", [("more", "text", None)])
         assert reader.stats()["exchanges"] == 1
@@ -331,7 +335,7 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
         assert model.calls == 0
         with pytest.raises(ReadOnly, match="memoir embed needs to write"):
             memoir.embed_pending()
-        with pytest.raises(ReadOnly), memoir.store.claim("summary:s1", "busy"):
+        with pytest.raises(ReadOnly), memoir.store.claims.hold("summary:s1", "busy"):
             pass
 
 
@@ -342,8 +346,11 @@ def test_postgres_closed_store_says_so_as_sqlite_does(pg_database: str) -> None:
     store = PostgresStore(pg_database)
     store.close()
     with pytest.raises(StoreError, match=r"^the store is closed$"):
-        store.search_text("parser", SearchFilters(), 5)
-    with pytest.raises(StoreError, match=r"^the store is closed$"), store.claim("embed", "busy"):
+        store.index.search("parser", SearchFilters(), 5)
+    with (
+        pytest.raises(StoreError, match=r"^the store is closed$"),
+        store.claims.hold("embed", "busy"),
+    ):
         pass
 
 
@@ -366,7 +373,7 @@ def test_a_read_only_view_follows_its_owner_writing_on(
         assert reader.stats()["exchanges"] == 39  # read through the owner's WAL
         owner.close()  # checkpointed and the WAL removed: read as immutable again
         assert reader.stats()["exchanges"] == 39
-        hits = reader.search_text("parser", SearchFilters(), 50)
+        hits = reader.index.search("parser", SearchFilters(), 50)
         assert len(hits) == 39
     finally:
         owner.close()

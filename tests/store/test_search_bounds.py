@@ -89,11 +89,11 @@ def test_ranking_window_ranks_only_the_most_recent_matches(
             [("zebra " + "zebra " * (5 - i), "ok", None)],
             start=T0 + timedelta(days=i),
         )
-    everything = [h.exchange_id for h in store.search_text("zebra", SearchFilters(), 10)]
+    everything = [h.exchange_id for h in store.index.search("zebra", SearchFilters(), 10)]
     assert everything[0] == "s0:1" and len(everything) == 5  # most zebras ranks first
     module = sqlite_search if store.backend == "sqlite" else postgres_search
     monkeypatch.setattr(module, "RANK_WINDOW", 2)
-    window = [h.exchange_id for h in store.search_text("zebra", SearchFilters(), 10)]
+    window = [h.exchange_id for h in store.index.search("zebra", SearchFilters(), 10)]
     assert sorted(window) == ["s3:1", "s4:1"]  # the two ingested last
 
 
@@ -117,22 +117,22 @@ def big_sqlite(tmp_path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-un
 
 
 def test_ubiquitous_terms_are_dropped_when_rarer_ones_remain(big_sqlite: Store) -> None:
-    hits = big_sqlite.search_text("common kiwi", SearchFilters(), 10)
+    hits = big_sqlite.index.search("common kiwi", SearchFilters(), 10)
     assert [h.exchange_id for h in hits] == ["s3:1"]
     assert "\x02common\x03" in hits[0].snippet and "\x02kiwi\x03" in hits[0].snippet
 
 
 def test_only_ubiquitous_terms_rank_by_recency(big_sqlite: Store) -> None:
-    hits = big_sqlite.search_text("common", SearchFilters(), 3)
+    hits = big_sqlite.index.search("common", SearchFilters(), 3)
     assert [h.exchange_id for h in hits] == ["s9:1", "s8:1", "s7:1"]
     assert hits[0].score > hits[1].score > hits[2].score > 0
 
 
 def test_session_filter_uses_the_rowid_span(big_sqlite: Store) -> None:
     assert [
-        h.exchange_id for h in big_sqlite.search_text("reply", SearchFilters(session_id="s5"), 10)
+        h.exchange_id for h in big_sqlite.index.search("reply", SearchFilters(session_id="s5"), 10)
     ] == ["s5:1"]
-    assert big_sqlite.search_text("reply", SearchFilters(session_id="nope"), 10) == []
+    assert big_sqlite.index.search("reply", SearchFilters(session_id="nope"), 10) == []
 
 
 def test_parse_then_drop_keeps_phrases_distinct() -> None:

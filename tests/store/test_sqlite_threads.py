@@ -16,8 +16,8 @@ from store_builders import ingest
 
 from memoir.errors import StoreError
 from memoir.store import sqlite_store
-from memoir.store.port import SearchFilters
 from memoir.store.sqlite_store import SQLiteStore
+from memoir.store.values import SearchFilters
 
 
 def _open_files_on(path: Path) -> int:
@@ -45,7 +45,7 @@ def test_a_thread_that_ends_leaves_no_connection_open(tmp_path: Path) -> None:
         found: list[int] = []
         for _ in range(200):  # a thread per request, one after the other
             worker = threading.Thread(
-                target=lambda: found.append(len(store.search_text("parser", SearchFilters(), 5)))
+                target=lambda: found.append(len(store.index.search("parser", SearchFilters(), 5)))
             )
             worker.start()
             worker.join()
@@ -65,7 +65,7 @@ def test_close_while_other_threads_search_ends_them_cleanly(tmp_path: Path) -> N
     def search_until_closed() -> None:
         while not stop.is_set():
             try:
-                hits = store.search_text("parser OR lines", SearchFilters(), 10)
+                hits = store.index.search("parser OR lines", SearchFilters(), 10)
                 assert len(hits) == 10
             except StoreError as exc:
                 outcomes.append(str(exc))
@@ -116,11 +116,11 @@ def test_close_inside_a_search_on_its_own_thread_says_the_store_is_closed(
         return search(conn, *args, **kwargs)
 
     monkeypatch.setattr(sqlite_store.sqlite_search, "search", closed_halfway)
-    raised = _on_a_thread(lambda: store.search_text("parser", SearchFilters(), 5))
+    raised = _on_a_thread(lambda: store.index.search("parser", SearchFilters(), 5))
     assert (type(raised), str(raised)) == (StoreError, "the store is closed")
     monkeypatch.undo()
     with pytest.raises(StoreError, match=r"^the store is closed$"):
-        store.search_text("parser", SearchFilters(), 5)
+        store.index.search("parser", SearchFilters(), 5)
     assert _open_files_on(tmp_path / "memoir.db") == 0
 
 
@@ -130,19 +130,19 @@ def test_close_inside_a_write_on_its_own_thread_says_the_store_is_closed(
     """The write's transaction goes with its connection: nothing of the batch is stored,
     and rolling back a closed connection raises nothing over the store's error."""
     store = _filled(tmp_path)
-    apply = sqlite_store.apply_batch
+    apply = store.ingest._apply_batch
 
     def closed_halfway(conn: sqlite3.Connection, batch: Any) -> None:
         apply(conn, batch)
         store.close()  # the batch written, not yet committed
 
-    monkeypatch.setattr(sqlite_store, "apply_batch", closed_halfway)
+    monkeypatch.setattr(store.ingest, "_apply_batch", closed_halfway)
     raised = _on_a_thread(lambda: ingest(store, "late", [("where is the parser?", "here", None)]))
     assert (type(raised), str(raised)) == (StoreError, "the store is closed")
     monkeypatch.undo()
     reopened = SQLiteStore(tmp_path / "memoir.db")
     try:
-        assert reopened.get_session("late") is None
+        assert reopened.sessions.get("late") is None
         assert reopened.stats()["sessions"] == 20
     finally:
         reopened.close()
@@ -150,7 +150,7 @@ def test_close_inside_a_write_on_its_own_thread_says_the_store_is_closed(
 
 def test_close_from_a_handler_inside_close_does_not_wait_for_itself(tmp_path: Path) -> None:
     store = _filled(tmp_path)
-    store.search_text("parser", SearchFilters(), 5)  # this thread's connection is open
+    store.index.search("parser", SearchFilters(), 5)  # this thread's connection is open
 
     def close_inside_close() -> None:
         with store._lock:  # as if a signal handler ran while close held it
@@ -159,5 +159,5 @@ def test_close_from_a_handler_inside_close_does_not_wait_for_itself(tmp_path: Pa
     assert _on_a_thread(close_inside_close) is None
     store.close()
     with pytest.raises(StoreError, match=r"^the store is closed$"):
-        store.search_text("parser", SearchFilters(), 5)
+        store.index.search("parser", SearchFilters(), 5)
     assert _open_files_on(tmp_path / "memoir.db") == 0

@@ -16,20 +16,20 @@ from memoir.store.claims import claim_key, summary_claim
 
 def test_a_held_claim_turns_the_next_claimant_away(store: Store) -> None:
     name = f"summary:{uuid.uuid4()}"  # advisory locks are database-wide: a name per test
-    with store.claim(name, "taken"):
-        with pytest.raises(Busy, match=r"^taken$"), store.claim(name, "taken"):
+    with store.claims.hold(name, "taken"):
+        with pytest.raises(Busy, match=r"^taken$"), store.claims.hold(name, "taken"):
             pass
-        with store.claim(f"{name}-other", "other"):  # another job is not held up
+        with store.claims.hold(f"{name}-other", "other"):  # another job is not held up
             pass
-    with store.claim(name, "taken"):  # released with its block
+    with store.claims.hold(name, "taken"):  # released with its block
         pass
 
 
 def test_a_claim_is_released_when_its_block_fails(store: Store) -> None:
     name = f"summary:{uuid.uuid4()}"
-    with pytest.raises(RuntimeError), store.claim(name, "taken"):
+    with pytest.raises(RuntimeError), store.claims.hold(name, "taken"):
         raise RuntimeError("the job failed")
-    with store.claim(name, "taken"):
+    with store.claims.hold(name, "taken"):
         pass
 
 
@@ -42,11 +42,11 @@ def test_sqlite_claims_hold_across_processes(tmp_path: Path) -> None:
         "from memoir.errors import Busy\n"
         f"s = SQLiteStore({str(tmp_path / 'memoir.db')!r})\n"
         "try:\n"
-        "    with s.claim('summary:s1', 'busy'): print('got it')\n"
+        "    with s.claims.hold('summary:s1', 'busy'): print('got it')\n"
         "except Busy: print('busy')\n"
     )
     try:
-        with store.claim("summary:s1", "busy"):
+        with store.claims.hold("summary:s1", "busy"):
             held = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     finally:
@@ -68,7 +68,7 @@ def test_claim_files_do_not_pile_up(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "memoir.db")
     try:
         for k in range(5):
-            with store.claim(f"summary:s{k}", "busy"):
+            with store.claims.hold(f"summary:s{k}", "busy"):
                 assert len(list((tmp_path / "locks" / "claims").glob("*.lock"))) == 1
         assert list((tmp_path / "locks" / "claims").glob("*.lock")) == []
     finally:

@@ -73,12 +73,12 @@ def test_missing_and_orphan_index_rows_are_found_and_repaired(store: Store) -> N
     problems = store.integrity_problems()
     assert any(p.startswith("1 exchanges missing from the search index: s1:1") for p in problems)
     assert any(p.startswith("1 orphan index rows") and "999" in p for p in problems)
-    assert store.search_text("wal", SearchFilters(), 10) == []
+    assert store.index.search("wal", SearchFilters(), 10) == []
 
-    assert store.repair_index() == 2
+    assert store.index.repair() == 2
     assert store.integrity_problems() == []
-    assert [h.exchange_id for h in store.search_text("wal", SearchFilters(), 10)] == ["s1:1"]
-    assert store.search_text("ghost", SearchFilters(), 10) == []
+    assert [h.exchange_id for h in store.index.search("wal", SearchFilters(), 10)] == ["s1:1"]
+    assert store.index.search("ghost", SearchFilters(), 10) == []
 
 
 def test_event_gaps_and_broken_spans_are_found(store: Store) -> None:
@@ -107,5 +107,5 @@ def test_orphan_embeddings_and_sources_are_found(store: Store) -> None:
 
 
 def test_repair_of_an_empty_store(store: Store) -> None:
-    assert store.repair_index() == 0
+    assert store.index.repair() == 0
     assert store.stats()["index_rows"] == 0

@@ -34,10 +34,10 @@ def test_text_and_payload_round_trip(store: Store, user: str, reply: str, payloa
         Event(sid, 1, EventKind.USER_TEXT, Author.USER, user, timestamp=T0, payload=payload),
         Event(sid, 2, EventKind.ASSISTANT_TEXT, Author.ASSISTANT, reply, timestamp=T0),
     ]
-    store.apply_ingest(batch(session(sid), events))
-    assert store.events(sid) == events
-    assert store.exchanges(sid) == build_exchanges(events)
-    store.search_text(user, SearchFilters(session_id=sid), 5)  # any text is a safe query
+    store.ingest.apply(batch(session(sid), events))
+    assert store.events.of(sid) == events
+    assert store.exchanges.of(sid) == build_exchanges(events)
+    store.index.search(user, SearchFilters(session_id=sid), 5)  # any text is a safe query
 
 
 def test_two_store_instances_share_one_sqlite_file(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_two_store_instances_share_one_sqlite_file(tmp_path: Path) -> None:
         assert errors == []
         for s in stores:
             assert s.stats()["sessions"] == 20
-            assert len(s.search_text("otter", SearchFilters(), 50)) == 20
+            assert len(s.index.search("otter", SearchFilters(), 50)) == 20
     finally:
         for s in stores:
             s.close()

@@ -48,11 +48,11 @@ def corpus(store: Store) -> Store:
 
 
 def ids(store: Store, query: str, limit: int = 10, **filters: object) -> list[str]:
-    return [h.exchange_id for h in store.search_text(query, SearchFilters(**filters), limit)]  # type: ignore[arg-type]
+    return [h.exchange_id for h in store.index.search(query, SearchFilters(**filters), limit)]  # type: ignore[arg-type]
 
 
 def test_finds_ranks_and_marks_the_match(corpus: Store) -> None:
-    hits = corpus.search_text("sqlite lock", SearchFilters(), 10)
+    hits = corpus.index.search("sqlite lock", SearchFilters(), 10)
     assert hits[0].exchange_id == "web:1"
     assert "\x02sqlite\x03" in hits[0].snippet.lower()
     assert all(h.snippet.count("\x02") == h.snippet.count("\x03") for h in hits)
@@ -93,7 +93,7 @@ def test_meta_words_project_date_and_tool(corpus: Store) -> None:
 
 
 def test_cjk_text_is_findable(corpus: Store) -> None:
-    hits = corpus.search_text("连接池", SearchFilters(), 10)
+    hits = corpus.index.search("连接池", SearchFilters(), 10)
     assert [h.exchange_id for h in hits] == ["api:5"]
     assert "\x02连接池\x03" in hits[0].snippet
     assert ids(corpus, "数据库") == ["api:5"]
@@ -177,17 +177,17 @@ HOSTILE = [
 
 @pytest.mark.parametrize("query", HOSTILE)
 def test_hostile_queries_are_safe(corpus: Store, query: str) -> None:
-    hits = corpus.search_text(query, SearchFilters(), 10)
+    hits = corpus.index.search(query, SearchFilters(), 10)
     assert isinstance(hits, list)
     assert all(h.snippet.count("\x02") == h.snippet.count("\x03") for h in hits)
     for role in ("user", "assistant", "tool"):
-        corpus.search_text(query, SearchFilters(role=role), 3)
+        corpus.index.search(query, SearchFilters(role=role), 3)
     assert ids(corpus, "penguins") == ["web:7"]  # still intact
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n", '""', "*", "-", "😀", "the"])
 def test_queries_without_words_match_nothing(corpus: Store, query: str) -> None:
-    assert corpus.search_text(query, SearchFilters(), 10) == []
+    assert corpus.index.search(query, SearchFilters(), 10) == []
 
 
 def test_sql_fragment_and_operators_search_as_words(corpus: Store) -> None:
@@ -199,7 +199,7 @@ def test_sql_fragment_and_operators_search_as_words(corpus: Store) -> None:
 
 def test_a_session_that_changes_project_is_found_under_the_new_one(corpus: Store) -> None:
     moved = dataclasses.replace(session("web", project="renamed"))
-    corpus.apply_ingest(IngestBatch(session=moved))
+    corpus.ingest.apply(IngestBatch(session=moved))
     assert set(ids(corpus, "lock", project="renamed")) == {"web:1"}
     assert ids(corpus, "lock", project="webapp") == []
     assert set(ids(corpus, "renamed")) == {"web:1", "web:5", "web:7"}
@@ -219,7 +219,7 @@ def test_accents_fold_the_same_way_on_both_backends(store: Store) -> None:
     assert set(ids(store, "café")) == {"eu:1", "eu:3"}
     assert ids(store, "zurich") == ["eu:1"] and ids(store, "Zürich") == ["eu:1"]
     assert ids(store, "naive") == ["eu:1"]
-    [hit] = store.search_text("zurich", SearchFilters(), 10)
+    [hit] = store.index.search("zurich", SearchFilters(), 10)
     assert "\x02Zürich\x03" in hit.snippet  # the text as written, the match marked
 
 
@@ -256,13 +256,13 @@ def test_cjk_snippets_quote_the_text_as_written(
     store: Store, query: str, filters: dict[str, object], exchange_id: str, snippet: str
 ) -> None:
     ingest(store, "cjk", CJK_TURNS)
-    hits = {h.exchange_id: h for h in store.search_text(query, SearchFilters(**filters), 10)}  # type: ignore[arg-type]
+    hits = {h.exchange_id: h for h in store.index.search(query, SearchFilters(**filters), 10)}  # type: ignore[arg-type]
     assert hits[exchange_id].snippet == snippet
 
 
 def test_a_cjk_match_in_the_middle_of_a_long_text_is_shown_with_its_spaces(store: Store) -> None:
     ingest(store, "cjk", CJK_TURNS)
-    [hit] = store.search_text("连接池", SearchFilters(), 10)
+    [hit] = store.index.search("连接池", SearchFilters(), 10)
     assert hit.exchange_id == "cjk:5"
     assert hit.snippet.startswith("… 说明 项目 说明 ") and hit.snippet.endswith(" 其他 …")
     assert "项目 说明 \x02连接池\x03 配置 在 这里 其他 内容" in hit.snippet
@@ -279,7 +279,7 @@ def test_a_cjk_match_in_the_middle_of_a_long_text_is_shown_with_its_spaces(store
 )
 def test_snippets_of_text_without_cjk_are_unchanged(store: Store, query: str, snippet: str) -> None:
     ingest(store, "cjk", CJK_TURNS)  # CJK exchanges beside it change nothing
-    [hit] = store.search_text(query, SearchFilters(), 10)
+    [hit] = store.index.search(query, SearchFilters(), 10)
     assert hit.exchange_id == "cjk:7"
     assert snippet in hit.snippet
 
@@ -305,7 +305,7 @@ def test_sqlite_quotes_fts5_unless_the_exchange_holds_cjk(
             ("数据库 锁定 使用 locking 模式", None, None),
         ]
         ingest(store, "mix", turns)
-        hits = {h.exchange_id: h.snippet for h in store.search_text(query, SearchFilters(), 10)}
+        hits = {h.exchange_id: h.snippet for h in store.index.search(query, SearchFilters(), 10)}
         assert hits[exchange_id] == snippet
     finally:
         store.close()
@@ -328,9 +328,9 @@ def test_sqlite_marks_a_stem_match_in_an_exchange_that_holds_cjk(
     store = SQLiteStore(tmp_path / "store.db")
     try:
         ingest(store, "mix", [(user, assistant, None)])
-        [hit] = store.search_text(query, SearchFilters(), 10)
+        [hit] = store.index.search(query, SearchFilters(), 10)
         assert marked in hit.snippet
-        assert store.text_snippets(query, SearchFilters(), [hit.exchange_id]) == {
+        assert store.index.snippets(query, SearchFilters(), [hit.exchange_id]) == {
             hit.exchange_id: hit.snippet
         }
     finally:
@@ -346,9 +346,9 @@ def test_snippets_keep_tag_like_text_and_mark_dotted_words(store: Store) -> None
             ("Run <command-name>/review</command-name> on app.py", "Reviewed app.py.", None),
         ],
     )
-    [vec] = store.search_text("Vec u8", SearchFilters(), 10)
+    [vec] = store.index.search("Vec u8", SearchFilters(), 10)
     assert "Vec<u8>" in vec.snippet.replace("\x02", "").replace("\x03", "")
-    [app] = store.search_text("app.py", SearchFilters(), 10)
+    [app] = store.index.search("app.py", SearchFilters(), 10)
     plain = app.snippet.replace("\x02", "").replace("\x03", "")
     assert "<command-name>/review</command-name>" in plain
     assert "\x02app" in app.snippet  # "app.py" or "app" and "py": marked either way

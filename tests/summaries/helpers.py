@@ -16,7 +16,7 @@ from memoir.ingest.detect import Format
 from memoir.ingest.reader import read_bytes
 from memoir.model import Event, Harness, Session
 from memoir.store.claims import local_claim
-from memoir.store.port import SessionInfo, SummaryRow
+from memoir.store.values import SessionInfo, SummaryRow
 
 PROJECT = "-Users-testuser-example-project"
 TINY_ID = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
@@ -24,38 +24,17 @@ NOW_MS = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
 HOUR_MS = 3_600_000
 
 
-@dataclass
-class FakeStore:
-    """Sessions, events and summary rows in memory (the parts summaries use)."""
+class _Sessions:
+    def __init__(self, rows: dict[str, Session], log: dict[str, list[Event]]) -> None:
+        self.rows, self.log = rows, log
 
-    backend: str = "fake"
-    read_only: bool = False
-    sessions: dict[str, Session] = field(default_factory=dict)
-    event_log: dict[str, list[Event]] = field(default_factory=dict)
-    rows: dict[str, SummaryRow] = field(default_factory=dict)
-    cache: dict[str, str] = field(default_factory=dict)
+    def get(self, session_id: str) -> Session | None:
+        return self.rows.get(session_id)
 
-    def close(self) -> None:
-        pass
-
-    def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
-        return local_claim(f"{id(self)}:{name}", busy)
-
-    def source_states(self) -> dict[str, Any]:
-        return {}  # files are indexed whole here: nothing is ever half read
-
-    def get_session(self, session_id: str) -> Session | None:
-        return self.sessions.get(session_id)
-
-    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
-        return list(self.event_log.get(session_id, []))
-
-    def list_sessions(
-        self, *, project: str | None = None, limit: int | None = None
-    ) -> list[SessionInfo]:
+    def recent(self, *, project: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         out = []
-        for sid, session in self.sessions.items():
-            events = self.event_log.get(sid, [])
+        for sid, session in self.rows.items():
+            events = self.log.get(sid, [])
             stamps = [e.timestamp for e in events if e.timestamp is not None]
             out.append(
                 SessionInfo(
@@ -64,27 +43,78 @@ class FakeStore:
             )
         return out
 
-    def get_summary_row(self, session_id: str) -> SummaryRow | None:
+
+class _Events:
+    def __init__(self, log: dict[str, list[Event]]) -> None:
+        self.log = log
+
+    def of(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
+        return list(self.log.get(session_id, []))
+
+
+class _Summaries:
+    def __init__(self, rows: dict[str, SummaryRow]) -> None:
+        self.rows = rows
+
+    def get(self, session_id: str) -> SummaryRow | None:
         return self.rows.get(session_id)
 
-    def put_summary_row(self, row: SummaryRow) -> None:
+    def put(self, row: SummaryRow) -> None:
         self.rows[row.session_id] = row
 
-    def summary_rows(self) -> list[SummaryRow]:
+    def all(self) -> list[SummaryRow]:
         return list(self.rows.values())
 
-    def cache_get(self, key: str) -> str | None:
-        return self.cache.get(key)
 
-    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
-        self.cache[key] = value
+class _Cache:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str) -> str | None:
+        return self.values.get(key)
+
+    def put(self, key: str, value: str, ttl_seconds: float) -> None:
+        self.values[key] = value
+
+
+class _Ingest:
+    def sources(self) -> dict[str, Any]:
+        return {}  # files are indexed whole here: nothing is ever half read
+
+
+class _Claims:
+    def hold(self, name: str, busy: str) -> AbstractContextManager[None]:
+        return local_claim(f"{id(self)}:{name}", busy)
+
+
+@dataclass
+class FakeStore:
+    """Sessions, events and summary rows in memory (the parts summaries use)."""
+
+    backend: str = "fake"
+    read_only: bool = False
+    session_rows: dict[str, Session] = field(default_factory=dict)
+    event_log: dict[str, list[Event]] = field(default_factory=dict)
+    rows: dict[str, SummaryRow] = field(default_factory=dict)
+    cached: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.sessions = _Sessions(self.session_rows, self.event_log)
+        self.events = _Events(self.event_log)
+        self.summaries = _Summaries(self.rows)
+        self.cache = _Cache(self.cached)
+        self.ingest = _Ingest()
+        self.claims = _Claims()
+
+    def close(self) -> None:
+        pass
 
     # helpers -----------------------------------------------------------------------------
     def index_file(self, path: Path, project: str = PROJECT) -> list[Event]:
         """Index an archived transcript from scratch (what sync's indexing does)."""
         sid = path.name[: -len(".jsonl")]
         result = read_bytes(path.read_bytes(), Format.CLAUDE, path=str(path), session_id=sid)
-        self.sessions[sid] = Session(sid, project, Harness.CLAUDE_CODE)
+        self.session_rows[sid] = Session(sid, project, Harness.CLAUDE_CODE)
         self.event_log[sid] = list(result.events)
         return self.event_log[sid]
 

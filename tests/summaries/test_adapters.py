@@ -29,7 +29,7 @@ def _files(tmp_path: Path, current: int) -> tuple[SummaryStore, Conversation]:
 
 def _database(tmp_path: Path, current: int) -> tuple[SummaryStore, Conversation]:
     store = FakeStore()
-    store.sessions["s1"] = Session("s1", PROJECT, Harness.API)
+    store.session_rows["s1"] = Session("s1", PROJECT, Harness.API)
     store.event_log["s1"] = [
         Event("s1", i + 1, EventKind.META, Author.SYSTEM, "") for i in range(current)
     ]
@@ -86,14 +86,14 @@ DB_ROWS = [
 @pytest.mark.parametrize(("state", "current", "expected"), DB_ROWS)
 def test_same_table_on_the_real_stores(store, state, current, expected) -> None:
     """The database adapter over the real SQLite and PostgreSQL stores."""
-    from memoir.store.port import IngestBatch
+    from memoir.store.values import IngestBatch
 
     current = min(current, 300)
     session = Session("s1", PROJECT, Harness.API)
     events = tuple(
         Event("s1", i + 1, EventKind.USER_TEXT, Author.USER, f"m{i}") for i in range(current)
     )
-    store.apply_ingest(IngestBatch(session, events=events))
+    store.ingest.apply(IngestBatch(session, events=events))
     summaries = DatabaseSummaryStore(store)
     conv = Conversation("s1", PROJECT, current, SummaryState.missing())
     if state.kind is not SummaryKind.MISSING:

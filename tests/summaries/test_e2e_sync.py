@@ -118,9 +118,9 @@ def test_database_adapter_end_to_end(tmp_path: Path, claude_fixtures: Path) -> N
     with Memoir.open(settings) as memoir:
         model = ScriptedModel(["From the database."])
         assert _sync(memoir, model, NOW_MS).summarized == 1
-        row = memoir.store.get_summary_row(TINY_ID)
+        row = memoir.store.summaries.get(TINY_ID)
         assert row is not None and row.body == "From the database."
-        assert row.covered == len(memoir.store.events(TINY_ID)) > 0
+        assert row.covered == len(memoir.store.events.of(TINY_ID)) > 0
         assert not _summary(memoir, TINY_ID).exists()
         assert _sync(memoir, model, NOW_MS + 1).summarized == 0 and model.calls == 1
 

@@ -250,7 +250,7 @@ def test_api_session_without_events_is_not_empty_forever(home) -> None:
     from memoir.model import Harness, Session
 
     memoir = make_memoir(home, summary_store="database")
-    memoir.store.sessions["api"] = Session("api", "p", Harness.API)
+    memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
     model = ScriptedModel(default="Later.")
     report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
     assert report.unindexed == 1 and "api" not in memoir.store.rows

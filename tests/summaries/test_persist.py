@@ -51,7 +51,7 @@ def test_save_stamps_current_size_and_clears_failure(home, claude_fixtures) -> N
 
 def test_save_for_an_api_session_uses_the_database(home) -> None:
     memoir = make_memoir(home)
-    memoir.store.sessions["api"] = Session("api", "p", Harness.API)
+    memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
     save_summary(memoir, "api", "From the API.", model="m")
     assert memoir.store.rows["api"].body == "From the API."
     assert read_summary_body(memoir, "api") == "From the API."
@@ -71,7 +71,7 @@ def test_save_never_stores_a_header_line_as_the_body(home, body: str, stored: st
     """Whatever a writer (the episodic merge, a model reply, a caller) hands over, the body
     never starts with a line that poses as the header or an error sentinel."""
     memoir = make_memoir(home)
-    memoir.store.sessions["api"] = Session("api", "p", Harness.API)
+    memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
     save_summary(memoir, "api", body, model="m")
     assert memoir.store.rows["api"].body == stored
     assert read_summary_body(memoir, "api") == stored
@@ -84,7 +84,7 @@ def test_save_never_stores_a_header_line_as_the_body(home, body: str, stored: st
 @pytest.mark.parametrize("body", ["", "   ", '__COVERAGE__ {"bytes":1}\n', "__ERRORED__\n\n"])
 def test_save_refuses_a_summary_with_no_words(home, body: str) -> None:
     memoir = make_memoir(home)
-    memoir.store.sessions["api"] = Session("api", "p", Harness.API)
+    memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
     with pytest.raises(SummaryError, match="no text"):
         save_summary(memoir, "api", body, model="m")
     assert "api" not in memoir.store.rows
@@ -162,7 +162,7 @@ def test_forget_removes_file_and_row(home) -> None:
     memoir = make_memoir(home)
     path = archive(home, "gone", b"x")
     summary_file(path).write_text("private summary")
-    memoir.store.sessions["api-gone"] = Session("api-gone", "p", Harness.API)
+    memoir.store.session_rows["api-gone"] = Session("api-gone", "p", Harness.API)
     save_summary(memoir, "api-gone", "private row", model=None)
     assert read_summary_body(memoir, "api-gone") == "private row"
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from memoir.bench import KS, run_locomo
 from memoir.cli.app import app, console, err_console, print_json
 from memoir.search.embedder import load_embedder
 
@@ -27,8 +28,6 @@ def locomo(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Recall@k of text, vector and hybrid search on LoCoMo questions (categories 1–4)."""
-    from memoir.search.locomo import KS, run_locomo
-
     embedder = load_embedder(embedder_name)
     report = run_locomo(
         directory,

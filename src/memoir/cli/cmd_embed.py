@@ -68,7 +68,7 @@ def embed(
 
 def _backlog(memoir: Any, embedder: Embedder, max_items: int | None) -> int:
     """What the bar counts up to: the exchanges still to embed (at most ``max_items``)."""
-    left = memoir.store.embedding_backlog_count(
+    left = memoir.store.embeddings.backlog_count(
         embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
     )
     return left if max_items is None else min(left, max_items)

@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 
+from memoir.atomic import write_text_atomic
 from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
 from memoir.errors import ConfigError
@@ -157,13 +158,8 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     dotfiles checkout), keeping that file's permissions (it may hold keys)."""
     path = path.resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.memoir.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    try:
-        tmp.chmod(path.stat().st_mode & 0o7777)
-    except FileNotFoundError:
-        pass  # a new file: the umask decides, as for any file the user creates
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    write_text_atomic(path, text, tag="memoir", keep_mode=True)
 
 
 _SETTINGS_OPT = typer.Option(

@@ -25,8 +25,8 @@ from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
 from memoir.search.snippets import split_marks
-from memoir.store.port import SearchFilters
 from memoir.store.query_text import words_of
+from memoir.store.values import SearchFilters
 
 __all__ = ["render_snippet", "search_command"]
 
@@ -118,7 +118,7 @@ def _known_project(store: Any, project: str) -> str:
     from memoir.ingest.detect import safe_name
 
     for name in dict.fromkeys((project, safe_name(project))):
-        if store.list_sessions(project=name, limit=1):
+        if store.sessions.recent(project=name, limit=1):
             return name
     raise NotFound(
         f"no project {project!r} in this Memoir home (a project is named after its folder, "
@@ -130,7 +130,7 @@ def _hint_backlog(memoir: Any) -> None:
     """Say so when semantic ranking is installed but has nothing to rank yet."""
     embedder = load_embedder(memoir.settings.embedder)
     with_tokens = isinstance(embedder, TokenEmbedder)
-    if embedder is not None and memoir.store.embedding_backlog(
+    if embedder is not None and memoir.store.embeddings.backlog(
         embedder.name, 1, with_tokens=with_tokens
     ):
         err_console.print(

@@ -33,14 +33,14 @@ def show(
     """Print a stored conversation, or one exchange of it in context, as a transcript."""
     with open_memoir(existing=True) as memoir:
         sid, focus = _resolve(memoir.store, target)
-        info = memoir.store.get_session(sid)
+        info = memoir.store.sessions.get(sid)
         window: list[Exchange] = []
         if focus is None:
-            events = memoir.store.events(sid)
+            events = memoir.store.events.of(sid)
         else:
-            window = exchanges_around(memoir.store.exchanges(sid), focus, context)
+            window = exchanges_around(memoir.store.exchanges.of(sid), focus, context)
             first, last = window[0].first_ordinal, window[-1].last_ordinal
-            events = memoir.store.events(sid, after=first - 1, upto=last)
+            events = memoir.store.events.of(sid, after=first - 1, upto=last)
         body = _summary_body(memoir, sid)
         if as_json:
             data: dict[str, Any] = {
@@ -91,13 +91,13 @@ def _flush(pending: Text) -> Text:
 def _resolve(store: Any, target: str) -> tuple[str, str | None]:
     """The session ``target`` names, and the exchange when it is an exchange id
     (``SESSION:N``, the session part may be a unique prefix)."""
-    if store.get_session(target) is not None:
+    if store.sessions.get(target) is not None:
         return target, None
     head, sep, tail = target.rpartition(":")
     if sep and head and tail.isdigit():
         sid = resolve_session(store, head)
         exchange = f"{sid}:{tail}"
-        if store.get_exchange(exchange) is None:
+        if store.exchanges.get(exchange) is None:
             raise NotFound(f"no exchange {target!r}: session {sid} has no exchange :{tail}")
         return sid, exchange
     return resolve_session(store, target), None

@@ -23,7 +23,8 @@ from typing import Any
 
 from memoir.compaction.sequence import Message
 from memoir.model import SessionFlags
-from memoir.store.port import CheckpointRow, Store
+from memoir.store.port import Store
+from memoir.store.values import CheckpointRow
 
 __all__ = [
     "ELIGIBLE",
@@ -152,7 +153,7 @@ def new_checkpoint(
 
 
 def latest_checkpoint(store: Store, session_id: str) -> CheckpointRow | None:
-    rows = store.checkpoints(session_id)
+    rows = store.checkpoints.of(session_id)
     if not rows:
         return None
     return max(enumerate(rows), key=lambda kr: (kr[1].created_at, kr[0]))[1]

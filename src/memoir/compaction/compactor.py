@@ -50,7 +50,8 @@ from memoir.config import Settings
 from memoir.errors import CompactionError, MemoirError
 from memoir.llm.port import Model, TokenCounter
 from memoir.model import Event, SessionFlags
-from memoir.store.port import CheckpointRow, Store, TraceRow
+from memoir.store.port import Store
+from memoir.store.values import CheckpointRow, TraceRow
 
 __all__ = ["Compactor"]
 
@@ -313,7 +314,7 @@ class Compactor:
         watermark = job.positions[wm_index] if wm_index >= 0 else 0
         try:
             if flags is None:
-                session = self.store.get_session(sid)
+                session = self.store.sessions.get(sid)
                 flags = session.flags if session is not None else None
             row = new_checkpoint(
                 sid,
@@ -335,7 +336,7 @@ class Compactor:
                 ],
                 omitted=[o.as_dict() for o in result.omitted],
             )
-            self.store.put_checkpoint(row)
+            self.store.checkpoints.put(row)
         except MemoirError as exc:  # compaction never fails because persistence did
             log.warning("compaction checkpoint not saved for session %s: %s", sid, exc)
             return None
@@ -356,7 +357,7 @@ class Compactor:
         log.log(level, "compaction %s", json.dumps(data, sort_keys=True))
         if self.store is not None:
             try:
-                self.store.record_trace(TraceRow(session_id, "compaction", self.clock(), data))
+                self.store.traces.record(TraceRow(session_id, "compaction", self.clock(), data))
             except MemoirError as exc:
                 log.warning("compaction trace not saved: %s", exc)
         return result

@@ -65,7 +65,7 @@ def _search(memoir: Memoir, console: Console) -> dict[str, int]:
 def _excerpt(store: Store, console: Console) -> None:
     console.print(f"\n[bold]memoir show[/bold] {EXCERPT_SESSION[:8]}  (first lines)")
     shown = 0
-    for event in store.events(EXCERPT_SESSION):
+    for event in store.events.of(EXCERPT_SESSION):
         if event.kind is EventKind.USER_TEXT:
             console.print(f"  [bold green]user[/bold green]  {event.text[:160]}", soft_wrap=True)
         elif event.kind is EventKind.ASSISTANT_TEXT:
@@ -80,7 +80,7 @@ def _excerpt(store: Store, console: Console) -> None:
 
 
 def _compact(memoir: Memoir, console: Console) -> tuple[str, int, int]:
-    events = memoir.store.events(LONG_SESSION)
+    events = memoir.store.events.of(LONG_SESSION)
     result = memoir.compactor().compact_events(
         events, window=COMPACT_WINDOW, session_id=LONG_SESSION
     )
@@ -98,7 +98,7 @@ def _projects(store: Store, console: Console) -> None:
     table.add_column("sessions", justify="right")
     table.add_column("exchanges", justify="right")
     per: dict[str, list[int]] = {}
-    for info in store.list_sessions():
+    for info in store.sessions.recent():
         row = per.setdefault(info.session.project, [0, 0])
         row[0] += 1
         row[1] += info.exchanges

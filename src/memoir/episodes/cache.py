@@ -83,22 +83,24 @@ class MemoryEpisodeCache:
             return len(self._data)
 
 
-class _CacheStore(Protocol):
-    def cache_get(self, key: str) -> str | None: ...
-    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None: ...
+class StoredCache(Protocol):
+    """The store's cache part (``store.cache``)."""
+
+    def get(self, key: str) -> str | None: ...
+    def put(self, key: str, value: str, ttl_seconds: float) -> None: ...
 
 
 class StoreEpisodeCache:
     """The episode cache kept in the Memoir store (shared by every process of a home)."""
 
-    def __init__(self, store: _CacheStore) -> None:
-        self.store = store
+    def __init__(self, cache: StoredCache) -> None:
+        self.cache = cache
 
     def get(self, key: str) -> str | None:
-        return self.store.cache_get(key)
+        return self.cache.get(key)
 
     def put(self, key: str, value: str, ttl_seconds: float) -> None:
-        self.store.cache_put(key, value, ttl_seconds)
+        self.cache.put(key, value, ttl_seconds)
 
 
 def cache_key(request: ModelRequest, *, model: str) -> str:

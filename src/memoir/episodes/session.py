@@ -29,7 +29,7 @@ from memoir.errors import NotFound, OversizedHistory
 from memoir.llm.port import Model
 from memoir.model import Event
 from memoir.store.claims import summary_claim
-from memoir.store.port import TraceRow
+from memoir.store.values import TraceRow
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
@@ -150,7 +150,7 @@ def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> P
     if state.coverage.amount <= 0:
         return None
     last = events[-1].ordinal if events else 0
-    traces = memoir.store.traces(session_id, TRACE_KIND)
+    traces = memoir.store.traces.find(session_id, TRACE_KIND)
     if traces:
         row = traces[-1]
         ordinal, data = row.data.get("last_ordinal"), row.data.get("data")
@@ -195,7 +195,7 @@ def summarize_session(
     from memoir.store import ensure_writable
 
     ensure_writable(memoir.store, "memoir summarize")  # before any model call
-    held = memoir.store.claim(*summary_claim(session_id)) if claim else nullcontext()
+    held = memoir.store.claims.hold(*summary_claim(session_id)) if claim else nullcontext()
     with held:
         return _summarize(memoir, session_id, mode, use_cache, progress, job_id, summarizer)
 
@@ -209,7 +209,7 @@ def _summarize(
     job_id: str | None,
     summarizer: EpisodicSummarizer | None,
 ) -> SessionRun:
-    session = memoir.store.get_session(session_id)
+    session = memoir.store.sessions.get(session_id)
     if session is None:
         raise NotFound(f"no session {session_id!r} in this Memoir home (run memoir sync?)")
     if summarizer is None:
@@ -218,7 +218,7 @@ def _summarize(
         summarizer = EpisodicSummarizer(
             model,
             fallback=fallback,
-            cache=StoreEpisodeCache(memoir.store) if use_cache else None,
+            cache=StoreEpisodeCache(memoir.store.cache) if use_cache else None,
             concurrency=settings.episode_concurrency,
             attempt_budget=settings.episode_attempt_budget,
             episode_tokens=settings.episode_tokens,
@@ -226,7 +226,7 @@ def _summarize(
             retries=max(0, settings.llm_retry_budget - 1),
         )
     covered = _coverage_before_reading(memoir, session_id)
-    events = memoir.store.events(session_id)
+    events = memoir.store.events.of(session_id)
     common: dict[str, Any] = {"user": session.user, "session": session_id, "job_id": job_id}
     previous = find_previous(memoir, session_id, events) if mode != "full" else None
     if mode == "full" or (mode == "auto" and previous is None):
@@ -276,7 +276,7 @@ def _finish(
         from memoir.summaries.persist import read_summary_state
 
         saved = read_summary_state(memoir, session_id)
-        memoir.store.record_trace(
+        memoir.store.traces.record(
             TraceRow(
                 session_id=session_id,
                 kind=TRACE_KIND,

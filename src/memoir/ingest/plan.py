@@ -21,7 +21,7 @@ from memoir.ingest.detect import Format, Identity, detect_format, head_records, 
 from memoir.ingest.discover import Candidate, source_key
 from memoir.ingest.lines import CHUNK_BYTES
 from memoir.model import Harness
-from memoir.store.port import SourceState
+from memoir.store.values import SourceState
 
 __all__ = ["HEAD_BYTES", "Plan", "Skip", "excluded", "is_rewritten", "plan_file"]
 

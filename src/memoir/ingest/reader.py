@@ -26,7 +26,7 @@ from memoir.ingest.generic import GenericReader
 from memoir.ingest.lines import LineReader, RawLine
 from memoir.ingest.records import EventSink, FormatReader, loads, stdlib_loads
 from memoir.model import Event
-from memoir.store.port import SkippedLine
+from memoir.store.values import SkippedLine
 
 __all__ = ["ReadResult", "first_line_number", "read_bytes", "read_lines", "reader_for"]
 

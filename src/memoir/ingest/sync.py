@@ -40,7 +40,8 @@ from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.store import ensure_writable
-from memoir.store.port import IngestBatch, SessionInfo, SourceState, Store
+from memoir.store.port import Store
+from memoir.store.values import IngestBatch, SessionInfo, SourceState
 
 __all__ = ["NO_INDEX_MARKER", "SyncProgress", "SyncReport", "ignored_path", "index_file", "sync"]
 
@@ -97,7 +98,7 @@ class _Run:
 
 def _new_run(settings: Settings, store: Store) -> tuple[_Run, dict[str, SourceState]]:
     """A run's shared state, and the index's source states it was built from."""
-    states = store.source_states()
+    states = store.ingest.sources()
     owners = {st.session_id: path for path, st in states.items()}
     run = _Run(settings, store, SyncReport(), IgnoredFiles(ignored_path(settings)), owners)
     return run, states
@@ -191,7 +192,7 @@ def ingest_file(
             exclude=run.settings.exclude_projects,
             owners=run.owners,
             key=key,
-            known=run.store.source_state,
+            known=run.store.ingest.source,
         )
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
@@ -231,7 +232,7 @@ def _open_copy(plan: Plan, fd: int, cand: Candidate) -> ArchiveCopy | None:
 
 def _read(plan: Plan, fp: Any, size: int, copy: ArchiveCopy | None, store: Store) -> ReadResult:
     sid = plan.identity.session_id
-    next_ordinal = 1 if plan.reset else store.last_ordinal(sid) + 1
+    next_ordinal = 1 if plan.reset else store.events.last_ordinal(sid) + 1
     if plan.fmt is Format.GENERIC_LIST:
         fp.seek(0)
         data = fp.read(size)
@@ -292,8 +293,8 @@ def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None
 def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -> None:
     """The conversation carries the do-not-index marker: remove every trace of it."""
     sid = plan.identity.session_id
-    if state is not None or run.store.get_session(sid) is not None:
-        run.store.delete_session(sid)
+    if state is not None or run.store.sessions.get(sid) is not None:
+        run.store.sessions.delete(sid)
     if plan.archive != cand.path:
         plan.archive.unlink(missing_ok=True)
     from memoir.summaries.persist import forget_summary
@@ -309,13 +310,13 @@ def _excluded_stored(run: _Run) -> list[SessionInfo]:
     patterns = run.settings.exclude_projects
     if not patterns:
         return []
-    return [i for i in run.store.list_sessions() if excluded(i.session.project, patterns)]
+    return [i for i in run.store.sessions.recent() if excluded(i.session.project, patterns)]
 
 
 def _purge(run: _Run, session: Session, sources: list[SourceState]) -> None:
     """Remove a stored conversation of an excluded project: its rows, its archived copies
     and its summary (a later sync leaves its transcript out as excluded)."""
-    run.store.delete_session(session.id)
+    run.store.sessions.delete(session.id)
     for st in sources:
         if st.archive_path:
             in_archive(run.settings.archive_dir, st.archive_path).unlink(missing_ok=True)
@@ -332,7 +333,7 @@ def _exchanges(store: Store, plan: Plan, events: tuple[Event, ...]) -> tuple[lis
     open_from = None if plan.reset else plan.state.get("open_from")
     prior: list[Event] = []
     if isinstance(open_from, int):
-        prior = store.events(plan.identity.session_id, after=open_from - 1)
+        prior = store.events.of(plan.identity.session_id, after=open_from - 1)
     first_new = events[0].ordinal
     built = [x for x in build_exchanges([*prior, *events]) if x.last_ordinal >= first_new]
     grown = sum(1 for x in built if x.first_ordinal < first_new)
@@ -342,7 +343,7 @@ def _exchanges(store: Store, plan: Plan, events: tuple[Event, ...]) -> tuple[lis
 def _session(store: Store, plan: Plan, state: dict[str, Any]) -> Session:
     from memoir.ingest.records import parse_ts
 
-    existing = None if plan.reset else store.get_session(plan.identity.session_id)
+    existing = None if plan.reset else store.sessions.get(plan.identity.session_id)
     flags = existing.flags if existing is not None else SessionFlags()
     if plan.identity.subagent and not flags.subagent:
         flags = replace(flags, subagent=True)
@@ -400,7 +401,7 @@ def _commit(
         moved_from=plan.moved_from,
         expected_offset=expected,
     )
-    run.store.apply_ingest(batch)
+    run.store.ingest.apply(batch)
     if plan.rewritten:  # the summary may tell of what the file no longer holds
         from memoir.summaries.persist import mark_summary_stale
 

@@ -32,7 +32,8 @@ from memoir.config import Settings
 from memoir.ingest.archive import in_archive
 from memoir.ingest.ignored import IgnoredFiles
 from memoir.ingest.sync import ignored_path, index_file, sync
-from memoir.store.port import SourceState, Store
+from memoir.store.port import Store
+from memoir.store.values import SourceState
 
 __all__ = ["Problem", "VerifyReport", "verify"]
 
@@ -101,7 +102,7 @@ def _known(settings: Settings, states: dict[str, SourceState]) -> set[str]:
 
 def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
     report.problems.extend(Problem("store", "", p) for p in store.integrity_problems())
-    for row in store.skipped_lines():
+    for row in store.ingest.skipped():
         item = Problem("skipped_line", f"{row.path}:{row.line}", f"{row.reason}: {row.detail}")
         (report.warnings if row.reason == "unknown_type" else report.problems).append(item)
     for ignored in IgnoredFiles(ignored_path(settings)).items.values():
@@ -112,7 +113,7 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
             report.problems.append(
                 Problem("unreadable_file", ignored.path, detail or ignored.reason)
             )
-    states = store.source_states()
+    states = store.ingest.sources()
     report.sources_checked = len(states)
     for state in states.values():
         problem = _check_state(settings, state)
@@ -128,7 +129,7 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
 
 def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
     if any(p.kind == "store" for p in report.problems):
-        report.repaired += store.repair_index()
+        report.repaired += store.index.repair()
     orphans = [p for p in report.problems if p.kind == "orphan_archive"]
     if orphans:
         # An archived copy nothing refers to is usually a sync that stopped between the
@@ -136,7 +137,7 @@ def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
         # own identity. Only copies whose source is gone are indexed from the archive
         # itself (a second identity for a source a sync would find is a duplicate).
         sync(settings, store)
-        known = _known(settings, store.source_states())
+        known = _known(settings, store.ingest.sources())
         for problem in orphans:
             if problem.where in known:
                 report.repaired += 1
@@ -145,7 +146,7 @@ def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
                 report.repaired += 1
     by_archive = {
         _archived(settings, s.archive_path): s
-        for s in store.source_states().values()
+        for s in store.ingest.sources().values()
         if s.archive_path
     }
     for problem in report.problems:

@@ -1,9 +1,9 @@
 """The usage ledger: every model call, success or failure, becomes a UsageRecord.
 
 :class:`Metered` wraps a Model and hands one record per call to a
-:class:`~memoir.llm.port.UsageSink` (the Store implements it). Wrap it *inside* the retry
-loop (``Retrying(Metered(model, store))``) so that each attempt the provider billed is its
-own row. A sink that fails is logged and ignored: the ledger never fails a call.
+:class:`~memoir.llm.port.UsageSink` (the store's usage part implements it). Wrap it *inside*
+the retry loop (``Retrying(Metered(model, store.usage))``) so that each attempt the provider
+billed is its own row. A sink that fails is logged and ignored: the ledger never fails a call.
 
 :func:`usage_totals` folds records into totals by day and model for ``memoir usage``.
 """
@@ -42,7 +42,7 @@ class MemorySink:
         self.records: list[UsageRecord] = []
         self._lock = threading.Lock()
 
-    def record_usage(self, record: UsageRecord) -> None:
+    def record(self, record: UsageRecord) -> None:
         with self._lock:
             self.records.append(record)
 
@@ -115,7 +115,7 @@ class Metered:
             request_id=request_id,
         )
         try:
-            self.sink.record_usage(record)
+            self.sink.record(record)
         except Exception as exc:  # metering never fails the call it meters
             log.warning("usage ledger: could not record a %s call: %s", model, exc)
             log.debug("usage ledger failure", exc_info=True)

@@ -17,7 +17,7 @@ from memoir.search.embedder import (
 from memoir.search.engine import matches_filters, resolve_mode, search
 from memoir.search.fusion import rrf
 from memoir.search.hits import MODES, SearchHit, SearchMode
-from memoir.store.port import SearchFilters
+from memoir.store.values import SearchFilters
 
 __all__ = [
     "MODES",

@@ -66,9 +66,9 @@ def embed_backlog(
     while True:
         want = batch if max_items is None else min(batch, max_items - done)
         if want <= 0:
-            complete = not store.embedding_backlog(embedder.name, 1, with_tokens=with_tokens)
+            complete = not store.embeddings.backlog(embedder.name, 1, with_tokens=with_tokens)
             break
-        rows = store.embedding_backlog(embedder.name, want, with_tokens=with_tokens)
+        rows = store.embeddings.backlog(embedder.name, want, with_tokens=with_tokens)
         if not rows:
             break
         texts = _with_context(store, rows)
@@ -79,7 +79,7 @@ def embed_backlog(
         else:
             pooled = embedder.embed(texts)
         vectors = np.ascontiguousarray(pooled, np.float32)
-        stored = store.put_embeddings(  # a row a sync changed meanwhile is not stored:
+        stored = store.embeddings.put(  # a row a sync changed meanwhile is not stored:
             embedder.name,  # it stays in the backlog and the next batch embeds it anew
             [(exchange_id, vectors[n].tobytes()) for n, (exchange_id, _) in enumerate(rows)],
             embedder.dim,
@@ -107,10 +107,10 @@ def context_text(text: str, previous: str | None) -> str:
 
 def _with_context(store: Store, rows: list[tuple[str, str]]) -> list[str]:
     """The backlog rows' texts, each led by its session's previous exchange."""
-    found = store.get_exchanges([xid for xid, _ in rows])
+    found = store.exchanges.many([xid for xid, _ in rows])
     previous: dict[str, str] = {}
     for session_id in {ex.session_id for ex in found.values()}:
-        for before, exchange in pairwise(store.exchanges(session_id)):
+        for before, exchange in pairwise(store.exchanges.of(session_id)):
             if exchange.id in found:
                 previous[exchange.id] = embedding_text(before)
     return [context_text(text, previous.get(xid)) for xid, text in rows]

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from memoir.search.embedder import normalise_rows
+from memoir.search.embedder_port import normalise_rows
 
 __all__ = ["E5Embedder", "e5_available"]
 

@@ -1,12 +1,10 @@
-"""The embedder port, its deterministic fake, and the factory that picks one.
+"""The embedder a setting names, and the deterministic fake.
 
-An :class:`Embedder` turns texts into unit-length float32 rows (``embed(texts)`` →
-``(len(texts), dim)`` for documents, ``embed_query(texts)`` for search queries — the same
-for symmetric models, prefixed for asymmetric ones such as E5); ``name`` identifies the
-model so vectors of different models never mix in the store. :class:`HashEmbedder` is
-the fake shipped for tests: feature hashing of words and word bigrams — deterministic,
-instant, and similar texts really are close, so vector search can be tested for what it
-returns, not only that it runs.
+:func:`load_embedder` picks the configured :class:`Embedder` (the port, in
+:mod:`memoir.search.embedder_port`): MiniLM (:mod:`memoir.search.minilm`), E5
+(:mod:`memoir.search.e5`), the fake or none. :class:`HashEmbedder` is the fake shipped for
+tests: feature hashing of words and word bigrams — deterministic, instant, and similar texts
+really are close, so vector search can be tested for what it returns, not only that it runs.
 """
 
 from __future__ import annotations
@@ -14,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 import regex
 
 from memoir.errors import ConfigError
+from memoir.search import e5, minilm
+from memoir.search.embedder_port import Embedder, TokenEmbedder, normalise_rows
 
 __all__ = [
     "EMBEDDER_CHOICES",
@@ -38,33 +37,6 @@ _WORD = regex.compile(r"[\p{L}\p{N}]+")
 
 class EmbeddingsUnavailable(ConfigError):
     """The real embedder was asked for but the ``embeddings`` extra is not installed."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    name: str
-    dim: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-@runtime_checkable
-class TokenEmbedder(Embedder, Protocol):
-    """An embedder that also hands out per-token states for late-interaction re-ranking
-    (:mod:`memoir.search.late`): unit rows, one per content token, from the same forward
-    pass as the pooled vector."""
-
-    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray]]: ...
-    def query_with_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-def normalise_rows(matrix: np.ndarray) -> np.ndarray:
-    """Scale each row to unit length (zero rows stay zero); float32."""
-    matrix = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return (matrix / norms).astype(np.float32, copy=False)
 
 
 class HashEmbedder:
@@ -125,13 +97,10 @@ def load_embedder(choice: str = "auto") -> Embedder | None:
         return None
     if choice == "hash":
         return HashEmbedder()
-    from memoir.search.e5 import E5Embedder, e5_available
-    from memoir.search.minilm import MiniLMEmbedder, minilm_available
-
-    if choice in ("auto", "minilm") and minilm_available():
-        return MiniLMEmbedder.shared()
-    if choice in ("auto", "e5") and e5_available():
-        return E5Embedder.shared()
+    if choice in ("auto", "minilm") and minilm.minilm_available():
+        return minilm.MiniLMEmbedder.shared()
+    if choice in ("auto", "e5") and e5.e5_available():
+        return e5.E5Embedder.shared()
     if choice == "auto":
         return None
     if choice == "e5":

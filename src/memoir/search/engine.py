@@ -26,8 +26,9 @@ from memoir.search.late import RERANK_DEPTH, rerank
 from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.snippets import MARK_START, clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
-from memoir.store.port import SearchFilters, Store, TextHit, without_surrogates
+from memoir.store.port import Store
 from memoir.store.query_text import Term, meaning_text, parse_query, words_of
+from memoir.store.values import SearchFilters, TextHit, without_surrogates
 
 __all__ = [
     "DEFAULT_POOL",
@@ -141,10 +142,10 @@ class _Lookup:
     def load(self, ids: list[str]) -> None:
         missing = [i for i in ids if i not in self.exchanges]
         if missing:
-            self.exchanges.update(self.store.get_exchanges(missing))
+            self.exchanges.update(self.store.exchanges.many(missing))
         for exchange in (self.exchanges.get(i) for i in ids):
             if exchange is not None and exchange.session_id not in self.sessions:
-                self.sessions[exchange.session_id] = self.store.get_session(exchange.session_id)
+                self.sessions[exchange.session_id] = self.store.sessions.get(exchange.session_id)
 
 
 def _vector_ranking(
@@ -195,7 +196,7 @@ def _filtered_nearest(
     sees every match)."""
     mask: np.ndarray | None = None
     if filters.project is not None or filters.harness is not None or filters.session_id is not None:
-        mask = vectors.session_mask(store.session_ids(filters))
+        mask = vectors.session_mask(store.sessions.ids(filters))
     if filters.after is not None or filters.before is not None:
         dated = time_mask(store, model, vectors, filters.after, filters.before)
         mask = dated if mask is None else mask & dated
@@ -302,7 +303,7 @@ def _page_snippets(
         if i not in ranking.text_hits
     }
     asked = [i for i in shown if i not in own or MARK_START not in own[i]]
-    stored = store.text_snippets(query, filters, asked) if asked else {}
+    stored = store.index.snippets(query, filters, asked) if asked else {}
     out: dict[str, str] = {}
     for i in shown:
         quoted = stored.get(i, "")
@@ -397,7 +398,7 @@ def _reranked(
     """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`).
     The fused scores are handed out again in the new order, so scores still descend."""
     head = [i for i, _ in ranked[:RERANK_DEPTH]]
-    stored = store.load_token_states(model, head)
+    stored = store.embeddings.token_states(model, head)
     if not stored:
         return ranked
     order = rerank([i for i, _ in ranked], query_tokens, stored)
@@ -481,10 +482,10 @@ def text_candidates(
     rarely have all their words in one exchange; a person's few keywords usually do. The
     hits carry no snippets: :func:`search` asks for those of the hits it shows."""
     hits: dict[str, TextHit] = {}
-    for hit in store.search_text(query, filters, pool, snippets=False):
+    for hit in store.index.search(query, filters, pool, snippets=False):
         hits.setdefault(hit.exchange_id, hit)
     if len(hits) < pool and (loose := any_word_query(query)) is not None:
-        for hit in store.search_text(loose, filters, pool, snippets=False):
+        for hit in store.index.search(loose, filters, pool, snippets=False):
             if len(hits) >= pool:
                 break
             hits.setdefault(hit.exchange_id, hit)

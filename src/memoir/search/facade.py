@@ -13,7 +13,7 @@ from memoir.errors import ConfigError
 from memoir.search.embedder import Embedder, load_embedder
 from memoir.search.engine import SummaryReader, search
 from memoir.search.hits import SearchHit
-from memoir.store.port import SearchFilters
+from memoir.store.values import SearchFilters
 
 if TYPE_CHECKING:
     from memoir.app import Memoir

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 from pathlib import Path
 
 import numpy as np
+
+from memoir.atomic import write_atomic, write_text_atomic
 
 __all__ = [
     "FILE_MIN_ROWS",
@@ -67,10 +68,8 @@ def _load(path: Path) -> np.ndarray | None:
 
 
 def _save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with tmp.open("wb") as out:
-        np.save(out, np.ascontiguousarray(array, dtype=np.float32), allow_pickle=False)
-    os.replace(tmp, path)
+    rows = np.ascontiguousarray(array, dtype=np.float32)
+    write_atomic(path, lambda out: np.save(out, rows, allow_pickle=False))
 
 
 def read_matrix(
@@ -128,19 +127,18 @@ def write_matrix(
     ids_path = _path(directory, model, generation, "ids")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        tmp = ids_path.with_name(f"{ids_path.name}.{os.getpid()}.tmp")
-        tmp.write_text("\n".join(ids), encoding="utf-8")
-        os.replace(tmp, ids_path)
+        write_text_atomic(ids_path, "\n".join(ids))
         _save(_path(directory, model, generation, "npy"), matrix)
         log_path = _path(directory, model, generation, "log")
         if log_end is not None:
-            tmp = log_path.with_name(f"{log_path.name}.{os.getpid()}.tmp")
-            tmp.write_text(str(log_end), encoding="utf-8")
-            os.replace(tmp, log_path)
+            write_text_atomic(log_path, str(log_end))
         else:
             log_path.unlink(missing_ok=True)
         parts = "|".join(re.escape(p) for p in _PARTS)
-        mine = re.compile(re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?")
+        # temp files are ".<name>.<pid>.tmp" (memoir.atomic); before, "<name>.<pid>.tmp"
+        mine = re.compile(
+            r"\.?" + re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?"
+        )
         legacy = re.compile(re.escape(_legacy_stem(model)) + r"-g\d+\.(" + parts + r")")
         for old in directory.iterdir():
             found = mine.fullmatch(old.name)

@@ -57,13 +57,13 @@ def patched(store: Store, model: str, directory: Path) -> Loaded | None:
     if log_end is None or found is None:
         return None
     ids, base = found
-    changes = store.embedding_changes(model, log_end)
+    changes = store.embeddings.changes(model, log_end)
     if changes is None or not changes[1]:
         return None  # no log, or a change the log does not hold: read whole
     changed = changes[1]
     if len(changed) > max(PATCH_MIN, REWRITE_SHARE * len(ids)):
         return None
-    current = store.embeddings_for(model, changed)
+    current = store.embeddings.vectors(model, changed)
     dim = int(base.shape[1])
     if any(len(blob) != 4 * dim for blob in current.values()):
         return None
@@ -86,8 +86,8 @@ def read_whole(store: Store, model: str, generation: int, directory: Path | None
     """Every vector of ``model`` from the store; cached as a file beside the database
     when it is big enough (under the ``vectors:<model>`` claim; another process writing
     it already is left to it), and the change log trimmed to what the files need."""
-    log_end = store.embedding_log_end(model)  # before the read: later changes re-apply
-    ids, blob, dim = store.load_embeddings(model)
+    log_end = store.embeddings.log_end(model)  # before the read: later changes re-apply
+    ids, blob, dim = store.embeddings.load(model)
     if ids and dim > 0:
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), dim)
     else:
@@ -96,10 +96,10 @@ def read_whole(store: Store, model: str, generation: int, directory: Path | None
     if directory is None or (log_end is None and len(ids) < matrix_file.FILE_MIN_ROWS):
         return loaded
     try:
-        with store.claim(f"vectors:{model}", "the vector matrix is being cached"):
+        with store.claims.hold(f"vectors:{model}", "the vector matrix is being cached"):
             # a vector written since this read began makes it older than the log may
             # already be trimmed to (by a writer that read after it): keep it in memory
-            if store.embedding_log_end(model) == log_end:
+            if store.embeddings.log_end(model) == log_end:
                 write_matrix(directory, model, generation, loaded.ids, matrix, log_end)
                 _trim_log(store, model, directory, log_end)
     except (Busy, ReadOnly):  # another process caches it, or nobody can here
@@ -114,6 +114,6 @@ def _trim_log(store: Store, model: str, directory: Path, log_end: int | None) ->
         return
     ends = [read_log_end(directory, model, g) for g in cached_generations(directory, model)]
     if not ends:
-        store.forget_embedding_changes(model, log_end)
+        store.embeddings.forget_changes(model, log_end)
     elif None not in ends:
-        store.forget_embedding_changes(model, min(e for e in ends if e is not None))
+        store.embeddings.forget_changes(model, min(e for e in ends if e is not None))

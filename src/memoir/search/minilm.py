@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from memoir.search.embedder import normalise_rows
+from memoir.search.embedder_port import normalise_rows
 from memoir.store.query_text import STOPWORDS
 
 __all__ = [

@@ -124,7 +124,7 @@ def matrix_for(store: Store, model: str) -> VectorMatrix:
     current, else from the cached file of that generation, else an older cached file
     patched with the logged changes, else from the store (:mod:`memoir.search.matrix_load`)."""
     key = (id(store), model)
-    generation = store.embedding_generation(model)
+    generation = store.embeddings.generation(model)
     with _lock:
         cached = _cache.get(key)
     if cached is not None and cached.generation == generation:
@@ -192,7 +192,7 @@ def time_mask(
     if seconds is None:
         index = _row_index(vectors)
         seconds = np.full(vectors.size, np.nan)
-        for xid, when in store.embedded_times(model):
+        for xid, when in store.embeddings.times(model):
             row = index.get(xid)
             if row is not None and when is not None:
                 seconds[row] = when.timestamp()

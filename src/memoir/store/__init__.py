@@ -1,4 +1,5 @@
-"""Storage: the Store port and its SQLite and PostgreSQL backends.
+"""Storage: the Store port (its parts, one per aggregate) and its SQLite and PostgreSQL
+backends.
 
 :func:`open_store` picks the backend from the settings: a ``MEMOIR_DATABASE_URL`` that
 starts with ``postgresql://`` or ``postgres://`` opens PostgreSQL (needs the ``postgres``
@@ -11,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memoir.errors import ConfigError, ReadOnly
-from memoir.store.port import (
+from memoir.store.port import Store
+from memoir.store.values import (
     CheckpointRow,
     IngestBatch,
     SearchFilters,
     SessionInfo,
     SkippedLine,
     SourceState,
-    Store,
     SummaryRow,
     TextHit,
     TraceRow,

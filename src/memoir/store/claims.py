@@ -22,12 +22,14 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 
 from memoir.errors import Busy, ReadOnly
 
 __all__ = [
+    "FileClaims",
+    "LocalClaims",
     "claim_file",
     "claim_key",
     "file_claim",
@@ -143,3 +145,23 @@ def local_claim(name: str, busy: str) -> Iterator[None]:
     finally:
         with _held_lock:
             _held.discard(name)
+
+
+class FileClaims:
+    """Claims as lock files in ``directory`` (SQLite: every process sharing the database
+    shares its folder)."""
+
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+
+    def hold(self, name: str, busy: str) -> AbstractContextManager[None]:
+        """Hold the job ``name`` while the block runs; ``Busy(busy)`` at once when someone
+        else holds it."""
+        return file_claim(claim_file(self._directory, name), busy, remove=True)
+
+
+class LocalClaims:
+    """Claims within this process (an in-memory database lives in one)."""
+
+    def hold(self, name: str, busy: str) -> AbstractContextManager[None]:
+        return local_claim(name, busy)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
-from memoir.store.port import SkippedLine, SourceState
+from memoir.store.values import SkippedLine, SourceState
 
 try:  # optional speed-up
     import orjson as _orjson
@@ -49,6 +49,7 @@ __all__ = [
     "skipped_params",
     "source_from_row",
     "source_params",
+    "stored_time",
     "to_iso",
     "to_utc",
 ]
@@ -97,6 +98,13 @@ def from_iso(value: str | datetime | None) -> datetime | None:
     if isinstance(value, datetime):
         return to_utc(value)
     return to_utc(datetime.fromisoformat(value))
+
+
+def stored_time(value: str | datetime | None) -> datetime:
+    """A NOT NULL timestamp column read back (as :func:`from_iso`, never None)."""
+    parsed = from_iso(value)
+    assert parsed is not None
+    return parsed
 
 
 def scrub(text: str) -> str:

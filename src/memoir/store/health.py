@@ -7,7 +7,7 @@ PostgreSQL's ``exchange_search(exchange_pk)``.
 
 from __future__ import annotations
 
-from memoir.store.side_tables import Tx
+from memoir.store.db import Tx
 
 __all__ = ["integrity_problems", "stats"]
 

@@ -18,7 +18,6 @@ from memoir.store.codec import (
     source_params,
     to_utc,
 )
-from memoir.store.port import IngestBatch
 from memoir.store.sql_common import (
     check_source_unchanged,
     delete_session_tables,
@@ -26,6 +25,7 @@ from memoir.store.sql_common import (
     pg_sql,
     upsert_session,
 )
+from memoir.store.values import IngestBatch
 
 __all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
 

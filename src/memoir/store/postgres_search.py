@@ -34,7 +34,6 @@ from memoir.store.index_doc import (
     stream_documents,
 )
 from memoir.store.migrations.v008_accent_folding import folded_tsvector_sql
-from memoir.store.port import SearchFilters, TextHit
 from memoir.store.query_text import ParsedQuery, Term, parse_query
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
 from memoir.store.sql_common import (
@@ -46,6 +45,7 @@ from memoir.store.sql_common import (
     session_stream,
     span_rows,
 )
+from memoir.store.values import SearchFilters, TextHit
 
 __all__ = [
     "RANK_WEIGHTS",
@@ -55,6 +55,7 @@ __all__ = [
     "reindex_session",
     "reindex_span",
     "search",
+    "snippets_for",
     "tsquery_sql",
     "write_index",
 ]

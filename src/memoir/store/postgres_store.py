@@ -9,7 +9,7 @@ so replicas starting together migrate once. psycopg errors become
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,17 +18,16 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from memoir.config import mask_url
-from memoir.errors import Busy, MigrationError, NotFound, ReadOnly, StoreError
-from memoir.model import Exchange
+from memoir.errors import Busy, MigrationError, ReadOnly, StoreError
 from memoir.store import postgres_search
 from memoir.store.claims import claim_key
-from memoir.store.codec import EXCHANGE_COLS, exchange_from_row, to_utc
+from memoir.store.codec import to_utc
+from memoir.store.db import Db, Tx
 from memoir.store.migrations import CURRENT_VERSION, pending
-from memoir.store.port import IngestBatch, SearchFilters, TextHit
+from memoir.store.parts import EmbeddingsPart
 from memoir.store.postgres_ingest import apply_batch, delete_session_rows
-from memoir.store.side_tables import Tx
-from memoir.store.sql_common import SqlStoreBase, check_version, pg_sql
-from memoir.store.write_retry import with_scrub_retry
+from memoir.store.sql_common import check_version, pg_sql
+from memoir.store.sql_store import SqlStore
 
 __all__ = ["PostgresStore", "migrate"]
 
@@ -109,16 +108,26 @@ class _PgTx:
         return to_utc(value)
 
 
-class PostgresStore(SqlStoreBase):
+class PostgresStore(SqlStore):
     backend = "postgres"
     cache_dir: Path | None = None  # a server's processes keep the matrix in memory
-    _index_keys = INDEX_KEYS
 
     def __init__(
         self, url: str, *, target_version: int | None = None, max_connections: int = 8
     ) -> None:
         self._masked = mask_url(url)
         self._closed = False
+        db = Db(tx=self._tx, ro=self._ro, write=self._writing, read=self._reading)
+        self._wire(
+            db,
+            apply_batch=apply_batch,
+            delete_rows=delete_session_rows,
+            engine=postgres_search,
+            # rows a vector write checks are locked against a concurrent sync's update
+            embeddings=EmbeddingsPart(db, lock_rows=True, backlog_hint=False, change_log=False),
+            claims=_AdvisoryClaims(self),
+            index_keys=INDEX_KEYS,
+        )
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 migrate(conn, target_version)
@@ -198,29 +207,11 @@ class PostgresStore(SqlStoreBase):
         with self._conn(write=False) as conn:
             yield _PgTx(conn)
 
-    def _all_rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._conn(write=False) as conn:
-            return conn.execute(sql, params).fetchall()
+    def _writing(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._conn(write=True)
 
-    @contextmanager
-    def claim(self, name: str, busy: str) -> Iterator[None]:
-        if self._closed:
-            raise StoreError("the store is closed")
-        if self._read_only:  # an advisory lock works on a standby; the job's writes won't
-            raise ReadOnly(f"{name.split(':')[0]} needs to write, and this database is read-only")
-        key = claim_key(name)
-        try:
-            with self._pool.connection() as conn:  # held: the lock lives with it
-                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-                if not row or not row[0]:
-                    raise Busy(busy)
-                try:
-                    yield
-                finally:
-                    with suppress(psycopg.Error):  # else it ends with the connection
-                        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-        except psycopg.Error as exc:
-            raise StoreError(f"postgres: {_first_line(exc)}") from exc
+    def _reading(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        return self._conn(write=False)
 
     def close(self) -> None:
         """Refuse new calls (``the store is closed``, as on SQLite), then close the pool;
@@ -232,44 +223,34 @@ class PostgresStore(SqlStoreBase):
         with self._conn(write=False) as conn:
             return _version(conn)
 
-    # ingest, deletion, lookup by id (the reads shared with SQLite: SqlStoreBase) ----------
-    def apply_ingest(self, batch: IngestBatch) -> None:
-        def run(b: IngestBatch) -> None:
-            with self._conn(write=True) as conn:
-                apply_batch(conn, b)
 
-        with_scrub_retry(run, batch)
+class _AdvisoryClaims:
+    """Claims as session-level advisory locks on a connection held for the claim: replicas
+    share only the database, and the server drops the lock with the connection."""
 
-    def delete_session(self, session_id: str) -> None:
-        with self._conn(write=True) as conn:
-            if not delete_session_rows(conn, session_id):
-                raise NotFound(f"no session {session_id!r}")
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
 
-    def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
-        if not exchange_ids:
-            return {}
-        rows = self._all_rows(
-            f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE id = ANY(%s)",
-            (list(dict.fromkeys(exchange_ids)),),
-        )
-        return {r[0]: exchange_from_row(r) for r in rows}
-
-    # search ----------------------------------------------------------------------------
-    def search_text(
-        self, query: str, filters: SearchFilters, limit: int, *, snippets: bool = True
-    ) -> list[TextHit]:
-        with self._conn(write=False) as conn:
-            return postgres_search.search(conn, query, filters, limit, snippets=snippets)
-
-    def text_snippets(
-        self, query: str, filters: SearchFilters, exchange_ids: list[str]
-    ) -> dict[str, str]:
-        with self._conn(write=False) as conn:
-            return postgres_search.snippets_for(conn, query, filters, exchange_ids)
-
-    def repair_index(self) -> int:
-        with self._conn(write=True) as conn:
-            return postgres_search.rebuild_index(conn)
+    @contextmanager
+    def hold(self, name: str, busy: str) -> Iterator[None]:
+        store = self._store
+        if store._closed:
+            raise StoreError("the store is closed")
+        if store.read_only:  # an advisory lock works on a standby; the job's writes won't
+            raise ReadOnly(f"{name.split(':')[0]} needs to write, and this database is read-only")
+        key = claim_key(name)
+        try:
+            with store._pool.connection() as conn:  # held: the lock lives with it
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+                if not row or not row[0]:
+                    raise Busy(busy)
+                try:
+                    yield
+                finally:
+                    with suppress(psycopg.Error):  # else it ends with the connection
+                        conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        except psycopg.Error as exc:
+            raise StoreError(f"postgres: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: BaseException) -> str:

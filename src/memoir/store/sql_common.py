@@ -1,12 +1,11 @@
-"""What the SQLite and PostgreSQL backends share: the reads of the core tables, the ingest
+"""What the SQLite and PostgreSQL backends share below their parts: the ingest
 statements that are the same on both, the index helpers that read a session's exchanges
 in order, and the read of the text search snippets quote.
 
-As in :mod:`memoir.store.side_tables`, SQL here is written once with ``?`` placeholders.
-Store methods run it through :class:`~memoir.store.side_tables.Tx` (which converts the
-placeholders to its driver's style); module functions that take a driver connection take
-a ``dialect`` too: :func:`sqlite_sql` (as written) or :func:`pg_sql` (``%s``). What
-really differs (locking, pools, FTS5 versus tsvector, id lookups) stays in the backends.
+As in the store's parts (:mod:`memoir.store.parts`), SQL here is written once with ``?``
+placeholders. Functions that take a driver connection take a ``dialect`` too:
+:func:`sqlite_sql` (as written) or :func:`pg_sql` (``%s``). What really differs (locking,
+pools, FTS5 versus tsvector, primary keys) stays in the backend modules.
 """
 
 from __future__ import annotations
@@ -15,28 +14,20 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
-from memoir.errors import ConcurrentWrite, MigrationError, NotFound, StoreError
-from memoir.model import Event, Exchange, Session, SessionFlags
-from memoir.store import health
+from memoir.errors import ConcurrentWrite, MigrationError, StoreError
+from memoir.model import Exchange, Session
 from memoir.store.codec import (
-    EVENT_COLS,
     EXCHANGE_COLS,
     SESSION_COLS,
-    SOURCE_COLS,
     TimeEncoder,
-    event_from_row,
     exchange_from_row,
     loads,
     prefixed,
     session_from_row,
     session_params,
-    skipped_from_row,
-    source_from_row,
 )
 from memoir.store.index_doc import MAX_COLUMN_CHARS, quoted_text, tools_text
-from memoir.store.port import IngestBatch, SearchFilters, SkippedLine, SourceState
-from memoir.store.side_tables import SideTablesMixin
-from memoir.store.vector_log import VectorLogMixin
+from memoir.store.values import IngestBatch
 
 __all__ = [
     "EVENT_INSERT",
@@ -45,7 +36,6 @@ __all__ = [
     "SOURCE_UPSERT",
     "Connection",
     "Dialect",
-    "SqlStoreBase",
     "check_batch",
     "check_source_unchanged",
     "check_version",
@@ -332,107 +322,3 @@ def quoted_texts(
             tools = tools_text(loads(names) or (), excerpt)
             out[int(pk)] = quoted_text(user, assistant, tools, column)
     return out
-
-
-# store methods -----------------------------------------------------------------------------
-class SqlStoreBase(SideTablesMixin, VectorLogMixin):
-    """The store methods whose SQL is the same on both backends, on top of the side
-    tables; a backend supplies ``_tx()``/``_ro()`` and ``_index_keys`` (the index table and
-    its exchange key column, for :mod:`memoir.store.health`)."""
-
-    _index_keys: tuple[str, str]
-
-    # sources ---------------------------------------------------------------------------
-    def source_state(self, path: str) -> SourceState | None:
-        rows = self._rows(f"SELECT {SOURCE_COLS} FROM sources WHERE path = ?", (path,))
-        return source_from_row(rows[0]) if rows else None
-
-    def source_states(self) -> dict[str, SourceState]:
-        rows = self._rows(f"SELECT {SOURCE_COLS} FROM sources")
-        return {r[0]: source_from_row(r) for r in rows}
-
-    def skipped_lines(self, path: str | None = None) -> list[SkippedLine]:
-        sql = 'SELECT path, line, "offset", reason, detail FROM skipped_lines'
-        if path is None:
-            rows = self._rows(sql + " ORDER BY path, line")
-        else:
-            rows = self._rows(sql + " WHERE path = ? ORDER BY line", (path,))
-        return [skipped_from_row(r) for r in rows]
-
-    # sessions, events, exchanges ---------------------------------------------------------
-    def get_session(self, session_id: str) -> Session | None:
-        rows = self._rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
-        return session_from_row(rows[0]) if rows else None
-
-    def set_session_flags(self, session_id: str, flags: SessionFlags) -> None:
-        with self._tx() as tx:
-            updated = tx.run(
-                "UPDATE sessions SET incognito = ?, archived = ?, subagent = ?, "
-                "memory_disabled = ? WHERE id = ? RETURNING id",
-                (
-                    flags.incognito,
-                    flags.archived,
-                    flags.subagent,
-                    flags.memory_disabled,
-                    session_id,
-                ),
-            )
-            if not updated:
-                raise NotFound(f"no session {session_id!r}")
-
-    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
-        sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
-        params: list[Any] = [session_id, after]
-        if upto is not None:
-            sql += " AND ordinal <= ?"
-            params.append(upto)
-        return [event_from_row(r) for r in self._rows(sql + " ORDER BY ordinal", params)]
-
-    def last_ordinal(self, session_id: str) -> int:
-        rows = self._rows("SELECT max(ordinal) FROM events WHERE session_id = ?", (session_id,))
-        return int(rows[0][0] or 0)
-
-    def exchanges(self, session_id: str) -> list[Exchange]:
-        rows = self._rows(
-            f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE session_id = ? ORDER BY first_ordinal",
-            (session_id,),
-        )
-        return [exchange_from_row(r) for r in rows]
-
-    def get_exchange(self, exchange_id: str) -> Exchange | None:
-        return self.get_exchanges([exchange_id]).get(exchange_id)
-
-    def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
-        raise NotImplementedError
-
-    def session_ids(self, filters: SearchFilters) -> list[str]:
-        """Ids of the sessions that pass ``filters``' session-level parts (project, session,
-        harness, subagents); the exchange-level parts (dates, role) are not looked at."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("id", filters.session_id),
-            ("project", filters.project),
-            ("harness", filters.harness),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        if not filters.include_subagents:
-            clauses.append("subagent = ?")
-            params.append(False)
-        where = " WHERE " + " AND ".join(clauses) if clauses else ""
-        return [str(r[0]) for r in self._rows(f"SELECT id FROM sessions{where}", params)]
-
-    # health ---------------------------------------------------------------------------
-    def stats(self) -> dict[str, int]:
-        with self._ro() as tx:
-            return health.stats(tx, *self._index_keys)
-
-    def integrity_problems(self) -> list[str]:
-        with self._ro() as tx:
-            return health.integrity_problems(tx, *self._index_keys)
-
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self._ro() as tx:
-            return tx.run(sql, params)

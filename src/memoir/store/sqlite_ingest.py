@@ -24,7 +24,6 @@ from memoir.store.codec import (
     source_params,
     to_iso,
 )
-from memoir.store.port import IngestBatch
 from memoir.store.sql_common import (
     EVENT_INSERT,
     SESSION_UPSERT_HEAD,
@@ -36,6 +35,7 @@ from memoir.store.sql_common import (
     sqlite_sql,
     upsert_session,
 )
+from memoir.store.values import IngestBatch
 
 __all__ = ["apply_batch", "delete_session_content", "delete_session_rows"]
 

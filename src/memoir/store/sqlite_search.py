@@ -48,7 +48,6 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
-from memoir.store.port import SearchFilters, TextHit
 from memoir.store.query_text import (
     ParsedQuery,
     Term,
@@ -69,6 +68,7 @@ from memoir.store.sql_common import (
     span_rows,
     sqlite_sql,
 )
+from memoir.store.values import SearchFilters, TextHit
 
 __all__ = [
     "COLUMN_WEIGHTS",
@@ -79,6 +79,7 @@ __all__ = [
     "reindex_session",
     "reindex_span",
     "search",
+    "snippets_for",
     "write_index",
 ]
 

@@ -18,23 +18,22 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, closing, contextmanager
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from memoir.errors import MigrationError, NotFound, ReadOnly, StoreError
-from memoir.model import Exchange
+from memoir.errors import MigrationError, ReadOnly, StoreError
 from memoir.store import sqlite_search
-from memoir.store.claims import claim_file, file_claim, local_claim
-from memoir.store.codec import EXCHANGE_COLS, exchange_from_row, to_iso
+from memoir.store.claims import FileClaims, LocalClaims
+from memoir.store.codec import to_iso
+from memoir.store.db import Db, Tx
 from memoir.store.migrations import CURRENT_VERSION, pending
-from memoir.store.port import IngestBatch, SearchFilters, TextHit
-from memoir.store.side_tables import Tx
-from memoir.store.sql_common import SqlStoreBase, check_version
+from memoir.store.parts import EmbeddingsPart
+from memoir.store.sql_common import check_version
+from memoir.store.sql_store import SqlStore
 from memoir.store.sqlite_ingest import apply_batch, delete_session_rows
-from memoir.store.write_retry import with_scrub_retry
 
 __all__ = ["SQLiteStore", "migrate"]
 
@@ -141,11 +140,8 @@ class _SQLiteTx:
         return to_iso(value)
 
 
-class SQLiteStore(SqlStoreBase):
+class SQLiteStore(SqlStore):
     backend = "sqlite"
-    _index_keys = INDEX_KEYS
-    _use_backlog_hint = True
-    _keeps_vector_log = True  # matrix files live beside an SQLite database
 
     def __init__(self, path: Path | str, *, target_version: int | None = None) -> None:
         self.path = Path(path)
@@ -156,6 +152,18 @@ class SQLiteStore(SqlStoreBase):
         self._lock = threading.RLock()  # a close from a signal handler in here must not wait
         self._closed = False
         self._read_only_uri: str | None = None
+        db = Db(tx=self._tx, ro=self._ro, write=self._write, read=self._reading)
+        claims_dir = self.path.parent / "locks" / "claims"
+        self._wire(
+            db,
+            apply_batch=apply_batch,
+            delete_rows=delete_session_rows,
+            engine=sqlite_search,
+            # matrix files live beside an SQLite database: the change log patches them
+            embeddings=EmbeddingsPart(db, lock_rows=False, backlog_hint=True, change_log=True),
+            claims=LocalClaims() if in_memory else FileClaims(claims_dir),
+            index_keys=INDEX_KEYS,
+        )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self._use() as conn:
@@ -226,12 +234,6 @@ class SQLiteStore(SqlStoreBase):
                 f"Memoir needs v{CURRENT_VERSION}: open it once with write access to upgrade it"
             )
         return uri
-
-    def claim(self, name: str, busy: str) -> AbstractContextManager[None]:
-        if self.cache_dir is None:  # in memory: one process
-            return local_claim(name, busy)
-        path = claim_file(self.path.parent / "locks" / "claims", name)
-        return file_claim(path, busy, remove=True)
 
     # connections and transactions -------------------------------------------------
     def _held(self) -> _Held:
@@ -341,10 +343,6 @@ class SQLiteStore(SqlStoreBase):
         with self._reading() as conn:
             yield _SQLiteTx(conn)
 
-    def _all_rows(self, sql: str, params: Any = ()) -> list[Any]:
-        with self._reading() as conn:
-            return conn.execute(sql, params).fetchall()
-
     def close(self) -> None:
         """Close every thread's connection, each once the call using it (if any) is done —
         at once when that call is this thread's own (see :meth:`_use`); later calls raise
@@ -361,45 +359,3 @@ class SQLiteStore(SqlStoreBase):
     def schema_version(self) -> int:
         with self._reading() as conn:
             return _version(conn)
-
-    # ingest, deletion, lookup by id (the reads shared with PostgreSQL: SqlStoreBase) ------
-    def apply_ingest(self, batch: IngestBatch) -> None:
-        def run(b: IngestBatch) -> None:
-            with self._write() as conn:
-                apply_batch(conn, b)
-
-        with_scrub_retry(run, batch)
-
-    def delete_session(self, session_id: str) -> None:
-        with self._write() as conn:
-            if not delete_session_rows(conn, session_id):
-                raise NotFound(f"no session {session_id!r}")
-
-    def get_exchanges(self, exchange_ids: list[str]) -> dict[str, Exchange]:
-        out: dict[str, Exchange] = {}
-        ids = list(dict.fromkeys(exchange_ids))
-        for i in range(0, len(ids), _CHUNK):
-            chunk = ids[i : i + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for r in self._all_rows(
-                f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE id IN ({marks})", chunk
-            ):
-                out[r[0]] = exchange_from_row(r)
-        return out
-
-    # search ------------------------------------------------------------------------
-    def search_text(
-        self, query: str, filters: SearchFilters, limit: int, *, snippets: bool = True
-    ) -> list[TextHit]:
-        with self._reading() as conn:
-            return sqlite_search.search(conn, query, filters, limit, snippets=snippets)
-
-    def text_snippets(
-        self, query: str, filters: SearchFilters, exchange_ids: list[str]
-    ) -> dict[str, str]:
-        with self._reading() as conn:
-            return sqlite_search.snippets_for(conn, query, filters, exchange_ids)
-
-    def repair_index(self) -> int:
-        with self._write() as conn:
-            return sqlite_search.rebuild_index(conn)

@@ -16,7 +16,7 @@ from typing import Any
 
 from memoir.model import Event, Exchange, Session
 from memoir.store.codec import scrub_deep
-from memoir.store.port import IngestBatch, SkippedLine, SourceState
+from memoir.store.values import IngestBatch, SkippedLine, SourceState
 
 __all__ = ["is_encoding_error", "scrub_batch", "with_scrub_retry"]
 

@@ -20,8 +20,9 @@ from memoir.summaries.persist import (
     summary_problems,
 )
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
-from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
+from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
+from memoir.summaries.stores import open_summary_store
 from memoir.summaries.summary_pass import SummaryPassReport, run_summary_pass
 
 __all__ = [

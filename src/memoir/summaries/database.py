@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memoir.model import Event
-from memoir.store.port import SummaryRow
+from memoir.store.values import SummaryRow
 from memoir.summaries.port import Conversation
 from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
 
@@ -79,9 +79,9 @@ class DatabaseSummaryStore:
         self._last: dict[str, datetime | None] = {}
 
     def scan(self, *, full: bool = False) -> list[Conversation]:
-        rows = {row.session_id: row for row in self.store.summary_rows()}
+        rows = {row.session_id: row for row in self.store.summaries.all()}
         out = []
-        for info in self.store.list_sessions():
+        for info in self.store.sessions.recent():
             sid = info.session.id
             self._last[sid] = info.last_at
             state = row_to_state(rows.get(sid))
@@ -89,22 +89,22 @@ class DatabaseSummaryStore:
         return out
 
     def find(self, session_id: str) -> Conversation | None:
-        session = self.store.get_session(session_id)
+        session = self.store.sessions.get(session_id)
         if session is None:
             return None
         return self.refresh(Conversation(session_id, session.project, 0, SummaryState.missing()))
 
     def refresh(self, conversation: Conversation) -> Conversation:
         sid = conversation.session_id
-        events = self.store.events(sid)
+        events = self.store.events.of(sid)
         if events:
             stamps = [e.timestamp for e in events if e.timestamp is not None]
             self._last[sid] = max(stamps) if stamps else None
-        state = row_to_state(self.store.get_summary_row(sid))
+        state = row_to_state(self.store.summaries.get(sid))
         return Conversation(sid, conversation.project, len(events), state)
 
     def write(self, conversation: Conversation, state: SummaryState) -> None:
-        self.store.put_summary_row(state_to_row(conversation.session_id, state))
+        self.store.summaries.put(state_to_row(conversation.session_id, state))
 
     def last_exchange(self, conversation: Conversation) -> datetime | None:
         sid = conversation.session_id
@@ -113,6 +113,6 @@ class DatabaseSummaryStore:
         return self._last.get(sid)
 
     def events(self, conversation: Conversation) -> list[Event] | None:
-        if self.store.get_session(conversation.session_id) is None:
+        if self.store.sessions.get(conversation.session_id) is None:
             return None
-        return self.store.events(conversation.session_id)
+        return self.store.events.of(conversation.session_id)

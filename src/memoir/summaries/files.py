@@ -201,7 +201,7 @@ class FileSummaryStore:
             return None  # never a path outside the archive
         candidates: list[Path] = []
         if self.store is not None:
-            session = self.store.get_session(session_id)
+            session = self.store.sessions.get(session_id)
             if session is not None:
                 candidates.append(self.archive_dir / session.project / f"{session_id}.jsonl")
         if self.archive_dir.is_dir():
@@ -233,9 +233,9 @@ class FileSummaryStore:
         return last_exchange_time(self._archive(conversation))
 
     def events(self, conversation: Conversation) -> list[Event] | None:
-        if self.store is None or self.store.get_session(conversation.session_id) is None:
+        if self.store is None or self.store.sessions.get(conversation.session_id) is None:
             return None
-        return self.store.events(conversation.session_id)
+        return self.store.events.of(conversation.session_id)
 
     def _archive(self, conversation: Conversation) -> Path:
         if conversation.archive_path is not None:

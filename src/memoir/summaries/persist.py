@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from memoir.errors import NotFound, SummaryError
 from memoir.model import Session
-from memoir.store.port import SummaryRow
+from memoir.store.values import SummaryRow
 from memoir.summaries.coverage import coverage_after
 from memoir.summaries.database import DatabaseSummaryStore
 from memoir.summaries.files import SUMMARY_SUFFIX
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
-from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
+from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.state import Coverage, SummaryKind, SummaryState
+from memoir.summaries.stores import open_summary_store
 from memoir.summaries.summarizer import clean_summary
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def save_summary(
     if located is None:
         raise NotFound(f"no conversation {session_id!r} to attach a summary to")
     summaries, conv = located
-    events = memoir.store.events(session_id) if memoir.store.get_session(session_id) else []
+    events = memoir.store.events.of(session_id) if memoir.store.sessions.get(session_id) else []
     amount, last_exchange = coverage_after(summaries.unit, conv.current, events)
     if covered is not None:
         amount = covered
@@ -114,7 +115,7 @@ def coverage_before_reading(memoir: Memoir, session_id: str) -> int | None:
     amount = conv.current
     if summaries.unit != "events":
         offsets = [
-            s.offset for s in memoir.store.source_states().values() if s.session_id == session_id
+            s.offset for s in memoir.store.ingest.sources().values() if s.session_id == session_id
         ]
         if offsets:
             amount = min(amount, max(offsets))
@@ -131,9 +132,9 @@ def forget_summary(settings: Settings, store: Store, session_id: str, project: s
         removed = True
     except FileNotFoundError:
         pass
-    row = store.get_summary_row(session_id)
+    row = store.summaries.get(session_id)
     if row is not None and row.kind != SummaryKind.MISSING.value:
-        store.put_summary_row(SummaryRow(session_id, SummaryKind.MISSING.value))
+        store.summaries.put(SummaryRow(session_id, SummaryKind.MISSING.value))
         removed = True
     return removed
 

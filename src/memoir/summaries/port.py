@@ -7,7 +7,8 @@
   store's summary rows (coverage counts events), for replicas that share no disk and
   sessions fed through the API.
 
-``open_summary_store`` picks one from ``settings.summary_store`` ("files" | "database").
+This module defines the port and its values only; :mod:`memoir.summaries.stores` picks
+the adapter from ``settings.summary_store`` ("files" | "database").
 """
 
 from __future__ import annotations
@@ -15,16 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from memoir.model import Event
 from memoir.summaries.state import SummaryState
 
-if TYPE_CHECKING:
-    from memoir.config import Settings
-    from memoir.store import Store
-
-__all__ = ["Conversation", "SummaryStore", "open_summary_store"]
+__all__ = ["Conversation", "SummaryStore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,32 +60,3 @@ class SummaryStore(Protocol):
     def events(self, conversation: Conversation) -> list[Event] | None:
         """The conversation's events, or None when it is not indexed yet."""
         ...
-
-
-def open_summary_store(settings: Settings, store: Store) -> SummaryStore:
-    if settings.summary_store == "database":
-        from memoir.summaries.database import DatabaseSummaryStore
-
-        return DatabaseSummaryStore(store)
-    from memoir.summaries.files import FileSummaryStore
-
-    return FileSummaryStore(
-        settings.archive_dir,
-        store,
-        cache_path=_cache_path(settings),
-        trust_folder_mtime=_archive_bumps_folder_mtime(),
-    )
-
-
-def _archive_bumps_folder_mtime() -> bool:
-    """Whether Memoir's archive writer declares that every write (appends included)
-    changes the project folder's mtime — then the scan need not stat settled transcripts."""
-    try:
-        from memoir.ingest import archive
-    except ImportError:
-        return False
-    return bool(getattr(archive, "BUMPS_FOLDER_MTIME", False))
-
-
-def _cache_path(settings: Settings) -> Path:
-    return settings.home / "cache" / "summary-scan.json"

@@ -21,11 +21,11 @@ advisory: missing, unreadable or from another version, it is ignored.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memoir.atomic import write_text_atomic
 from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
 
 __all__ = [
@@ -116,8 +116,6 @@ class ScanCache:
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, path)
+            write_text_atomic(path, json.dumps(data, separators=(",", ":")))
         except OSError:
             pass  # advisory: the next scan reads everything

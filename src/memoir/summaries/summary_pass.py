@@ -27,8 +27,9 @@ from memoir.summaries.coverage import coverage_after
 from memoir.summaries.long_path import session_long_path
 from memoir.summaries.persist import coverage_before_reading
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent, queue_rank
-from memoir.summaries.port import Conversation, SummaryStore, open_summary_store
+from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.state import SummaryKind, SummaryState
+from memoir.summaries.stores import open_summary_store
 from memoir.summaries.summarizer import summarize_conversation
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def run_summary_pass(
         # only real summarization work counts against the limit (not empty/unindexed ones,
         # nor one another process is summarizing right now: one writer per session)
         try:
-            with memoir.store.claim(*summary_claim(conv.session_id)):
+            with memoir.store.claims.hold(*summary_claim(conv.session_id)):
                 worked = _summarize_one(memoir, summaries, conv, policy, now, tools, report, clock)
         except _ModelUnusable as stop:
             cause = stop.__cause__ or stop
@@ -289,7 +290,7 @@ class _Tools:
 
 def _user_of(memoir: Memoir, session_id: str) -> str | None:
     try:
-        session = memoir.store.get_session(session_id)
+        session = memoir.store.sessions.get(session_id)
     except MemoirError:
         return None
     return session.user if session is not None else None
@@ -309,4 +310,4 @@ def _fallback(memoir: Memoir) -> Model | None:
 def _cache(memoir: Memoir) -> Any:
     from memoir.episodes import StoreEpisodeCache
 
-    return StoreEpisodeCache(memoir.store)
+    return StoreEpisodeCache(memoir.store.cache)

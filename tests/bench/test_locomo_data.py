@@ -4,10 +4,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from search_corpus import write_conversation
+from locomo_corpus import write_conversation
 
-from memoir.search.locomo import question_scores
-from memoir.search.locomo_data import load_conversation, parse_locomo_date, to_memoir
+from memoir.bench.locomo import question_scores
+from memoir.bench.locomo_data import load_conversation, parse_locomo_date, to_memoir
 
 
 @pytest.mark.parametrize(

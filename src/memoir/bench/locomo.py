@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memoir.bench.locomo_data import Conversation, load_conversation, to_memoir
 from memoir.config import Settings
 from memoir.errors import ConfigError
 from memoir.search.backfill import embed_backlog
 from memoir.search.embedder import Embedder
 from memoir.search.engine import search
 from memoir.search.hits import SearchMode
-from memoir.search.locomo_data import Conversation, load_conversation, to_memoir
 from memoir.store import IngestBatch, Store, open_store
 
 __all__ = ["KS", "LocomoReport", "ModeScores", "question_scores", "run_locomo"]
@@ -88,7 +88,7 @@ class LocomoReport:
 def _ingest(store: Store, conv: Conversation) -> dict[str, str]:
     sessions, where = to_memoir(conv)
     for session, events, exchanges in sessions:
-        store.apply_ingest(
+        store.ingest.apply(
             IngestBatch(session=session, events=tuple(events), exchanges=tuple(exchanges))
         )
     return where

@@ -1,0 +1,31 @@
+"""Benchmarks the CLI runs (``memoir bench``): the LoCoMo retrieval benchmark.
+
+An adapter-level package: it drives the engines (ingest into a throwaway store, search) and
+scores what they return; no engine imports it. :func:`run_locomo` runs the benchmark over a
+folder of LoCoMo conversations; :mod:`memoir.bench.locomo_data` (pure) reads them and maps
+them to Memoir sessions.
+"""
+
+from memoir.bench.locomo import KS, LocomoReport, ModeScores, question_scores, run_locomo
+from memoir.bench.locomo_data import (
+    Conversation,
+    Question,
+    SessionData,
+    load_conversation,
+    parse_locomo_date,
+    to_memoir,
+)
+
+__all__ = [
+    "KS",
+    "Conversation",
+    "LocomoReport",
+    "ModeScores",
+    "Question",
+    "SessionData",
+    "load_conversation",
+    "parse_locomo_date",
+    "question_scores",
+    "run_locomo",
+    "to_memoir",
+]

@@ -1,0 +1,39 @@
+"""What a store part is built on: a transaction to write in, one to read in, and (for the
+parts whose SQL differs by backend) the driver's connection.
+
+SQL run through :class:`Tx` is written once with ``?`` placeholders; each backend's ``Tx``
+converts them to its driver's style and encodes timestamps its way. A part never asks
+which backend it runs on: what differs is handed to it when the store wires it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+__all__ = ["Db", "Tx"]
+
+
+class Tx(Protocol):
+    def run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]: ...
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def time(self, value: datetime | None) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Db:
+    """A backend's transactions, as its parts see them. ``write``/``read`` yield the
+    driver's own connection (inside one transaction for ``write``), for SQL written per
+    backend."""
+
+    tx: Callable[[], AbstractContextManager[Tx]]
+    ro: Callable[[], AbstractContextManager[Tx]]
+    write: Callable[[], AbstractContextManager[Any]]
+    read: Callable[[], AbstractContextManager[Any]]
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self.ro() as tx:
+            return tx.run(sql, params)

@@ -1,0 +1,28 @@
+"""The store's parts, one per aggregate it holds: each a small class over :class:`Db`
+(shared SQL), with what differs by backend handed in by the backend that wires it."""
+
+from memoir.store.parts.cache import CachePart
+from memoir.store.parts.checkpoints import CheckpointsPart
+from memoir.store.parts.embeddings import EmbeddingsPart
+from memoir.store.parts.events import EventsPart, ExchangesPart
+from memoir.store.parts.index import IndexPart, TextEngine
+from memoir.store.parts.ingest import IngestPart
+from memoir.store.parts.sessions import SessionsPart
+from memoir.store.parts.summaries import SummariesPart
+from memoir.store.parts.traces import TracesPart
+from memoir.store.parts.usage import UsagePart
+
+__all__ = [
+    "CachePart",
+    "CheckpointsPart",
+    "EmbeddingsPart",
+    "EventsPart",
+    "ExchangesPart",
+    "IndexPart",
+    "IngestPart",
+    "SessionsPart",
+    "SummariesPart",
+    "TextEngine",
+    "TracesPart",
+    "UsagePart",
+]

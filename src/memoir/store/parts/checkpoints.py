@@ -1,0 +1,61 @@
+"""Compaction checkpoints: a compaction persisted, so later turns replay it (and memory
+extraction reads its frozen boundary)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoir.store.codec import dumps, loads, stored_time
+from memoir.store.db import Db
+from memoir.store.values import CheckpointRow
+
+__all__ = ["CheckpointsPart"]
+
+_COLS = "id, session_id, created_at, watermark, memory_boundary, disposition, previous_id, data"
+
+
+class CheckpointsPart:
+    def __init__(self, db: Db) -> None:
+        self._db = db
+
+    def put(self, row: CheckpointRow) -> None:
+        with self._db.tx() as tx:
+            tx.run(
+                f"INSERT INTO checkpoints ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, "
+                "created_at = excluded.created_at, watermark = excluded.watermark, "
+                "memory_boundary = excluded.memory_boundary, "
+                "disposition = excluded.disposition, previous_id = excluded.previous_id, "
+                "data = excluded.data",
+                (
+                    row.id,
+                    row.session_id,
+                    tx.time(row.created_at),
+                    row.watermark,
+                    row.memory_boundary,
+                    row.disposition,
+                    row.previous_id,
+                    dumps(row.data),
+                ),
+            )
+
+    def of(self, session_id: str) -> list[CheckpointRow]:
+        """A session's checkpoints, oldest first."""
+        rows = self._db.rows(
+            f"SELECT {_COLS} FROM checkpoints WHERE session_id = ? ORDER BY created_at, id",
+            (session_id,),
+        )
+        return [_checkpoint(r) for r in rows]
+
+
+def _checkpoint(r: Any) -> CheckpointRow:
+    return CheckpointRow(
+        id=r[0],
+        session_id=r[1],
+        created_at=stored_time(r[2]),
+        watermark=int(r[3]),
+        memory_boundary=int(r[4]),
+        disposition=r[5],
+        previous_id=r[6],
+        data=loads(r[7]),
+    )

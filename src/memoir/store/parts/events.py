@@ -1,0 +1,61 @@
+"""The event log and the exchanges derived from it: reads by session, by range, by id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoir.model import Event, Exchange
+from memoir.store.codec import EVENT_COLS, EXCHANGE_COLS, event_from_row, exchange_from_row
+from memoir.store.db import Db
+
+__all__ = ["EventsPart", "ExchangesPart"]
+
+_CHUNK = 500
+
+
+class EventsPart:
+    def __init__(self, db: Db) -> None:
+        self._db = db
+
+    def of(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
+        """A session's events with ``after < ordinal <= upto``, in order."""
+        sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
+        params: list[Any] = [session_id, after]
+        if upto is not None:
+            sql += " AND ordinal <= ?"
+            params.append(upto)
+        return [event_from_row(r) for r in self._db.rows(sql + " ORDER BY ordinal", params)]
+
+    def last_ordinal(self, session_id: str) -> int:
+        rows = self._db.rows("SELECT max(ordinal) FROM events WHERE session_id = ?", (session_id,))
+        return int(rows[0][0] or 0)
+
+
+class ExchangesPart:
+    def __init__(self, db: Db) -> None:
+        self._db = db
+
+    def of(self, session_id: str) -> list[Exchange]:
+        """A session's exchanges, in order."""
+        rows = self._db.rows(
+            f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE session_id = ? ORDER BY first_ordinal",
+            (session_id,),
+        )
+        return [exchange_from_row(r) for r in rows]
+
+    def get(self, exchange_id: str) -> Exchange | None:
+        return self.many([exchange_id]).get(exchange_id)
+
+    def many(self, exchange_ids: list[str]) -> dict[str, Exchange]:
+        """The exchanges of these ids that exist, by id."""
+        out: dict[str, Exchange] = {}
+        ids = list(dict.fromkeys(exchange_ids))
+        with self._db.ro() as tx:
+            for i in range(0, len(ids), _CHUNK):
+                chunk = ids[i : i + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                for r in tx.run(
+                    f"SELECT {EXCHANGE_COLS} FROM exchanges WHERE id IN ({marks})", chunk
+                ):
+                    out[r[0]] = exchange_from_row(r)
+        return out

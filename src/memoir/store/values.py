@@ -1,0 +1,205 @@
+"""The values the store takes and gives: source states, skipped lines, ingest batches,
+session listings, search filters and hits, summary, checkpoint and trace rows."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memoir.errors import ConfigError
+from memoir.model import Event, Exchange, Harness, Session
+
+__all__ = [
+    "SEARCH_ROLES",
+    "CheckpointRow",
+    "IngestBatch",
+    "SearchFilters",
+    "SessionInfo",
+    "SkippedLine",
+    "SourceState",
+    "SummaryRow",
+    "TextHit",
+    "TraceRow",
+    "without_surrogates",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """How far one transcript file has been indexed.
+
+    ``offset`` is the byte offset just past the last complete line parsed; ``size`` the
+    file size seen then; ``prefix_hash`` a hash of the first min(offset, 4096) bytes (and
+    ``tail_hash`` of the 4096 bytes before ``offset``) used to detect a rewritten file.
+    ``parser_state`` is the reader's JSON-serialisable resume state (pending tool call
+    names by id, codex session meta, …). ``archive_path`` is the archived copy.
+    """
+
+    path: str
+    session_id: str
+    harness: str
+    size: int
+    offset: int
+    line_count: int
+    mtime_ns: int
+    prefix_hash: str
+    tail_hash: str
+    archive_path: str | None = None
+    parser_state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedLine:
+    """A transcript line that was skipped (malformed JSON, invalid UTF-8, oversized,
+    binary, unknown record type)."""
+
+    path: str
+    line: int
+    offset: int
+    reason: str  # "malformed_json" | "invalid_utf8" | "oversized" | "binary" | "unknown_type"
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestBatch:
+    """Everything one ingest step writes, committed in one transaction.
+
+    ``reset`` deletes the session's events, exchanges, index rows and embeddings first
+    (a rewritten transcript is re-indexed cleanly). ``events`` are new events with
+    ordinals continuing the session's last ordinal. ``exchanges`` are the new or grown
+    exchanges (upserted by id, their index rows rewritten). ``source`` is the new
+    source state (None for API-fed sessions). ``moved_from`` is the path the transcript was
+    indexed under before it moved: that source row goes, its skipped lines follow.
+    ``expected_offset`` is the source row's offset when the batch was read (0: no row
+    yet); when the stored row says otherwise — another process sharing the database
+    indexed the file meanwhile — the write raises ``ConcurrentWrite`` and changes
+    nothing (None: not checked).
+    """
+
+    session: Session
+    events: tuple[Event, ...] = ()
+    exchanges: tuple[Exchange, ...] = ()
+    source: SourceState | None = None
+    skipped: tuple[SkippedLine, ...] = ()
+    reset: bool = False
+    moved_from: str | None = None
+    expected_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    session: Session
+    exchanges: int
+    events: int
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+SEARCH_ROLES = ("user", "assistant", "tool")  # where a search match may be required to be
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (not encodable as UTF-8) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """What a search is restricted to; every field optional."""
+
+    project: str | None = None
+    session_id: str | None = None
+    harness: str | None = None
+    # "user" | "assistant" | "tool": where the words must match; by meaning (vector hits),
+    # the exchange must have that part — a vector scores the whole exchange
+    role: str | None = None
+    after: datetime | None = None
+    before: datetime | None = None
+    include_subagents: bool = False
+
+    def __post_init__(self) -> None:
+        """A naive datetime is UTC (as stored times are); ``before`` is exclusive and must
+        be later than ``after``; a role is one of SEARCH_ROLES; project, session and
+        harness are strings (a lone surrogate in one becomes U+FFFD: it matches nothing,
+        rather than failing in the database driver)."""
+        for name in ("project", "session_id", "harness", "role"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a string, not {type(value).__name__} {value!r}")
+            if value is not None:
+                object.__setattr__(self, name, without_surrogates(value))
+        harnesses = [h.value for h in Harness]
+        if self.harness is not None and self.harness not in harnesses:
+            raise ConfigError(
+                f"harness must be one of {', '.join(harnesses)}, not {self.harness!r}"
+            )
+        if not isinstance(self.include_subagents, bool):
+            raise ConfigError(
+                f"include_subagents must be True or False, not {self.include_subagents!r}"
+            )
+        for name in ("after", "before"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, datetime):
+                raise ConfigError(
+                    f"{name} must be a datetime, not {type(value).__name__} {value!r} "
+                    "(memoir.search.parse_when reads ISO text)"
+                )
+            if value is not None and value.tzinfo is None:
+                object.__setattr__(self, name, value.replace(tzinfo=UTC))
+        if self.after is not None and self.before is not None and self.after >= self.before:
+            raise ConfigError(
+                f"the date range is empty: after {self.after.isoformat()} is not earlier "
+                f"than before {self.before.isoformat()}"
+            )
+        if self.role is not None and self.role not in SEARCH_ROLES:
+            raise ConfigError(f"role must be one of {', '.join(SEARCH_ROLES)}, not {self.role!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class TextHit:
+    exchange_id: str
+    score: float  # higher is better
+    snippet: str  # match marked with \x02 … \x03 (rendered by the CLI)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    """The database summary adapter's row (memoir.summaries maps it to SummaryState)."""
+
+    session_id: str
+    kind: str  # "missing" | "empty" | "real" | "errored"
+    body: str = ""
+    covered: int = 0  # events covered (database adapter counts events, not bytes)
+    last_exchange: str | None = None
+    attempts: int = 0
+    last_attempt_ms: int = 0
+    resummary_attempts: int | None = None
+    resummary_last_attempt_ms: int | None = None
+    model: str | None = None
+    message: str | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    id: str
+    session_id: str
+    created_at: datetime
+    watermark: int
+    memory_boundary: int
+    disposition: str
+    previous_id: str | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRow:
+    session_id: str | None
+    kind: str
+    at: datetime
+    data: dict[str, Any]
