@@ -27,6 +27,7 @@ demo: $(STAMP)
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy src/memoir

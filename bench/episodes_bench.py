@@ -20,11 +20,11 @@ import statistics
 import time
 from datetime import UTC, datetime
 
-from memoir.episodes import EpisodicSummarizer
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.tokens import default_counter
 from memoir.llm.values import ModelRequest, Purpose
 from memoir.model import Author, Event, EventKind
+from memoir.summaries.episodic import EpisodicSummarizer
 
 __all__: list[str] = []
 

@@ -34,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings
+from memoir.llm.offline import OfflineModel
 from memoir.summaries.files import FileSummaryStore
-from memoir.summaries.summary_pass import run_summary_pass
+from memoir.summaries.model_source import ModelSource
+from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
 __all__: list[str] = []
 
@@ -44,9 +46,10 @@ OLD_NS = 1_700_000_000 * 10**9
 
 
 @dataclass
-class _Memoir:
-    settings: Settings
-    store: Any = None
+class _WritableStore:
+    """All a pass with nothing to do asks of the store: whether it may write."""
+
+    read_only: bool = False
 
 
 def build(root: Path, conversations: int, projects: int) -> int:
@@ -102,14 +105,21 @@ def main() -> None:
         settings = Settings.from_env({"MEMOIR_HOME": str(root)}, sources=())
         cache = root / "cache" / "summary-scan.json"
         store = FileSummaryStore(settings.archive_dir, None, cache_path=cache)
-        memoir = _Memoir(settings)
+        pass_settings = PassSettings.from_settings(settings)
+        models = ModelSource.of(OfflineModel())  # never asked: nothing is due
 
         def cold() -> None:
             cache.unlink(missing_ok=True)
             assert store.scan() == []
 
         def sync_pass() -> None:
-            report = run_summary_pass(memoir, limit=10, store=store)  # type: ignore[arg-type]
+            report = run_summary_pass(
+                _WritableStore(),  # type: ignore[arg-type]
+                store,
+                pass_settings,
+                models,
+                limit=10,
+            )
             assert report.summarized == report.model_calls == 0
 
         base = median_ms(lambda: baseline(settings.archive_dir), args.runs)

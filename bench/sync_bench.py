@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter, text_block, tool_use_block
 from memoir.ingest.records import loads
@@ -157,9 +158,10 @@ def timed_sync(source: Path, home: Path) -> tuple[float, float, Any]:
     """(wall seconds, CPU seconds of this process, report) of one sync into ``home``."""
     settings = _settings(home, source)
     store = open_store(settings)
+    observer = Memoir(settings, store).sync_observer()  # what `memoir sync` hands it
     try:
         began, cpu = time.perf_counter(), time.process_time()
-        report = sync(settings, store)
+        report = sync(settings, store, observer=observer)
         return time.perf_counter() - began, time.process_time() - cpu, report
     finally:
         store.close()

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from memoir.app import Memoir
-from memoir.episodes import EpisodicSummarizer
 from memoir.errors import ConfigError
 from memoir.llm.scripted import ScriptedModel
+from memoir.summaries.episodic import EpisodicSummarizer
 
 
 @pytest.mark.parametrize("limit", ["3", -5, 2.5, True])

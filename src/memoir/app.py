@@ -14,23 +14,30 @@ from memoir.errors import ConfigError
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
+    from memoir.ingest.observer import SyncObserver
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.llm.port import Model
+    from memoir.memory.memories import Memories, RecoveryReport
+    from memoir.memory.runner import Outcome
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
     from memoir.search.engine import SearchMode
     from memoir.search.hits import SearchHit
     from memoir.store.values import SearchFilters
+    from memoir.summaries.episodic import Progress as SummaryProgress
+    from memoir.summaries.port import SummaryStore
+    from memoir.summaries.session import RunMode, SessionRun
     from memoir.summaries.summary_pass import SummaryPassReport
 
-__all__ = ["Memoir", "resolve_session"]
+__all__ = ["Memoir"]
 
 
 class Memoir:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
+        self._memories: Memories | None = None
 
     @classmethod
     def open(cls, settings: Settings | None = None, **overrides: Any) -> Memoir:
@@ -46,6 +53,8 @@ class Memoir:
         return cls.open(Settings.from_env(home=home, **overrides))
 
     def close(self) -> None:
+        if self._memories is not None:  # the running extraction ends; queued work is durable
+            self._memories.close()
         self.store.close()
 
     def search(
@@ -64,9 +73,25 @@ class Memoir:
         configured), ``limit`` (at most 1,000); ``embedder`` and ``summaries`` replace the
         configured ones (tests).
         """
-        from memoir.search.facade import search_memoir
+        from memoir.search.facade import search_configured
 
-        return search_memoir(self, query, filters=filters, mode=mode, limit=limit, **options)
+        options.setdefault("summaries", self.summary_body)
+        return search_configured(
+            self.store,
+            query,
+            embedder_setting=self.settings.embedder,
+            filters=filters,
+            mode=mode,
+            limit=limit,
+            **options,
+        )
+
+    def summary_body(self, session_id: str) -> str | None:
+        """The readable summary of a session (its header stripped), or None when it has
+        none: what a search shows beside each hit."""
+        from memoir.summaries.persist import read_summary_body
+
+        return read_summary_body(self.summary_store(), self.store, session_id)
 
     def embedder(self) -> Embedder | None:
         """The configured embedder (``MEMOIR_EMBEDDER``), or None when semantic search is
@@ -138,7 +163,99 @@ class Memoir:
         of ``MEMOIR_COMPACT_THRESHOLD_RATIO`` and this store for checkpoints and traces."""
         from memoir.compaction import Compactor
 
+        if not self.store.read_only:  # each checkpoint dispatches its memory extraction
+            options.setdefault("on_checkpoint", self.memories().on_checkpoint)
         return Compactor.from_settings(self.settings, self.model(), store=self.store, **options)
+
+    # long-term memory ---------------------------------------------------------------------
+    def memory_model(self) -> Model:
+        """The model memory extraction asks: the offline extractor for ``MEMOIR_LLM=offline``,
+        else the configured model; metered and retried as every model is."""
+        from memoir.llm.wiring import wrap
+        from memoir.memory.offline_extractor import OfflineMemoryModel
+
+        if self.settings.llm == "offline":
+            return wrap(OfflineMemoryModel(), self.store.usage, self.settings)
+        return self.model()
+
+    def memories(self) -> Memories:
+        """The memory engine of this home (one per Memoir: its lane thread is shared)."""
+        if self._memories is None:
+            from memoir.llm.tokens import counter_for, encoding_for_model
+            from memoir.memory.memories import Memories
+            from memoir.memory.runner import MemoryParts, Runner
+
+            model = self.memory_model()
+            parts = MemoryParts(
+                self.store.sessions,
+                self.store.events,
+                self.store.checkpoints,
+                self.store.memory,
+                self.store.memory_items,
+            )
+            counter = counter_for(encoding_for_model(model.name))
+            self._memories = Memories(parts, self.store.claims, Runner(parts, model, counter))
+        return self._memories
+
+    def remember(self, session_id: str, turn: int | None = None) -> Outcome:
+        """What the user asked to keep, extracted now (``memoir remember``): the outcome
+        with the items saved, or the reason none were."""
+        from memoir.search.session_ref import resolve_session
+        from memoir.store import ensure_writable
+
+        ensure_writable(self.store, "memoir remember")
+        return self.memories().remember(resolve_session(self.store.sessions, session_id), turn)
+
+    def extract(
+        self, session_id: str, *, anchor: str, turn: int | None = None, note: str | None = None
+    ) -> str:
+        """Queue an extraction the agent judged worth it (``anchor``: its tool-call id);
+        ``"accepted"`` at once, run in the background after the turn."""
+        from memoir.search.session_ref import resolve_session
+
+        sid = resolve_session(self.store.sessions, session_id)
+        return self.memories().extract(sid, anchor=anchor, turn=turn, note=note)
+
+    def recover_memories(self) -> RecoveryReport:
+        """Run memory work left unsettled (checkpoints past the cursor, queued operations,
+        pending failures): what ``memoir sync`` does before it returns."""
+        from memoir.store import ensure_writable
+
+        ensure_writable(self.store, "memory recovery")
+        return self.memories().recover()
+
+    def set_incognito(self, session: str, incognito: bool = True) -> None:
+        """Mark a session incognito (or not): nothing said in it while incognito is ever
+        extracted into memory or sent to a memory model."""
+        from dataclasses import replace
+
+        from memoir.search.session_ref import resolve_session
+
+        sid = resolve_session(self.store.sessions, session)
+        found = self.store.sessions.get(sid)
+        assert found is not None
+        self.store.sessions.set_flags(sid, replace(found.flags, incognito=incognito))
+
+    def set_memory(
+        self, enabled: bool, *, session: str | None = None, project: str | None = None
+    ) -> None:
+        """Switch memory extraction off (or on again) for one session or one project.
+        Ranges extracted while it was off stay denied for ever."""
+        from dataclasses import replace
+
+        from memoir.errors import ConfigError
+        from memoir.search.session_ref import resolve_session
+
+        if (session is None) == (project is None):
+            raise ConfigError("give exactly one of session or project")
+        if project is not None:
+            self.store.memory_items.switch_project(project, disabled=not enabled)
+            return
+        assert session is not None
+        sid = resolve_session(self.store.sessions, session)
+        found = self.store.sessions.get(sid)
+        assert found is not None
+        self.store.sessions.set_flags(sid, replace(found.flags, memory_disabled=not enabled))
 
     def sync(
         self,
@@ -158,51 +275,76 @@ class Memoir:
             return sync(
                 self.settings,
                 self.store,
+                observer=self.sync_observer(),
                 sources=sources,
                 progress=progress,
                 purge_excluded=purge_excluded,
             )
 
+    def summary_store(self) -> SummaryStore:
+        """Where this home keeps summaries (``MEMOIR_SUMMARY_STORE``): archive files beside
+        the transcripts, or the store's summary rows."""
+        from memoir.summaries.stores import open_summary_store
+
+        return open_summary_store(self.settings, self.store)
+
+    def sync_observer(self) -> SyncObserver:
+        """What a sync (or ``verify --repair``) tells as it rewrites or removes a
+        conversation: the summaries' upkeep (marked stale, forgotten)."""
+        from memoir.summaries.persist import SummaryUpkeep
+
+        return SummaryUpkeep(self.settings.archive_dir, self.summary_store(), self.store)
+
     def summarize_pending(self, *, limit: int | None = None) -> SummaryPassReport:
         """The summary pass ``memoir sync`` runs after indexing: (re)summarize idle
         conversations that need it, fresh ones first, at most ``limit`` (default
         ``MEMOIR_SUMMARY_LIMIT``) model-backed summaries."""
-        from memoir.summaries.summary_pass import run_summary_pass
+        from memoir.summaries.model_source import ModelSource
+        from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
         limit = self.settings.summary_limit if limit is None else limit
         whole_number("limit", limit, 0)
-        return run_summary_pass(self, limit=limit)
+        return run_summary_pass(
+            self.store,
+            self.summary_store(),
+            PassSettings.from_settings(self.settings),
+            ModelSource(self.model, self.fallback_model),
+            limit=limit,
+        )
+
+    def summarize(
+        self,
+        session_id: str,
+        *,
+        mode: RunMode = "auto",
+        use_cache: bool = True,
+        progress: SummaryProgress | None = None,
+    ) -> SessionRun:
+        """Summarize one stored session now with the episodic summarizer (``memoir
+        summarize``): full, incremental (merged into its summary), or auto; saved, and
+        held by the session's summary claim (``Busy`` while another process has it)."""
+        from memoir.summaries.model_source import ModelSource
+        from memoir.summaries.session import EpisodeSettings, summarize_session
+
+        return summarize_session(
+            self.store,
+            self.summary_store(),
+            session_id,
+            models=ModelSource(self.model, self.fallback_model),
+            episodes=EpisodeSettings.from_settings(self.settings),
+            mode=mode,
+            use_cache=use_cache,
+            progress=progress,
+        )
 
     def verify(self, *, repair: bool = False) -> VerifyReport:
         """Check the index against the archive (``memoir.ingest.verify``)."""
         from memoir.ingest.verify import verify
 
-        return verify(self.settings, self.store, repair=repair)
+        return verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
 
     def __enter__(self) -> Memoir:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def resolve_session(store: Store, session: str) -> str:
-    """The session id ``session`` names: itself, or the one session it is a prefix of (a
-    main session before its subagents, whose ids extend the parent's). ``NotFound`` when
-    none; a ``MemoirError`` listing them when several."""
-    from memoir.errors import MemoirError, NotFound
-
-    if store.sessions.get(session) is not None:
-        return session
-    found = [i.session for i in store.sessions.recent() if i.session.id.startswith(session)]
-    main = [s for s in found if not s.flags.subagent]
-    matches = [s.id for s in (main if len(main) == 1 else found)]
-    if len(matches) == 1:
-        return str(matches[0])
-    if matches:
-        shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
-        raise MemoirError(
-            f"session prefix {session!r} matches {len(matches)} sessions ({shown}); "
-            "give more of the id"
-        )
-    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")

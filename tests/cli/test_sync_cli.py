@@ -538,6 +538,21 @@ def test_excluding_a_synced_project_warns_and_purges_on_request(
     assert _json(cli, "stats", "--json")["sessions"] == 0
 
 
+def test_a_purge_removes_the_summaries_too(
+    cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sync tells the summaries' upkeep (``Memoir.sync_observer``) what it removed."""
+    assert _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    archived = sorted((home / "archive" / "-home-ann-app").glob("*.jsonl"))
+    assert len(archived) == 3
+    summaries = [p.with_name(p.name[: -len(".jsonl")] + "-summary.txt") for p in archived]
+    for path in summaries:
+        path.write_text('__COVERAGE__ {"bytes":1,"schema":1}\nWhat was said.\n')
+    monkeypatch.setenv("MEMOIR_EXCLUDE_PROJECTS", "app")
+    _json(cli, "sync", "--source", str(source), "--json", "--no-summaries", "--purge-excluded")
+    assert [p for p in summaries if p.exists()] == []
+
+
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_a_summary_limit_of_zero_needs_no_model_key(
     cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch, how: str

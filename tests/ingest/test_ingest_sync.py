@@ -6,18 +6,31 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter, CodexWriter, tool_use_block
 from memoir.ingest import sync as sync_module
-from memoir.ingest.sync import NO_INDEX_MARKER, sync
+from memoir.ingest.sync import NO_INDEX_MARKER, SyncReport
 from memoir.store import Store, open_store
+from memoir.summaries.persist import SummaryUpkeep
+from memoir.summaries.stores import open_summary_store
 
 TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
 SHORT = "982581eb-41b9-46da-86c1-ac34168117a8"
 UUID_A = "aaaaaaaa-1111-4222-8333-444444444444"
+
+
+def upkeep(settings: Settings, store: Store) -> SummaryUpkeep:
+    """The observer ``Memoir.sync`` hands the engine: the summaries' upkeep."""
+    return SummaryUpkeep(settings.archive_dir, open_summary_store(settings, store), store)
+
+
+def sync(settings: Settings, store: Store, **options: Any) -> SyncReport:
+    """The ingest engine's sync, told what it rewrites or removes as ``Memoir.sync`` has it."""
+    return sync_module.sync(settings, store, observer=upkeep(settings, store), **options)
 
 
 @pytest.fixture
@@ -186,6 +199,51 @@ def test_no_index_marker_removes_the_session(cfg: Settings, store: Store, src: P
     _append(path, ClaudeWriter(UUID_A).user("still private").bytes())
     sync(cfg, store)
     assert store.sessions.get(UUID_A) is None
+
+
+class _Told:
+    """An observer that notes what the index held when it was told."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls: list[tuple[str, str, object]] = []
+
+    def rewritten(self, session_id: str) -> None:
+        texts = [e.text for e in self.store.events.of(session_id)]
+        self.calls.append(("rewritten", session_id, texts))
+
+    def removed(self, session_id: str, project: str) -> None:
+        gone = self.store.sessions.get(session_id) is None
+        self.calls.append(("removed", session_id, (project, gone)))
+
+
+def test_the_observer_is_told_as_each_change_is_made(
+    cfg: Settings, store: Store, src: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Told inside the sync, right after the change is committed; a removal a sync did not
+    get to remember (it stopped before saving its ignored list) is told again."""
+    told = _Told(store)
+    path = _put(src, "p", f"{UUID_A}.jsonl", ClaudeWriter(UUID_A).user("first version").bytes())
+    sync_module.sync(cfg, store, observer=told)
+    assert told.calls == []  # a new file: nothing derived from it yet
+    path.write_bytes(ClaudeWriter(UUID_A).user("rewritten").bytes())  # shrunk
+    sync_module.sync(cfg, store, observer=told)
+    assert told.calls == [("rewritten", UUID_A, ["rewritten"])]  # the new rows are in
+    told.calls.clear()
+    _append(path, ClaudeWriter(UUID_A).user(f"{NO_INDEX_MARKER} forget it").bytes())
+
+    def stop(self: object) -> None:
+        raise KeyboardInterrupt  # the sync stops before it remembers the file as ignored
+
+    monkeypatch.setattr(sync_module.IgnoredFiles, "save", stop)
+    with pytest.raises(KeyboardInterrupt):
+        sync_module.sync(cfg, store, observer=told)
+    assert told.calls == [("removed", UUID_A, ("p", True))]  # the rows were gone first
+    monkeypatch.undo()
+    sync_module.sync(cfg, store, observer=told)
+    assert told.calls == [("removed", UUID_A, ("p", True))] * 2  # told again
+    sync_module.sync(cfg, store, observer=told)
+    assert len(told.calls) == 2  # remembered now: left alone
 
 
 def test_marker_from_the_assistant_does_not_count(cfg: Settings, store: Store, src: Path) -> None:
@@ -444,7 +502,7 @@ def test_a_moved_transcript_is_read_on_under_its_new_path(
     assert [e.text for e in store.events.of(UUID_A)] == ["q moveword", "q after the move"]
     assert list(store.ingest.sources()) == [str(new)]
     assert [row.path for row in store.ingest.skipped()] == [str(new)]
-    problems = [p.kind for p in verify(cfg, store).problems]
+    problems = [p.kind for p in verify(cfg, store, observer=upkeep(cfg, store)).problems]
     assert problems == ["skipped_line"]  # and no orphan archive, no missing source
 
 
@@ -473,11 +531,14 @@ def test_a_file_that_could_not_be_read_stays_a_verify_problem_until_it_can(
     monkeypatch.setattr(sync_module, "plan_file", denied)
     assert len(sync(cfg, store).errors) == 1
     assert len(sync(cfg, store).errors) == 1  # tried again, not remembered as "ignored"
-    problems = [(p.kind, p.where, p.detail) for p in verify(cfg, store).problems]
+    problems = [
+        (p.kind, p.where, p.detail)
+        for p in verify(cfg, store, observer=upkeep(cfg, store)).problems
+    ]
     assert problems == [("unreadable_file", str(locked), "the last sync could not read it")]
     monkeypatch.setattr(sync_module, "plan_file", real)
     assert sync(cfg, store).files_indexed == 1
-    assert verify(cfg, store).ok
+    assert verify(cfg, store, observer=upkeep(cfg, store)).ok
 
 
 def test_the_end_of_a_tool_output_past_the_event_bound_is_searchable(

@@ -13,8 +13,8 @@ from memoir.llm.values import RequestMeta
 
 from .test_offline import CONVERSATION, render_claude
 
-episodes_prompts = pytest.importorskip("memoir.episodes.prompts")
-episodes_shape = pytest.importorskip("memoir.episodes.shape")
+episodes_prompts = pytest.importorskip("memoir.summaries.episodic.prompts")
+episodes_shape = pytest.importorskip("memoir.summaries.episodic.shape")
 
 MODEL = OfflineModel()
 META = RequestMeta(user="u", session="s")

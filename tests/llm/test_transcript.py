@@ -7,11 +7,11 @@ import json
 import pytest
 
 from memoir.compaction.request import render_entry
-from memoir.episodes.history import normalise
 from memoir.llm.offline import OfflineModel
 from memoir.llm.offline.text import parse_turns
 from memoir.llm.transcript import opens_turn, quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.summaries.episodic.history import normalise
 
 
 @pytest.mark.parametrize(

@@ -5,13 +5,16 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from search_corpus import HOSTILE, fill
 
-from memoir.cli.app import main
+from memoir.cli.app import main, resolve_session
 from memoir.config import Settings
+from memoir.errors import MemoirError
 from memoir.ingest.lock import embed_lock
+from memoir.model import Harness, Session, SessionFlags
 from memoir.store import open_store
 
 
@@ -208,12 +211,6 @@ def test_hint_when_vectors_are_missing(
 
 
 def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
-    from types import SimpleNamespace
-
-    from memoir.cli.app import resolve_session
-    from memoir.errors import MemoirError
-    from memoir.model import Harness, Session, SessionFlags
-
     def session(sid: str, sub: bool = False) -> Session:
         return Session(sid, "p", Harness.CLAUDE_CODE, flags=SessionFlags(subagent=sub))
 
@@ -224,15 +221,15 @@ def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
             recent=lambda: [SimpleNamespace(session=s) for s in sessions],
         )
     )
-    assert resolve_session(store, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
-    assert resolve_session(store, "341ef40b-1-agent") == "341ef40b-1-agent-a"
+    assert resolve_session(store.sessions, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
+    assert resolve_session(store.sessions, "341ef40b-1-agent") == "341ef40b-1-agent-a"
     sessions.append(session("341ef40b-2"))
     with pytest.raises(MemoirError, match="matches 3 sessions") as caught:
-        resolve_session(store, "341ef40b")
+        resolve_session(store.sessions, "341ef40b")
     assert "(341ef40b-1, 341ef40b-1-agent-a, 341ef40b-2)" in str(caught.value)
     sessions.extend(session(f"341ef40b-{n}") for n in range(3, 9))
     with pytest.raises(MemoirError, match=r"matches 9 sessions \(341ef40b-1, .*, …\)"):
-        resolve_session(store, "341ef40b")
+        resolve_session(store.sessions, "341ef40b")
 
 
 def test_filters_say_what_is_wrong_instead_of_finding_nothing(

@@ -13,8 +13,9 @@ from memoir.model import Exchange, Harness, Session, SessionFlags
 from memoir.search.context import neighbour_smoothed
 from memoir.search.dates import parse_when
 from memoir.search.embedder import HashEmbedder
-from memoir.search.engine import matches_filters, mentions_any, resolve_mode
+from memoir.search.engine import matches_filters, mentions_any, resolve_mode, search
 from memoir.search.snippets import clean_summary, make_snippet, query_words, split_marks
+from memoir.store.fold import ACCENTED, PLAIN, fold_accents
 from memoir.store.query_text import parse_query
 from memoir.store.values import SearchFilters
 
@@ -279,18 +280,12 @@ def test_mentions_any_table(query: str, exchange: Exchange, hit: bool) -> None:
 
 @pytest.mark.parametrize("role", ["bogus", "system", "USER", ""])
 def test_an_unknown_role_is_refused_whatever_the_mode(role: str) -> None:
-    from memoir.errors import ConfigError
-    from memoir.store.values import SearchFilters
-
     with pytest.raises(ConfigError, match="role must be one of user, assistant, tool"):
         SearchFilters(role=role)
 
 
 @pytest.mark.parametrize("limit", [None, 2.5, "10", True])
 def test_a_limit_that_is_not_a_whole_number_is_refused(limit: object) -> None:
-    from memoir.errors import ConfigError
-    from memoir.search.engine import search
-
     with pytest.raises(ConfigError, match="limit must be a whole number"):
         search(None, "anything", limit=limit)  # type: ignore[arg-type]
 
@@ -314,8 +309,6 @@ def test_search_filters_refuse_what_cannot_mean_anything(kwargs: dict, needle: s
     [(None, 5, "query must be a string"), ("x", -1, "limit must be 0 or more")],
 )
 def test_search_arguments_are_checked(query: object, limit: int, needle: str) -> None:
-    from memoir.search.engine import search
-
     with pytest.raises(ConfigError, match=needle):
         search(None, query, limit=limit)  # type: ignore[arg-type]
 
@@ -326,8 +319,6 @@ def test_snippets_mark_words_case_and_accents_aside() -> None:
 
 
 def test_accent_folding_keeps_every_character_in_place() -> None:
-    from memoir.store.fold import ACCENTED, PLAIN, fold_accents
-
     assert len(ACCENTED) == len(PLAIN) and PLAIN.isascii()
     text = "Ærø, Straße, Việt Nam, São Paulo, Łódź"
     folded = fold_accents(text)

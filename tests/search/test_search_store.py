@@ -8,9 +8,17 @@ import numpy as np
 import pytest
 from search_corpus import CONVERSATIONS, HOSTILE, T0, fill
 
+from memoir.app import Memoir
 from memoir.errors import ConfigError
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
-from memoir.search import HashEmbedder, SearchFilters, embed_backlog, engine, search
+from memoir.search import (
+    HashEmbedder,
+    SearchFilters,
+    embed_backlog,
+    engine,
+    matches_filters,
+    search,
+)
 from memoir.search.embedder import load_embedder
 from memoir.search.late import unpack_tokens
 from memoir.search.minilm import minilm_available
@@ -161,8 +169,6 @@ def test_filters_apply_in_every_mode(
 
 
 def _sessions_passing(store: Store, filters: SearchFilters) -> set[str]:
-    from memoir.search.engine import matches_filters
-
     out = set()
     for sid, *_ in CONVERSATIONS:
         session = store.sessions.get(sid)
@@ -351,15 +357,12 @@ def test_json_shape(filled: Store) -> None:
 
 
 def test_memoir_search_facade(store: Store, settings: object) -> None:
-    from memoir.app import Memoir
-    from memoir.search.facade import default_summary_reader
-
     fill(store)
     memoir = Memoir(settings, store)  # type: ignore[arg-type]
     hits = memoir.search("dark mode toggle", mode="text", embedder=None)
     assert [h.exchange_id for h in hits][:1] == ["s-web:6"]
     assert hits[0].summary is None  # no summary written for this session
-    reader = default_summary_reader(memoir)
+    reader = memoir.summary_body  # what Memoir.search hands the engine by default
     assert reader is not None and reader("s-web") is None
     hits = memoir.search("dark mode", summaries={"s-web": "Dark mode work."}.get, embedder=None)
     assert hits[0].summary == "Dark mode work."
@@ -476,7 +479,7 @@ def test_text_mode_keeps_the_index_order_and_scores(filled: Store, query: str) -
     """Text mode is the index's bm25 order: no neighbour smoothing on top (the index's
     context column already lets an exchange match its neighbours' words)."""
     hits = search(filled, query, mode="text", limit=50)
-    candidates = engine.text_candidates(filled, query, SearchFilters(), 150)
+    candidates = engine.text_candidates(filled.index, query, SearchFilters(), 150)
     assert hits
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert all(h.score == candidates[h.exchange_id].score for h in hits)

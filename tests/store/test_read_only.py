@@ -309,7 +309,8 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
     from memoir.ingest.sync import sync
     from memoir.llm.scripted import ScriptedModel
     from memoir.store.postgres_store import PostgresStore
-    from memoir.summaries.summary_pass import run_summary_pass
+    from memoir.summaries.model_source import ModelSource
+    from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
     writer = PostgresStore(pg_database)
     assert not writer.read_only
@@ -327,11 +328,17 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
     with Memoir.open(settings) as memoir:
         assert memoir.store.read_only
         with pytest.raises(ReadOnly, match="memoir sync needs to write"):
-            sync(settings, memoir.store)
+            sync(settings, memoir.store, observer=memoir.sync_observer())
         assert not (tmp_path / "home" / "archive").exists()
         model = ScriptedModel(default="A summary.")
         with pytest.raises(ReadOnly, match="the summary pass needs to write"):
-            run_summary_pass(memoir, limit=10, model=model)
+            run_summary_pass(
+                memoir.store,
+                memoir.summary_store(),
+                PassSettings.from_settings(settings),
+                ModelSource.of(model),
+                limit=10,
+            )
         assert model.calls == 0
         with pytest.raises(ReadOnly, match="memoir embed needs to write"):
             memoir.embed_pending()

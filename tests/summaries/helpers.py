@@ -1,5 +1,6 @@
 """Test doubles for the summary lifecycle: an in-memory store with just what summaries use,
-a stand-in Memoir, and helpers to lay out an archive the way ``memoir sync`` does."""
+a stand-in home (settings and a store), the engine's collaborators built from a home as
+``Memoir`` builds them, and helpers to lay out an archive the way ``memoir sync`` does."""
 
 from __future__ import annotations
 
@@ -14,9 +15,15 @@ from typing import Any
 from memoir.config import Settings
 from memoir.ingest.detect import Format
 from memoir.ingest.reader import read_bytes
+from memoir.llm.port import Model
 from memoir.model import Event, Harness, Session
 from memoir.store.claims import local_claim
 from memoir.store.values import SessionInfo, SummaryRow
+from memoir.summaries.model_source import ModelSource
+from memoir.summaries.persist import SummaryUpkeep
+from memoir.summaries.port import SummaryStore
+from memoir.summaries.stores import open_summary_store
+from memoir.summaries.summary_pass import PassSettings, SummaryPassReport, run_summary_pass
 
 PROJECT = "-Users-testuser-example-project"
 TINY_ID = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
@@ -128,6 +135,25 @@ class FakeMemoir:
 def make_memoir(home: Path, **overrides: Any) -> FakeMemoir:
     settings = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(), **overrides)
     return FakeMemoir(settings, FakeStore())
+
+
+def summaries_of(home: Any) -> SummaryStore:
+    """The summary store the settings of ``home`` (a FakeMemoir or a Memoir) pick."""
+    return open_summary_store(home.settings, home.store)
+
+
+def upkeep_of(home: Any) -> SummaryUpkeep:
+    """The summaries' upkeep a sync of ``home`` is handed (as ``Memoir.sync_observer``)."""
+    return SummaryUpkeep(home.settings.archive_dir, summaries_of(home), home.store)
+
+
+def run_pass(home: Any, *, model: Model, limit: int, **options: Any) -> SummaryPassReport:
+    """The summary pass over ``home`` with ``model`` and no fallback: the collaborators
+    ``Memoir.summarize_pending`` hands it."""
+    settings = PassSettings.from_settings(home.settings)
+    return run_summary_pass(
+        home.store, summaries_of(home), settings, ModelSource.of(model), limit=limit, **options
+    )
 
 
 def user_line(sid: str, text: str, at: datetime) -> str:

@@ -20,9 +20,8 @@ from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.fileformat import parse_summary_file
 from memoir.summaries.persist import read_summary_state
 from memoir.summaries.state import SummaryKind
-from memoir.summaries.summary_pass import run_summary_pass
 
-from .helpers import HOUR_MS, NOW_MS, TINY_ID, conversation
+from .helpers import HOUR_MS, NOW_MS, TINY_ID, conversation, run_pass
 
 ingest_sync = pytest.importorskip("memoir.ingest.sync")
 
@@ -41,8 +40,8 @@ def setup(tmp_path: Path, claude_fixtures: Path):
 
 
 def _sync(memoir: Memoir, model: ScriptedModel, now_ms: int, limit: int = 10):
-    ingest_sync.sync(memoir.settings, memoir.store)
-    return run_summary_pass(memoir, limit=limit, now_ms=now_ms, model=model)
+    ingest_sync.sync(memoir.settings, memoir.store, observer=memoir.sync_observer())
+    return run_pass(memoir, limit=limit, now_ms=now_ms, model=model)
 
 
 def _summary(memoir: Memoir, sid: str) -> Path:
@@ -201,10 +200,11 @@ def test_a_rewritten_transcript_is_summarized_again(
         assert _sync(memoir, model, NOW_MS).summarized == 1
         transcript.write_bytes(conversation(TINY_ID, 2, words=3))  # smaller, other words
         model.queue("About the new content.")
-        ingest_sync.sync(memoir.settings, memoir.store)
-        state = read_summary_state(memoir, TINY_ID)
+        ingest_sync.sync(memoir.settings, memoir.store, observer=memoir.sync_observer())
+        state = read_summary_state(memoir.summary_store(), memoir.store, TINY_ID)
         assert state.body == "About the old content."
         assert state.coverage is not None and state.coverage.amount == 0
-        report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + 3 * HOUR_MS, model=model)
+        report = run_pass(memoir, limit=10, now_ms=NOW_MS + 3 * HOUR_MS, model=model)
         assert (report.resummarized, model.calls) == (1, 2)
-        assert read_summary_state(memoir, TINY_ID).body == "About the new content."
+        state = read_summary_state(memoir.summary_store(), memoir.store, TINY_ID)
+        assert state.body == "About the new content."

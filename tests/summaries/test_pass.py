@@ -10,7 +10,6 @@ from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.fileformat import parse_summary_file
 from memoir.summaries.state import Failure, SummaryKind
-from memoir.summaries.summary_pass import run_summary_pass
 
 from .helpers import (
     HOUR_MS,
@@ -22,6 +21,7 @@ from .helpers import (
     archive,
     conversation,
     make_memoir,
+    run_pass,
     summary_file,
 )
 
@@ -44,20 +44,20 @@ def test_first_summary_grow_restamp_then_nothing(home, claude_fixtures) -> None:
     memoir = make_memoir(home)
     path = _tiny(memoir, claude_fixtures)
     model = ScriptedModel(["First summary."])
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
     assert (report.summarized, model.calls) == (1, 1)
     assert summary_file(path).read_text() == HEADER_8237 + "First summary."
 
     _grow_to_medium(memoir, path, claude_fixtures)
     assert path.stat().st_size == 41069
     model.queue("Refreshed summary.")
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
     assert (report.resummarized, model.calls) == (1, 2)
     assert summary_file(path).read_text() == HEADER_8237.replace("8237", "41069") + (
         "Refreshed summary."
     )
 
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
     assert model.calls == 2  # no growth: no model call
     assert (report.summarized, report.resummarized, report.failed) == (0, 0, 0)
 
@@ -65,26 +65,26 @@ def test_first_summary_grow_restamp_then_nothing(home, claude_fixtures) -> None:
 def test_failing_resummary_backs_off_gives_up_and_keeps_the_body(home, claude_fixtures) -> None:
     memoir = make_memoir(home)  # floor 1 h, max 5 attempts
     path = _tiny(memoir, claude_fixtures)
-    run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel(["Good summary."]))
+    run_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel(["Good summary."]))
     _grow_to_medium(memoir, path, claude_fixtures)
     failing = ScriptedModel(default=Transient("provider down"))
 
     t = NOW_MS
     for attempt in range(1, 6):
-        report = run_summary_pass(memoir, limit=10, now_ms=t, model=failing)
+        report = run_pass(memoir, limit=10, now_ms=t, model=failing)
         assert (report.failed, failing.calls) == (1, attempt)
         state = parse_summary_file(summary_file(path).read_text())
         assert state.kind is SummaryKind.REAL and state.body == "Good summary."
         assert state.failure == Failure(attempt, t)
         assert state.coverage is not None and state.coverage.amount == 8237
         assert report.gave_up == (1 if attempt == 5 else 0)
-        held = run_summary_pass(memoir, limit=10, now_ms=t + HOUR_MS // 2, model=failing)
+        held = run_pass(memoir, limit=10, now_ms=t + HOUR_MS // 2, model=failing)
         assert (held.backing_off, failing.calls) == ((0, 5) if attempt == 5 else (1, attempt))
         t += HOUR_MS
 
-    later = run_summary_pass(memoir, limit=10, now_ms=t + 1000 * HOUR_MS, model=failing)
+    later = run_pass(memoir, limit=10, now_ms=t + 1000 * HOUR_MS, model=failing)
     append(path, b'{"type":"summary","summary":"x"}\n')  # growth after giving up changes nothing
-    grown = run_summary_pass(memoir, limit=10, now_ms=t + 1001 * HOUR_MS, model=failing)
+    grown = run_pass(memoir, limit=10, now_ms=t + 1001 * HOUR_MS, model=failing)
     assert (later.given_up_total, grown.given_up_total, failing.calls) == (1, 1, 5)
     assert parse_summary_file(summary_file(path).read_text()).body == "Good summary."
 
@@ -92,13 +92,13 @@ def test_failing_resummary_backs_off_gives_up_and_keeps_the_body(home, claude_fi
 def test_first_failures_use_the_sentinel_and_success_clears_it(home, claude_fixtures) -> None:
     memoir = make_memoir(home)
     path = _tiny(memoir, claude_fixtures)
-    run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel([Transient("down")]))
+    run_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel([Transient("down")]))
     text = summary_file(path).read_text()
     assert text == f'__ERRORED__\n{{"attempts":1,"lastAttempt":{NOW_MS}}}\nTransient: down\n'
     ok = ScriptedModel(["Now it works."])
-    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS + 10, model=ok).backing_off == 1
+    assert run_pass(memoir, limit=10, now_ms=NOW_MS + 10, model=ok).backing_off == 1
     assert ok.calls == 0
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=ok)
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=ok)
     assert report.summarized == 1
     assert summary_file(path).read_text() == HEADER_8237 + "Now it works."
 
@@ -108,8 +108,8 @@ def test_legacy_sentinel_backs_off_from_its_timestamp(home, claude_fixtures) -> 
     path = _tiny(memoir, claude_fixtures)
     summary_file(path).write_text("__ERRORED__\n2025-12-31T23:30:00.000Z\nold failure\n")
     model = ScriptedModel(["Recovered."])
-    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).backing_off == 1
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
+    assert run_pass(memoir, limit=10, now_ms=NOW_MS, model=model).backing_off == 1
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
     assert report.summarized == 1 and model.calls == 1
 
 
@@ -124,9 +124,9 @@ def test_twelve_failing_with_limit_ten(home) -> None:
     memoir = make_memoir(home)
     _failing_fleet(memoir, 12)
     failing = ScriptedModel(default=Transient("down"))
-    first = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=failing)
+    first = run_pass(memoir, limit=10, now_ms=NOW_MS, model=failing)
     assert (first.failed, first.deferred, failing.calls) == (10, 2, 10)
-    second = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + 1, model=failing)
+    second = run_pass(memoir, limit=10, now_ms=NOW_MS + 1, model=failing)
     assert (second.failed, second.backing_off, failing.calls) == (2, 10, 12)
     handled = {r.session_id for r in first.rows} | {r.session_id for r in second.rows}
     assert len(handled) == 12
@@ -135,10 +135,10 @@ def test_twelve_failing_with_limit_ten(home) -> None:
 def test_fresh_conversations_go_before_retries(home) -> None:
     memoir = make_memoir(home)
     failing_ids = _failing_fleet(memoir, 4)
-    run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel(default=Transient("x")))
+    run_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel(default=Transient("x")))
     memoir.store.index_file(archive(home, "zz-fresh", conversation("zz-fresh", 3)))
     model = ScriptedModel(default="Fine.")
-    report = run_summary_pass(memoir, limit=1, now_ms=NOW_MS + 2 * HOUR_MS, model=model)
+    report = run_pass(memoir, limit=1, now_ms=NOW_MS + 2 * HOUR_MS, model=model)
     assert [r.session_id for r in report.rows] == ["zz-fresh"]
     assert report.deferred == len(failing_ids)
 
@@ -154,10 +154,10 @@ def test_conversations_in_progress_do_not_use_the_limit(home) -> None:
         sid = f"idle-{i}"
         memoir.store.index_file(archive(home, sid, conversation(sid, 3)))
     model = ScriptedModel(default="Done.")
-    report = run_summary_pass(memoir, limit=2, now_ms=NOW_MS, model=model)
+    report = run_pass(memoir, limit=2, now_ms=NOW_MS, model=model)
     assert (report.summarized, report.skipped_not_idle, report.deferred) == (2, 3, 0)
     assert sorted(r.session_id for r in report.rows) == ["idle-0", "idle-1"]
-    later = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + 2 * HOUR_MS, model=model)
+    later = run_pass(memoir, limit=10, now_ms=NOW_MS + 2 * HOUR_MS, model=model)
     assert later.summarized == 3
 
 
@@ -166,12 +166,12 @@ def test_legacy_summary_gets_a_baseline_without_a_call(home, claude_fixtures) ->
     path = _tiny(memoir, claude_fixtures)
     summary_file(path).write_text("An old episodic-memory summary.")
     model = ScriptedModel()
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
     assert (report.stamped, model.calls) == (1, 0)
     assert summary_file(path).read_text() == (
         '__COVERAGE__ {"bytes":8237,"schema":1}\nAn old episodic-memory summary.'
     )
-    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).stamped == 0
+    assert run_pass(memoir, limit=10, now_ms=NOW_MS, model=model).stamped == 0
 
 
 def test_zero_exchanges_write_an_empty_file_and_skip_forever(home) -> None:
@@ -180,18 +180,18 @@ def test_zero_exchanges_write_an_empty_file_and_skip_forever(home) -> None:
     path = archive(home, "meta-only", snapshot)
     memoir.store.index_file(path)
     model = ScriptedModel()
-    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).empty == 1
+    assert run_pass(memoir, limit=10, now_ms=NOW_MS, model=model).empty == 1
     assert summary_file(path).read_text() == ""
     append(path, conversation("meta-only", 2))
     memoir.store.index_file(path)
-    run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+    run_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
     assert model.calls == 0 and summary_file(path).read_text() == ""
 
 
 def test_unindexed_conversation_is_left_for_later(home) -> None:
     memoir = make_memoir(home)
     path = archive(home, "not-yet", conversation("not-yet", 3))
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel())
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel())
     assert report.unindexed == 1 and not summary_file(path).exists()
 
 
@@ -200,17 +200,17 @@ def test_database_adapter_counts_events(home) -> None:
     path = archive(home, "api-1", conversation("api-1", 3))
     events = memoir.store.index_file(path)
     model = ScriptedModel(["One.", Transient("down"), "Two."])
-    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).summarized == 1
+    assert run_pass(memoir, limit=10, now_ms=NOW_MS, model=model).summarized == 1
     row = memoir.store.rows["api-1"]
     assert (row.kind, row.covered, row.body) == ("real", len(events), "One.")
     assert not summary_file(path).exists()
 
     append(path, conversation("api-1", 2, start=datetime(2025, 9, 20, tzinfo=UTC)))
     grown = memoir.store.index_file(path)
-    failed = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+    failed = run_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
     row = memoir.store.rows["api-1"]
     assert failed.failed == 1 and (row.body, row.resummary_attempts) == ("One.", 1)
-    done = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
+    done = run_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
     row = memoir.store.rows["api-1"]
     assert done.resummarized == 1
     assert (row.covered, row.body, row.resummary_attempts) == (len(grown), "Two.", None)
@@ -227,7 +227,7 @@ def test_an_unexpected_error_is_recorded_and_does_not_starve_the_queue(home) -> 
             return "Fine."
         raise KeyError("bug in a provider adapter")
 
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel(default=reply))
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel(default=reply))
     assert (report.failed, report.summarized) == (1, 1)
     broken = parse_summary_file(next((home / "archive").glob("*/a-broken-summary.txt")).read_text())
     assert broken.kind is SummaryKind.ERRORED and broken.failure.attempts == 1
@@ -242,7 +242,7 @@ def test_empty_and_unindexed_conversations_do_not_use_the_limit(home) -> None:
     archive(home, "b-unindexed", conversation("b-unindexed", 2))
     memoir.store.index_file(archive(home, "c-real", conversation("c-real", 2)))
     model = ScriptedModel(default="Real.")
-    report = run_summary_pass(memoir, limit=1, now_ms=NOW_MS, model=model)
+    report = run_pass(memoir, limit=1, now_ms=NOW_MS, model=model)
     assert (report.empty, report.unindexed, report.summarized, report.deferred) == (3, 1, 1, 0)
 
 
@@ -252,11 +252,11 @@ def test_api_session_without_events_is_not_empty_forever(home) -> None:
     memoir = make_memoir(home, summary_store="database")
     memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
     model = ScriptedModel(default="Later.")
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
     assert report.unindexed == 1 and "api" not in memoir.store.rows
     path = archive(home, "api", conversation("api", 2))
     memoir.store.index_file(path, project="p")
-    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).summarized == 1
+    assert run_pass(memoir, limit=10, now_ms=NOW_MS, model=model).summarized == 1
     assert memoir.store.rows["api"].body == "Later."
 
 
@@ -266,9 +266,9 @@ def test_database_adapter_gates_on_the_last_event(home) -> None:
     data = conversation("live", 3, start=now - timedelta(minutes=30))
     memoir.store.index_file(archive(home, "live", data))
     model = ScriptedModel(default="Done.")
-    assert run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model).skipped_not_idle == 1
+    assert run_pass(memoir, limit=10, now_ms=NOW_MS, model=model).skipped_not_idle == 1
     assert model.calls == 0
-    later = run_summary_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
+    later = run_pass(memoir, limit=10, now_ms=NOW_MS + HOUR_MS, model=model)
     assert later.summarized == 1
 
 
@@ -283,16 +283,16 @@ def test_an_account_problem_stops_the_pass_and_charges_no_conversation(home) -> 
         (UnknownModel("HTTP 404: The model `gpt-typo` does not exist"), True),
     ):
         model = ScriptedModel(default=error)
-        report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
+        report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=model)
         assert model.calls == 1  # the first one says it; the other three are not tried
         assert (report.failed, report.gave_up, report.deferred) == (0, 0, 4)
         assert report.stopped.startswith(type(error).__name__)
         assert report.stopped_by_setting is setting
     limited = ScriptedModel(default=RateLimited("quota", retry_after=3600))
-    report = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=limited)
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=limited)
     assert report.stopped.startswith("RateLimited") and not report.stopped_by_setting
     fixed = ScriptedModel(default="A fine summary of the conversation.")
-    after = run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=fixed)
+    after = run_pass(memoir, limit=10, now_ms=NOW_MS, model=fixed)
     assert after.summarized == 4 and after.given_up_total == 0  # nothing was held against them
 
 
@@ -303,7 +303,7 @@ def test_a_failure_is_stamped_when_it_happened_not_when_the_pass_began(home, mon
     ids = _failing_fleet(memoir, 2)
     clock = iter(range(10_000, 10_000_000, 1_000))  # seconds: each reading 1,000 s later
     monkeypatch.setattr(summary_pass.time, "time", lambda: float(next(clock)))
-    run_summary_pass(memoir, limit=10, model=ScriptedModel(default=Transient("down")))
+    run_pass(memoir, limit=10, model=ScriptedModel(default=Transient("down")))
     stamps = []
     for sid in ids:
         path = summary_file(home / "archive" / PROJECT / f"{sid}.jsonl")

@@ -13,9 +13,17 @@ from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.fileformat import parse_summary_file
 from memoir.summaries.state import SummaryKind
-from memoir.summaries.summary_pass import run_summary_pass
 
-from .helpers import HOUR_MS, NOW_MS, append, archive, conversation, make_memoir, summary_file
+from .helpers import (
+    HOUR_MS,
+    NOW_MS,
+    append,
+    archive,
+    conversation,
+    make_memoir,
+    run_pass,
+    summary_file,
+)
 
 MAX = 3
 step = st.tuples(
@@ -40,7 +48,7 @@ def test_invariants(steps: list[tuple[bool, bool, int]]) -> None:
                 append(path, conversation("s", 1, words=5 + n))
                 memoir.store.index_file(path)
             model = ScriptedModel(default=Transient("down") if fails else f"Summary {n}.")
-            run_summary_pass(memoir, limit=10, now_ms=now, model=model)
+            run_pass(memoir, limit=10, now_ms=now, model=model)
             calls += model.calls
             state = parse_summary_file(summary_file(path).read_text())
             if gave_up:

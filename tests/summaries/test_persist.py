@@ -17,7 +17,7 @@ from memoir.summaries.persist import (
     summary_counts,
     summary_problems,
 )
-from memoir.summaries.summary_pass import run_summary_pass
+from memoir.summaries.policy import SummaryPolicy
 
 from .helpers import (
     HOUR_MS,
@@ -27,6 +27,8 @@ from .helpers import (
     archive,
     conversation,
     make_memoir,
+    run_pass,
+    summaries_of,
     summary_file,
 )
 
@@ -36,27 +38,32 @@ def test_save_stamps_current_size_and_clears_failure(home, claude_fixtures) -> N
     path = archive(home, TINY_ID, (claude_fixtures / "tiny-conversation.jsonl").read_bytes())
     memoir.store.index_file(path)
     summary_file(path).write_text('__ERRORED__\n{"attempts":3,"lastAttempt":1}\nboom\n')
-    state = save_summary(memoir, TINY_ID, "  Manual summary.\n", model="offline")
+    state = save_summary(
+        summaries_of(memoir), memoir.store, TINY_ID, "  Manual summary.\n", model="offline"
+    )
     text = summary_file(path).read_text()
     assert text == (
         '__COVERAGE__ {"bytes":8237,"lastExchange":"2025-09-19T17:36:33.487Z","schema":1}\n'
         "Manual summary."
     )
     assert state.failure is None
-    assert read_summary_body(memoir, TINY_ID) == "Manual summary."
+    assert read_summary_body(summaries_of(memoir), memoir.store, TINY_ID) == "Manual summary."
     assert (
-        read_summary_body(memoir, Session(TINY_ID, "p", Harness.CLAUDE_CODE)) == "Manual summary."
+        read_summary_body(
+            summaries_of(memoir), memoir.store, Session(TINY_ID, "p", Harness.CLAUDE_CODE)
+        )
+        == "Manual summary."
     )
 
 
 def test_save_for_an_api_session_uses_the_database(home) -> None:
     memoir = make_memoir(home)
     memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
-    save_summary(memoir, "api", "From the API.", model="m")
+    save_summary(summaries_of(memoir), memoir.store, "api", "From the API.", model="m")
     assert memoir.store.rows["api"].body == "From the API."
-    assert read_summary_body(memoir, "api") == "From the API."
+    assert read_summary_body(summaries_of(memoir), memoir.store, "api") == "From the API."
     with pytest.raises(NotFound):
-        save_summary(memoir, "ghost", "x", model=None)
+        save_summary(summaries_of(memoir), memoir.store, "ghost", "x", model=None)
 
 
 @pytest.mark.parametrize(
@@ -72,13 +79,13 @@ def test_save_never_stores_a_header_line_as_the_body(home, body: str, stored: st
     never starts with a line that poses as the header or an error sentinel."""
     memoir = make_memoir(home)
     memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
-    save_summary(memoir, "api", body, model="m")
+    save_summary(summaries_of(memoir), memoir.store, "api", body, model="m")
     assert memoir.store.rows["api"].body == stored
-    assert read_summary_body(memoir, "api") == stored
+    assert read_summary_body(summaries_of(memoir), memoir.store, "api") == stored
     path = archive(home, "s", b"x")
-    save_summary(memoir, "s", body, model="m")
+    save_summary(summaries_of(memoir), memoir.store, "s", body, model="m")
     assert summary_file(path).read_text().split("\n", 1)[1] == stored
-    assert read_summary_body(memoir, "s") == stored
+    assert read_summary_body(summaries_of(memoir), memoir.store, "s") == stored
 
 
 @pytest.mark.parametrize("body", ["", "   ", '__COVERAGE__ {"bytes":1}\n', "__ERRORED__\n\n"])
@@ -86,7 +93,7 @@ def test_save_refuses_a_summary_with_no_words(home, body: str) -> None:
     memoir = make_memoir(home)
     memoir.store.session_rows["api"] = Session("api", "p", Harness.API)
     with pytest.raises(SummaryError, match="no text"):
-        save_summary(memoir, "api", body, model="m")
+        save_summary(summaries_of(memoir), memoir.store, "api", body, model="m")
     assert "api" not in memoir.store.rows
 
 
@@ -105,8 +112,8 @@ def test_read_body_never_shows_the_header(home, content, expected) -> None:
     memoir = make_memoir(home)
     path = archive(home, "s", b"x")
     summary_file(path).write_text(content)
-    assert read_summary_body(memoir, "s") == expected
-    assert read_summary_body(memoir, "missing") is None
+    assert read_summary_body(summaries_of(memoir), memoir.store, "s") == expected
+    assert read_summary_body(summaries_of(memoir), memoir.store, "missing") is None
 
 
 def test_counts_and_problems(home) -> None:
@@ -116,7 +123,7 @@ def test_counts_and_problems(home) -> None:
         start = now - timedelta(minutes=5) if sid == "grown-active" else None
         memoir.store.index_file(archive(home, sid, conversation(sid, 3, start=start)))
     model = ScriptedModel(default="S.")
-    run_summary_pass(memoir, limit=10, now_ms=NOW_MS + 2 * HOUR_MS, model=model)
+    run_pass(memoir, limit=10, now_ms=NOW_MS + 2 * HOUR_MS, model=model)
     archive_dir = home / "archive"
     for sid in ("grown-idle", "grown-active"):
         append(next(archive_dir.glob(f"*/{sid}.jsonl")), b"\n")
@@ -128,7 +135,9 @@ def test_counts_and_problems(home) -> None:
     next(archive_dir.glob("*/dead-summary.txt")).write_text(
         '__ERRORED__\n{"attempts":5,"lastAttempt":1}\nboom\n'
     )
-    counts = summary_counts(memoir, now_ms=NOW_MS)
+    counts = summary_counts(
+        summaries_of(memoir), SummaryPolicy.from_settings(memoir.settings), now_ms=NOW_MS
+    )
     assert counts == {
         "summarized": 1,
         "stale": 2,
@@ -137,7 +146,9 @@ def test_counts_and_problems(home) -> None:
         "given_up": 1,
         "empty": 1,
     }
-    problems = summary_problems(memoir, now_ms=NOW_MS)
+    problems = summary_problems(
+        summaries_of(memoir), SummaryPolicy.from_settings(memoir.settings), now_ms=NOW_MS
+    )
     assert len(problems) == 3
     assert problems[0].startswith("errored summary: ") and "bad" in problems[0]
     assert "boom" in problems[0]
@@ -148,8 +159,13 @@ def test_counts_and_problems(home) -> None:
 def test_given_up_after_failures_is_counted(home) -> None:
     memoir = make_memoir(home, summary_max_attempts=1)
     memoir.store.index_file(archive(home, "x", conversation("x", 3)))
-    run_summary_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel([Transient("t")]))
-    assert summary_counts(memoir, now_ms=NOW_MS)["given_up"] == 1
+    run_pass(memoir, limit=10, now_ms=NOW_MS, model=ScriptedModel([Transient("t")]))
+    assert (
+        summary_counts(
+            summaries_of(memoir), SummaryPolicy.from_settings(memoir.settings), now_ms=NOW_MS
+        )["given_up"]
+        == 1
+    )
     state = parse_summary_file(next((home / "archive").glob("*/x-summary.txt")).read_text())
     assert state.failure is not None and state.failure.attempts == 1
 
@@ -163,13 +179,23 @@ def test_forget_removes_file_and_row(home) -> None:
     path = archive(home, "gone", b"x")
     summary_file(path).write_text("private summary")
     memoir.store.session_rows["api-gone"] = Session("api-gone", "p", Harness.API)
-    save_summary(memoir, "api-gone", "private row", model=None)
-    assert read_summary_body(memoir, "api-gone") == "private row"
+    save_summary(summaries_of(memoir), memoir.store, "api-gone", "private row", model=None)
+    assert read_summary_body(summaries_of(memoir), memoir.store, "api-gone") == "private row"
 
-    assert forget_summary(memoir.settings, memoir.store, "gone", PROJECT) is True
-    assert forget_summary(memoir.settings, memoir.store, "api-gone", "p") is True
+    assert (
+        forget_summary(memoir.settings.archive_dir, memoir.store.summaries, "gone", PROJECT) is True
+    )
+    assert (
+        forget_summary(memoir.settings.archive_dir, memoir.store.summaries, "api-gone", "p") is True
+    )
     assert not summary_file(path).exists()
-    assert read_summary_body(memoir, "gone") is None
-    assert read_summary_body(memoir, "api-gone") is None
-    assert forget_summary(memoir.settings, memoir.store, "gone", PROJECT) is False
-    assert forget_summary(memoir.settings, memoir.store, "api-gone", "p") is False
+    assert read_summary_body(summaries_of(memoir), memoir.store, "gone") is None
+    assert read_summary_body(summaries_of(memoir), memoir.store, "api-gone") is None
+    assert (
+        forget_summary(memoir.settings.archive_dir, memoir.store.summaries, "gone", PROJECT)
+        is False
+    )
+    assert (
+        forget_summary(memoir.settings.archive_dir, memoir.store.summaries, "api-gone", "p")
+        is False
+    )

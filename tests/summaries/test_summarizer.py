@@ -100,18 +100,21 @@ def test_a_refused_short_summary_is_asked_once_of_the_fallback(tmp_path) -> None
 def test_the_pass_long_path_takes_the_episode_settings(tmp_path, monkeypatch) -> None:
     from types import SimpleNamespace
 
-    import memoir.episodes.session as session_mod
+    import memoir.summaries.long_path as long_path_mod
+    from memoir.config import Settings
     from memoir.summaries.long_path import session_long_path
     from memoir.summaries.state import SummaryState
+    from memoir.summaries.summary_pass import PassSettings
 
     seen: list = []
 
-    def fake_run(memoir, session_id, *, mode, summarizer, claim):
+    def fake_run(store, summaries, session_id, *, mode, summarizer, claim):
         seen.append(summarizer)
         return SimpleNamespace(summary=SimpleNamespace(text="Body.", model="m"), calls=1)
 
-    monkeypatch.setattr(session_mod, "summarize_session", fake_run)
-    settings = SimpleNamespace(
+    monkeypatch.setattr(long_path_mod, "summarize_session", fake_run)
+    settings = Settings(
+        home=tmp_path,
         episode_concurrency=1,
         episode_attempt_budget=50,
         episode_tokens=5000,
@@ -119,8 +122,10 @@ def test_the_pass_long_path_takes_the_episode_settings(tmp_path, monkeypatch) ->
         llm_retry_budget=1,
         summary_error_retry_hours=2.0,
     )
-    memoir = SimpleNamespace(settings=settings)
-    run = session_long_path(memoir, "s1", SummaryState.missing(), ScriptedModel(), None, None)
+    episodes = PassSettings.from_settings(settings).episodes  # what the pass hands its long path
+    run = session_long_path(
+        FakeStore(), None, "s1", SummaryState.missing(), ScriptedModel(), None, None, episodes
+    )
     assert run([]).body == "Body."
     assert (seen[0].episode_tokens, seen[0].max_full_tokens) == (5000, 90_000)
     assert seen[0].retries == 0  # MEMOIR_LLM_RETRY_BUDGET=1: one attempt, as `summarize`

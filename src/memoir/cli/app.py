@@ -19,15 +19,16 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memoir.app import resolve_session
 from memoir.config import Settings
 from memoir.errors import ConfigError, MemoirError
+from memoir.search.session_ref import resolve_session
 
 __all__ = [
     "app",
@@ -197,9 +198,9 @@ def require_archive(settings: Settings, *, archive_will_do: bool = False) -> Non
 
 
 def _discover() -> None:
-    import memoir.cli as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+    """Import every ``cmd_*`` module beside this one (each registers its commands)."""
+    here = [str(Path(__file__).resolve().parent)]
+    for info in sorted(pkgutil.iter_modules(here), key=lambda i: i.name):
         if info.name.startswith("cmd_"):
             importlib.import_module(f"memoir.cli.{info.name}")
 

@@ -78,10 +78,16 @@ def _model(memoir: Any) -> Any:
 
 @app.command()
 def compact(
-    file: Path = typer.Argument(
-        ...,
+    file: Path | None = typer.Argument(
+        None,
         help="Messages file (JSON array, {messages: [...]}, or JSONL) or a Claude Code / "
         "Codex transcript.",
+    ),
+    session: str | None = typer.Option(
+        None,
+        "--session",
+        help="Compact a stored session instead of a file: its checkpoint is kept, and the "
+        "memory extraction it triggers runs after the compaction is printed.",
     ),
     window: int = typer.Option(
         ..., "--window", "-w", min=1, help="The model's context window (tokens)."
@@ -90,11 +96,28 @@ def compact(
 ) -> None:
     """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO."""
     from memoir.compaction import Compactor
+    from memoir.compaction.events import messages_from_events
+    from memoir.search.session_ref import resolve_session
 
-    messages = read_messages(file)
-    with open_memoir() as memoir:
-        compactor = Compactor.from_settings(memoir.settings, _model(memoir), store=memoir.store)
-        result = compactor.compact(messages, window=window)
+    if (file is None) == (session is None):
+        raise CompactionError("give a messages FILE or --session SESSION")
+    with open_memoir(existing=session is not None) as memoir:
+        if session is not None:
+            sid = resolve_session(memoir.store.sessions, session)
+            events = memoir.store.events.of(sid)
+            messages = [dict(m) for m in messages_from_events(events).messages]
+            result = memoir.compactor().compact_events(events, window=window, session_id=sid)
+            name = sid
+        else:
+            assert file is not None
+            messages = read_messages(file)
+            compactor = Compactor.from_settings(memoir.settings, _model(memoir), store=memoir.store)
+            result = compactor.compact(messages, window=window)
+            name = file.name
+        _report(result, messages, name, as_json)
+
+
+def _report(result: Any, messages: list[dict[str, Any]], name: str, as_json: bool) -> None:
     reason = result.reason or ""
     if result.strategy == "truncate" and reason and not reason.startswith("nothing new"):
         err_console.print(
@@ -105,7 +128,7 @@ def compact(
     if as_json:
         print_json(result.to_json())
         return
-    table = Table(title=f"memoir compact {file.name}", show_header=False)
+    table = Table(title=f"memoir compact {name}", show_header=False)
     table.add_column("")
     table.add_column("")
     table.add_row("strategy", result.strategy + (f" ({result.reason})" if result.reason else ""))

@@ -99,7 +99,7 @@ def search_command(
     )
     with open_memoir(existing=True) as memoir:
         if session is not None:  # a unique prefix, as `show` and `summarize` take
-            filters = replace(filters, session_id=resolve_session(memoir.store, session))
+            filters = replace(filters, session_id=resolve_session(memoir.store.sessions, session))
         if project is not None:
             filters = replace(filters, project=_known_project(memoir.store, project))
         hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)

@@ -12,6 +12,7 @@ from rich.text import Text
 from memoir.cli.app import app, console, open_memoir, print_json, printable, resolve_session
 from memoir.errors import MemoirError, NotFound
 from memoir.model import Event, EventKind, Exchange, exchanges_around, speaker_of
+from memoir.summaries.persist import read_summary_body
 
 __all__ = ["show"]
 
@@ -42,6 +43,7 @@ def show(
             first, last = window[0].first_ordinal, window[-1].last_ordinal
             events = memoir.store.events.of(sid, after=first - 1, upto=last)
         body = _summary_body(memoir, sid)
+        cited = memoir.store.memory_items.cited(sid)  # evidence of memory items, by event
         if as_json:
             data: dict[str, Any] = {
                 "session": {
@@ -57,7 +59,7 @@ def show(
             if focus is not None:
                 data["exchange"] = focus
                 data["exchanges"] = [x.id for x in window]
-            data["events"] = [_event_json(e) for e in events]
+            data["events"] = [_event_json(e, cited.get(e.ordinal, [])) for e in events]
             print_json(data)
             return
         project = escape(printable(info.project))
@@ -75,7 +77,7 @@ def show(
                 pending = _flush(pending)
                 _rule(f"exchange {escape(hit.id)}")
             if meta or event.kind not in hidden:
-                _event_text(event, full, pending)
+                _event_text(event, full, pending, cited.get(event.ordinal, []))
             if hit is not None and event.ordinal == hit.last_ordinal and event is not events[-1]:
                 pending = _flush(pending)
                 _rule("")
@@ -95,25 +97,24 @@ def _resolve(store: Any, target: str) -> tuple[str, str | None]:
         return target, None
     head, sep, tail = target.rpartition(":")
     if sep and head and tail.isdigit():
-        sid = resolve_session(store, head)
+        sid = resolve_session(store.sessions, head)
         exchange = f"{sid}:{tail}"
         if store.exchanges.get(exchange) is None:
             raise NotFound(f"no exchange {target!r}: session {sid} has no exchange :{tail}")
         return sid, exchange
-    return resolve_session(store, target), None
+    return resolve_session(store.sessions, target), None
 
 
 def _summary_body(memoir: Any, session_id: str) -> str | None:
-    from memoir.summaries.persist import read_summary_body
-
     try:
-        return read_summary_body(memoir, session_id)
+        return read_summary_body(memoir.summary_store(), memoir.store, session_id)
     except (MemoirError, OSError):
         return None
 
 
-def _event_json(e: Event) -> dict[str, Any]:
+def _event_json(e: Event, memories: list[str]) -> dict[str, Any]:
     return {
+        "memories": memories,  # ids of the memory items quoting this event
         "ordinal": e.ordinal,
         "kind": e.kind.value,
         "author": e.author.value,
@@ -138,8 +139,9 @@ _STYLE = {
 }
 
 
-def _event_text(e: Event, full: bool, out: Text) -> None:
-    """Append one event — its label line, its text, a blank line — to ``out``."""
+def _event_text(e: Event, full: bool, out: Text, memories: list[str]) -> None:
+    """Append one event — its label line, its text, a blank line — to ``out``; an event
+    that is evidence for memory items says so (``memoir memories show ID``)."""
     label, style = _STYLE[e.kind]
     if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
         label = f"{label} {e.tool_name}"
@@ -150,7 +152,10 @@ def _event_text(e: Event, full: bool, out: Text) -> None:
         text = text if len(text) <= 300 else f"{text[:200]} … {text[-100:]}"  # errors end it
     when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
     out.append(printable(label), style=style)
-    out.append(f" #{e.ordinal} {when}\n", style="dim")
+    out.append(f" #{e.ordinal} {when}", style="dim")
+    if memories:
+        out.append(f"  ◆ memory {', '.join(m[:8] for m in memories)}", style="bold cyan")
+    out.append("\n")
     out.append(printable(text) + "\n\n")
 
 

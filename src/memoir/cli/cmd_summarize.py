@@ -25,9 +25,9 @@ from memoir.cli.app import (
     printable,
     resolve_session,
 )
-from memoir.episodes.session import RunMode, SessionRun, summarize_session
-from memoir.episodes.summarizer import Progress as ProgressFn
 from memoir.errors import Busy, MemoirError
+from memoir.summaries.episodic import Progress as ProgressFn
+from memoir.summaries.session import RunMode, SessionRun
 
 __all__ = ["summarize"]
 
@@ -97,11 +97,11 @@ def summarize(
         raise typer.BadParameter("choose one of --full and --incremental")
     mode: RunMode = "full" if full else "incremental" if incremental else "auto"
     with open_memoir(existing=True) as memoir:
-        session_id = resolve_session(memoir.store, session)
+        session_id = resolve_session(memoir.store.sessions, session)
         try:
             with _progress_bar(err_console.is_terminal) as progress:
-                run = summarize_session(
-                    memoir, session_id, mode=mode, use_cache=not no_cache, progress=progress
+                run = memoir.summarize(
+                    session_id, mode=mode, use_cache=not no_cache, progress=progress
                 )
         except Busy as exc:  # one writer per session: the other run's summary will land
             message = f"{exc}; leaving it to finish"

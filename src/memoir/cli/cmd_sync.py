@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
 from memoir.summaries.persist import summary_counts, summary_findings
+from memoir.summaries.policy import SummaryPolicy
 
 __all__ = ["demo", "stats", "sync_command", "verify"]
 
@@ -87,6 +89,17 @@ def _summary_pass(memoir: Any, limit: int) -> dict[str, Any]:
         out["error"] = f"the summary pass stopped: {report.stopped}"
         out["setting"] = report.stopped_by_setting
     return out
+
+
+def _memory_recovery(memoir: Any) -> dict[str, Any] | None:
+    """Run memory work left unsettled (by a killed process or a failed model); its report
+    as a dict, or None on a read-only store. An error is reported, never raised."""
+    if memoir.store.read_only:
+        return None
+    try:
+        return dict(asdict(memoir.recover_memories()))
+    except MemoirError as exc:
+        return {"error": str(exc)}
 
 
 def _embed_pass(memoir: Any) -> dict[str, Any] | None:
@@ -236,6 +249,7 @@ def sync_command(
                 report = sync(
                     memoir.settings,
                     memoir.store,
+                    observer=memoir.sync_observer(),
                     sources=source or None,
                     progress=progress,
                     purge_excluded=purge_excluded,
@@ -249,12 +263,23 @@ def sync_command(
         # keeps two passes from writing the same summary
         with open_memoir() as memoir:
             summaries = _summary_pass(memoir, limit)
+    memories = None
+    if not no_summaries:  # memory work a killed process left (checkpoints, queued, pending)
+        with open_memoir() as memoir:
+            memories = _memory_recovery(memoir)
     embedded = None
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
         with open_memoir() as memoir:
             embedded = _embed_pass(memoir)
     if as_json:
-        print_json({**report.as_dict(), "summaries": summaries, "embeddings": embedded})
+        print_json(
+            {
+                **report.as_dict(),
+                "summaries": summaries,
+                "memories": memories,
+                "embeddings": embedded,
+            }
+        )
         if any(part is not None and part.get("setting") for part in (summaries, embedded)):
             raise typer.Exit(2)
         if report.errors:
@@ -315,7 +340,8 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
         data: dict[str, Any] = dict(memoir.store.stats())
         data["archive_files"], data["archive_bytes"] = _archive_usage(memoir.settings)
         data["backend"] = memoir.store.backend
-        for key, count in summary_counts(memoir).items():
+        policy = SummaryPolicy.from_settings(memoir.settings)
+        for key, count in summary_counts(memoir.summary_store(), policy).items():
             data[f"summaries_{key}"] = count
     if as_json:
         print_json(data)
@@ -341,10 +367,12 @@ def verify(
     try:  # a sync half-way through a file would read as problems that are not there
         lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
         with lock, open_memoir() as memoir:  # --repair rebuilds a lost database
-            report = verify_home(memoir.settings, memoir.store, repair=repair)
-            report.warnings.extend(
-                Problem(f.kind, f.where, f.detail) for f in summary_findings(memoir)
+            report = verify_home(
+                memoir.settings, memoir.store, observer=memoir.sync_observer(), repair=repair
             )
+            policy = SummaryPolicy.from_settings(memoir.settings)
+            findings = summary_findings(memoir.summary_store(), policy)
+            report.warnings.extend(Problem(f.kind, f.where, f.detail) for f in findings)
     except Busy:
         again = "verify --repair" if repair else "verify"
         raise Busy(f"a memoir sync is running; run {again} again when it is done") from None

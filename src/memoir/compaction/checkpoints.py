@@ -126,9 +126,14 @@ def new_checkpoint(
     replaced: Sequence[int],
     omitted: Sequence[dict[str, Any]],
     replaced_fingerprints: Sequence[str],
+    context_through: int | None = None,
+    window: int | None = None,
 ) -> CheckpointRow:
     """A checkpoint row; ``replaced_fingerprints`` are those of the ``replaced`` messages,
-    in the same order (a replay checks them before putting stand-ins in their place)."""
+    in the same order (a replay checks them before putting stand-ins in their place).
+    ``context_through`` is the last position of the history compacted (the retained tail
+    memory extraction may read, never cite) and ``window`` the context window compacted
+    for (the bound a memory request is preflighted against)."""
     return CheckpointRow(
         id=uuid.uuid4().hex,
         session_id=session_id,
@@ -148,6 +153,8 @@ def new_checkpoint(
                 str(p): f for p, f in zip(replaced, replaced_fingerprints, strict=True)
             },
             "omitted": list(omitted),
+            "context_through": watermark if context_through is None else context_through,
+            "window": window,
         },
     )
 

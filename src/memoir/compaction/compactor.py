@@ -73,8 +73,12 @@ class Compactor:
         store: Store | None = None,
         tail_budget: int | None = None,
         clock: Callable[[], datetime] | None = None,
+        on_checkpoint: Callable[[CheckpointRow], None] | None = None,
     ) -> None:
         self.model = model
+        # told of each persisted checkpoint (memory extraction dispatches from it); it
+        # must return at once — a compaction never waits for it, and never fails by it
+        self.on_checkpoint = on_checkpoint
         self.tokens = MessageCounter(counter)
         self.ratio = ratio
         self.ratio_source = ratio_source
@@ -335,12 +339,19 @@ class Compactor:
                     for i in outcome.replacements
                 ],
                 omitted=[o.as_dict() for o in result.omitted],
+                context_through=job.positions[-1] if job.positions else watermark,
+                window=job.budget.window,
             )
             self.store.checkpoints.put(row)
         except MemoirError as exc:  # compaction never fails because persistence did
             log.warning("compaction checkpoint not saved for session %s: %s", sid, exc)
             return None
         self._latest[sid] = row
+        if self.on_checkpoint is not None:
+            try:
+                self.on_checkpoint(row)
+            except Exception:  # the checkpoint is durable: memory recovery finds it
+                log.exception("memory dispatch for checkpoint %s failed", row.id)
         return row.id
 
     def _checkpoint_time(self, session_id: str) -> datetime:

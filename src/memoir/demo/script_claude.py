@@ -55,7 +55,10 @@ def _flaky_checkout() -> ClaudeWriter:
         "and the total comes out as 60.00. The fix is to use `datetime.now(timezone.utc)` and to "
         "pass the frozen `clock` fixture into `make_order`.",
     )
-    w.user("Good catch. Please fix it and run the checkout tests.")
+    w.user(
+        "Good catch. Please fix it and run the checkout tests. From now on, always use "
+        "timezone-aware datetimes in this repo. I prefer small commits with one fix each."
+    )
     w.assistant(
         tool_use_block(
             "toolu_01Ck4",

@@ -27,7 +27,7 @@ def _py313() -> CodexWriter:
         "uses `cgi.parse_header`; replace it with `email.message.Message` header "
         "parsing, or the `multipart` package for form data."
     )
-    w.user("Replace it with the email module.")
+    w.user("Replace it with the email module. We decided to support Python 3.11 and newer only.")
     w.call(
         "call_py2",
         "apply_patch",

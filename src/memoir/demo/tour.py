@@ -3,7 +3,8 @@
 Works offline on a fresh machine: the corpus is package data, the store is a SQLite file
 in a temporary folder, and the model is the embedded offline one (no network). The tour
 walks the main job: sync (archive + index), the summary pass, search with the summary
-beside each hit, a transcript excerpt, and a compaction of the long session.
+beside each hit, a transcript excerpt, a compaction of the long session, and long-term
+memory: what the user asked to keep, with their exact words.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class DemoResult:
     hits: dict[str, int]
     summarized: int
     compaction: tuple[str, int, int]  # strategy, tokens before, tokens after
+    remembered: int = 0
 
 
 def _mark(snippet: str) -> str:
@@ -81,7 +83,8 @@ def _excerpt(store: Store, console: Console) -> None:
 
 def _compact(memoir: Memoir, console: Console) -> tuple[str, int, int]:
     events = memoir.store.events.of(LONG_SESSION)
-    result = memoir.compactor().compact_events(
+    # a 2.8k-token window is too small for a memory request too: memory here is `remember`
+    result = memoir.compactor(on_checkpoint=None).compact_events(
         events, window=COMPACT_WINDOW, session_id=LONG_SESSION
     )
     console.print(
@@ -90,6 +93,19 @@ def _compact(memoir: Memoir, console: Console) -> tuple[str, int, int]:
         f"tokens, {len(result.messages)} messages (system, summary, verbatim tail)"
     )
     return result.strategy, result.tokens_before, result.tokens_after
+
+
+def _remember(memoir: Memoir, console: Console) -> int:
+    out = memoir.remember(EXCERPT_SESSION[:8])
+    console.print(
+        f"\n[bold]memoir remember[/bold] {EXCERPT_SESSION[:8]} → {len(out.items)} item(s), "
+        "each with the user's exact words:"
+    )
+    for item in out.items:
+        console.print(f"  [green]{item.kind}[/green]  {item.content}", soft_wrap=True)
+        for source in item.sources:
+            console.print(f"    [dim]“{source.quote}” (event {source.ordinal})[/dim]")
+    return len(out.items)
 
 
 def _projects(store: Store, console: Console) -> None:
@@ -152,9 +168,13 @@ def run_demo(console: Console, home: Path | None = None, corpus: Path = CORPUS_D
         hits = _search(memoir, console)
         _excerpt(memoir.store, console)
         compaction = _compact(memoir, console)
+        remembered = _remember(memoir, console)
         exe = _executable()
         console.print(
             f"\nTry it yourself: export MEMOIR_HOME={shlex.quote(str(home))}\n"
-            f"  {exe} search 'rate limit' · {exe} show {LONG_SESSION[:8]} · {exe} stats"
+            f"  {exe} search 'rate limit' · {exe} show {LONG_SESSION[:8]} · {exe} stats\n"
+            f"  {exe} remember 0199f1a2 · {exe} memories list · {exe} memories show ID"
         )
-        return DemoResult(home, report, memoir.store.stats(), hits, summarized, compaction)
+        return DemoResult(
+            home, report, memoir.store.stats(), hits, summarized, compaction, remembered
+        )

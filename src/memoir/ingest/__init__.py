@@ -8,7 +8,9 @@ ones whose size and mtime the index already has (stat only), plans the rest
 one once from the indexed byte offset — every chunk goes to the archive copy
 (:mod:`memoir.ingest.archive`) and through the line splitter (:mod:`memoir.ingest.lines`) into
 a format reader (:mod:`memoir.ingest.reader`) — rebuilds the exchange that was still open,
-and commits everything for that file in one ``Store.apply_ingest`` transaction.
+and commits everything for that file in one ``store.ingest.apply`` transaction. What was
+derived from a conversation (its summary) is not ingest's: the caller passes a
+:class:`SyncObserver`, told the moment a transcript is rewritten or a conversation removed.
 
 The entry points are ``memoir.ingest.sync.sync`` and ``memoir.ingest.verify.verify`` (not
 re-exported here, so the submodules keep their names), or ``Memoir.sync()`` /
@@ -17,6 +19,7 @@ re-exported here, so the submodules keep their names), or ``Memoir.sync()`` /
 
 from memoir.ingest.detect import Format, detect_format
 from memoir.ingest.discover import discover
+from memoir.ingest.observer import SyncObserver
 from memoir.ingest.reader import ReadResult, read_bytes
 from memoir.ingest.sync import NO_INDEX_MARKER, SyncProgress, SyncReport
 from memoir.ingest.verify import Problem, VerifyReport
@@ -26,6 +29,7 @@ __all__ = [
     "Format",
     "Problem",
     "ReadResult",
+    "SyncObserver",
     "SyncProgress",
     "SyncReport",
     "VerifyReport",

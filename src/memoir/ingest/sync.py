@@ -13,6 +13,10 @@ The do-not-index marker: a conversation in which the user writes ``<memoir:no-in
 is not indexed at all; when it was indexed before, its rows and its archived copy are
 removed, and the file is remembered as ignored.
 
+What was derived from a conversation is not ingest's to keep: the ``observer``
+(:class:`memoir.ingest.observer.SyncObserver`) is told the moment a transcript is found
+rewritten (after its new rows are committed) or a conversation is removed.
+
 An excluded project (``MEMOIR_EXCLUDE_PROJECTS``) is never read; conversations of it stored
 before it was excluded are listed in ``SyncReport.excluded_kept`` and removed the same way
 only when asked (``purge_excluded``): a pattern that matches more than meant must not
@@ -36,8 +40,10 @@ from memoir.ingest.detect import Format
 from memoir.ingest.discover import Candidate, scan, source_key
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
+from memoir.ingest.observer import SyncObserver
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
+from memoir.ingest.records import parse_ts
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.store import ensure_writable
 from memoir.store.port import Store
@@ -91,32 +97,37 @@ def ignored_path(settings: Settings) -> Path:
 class _Run:
     settings: Settings
     store: Store
+    observer: SyncObserver
     report: SyncReport
     ignored: IgnoredFiles
     owners: dict[str, str]
 
 
-def _new_run(settings: Settings, store: Store) -> tuple[_Run, dict[str, SourceState]]:
+def _new_run(
+    settings: Settings, store: Store, observer: SyncObserver
+) -> tuple[_Run, dict[str, SourceState]]:
     """A run's shared state, and the index's source states it was built from."""
     states = store.ingest.sources()
     owners = {st.session_id: path for path, st in states.items()}
-    run = _Run(settings, store, SyncReport(), IgnoredFiles(ignored_path(settings)), owners)
-    return run, states
+    ignored = IgnoredFiles(ignored_path(settings))
+    return _Run(settings, store, observer, SyncReport(), ignored, owners), states
 
 
 def sync(
     settings: Settings,
     store: Store,
     *,
+    observer: SyncObserver,
     sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
     progress: Callable[[SyncProgress], None] | None = None,
     purge_excluded: bool = False,
 ) -> SyncReport:
     """Archive and index what changed under ``sources`` (default ``settings.sources``);
-    with ``purge_excluded``, first remove the stored conversations of excluded projects."""
+    with ``purge_excluded``, first remove the stored conversations of excluded projects.
+    ``observer`` is told of every rewritten or removed conversation as it happens."""
     ensure_writable(store, "memoir sync")  # before any archive copy is written
     began = time.perf_counter()
-    run, states = _new_run(settings, store)
+    run, states = _new_run(settings, store, observer)
     report = run.report
     for info in _excluded_stored(run):
         if not purge_excluded:
@@ -297,9 +308,7 @@ def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -
         run.store.sessions.delete(sid)
     if plan.archive != cand.path:
         plan.archive.unlink(missing_ok=True)
-    from memoir.summaries.persist import forget_summary
-
-    forget_summary(run.settings, run.store, sid, plan.identity.project)
+    run.observer.removed(sid, plan.identity.project)  # before the file is remembered ignored
     run.report.sessions_removed.append(sid)
     run.report.files_ignored += 1
     run.ignored.add(IgnoredFile(source_key(cand.path), cand.size, cand.mtime_ns, "no_index", sid))
@@ -314,15 +323,13 @@ def _excluded_stored(run: _Run) -> list[SessionInfo]:
 
 
 def _purge(run: _Run, session: Session, sources: list[SourceState]) -> None:
-    """Remove a stored conversation of an excluded project: its rows, its archived copies
-    and its summary (a later sync leaves its transcript out as excluded)."""
+    """Remove a stored conversation of an excluded project: its rows and its archived
+    copies, and tell the observer (a later sync leaves its transcript out as excluded)."""
     run.store.sessions.delete(session.id)
     for st in sources:
         if st.archive_path:
             in_archive(run.settings.archive_dir, st.archive_path).unlink(missing_ok=True)
-    from memoir.summaries.persist import forget_summary
-
-    forget_summary(run.settings, run.store, session.id, session.project)
+    run.observer.removed(session.id, session.project)
     run.report.sessions_removed.append(session.id)
 
 
@@ -341,8 +348,6 @@ def _exchanges(store: Store, plan: Plan, events: tuple[Event, ...]) -> tuple[lis
 
 
 def _session(store: Store, plan: Plan, state: dict[str, Any]) -> Session:
-    from memoir.ingest.records import parse_ts
-
     existing = None if plan.reset else store.sessions.get(plan.identity.session_id)
     flags = existing.flags if existing is not None else SessionFlags()
     if plan.identity.subagent and not flags.subagent:
@@ -402,10 +407,8 @@ def _commit(
         expected_offset=expected,
     )
     run.store.ingest.apply(batch)
-    if plan.rewritten:  # the summary may tell of what the file no longer holds
-        from memoir.summaries.persist import mark_summary_stale
-
-        mark_summary_stale(run.settings, run.store, plan.identity.session_id)
+    if plan.rewritten:  # what was derived may tell of what the file no longer holds
+        run.observer.rewritten(plan.identity.session_id)
     run.ignored.discard(plan.path)
     run.owners[plan.identity.session_id] = plan.path
     report = run.report
@@ -421,12 +424,18 @@ def _commit(
 
 
 def index_file(
-    settings: Settings, store: Store, path: Path, *, root: Path, key: str | None = None
+    settings: Settings,
+    store: Store,
+    path: Path,
+    *,
+    root: Path,
+    observer: SyncObserver,
+    key: str | None = None,
 ) -> SyncReport:
     """Index one file outside a sync walk (``verify --repair`` re-reads archived copies).
     ``key`` is the source path the index knows it by; by default the file itself."""
     began = time.perf_counter()
-    run, states = _new_run(settings, store)
+    run, states = _new_run(settings, store, observer)
     report = run.report
     st = os.stat(path)
     report.files_scanned = 1

@@ -18,7 +18,8 @@ Warnings (listed, exit 0): lines of a record type the reader does not know
 ``repair`` rebuilds the store's search index, re-indexes archived copies the index is
 behind on or has lost (an orphaned copy through a sync of the sources first, so a source
 that is still there keeps its one identity; from the archive itself when the source is
-gone) and re-copies a missing archive from its source when the source still exists.
+gone) and re-copies a missing archive from its source when the source still exists; what
+that re-indexing rewrites or removes is told to the ``observer``, as a sync tells it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 from memoir.config import Settings
 from memoir.ingest.archive import in_archive
 from memoir.ingest.ignored import IgnoredFiles
+from memoir.ingest.observer import SyncObserver
 from memoir.ingest.sync import ignored_path, index_file, sync
 from memoir.store.port import Store
 from memoir.store.values import SourceState
@@ -127,7 +129,7 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
             report.problems.append(Problem("orphan_archive", str(path), "not indexed"))
 
 
-def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
+def _repair(settings: Settings, store: Store, report: VerifyReport, observer: SyncObserver) -> None:
     if any(p.kind == "store" for p in report.problems):
         report.repaired += store.index.repair()
     orphans = [p for p in report.problems if p.kind == "orphan_archive"]
@@ -136,13 +138,14 @@ def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
         # copy and the commit: the source is still there, and a sync indexes it under its
         # own identity. Only copies whose source is gone are indexed from the archive
         # itself (a second identity for a source a sync would find is a duplicate).
-        sync(settings, store)
+        sync(settings, store, observer=observer)
         known = _known(settings, store.ingest.sources())
         for problem in orphans:
             if problem.where in known:
                 report.repaired += 1
             else:
-                index_file(settings, store, Path(problem.where), root=settings.archive_dir)
+                archived = Path(problem.where)
+                index_file(settings, store, archived, root=settings.archive_dir, observer=observer)
                 report.repaired += 1
     by_archive = {
         _archived(settings, s.archive_path): s
@@ -155,25 +158,41 @@ def _repair(settings: Settings, store: Store, report: VerifyReport) -> None:
         elif problem.kind == "index_behind_archive":
             state = by_archive[problem.where]
             if os.path.exists(state.path):
-                index_file(settings, store, Path(state.path), root=Path(state.path).parent)
+                _reindex_source(settings, store, state, observer)
             else:
                 index_file(
-                    settings, store, Path(problem.where), root=settings.archive_dir, key=state.path
+                    settings,
+                    store,
+                    Path(problem.where),
+                    root=settings.archive_dir,
+                    observer=observer,
+                    key=state.path,
                 )
             report.repaired += 1
         elif problem.kind in ("archive_missing", "archive_short"):
             state = by_archive[problem.where]
             if os.path.exists(state.path):
-                index_file(settings, store, Path(state.path), root=Path(state.path).parent)
+                _reindex_source(settings, store, state, observer)
                 report.repaired += 1
 
 
-def verify(settings: Settings, store: Store, *, repair: bool = False) -> VerifyReport:
+def _reindex_source(
+    settings: Settings, store: Store, state: SourceState, observer: SyncObserver
+) -> None:
+    source = Path(state.path)
+    index_file(settings, store, source, root=source.parent, observer=observer)
+
+
+def verify(
+    settings: Settings, store: Store, *, observer: SyncObserver, repair: bool = False
+) -> VerifyReport:
+    """Check the index against the archive; with ``repair``, mend what can be (re-indexing
+    tells ``observer`` what it rewrites or removes)."""
     report = VerifyReport()
     _collect(settings, store, report)
     if repair and report.problems:
         repaired = report.repaired
-        _repair(settings, store, report)
+        _repair(settings, store, report, observer)
         after = VerifyReport()
         _collect(settings, store, after)
         after.repaired = repaired + report.repaired

@@ -2,9 +2,14 @@
 fused by reciprocal rank (hybrid), the head re-ranked token by token, exchanges from dates
 the query names favoured, then hits with snippets and the session's summary.
 
-query → store.search_text (sanitised, bm25) ─┐
-query → embedder → cosine over the matrix ───┴→ rrf → late-interaction re-rank (hybrid)
-  → query dates → exchanges + sessions → SearchHit
+request.query → store.index (sanitised, bm25) ───────┐
+request.meaning → embedder → cosine over the matrix ─┴→ rrf → late-interaction re-rank
+  (hybrid) → query dates → exchanges + sessions → SearchHit
+
+A search's inputs are one :class:`~memoir.search.request.SearchRequest`, built and checked
+where it enters (:func:`search`); what it reads of the store is named by
+:class:`~memoir.search.reads.SearchReads`, and the summary beside each hit comes from the
+caller's ``summaries`` (session id → body).
 """
 
 from __future__ import annotations
@@ -16,34 +21,39 @@ from datetime import datetime
 
 import numpy as np
 
-from memoir.errors import ConfigError, MemoirError
+from memoir.errors import MemoirError
 from memoir.model import Exchange, Session
 from memoir.search.context import neighbour_smoothed
 from memoir.search.embedder import Embedder, TokenEmbedder
 from memoir.search.fusion import rrf
-from memoir.search.hits import MODES, SearchHit, SearchMode
+from memoir.search.hits import SearchHit, SearchMode
 from memoir.search.late import RERANK_DEPTH, rerank
 from memoir.search.query_dates import query_dates, span_contains
+from memoir.search.reads import Lookup, SearchReads
+from memoir.search.request import SearchRequest, resolve_mode
 from memoir.search.snippets import MARK_START, clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
-from memoir.store.port import Store
-from memoir.store.query_text import Term, meaning_text, parse_query, words_of
-from memoir.store.values import SearchFilters, TextHit, without_surrogates
+from memoir.store.parts import EmbeddingsPart, IndexPart
+from memoir.store.query_text import Term, parse_query, words_of
+from memoir.store.search_filter import filter_predicate
+from memoir.store.values import SearchFilters, TextHit
 
 __all__ = [
     "DEFAULT_POOL",
+    "SearchMode",
     "SummaryReader",
     "exchange_time",
     "matches_filters",
     "mentions_any",
     "resolve_mode",
+    "run_search",
     "search",
+    "text_candidates",
 ]
 
 log = logging.getLogger(__name__)
 
 SummaryReader = Callable[[str], "str | None"]
-MAX_LIMIT = 1000
 # Fusion constant: k=60 comes from fusing 1000-deep TREC runs; for a 10-hit page it
 # flattens ranks so far that exchanges both lists rank middling beat each list's best.
 # A small k lets the head of each list reach the page (words and meaning find different
@@ -60,52 +70,14 @@ MAX_FILTER_SCAN = 20_000
 DEFAULT_POOL = 75
 
 
-def resolve_mode(mode: str | None, embedder: Embedder | None) -> SearchMode:
-    """``None`` → hybrid when an embedder is available, else text."""
-    if mode is None:
-        return "hybrid" if embedder is not None else "text"
-    if mode not in MODES:
-        raise ConfigError(f"search mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if mode != "text" and embedder is None:
-        raise ConfigError(
-            f"--mode {mode} needs the embeddings extra: pip install 'memoir[embeddings]' "
-            "(or MEMOIR_EMBEDDER=hash for the test embedder)"
-        )
-    return mode
-
-
 def exchange_time(exchange: Exchange) -> datetime | None:
     return exchange.started_at or exchange.ended_at
 
 
 def matches_filters(exchange: Exchange, session: Session | None, filters: SearchFilters) -> bool:
     """The filter semantics, applied to vector candidates (the store applies the same ones
-    in SQL to text candidates)."""
-    if filters.session_id is not None and exchange.session_id != filters.session_id:
-        return False
-    if session is None:
-        return False
-    if filters.project is not None and session.project != filters.project:
-        return False
-    if filters.harness is not None and str(session.harness) != filters.harness:
-        return False
-    if not filters.include_subagents and session.flags.subagent:
-        return False
-    if filters.role == "user" and not exchange.user_text.strip():
-        return False
-    if filters.role == "assistant" and not exchange.assistant_text.strip():
-        return False
-    if filters.role == "tool" and not (exchange.tool_names or exchange.tool_excerpt):
-        return False
-    if filters.after is not None or filters.before is not None:
-        when = exchange_time(exchange)
-        if when is None:
-            return False
-        if filters.after is not None and when < filters.after:
-            return False
-        if filters.before is not None and when >= filters.before:
-            return False
-    return True
+    in SQL to text candidates: both read :mod:`memoir.store.search_filter`)."""
+    return filter_predicate(filters)(exchange, session)
 
 
 def mentions_any(exchange: Exchange, terms: tuple[Term, ...]) -> bool:
@@ -131,74 +103,56 @@ def mentions_any(exchange: Exchange, terms: tuple[Term, ...]) -> bool:
     return False
 
 
-class _Lookup:
-    """Exchanges and sessions fetched once per search."""
+class _Search:
+    """One search under way: its request, what it reads, and what it has fetched."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, request: SearchRequest, store: SearchReads, embedder: Embedder | None):
+        self.request = request
         self.store = store
-        self.exchanges: dict[str, Exchange] = {}
-        self.sessions: dict[str, Session | None] = {}
-
-    def load(self, ids: list[str]) -> None:
-        missing = [i for i in ids if i not in self.exchanges]
-        if missing:
-            self.exchanges.update(self.store.exchanges.many(missing))
-        for exchange in (self.exchanges.get(i) for i in ids):
-            if exchange is not None and exchange.session_id not in self.sessions:
-                self.sessions[exchange.session_id] = self.store.sessions.get(exchange.session_id)
+        self.embedder = embedder
+        self.lookup = Lookup(store.exchanges, store.sessions)
+        self.passes = filter_predicate(request.filters)
 
 
 def _vector_ranking(
-    store: Store,
+    run: _Search,
     embedder: Embedder,
-    query: str,
-    filters: SearchFilters,
     pool: int,
-    lookup: _Lookup,
     feedback: list[str] | None = None,
     query_vector: np.ndarray | None = None,
-    excluded: tuple[Term, ...] = (),
 ) -> list[tuple[str, float]]:
-    vectors = matrix_for(store, embedder.name)
+    vectors = matrix_for(run.store, embedder.name)
     if vectors.size == 0 or vectors.dim != embedder.dim:
         return []
     if query_vector is None:
-        (query_vector,) = embedder.embed_query([query])
+        (query_vector,) = embedder.embed_query([run.request.meaning])
     if feedback:
         rows = vectors.rows_of(feedback[:FEEDBACK_DOCS])
         if rows:
             centroid = vectors.matrix[rows].mean(axis=0)
             query_vector = query_vector + FEEDBACK_WEIGHT * centroid
             query_vector = query_vector / max(float(np.linalg.norm(query_vector)), 1e-9)
-    kept = _filtered_nearest(
-        store, embedder.name, vectors, query_vector, filters, pool, lookup, excluded
-    )
-    lookup.load([i for i, _ in kept])
-    return neighbour_smoothed(dict(kept), lookup.exchanges)
+    kept = _filtered_nearest(run, embedder.name, vectors, query_vector, pool)
+    run.lookup.load([i for i, _ in kept])
+    return neighbour_smoothed(dict(kept), run.lookup.exchanges)
 
 
 def _filtered_nearest(
-    store: Store,
-    model: str,
-    vectors: VectorMatrix,
-    query_vector: np.ndarray,
-    filters: SearchFilters,
-    pool: int,
-    lookup: _Lookup,
-    excluded: tuple[Term, ...] = (),
+    run: _Search, model: str, vectors: VectorMatrix, query_vector: np.ndarray, pool: int
 ) -> list[tuple[str, float]]:
-    """The ``pool`` nearest exchanges that pass ``filters`` and hold none of the query's
-    ``excluded`` terms. Project, harness, session and date filters are a mask over the
+    """The ``pool`` nearest exchanges that pass the filters and hold none of the query's
+    excluded terms. Project, harness, session and date filters are a mask over the
     matrix's rows (the store names the sessions that pass and says when each embedded
     exchange happened), so only those rows are scanned, however few; the rest (role,
     subagents) and the exclusions are checked on the candidates, widening the list
     eightfold until enough pass (at most :data:`MAX_FILTER_SCAN`: the text side still
     sees every match)."""
+    filters, lookup = run.request.filters, run.lookup
     mask: np.ndarray | None = None
     if filters.project is not None or filters.harness is not None or filters.session_id is not None:
-        mask = vectors.session_mask(store.sessions.ids(filters))
+        mask = vectors.session_mask(run.store.sessions.ids(filters))
     if filters.after is not None or filters.before is not None:
-        dated = time_mask(store, model, vectors, filters.after, filters.before)
+        dated = time_mask(run.store, model, vectors, filters.after, filters.before)
         mask = dated if mask is None else mask & dated
     available = vectors.size if mask is None else int(np.count_nonzero(mask))
     k = pool
@@ -209,8 +163,8 @@ def _filtered_nearest(
             (i, s)
             for i, s in candidates
             if (ex := lookup.exchanges.get(i)) is not None
-            and matches_filters(ex, lookup.sessions.get(ex.session_id), filters)
-            and not mentions_any(ex, excluded)
+            and run.passes(ex, lookup.sessions.get(ex.session_id))
+            and not mentions_any(ex, run.request.excluded)
         ]
         if len(kept) >= pool or k >= min(available, MAX_FILTER_SCAN):
             return kept[:pool]
@@ -228,7 +182,7 @@ class _Ranking:
 
 
 def search(
-    store: Store,
+    store: SearchReads,
     query: str,
     *,
     filters: SearchFilters | None = None,
@@ -253,42 +207,35 @@ def search(
     of a larger one, in the same order (``--limit 3`` is the top 3 of ``--limit 10``); a
     limit beyond what that pool ranks is filled from a deeper pass, after those hits.
     """
-    filters = SearchFilters() if filters is None else filters
-    if not isinstance(filters, SearchFilters):
-        raise ConfigError(f"filters must be a SearchFilters, not {type(filters).__name__}")
-    chosen = resolve_mode(mode, embedder)
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise ConfigError(f"limit must be a whole number, not {limit!r}")
-    if limit < 0:
-        raise ConfigError(f"limit must be 0 or more, not {limit}")
-    if not isinstance(query, str):
-        raise ConfigError(f"the query must be a string, not {type(query).__name__}")
-    if pool is not None and (isinstance(pool, bool) or not isinstance(pool, int) or pool < 1):
-        raise ConfigError(f"pool must be a whole number of 1 or more, not {pool!r}")
-    query = without_surrogates(query)  # the tokenizer of meaning search refuses them
-    limit = min(limit, MAX_LIMIT)
-    meaning = meaning_text(query)
-    if limit == 0 or not words_of(meaning):
+    request = SearchRequest.of(
+        query, filters=filters, mode=mode, limit=limit, pool=pool, embedder=embedder
+    )
+    return run_search(store, request, embedder=embedder, summaries=summaries)
+
+
+def run_search(
+    store: SearchReads,
+    request: SearchRequest,
+    *,
+    embedder: Embedder | None = None,
+    summaries: SummaryReader | None = None,
+) -> list[SearchHit]:
+    """:func:`search` for a request already built (``embedder``: the one the request's
+    mode was resolved with)."""
+    if request.limit == 0 or not words_of(request.meaning):
         return []
-    lookup = _Lookup(store)
-    args = (store, query, meaning, filters, chosen, embedder, lookup)
-    ranking = _rank(*args, pool or DEFAULT_POOL)
-    if pool is None and limit > len(ranking.ranked) and _a_list_was_cut(ranking):
-        ranking = _extended(ranking, _rank(*args, max(DEFAULT_POOL, 3 * limit)))
-    ranked = ranking.ranked[:limit]
-    lookup.load([i for i, _ in ranked])
-    snippets = _page_snippets(store, query, meaning, filters, ranked, ranking, lookup)
-    return _hits(ranked, lookup, ranking, snippets, summaries)
+    run = _Search(request, store, embedder)
+    ranking = _rank(run, request.pool or DEFAULT_POOL)
+    if request.pool is None and request.limit > len(ranking.ranked) and _a_list_was_cut(ranking):
+        ranking = _extended(ranking, _rank(run, max(DEFAULT_POOL, 3 * request.limit)))
+    ranked = ranking.ranked[: request.limit]
+    run.lookup.load([i for i, _ in ranked])
+    snippets = _page_snippets(run, ranked, ranking)
+    return _hits(ranked, run.lookup, ranking, snippets, summaries)
 
 
 def _page_snippets(
-    store: Store,
-    query: str,
-    meaning: str,
-    filters: SearchFilters,
-    ranked: list[tuple[str, float]],
-    ranking: _Ranking,
-    lookup: _Lookup,
+    run: _Search, ranked: list[tuple[str, float]], ranking: _Ranking
 ) -> dict[str, str]:
     """The snippet of each hit shown, made for those only (a store snippet is a query of
     its own). A text match quotes the index's match; another hit, its prompt and reply
@@ -296,14 +243,15 @@ def _page_snippets(
     vector hit the index also matches, past the text list's candidates), when the index
     quotes it if it can mark it. A text match the index marks nothing in (it matched
     through its neighbours' words) falls back to its own text too."""
-    shown = [i for i, _ in ranked if i in lookup.exchanges]
+    request, exchanges = run.request, run.lookup.exchanges
+    shown = [i for i, _ in ranked if i in exchanges]
     own = {
-        i: make_snippet(_exchange_text(lookup.exchanges[i]), meaning)
+        i: make_snippet(_exchange_text(exchanges[i]), request.meaning)
         for i in shown
         if i not in ranking.text_hits
     }
     asked = [i for i in shown if i not in own or MARK_START not in own[i]]
-    stored = store.index.snippets(query, filters, asked) if asked else {}
+    stored = run.store.index.snippets(request.query, request.filters, asked) if asked else {}
     out: dict[str, str] = {}
     for i in shown:
         quoted = stored.get(i, "")
@@ -312,28 +260,20 @@ def _page_snippets(
         elif i in own:
             out[i] = own[i]
         else:  # a text match the index marks nothing in: its neighbours' words matched
-            out[i] = make_snippet(_exchange_text(lookup.exchanges[i]), meaning)
+            out[i] = make_snippet(_exchange_text(exchanges[i]), request.meaning)
     return out
 
 
-def _rank(
-    store: Store,
-    query: str,
-    meaning: str,
-    filters: SearchFilters,
-    chosen: SearchMode,
-    embedder: Embedder | None,
-    lookup: _Lookup,
-    pool: int,
-) -> _Ranking:
+def _rank(run: _Search, pool: int) -> _Ranking:
     """Every stage of the ranking with ``pool`` candidates from each list."""
-    parsed = parse_query(query)
+    request, embedder = run.request, run.embedder
+    chosen = request.mode
     text_hits: dict[str, TextHit] = {}
     text_ranked: list[tuple[str, float]] = []
     if chosen in ("text", "hybrid"):
         # bm25 order, not smoothed over neighbours: the index's context column already lets
         # an exchange match its neighbours' words (smoothing on top counted them twice)
-        text_hits = text_candidates(store, query, filters, pool)
+        text_hits = text_candidates(run.store.index, request.query, request.filters, pool)
         text_ranked = sorted(((i, h.score) for i, h in text_hits.items()), key=lambda kv: -kv[1])
     vector_ranked: list[tuple[str, float]] = []
     query_tokens: np.ndarray | None = None
@@ -341,10 +281,8 @@ def _rank(
         feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
         query_vector = None
         if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
-            query_vector, query_tokens = embedder.query_with_tokens(meaning)
-        vector_ranked = _vector_ranking(
-            store, embedder, meaning, filters, pool, lookup, feedback, query_vector, parsed.excluded
-        )
+            query_vector, query_tokens = embedder.query_with_tokens(request.meaning)
+        vector_ranked = _vector_ranking(run, embedder, pool, feedback, query_vector)
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
     if chosen == "text":
@@ -354,9 +292,12 @@ def _rank(
     else:
         ranked = rrf([text_rank, vector_rank], k=HYBRID_K, weights=HYBRID_WEIGHTS)
         if query_tokens is not None and embedder is not None and vector_rank:
-            ranked = _reranked(store, embedder.name, ranked, query_tokens)
+            ranked = _reranked(run.store.embeddings, embedder.name, ranked, query_tokens)
     return _Ranking(
-        _dated(query, ranked, lookup), text_hits, _places(text_rank), _places(vector_rank)
+        _dated(request.query, ranked, run.lookup),
+        text_hits,
+        _places(text_rank),
+        _places(vector_rank),
     )
 
 
@@ -393,19 +334,22 @@ def _positions(head: dict[str, int], deep: dict[str, int], seen: set[str]) -> di
 
 
 def _reranked(
-    store: Store, model: str, ranked: list[tuple[str, float]], query_tokens: np.ndarray
+    embeddings: EmbeddingsPart,
+    model: str,
+    ranked: list[tuple[str, float]],
+    query_tokens: np.ndarray,
 ) -> list[tuple[str, float]]:
     """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`).
     The fused scores are handed out again in the new order, so scores still descend."""
     head = [i for i, _ in ranked[:RERANK_DEPTH]]
-    stored = store.embeddings.token_states(model, head)
+    stored = embeddings.token_states(model, head)
     if not stored:
         return ranked
     order = rerank([i for i, _ in ranked], query_tokens, stored)
     return list(zip(order, sorted((s for _, s in ranked), reverse=True), strict=True))
 
 
-def _dated(query: str, ranked: list[tuple[str, float]], lookup: _Lookup) -> list[tuple[str, float]]:
+def _dated(query: str, ranked: list[tuple[str, float]], lookup: Lookup) -> list[tuple[str, float]]:
     """When the query names dates ("in August 2023", "on 3 June, 2023"), exchanges from
     then (give or take a week) are favoured: they form a second list fused with the
     ranking by reciprocal rank. A soft preference, not a filter (``--after``/``--before``
@@ -426,7 +370,7 @@ def _dated(query: str, ranked: list[tuple[str, float]], lookup: _Lookup) -> list
 
 def _hits(
     ranked: list[tuple[str, float]],
-    lookup: _Lookup,
+    lookup: Lookup,
     ranking: _Ranking,
     snippets: dict[str, str],
     summaries: SummaryReader | None,
@@ -475,17 +419,17 @@ def _render(term: Term) -> str:
 
 
 def text_candidates(
-    store: Store, query: str, filters: SearchFilters, pool: int
+    index: IndexPart, query: str, filters: SearchFilters, pool: int
 ) -> dict[str, TextHit]:
     """Exchanges with every query word first (bm25 order), then — when those are fewer
     than ``pool`` — exchanges with any of them (bm25 order). Long natural-language queries
     rarely have all their words in one exchange; a person's few keywords usually do. The
     hits carry no snippets: :func:`search` asks for those of the hits it shows."""
     hits: dict[str, TextHit] = {}
-    for hit in store.index.search(query, filters, pool, snippets=False):
+    for hit in index.search(query, filters, pool, snippets=False):
         hits.setdefault(hit.exchange_id, hit)
     if len(hits) < pool and (loose := any_word_query(query)) is not None:
-        for hit in store.index.search(loose, filters, pool, snippets=False):
+        for hit in index.search(loose, filters, pool, snippets=False):
             if len(hits) >= pool:
                 break
             hits.setdefault(hit.exchange_id, hit)

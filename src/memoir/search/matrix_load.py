@@ -29,7 +29,7 @@ from memoir.search.matrix_file import (
     read_matrix,
     write_matrix,
 )
-from memoir.store.port import Store
+from memoir.search.reads import VectorReads
 
 __all__ = ["REWRITE_SHARE", "Loaded", "patched", "read_whole"]
 
@@ -45,7 +45,7 @@ class Loaded:
     coarse: tuple[np.ndarray, np.ndarray] | None  # (basis, projected rows), when kept
 
 
-def patched(store: Store, model: str, directory: Path) -> Loaded | None:
+def patched(store: VectorReads, model: str, directory: Path) -> Loaded | None:
     """The newest cached matrix with the logged changes since applied, or None when it
     cannot be (no file, no log, too many changes, a changed width, a file replaced)."""
     generations = cached_generations(directory, model)
@@ -82,7 +82,7 @@ def patched(store: Store, model: str, directory: Path) -> Loaded | None:
     return Loaded(kept + tuple(added), matrix, coarse)
 
 
-def read_whole(store: Store, model: str, generation: int, directory: Path | None) -> Loaded:
+def read_whole(store: VectorReads, model: str, generation: int, directory: Path | None) -> Loaded:
     """Every vector of ``model`` from the store; cached as a file beside the database
     when it is big enough (under the ``vectors:<model>`` claim; another process writing
     it already is left to it), and the change log trimmed to what the files need."""
@@ -107,7 +107,7 @@ def read_whole(store: Store, model: str, generation: int, directory: Path | None
     return loaded
 
 
-def _trim_log(store: Store, model: str, directory: Path, log_end: int | None) -> None:
+def _trim_log(store: VectorReads, model: str, directory: Path, log_end: int | None) -> None:
     """Drop the log entries no cached file needs: up to the oldest file's log end, or to
     this read's end when no file is kept (a small matrix)."""
     if log_end is None:

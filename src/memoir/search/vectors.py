@@ -22,7 +22,7 @@ import numpy as np
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
 from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse
 from memoir.search.matrix_load import patched, read_whole
-from memoir.store.port import Store
+from memoir.search.reads import VectorReads
 
 __all__ = [
     "VectorMatrix",
@@ -105,7 +105,7 @@ def _session_codes(vectors: VectorMatrix) -> tuple[np.ndarray, dict[str, int]]:
 _lock = threading.Lock()
 
 
-def invalidate(store: Store | None = None, model: str | None = None) -> None:
+def invalidate(store: VectorReads | None = None, model: str | None = None) -> None:
     """Forget cached matrices (all, or those of one store and/or model)."""
     with _lock:
         for key in list(_cache):
@@ -119,7 +119,7 @@ def _forget(vectors: VectorMatrix) -> None:
         derived.pop(id(vectors), None)
 
 
-def matrix_for(store: Store, model: str) -> VectorMatrix:
+def matrix_for(store: VectorReads, model: str) -> VectorMatrix:
     """``model``'s vectors in ``store``: from this process's memory while its generation is
     current, else from the cached file of that generation, else an older cached file
     patched with the logged changes, else from the store (:mod:`memoir.search.matrix_load`)."""
@@ -167,7 +167,7 @@ def _coarse_for(directory: Path | None, model: str, vectors: VectorMatrix) -> Co
     return coarse
 
 
-def prepare_files(store: Store, model: str) -> bool:
+def prepare_files(store: VectorReads, model: str) -> bool:
     """Write the model's cached matrix files now (after ``memoir embed``), so the next
     search process reads them instead of the database; False when this store keeps none."""
     if store.cache_dir is None:
@@ -177,7 +177,7 @@ def prepare_files(store: Store, model: str) -> bool:
 
 
 def time_mask(
-    store: Store,
+    store: VectorReads,
     model: str,
     vectors: VectorMatrix,
     after: datetime | None,

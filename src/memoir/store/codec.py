@@ -38,6 +38,7 @@ __all__ = [
     "event_params",
     "exchange_from_row",
     "exchange_params",
+    "exchange_text_from_row",
     "from_iso",
     "loads",
     "prefixed",
@@ -190,6 +191,23 @@ def exchange_from_row(row: Any) -> Exchange:
         user_text=row[9],
         assistant_text=row[10],
         tool_excerpt=row[11],
+    )
+
+
+def exchange_text_from_row(row: Any) -> Exchange:
+    """Row: pk, id, user_text, assistant_text, tool_excerpt — an exchange's own text alone
+    (what it is embedded from); the other fields are left empty."""
+    return Exchange(
+        id=row[1],
+        session_id="",
+        first_ordinal=0,
+        last_ordinal=0,
+        user_text=row[2],
+        assistant_text=row[3],
+        tool_excerpt=row[4],
+        tool_names=(),
+        started_at=None,
+        ended_at=None,
     )
 
 

@@ -25,6 +25,7 @@ _COUNTS = {
     "checkpoints": "SELECT count(*) FROM checkpoints",
     "usage_records": "SELECT count(*) FROM usage",
     "subagent_sessions": "SELECT count(*) FROM sessions WHERE subagent",
+    "memory_items": "SELECT count(*) FROM memory_items WHERE superseded_by IS NULL",
 }
 
 

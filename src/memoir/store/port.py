@@ -3,8 +3,10 @@
 ``store.sessions``, ``store.events``, ``store.exchanges``, ``store.ingest`` (batches,
 source states, skipped lines), ``store.index`` (full-text search), ``store.embeddings``,
 ``store.summaries``, ``store.checkpoints``, ``store.traces``, ``store.usage``,
-``store.cache``, ``store.claims``; the store itself owns connections and transactions
-(``close``, ``schema_version``, ``read_only``) and the health checks over all of them.
+``store.cache``, ``store.memory`` (the memory lane: cursor, queue, pending failures,
+denials, receipts, settlement), ``store.memory_items``, ``store.claims``; the store itself
+owns connections and transactions (``close``, ``schema_version``, ``read_only``) and the
+health checks over all of them.
 Both backends behave identically; the same test suite runs against both. Calls are
 synchronous and safe from several threads; every write of several rows is one transaction.
 """
@@ -23,6 +25,8 @@ from memoir.store.parts import (
     ExchangesPart,
     IndexPart,
     IngestPart,
+    MemoryItemsPart,
+    MemoryPart,
     SessionsPart,
     SummariesPart,
     TracesPart,
@@ -55,6 +59,8 @@ class Store(Protocol):
     traces: TracesPart
     usage: UsagePart
     cache: CachePart
+    memory: MemoryPart
+    memory_items: MemoryItemsPart
     claims: Claims
 
     @property

@@ -35,12 +35,13 @@ from memoir.store.index_doc import (
 )
 from memoir.store.migrations.v008_accent_folding import folded_tsvector_sql
 from memoir.store.query_text import ParsedQuery, Term, parse_query
+from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
-from memoir.store.sql_common import (
+from memoir.store.sql_common import POSTGRES
+from memoir.store.sql_index import (
     exchange_pks,
     indexed_sessions,
     ordered_exchanges,
-    pg_sql,
     quoted_texts,
     session_stream,
     span_rows,
@@ -51,6 +52,7 @@ __all__ = [
     "RANK_WEIGHTS",
     "TS_CONFIG",
     "delete_index",
+    "delete_session_index",
     "rebuild_index",
     "reindex_session",
     "reindex_span",
@@ -101,9 +103,18 @@ def delete_index(conn: psycopg.Connection[Any], pks: list[int]) -> None:
         conn.execute("DELETE FROM exchange_search WHERE exchange_pk = ANY(%s)", (pks,))
 
 
+def delete_session_index(conn: psycopg.Connection[Any], session_id: str) -> None:
+    """Drop the index rows of a session's exchanges."""
+    conn.execute(
+        "DELETE FROM exchange_search WHERE exchange_pk IN "
+        "(SELECT pk FROM exchanges WHERE session_id = %s)",
+        (session_id,),
+    )
+
+
 def reindex_session(conn: psycopg.Connection[Any], session: Session) -> None:
     """Rewrite the index rows of one session's exchanges (its project or harness changed)."""
-    rows = ordered_exchanges(conn, pg_sql, session.id, " ORDER BY e.first_ordinal")
+    rows = ordered_exchanges(conn, POSTGRES, session.id, " ORDER BY e.first_ordinal")
     delete_index(conn, [pk for pk, _ in rows])
     docs = session_documents([x for _, x in rows], session)
     write_index(conn, [(x.id, doc) for x, doc in docs])
@@ -114,7 +125,7 @@ def reindex_span(conn: psycopg.Connection[Any], session: Session, changed: list[
     and rewrite their neighbours' rows, whose ``context`` column quotes them."""
     if not changed:
         return
-    ordered, _ = span_rows(conn, pg_sql, session.id, changed)
+    ordered, _ = span_rows(conn, POSTGRES, session.id, changed)
     docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
     conn.execute(
         "DELETE FROM exchange_search WHERE exchange_pk IN "
@@ -136,7 +147,7 @@ def rebuild_index(conn: psycopg.Connection[Any]) -> int:
     done = 0
     for session in indexed_sessions(conn):
         batch: list[tuple[str, IndexDoc]] = []
-        for x, doc in stream_documents(session_stream(conn, pg_sql, session.id), session):
+        for x, doc in stream_documents(session_stream(conn, POSTGRES, session.id), session):
             batch.append((x.id, doc))
             if len(batch) >= _REBUILD_PAGE:
                 write_index(conn, batch, width)
@@ -170,28 +181,6 @@ def tsquery_sql(query: ParsedQuery) -> tuple[str, list[Any]] | None:
     return expr, params
 
 
-def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if not filters.include_subagents:
-        clauses.append("NOT s.subagent")
-    for column, value in (
-        ("s.project", filters.project),
-        ("s.harness", filters.harness),
-        ("x.session_id", filters.session_id),
-    ):
-        if value is not None:
-            clauses.append(f"{column} = %s")
-            params.append(value)
-    if filters.after is not None:
-        clauses.append("coalesce(x.started_at, x.ended_at) >= %s")
-        params.append(filters.after)
-    if filters.before is not None:
-        clauses.append("coalesce(x.started_at, x.ended_at) < %s")
-        params.append(filters.before)
-    return "".join(f" AND {c}" for c in clauses), params
-
-
 def _top(
     conn: psycopg.Connection[Any],
     tsq: tuple[str, list[Any]],
@@ -202,7 +191,7 @@ def _top(
     excluded: tuple[Term, ...] = (),
 ) -> list[tuple[Any, ...]]:
     """ts_rank over the most recent RANK_WINDOW matches (all of them when fewer)."""
-    where, params = _filter_sql(filters)
+    where, params = filter_sql(filters, POSTGRES, exchange="x")
     role = f" AND ts_filter(d.tsv, '{{{_WEIGHT_OF[column]}}}') @@ q.q" if column else ""
     own_params: list[Any] = []
     if column is None:  # one query word at least in the exchange's own text
@@ -230,7 +219,7 @@ def _snippets(
     mark ``app.py`` or an accented word the folded index matched). The text is the stored
     exchange's, not the index document's: that one's CJK is segmented, and the spaces
     segmentation added cannot be told from the ones typed."""
-    texts = quoted_texts(conn, pg_sql, pks, column)
+    texts = quoted_texts(conn, POSTGRES, pks, column)
     return {pk: make_snippet(text, words, SNIPPET_CHARS) for pk, text in texts.items()}
 
 
@@ -274,6 +263,6 @@ def snippets_for(
     parsed = parse_query(query)
     if parsed.empty or not exchange_ids:
         return {}
-    pks = exchange_pks(conn, pg_sql, exchange_ids)
+    pks = exchange_pks(conn, POSTGRES, exchange_ids)
     shown = _snippets(conn, marked_words(parsed), role_column(filters.role), list(pks))
     return {pks[pk]: text for pk, text in shown.items()}

@@ -132,9 +132,12 @@ class PostgresStore(SqlStore):
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
                 migrate(conn, target_version)
                 row = conn.execute(
-                    "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool"
+                    "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool,"
+                    " current_schema()"
                 ).fetchone()
                 self._read_only = bool(row and row[0])
+                # claims are per schema: stores in two schemas of one database are two stores
+                self._schema = str(row[1]) if row and row[1] else "public"
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot open PostgreSQL at {self._masked}: {_first_line(exc)}"
@@ -238,7 +241,7 @@ class _AdvisoryClaims:
             raise StoreError("the store is closed")
         if store.read_only:  # an advisory lock works on a standby; the job's writes won't
             raise ReadOnly(f"{name.split(':')[0]} needs to write, and this database is read-only")
-        key = claim_key(name)
+        key = claim_key(f"{store._schema}/{name}")
         try:
             with store._pool.connection() as conn:  # held: the lock lives with it
                 row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()

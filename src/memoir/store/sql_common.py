@@ -1,80 +1,71 @@
-"""What the SQLite and PostgreSQL backends share below their parts: the ingest
-statements that are the same on both, the index helpers that read a session's exchanges
-in order, and the read of the text search snippets quote.
+"""What the SQLite and PostgreSQL backends share below their parts: the dialect each
+speaks, and one batch's ingest writes and a session's deletion (the steps and statements
+that are the same on both). What their search modules share is
+:mod:`memoir.store.sql_index`.
 
 As in the store's parts (:mod:`memoir.store.parts`), SQL here is written once with ``?``
-placeholders. Functions that take a driver connection take a ``dialect`` too:
-:func:`sqlite_sql` (as written) or :func:`pg_sql` (``%s``). What really differs (locking,
-pools, FTS5 versus tsvector, primary keys) stays in the backend modules.
+placeholders. Functions that take a driver connection take a :class:`Dialect` too:
+:data:`SQLITE` (placeholders as written, timestamps as ISO text) or :data:`POSTGRES`
+(``%s``, ``timestamptz``, row locks). What really differs (locking, pools, FTS5 versus
+tsvector, primary keys) stays in the backend modules, handed to :func:`apply_batch` as
+an :class:`IngestWrites`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
 from memoir.errors import ConcurrentWrite, MigrationError, StoreError
 from memoir.model import Exchange, Session
 from memoir.store.codec import (
-    EXCHANGE_COLS,
-    SESSION_COLS,
     TimeEncoder,
-    exchange_from_row,
-    loads,
-    prefixed,
-    session_from_row,
+    event_params,
+    exchange_params,
     session_params,
+    skipped_params,
+    source_params,
+    to_iso,
+    to_utc,
 )
-from memoir.store.index_doc import MAX_COLUMN_CHARS, quoted_text, tools_text
+from memoir.store.db import Tx
 from memoir.store.values import IngestBatch
 
 __all__ = [
     "EVENT_INSERT",
+    "POSTGRES",
     "SESSION_UPSERT_HEAD",
     "SKIPPED_INSERT",
     "SOURCE_UPSERT",
+    "SQLITE",
     "Connection",
     "Dialect",
+    "ExchangeChange",
+    "IndexWrites",
+    "IngestWrites",
+    "apply_batch",
     "check_batch",
     "check_source_unchanged",
     "check_version",
+    "delete_session_content",
+    "delete_session_rows",
     "delete_session_tables",
-    "exchange_pks",
-    "indexed_sessions",
+    "exchange_changes",
     "move_source",
-    "ordered_exchanges",
     "pg_sql",
-    "quoted_texts",
-    "session_stream",
-    "span_rows",
+    "rows_in",
     "sqlite_sql",
+    "tx_dialect",
     "upsert_session",
 ]
-
-Dialect = Callable[[str], str]
 
 
 class Connection(Protocol):
     """The part of ``sqlite3.Connection`` and ``psycopg.Connection`` used here."""
 
     def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
-
-
-def move_source(conn: Connection, dialect: Dialect, old: str, new: str) -> None:
-    """A transcript indexed under ``old`` is now read at ``new``: the old source row goes
-    (the caller writes the new one) and the old path's skipped lines follow it."""
-    conn.execute(dialect("DELETE FROM sources WHERE path = ?"), (old,))
-    conn.execute(dialect("UPDATE skipped_lines SET path = ? WHERE path = ?"), (new, old))
-
-
-def check_version(version: int, current: int) -> None:
-    """A database migrated past this Memoir's schema (``current``) is an error."""
-    if version > current:
-        raise MigrationError(
-            f"the database is at schema v{version}, newer than this Memoir (v"
-            f"{current}); upgrade memoir"
-        )
 
 
 def sqlite_sql(sql: str) -> str:
@@ -88,8 +79,43 @@ def pg_sql(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-# ingest statements whose text is the same on both backends ------------------------------
-# (the session upsert's head: each backend appends how it merges the two timestamps)
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How a backend's driver takes SQL written with ``?`` placeholders: its placeholder
+    style (``dialect(sql)``), how it binds a timestamp, and the clause that locks the rows
+    a read returns for the rest of the transaction (none where the write transaction
+    already serializes, as SQLite's ``BEGIN IMMEDIATE`` does)."""
+
+    placeholders: Callable[[str], str]
+    time: TimeEncoder
+    row_lock: str = ""
+
+    def __call__(self, sql: str) -> str:
+        return self.placeholders(sql)
+
+
+SQLITE = Dialect(sqlite_sql, to_iso)
+POSTGRES = Dialect(pg_sql, to_utc, " FOR UPDATE")
+
+
+def tx_dialect(tx: Tx) -> Dialect:
+    """The dialect of SQL run through a part's :class:`~memoir.store.db.Tx`: placeholders
+    as written (the Tx converts them), timestamps as the Tx binds them."""
+    return Dialect(sqlite_sql, tx.time)
+
+
+def check_version(version: int, current: int) -> None:
+    """A database migrated past this Memoir's schema (``current``) is an error."""
+    if version > current:
+        raise MigrationError(
+            f"the database is at schema v{version}, newer than this Memoir (v"
+            f"{current}); upgrade memoir"
+        )
+
+
+# one ingest batch -------------------------------------------------------------------------
+# statements whose text is the same on both backends (the session upsert's head: each
+# backend appends how it merges the two timestamps)
 SESSION_UPSERT_HEAD = """
 INSERT INTO sessions (id, project, harness, user_name, source_path, cwd, incognito,
     archived, subagent, memory_disabled, created_at, updated_at)
@@ -126,6 +152,119 @@ SKIPPED_INSERT = """
 INSERT INTO skipped_lines (path, line, "offset", reason, detail) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (path, line) DO NOTHING
 """
+_CHUNK = 500  # ids per statement, well under either driver's parameter limit
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeChange:
+    """An exchange of a batch that is new (``old_pk`` None) or grew since it was stored
+    (``old_pk``: its row's primary key until now), with its row's parameters."""
+
+    exchange: Exchange
+    params: tuple[Any, ...]
+    old_pk: int | None
+
+
+class IndexWrites(Protocol):
+    """What a backend's search module writes of the full-text index (each function takes
+    its driver's connection): rows dropped by exchange pk or by session, a session's rows
+    rewritten (its project or harness changed), a span's rows written (exchanges just added
+    or grown, with their neighbours, whose ``context`` column quotes them)."""
+
+    def delete_index(self, conn: Any, pks: list[int]) -> None: ...
+    def delete_session_index(self, conn: Any, session_id: str) -> None: ...
+    def reindex_session(self, conn: Any, session: Session) -> None: ...
+    def reindex_span(self, conn: Any, session: Session, changed: list[Exchange]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IngestWrites:
+    """What a backend's ingest writes its own way (each callable takes its driver's
+    connection): the session upsert (how the two timestamps merge), statements run many
+    times (``many``), the exchange rows with their primary keys (``store_exchanges``:
+    SQLite numbers them itself, PostgreSQL's sequence does), and the full-text index."""
+
+    dialect: Dialect
+    session_upsert: str
+    many: Callable[[Any, str, list[tuple[Any, ...]]], None]
+    store_exchanges: Callable[[Any, list[ExchangeChange]], None]
+    index: IndexWrites
+
+
+def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> None:
+    """Write one ingest batch inside the caller's transaction (see
+    :mod:`memoir.store.sqlite_ingest` for the rules both backends keep)."""
+    d = writes.dialect
+    check_source_unchanged(conn, d, batch)
+    renamed = upsert_session(conn, d, batch, writes.session_upsert)
+    session = batch.session
+    if batch.reset:
+        path = batch.source.path if batch.source else session.source_path
+        delete_session_content(conn, writes, session.id, path)
+    elif renamed:
+        writes.index.reindex_session(conn, session)  # the index's meta column names them
+    if batch.moved_from is not None and batch.source is not None:
+        move_source(conn, d, batch.moved_from, batch.source.path)
+    if batch.events:
+        writes.many(conn, d(EVENT_INSERT), [event_params(e, d.time) for e in batch.events])
+    if batch.exchanges:
+        changes = exchange_changes(conn, d, batch.exchanges, fresh=batch.reset)
+        grown = [c for c in changes if c.old_pk is not None]
+        if grown:  # their index rows and embeddings describe the old text
+            writes.index.delete_index(conn, [c.old_pk for c in grown if c.old_pk is not None])
+            writes.many(
+                conn,
+                d("DELETE FROM embeddings WHERE exchange_id = ?"),
+                [(c.exchange.id,) for c in grown],
+            )
+        writes.store_exchanges(conn, changes)
+        writes.index.reindex_span(conn, session, [c.exchange for c in changes])
+    if batch.source is not None:
+        conn.execute(d(SOURCE_UPSERT), source_params(batch.source))
+    if batch.skipped:
+        writes.many(conn, d(SKIPPED_INSERT), [skipped_params(s) for s in batch.skipped])
+
+
+def exchange_changes(
+    conn: Connection, dialect: Dialect, exchanges: Sequence[Exchange], *, fresh: bool
+) -> list[ExchangeChange]:
+    """The exchanges of a batch to write, in batch order (the last of each id): those not
+    stored yet and those stored with another last ordinal or other text lengths. One
+    already stored alike is left out (re-applying a batch writes nothing new). ``fresh``:
+    the session's exchanges were just deleted, every one is new."""
+    unique = {x.id: x for x in exchanges}
+    existing = {} if fresh else _stored_shapes(conn, dialect, list(unique))
+    out: list[ExchangeChange] = []
+    for x in unique.values():
+        params = exchange_params(x, dialect.time)
+        old = existing.get(x.id)
+        if old is None:
+            out.append(ExchangeChange(x, params, None))
+        elif tuple(old[1:]) != (x.last_ordinal, len(params[9]), len(params[10]), len(params[11])):
+            out.append(ExchangeChange(x, params, int(old[0])))
+    return out
+
+
+def _stored_shapes(
+    conn: Connection, dialect: Dialect, ids: list[str]
+) -> dict[str, tuple[Any, ...]]:
+    """id → (pk, last ordinal, length of each text) of the stored exchanges of ``ids``."""
+    sql = (
+        "SELECT id, pk, last_ordinal, length(user_text), length(assistant_text), "
+        "length(tool_excerpt) FROM exchanges WHERE id IN ({marks})"
+    )
+    return {row[0]: tuple(row[1:]) for row in rows_in(conn, dialect, sql, ids)}
+
+
+def rows_in(conn: Connection, dialect: Dialect, sql: str, values: Sequence[Any]) -> list[Any]:
+    """The rows of ``sql`` for every one of ``values``: it runs once per page of them, its
+    ``{marks}`` the placeholders of that page (``x IN ({marks})``)."""
+    out: list[Any] = []
+    for at in range(0, len(values), _CHUNK):
+        page = tuple(values[at : at + _CHUNK])
+        marks = ", ".join("?" * len(page))
+        out.extend(conn.execute(dialect(sql.format(marks=marks)), page).fetchall())
+    return out
 
 
 def check_batch(batch: IngestBatch) -> None:
@@ -147,8 +286,9 @@ def check_source_unchanged(conn: Connection, dialect: Dialect, batch: IngestBatc
     if batch.source is None or batch.expected_offset is None:
         return
     path = batch.moved_from or batch.source.path
-    lock = " FOR UPDATE" if dialect is pg_sql else ""
-    row = conn.execute(dialect(f'SELECT "offset" FROM sources WHERE path = ?{lock}'), (path,))
+    row = conn.execute(
+        dialect(f'SELECT "offset" FROM sources WHERE path = ?{dialect.row_lock}'), (path,)
+    )
     found = row.fetchone()
     stored = int(found[0]) if found else 0
     if stored != batch.expected_offset:
@@ -158,9 +298,7 @@ def check_source_unchanged(conn: Connection, dialect: Dialect, batch: IngestBatc
         )
 
 
-def upsert_session(
-    conn: Connection, dialect: Dialect, batch: IngestBatch, upsert: str, encode: TimeEncoder
-) -> bool:
+def upsert_session(conn: Connection, dialect: Dialect, batch: IngestBatch, upsert: str) -> bool:
     """Check the batch and write its session row (``upsert``: the backend's statement);
     True when the stored session's project or harness changed (index rows name them)."""
     check_batch(batch)
@@ -168,8 +306,48 @@ def upsert_session(
     before = conn.execute(
         dialect("SELECT project, harness FROM sessions WHERE id = ?"), (session.id,)
     ).fetchone()
-    conn.execute(upsert, session_params(session, encode))
+    conn.execute(upsert, session_params(session, dialect.time))
     return before is not None and tuple(before) != (session.project, str(session.harness))
+
+
+def move_source(conn: Connection, dialect: Dialect, old: str, new: str) -> None:
+    """A transcript indexed under ``old`` is now read at ``new``: the old source row goes
+    (the caller writes the new one) and the old path's skipped lines follow it."""
+    conn.execute(dialect("DELETE FROM sources WHERE path = ?"), (old,))
+    conn.execute(dialect("UPDATE skipped_lines SET path = ? WHERE path = ?"), (new, old))
+
+
+# deleting a session -----------------------------------------------------------------------
+def delete_session_content(
+    conn: Connection, writes: IngestWrites, session_id: str, path: str | None
+) -> None:
+    """A session's events, exchanges, their index rows and embeddings (and the skipped
+    lines of its source at ``path``)."""
+    d = writes.dialect
+    writes.index.delete_session_index(conn, session_id)
+    conn.execute(
+        d(
+            "DELETE FROM embeddings WHERE exchange_id IN "
+            "(SELECT id FROM exchanges WHERE session_id = ?)"
+        ),
+        (session_id,),
+    )
+    conn.execute(d("DELETE FROM exchanges WHERE session_id = ?"), (session_id,))
+    conn.execute(d("DELETE FROM events WHERE session_id = ?"), (session_id,))
+    if path is not None:
+        conn.execute(d("DELETE FROM skipped_lines WHERE path = ?"), (path,))
+
+
+def delete_session_rows(conn: Connection, writes: IngestWrites, session_id: str) -> bool:
+    """Everything stored for a session except usage records (the session row locked
+    first where the dialect locks rows); False when it is unknown."""
+    d = writes.dialect
+    found = conn.execute(d(f"SELECT 1 FROM sessions WHERE id = ?{d.row_lock}"), (session_id,))
+    if found.fetchone() is None:
+        return False
+    delete_session_content(conn, writes, session_id, None)
+    delete_session_tables(conn, d, session_id)
+    return True
 
 
 def delete_session_tables(conn: Connection, dialect: Dialect, session_id: str) -> None:
@@ -185,140 +363,3 @@ def delete_session_tables(conn: Connection, dialect: Dialect, session_id: str) -
     for table in ("sources", "summaries", "checkpoints", "traces"):
         conn.execute(dialect(f"DELETE FROM {table} WHERE session_id = ?"), (session_id,))
     conn.execute(dialect("DELETE FROM sessions WHERE id = ?"), (session_id,))
-
-
-# index helpers: a session's exchanges in order -------------------------------------------
-_EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
-_SESSION_COLS = prefixed(SESSION_COLS, "s")
-_REBUILD_PAGE = 2000
-
-
-def ordered_exchanges(
-    conn: Connection,
-    dialect: Dialect,
-    session_id: str,
-    where: str = "",
-    params: tuple[Any, ...] = (),
-) -> list[tuple[int, Exchange]]:
-    """(pk, exchange) of one session's exchanges matching ``where`` (``?`` placeholders)."""
-    rows = conn.execute(
-        dialect(f"SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = ?{where}"),
-        (session_id, *params),
-    ).fetchall()
-    return [(int(r[0]), exchange_from_row(r[1:])) for r in rows]
-
-
-def span_rows(
-    conn: Connection, dialect: Dialect, session_id: str, changed: list[Exchange]
-) -> tuple[list[Exchange], dict[str, int]]:
-    """The exchanges whose index rows change with ``changed`` (exchanges of one session
-    just added or grown, not empty), in ordinal order: the span from the first changed one
-    to the last, and the two before and after it (their ``context`` column quotes the
-    span); with the pk of each, by exchange id."""
-    lo = min(x.first_ordinal for x in changed)
-    hi = max(x.first_ordinal for x in changed)
-    keys = conn.execute(
-        dialect(
-            "SELECT pk, id FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? AND ? "
-            "ORDER BY first_ordinal"
-        ),
-        (session_id, lo, hi),
-    ).fetchall()
-    pks = {str(i): int(pk) for pk, i in keys}
-    known = {x.id: x for x in changed}
-    if len(keys) > len(known):  # unchanged exchanges between changed ones
-        between = " AND e.first_ordinal BETWEEN ? AND ?"
-        for _, x in ordered_exchanges(conn, dialect, session_id, between, (lo, hi)):
-            known.setdefault(x.id, x)
-    before = ordered_exchanges(
-        conn,
-        dialect,
-        session_id,
-        " AND e.first_ordinal < ? ORDER BY e.first_ordinal DESC LIMIT 2",
-        (lo,),
-    )
-    after = ordered_exchanges(
-        conn,
-        dialect,
-        session_id,
-        " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT 2",
-        (hi,),
-    )
-    pks.update((x.id, pk) for pk, x in before + after)
-    ordered = (
-        [x for _, x in reversed(before)]
-        + [known[str(i)] for _, i in keys if str(i) in known]
-        + [x for _, x in after]
-    )
-    return ordered, pks
-
-
-def session_stream(
-    conn: Connection, dialect: Dialect, session_id: str, pks: dict[str, int] | None = None
-) -> Iterator[Exchange]:
-    """A session's exchanges in ordinal order, page by page (their pks go into ``pks``)."""
-    last = -1
-    while True:
-        page = ordered_exchanges(
-            conn,
-            dialect,
-            session_id,
-            " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT ?",
-            (last, _REBUILD_PAGE),
-        )
-        for pk, x in page:
-            if pks is not None:
-                pks[x.id] = pk
-            yield x
-        if len(page) < _REBUILD_PAGE:
-            return
-        last = page[-1][1].first_ordinal
-
-
-def indexed_sessions(conn: Connection) -> list[Session]:
-    """Every session with an exchange, by id (the sessions an index rebuild visits)."""
-    rows = conn.execute(
-        f"SELECT {_SESSION_COLS} FROM sessions s WHERE EXISTS "
-        "(SELECT 1 FROM exchanges e WHERE e.session_id = s.id) ORDER BY s.id"
-    ).fetchall()
-    return [session_from_row(r) for r in rows]
-
-
-# what snippets quote --------------------------------------------------------------------
-_QUOTED_COLS = (
-    f"pk, substr(user_text, 1, {MAX_COLUMN_CHARS}), substr(assistant_text, 1, "
-    f"{MAX_COLUMN_CHARS}), tool_names, substr(tool_excerpt, 1, {MAX_COLUMN_CHARS})"
-)
-_QUOTED_PAGE = 500  # pks per statement, well under either driver's parameter limit
-
-
-def exchange_pks(conn: Connection, dialect: Dialect, exchange_ids: Sequence[str]) -> dict[int, str]:
-    """pk → id of these exchanges (those that exist): the rows snippets are made for."""
-    out: dict[int, str] = {}
-    for at in range(0, len(exchange_ids), _QUOTED_PAGE):
-        page = tuple(exchange_ids[at : at + _QUOTED_PAGE])
-        marks = ", ".join("?" * len(page))
-        rows = conn.execute(
-            dialect(f"SELECT pk, id FROM exchanges WHERE id IN ({marks})"), page
-        ).fetchall()
-        out.update((int(pk), xid) for pk, xid in rows)
-    return out
-
-
-def quoted_texts(
-    conn: Connection, dialect: Dialect, pks: Sequence[int], column: str | None
-) -> dict[int, str]:
-    """What a snippet of each exchange quotes (:func:`~memoir.store.index_doc.quoted_text`),
-    by pk: read from its stored text, never the index's CJK-segmented copy. Each column is
-    read only as far as the index reads it."""
-    out: dict[int, str] = {}
-    for at in range(0, len(pks), _QUOTED_PAGE):
-        page = tuple(pks[at : at + _QUOTED_PAGE])
-        marks = ", ".join("?" * len(page))
-        rows = conn.execute(
-            dialect(f"SELECT {_QUOTED_COLS} FROM exchanges WHERE pk IN ({marks})"), page
-        ).fetchall()
-        for pk, user, assistant, names, excerpt in rows:
-            tools = tools_text(loads(names) or (), excerpt)
-            out[int(pk)] = quoted_text(user, assistant, tools, column)
-    return out

@@ -17,6 +17,8 @@ from memoir.store.parts import (
     ExchangesPart,
     IndexPart,
     IngestPart,
+    MemoryItemsPart,
+    MemoryPart,
     SessionsPart,
     SummariesPart,
     TextEngine,
@@ -44,6 +46,8 @@ class SqlStore:
     traces: TracesPart
     usage: UsagePart
     cache: CachePart
+    memory: MemoryPart
+    memory_items: MemoryItemsPart
     claims: Claims
 
     def _wire(
@@ -70,6 +74,8 @@ class SqlStore:
         self.traces = TracesPart(db)
         self.usage = UsagePart(db)
         self.cache = CachePart(db)
+        self.memory = MemoryPart(db)
+        self.memory_items = MemoryItemsPart(db)
         self.claims = claims
 
     def stats(self) -> dict[str, int]:

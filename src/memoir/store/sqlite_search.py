@@ -35,10 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memoir.model import Exchange, Session
-from memoir.store.codec import (
-    to_iso,
-    to_utc,
-)
+from memoir.store.codec import to_utc
 from memoir.store.index_doc import (
     IndexDoc,
     month_token,
@@ -58,15 +55,16 @@ from memoir.store.query_text import (
     unsegment_cjk,
     words_of,
 )
+from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import MARK_START, SNIPPET_CHARS, make_snippet, marked_words
-from memoir.store.sql_common import (
+from memoir.store.sql_common import SQLITE
+from memoir.store.sql_index import (
     exchange_pks,
     indexed_sessions,
     ordered_exchanges,
     quoted_texts,
     session_stream,
     span_rows,
-    sqlite_sql,
 )
 from memoir.store.values import SearchFilters, TextHit
 
@@ -74,6 +72,7 @@ __all__ = [
     "COLUMN_WEIGHTS",
     "RANK_WINDOW",
     "delete_index",
+    "delete_session_index",
     "meta_prefilter",
     "rebuild_index",
     "reindex_session",
@@ -124,10 +123,16 @@ def delete_index(conn: sqlite3.Connection, pks: Iterable[int]) -> None:
     conn.executemany("DELETE FROM exchange_fts WHERE rowid = ?", ((pk,) for pk in pks))
 
 
+def delete_session_index(conn: sqlite3.Connection, session_id: str) -> None:
+    """Drop the index rows of a session's exchanges."""
+    rows = conn.execute("SELECT pk FROM exchanges WHERE session_id = ?", (session_id,))
+    delete_index(conn, [pk for (pk,) in rows.fetchall()])
+
+
 def reindex_session(conn: sqlite3.Connection, session: Session) -> None:
     """Rewrite the index rows of one session's exchanges (its project or harness changed:
     the ``meta`` column names them)."""
-    rows = ordered_exchanges(conn, sqlite_sql, session.id, " ORDER BY e.first_ordinal")
+    rows = ordered_exchanges(conn, SQLITE, session.id, " ORDER BY e.first_ordinal")
     pks = {x.id: pk for pk, x in rows}
     delete_index(conn, pks.values())
     docs = session_documents([x for _, x in rows], session)
@@ -139,7 +144,7 @@ def reindex_span(conn: sqlite3.Connection, session: Session, changed: list[Excha
     and rewrite their neighbours' rows, whose ``context`` column quotes them."""
     if not changed:
         return
-    ordered, pks = span_rows(conn, sqlite_sql, session.id, changed)
+    ordered, pks = span_rows(conn, SQLITE, session.id, changed)
     docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
     delete_index(conn, [pks[x.id] for x, _ in docs])
     write_index(conn, ((pks[x.id], doc) for x, doc in docs))
@@ -154,7 +159,7 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     for session in indexed_sessions(conn):
         pks: dict[str, int] = {}
         batch: list[tuple[int, IndexDoc]] = []
-        exchanges = session_stream(conn, sqlite_sql, session.id, pks)
+        exchanges = session_stream(conn, SQLITE, session.id, pks)
         for x, doc in stream_documents(exchanges, session):
             batch.append((pks.pop(x.id), doc))
             if len(batch) >= _REBUILD_PAGE:
@@ -166,29 +171,6 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     # 1M-exchange archive this took search p50 from 24 ms to 5 ms
     conn.execute("INSERT INTO exchange_fts(exchange_fts) VALUES ('optimize')")
     return done
-
-
-def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if not filters.include_subagents:
-        clauses.append("s.subagent = 0")
-    if filters.project is not None:
-        clauses.append("s.project = ?")
-        params.append(filters.project)
-    if filters.harness is not None:
-        clauses.append("s.harness = ?")
-        params.append(filters.harness)
-    if filters.session_id is not None:
-        clauses.append("e.session_id = ?")
-        params.append(filters.session_id)
-    if filters.after is not None:
-        clauses.append("coalesce(e.started_at, e.ended_at) >= ?")
-        params.append(to_iso(filters.after))
-    if filters.before is not None:
-        clauses.append("coalesce(e.started_at, e.ended_at) < ?")
-        params.append(to_iso(filters.before))
-    return "".join(f" AND {c}" for c in clauses), params
 
 
 def _fractions(conn: sqlite3.Connection, query: ParsedQuery) -> dict[Term, float]:
@@ -251,7 +233,7 @@ def _select(
     span: tuple[int, int] | None,
     own: bool,
 ) -> tuple[str, list[Any]]:
-    where, params = _filter_sql(filters)
+    where, params = filter_sql(filters, SQLITE)
     if own:
         where = f" AND {_OWN_HIT}{where}"
     if span is not None:
@@ -341,7 +323,7 @@ def _snippets(
     the stored text. Deciding by the stored text, not by FTS5's snippet, spares FTS5 a
     snippet it would throw away (a CJK row is a token per character: its snippet() is
     the dearest)."""
-    texts = quoted_texts(conn, sqlite_sql, rowids, column)
+    texts = quoted_texts(conn, SQLITE, rowids, column)
     words = marked_words(query)
     col_index = -1 if column is None else COLUMNS.index(column)
     out = []
@@ -402,7 +384,7 @@ def snippets_for(
     marks = _marks(parsed, column)
     if marks is None or not exchange_ids:
         return {}
-    pks = exchange_pks(conn, sqlite_sql, exchange_ids)
+    pks = exchange_pks(conn, SQLITE, exchange_ids)
     rowids = list(pks)
     shown = _snippets(conn, parsed, marks, column, rowids)
     return {pks[rid]: text for rid, text in zip(rowids, shown, strict=True)}

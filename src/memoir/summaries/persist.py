@@ -1,23 +1,31 @@
-"""What the rest of Memoir asks of summaries: save one, read one, count and check them.
+"""What the rest of Memoir asks of summaries: save one, read one, count and check them,
+and keep them true as ingest changes conversations.
 
 * :func:`save_summary` — ``memoir summarize`` persists through it: coverage stamped at the
   current archive size (files) or event count (database), failure state cleared.
 * :func:`read_summary_body` — the text shown beside search hits and in ``memoir show``
   (never the coverage header; None for missing, empty and errored).
 * :func:`summary_counts` — for ``memoir stats``; :func:`summary_problems` — for ``verify``.
+* :class:`SummaryUpkeep` — what a sync calls as it rewrites a transcript
+  (:func:`mark_summary_stale`) or removes a conversation (:func:`forget_summary`).
 
-With the archive-file store, a session that has no archived transcript (fed through the
-API) is kept in the database adapter instead.
+Each takes the home's summary store (``summaries``: the adapter ``MEMOIR_SUMMARY_STORE``
+picks, :func:`memoir.summaries.stores.open_summary_store`) and the store it reads events
+from. With the archive-file store, a session that has no archived transcript (fed through
+the API) is kept in the database adapter instead.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from memoir.errors import NotFound, SummaryError
 from memoir.model import Session
+from memoir.store.parts import SummariesPart
+from memoir.store.port import Store
 from memoir.store.values import SummaryRow
 from memoir.summaries.coverage import coverage_after
 from memoir.summaries.database import DatabaseSummaryStore
@@ -25,17 +33,12 @@ from memoir.summaries.files import SUMMARY_SUFFIX
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
 from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.state import Coverage, SummaryKind, SummaryState
-from memoir.summaries.stores import open_summary_store
 from memoir.summaries.summarizer import clean_summary
-
-if TYPE_CHECKING:
-    from memoir.app import Memoir
-    from memoir.config import Settings
-    from memoir.store import Store
 
 __all__ = [
     "COUNT_KEYS",
     "SummaryFinding",
+    "SummaryUpkeep",
     "classify",
     "coverage_before_reading",
     "forget_summary",
@@ -51,18 +54,13 @@ __all__ = [
 COUNT_KEYS = ("summarized", "stale", "pending", "errored", "given_up", "empty")
 
 
-def _locate(memoir: Memoir, session_id: str) -> tuple[SummaryStore, Conversation] | None:
-    return _find(memoir.settings, memoir.store, session_id)
-
-
-def _find(
-    settings: Settings, store: Store, session_id: str
+def _locate(
+    summaries: SummaryStore, store: Store, session_id: str
 ) -> tuple[SummaryStore, Conversation] | None:
-    primary = open_summary_store(settings, store)
-    found = primary.find(session_id)
+    found = summaries.find(session_id)
     if found is not None:
-        return primary, found
-    if not isinstance(primary, DatabaseSummaryStore):
+        return summaries, found
+    if not isinstance(summaries, DatabaseSummaryStore):
         secondary = DatabaseSummaryStore(store)
         found = secondary.find(session_id)
         if found is not None:
@@ -71,7 +69,8 @@ def _find(
 
 
 def save_summary(
-    memoir: Memoir,
+    summaries: SummaryStore,
+    store: Store,
     session_id: str,
     body: str,
     *,
@@ -90,80 +89,100 @@ def save_summary(
     body = clean_summary(body)  # every writer's text, never a header or error sentinel
     if not body:
         raise SummaryError("the summary has no text once header lines are removed; not saved")
-    located = _locate(memoir, session_id)
+    located = _locate(summaries, store, session_id)
     if located is None:
         raise NotFound(f"no conversation {session_id!r} to attach a summary to")
-    summaries, conv = located
-    events = memoir.store.events.of(session_id) if memoir.store.sessions.get(session_id) else []
-    amount, last_exchange = coverage_after(summaries.unit, conv.current, events)
+    where, conv = located
+    events = store.events.of(session_id) if store.sessions.get(session_id) else []
+    amount, last_exchange = coverage_after(where.unit, conv.current, events)
     if covered is not None:
         amount = covered
     state = SummaryState.real(body, amount, last_exchange, model=model)
-    summaries.write(conv, state)
+    where.write(conv, state)
     return state
 
 
-def coverage_before_reading(memoir: Memoir, session_id: str) -> int | None:
+def coverage_before_reading(summaries: SummaryStore, store: Store, session_id: str) -> int | None:
     """What a summary of the events about to be read may say it covers, measured before
     they are read: a sync that appends meanwhile must leave its part uncovered (and the
     conversation due again). On files, no more than the bytes the index has read from the
     transcript (the archive may already hold a line whose events are not committed yet)."""
-    located = _locate(memoir, session_id)
+    located = _locate(summaries, store, session_id)
     if located is None:
         return None
-    summaries, conv = located
+    where, conv = located
     amount = conv.current
-    if summaries.unit != "events":
-        offsets = [
-            s.offset for s in memoir.store.ingest.sources().values() if s.session_id == session_id
-        ]
+    if where.unit != "events":
+        offsets = [s.offset for s in store.ingest.sources().values() if s.session_id == session_id]
         if offsets:
             amount = min(amount, max(offsets))
     return amount
 
 
-def forget_summary(settings: Settings, store: Store, session_id: str, project: str) -> bool:
-    """Remove every trace of a session's summary (file and row): the do-not-index marker
-    promises that nothing of the conversation stays. True when something was removed."""
+def forget_summary(archive_dir: Path, rows: SummariesPart, session_id: str, project: str) -> bool:
+    """Remove every trace of a session's summary (the file beside its archived transcript
+    under ``archive_dir``, and its row): the do-not-index marker promises that nothing of
+    the conversation stays. True when something was removed."""
     removed = False
-    path = settings.archive_dir / project / f"{session_id}{SUMMARY_SUFFIX}"
+    path = archive_dir / project / f"{session_id}{SUMMARY_SUFFIX}"
     try:
         path.unlink()
         removed = True
     except FileNotFoundError:
         pass
-    row = store.summaries.get(session_id)
+    row = rows.get(session_id)
     if row is not None and row.kind != SummaryKind.MISSING.value:
-        store.summaries.put(SummaryRow(session_id, SummaryKind.MISSING.value))
+        rows.put(SummaryRow(session_id, SummaryKind.MISSING.value))
         removed = True
     return removed
 
 
-def mark_summary_stale(settings: Settings, store: Store, session_id: str) -> bool:
+def mark_summary_stale(summaries: SummaryStore, store: Store, session_id: str) -> bool:
     """The transcript was rewritten: its summary may describe what is gone. The body stays
     (the last good summary, until a new one replaces it) but covers nothing any more, so
     the next pass re-summarizes the conversation once it is idle. True when it had one."""
-    located = _find(settings, store, session_id)
+    located = _locate(summaries, store, session_id)
     if located is None:
         return False
-    summaries, conv = located
-    conv = summaries.refresh(conv)
+    where, conv = located
+    conv = where.refresh(conv)
     state = conv.state
     if not state.has_body or state.coverage is None or state.coverage.amount == 0:
         return False
-    summaries.write(conv, replace(state, coverage=Coverage(0), failure=None))
+    where.write(conv, replace(state, coverage=Coverage(0), failure=None))
     return True
 
 
-def read_summary_state(memoir: Memoir, session: str | Session) -> SummaryState:
+@dataclass(frozen=True, slots=True)
+class SummaryUpkeep:
+    """Summaries kept true while ingest changes conversations: the observer the composition
+    root hands to ``memoir.ingest.sync.sync`` (its ``SyncObserver``), called at the moment
+    each change is committed, under the sync lock."""
+
+    archive_dir: Path
+    summaries: SummaryStore
+    store: Store
+
+    def rewritten(self, session_id: str) -> None:
+        """The transcript was rewritten and indexed anew: its summary covers nothing now."""
+        mark_summary_stale(self.summaries, self.store, session_id)
+
+    def removed(self, session_id: str, project: str) -> None:
+        """The conversation's rows and archived copies are gone: so goes its summary."""
+        forget_summary(self.archive_dir, self.store.summaries, session_id, project)
+
+
+def read_summary_state(
+    summaries: SummaryStore, store: Store, session: str | Session
+) -> SummaryState:
     session_id = session.id if isinstance(session, Session) else session
-    located = _locate(memoir, session_id)
+    located = _locate(summaries, store, session_id)
     return located[1].state if located is not None else SummaryState.missing()
 
 
-def read_summary_body(memoir: Memoir, session: str | Session) -> str | None:
+def read_summary_body(summaries: SummaryStore, store: Store, session: str | Session) -> str | None:
     """The readable summary of a session (header stripped), or None when it has none."""
-    state = read_summary_state(memoir, session)
+    state = read_summary_state(summaries, store, session)
     return state.body.strip() if state.has_body else None
 
 
@@ -186,19 +205,14 @@ def classify(
     return "stale", is_quiescent(summaries.last_exchange(conv), policy, now_ms)
 
 
-def _all(memoir: Memoir) -> tuple[SummaryStore, list[Conversation]]:
-    summaries = open_summary_store(memoir.settings, memoir.store)
-    return summaries, summaries.scan(full=True)
-
-
-def summary_counts(memoir: Memoir, *, now_ms: int | None = None) -> dict[str, int]:
+def summary_counts(
+    summaries: SummaryStore, policy: SummaryPolicy, *, now_ms: int | None = None
+) -> dict[str, int]:
     """summarized / stale (grown past coverage) / pending (no summary yet) / errored /
     given_up / empty, over every conversation."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    policy = SummaryPolicy.from_settings(memoir.settings)
-    summaries, conversations = _all(memoir)
     counts = dict.fromkeys(COUNT_KEYS, 0)
-    for conv in conversations:
+    for conv in summaries.scan(full=True):
         key, _ = classify(conv, policy, now, summaries)
         counts[key] += 1
     return counts
@@ -216,13 +230,14 @@ class SummaryFinding:
         return f"{self.kind.replace('_', ' ')}: {self.where} {self.detail}"
 
 
-def summary_findings(memoir: Memoir, *, now_ms: int | None = None) -> list[SummaryFinding]:
+def summary_findings(
+    summaries: SummaryStore, policy: SummaryPolicy, *, now_ms: int | None = None
+) -> list[SummaryFinding]:
     """Stale summaries of idle conversations (due for a refresh at the next sync), errored
     summaries (being retried) and given-up ones (``memoir summarize`` can still try)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    policy = SummaryPolicy.from_settings(memoir.settings)
-    summaries, conversations = _all(memoir)
     found = []
+    conversations = summaries.scan(full=True)
     for conv in sorted(conversations, key=lambda c: (c.project, c.session_id)):
         key, idle = classify(conv, policy, now, summaries)
         where = f"{conv.project}/{conv.session_id}"
@@ -242,6 +257,8 @@ def summary_findings(memoir: Memoir, *, now_ms: int | None = None) -> list[Summa
     return found
 
 
-def summary_problems(memoir: Memoir, *, now_ms: int | None = None) -> list[str]:
+def summary_problems(
+    summaries: SummaryStore, policy: SummaryPolicy, *, now_ms: int | None = None
+) -> list[str]:
     """:func:`summary_findings` as one line each."""
-    return [str(f) for f in summary_findings(memoir, now_ms=now_ms)]
+    return [str(f) for f in summary_findings(summaries, policy, now_ms=now_ms)]

@@ -4,7 +4,8 @@
 * one tiny exchange → a short deterministic summary from its own text, no model call;
 * fits one request (``SHORT_TOKEN_BUDGET`` transcript tokens) → one call, Purpose.SUMMARY,
   the material inside ``<transcript>…</transcript>``;
-* longer → the episodic summarizer (:mod:`memoir.episodes`), episode by episode and merged.
+* longer → the episodic summarizer (:mod:`memoir.summaries.episodic`), episode by episode
+  and merged (the pass hands in its own ``long`` path: incremental, see long_path.py).
 
 Summaries say what the conversation was about, the decisions made and where it ended.
 Failures raise (a ModelError or SummaryError); the caller records them.
@@ -15,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from memoir.errors import SummaryError
 from memoir.llm.errors import EmptyResponse, Refused
@@ -24,6 +24,8 @@ from memoir.llm.tokens import default_counter
 from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import Event, Exchange, build_exchanges
+from memoir.summaries.episodic.cache import EpisodeCache
+from memoir.summaries.episodic.summarizer import EpisodicSummarizer
 
 __all__ = [
     "SHORT_TOKEN_BUDGET",
@@ -116,7 +118,7 @@ def summarize_conversation(
     user: str | None = None,
     counter: TokenCounter | None = None,
     fallback: Model | None = None,
-    cache: Any = None,
+    cache: EpisodeCache | None = None,
     long: LongPath | None = None,
 ) -> SummaryText | None:
     """The summary of ``events`` (None: the conversation has no exchange). ``long`` replaces
@@ -177,10 +179,8 @@ def _episodic(
     session: str | None,
     user: str | None,
     fallback: Model | None,
-    cache: Any,
+    cache: EpisodeCache | None,
 ) -> SummaryText:
-    from memoir.episodes import EpisodicSummarizer
-
     summary = EpisodicSummarizer(model, fallback=fallback, cache=cache).summarize(
         list(events), session=session, user=user
     )

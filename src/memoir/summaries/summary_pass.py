@@ -15,27 +15,28 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+from memoir.config import Settings
 from memoir.errors import Busy, MemoirError
 from memoir.llm.errors import AuthError, RateLimited
 from memoir.llm.port import Model
 from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim
+from memoir.store.port import Store
 from memoir.summaries.coverage import coverage_after
-from memoir.summaries.long_path import session_long_path
+from memoir.summaries.episodic.cache import StoreEpisodeCache
+from memoir.summaries.long_path import episode_cache_ttl_s, session_long_path
+from memoir.summaries.model_source import ModelSource
 from memoir.summaries.persist import coverage_before_reading
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent, queue_rank
 from memoir.summaries.port import Conversation, SummaryStore
+from memoir.summaries.session import EpisodeSettings
 from memoir.summaries.state import SummaryKind, SummaryState
-from memoir.summaries.stores import open_summary_store
 from memoir.summaries.summarizer import summarize_conversation
 
-if TYPE_CHECKING:
-    from memoir.app import Memoir
-
-__all__ = ["PassRow", "SummaryPassReport", "resolve_model", "run_summary_pass"]
+__all__ = ["PassRow", "PassSettings", "SummaryPassReport", "run_summary_pass"]
 
 log = logging.getLogger(__name__)
 
@@ -83,34 +84,41 @@ class SummaryPassReport:
         return data
 
 
-def resolve_model(memoir: Memoir) -> Model:
-    """The configured model: ``Memoir.model()`` when the facade has it, else the factory."""
-    factory = getattr(memoir, "model", None)
-    if callable(factory):
-        return factory()
-    from memoir.llm.factory import model_from_settings
+@dataclass(frozen=True, slots=True)
+class PassSettings:
+    """What the pass reads of the settings: the decision table's knobs and how a long
+    conversation's episodes are summarized (finished ones kept past the retry floor)."""
 
-    return model_from_settings(memoir.settings)
+    policy: SummaryPolicy
+    episodes: EpisodeSettings
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PassSettings:
+        episodes = EpisodeSettings.from_settings(settings)
+        ttl = episode_cache_ttl_s(settings.summary_error_retry_hours)
+        return cls(SummaryPolicy.from_settings(settings), replace(episodes, cache_ttl_s=ttl))
 
 
 def run_summary_pass(
-    memoir: Memoir,
+    store: Store,
+    summaries: SummaryStore,
+    settings: PassSettings,
+    models: ModelSource,
     *,
     limit: int,
     now_ms: int | None = None,
-    model: Model | None = None,
-    store: SummaryStore | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SummaryPassReport:
-    """Scan, decide, gate, order, limit, summarize. Returns what happened."""
-    ensure_writable(memoir.store, "the summary pass")  # before any model call
+    """Scan ``summaries``, decide, gate, order, limit, summarize (the events from ``store``;
+    ``models`` asked for only when a conversation needs a model call). Returns what
+    happened."""
+    ensure_writable(store, "the summary pass")  # before any model call
     now = int(time.time() * 1000) if now_ms is None else now_ms
 
     def clock() -> int:  # a failure is stamped when it happens, not when the pass began
         return int(time.time() * 1000) if now_ms is None else now_ms
 
-    policy = SummaryPolicy.from_settings(memoir.settings)
-    summaries = store if store is not None else open_summary_store(memoir.settings, memoir.store)
+    policy = settings.policy
     report = SummaryPassReport()
     due: list[tuple[Action, Conversation]] = []
     for conv in summaries.scan():
@@ -127,7 +135,7 @@ def run_summary_pass(
             else:
                 report.skipped_not_idle += 1
     due.sort(key=lambda item: (*queue_rank(item[0], item[1].state), item[1].session_id))
-    tools = _Tools(memoir, model)
+    tools = _Tools(models, store)
     used, budget = 0, min(max(0, limit), len(due))
     for index, (_, conv) in enumerate(due):
         if used >= budget:
@@ -136,8 +144,8 @@ def run_summary_pass(
         # only real summarization work counts against the limit (not empty/unindexed ones,
         # nor one another process is summarizing right now: one writer per session)
         try:
-            with memoir.store.claims.hold(*summary_claim(conv.session_id)):
-                worked = _summarize_one(memoir, summaries, conv, policy, now, tools, report, clock)
+            with store.claims.hold(*summary_claim(conv.session_id)):
+                worked = _summarize_one(store, summaries, conv, settings, now, tools, report, clock)
         except _ModelUnusable as stop:
             cause = stop.__cause__ or stop
             report.stopped = f"{type(cause).__name__}: {cause}".splitlines()[0][:500]
@@ -165,10 +173,10 @@ def _stamp(summaries: SummaryStore, conv: Conversation, report: SummaryPassRepor
 
 
 def _summarize_one(
-    memoir: Memoir,
+    store: Store,
     summaries: SummaryStore,
     conv: Conversation,
-    policy: SummaryPolicy,
+    settings: PassSettings,
     now: int,
     tools: _Tools,
     report: SummaryPassReport,
@@ -179,11 +187,12 @@ def _summarize_one(
     due any more, unindexed, empty). A key, permission or credit error, or a rate limit
     its retries did not outlast, is the account's, not the conversation's: it raises
     :class:`_ModelUnusable` and charges no attempt."""
+    policy = settings.policy
     fresh = summaries.refresh(conv)  # full state (the body must survive a failure)
     action = decide(fresh.state, fresh.current, policy, now)
     if not action.calls_model:
         return False
-    cap = coverage_before_reading(memoir, conv.session_id)  # a sync may be appending now
+    cap = coverage_before_reading(summaries, store, conv.session_id)  # a sync may append now
     events = summaries.events(fresh)
     if events is None or (not events and summaries.unit == "events"):
         # not indexed yet — or an API session with no event so far, which is not "empty
@@ -193,15 +202,18 @@ def _summarize_one(
         return False
     had_body = fresh.state.kind is SummaryKind.REAL
     model, fallback, cache = tools.get()  # configuration errors surface, never "failures"
+    long = session_long_path(
+        store, summaries, conv.session_id, fresh.state, model, fallback, cache, settings.episodes
+    )
     try:
         result = summarize_conversation(
             events,
             model,
             session=conv.session_id,
-            user=_user_of(memoir, conv.session_id),
+            user=_user_of(store, conv.session_id),
             fallback=fallback,
             cache=cache,
-            long=session_long_path(memoir, conv.session_id, fresh.state, model, fallback, cache),
+            long=long,
         )
     except AssertionError:
         raise  # a test double's complaint (ScriptExhausted), never a model failure
@@ -276,38 +288,21 @@ def _record_failure(
 class _Tools:
     """The model, refusal fallback and episode cache, resolved once and only when needed."""
 
-    def __init__(self, memoir: Memoir, model: Model | None) -> None:
-        self.memoir = memoir
-        self.model = model
-        self._resolved: tuple[Model, Model | None, Any] | None = None
+    def __init__(self, models: ModelSource, store: Store) -> None:
+        self.models = models
+        self.store = store
+        self._resolved: tuple[Model, Model | None, StoreEpisodeCache] | None = None
 
-    def get(self) -> tuple[Model, Model | None, Any]:
+    def get(self) -> tuple[Model, Model | None, StoreEpisodeCache]:
         if self._resolved is None:
-            model = self.model if self.model is not None else resolve_model(self.memoir)
-            self._resolved = (model, _fallback(self.memoir), _cache(self.memoir))
+            model = self.models.model()
+            self._resolved = (model, self.models.fallback(), StoreEpisodeCache(self.store.cache))
         return self._resolved
 
 
-def _user_of(memoir: Memoir, session_id: str) -> str | None:
+def _user_of(store: Store, session_id: str) -> str | None:
     try:
-        session = memoir.store.sessions.get(session_id)
+        session = store.sessions.get(session_id)
     except MemoirError:
         return None
     return session.user if session is not None else None
-
-
-def _fallback(memoir: Memoir) -> Model | None:
-    getter = getattr(memoir, "fallback_model", None)
-    if callable(getter):
-        return getter()
-    if not memoir.settings.llm_fallback:
-        return None
-    from memoir.llm.factory import fallback_from_settings
-
-    return fallback_from_settings(memoir.settings)
-
-
-def _cache(memoir: Memoir) -> Any:
-    from memoir.episodes import StoreEpisodeCache
-
-    return StoreEpisodeCache(memoir.store.cache)

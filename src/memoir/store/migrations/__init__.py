@@ -22,6 +22,7 @@ from memoir.store.migrations import (
     v007_embedding_changes,
     v008_accent_folding,
     v009_embedding_recipe,
+    v010_memory,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -89,6 +90,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         v009_embedding_recipe.SQLITE,
         v009_embedding_recipe.POSTGRES,
     ),
+    Migration(v010_memory.VERSION, v010_memory.NAME, v010_memory.SQLITE, v010_memory.POSTGRES),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

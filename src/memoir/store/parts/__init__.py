@@ -7,6 +7,8 @@ from memoir.store.parts.embeddings import EmbeddingsPart
 from memoir.store.parts.events import EventsPart, ExchangesPart
 from memoir.store.parts.index import IndexPart, TextEngine
 from memoir.store.parts.ingest import IngestPart
+from memoir.store.parts.memory import MemoryPart
+from memoir.store.parts.memory_items import MemoryItemsPart
 from memoir.store.parts.sessions import SessionsPart
 from memoir.store.parts.summaries import SummariesPart
 from memoir.store.parts.traces import TracesPart
@@ -20,6 +22,8 @@ __all__ = [
     "ExchangesPart",
     "IndexPart",
     "IngestPart",
+    "MemoryItemsPart",
+    "MemoryPart",
     "SessionsPart",
     "SummariesPart",
     "TextEngine",

@@ -47,6 +47,17 @@ class CheckpointsPart:
         )
         return [_checkpoint(r) for r in rows]
 
+    def past_memory_cursor(self) -> list[CheckpointRow]:
+        """Checkpoints whose memory boundary lies past their session's memory cursor
+        (what memory recovery looks at), oldest first."""
+        cols = ", ".join(f"c.{c.strip()}" for c in _COLS.split(","))
+        rows = self._db.rows(
+            f"SELECT {cols} FROM checkpoints c LEFT JOIN memory_cursors m "
+            "ON m.session_id = c.session_id WHERE c.memory_boundary > coalesce(m.through, 0) "
+            "ORDER BY c.created_at, c.id"
+        )
+        return [_checkpoint(r) for r in rows]
+
 
 def _checkpoint(r: Any) -> CheckpointRow:
     return CheckpointRow(

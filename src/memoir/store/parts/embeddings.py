@@ -11,8 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from memoir.errors import StoreError
-from memoir.model import Exchange
-from memoir.store.codec import from_iso
+from memoir.store.codec import exchange_text_from_row, from_iso
 from memoir.store.db import Db, Tx
 from memoir.store.index_doc import EMBED_RECIPE, embedding_text
 
@@ -247,17 +246,4 @@ class EmbeddingsPart:
 
 
 def _embed_text(row: Any) -> str:
-    return embedding_text(
-        Exchange(
-            id=row[1],
-            session_id="",
-            first_ordinal=0,
-            last_ordinal=0,
-            user_text=row[2],
-            assistant_text=row[3],
-            tool_excerpt=row[4],
-            tool_names=(),
-            started_at=None,
-            ended_at=None,
-        )
-    )
+    return embedding_text(exchange_text_from_row(row))

@@ -9,6 +9,8 @@ from memoir.errors import NotFound
 from memoir.model import Session, SessionFlags
 from memoir.store.codec import SESSION_COLS, from_iso, prefixed, session_from_row
 from memoir.store.db import Db
+from memoir.store.search_filter import filter_sql
+from memoir.store.sql_common import tx_dialect
 from memoir.store.values import SearchFilters, SessionInfo
 
 __all__ = ["SessionsPart"]
@@ -81,18 +83,7 @@ class SessionsPart:
     def ids(self, filters: SearchFilters) -> list[str]:
         """Ids of the sessions that pass ``filters``' session-level parts (project, session,
         harness, subagents); the exchange-level parts (dates, role) are not looked at."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        for column, value in (
-            ("id", filters.session_id),
-            ("project", filters.project),
-            ("harness", filters.harness),
-        ):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        if not filters.include_subagents:
-            clauses.append("subagent = ?")
-            params.append(False)
-        where = " WHERE " + " AND ".join(clauses) if clauses else ""
-        return [str(r[0]) for r in self._db.rows(f"SELECT id FROM sessions{where}", params)]
+        with self._db.ro() as tx:
+            where, params = filter_sql(filters, tx_dialect(tx), exchange=None, session="s")
+            rows = tx.run(f"SELECT s.id FROM sessions s WHERE 1 = 1{where}", params)
+        return [str(r[0]) for r in rows]

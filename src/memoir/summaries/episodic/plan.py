@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from memoir.episodes.history import Item, cut_allowed
-from memoir.episodes.shape import UnusableAnswer
-from memoir.episodes.text import safe_cut
 from memoir.llm import errors as llm_errors
 from memoir.llm.port import TokenCounter
+from memoir.summaries.episodic.history import Item, cut_allowed
+from memoir.summaries.episodic.shape import UnusableAnswer
+from memoir.summaries.episodic.text import safe_cut
 
 __all__ = [
     "SEPARATOR",

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memoir.episodes.shape import (
+from memoir.summaries.episodic.shape import (
     FACT_LISTS,
     SUMMARY_KEYS,
     UnusableAnswer,

@@ -1,7 +1,7 @@
 """One request, carried through: budget, retries, the refusal fallback, parsing.
 
 :class:`Caller` spends one attempt of the run's shared budget per model call. After a
-failure it follows :func:`memoir.episodes.plan.next_action`: a transient failure (rate
+failure it follows :func:`memoir.summaries.episodic.plan.next_action`: a transient failure (rate
 limit, 5xx, empty or unusable answer) is retried on the same model; a refusal is sent once
 to the fallback model (purpose FALLBACK); a truncated episode goes back to the caller to be
 split; everything else ends the run with a :class:`SummaryError` whose one-line reason says
@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memoir.episodes.budget import AttemptBudget
-from memoir.episodes.plan import Action, next_action, retry_delay
-from memoir.episodes.shape import UnusableAnswer, parse_summary
 from memoir.errors import SummaryError
 from memoir.llm import errors as llm_errors
 from memoir.llm.port import Model
 from memoir.llm.values import Completion, ModelRequest
+from memoir.summaries.episodic.budget import AttemptBudget
+from memoir.summaries.episodic.plan import Action, next_action, retry_delay
+from memoir.summaries.episodic.shape import UnusableAnswer, parse_summary
 
 __all__ = ["Answer", "Caller", "Cancelled", "describe"]
 

@@ -23,8 +23,14 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memoir.episodes.budget import AttemptBudget
-from memoir.episodes.cache import (
+from memoir.errors import BudgetExhausted, ConfigError, OversizedHistory, SummaryError
+from memoir.llm import errors as llm_errors
+from memoir.llm.port import Model, TokenCounter
+from memoir.llm.tokens import default_counter
+from memoir.llm.values import RequestMeta
+from memoir.model import Event
+from memoir.summaries.episodic.budget import AttemptBudget
+from memoir.summaries.episodic.cache import (
     CACHE_TTL_S,
     CachedResult,
     CachedSplit,
@@ -32,18 +38,12 @@ from memoir.episodes.cache import (
     SafeCache,
     cache_key,
 )
-from memoir.episodes.calls import Answer, Caller, Cancelled
-from memoir.episodes.history import normalise
-from memoir.episodes.plan import Episode, build_episodes, run_scope
-from memoir.episodes.prompts import episode_request, half_request, merge_request
-from memoir.episodes.shape import render_summary
-from memoir.episodes.text import split_point
-from memoir.errors import BudgetExhausted, ConfigError, OversizedHistory, SummaryError
-from memoir.llm import errors as llm_errors
-from memoir.llm.port import Model, TokenCounter
-from memoir.llm.tokens import default_counter
-from memoir.llm.values import RequestMeta
-from memoir.model import Event
+from memoir.summaries.episodic.calls import Answer, Caller, Cancelled
+from memoir.summaries.episodic.history import normalise
+from memoir.summaries.episodic.plan import Episode, build_episodes, run_scope
+from memoir.summaries.episodic.prompts import episode_request, half_request, merge_request
+from memoir.summaries.episodic.shape import render_summary
+from memoir.summaries.episodic.text import split_point
 
 __all__ = ["EpisodicSummarizer", "EpisodicSummary", "Progress"]
 

@@ -9,12 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from episode_helpers import Oracle, marked_history, transcript_of
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.episodes import EpisodicSummarizer
-from memoir.episodes.session import TRACE_KIND, find_previous, summarize_session
 from memoir.errors import OversizedHistory, SummaryError
 from memoir.llm.errors import Refused, Transient, Truncated
 from memoir.llm.ledger import MemorySink, Metered
@@ -22,6 +19,10 @@ from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import Purpose
 from memoir.model import Event, Harness, Session
 from memoir.store.values import IngestBatch
+from memoir.summaries.episodic import EpisodicSummarizer
+from memoir.summaries.session import TRACE_KIND, Previous, find_previous, summarize_session
+
+from .episode_helpers import Oracle, marked_history, transcript_of
 
 
 @pytest.fixture
@@ -30,6 +31,10 @@ def memoir(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
     m = Memoir.open(settings)
     yield m
     m.close()
+
+
+def previous_of(memoir: Any, sid: str = "s1") -> Previous | None:
+    return find_previous(memoir.summary_store(), memoir.store, sid, memoir.store.events.of(sid))
 
 
 def add_session(memoir: Any, events: list[Event], sid: str = "s1") -> None:
@@ -80,7 +85,10 @@ def test_cli_summarizes_a_long_real_transcript_with_the_offline_model(
     assert "tentative" in summary["text"] or "tentative" in json.dumps(summary["data"])
     from memoir.summaries.persist import read_summary_body
 
-    assert read_summary_body(memoir, "67a8478e-long") == summary["text"].strip()
+    assert (
+        read_summary_body(memoir.summary_store(), memoir.store, "67a8478e-long")
+        == summary["text"].strip()
+    )
     purposes = {r.purpose for r in memoir.store.usage.records()}
     assert {"episode", "merge"} <= purposes
     # a second run has nothing new; --full rebuilds from the cache at the cost of one merge
@@ -97,11 +105,12 @@ def test_incremental_merges_only_the_new_events(memoir: Any) -> None:
     add_session(memoir, marked_history(4))
     model = ScriptedModel(default=Oracle())
     summarizer = EpisodicSummarizer(model, episode_tokens=300)
-    first = summarize_session(memoir, "s1", summarizer=summarizer)
+    summaries = memoir.summary_store()
+    first = summarize_session(memoir.store, summaries, "s1", summarizer=summarizer)
     assert first.mode == "full" and first.saved and first.calls == 5
     add_session(memoir, marked_history(6)[8:])
     before = model.calls
-    second = summarize_session(memoir, "s1", summarizer=summarizer)
+    second = summarize_session(memoir.store, summaries, "s1", summarizer=summarizer)
     assert second.mode == "incremental" and second.calls == 3
     sent = [r for r in model.requests[before:] if r.meta.purpose is Purpose.EPISODE]
     assert sorted(transcript_of(r)[:11] for r in sent) == ["User: MARK4", "User: MARK5"]
@@ -116,12 +125,13 @@ def test_auto_mode_does_an_oversized_history_in_rounds(memoir: Any) -> None:
     add_session(memoir, marked_history(6))
     model = ScriptedModel(default=Oracle())
     summarizer = EpisodicSummarizer(model, episode_tokens=300, max_full_tokens=600)
+    summaries = memoir.summary_store()
     with pytest.raises(OversizedHistory):
-        summarize_session(memoir, "s1", mode="full", summarizer=summarizer)
-    run = summarize_session(memoir, "s1", summarizer=summarizer)
+        summarize_session(memoir.store, summaries, "s1", mode="full", summarizer=summarizer)
+    run = summarize_session(memoir.store, summaries, "s1", summarizer=summarizer)
     assert run.mode == "incremental" and run.rounds == 3 and run.calls == 9
     assert run.summary is not None and run.summary.last_ordinal == 12
-    assert find_previous(memoir, "s1", memoir.store.events.of("s1")) is not None
+    assert previous_of(memoir) is not None
 
 
 @pytest.mark.parametrize("meanwhile", ["marked stale", "deleted", "replaced"])
@@ -134,23 +144,24 @@ def test_an_episodic_trace_is_history_once_its_summary_is_not_the_saved_one(
 
     add_session(memoir, marked_history(4))
     summarizer = EpisodicSummarizer(ScriptedModel(default=Oracle()), episode_tokens=300)
-    assert summarize_session(memoir, "s1", summarizer=summarizer).mode == "full"
-    assert find_previous(memoir, "s1", memoir.store.events.of("s1")).source == "trace"
+    summaries = memoir.summary_store()
+    assert summarize_session(memoir.store, summaries, "s1", summarizer=summarizer).mode == "full"
+    assert previous_of(memoir).source == "trace"
     if meanwhile == "marked stale":
-        assert mark_summary_stale(memoir.settings, memoir.store, "s1")
+        assert mark_summary_stale(summaries, memoir.store, "s1")
     elif meanwhile == "deleted":
         from memoir.summaries.persist import forget_summary
 
-        forget_summary(memoir.settings, memoir.store, "s1", "p")
+        forget_summary(memoir.settings.archive_dir, memoir.store.summaries, "s1", "p")
     else:
-        save_summary(memoir, "s1", "what the summary pass wrote since", model="m")
-    previous = find_previous(memoir, "s1", memoir.store.events.of("s1"))
+        save_summary(summaries, memoir.store, "s1", "what the summary pass wrote since", model="m")
+    previous = previous_of(memoir)
     if meanwhile == "replaced":
         assert previous is not None and previous.source == "summary"
         assert previous.summary == "what the summary pass wrote since"
     else:
         assert previous is None
-        again = summarize_session(memoir, "s1", summarizer=summarizer)
+        again = summarize_session(memoir.store, summaries, "s1", summarizer=summarizer)
         assert again.mode == "full" and again.saved
 
 
@@ -158,8 +169,8 @@ def test_previous_coverage_falls_back_to_the_saved_summary(memoir: Any) -> None:
     from memoir.summaries.persist import save_summary
 
     add_session(memoir, marked_history(2))
-    save_summary(memoir, "s1", "an older summary", model="m")
-    previous = find_previous(memoir, "s1", memoir.store.events.of("s1"))
+    save_summary(memoir.summary_store(), memoir.store, "s1", "an older summary", model="m")
+    previous = previous_of(memoir)
     assert previous is not None and previous.source == "summary"
     assert previous.summary == "an older summary" and previous.last_ordinal == 4
 
@@ -186,9 +197,9 @@ def test_the_facade_retry_wrapper_is_peeled_so_the_budget_sees_every_attempt(
     wrapped = Retrying(flaky, RetryPolicy(attempts=3), sleep=lambda s: None)
     monkeypatch.setattr(Memoir, "model", lambda self: wrapped)
     monkeypatch.setattr(Memoir, "fallback_model", lambda self: None)
-    monkeypatch.setattr("memoir.episodes.calls.time.sleep", lambda s: None)
+    monkeypatch.setattr("memoir.summaries.episodic.calls.time.sleep", lambda s: None)
     with pytest.raises(SummaryError, match="failed 3 times"):
-        summarize_session(memoir, "s1")
+        memoir.summarize("s1")
     assert flaky.calls == 3  # the summarizer's own retries, each counted in the budget
 
 
@@ -245,7 +256,8 @@ def test_one_summary_writer_per_session(
     """A second `memoir summarize` (or the summary pass) of a session another process is
     summarizing stands aside instead of paying for the same calls again."""
     from memoir.store.claims import summary_claim
-    from memoir.summaries.summary_pass import run_summary_pass
+
+    from ..helpers import run_pass
 
     add_session(memoir, marked_history(1))
     model = ScriptedModel(default=Oracle({}))
@@ -256,7 +268,7 @@ def test_one_summary_writer_per_session(
         assert out["busy"] is True and "being summarized by another process" in out["message"]
         rows = dataclasses.replace(memoir.settings, summary_store="database")
         with Memoir.open(rows) as other:  # a second process's view of the same home
-            report = run_summary_pass(other, limit=5, model=model, now_ms=2**45)
+            report = run_pass(other, limit=5, model=model, now_ms=2**45)
         assert (report.busy, report.summarized, model.calls) == (1, 0, 0)
         assert [r.outcome for r in report.rows] == ["busy"]
     assert run_cli(["summarize", "s1", "--json"]) == 0  # free again: it runs
@@ -284,9 +296,9 @@ def test_events_a_sync_adds_during_a_run_stay_uncovered(memoir: Any) -> None:
             return inner.complete(request)
 
     summarizer = EpisodicSummarizer(SyncMeanwhile(), episode_tokens=300)  # type: ignore[arg-type]
-    run = summarize_session(memoir, "s1", summarizer=summarizer)
+    run = summarize_session(memoir.store, memoir.summary_store(), "s1", summarizer=summarizer)
     assert run.saved and grown and grown[0] > 0
-    state = read_summary_state(memoir, "s1")
+    state = read_summary_state(memoir.summary_store(), memoir.store, "s1")
     assert state.coverage is not None and state.coverage.amount == before
     assert len(memoir.store.events.of("s1")) > before
 
@@ -294,7 +306,7 @@ def test_events_a_sync_adds_during_a_run_stay_uncovered(memoir: Any) -> None:
 def test_each_round_reads_a_window_not_all_that_is_left(memoir: Any) -> None:
     """Rounds of a long history: each is handed the start of what is left (enough for
     one round), not all of it again — quadratic at thousands of exchanges."""
-    from memoir.episodes.session import _round_window
+    from memoir.summaries.session import _round_window
 
     add_session(memoir, marked_history(6))
     model = ScriptedModel(default=Oracle())
@@ -311,6 +323,6 @@ def test_each_round_reads_a_window_not_all_that_is_left(memoir: Any) -> None:
     window = _round_window(events, 10)  # 120 characters: a few events
     assert 0 < len(window) < len(events)
     assert _round_window(events, 10**6) == events
-    run = summarize_session(memoir, "s1", summarizer=summarizer)
+    run = summarize_session(memoir.store, memoir.summary_store(), "s1", summarizer=summarizer)
     assert run.summary is not None and run.summary.last_ordinal == events[-1].ordinal
     assert handed[0] == len(events) and run.rounds >= 2  # the full try, then rounds

@@ -8,9 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from episode_helpers import Oracle, episode_json, marked_history, transcript_of
 
-from memoir.episodes import EpisodicSummarizer, EpisodicSummary
 from memoir.errors import BudgetExhausted, OversizedHistory, SummaryError
 from memoir.llm.errors import (
     AuthError,
@@ -24,6 +22,9 @@ from memoir.llm.errors import (
 )
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import ModelRequest, Purpose
+from memoir.summaries.episodic import EpisodicSummarizer, EpisodicSummary
+
+from .episode_helpers import Oracle, episode_json, marked_history, transcript_of
 
 
 def make(model: ScriptedModel, **kw: Any) -> EpisodicSummarizer:

@@ -8,19 +8,20 @@ from typing import Any
 
 import pytest
 import regex
-from episode_helpers import Oracle, event, transcript_of
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.episodes import EpisodicSummarizer
-from memoir.episodes.history import Item, cut_allowed, normalise
-from memoir.episodes.plan import Action, next_action, pack, retry_delay, run_scope
-from memoir.episodes.shape import UnusableAnswer
-from memoir.episodes.text import clip_middle, grapheme_boundaries, safe_cut, split_point
 from memoir.llm import errors as E
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import Purpose
 from memoir.model import EventKind
+from memoir.summaries.episodic import EpisodicSummarizer
+from memoir.summaries.episodic.history import Item, cut_allowed, normalise
+from memoir.summaries.episodic.plan import Action, next_action, pack, retry_delay, run_scope
+from memoir.summaries.episodic.shape import UnusableAnswer
+from memoir.summaries.episodic.text import clip_middle, grapheme_boundaries, safe_cut, split_point
+
+from .episode_helpers import Oracle, event, transcript_of
 
 # --- halves: Unicode-safe split points -------------------------------------------------
 

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memoir.episodes.text import clip_middle
 from memoir.llm.transcript import quote_speaker_lines
 from memoir.model import Event, EventKind, clean_speaker, speaker_of
+from memoir.summaries.episodic.text import clip_middle
 
 __all__ = ["TOOL_TEXT_CHARS", "Item", "cut_allowed", "normalise"]
 

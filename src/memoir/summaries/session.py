@@ -1,12 +1,14 @@
-"""Summarize one stored session end to end: find what the previous summary covered, run the
-summarizer (full, incremental, or auto), persist the result through the summary port.
+"""Summarize one stored session end to end with the episodic summarizer: find what the
+previous summary covered, run the summarizer (full, incremental, or auto), persist the
+result through the summary port.
 
-This is what ``memoir summarize`` and, later, a background job call. The episodic
-summarizer's own coverage (the last event ordinal it covered and the structured summary)
-is kept as a ``episodic_summary`` trace row, so an incremental run merges into the
-structured object rather than into display text. Without such a row, the coverage of the
-session's existing summary (from :mod:`memoir.summaries.persist`) is used: archive bytes
-(matched against each event's source offset) or an event count.
+This is what ``memoir summarize`` and the summary pass's long path (and, later, a
+background job) call. The episodic summarizer's own coverage (the last event ordinal it
+covered and the structured summary) is kept as a ``episodic_summary`` trace row, so an
+incremental run merges into the structured object rather than into display text. Without
+such a row, the coverage of the session's existing summary (from
+:mod:`memoir.summaries.persist`) is used: archive bytes (matched against each event's
+source offset) or an event count.
 
 An incremental run beyond the size guard is done in rounds within one call (each round
 has its own attempt budget and merges into the previous round's result); the summary is
@@ -21,24 +23,36 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from memoir.episodes.cache import StoreEpisodeCache
-from memoir.episodes.summarizer import EpisodicSummarizer, EpisodicSummary, Progress
+from memoir.config import Settings
 from memoir.errors import NotFound, OversizedHistory
 from memoir.llm.port import Model
+from memoir.llm.retry import Retrying
 from memoir.model import Event
+from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim
+from memoir.store.port import Store
 from memoir.store.values import TraceRow
-
-if TYPE_CHECKING:
-    from memoir.app import Memoir
+from memoir.summaries.episodic.cache import CACHE_TTL_S, EpisodeCache, StoreEpisodeCache
+from memoir.summaries.episodic.summarizer import (
+    DEFAULT_EPISODE_TOKENS,
+    DEFAULT_MAX_FULL_TOKENS,
+    EpisodicSummarizer,
+    EpisodicSummary,
+    Progress,
+)
+from memoir.summaries.model_source import ModelSource
+from memoir.summaries.persist import coverage_before_reading, read_summary_state, save_summary
+from memoir.summaries.port import SummaryStore
 
 __all__ = [
     "TRACE_KIND",
+    "EpisodeSettings",
     "Previous",
     "RunMode",
     "SessionRun",
+    "episodic_summarizer",
     "find_previous",
     "summarize_session",
 ]
@@ -47,6 +61,56 @@ log = logging.getLogger(__name__)
 
 TRACE_KIND = "episodic_summary"
 RunMode = Literal["auto", "full", "incremental"]
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeSettings:
+    """How an episodic summarizer is built (``MEMOIR_EPISODE_*``); ``retries`` per call
+    after the first, ``cache_ttl_s`` how long finished episodes are kept."""
+
+    concurrency: int = 4
+    attempt_budget: int = 32
+    episode_tokens: int = DEFAULT_EPISODE_TOKENS
+    max_full_tokens: int = DEFAULT_MAX_FULL_TOKENS
+    retries: int = 2
+    cache_ttl_s: float = CACHE_TTL_S
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EpisodeSettings:
+        return cls(
+            concurrency=settings.episode_concurrency,
+            attempt_budget=settings.episode_attempt_budget,
+            episode_tokens=settings.episode_tokens,
+            max_full_tokens=settings.episode_max_full_tokens,
+            retries=max(0, settings.llm_retry_budget - 1),  # the model's budget, less one
+        )
+
+
+def _unretried(model: Model) -> Model:
+    """The model without its retry wrapper (the ledger wrapper stays): the summarizer
+    retries itself so that every provider attempt counts in the run budget."""
+    return model.inner if isinstance(model, Retrying) else model
+
+
+def episodic_summarizer(
+    model: Model,
+    fallback: Model | None,
+    cache: EpisodeCache | None,
+    settings: EpisodeSettings,
+) -> EpisodicSummarizer:
+    """The episodic summarizer of ``model`` (and ``fallback``), their retry wrappers
+    peeled: it retries itself, inside its attempt budget."""
+    return EpisodicSummarizer(
+        _unretried(model),
+        fallback=_unretried(fallback) if fallback is not None else None,
+        cache=cache,
+        concurrency=settings.concurrency,
+        attempt_budget=settings.attempt_budget,
+        episode_tokens=settings.episode_tokens,
+        max_full_tokens=settings.max_full_tokens,
+        retries=settings.retries,
+        cache_ttl_s=settings.cache_ttl_s,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,28 +144,6 @@ class SessionRun:
         }
 
 
-def _unretried(model: Model | None) -> Model | None:
-    """The facade's model without its retry wrapper (the ledger wrapper stays): the
-    summarizer retries itself so that every provider attempt counts in the run budget."""
-    try:
-        from memoir.llm.retry import Retrying
-    except ImportError:
-        return model
-    return model.inner if isinstance(model, Retrying) else model
-
-
-def _models(memoir: Memoir) -> tuple[Model, Model | None]:
-    model_fn = getattr(memoir, "model", None)
-    if callable(model_fn):
-        fallback_fn = getattr(memoir, "fallback_model", None)
-        fallback = fallback_fn() if callable(fallback_fn) else None
-        primary: Model = model_fn()
-        return _unretried(primary) or primary, _unretried(fallback)
-    from memoir.llm.offline import OfflineModel  # before the facade grew .model()
-
-    return OfflineModel(), None
-
-
 def _summary_digest(body: str) -> str:
     """A short fingerprint of a saved summary's text (ties a trace to the summary it wrote)."""
     return hashlib.sha256(body.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -125,32 +167,22 @@ def _round_window(pending: list[Event], max_tokens: int) -> list[Event]:
     return pending
 
 
-def _coverage_before_reading(memoir: Memoir, session_id: str) -> int | None:
-    try:
-        from memoir.summaries.persist import coverage_before_reading
-    except ImportError:
-        return None
-    return coverage_before_reading(memoir, session_id)
-
-
-def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> Previous | None:
+def find_previous(
+    summaries: SummaryStore, store: Store, session_id: str, events: Sequence[Event]
+) -> Previous | None:
     """The previous summary and its coverage, or None when the session has none.
 
     The structured data of the newest episodic trace is used only while the saved summary
     is still the one that run wrote and still covers something: a rewritten transcript
     (its summary marked stale), a summary deleted by hand or replaced by the summary pass
     all make it history, and the saved summary (if any) is the starting point instead."""
-    try:
-        from memoir.summaries.persist import read_summary_state
-    except ImportError:
-        return None
-    state = read_summary_state(memoir, session_id)
-    if not getattr(state, "has_body", False) or state.coverage is None:
+    state = read_summary_state(summaries, store, session_id)
+    if not state.has_body or state.coverage is None:
         return None
     if state.coverage.amount <= 0:
         return None
     last = events[-1].ordinal if events else 0
-    traces = memoir.store.traces.find(session_id, TRACE_KIND)
+    traces = store.traces.find(session_id, TRACE_KIND)
     if traces:
         row = traces[-1]
         ordinal, data = row.data.get("last_ordinal"), row.data.get("data")
@@ -162,9 +194,8 @@ def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> P
         ):
             return Previous(data, ordinal, "trace")
     amount = state.coverage.amount
-    by_bytes = memoir.settings.summary_store == "files" and any(
-        e.source_offset is not None for e in events
-    )
+    # the home's summary store counts archive bytes (files) or events (database)
+    by_bytes = summaries.unit == "bytes" and any(e.source_offset is not None for e in events)
     if by_bytes:
         covered = [
             e.ordinal for e in events if e.source_offset is not None and e.source_offset < amount
@@ -177,9 +208,12 @@ def find_previous(memoir: Memoir, session_id: str, events: Sequence[Event]) -> P
 
 
 def summarize_session(
-    memoir: Memoir,
+    store: Store,
+    summaries: SummaryStore,
     session_id: str,
     *,
+    models: ModelSource | None = None,
+    episodes: EpisodeSettings = EpisodeSettings(),
     mode: RunMode = "auto",
     use_cache: bool = True,
     progress: Progress | None = None,
@@ -191,48 +225,52 @@ def summarize_session(
     writer per session, across processes and PostgreSQL replicas; ``claim=False`` for a
     caller that holds it already, the summary pass). Raises Busy when another process
     holds it, NotFound, SummaryError and its subclasses (OversizedHistory only in ``full``
-    mode)."""
-    from memoir.store import ensure_writable
+    mode).
 
-    ensure_writable(memoir.store, "memoir summarize")  # before any model call
-    held = memoir.store.claims.hold(*summary_claim(session_id)) if claim else nullcontext()
+    The summarizer is ``summarizer`` when given; else one of ``models`` (asked for once the
+    session is found), built as ``episodes`` says, with the store's episode cache unless
+    ``use_cache`` is False."""
+    if summarizer is None and models is None:
+        raise TypeError("summarize_session needs models or a summarizer")
+    ensure_writable(store, "memoir summarize")  # before any model call
+    held = store.claims.hold(*summary_claim(session_id)) if claim else nullcontext()
     with held:
-        return _summarize(memoir, session_id, mode, use_cache, progress, job_id, summarizer)
+        session = store.sessions.get(session_id)
+        if session is None:
+            raise NotFound(f"no session {session_id!r} in this Memoir home (run memoir sync?)")
+        if summarizer is None:
+            assert models is not None
+            summarizer = episodic_summarizer(
+                models.model(),
+                models.fallback(),
+                StoreEpisodeCache(store.cache) if use_cache else None,
+                episodes,
+            )
+        return _summarize(
+            store, summaries, session_id, mode, summarizer, progress, session.user, job_id
+        )
 
 
 def _summarize(
-    memoir: Memoir,
+    store: Store,
+    summaries: SummaryStore,
     session_id: str,
     mode: RunMode,
-    use_cache: bool,
+    summarizer: EpisodicSummarizer,
     progress: Progress | None,
+    user: str | None,
     job_id: str | None,
-    summarizer: EpisodicSummarizer | None,
 ) -> SessionRun:
-    session = memoir.store.sessions.get(session_id)
-    if session is None:
-        raise NotFound(f"no session {session_id!r} in this Memoir home (run memoir sync?)")
-    if summarizer is None:
-        model, fallback = _models(memoir)
-        settings = memoir.settings
-        summarizer = EpisodicSummarizer(
-            model,
-            fallback=fallback,
-            cache=StoreEpisodeCache(memoir.store.cache) if use_cache else None,
-            concurrency=settings.episode_concurrency,
-            attempt_budget=settings.episode_attempt_budget,
-            episode_tokens=settings.episode_tokens,
-            max_full_tokens=settings.episode_max_full_tokens,
-            retries=max(0, settings.llm_retry_budget - 1),
-        )
-    covered = _coverage_before_reading(memoir, session_id)
-    events = memoir.store.events.of(session_id)
-    common: dict[str, Any] = {"user": session.user, "session": session_id, "job_id": job_id}
-    previous = find_previous(memoir, session_id, events) if mode != "full" else None
+    common: dict[str, Any] = {"user": user, "session": session_id, "job_id": job_id}
+    covered = coverage_before_reading(summaries, store, session_id)
+    events = store.events.of(session_id)
+    previous = find_previous(summaries, store, session_id, events) if mode != "full" else None
     if mode == "full" or (mode == "auto" and previous is None):
         try:
             result = summarizer.summarize(events, mode="full", progress=progress, **common)
-            return _finish(memoir, session_id, "full", result, 1, result.calls, job_id, covered)
+            return _finish(
+                store, summaries, session_id, "full", result, 1, result.calls, job_id, covered
+            )
         except OversizedHistory:
             if mode == "full":
                 raise
@@ -251,32 +289,34 @@ def _summarize(
         if result.complete and len(window) == len(pending):
             break
         prior, pending = result, pending[result.covered :]
-    return _finish(memoir, session_id, "incremental", result, rounds, calls, job_id, covered)
+    return _finish(
+        store, summaries, session_id, "incremental", result, rounds, calls, job_id, covered
+    )
 
 
 def _finish(
-    memoir: Memoir,
+    store: Store,
+    summaries: SummaryStore,
     session_id: str,
     mode: str,
     result: EpisodicSummary,
     rounds: int,
     calls: int,
     job_id: str | None,
-    covered: int | None = None,
+    covered: int | None,
 ) -> SessionRun:
-    try:
-        from memoir.summaries.persist import save_summary
-    except ImportError:
-        note = "the summary was NOT saved: memoir.summaries.persist is not available"
-        return SessionRun(session_id, mode, result, rounds, calls, saved=False, note=note)
     save_summary(
-        memoir, session_id, result.text, model=result.model, data=result.data, covered=covered
+        summaries,
+        store,
+        session_id,
+        result.text,
+        model=result.model,
+        data=result.data,
+        covered=covered,
     )
     try:
-        from memoir.summaries.persist import read_summary_state
-
-        saved = read_summary_state(memoir, session_id)
-        memoir.store.traces.record(
+        saved = read_summary_state(summaries, store, session_id)
+        store.traces.record(
             TraceRow(
                 session_id=session_id,
                 kind=TRACE_KIND,

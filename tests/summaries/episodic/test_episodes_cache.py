@@ -6,23 +6,29 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from episode_helpers import Oracle, episode_json, event, marked_history, transcript_of
 
-from memoir.episodes import EpisodicSummarizer, MemoryEpisodeCache, StoreEpisodeCache, cache_key
-from memoir.episodes import prompts as prompts_module
-from memoir.episodes.cache import (
+from memoir.errors import SummaryError
+from memoir.llm.errors import Refused, Transient, Truncated
+from memoir.llm.scripted import ScriptedModel
+from memoir.llm.values import Purpose, RequestMeta
+from memoir.model import EventKind
+from memoir.summaries.episodic import (
+    EpisodicSummarizer,
+    MemoryEpisodeCache,
+    StoreEpisodeCache,
+    cache_key,
+)
+from memoir.summaries.episodic import prompts as prompts_module
+from memoir.summaries.episodic.cache import (
     CachedResult,
     CachedSplit,
     SafeCache,
     decode_entry,
     encode_entry,
 )
-from memoir.episodes.prompts import episode_request, half_request
-from memoir.errors import SummaryError
-from memoir.llm.errors import Refused, Transient, Truncated
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose, RequestMeta
-from memoir.model import EventKind
+from memoir.summaries.episodic.prompts import episode_request, half_request
+
+from .episode_helpers import Oracle, episode_json, event, marked_history, transcript_of
 
 
 def make(model: ScriptedModel, cache: Any, **kw: Any) -> EpisodicSummarizer:

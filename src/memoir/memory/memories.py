@@ -1,0 +1,162 @@
+"""The memory engine's front: the three triggers, recovery, and what was remembered.
+
+- :meth:`Memories.remember` — the user asked: runs now (ahead of queued background work,
+  after the running one) and returns what was saved, or why nothing was.
+- :meth:`Memories.extract` — the agent judged something worth keeping: durable at once,
+  ``"accepted"``, run in the background after the turn.
+- :meth:`Memories.on_checkpoint` — a compaction checkpoint was persisted: dispatched
+  fire-and-forget (no I/O on the compaction's thread).
+- :meth:`Memories.recover` — run everything left unsettled (checkpoints past the cursor,
+  queued operations, pending failures): what a long-lived process does at start-up and
+  ``memoir memories recover`` does on demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from memoir.errors import Busy, MemoirError, NotFound
+from memoir.memory.lane import Lane
+from memoir.memory.runner import MemoryParts, Outcome, Runner
+from memoir.memory.values import Trigger, operation_id
+from memoir.model import EventKind
+from memoir.store.memory_rows import MemoryItemRow, MemoryOpRow
+from memoir.store.port import Claims
+from memoir.store.values import CheckpointRow
+
+__all__ = ["Memories", "RecoveryReport", "checkpoint_op"]
+
+
+def checkpoint_op(row: CheckpointRow) -> MemoryOpRow:
+    """The operation a persisted compaction checkpoint stands for (its frozen coverage
+    and context boundaries, disposition and window). Pure: no I/O."""
+    context = row.data.get("context_through")
+    window = row.data.get("window")
+    return MemoryOpRow(
+        operation_id=operation_id(row.session_id, Trigger.COMPACTION, row.id),
+        session_id=row.session_id,
+        trigger=Trigger.COMPACTION.value,
+        anchor=row.id,
+        enqueued_at=row.created_at,
+        coverage_through=row.memory_boundary,
+        context_through=int(context) if context is not None else row.memory_boundary,
+        request={"checkpoint_id": row.id, "disposition": row.disposition, "window": window},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    checkpoints: int  # unsettled checkpoints queued again
+    sessions: int  # sessions whose lane ran
+    settled: int  # operations settled
+    pending: int  # failures recorded (to be retried by the next trigger or recovery)
+    busy: int  # sessions another process was working on (left to it)
+
+
+class Memories:
+    def __init__(self, parts: MemoryParts, claims: Claims, runner: Runner, *, wait_s: float = 30):
+        self.parts = parts
+        self.runner = runner
+        self.lane = Lane(runner, parts.memory, parts.checkpoints, claims, wait_s=wait_s)
+        self.wait_s = wait_s
+
+    # triggers --------------------------------------------------------------------------
+    def remember(self, session_id: str, turn: int | None = None) -> Outcome:
+        """Extract now what the user's turn ``turn`` (an event ordinal; default: their
+        latest) asks to keep, with what else the range holds."""
+        turn = self._turn(session_id, turn)
+        op = MemoryOpRow(
+            operation_id(session_id, Trigger.REMEMBER, turn),
+            session_id,
+            Trigger.REMEMBER.value,
+            str(turn),
+            datetime.now(UTC),
+            request={"turn": turn},
+        )
+        if not self.parts.memory.enqueue(op):
+            done = self.parts.memory.receipt(op.operation_id)
+            if done is not None:  # remembered before: the same answer again
+                return Outcome(receipt=done, items=self._items_of(op.operation_id))
+        results = self.lane.drain(session_id, first=op.operation_id, wait_s=self.wait_s)
+        if self.parts.memory.queued(session_id):
+            self.lane.dispatch(session_id)  # the rest of the lane, in the background
+        return results.get(op.operation_id) or Outcome(waiting="behind_pending")
+
+    def extract(
+        self, session_id: str, *, anchor: str, turn: int | None = None, note: str | None = None
+    ) -> str:
+        """Queue an extraction the agent asked for (``anchor``: its tool-call id); it runs
+        after the turn, in the background. Returns ``"accepted"`` (durable already)."""
+        if self.parts.sessions.get(session_id) is None:
+            raise NotFound(f"no session {session_id!r}")
+        request: dict[str, object] = {"note": note} if note else {}
+        if turn is not None:
+            request["turn"] = self._turn(session_id, turn)
+        op = MemoryOpRow(
+            operation_id(session_id, Trigger.EXTRACT, anchor),
+            session_id,
+            Trigger.EXTRACT.value,
+            anchor,
+            datetime.now(UTC),
+            request=request,
+        )
+        self.parts.memory.enqueue(op)
+        self.lane.dispatch(session_id)
+        return "accepted"
+
+    def on_checkpoint(self, row: CheckpointRow) -> None:
+        """A compaction checkpoint was persisted: dispatch its extraction and return."""
+        self.lane.dispatch(row.session_id, checkpoint_op(row))
+
+    # recovery ----------------------------------------------------------------------------
+    def recover(self) -> RecoveryReport:
+        memory = self.parts.memory
+        queued = 0
+        for row in self.parts.checkpoints.past_memory_cursor():
+            op = checkpoint_op(row)
+            if memory.receipt(op.operation_id) is None and memory.enqueue(op):
+                queued += 1
+        sessions = {o.session_id for o in memory.queued()} | {
+            p.session_id for p in memory.all_pending()
+        }
+        settled = failed = busy = 0
+        for sid in sorted(sessions):
+            try:
+                results = self.lane.drain(sid)
+            except Busy:
+                busy += 1
+                continue
+            except MemoirError:
+                failed += 1
+                continue
+            settled += sum(1 for r in results.values() if r.settled)
+            failed += sum(1 for r in results.values() if r.pending is not None)
+        return RecoveryReport(queued, len(sessions) - busy, settled, failed, busy)
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.lane.close(timeout)
+
+    # helpers -----------------------------------------------------------------------------
+    def _turn(self, session_id: str, turn: int | None) -> int:
+        if self.parts.sessions.get(session_id) is None:
+            raise NotFound(f"no session {session_id!r}")
+        events = self.parts.events.of(session_id)
+        users = [e.ordinal for e in events if e.kind is EventKind.USER_TEXT]
+        if not users:
+            raise MemoirError(f"session {session_id} has no user message to remember from")
+        if turn is None:
+            return users[-1]
+        if turn not in users:
+            raise MemoirError(
+                f"event {turn} of session {session_id} is not a user message (user messages: "
+                f"{', '.join(map(str, users[-5:]))}{' …' if len(users) > 5 else ''})"
+            )
+        return turn
+
+    def _items_of(self, operation: str) -> tuple[MemoryItemRow, ...]:
+        receipt = self.parts.memory.receipt(operation)
+        if receipt is None:
+            return ()
+        found = self.parts.items.find(session_id=receipt.session_id)
+        return tuple(i for i in found if i.operation_id == operation)

@@ -1,0 +1,257 @@
+"""The offline default extractor: durable statements of the user, by their cues.
+
+Deterministic, no network, linear in the slice. It reads only the citable user turns of
+an evidence slice, line by line (code and log lines skipped), sentence by sentence
+(:func:`memoir.llm.offline.text.split_sentences`), and keeps a sentence that carries a
+cue, taking the kind from the first cue family that matches:
+
+- decision — "we decided / agreed / settled on / chose", "we'll use / go with / stick
+  with / switch to", "let's go with / use", "we're going with", "the decision is";
+- preference — "I prefer / like / love / enjoy / hate / dislike / can't stand", "I don't
+  like / want / enjoy", "I'd rather", "my favorite", "I'm a fan of", "I always / never /
+  usually …" (a habit);
+- plan — "I plan to / I'm planning to / we plan", "I intend to", "I'm hoping to", "my
+  goal / plan is", "I'll / I'm going to / we'll …" *with* a time ("next month",
+  "tomorrow", "in June", "this summer");
+- constraint — a sentence opening with "always / never / don't / do not" (an
+  instruction), "you should never", "from now on", "please remember to", "I'm allergic",
+  "I can't eat …", "I'm vegetarian / vegan / gluten-free …";
+- fact — "my … is / are / was …", "I live / work / grew up / was born / moved …",
+  "I'm a / an …", "I'm from", "I'm N years old", "I have a / two …", "I've been …ing
+  for", "I use / we use", "our team / project uses", "remember that …", and a life
+  event in the first person ("I adopted a dog", "I just started a pottery class",
+  "I got promoted") unless it is about the work at hand ("I started the server").
+
+Rejected: questions (ending in "?" or opening with a question word), hedges ("maybe",
+"perhaps", "probably", "might", "I guess", "not sure", "I think we could", "we could",
+"should we", "what if"), code and log lines (low share of letters, code punctuation,
+timestamps, log levels, shell prompts), the passing state of a task ("is broken",
+"failing", "error"), a preference about a pronoun ("I like it / this / your idea"),
+sentences under 2 or over 80 words, and anything holding a secret.
+
+Content is the sentence as the user wrote it (NFC, whitespace collapsed, first person
+kept — no rewriting, so nothing is lost or garbled; "I" is always the user); each item
+quotes the sentence exactly as it stands in the shown event text, and a sentence said
+again later adds a quote (up to 8) instead of a second item. Keys come from
+:func:`memoir.llm.offline.rank.keywords` (lower-cased, 1–6). Scope is ``project`` when
+the sentence names the project, repo, codebase, app, API, branch or CI, or is a "we"
+decision; else ``global``. Temporal is ``point`` for a sentence holding exactly one ISO
+date, else ``undated``.
+
+``remember``: the items are the requested turn's statements — or, when that turn is only
+"remember that / this", the statements of the nearest earlier user turn of the range —
+and the rest of the range gives up to 10 incidental items. ``extract`` with a turn works
+the same; without one, and for ``compaction`` / ``incidental`` ranges, every statement is
+an item.
+
+Misses: facts without a first-person cue ("Ana is my sister" is caught by nothing,
+"my sister is Ana" is), third-person and reported statements, implicit preferences ("ugh,
+semicolons again"), statements split across sentences or turns, references resolved only
+by the assistant's words, non-English text (except what the cues happen to match), and
+dates written in words. It cannot localize an elliptical reference outside the range.
+
+:class:`OfflineMemoryModel` puts the extractor behind the one model interface: it reads a
+request :func:`memoir.memory.prompt.build_request` made and answers the proposal JSON.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memoir.llm.errors import Truncated
+from memoir.llm.offline.rank import keywords
+from memoir.llm.offline.text import content_words, split_sentences
+from memoir.llm.tokens import counter_for, request_tokens
+from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
+from memoir.memory.cues import fold, prose_line, statement
+from memoir.memory.evidence import EvidenceSlice, SliceTurn
+from memoir.memory.prompt import proposal_json, read_request
+from memoir.memory.secrets import has_secret
+from memoir.memory.values import (
+    MAX_INCIDENTAL,
+    MAX_ITEMS,
+    ItemKind,
+    Proposal,
+    ProposalStatus,
+    ProposedItem,
+    Quote,
+    Range,
+    Scope,
+    TemporalType,
+    Trigger,
+)
+
+__all__ = ["KEY_LIMIT", "OfflineMemoryModel", "Statement", "extract", "extract_turns"]
+
+KEY_LIMIT = 6
+_QUOTES_PER_ITEM = 8
+
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]+|\d{1,3}[.)]|#{1,6})\s+")
+_PROJECT = re.compile(
+    r"\b(?:this|our|the) (?:project|repo|repository|codebase|code base|app|service|api"
+    r"|package|module|branch|pipeline|ci|build|tests?)\b"
+)
+_WE_DECISION = re.compile(r"\b(?:we|let's|we're|we'll|we've)\b")
+_ISO_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+_ELLIPTICAL = re.compile(
+    r"^(?:please |ok(?:ay)?,? |yes,? )?(?:remember|keep|note|save|store) (?:that|this|it)"
+    r"(?: (?:for (?:later|next time|the future)|please))?[.!]*$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A sentence picked from a user event: ``text`` is exact, ``kind`` its cue's."""
+
+    ordinal: int
+    text: str
+    kind: ItemKind
+
+
+def _sentences(turn: SliceTurn) -> list[str]:
+    out = []
+    for line in turn.text.split("\n"):
+        if not prose_line(line):
+            continue
+        for piece in split_sentences(line):
+            piece = piece.strip()
+            mark = _LIST_MARK.match(piece)
+            if mark:
+                piece = piece[mark.end() :].strip()
+            if piece:
+                out.append(piece)
+    return out
+
+
+def extract_turns(turns: Sequence[SliceTurn]) -> list[Statement]:
+    """Every durable statement of the citable user turns, in order."""
+    found = []
+    for turn in turns:
+        if turn.role != "user" or not turn.citable:
+            continue
+        for sentence in _sentences(turn):
+            kind = statement(sentence)
+            if kind is not None and sentence in turn.text and not has_secret(sentence):
+                found.append(Statement(turn.ordinal, sentence, kind))
+    return found
+
+
+def _keys(text: str, kind: ItemKind) -> tuple[str, ...]:
+    keys: list[str] = []
+    for k in keywords(text, KEY_LIMIT) or content_words(text)[:3] or [kind.value]:
+        k = " ".join(k.lower().split())[:100]
+        if k and k not in keys:
+            keys.append(k)
+    return tuple(keys[:KEY_LIMIT]) or (kind.value,)
+
+
+def _item(group: list[Statement]) -> ProposedItem:
+    first = group[0]
+    content = " ".join(unicodedata.normalize("NFC", first.text).split())
+    folded = fold(content)
+    project = _PROJECT.search(folded) or (
+        first.kind is ItemKind.DECISION and _WE_DECISION.search(folded)
+    )
+    dates = set(_ISO_DATE.findall(content))
+    point = dates.pop() if len(dates) == 1 else None
+    return ProposedItem(
+        content=content,
+        kind=first.kind.value,
+        keys=_keys(content, first.kind),
+        quotes=tuple(Quote(s.ordinal, s.text) for s in group[:_QUOTES_PER_ITEM]),
+        scope=(Scope.PROJECT if project else Scope.GLOBAL).value,
+        temporal=(TemporalType.POINT if point else TemporalType.UNDATED).value,
+        start=point,
+    )
+
+
+def _items(found: Sequence[Statement], limit: int) -> tuple[ProposedItem, ...]:
+    groups: dict[str, list[Statement]] = {}
+    for s in found:
+        group = groups.setdefault(fold(s.text), [])
+        if all((g.ordinal, g.text) != (s.ordinal, s.text) for g in group):
+            group.append(s)
+    return tuple(_item(g) for g in list(groups.values())[:limit])
+
+
+def _requested(slice_: EvidenceSlice, turn: int) -> list[Statement]:
+    """The statements a remember of ``turn`` asks for: the turn's own, or, when the turn
+    only says "remember that", those of the nearest earlier user turn of the range."""
+    asked = [t for t in slice_.turns if t.ordinal == turn]
+    picked = extract_turns(asked)
+    if picked or not asked or not _ELLIPTICAL.match(fold(asked[0].text)):
+        return picked
+    earlier = [t for t in slice_.turns if t.citable and t.role == "user" and t.ordinal < turn]
+    for candidate in reversed(earlier):
+        picked = extract_turns([candidate])
+        if picked:
+            return picked
+    return []
+
+
+def extract(slice_: EvidenceSlice, trigger: Trigger, requested_turn: int | None = None) -> Proposal:
+    """The offline proposal for a slice (see the module docstring)."""
+    everything = extract_turns(slice_.turns)
+    if requested_turn is None or not trigger.requests_items:
+        items = _items(everything, MAX_ITEMS)
+        status = ProposalStatus.COMPLETE if items else ProposalStatus.NOT_APPLICABLE
+        return Proposal(status, items)
+    asked = _requested(slice_, requested_turn)
+    taken = {(s.ordinal, s.text) for s in asked}
+    rest = [s for s in everything if (s.ordinal, s.text) not in taken]
+    items = _items(asked, MAX_ITEMS)
+    known = {i.content.casefold() for i in items}
+    incidental = tuple(i for i in _items(rest, MAX_ITEMS) if i.content.casefold() not in known)
+    status = ProposalStatus.COMPLETE if items else ProposalStatus.NOT_APPLICABLE
+    return Proposal(status, items, incidental[:MAX_INCIDENTAL])
+
+
+@dataclass
+class OfflineMemoryModel:
+    """The offline extractor behind :class:`memoir.llm.port.Model`: answers a memory
+    request with the proposal JSON, within ``max_tokens`` (incidental items, then items,
+    are dropped from the end to fit; Truncated when not even an empty answer fits)."""
+
+    name: str = "offline"
+    calls: int = field(default=0)
+
+    def complete(self, request: ModelRequest) -> Completion:
+        started = time.monotonic()
+        read = read_request(request)
+        slice_ = _slice_of(read.turns)
+        proposal = extract(slice_, read.trigger, read.requested_turn)
+        counter = counter_for("cl100k_base")
+        text = proposal_json(proposal)
+        while counter.count(text) > request.max_tokens and (proposal.items or proposal.incidental):
+            proposal = _smaller(proposal)
+            text = proposal_json(proposal)
+        usage = Usage(request_tokens(request, counter), counter.count(text))
+        self.calls += 1
+        if usage.output_tokens > request.max_tokens:
+            raise Truncated("offline proposal exceeds max_tokens", partial="", provider="offline")
+        return Completion(
+            text=text,
+            stop_reason=StopReason.END,
+            usage=usage,
+            model="offline",
+            provider="offline",
+            latency_ms=(time.monotonic() - started) * 1000.0,
+            offline=True,
+        )
+
+
+def _slice_of(turns: Sequence[SliceTurn]) -> EvidenceSlice:
+    last = max((t.ordinal for t in turns), default=0)
+    return EvidenceSlice(Range(0, last, last), tuple(turns))
+
+
+def _smaller(p: Proposal) -> Proposal:
+    if p.incidental:
+        return Proposal(p.status, p.items, p.incidental[:-1])
+    items = p.items[:-1]
+    status = p.status if items else ProposalStatus.NOT_APPLICABLE
+    return Proposal(status, items, ())

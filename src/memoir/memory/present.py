@@ -1,0 +1,102 @@
+"""How a memory item is shown (CLI, HTTP, MCP) and the plain word search over items.
+
+Pure. An item's JSON names each quote's exchange (``SESSION:N``, the id search hits and
+``memoir show`` use), so a reader can go from a memory to the words it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
+
+__all__ = ["exchange_finder", "item_json", "receipt_json", "search_items"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def item_json(item: MemoryItemRow, exchange_of: Callable[[str, int], str | None]) -> dict[str, Any]:
+    """``exchange_of(session_id, ordinal)`` names the exchange holding an event."""
+    return {
+        "id": item.id,
+        "content": item.content,
+        "kind": item.kind,
+        "scope": item.scope,
+        "keys": list(item.keys),
+        "temporal": item.temporal,
+        "project": item.project,
+        "session_id": item.session_id,
+        "created_at": item.created_at.isoformat(),
+        "observed_at": item.observed_at.isoformat() if item.observed_at else None,
+        "operation_id": item.operation_id,
+        "sources": [
+            {
+                "session_id": s.session_id,
+                "ordinal": s.ordinal,
+                "exchange_id": exchange_of(s.session_id, s.ordinal),
+                "quote": s.quote,
+            }
+            for s in item.sources
+        ],
+    }
+
+
+def receipt_json(r: ReceiptRow) -> dict[str, Any]:
+    return {
+        "operation_id": r.operation_id,
+        "session_id": r.session_id,
+        "trigger": r.trigger,
+        "outcome": r.outcome,
+        "reason": r.reason or None,
+        "range": [r.range_after, r.range_through],
+        "checkpoint_id": r.checkpoint_id,
+        "items": r.items,
+        "dropped": r.dropped,
+        "model": r.model or None,
+        "prompt": r.prompt or None,
+        "model_calls": r.model_calls,
+        "input_tokens": r.input_tokens,
+        "created_at": r.created_at.isoformat(),
+    }
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)}
+
+
+def search_items(
+    items: Iterable[MemoryItemRow], query: str, limit: int = 20
+) -> list[MemoryItemRow]:
+    """Items whose content, keys or quotes hold the query's words: those holding more of
+    them first, then the newest. (Ranked recall over text and vectors is
+    ``Memoir.recall``'s job once it lands; this is the plain match.)"""
+    wanted = _words(query)
+    if not wanted:
+        return []
+    scored: list[tuple[int, MemoryItemRow]] = []
+    for item in items:
+        have = _words(" ".join([item.content, *item.keys, *(s.quote for s in item.sources)]))
+        hits = len(wanted & have)
+        if hits:
+            scored.append((hits, item))
+    scored.sort(key=lambda p: (-p[0], -p[1].created_at.timestamp(), p[1].id))
+    return [item for _, item in scored[:limit]]
+
+
+def exchange_finder(
+    exchanges_of: Callable[[str], Sequence[Any]],
+) -> Callable[[str, int], str | None]:
+    """``exchange_of`` over a session's exchanges (read once per session)."""
+    cache: dict[str, Sequence[Any]] = {}
+
+    def find(session_id: str, ordinal: int) -> str | None:
+        if session_id not in cache:
+            cache[session_id] = exchanges_of(session_id)
+        for x in cache[session_id]:
+            if x.first_ordinal <= ordinal <= x.last_ordinal:
+                return str(x.id)
+        return None
+
+    return find

@@ -1,0 +1,597 @@
+"""One memory operation, run to its settlement: the I/O around the pure decisions.
+
+:class:`Runner` takes a :class:`Task` (a queued operation or a pending failure's retry) and
+the session's lane state, and ends in exactly one of: a settlement (receipt + items +
+cursor, one transaction), a recorded pending failure, a durable denial, or nothing at all
+when policy is transiently unavailable (the operation stays queued and eligible).
+
+Order of a run: policy before reading events → read ``(cursor, context_through]`` → the
+evidence slice → no-op without a model call when there is no user text (or a remember's
+text carries a secret) → the envelope (latest policy-safe prior compaction summary + the
+slice + the prompt) preflighted whole against the frozen window, split once in two when it
+does not fit → per segment at most three model calls → validation → policy again before
+commit → settle. The lane (:mod:`memoir.memory.lane`) holds the session's claim around it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+
+from memoir.errors import MemoirError
+from memoir.llm.errors import AuthError
+from memoir.llm.port import Model, TokenCounter
+from memoir.llm.tokens import request_tokens
+from memoir.memory.decisions import (
+    OVERSIZED,
+    VALIDATION,
+    FailureAction,
+    PolicyAction,
+    PolicyStage,
+    Work,
+    after_failure,
+    failure_class,
+    on_denied,
+    outcome_of,
+    policy_decision,
+    precheck,
+    skip_denied,
+)
+from memoir.memory.errors import ExtractionError
+from memoir.memory.evidence import (
+    EvidenceSlice,
+    SliceTurn,
+    build_slice,
+    coverage_hash,
+    turn_text,
+)
+from memoir.memory.prompt import PROMPT_ID, parse_proposal
+from memoir.memory.request import (
+    CallStep,
+    Envelope,
+    PriorSummary,
+    localization_window,
+    next_call,
+    preflight,
+    safe_summary,
+    split_range,
+)
+from memoir.memory.validate import normalize, validate_proposal
+from memoir.memory.values import (
+    MemoryItem,
+    PendingFailure,
+    Proposal,
+    Range,
+    ReceiptOutcome,
+    Trigger,
+)
+from memoir.model import Event, Session, SessionFlags
+from memoir.store.memory_rows import (
+    DenialRow,
+    MemoryItemRow,
+    MemorySourceRow,
+    PendingRow,
+    ReceiptRow,
+    Settlement,
+)
+from memoir.store.parts import (
+    CheckpointsPart,
+    EventsPart,
+    MemoryItemsPart,
+    MemoryPart,
+    SessionsPart,
+)
+
+__all__ = ["MemoryConfig", "MemoryParts", "Outcome", "Runner", "Task"]
+
+log = logging.getLogger(__name__)
+
+LOOKBACK_EVENTS = 400  # how far before a range localization looks for earlier turns
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryParts:
+    """The store parts memory reads and writes."""
+
+    sessions: SessionsPart
+    events: EventsPart
+    checkpoints: CheckpointsPart
+    memory: MemoryPart
+    items: MemoryItemsPart
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """``window``: the context window a request must fit when the trigger froze none (a
+    compaction freezes its own); ``output_reserve``: tokens kept for the answer;
+    ``context_tail``: most events past the coverage boundary read for interpretation."""
+
+    window: int = 32_000
+    output_reserve: int = 2_000
+    context_tail: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """What to run: ``work`` (trigger, anchor, identity, a retry's range), the frozen
+    ``boundary`` / ``context`` (a compaction's coverage and context ends; None: the
+    requested turn's exchange, or the session's end), the frozen ``disposition`` and
+    ``window`` of a checkpoint, an extract's ``note``."""
+
+    work: Work
+    boundary: int | None = None
+    context: int | None = None
+    disposition: str | None = None
+    window: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a run ended: ``receipt`` when it settled; ``pending`` when it failed and was
+    recorded for a retry; ``waiting`` when policy was unavailable (nothing happened)."""
+
+    receipt: ReceiptRow | None = None
+    items: tuple[MemoryItemRow, ...] = ()
+    pending: PendingRow | None = None
+    waiting: str | None = None
+    error: str | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.receipt is not None
+
+
+class _Failed(ExtractionError):
+    def __init__(self, failure: str, message: str) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+@dataclass
+class _Run:
+    """One run's state: the session and its lane rows as read when it started."""
+
+    task: Task
+    session: Session | None
+    flags: SessionFlags | None
+    cursor: int
+    pending: PendingFailure | None
+    denied: tuple[Range, ...]
+    calls: int = 0
+    tokens: int = 0
+    events: dict[int, Event] = field(default_factory=dict)
+    segment: Envelope | None = None  # the part being run (a split runs two)
+
+
+class Runner:
+    def __init__(
+        self,
+        parts: MemoryParts,
+        model: Model,
+        counter: TokenCounter,
+        config: MemoryConfig | None = None,
+        *,
+        clock: type[datetime] = datetime,
+    ) -> None:
+        self.parts = parts
+        self.model = model
+        self.counter = counter
+        self.config = config or MemoryConfig()
+        self._clock = clock
+
+    # the state of a session's lane -------------------------------------------------------
+    def pending(self, session_id: str) -> PendingFailure | None:
+        row = self.parts.memory.pending(session_id)
+        return None if row is None else pending_of(row)
+
+    def flags(self, session: Session | None) -> SessionFlags | None:
+        """The session's memory policy now: its flags, with its project's switch."""
+        if session is None:
+            return None
+        if self.parts.items.project_disabled(session.project):
+            return replace(session.flags, memory_disabled=True)
+        return session.flags
+
+    def _start(self, task: Task) -> _Run:
+        sid = task.work.session_id
+        session = self.parts.sessions.get(sid)
+        denied = tuple(
+            Range.covering(d.range_after, d.range_through) for d in self.parts.memory.denials(sid)
+        )
+        return _Run(
+            task,
+            session,
+            self.flags(session),
+            self.parts.memory.cursor(sid),
+            self.pending(sid),
+            denied,
+        )
+
+    # one task --------------------------------------------------------------------------
+    def run(self, task: Task) -> Outcome:
+        run = self._start(task)
+        verdict = policy_decision(task.disposition, run.flags, PolicyStage.BEFORE_READ)
+        if verdict.action is PolicyAction.UNAVAILABLE:
+            return Outcome(waiting=verdict.reason)
+        start = skip_denied(run.cursor, run.denied)
+        range_ = self._range(run, start)
+        if range_ is None and start > run.cursor and self._range(run, run.cursor) is not None:
+            # a denial marker made durable before a crash: settle as the denial would have
+            reason = self._marker_reason(task.work.session_id, run.cursor)
+            return self._settle(
+                run,
+                ReceiptOutcome.POLICY_DENIED,
+                Range(run.cursor, start, start),
+                reason=reason,
+                cursor_to=start,
+            )
+        if range_ is None:
+            return self._settle(
+                run,
+                ReceiptOutcome.SKIPPED,
+                Range(start, start, start),
+                reason="already_covered",
+                cursor_to=start,
+            )
+        if verdict.action is PolicyAction.DENY:
+            return self._deny(run, range_, verdict.reason or "policy_denied")
+        events = self.parts.events.of(
+            task.work.session_id, after=range_.after_cursor, upto=range_.context_through
+        )
+        run.events = {e.ordinal: e for e in events}
+        slice_ = build_slice(events, range_)
+        turn = task.work.requested_turn
+        asked = turn_text(slice_, turn) if turn is not None else None
+        why = precheck(slice_, task.work.trigger, asked)
+        if why is not None:
+            return self._settle(
+                run, ReceiptOutcome.NO_OP, range_, reason=why, cursor_to=range_.coverage_through
+            )
+        try:
+            return self._extract(run, slice_)
+        except AuthError:
+            raise  # a bad key or no credit is the setting's fault, not the range's
+        except (MemoirError, ValueError) as exc:
+            return self._failed(run, range_, exc)
+
+    def _marker_reason(self, session_id: str, cursor: int) -> str:
+        for d in self.parts.memory.denials(session_id):
+            if d.range_after <= cursor < d.range_through:
+                return d.reason
+        return "policy_denied"
+
+    def _range(self, run: _Run, start: int) -> Range | None:
+        """The range this task covers, or None when there is nothing new to cover."""
+        work, task = run.task.work, run.task
+        if work.range is not None:  # a retry: exactly the range that failed
+            return work.range
+        last = self.parts.events.last_ordinal(work.session_id)
+        if work.requested_turn is not None:
+            through = _exchange_end(
+                self.parts.events.of(work.session_id, after=work.requested_turn - 1, upto=last),
+                work.requested_turn,
+            )
+            after = min(start, work.requested_turn - 1)
+            return Range.covering(after, max(after, through), through)
+        through = min(task.boundary if task.boundary is not None else last, last)
+        if through <= start:
+            return None
+        context = task.context if task.context is not None else through
+        context = max(through, min(context, last, through + self.config.context_tail))
+        return Range(start, through, context)
+
+    # the model part ---------------------------------------------------------------------
+    def _extract(self, run: _Run, slice_: EvidenceSlice) -> Outcome:
+        task = run.task
+        envelope = Envelope(
+            session_id=task.work.session_id,
+            trigger=task.work.trigger,
+            anchor=task.work.anchor,
+            slice=slice_,
+            summary=self._summary(run, slice_.range.after_cursor),
+            requested_turn=task.work.requested_turn,
+            note=task.note,
+            checkpoint_id=task.work.checkpoint_id,
+        )
+        window = task.window or self.config.window
+        reserve = self._reserve(window)
+        if preflight(envelope, window, reserve, self.counter).fits:
+            return self._segment(run, envelope, final=True)
+        split = split_range(envelope, window, reserve, self.counter)
+        if split is None:  # the retained tail is only interpretation: without it, then
+            bare = _without_tail(envelope)
+            if preflight(bare, window, reserve, self.counter).fits:
+                return self._segment(run, bare, final=True)
+            split = split_range(bare, window, reserve, self.counter)
+        if split is None:
+            raise _Failed(OVERSIZED, f"the range does not fit a {window}-token window, even in two")
+        first = self._segment(run, split.first, final=False)
+        run.cursor = max(run.cursor, split.first.range.coverage_through)
+        if not first.settled:  # pragma: no cover - a segment settles or raises
+            return first
+        return self._segment(run, split.second, final=True)
+
+    def _reserve(self, window: int) -> int:
+        """Tokens kept for the answer: the configured reserve, at most a quarter of a
+        small window (a compaction for a 4k-token model freezes a 4k window)."""
+        return min(self.config.output_reserve, max(256, window // 4))
+
+    def _summary(self, run: _Run, before: int) -> str | None:
+        candidates = [
+            PriorSummary(
+                row.id,
+                row.memory_boundary,
+                str(row.data.get("summary") or ""),
+                eligible=row.disposition == "eligible",
+            )
+            for row in self.parts.checkpoints.of(run.task.work.session_id)
+        ]
+        chosen = safe_summary(candidates, before, run.denied)
+        return chosen.text if chosen is not None else None
+
+    def _segment(self, run: _Run, envelope: Envelope, *, final: bool) -> Outcome:
+        """At most three model calls, validation, the policy re-check, settlement."""
+        run.segment = envelope
+        self._recheck(run, PolicyStage.BEFORE_MODEL)
+        proposal: Proposal | None = None
+        localized = False
+        while True:
+            step = next_call(run.calls, proposal.status if proposal else None, localized=localized)
+            if step is CallStep.STOP:
+                break
+            if step is CallStep.LOCALIZE:
+                envelope = replace(envelope, localization=self._localize(run, envelope, proposal))
+                localized = True
+            request = envelope.request(self._reserve(run.task.window or self.config.window))
+            run.tokens += request_tokens(request, self.counter)
+            run.calls += 1
+            proposal = parse_proposal(self.model.complete(request).text)
+        assert proposal is not None
+        validation = validate_proposal(proposal, envelope.slice, envelope.trigger)
+        if validation.failed:
+            raise _Failed(
+                VALIDATION, f"a requested item failed validation: {validation.failure_reason}"
+            )
+        self._recheck(run, PolicyStage.BEFORE_COMMIT)
+        outcome, reason = outcome_of(envelope.trigger, proposal.status, validation)
+        items = tuple(
+            self._item(run, envelope, n, item) for n, item in enumerate(validation.accepted)
+        )
+        return self._settle(
+            run,
+            outcome,
+            envelope.range,
+            reason=reason,
+            cursor_to=envelope.range.coverage_through,
+            items=items,
+            dropped=validation.dropped,
+            operation=envelope.operation_id if not final else None,
+        )
+
+    def _recheck(self, run: _Run, stage: PolicyStage) -> None:
+        """Policy again (it may have changed since the run began): ``_PolicyStop`` unless
+        the run may go on."""
+        session = self.parts.sessions.get(run.task.work.session_id)
+        verdict = policy_decision(run.task.disposition, self.flags(session), stage)
+        if verdict.action is not PolicyAction.PROCEED:
+            raise _PolicyStop(verdict.action, verdict.reason or "policy_denied")
+
+    def _localize(
+        self, run: _Run, envelope: Envelope, proposal: Proposal | None
+    ) -> tuple[SliceTurn, ...]:
+        """Earlier turns of the same session for an elliptical reference: those naming a
+        search term first, bounded; they add no evidence and never cross a denial."""
+        before = envelope.range.after_cursor + 1
+        earlier = self.parts.events.of(
+            run.task.work.session_id, after=max(0, before - 1 - LOOKBACK_EVENTS), upto=before - 1
+        )
+        if not earlier:
+            return ()
+        lo = earlier[0].ordinal - 1
+        turns = build_slice(earlier, Range.covering(lo, before - 1)).turns
+        terms = [t.casefold() for t in (proposal.search_terms if proposal else ())]
+        named = [t for t in turns if any(term in t.text.casefold() for term in terms)]
+        return localization_window(named or list(turns), before, run.denied)
+
+    # endings ------------------------------------------------------------------------------
+    def _item(self, run: _Run, envelope: Envelope, n: int, item: MemoryItem) -> MemoryItemRow:
+        op = (
+            envelope.operation_id
+            if envelope.trigger is Trigger.INCIDENTAL
+            else run.task.work.operation_id
+        )
+        stamps = [run.events[q.ordinal].timestamp for q in item.quotes if q.ordinal in run.events]
+        observed = max((s for s in stamps if s is not None), default=None)
+        temporal = {"type": item.temporal.type.value}
+        for name in ("start", "end"):
+            value = getattr(item.temporal, name)
+            if value is not None:
+                temporal[name] = value.isoformat()
+        return MemoryItemRow(
+            id=hashlib.sha256(f"{op}\0{n}".encode()).hexdigest()[:16],
+            session_id=run.task.work.session_id,
+            project=run.session.project if run.session is not None else "",
+            scope=item.scope.value,
+            kind=item.kind.value,
+            content=item.content,
+            normalized=normalize(item.content).casefold(),
+            keys=item.keys,
+            operation_id=op,
+            created_at=self._clock.now(UTC),
+            temporal=temporal,
+            observed_at=observed,
+            sources=tuple(
+                MemorySourceRow(run.task.work.session_id, q.ordinal, q.text) for q in item.quotes
+            ),
+        )
+
+    def _settle(
+        self,
+        run: _Run,
+        outcome: ReceiptOutcome,
+        range_: Range,
+        *,
+        reason: str | None = None,
+        cursor_to: int | None = None,
+        items: tuple[MemoryItemRow, ...] = (),
+        dropped: int = 0,
+        operation: str | None = None,
+        clear: bool = False,
+    ) -> Outcome:
+        """Write the outcome of the task (or, with ``operation``, of a split's first part)."""
+        work = run.task.work
+        op = operation or work.operation_id
+        move = cursor_to is not None and cursor_to > run.cursor
+        receipt = ReceiptRow(
+            operation_id=op,
+            session_id=work.session_id,
+            trigger=(Trigger.INCIDENTAL if operation else work.trigger).value,
+            outcome=outcome.value,
+            range_after=range_.after_cursor,
+            range_through=range_.coverage_through,
+            created_at=self._clock.now(UTC),
+            reason=reason or "",
+            checkpoint_id=work.checkpoint_id,
+            prompt=PROMPT_ID if run.calls else "",
+            model=self.model.name if run.calls else "",
+            items=len(items),
+            dropped=dropped,
+            model_calls=run.calls,
+            input_tokens=run.tokens,
+            data={"context_through": range_.context_through},
+        )
+        settled = Settlement(
+            receipt=receipt,
+            items=items,
+            cursor_from=run.cursor if move else None,
+            cursor_to=cursor_to if move else None,
+            clear_pending=clear or (work.retry and operation is None),
+            done_ops=(work.operation_id,) if operation is None else (),
+        )
+        self.parts.memory.settle(settled)
+        run.calls = run.tokens = 0
+        return Outcome(receipt=receipt, items=items)
+
+    def _deny(self, run: _Run, range_: Range, reason: str) -> Outcome:
+        """A durable denial marker first; then the cursor skips the range unless a pending
+        failure must stay ahead of it (an explicit one is never consumed by a policy skip)."""
+        work = run.task.work
+        self.parts.memory.deny(
+            DenialRow(
+                work.session_id,
+                range_.after_cursor,
+                range_.coverage_through,
+                reason,
+                self._clock.now(UTC),
+                work.checkpoint_id,
+            )
+        )
+        plan = on_denied(run.pending, range_)
+        if work.retry and not plan.clear_pending:
+            return Outcome(waiting="denied_behind_explicit_pending")
+        return self._settle(
+            run,
+            ReceiptOutcome.POLICY_DENIED,
+            range_,
+            reason=reason,
+            cursor_to=plan.advance_to,
+            clear=plan.clear_pending,
+        )
+
+    def _failed(self, run: _Run, range_: Range, exc: BaseException) -> Outcome:
+        if isinstance(exc, _PolicyStop):
+            if exc.action is PolicyAction.UNAVAILABLE:
+                return Outcome(waiting=exc.reason)
+            return self._deny(run, range_, exc.reason)
+        failure = exc.failure if isinstance(exc, _Failed) else failure_class(exc)
+        work = self._failed_work(run, range_)
+        digest = coverage_hash(run.events.values(), range_)
+        decision = after_failure(run.pending, work, digest, failure)
+        message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        log.info("memory extraction of %s failed (%s): %s", work.session_id, failure, message)
+        if decision.action is FailureAction.DISCARD:
+            assert decision.receipt is not None and decision.advance_to is not None
+            run.task = replace(run.task, work=replace(work, retry=True))
+            out = self._settle(
+                run, decision.receipt, range_, reason=failure, cursor_to=decision.advance_to
+            )
+            return replace(out, error=message)
+        if decision.action is FailureAction.RECORD_PENDING:
+            assert decision.pending is not None
+            row = pending_row(decision.pending, message, self._clock.now(UTC))
+            own = work.operation_id == run.task.work.operation_id  # else a split's first part:
+            self.parts.memory.fail(row, drop_op=run.task.work.operation_id if own else None)
+            return Outcome(pending=row, error=message)
+        return Outcome(waiting="behind_pending", error=message)
+
+    def _failed_work(self, run: _Run, range_: Range) -> Work:
+        """The work that failed: the segment being run (a split's first part has its own
+        trigger, anchor and range), else the task over the whole range."""
+        seg, work = run.segment, run.task.work
+        if seg is None or seg.trigger is work.trigger:
+            return replace(work, range=seg.range if seg is not None else range_)
+        return Work(work.session_id, seg.trigger, seg.anchor, seg.range, work.checkpoint_id)
+
+
+class _PolicyStop(ExtractionError):
+    def __init__(self, action: PolicyAction, reason: str) -> None:
+        super().__init__(reason)
+        self.action = action
+        self.reason = reason
+
+
+def _without_tail(envelope: Envelope) -> Envelope:
+    """The envelope without the retained tail past the coverage boundary."""
+    r = envelope.slice.range
+    bare = Range(r.after_cursor, r.coverage_through, r.coverage_through)
+    turns = tuple(t for t in envelope.slice.turns if bare.reads(t.ordinal))
+    return replace(envelope, slice=replace(envelope.slice, range=bare, turns=turns))
+
+
+def _exchange_end(events: Sequence[Event], turn: int) -> int:
+    """The last event of the exchange the user event ``turn`` opens (up to the next user
+    text), or ``turn`` itself."""
+    end = turn
+    for e in events:
+        if e.ordinal <= turn:
+            continue
+        if e.kind.value == "user_text" and e.author.value == "user":
+            break
+        end = e.ordinal
+    return end
+
+
+def pending_of(row: PendingRow) -> PendingFailure:
+    return PendingFailure(
+        session_id=row.session_id,
+        range=Range(row.range_after, row.coverage_through, row.context_through),
+        coverage_hash=row.coverage_hash,
+        first_operation_id=row.operation_id,
+        trigger=Trigger(row.trigger),
+        failure_class=row.failure,
+        anchor=row.anchor,
+        checkpoint_id=row.checkpoint_id,
+        requested_turn=row.turn,
+    )
+
+
+def pending_row(p: PendingFailure, message: str, at: datetime) -> PendingRow:
+    return PendingRow(
+        session_id=p.session_id,
+        operation_id=p.first_operation_id,
+        trigger=p.trigger.value,
+        anchor=p.anchor,
+        range_after=p.range.after_cursor,
+        coverage_through=p.range.coverage_through,
+        context_through=p.range.context_through,
+        coverage_hash=p.coverage_hash,
+        failure=p.failure_class,
+        created_at=at,
+        message=message,
+        checkpoint_id=p.checkpoint_id,
+        turn=p.requested_turn,
+    )

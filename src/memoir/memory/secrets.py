@@ -1,0 +1,249 @@
+"""Secret detection with ``detect-secrets`` (Yelp), used in-process, line by line.
+
+One detector, general enough for redaction later: :func:`find_secrets` returns
+:class:`Finding` values (a kind label and the span in the text); :func:`has_secret` says
+whether there is any.
+
+How ``detect-secrets`` is used: its plugin classes are instantiated once and only their
+pure matching is called (their regexes, ``KeywordDetector``'s patterns, the entropy
+plugins' charsets and Shannon entropy) — never ``analyze_line``/``scan_line``, which read
+the library's global settings and may *verify* a candidate over the network. Its heuristic
+filters (sequential strings, UUIDs, ``*_id`` values, templates, ``$VARS``, indirect
+references, non-alphanumeric values) drop the usual false positives.
+
+- Specific detectors: AWS, Azure storage, Artifactory, basic-auth URLs
+  (``postgres://u:pw@host``), Cloudant, Discord, GitHub, GitLab, IBM, JWT, Mailchimp, npm,
+  OpenAI, private-key blocks (the span covers the whole block to its END line), PyPI,
+  SendGrid, Slack, SoftLayer, Square, Stripe, Telegram, Twilio.
+- ``KeywordDetector`` with its config-file patterns (``DB_PASSWORD=…``, ``api_key: …``,
+  ``secret = "…"``); a value holding whitespace is prose ("the secret: keep it simple"),
+  not a credential, and is dropped.
+- High-entropy strings at the library's documented default limits (base64 4.5, hex 3.0),
+  in the library's default *quoted* mode: a quoted string in code or config. In prose an
+  unquoted hash (a git sha "fixed in 3f2a9c1…") is not flagged; the eager unquoted mode
+  the library offers for ad-hoc scans would flag every commit id. The one unquoted place
+  scanned for entropy is the value of an ``.env``-style assignment line
+  (``AUTH_TOKEN=9f8e…``), where a random value is a credential whatever its name.
+- Left out: ``IPPublicDetector`` (an address is not a credential). Not caught: a password
+  told in prose ("my password is hunter2") — no keyword assignment, no entropy.
+
+Thread-safe: the plugin instances are never mutated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins.artifactory import ArtifactoryDetector
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.cloudant import CloudantDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.high_entropy_strings import (
+    Base64HighEntropyString,
+    HexHighEntropyString,
+    HighEntropyStringsPlugin,
+)
+from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import (
+    CONFIG_DENYLIST_REGEX_TO_GROUP,
+    QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
+    KeywordDetector,
+)
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.softlayer import SoftlayerDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+__all__ = ["BASE64_LIMIT", "HEX_LIMIT", "Finding", "find_secrets", "has_secret", "kind_of"]
+
+BASE64_LIMIT = 4.5  # detect-secrets' documented defaults
+HEX_LIMIT = 3.0
+_MIN_GROUP = 8  # a captured group shorter than this is a prefix ("ghp"), not the secret
+
+_SPECIFIC: tuple[RegexBasedDetector, ...] = tuple(
+    cls()
+    for cls in (
+        AWSKeyDetector,
+        ArtifactoryDetector,
+        AzureStorageKeyDetector,
+        BasicAuthDetector,
+        CloudantDetector,
+        DiscordBotTokenDetector,
+        GitHubTokenDetector,
+        GitLabTokenDetector,
+        IbmCloudIamDetector,
+        IbmCosHmacDetector,
+        JwtTokenDetector,
+        MailchimpDetector,
+        NpmDetector,
+        OpenAIDetector,
+        PrivateKeyDetector,
+        PypiTokenDetector,
+        SendGridDetector,
+        SlackDetector,
+        SoftlayerDetector,
+        SquareOAuthDetector,
+        StripeDetector,
+        TelegramBotTokenDetector,
+        TwilioKeyDetector,
+    )
+)
+_SPECIFIC_PRIVATE = next(p for p in _SPECIFIC if isinstance(p, PrivateKeyDetector))
+_KEYWORD = KeywordDetector()
+_KEYWORD_PATTERNS = (
+    *CONFIG_DENYLIST_REGEX_TO_GROUP.items(),
+    *QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items(),
+)
+_ENTROPY: tuple[HighEntropyStringsPlugin, ...] = (
+    Base64HighEntropyString(limit=BASE64_LIMIT),
+    HexHighEntropyString(limit=HEX_LIMIT),
+)
+_ENV_LINE = re.compile(
+    r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*"
+    r"(?P<q>['\"]?)(?P<value>[^\s'\"#]+)(?P=q)[ \t]*(?:#.*)?$"
+)
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|^[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A secret at ``text[start:end]``; ``kind`` is a stable label (``aws_access_key``,
+    ``private_key``, ``github_token``, ``secret_keyword``, ``hex_high_entropy_string`` …)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+def kind_of(plugin: BasePlugin) -> str:
+    """The label of a detect-secrets plugin: its ``secret_type`` in snake case."""
+    return re.sub(r"[^a-z0-9]+", "_", str(plugin.secret_type).lower()).strip("_")
+
+
+def _kept(secret: str, line: str, plugin: BasePlugin) -> bool:
+    """detect-secrets' heuristic filters, applied as its scans do."""
+    return not (
+        heuristic.is_sequential_string(secret)
+        or heuristic.is_potential_uuid(secret)
+        or heuristic.is_likely_id_string(secret, line, plugin)
+        or heuristic.is_templated_secret(secret)
+        or heuristic.is_prefixed_with_dollar_sign(secret)
+        or heuristic.is_not_alphanumeric_string(secret)
+    )
+
+
+def _group_span(match: re.Match[str]) -> tuple[int, int]:
+    """The secret's span in a match: its longest captured group when that is long enough
+    to be the secret itself, else the whole match."""
+    best = (match.start(), match.end())
+    longest = 0
+    for g in range(1, (match.re.groups or 0) + 1):
+        value = match.group(g)
+        if value and len(value) > longest:
+            longest = len(value)
+            if len(value) >= _MIN_GROUP:
+                best = match.span(g)
+    return best
+
+
+def _specific(line: str) -> list[tuple[BasePlugin, int, int]]:
+    found: list[tuple[BasePlugin, int, int]] = []
+    for plugin in _SPECIFIC:
+        for regex in plugin.denylist:
+            for m in regex.finditer(line):
+                start, end = _group_span(m)
+                if plugin is _SPECIFIC_PRIVATE or _kept(line[start:end], line, plugin):
+                    found.append((plugin, start, end))
+    return found
+
+
+def _keyword(line: str) -> list[tuple[BasePlugin, int, int]]:
+    if heuristic.is_indirect_reference(line):
+        return []
+    found: list[tuple[BasePlugin, int, int]] = []
+    for regex, group in _KEYWORD_PATTERNS:
+        for m in regex.finditer(line):
+            start, end = m.span(group)
+            value = line[start:end].strip()
+            if value and not any(ch.isspace() for ch in value) and _kept(value, line, _KEYWORD):
+                found.append((_KEYWORD, start, end))
+    return found
+
+
+def _high_entropy(plugin: HighEntropyStringsPlugin, value: str) -> bool:
+    return bool(value) and plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
+
+
+def _entropy(line: str) -> list[tuple[BasePlugin, int, int]]:
+    found: list[tuple[BasePlugin, int, int]] = []
+    env = _ENV_LINE.match(line)
+    for plugin in _ENTROPY:
+        for m in plugin.regex.finditer(line):  # quoted strings: (quote)(value)(quote)
+            value = m.group(2)
+            if _high_entropy(plugin, value) and _kept(value, line, plugin):
+                found.append((plugin, m.start(2), m.end(2)))
+        if env is not None:
+            value = env.group("value")
+            charset: Any = plugin.charset
+            in_charset = all(ch in charset for ch in value)
+            if in_charset and _high_entropy(plugin, value) and _kept(value, line, plugin):
+                found.append((plugin, env.start("value"), env.end("value")))
+    return found
+
+
+def _lines(text: str) -> list[tuple[int, str]]:
+    out, offset = [], 0
+    for line in text.splitlines(keepends=True):
+        out.append((offset, line.rstrip("\r\n")))
+        offset += len(line)
+    return out
+
+
+def _pem_block_end(text: str, start: int) -> int:
+    """Where a private-key block opening at ``start`` ends: after its END line, else at
+    the first blank line, else at the end of the text."""
+    m = _PEM_END.search(text, start)
+    return m.end() if m is not None else len(text)
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Every secret in ``text``, in order of position; a finding inside another one's span
+    (an entropy hit on a token a specific detector named) is left out."""
+    raw: list[tuple[int, int, int, str]] = []  # (start, -end, rank, kind)
+    for offset, line in _lines(text):
+        for rank, hits in enumerate((_specific(line), _keyword(line), _entropy(line))):
+            for plugin, start, end in hits:
+                start, end = offset + start, offset + end
+                if plugin is _SPECIFIC_PRIVATE:
+                    start = text.rfind("\n", 0, start) + 1
+                    end = _pem_block_end(text, end)
+                raw.append((start, -end, rank, kind_of(plugin)))
+    findings: list[Finding] = []
+    for start, neg_end, _rank, kind in sorted(raw):
+        end = -neg_end
+        if any(f.start <= start and end <= f.end for f in findings):
+            continue
+        findings.append(Finding(kind, start, end))
+    return findings
+
+
+def has_secret(text: str) -> bool:
+    return bool(text) and bool(find_secrets(text))

@@ -1,0 +1,122 @@
+"""`memoir remember` and `memoir memories …` end to end on the bundled demo corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import memoir.cli.cmd_compact
+import memoir.cli.cmd_memories
+import memoir.cli.cmd_show
+import memoir.cli.cmd_sync  # noqa: F401
+from memoir.cli.app import app
+from memoir.demo.make_corpus import corpus_sources
+
+CODEX = "0199f1a2-3b4c-7d5e-8f6a-7b8c9d0e1f10"
+WEBSHOP = "3f2a9c1e-5b7d-4e8a-9c0f-1a2b3c4d5e01"
+LONG = "8d0e6b2f-1c3a-4f5e-8a9b-7c6d5e4f3a02"
+
+
+@pytest.fixture
+def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+    monkeypatch.setenv("MEMOIR_SOURCES", ":".join(str(p) for p in corpus_sources()))
+    runner = CliRunner()
+    done = runner.invoke(app, ["sync", "--no-summaries", "--json"])
+    assert done.exit_code == 0, done.output
+    return runner
+
+
+def _json(cli: CliRunner, *args: str) -> dict:
+    result = cli.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_remember_prints_the_items_with_their_exact_quotes(cli: CliRunner) -> None:
+    out = _json(cli, "remember", CODEX[:8], "--json")
+    assert out["outcome"] == "remembered"
+    (item,) = out["items"]
+    assert item["content"] == "We decided to support Python 3.11 and newer only."
+    assert item["kind"] == "decision"
+    assert item["sources"] == [
+        {
+            "session_id": CODEX,
+            "ordinal": 7,
+            "exchange_id": f"{CODEX}:7",
+            "quote": "We decided to support Python 3.11 and newer only.",
+        }
+    ]
+    assert out["receipt"]["model"] == "offline" and out["receipt"]["prompt"].startswith(
+        "memory-v1+"
+    )
+    text = cli.invoke(app, ["remember", CODEX[:8]]).output  # the same answer again, plainly
+    assert "We decided to support Python 3.11 and newer only." in text
+
+
+def test_list_show_search_export_and_forget(cli: CliRunner, tmp_path: Path) -> None:
+    _json(cli, "remember", WEBSHOP[:8], "--json")
+    _json(cli, "remember", CODEX[:8], "--json")
+    listed = _json(cli, "memories", "list", "--json")["items"]
+    assert len(listed) == 3
+    assert {i["kind"] for i in listed} == {"decision", "preference", "constraint"}
+    only = _json(cli, "memories", "list", "--kind", "preference", "--json")["items"]
+    assert [i["content"] for i in only] == ["I prefer small commits with one fix each."]
+    shown = _json(cli, "memories", "show", only[0]["id"][:6], "--json")
+    assert shown["sources"][0]["exchange_id"] == f"{WEBSHOP}:12"
+    found = _json(cli, "memories", "search", "timezone datetimes", "--json")["items"]
+    assert [i["kind"] for i in found] == ["constraint"]
+    target = tmp_path / "memories.jsonl"
+    assert cli.invoke(app, ["memories", "export", "--out", str(target)]).exit_code == 0
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert sorted(r["id"] for r in rows) == sorted(i["id"] for i in listed)
+    gone = cli.invoke(app, ["memories", "forget", only[0]["id"]])
+    assert gone.exit_code == 0 and "Forgot" in gone.output
+    assert len(_json(cli, "memories", "list", "--json")["items"]) == 2
+    missing = cli.invoke(app, ["memories", "show", only[0]["id"]])
+    assert missing.exit_code == 1 and "no memory item" in str(missing.exception)
+
+
+def test_show_marks_the_events_that_are_evidence(cli: CliRunner) -> None:
+    out = _json(cli, "remember", WEBSHOP[:8], "--json")
+    ids = sorted(i["id"] for i in out["items"])
+    events = _json(cli, "show", WEBSHOP[:8], "--json")["events"]
+    marked = {e["ordinal"]: sorted(e["memories"]) for e in events if e["memories"]}
+    assert marked == {12: ids}
+    plain = cli.invoke(app, ["show", f"{WEBSHOP[:8]}:12"]).output
+    assert "◆ memory" in plain
+
+
+def test_off_for_a_session_denies_and_on_allows_again(cli: CliRunner) -> None:
+    assert cli.invoke(app, ["memories", "off", "--session", CODEX[:8]]).exit_code == 0
+    denied = _json(cli, "remember", CODEX[:8], "--json")
+    assert (denied["outcome"], denied["items"]) == ("policy_denied", [])
+    receipts = _json(cli, "memories", "receipts", "--json")["receipts"]
+    assert [(r["outcome"], r["model_calls"]) for r in receipts] == [("policy_denied", 0)]
+    assert cli.invoke(app, ["memories", "on", "--session", CODEX[:8]]).exit_code == 0
+    both = cli.invoke(app, ["memories", "off"])
+    assert "--session SESSION or --project PROJECT" in str(both.exception)
+
+
+def test_compact_a_stored_session_then_recover_extracts_its_range(cli: CliRunner) -> None:
+    done = cli.invoke(app, ["compact", "--session", LONG[:8], "--window", "2800", "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["strategy"] != "none"
+    report = _json(cli, "memories", "recover", "--json")
+    assert report["busy"] == 0
+    receipts = _json(cli, "memories", "receipts", "--json")["receipts"]
+    ends = [r["range"][1] for r in receipts if r["trigger"] in ("compaction", "incidental")]
+    assert ends and max(ends) > 0 and all(r["outcome"] != "discarded" for r in receipts)
+    again = _json(cli, "memories", "recover", "--json")
+    assert (again["checkpoints"], again["settled"]) == (0, 0)  # nothing left to do
+
+
+def test_remember_on_a_home_without_an_archive_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMOIR_HOME", str(tmp_path / "nowhere"))
+    result = CliRunner().invoke(app, ["remember", "abc"])
+    assert result.exit_code == 1 and "no Memoir archive" in str(result.exception)

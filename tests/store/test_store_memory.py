@@ -1,0 +1,151 @@
+"""The memory parts on both backends: the lane's queue, settlement in one transaction
+(idempotent, compare-and-set on the cursor), pending failures, denial markers, items with
+their quotes, forgetting, switches; and the v9 → v10 migration with rows in place."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memoir.errors import ConcurrentWrite, NotFound
+from memoir.store import Store
+from memoir.store import sqlite_store as sqlite_store_module
+from memoir.store.memory_rows import (
+    DenialRow,
+    MemoryItemRow,
+    MemoryOpRow,
+    MemorySourceRow,
+    PendingRow,
+    ReceiptRow,
+    Settlement,
+)
+from memoir.store.values import CheckpointRow
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _receipt(op: str, outcome: str = "extracted", through: int = 4, **kw: object) -> ReceiptRow:
+    return ReceiptRow(op, "s1", "compaction", outcome, 0, through, T0, **kw)  # type: ignore[arg-type]
+
+
+def _item(item_id: str, op: str, quote: str = "I prefer tabs", ordinal: int = 1) -> MemoryItemRow:
+    return MemoryItemRow(
+        id=item_id,
+        session_id="s1",
+        project="p",
+        scope="project",
+        kind="preference",
+        content="Prefers tabs.",
+        normalized="prefers tabs.",
+        keys=("tabs", "indentation"),
+        operation_id=op,
+        created_at=T0,
+        sources=(MemorySourceRow("s1", ordinal, quote),),
+    )
+
+
+def _pending(op: str, failures: int = 1) -> PendingRow:
+    return PendingRow(
+        "s1", op, "compaction", "ck", 0, 4, 6, "h", "truncated", T0, failures=failures
+    )
+
+
+def test_settlement_writes_items_cursor_receipt_and_is_idempotent(store: Store) -> None:
+    s = Settlement(
+        _receipt("op1", items=1), items=(_item("i1", "op1"),), cursor_from=0, cursor_to=4
+    )
+    assert store.memory.settle(s) is True
+    assert store.memory.cursor("s1") == 4
+    assert store.memory.receipt("op1").outcome == "extracted"  # type: ignore[union-attr]
+    (item,) = store.memory_items.find(session_id="s1")
+    assert item.keys == ("tabs", "indentation")
+    assert item.sources == (MemorySourceRow("s1", 1, "I prefer tabs"),)
+    # a replay changes nothing: no second item, cursor unchanged, no CAS error
+    assert store.memory.settle(s) is False
+    assert [i.id for i in store.memory_items.find()] == ["i1"] and store.memory.cursor("s1") == 4
+
+
+def test_a_stale_cursor_writes_nothing(store: Store) -> None:
+    store.memory.settle(Settlement(_receipt("op1"), cursor_from=0, cursor_to=4))
+    stale = Settlement(
+        _receipt("op2", through=8), items=(_item("i2", "op2"),), cursor_from=0, cursor_to=8
+    )
+    with pytest.raises(ConcurrentWrite):
+        store.memory.settle(stale)
+    assert store.memory.receipt("op2") is None and store.memory_items.find() == []
+    assert store.memory.cursor("s1") == 4
+
+
+def test_enqueue_is_once_per_operation_and_settling_dequeues(store: Store) -> None:
+    op = MemoryOpRow("op1", "s1", "extract", "call-7", T0, 3, 5, {"hint": "x"})
+    assert store.memory.enqueue(op) is True
+    assert store.memory.enqueue(op) is False  # a duplicate dispatch is one operation
+    later = MemoryOpRow("op0", "s1", "compaction", "ck", T0 + timedelta(seconds=1))
+    store.memory.enqueue(later)
+    assert [o.operation_id for o in store.memory.queued("s1")] == ["op1", "op0"]
+    assert store.memory.queued("s1")[0] == op
+    store.memory.settle(Settlement(_receipt("op1", "no_op"), cursor_from=0, cursor_to=3))
+    assert [o.operation_id for o in store.memory.queued()] == ["op0"]
+    assert store.memory.enqueue(op) is False  # settled: never queued again
+
+
+def test_pending_failure_is_set_replaced_and_cleared_with_the_settlement(store: Store) -> None:
+    store.memory.settle(Settlement(_receipt("op1", "failed"), pending=_pending("op1")))
+    assert store.memory.pending("s1") == _pending("op1")
+    store.memory.settle(Settlement(_receipt("op2", "failed"), pending=_pending("op1", 2)))
+    assert store.memory.pending("s1").failures == 2  # type: ignore[union-attr]
+    assert [p.session_id for p in store.memory.all_pending()] == ["s1"]
+    store.memory.settle(Settlement(_receipt("op3", "discarded"), cursor_to=4, clear_pending=True))
+    assert store.memory.pending("s1") is None and store.memory.cursor("s1") == 4
+
+
+def test_denials_are_durable_and_idempotent(store: Store) -> None:
+    row = DenialRow("s1", 0, 9, "incognito", T0, "ck1")
+    store.memory.deny(row)
+    store.memory.deny(row)
+    assert store.memory.denials("s1") == [row]
+    assert store.memory.denials("other") == []
+
+
+def test_items_forget_cited_and_prefix_lookup(store: Store) -> None:
+    items = (_item("abcdef01", "op1", ordinal=1), _item("abcdff02", "op1", "I use vim", 3))
+    store.memory.settle(Settlement(_receipt("op1", items=2), items=items))
+    assert store.memory_items.cited("s1") == {1: ["abcdef01"], 3: ["abcdff02"]}
+    assert store.memory_items.get("abcde").id == "abcdef01"  # type: ignore[union-attr]
+    assert store.memory_items.get("abcd") is None  # two match: ambiguous
+    assert store.memory_items.count() == 2 and store.stats()["memory_items"] == 2
+    store.memory_items.forget("abcdef01")
+    assert [i.id for i in store.memory_items.find()] == ["abcdff02"]
+    assert store.memory_items.cited("s1") == {3: ["abcdff02"]}
+    with pytest.raises(NotFound):
+        store.memory_items.forget("abcdef01")
+
+
+def test_project_switches(store: Store) -> None:
+    assert store.memory_items.project_disabled("p") is False
+    store.memory_items.switch_project("p", disabled=True)
+    assert store.memory_items.project_disabled("p") and store.memory_items.disabled_projects() == [
+        "p"
+    ]
+    store.memory_items.switch_project("p", disabled=False)
+    assert store.memory_items.project_disabled("p") is False
+
+
+def test_v9_database_upgrades_to_v10_with_checkpoints_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = sqlite_store_module.SQLiteStore(path, target_version=9)
+    row = CheckpointRow("ck1", "s1", T0, 7, 7, "eligible", None, {"summary": "so far"})
+    old.checkpoints.put(row)
+    old.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (9,)
+    store = sqlite_store_module.SQLiteStore(path)
+    try:
+        assert store.schema_version() == 10
+        assert store.checkpoints.of("s1") == [row]
+        assert store.memory.cursor("s1") == 0 and store.memory.queued() == []
+    finally:
+        store.close()

@@ -1,0 +1,86 @@
+"""The package's shape: no import cycle anywhere in ``memoir``, and the public names are
+exactly those the README documents (the layers themselves are checked by import-linter,
+``make lint``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import grimp
+
+import memoir
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _cycles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root) & modules)))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = []
+                    while True:
+                        top = stack.pop()
+                        on.discard(top)
+                        group.append(top)
+                        if top == node:
+                            break
+                    if len(group) > 1:
+                        found.append(sorted(group))
+            elif child not in index:
+                index[child] = low[child] = counter
+                counter += 1
+                stack.append(child)
+                on.add(child)
+                work.append(
+                    (child, iter(sorted(graph.find_modules_directly_imported_by(child) & modules)))
+                )
+            elif child in on:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    graph = grimp.build_graph("memoir")
+    modules = set(graph.modules) - {"memoir"}  # the root re-exports the public names
+    assert _cycles(graph, modules) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+
+    class Graph:
+        def find_modules_directly_imported_by(self, m: str) -> set[str]:
+            return edges.get(m, set())
+
+    assert _cycles(Graph(), {"a", "b", "c", "d"}) == [["a", "b", "c"]]  # type: ignore[arg-type]
+
+
+def test_public_names_are_what_the_readme_documents() -> None:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"<!-- public-api -->(.*?)<!-- /public-api -->", text, re.DOTALL)
+    assert match is not None, "README.md lists the public names between public-api markers"
+    documented = sorted(re.findall(r"`(\w+)`", match.group(1)))
+    assert sorted(memoir.__all__) == documented
+    for name in memoir.__all__:
+        assert getattr(memoir, name) is not None
