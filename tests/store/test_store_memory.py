@@ -149,3 +149,21 @@ def test_v9_database_upgrades_to_v10_with_checkpoints_in_place(tmp_path: Path) -
         assert store.memory.cursor("s1") == 0 and store.memory.queued() == []
     finally:
         store.close()
+
+
+def test_deleting_a_session_removes_what_memory_derived_from_it(store: Store) -> None:
+    from memoir.model import Harness, Session
+    from memoir.store import IngestBatch
+
+    store.ingest.apply(IngestBatch(Session("s1", "p", Harness.API)))
+    store.memory.enqueue(MemoryOpRow("op9", "s1", "extract", "c", T0))
+    store.memory.deny(DenialRow("s1", 0, 2, "incognito", T0))
+    store.memory.settle(
+        Settlement(_receipt("op1", items=1), items=(_item("i1", "op1"),), cursor_to=4)
+    )
+    store.memory.fail(_pending("op2"))
+    store.sessions.delete("s1")
+    assert store.memory_items.find() == [] and store.memory_items.cited("s1") == {}
+    assert store.memory.cursor("s1") == 0 and store.memory.queued() == []
+    assert store.memory.pending("s1") is None and store.memory.denials("s1") == []
+    assert store.memory.receipts() == []

@@ -13,7 +13,6 @@ from rich.table import Table
 
 from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.errors import ConfigError, NotFound
-from memoir.memory.present import exchange_finder, item_json, receipt_json, search_items
 from memoir.store.memory_rows import MemoryItemRow
 
 __all__ = ["memories", "remember"]
@@ -27,6 +26,8 @@ app.add_typer(memories, name="memories")
 
 
 def _json_items(memoir: Any, items: list[MemoryItemRow]) -> list[dict[str, Any]]:
+    from memoir.memory.present import exchange_finder, item_json  # the engine loads on use
+
     find = exchange_finder(memoir.store.exchanges.of)
     return [item_json(i, find) for i in items]
 
@@ -55,6 +56,8 @@ def remember(
 ) -> None:
     """Remember what the user said in a session: durable facts, preferences and decisions,
     each with the exact words it came from (runs now; prints what was saved, or why not)."""
+    from memoir.memory.present import receipt_json
+
     with open_memoir(existing=True) as memoir:
         out = memoir.remember(session, turn)
         items = _json_items(memoir, list(out.items))
@@ -148,6 +151,8 @@ def search(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Find remembered items by their words."""
+    from memoir.memory.present import search_items
+
     with open_memoir(existing=True) as memoir:
         found = search_items(memoir.store.memory_items.find(), query, limit)
         if as_json:
@@ -233,6 +238,8 @@ def receipts(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What each memory operation settled on (outcome, reason, range, model, prompt)."""
+    from memoir.memory.present import receipt_json
+
     with open_memoir(existing=True) as memoir:
         rows = memoir.store.memory.receipts(session)
     data = [receipt_json(r) for r in rows]

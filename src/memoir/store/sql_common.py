@@ -352,7 +352,9 @@ def delete_session_rows(conn: Connection, writes: IngestWrites, session_id: str)
 
 def delete_session_tables(conn: Connection, dialect: Dialect, session_id: str) -> None:
     """The last step of deleting a session (its events and exchanges already gone): its
-    sources' skipped lines, sources, summaries, checkpoints, traces and the session row."""
+    sources' skipped lines, sources, summaries, checkpoints, traces, everything memory
+    derived from it (items and their quotes, cursor, queue, pending failure, denial
+    markers, receipts) and the session row."""
     conn.execute(
         dialect(
             "DELETE FROM skipped_lines WHERE path IN "
@@ -360,6 +362,24 @@ def delete_session_tables(conn: Connection, dialect: Dialect, session_id: str) -
         ),
         (session_id,),
     )
-    for table in ("sources", "summaries", "checkpoints", "traces"):
+    conn.execute(
+        dialect(
+            "DELETE FROM memory_sources WHERE item_id IN "
+            "(SELECT id FROM memory_items WHERE session_id = ?)"
+        ),
+        (session_id,),
+    )
+    for table in (
+        "sources",
+        "summaries",
+        "checkpoints",
+        "traces",
+        "memory_items",
+        "memory_cursors",
+        "memory_ops",
+        "memory_pending",
+        "memory_denials",
+        "memory_receipts",
+    ):
         conn.execute(dialect(f"DELETE FROM {table} WHERE session_id = ?"), (session_id,))
     conn.execute(dialect("DELETE FROM sessions WHERE id = ?"), (session_id,))

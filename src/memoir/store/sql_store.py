@@ -33,22 +33,8 @@ __all__ = ["SqlStore"]
 
 class SqlStore:
     """Parts over one backend's :class:`Db`. ``index_keys`` names the index table and its
-    exchange key column (for :mod:`memoir.store.health`)."""
-
-    sessions: SessionsPart
-    events: EventsPart
-    exchanges: ExchangesPart
-    ingest: IngestPart
-    index: IndexPart
-    embeddings: EmbeddingsPart
-    summaries: SummariesPart
-    checkpoints: CheckpointsPart
-    traces: TracesPart
-    usage: UsagePart
-    cache: CachePart
-    memory: MemoryPart
-    memory_items: MemoryItemsPart
-    claims: Claims
+    exchange key column (for :mod:`memoir.store.health`). The parts it wires are those
+    :class:`memoir.store.port.Store` names."""
 
     def _wire(
         self,
