@@ -22,6 +22,7 @@ from memoir.store.memory_rows import (
     ReceiptRow,
     Settlement,
 )
+from memoir.store.migrations import CURRENT_VERSION
 from memoir.store.values import CheckpointRow
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -144,7 +145,7 @@ def test_v9_database_upgrades_to_v10_with_checkpoints_in_place(tmp_path: Path) -
         assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (9,)
     store = sqlite_store_module.SQLiteStore(path)
     try:
-        assert store.schema_version() == 10
+        assert store.schema_version() == CURRENT_VERSION
         assert store.checkpoints.of("s1") == [row]
         assert store.memory.cursor("s1") == 0 and store.memory.queued() == []
     finally:

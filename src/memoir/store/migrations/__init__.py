@@ -23,6 +23,7 @@ from memoir.store.migrations import (
     v008_accent_folding,
     v009_embedding_recipe,
     v010_memory,
+    v011_service,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -91,6 +92,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         v009_embedding_recipe.POSTGRES,
     ),
     Migration(v010_memory.VERSION, v010_memory.NAME, v010_memory.SQLITE, v010_memory.POSTGRES),
+    Migration(
+        v011_service.VERSION, v011_service.NAME, v011_service.SQLITE, v011_service.POSTGRES
+    ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 
