@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,6 +44,7 @@ __all__ = [
     "clean_assistant_text",
     "clean_user_text",
     "coverage_hash",
+    "exchange_end",
     "has_user_text",
     "turn_text",
 ]
@@ -182,3 +183,16 @@ def coverage_hash(events: Iterable[Event], range_: Range) -> str:
         digest.update(json.dumps(row, ensure_ascii=False).encode("utf-8"))
         digest.update(b"\n")
     return digest.hexdigest()[:32]
+
+
+def exchange_end(events: Sequence[Event], turn: int) -> int:
+    """The last event of the exchange the user event ``turn`` opens (up to the next user
+    text), or ``turn`` itself."""
+    end = turn
+    for e in events:
+        if e.ordinal <= turn:
+            continue
+        if e.kind.value == "user_text" and e.author.value == "user":
+            break
+        end = e.ordinal
+    return end

@@ -56,6 +56,7 @@ __all__ = [
     "preflight",
     "safe_summary",
     "split_range",
+    "without_tail",
 ]
 
 MAX_MODEL_CALLS = 3
@@ -350,3 +351,11 @@ def next_call(
     if last is ProposalStatus.COMPLETE and canonicalize and not canonicalized:
         return CallStep.CANONICALIZE
     return CallStep.STOP
+
+
+def without_tail(envelope: Envelope) -> Envelope:
+    """The envelope without the retained tail past the coverage boundary."""
+    r = envelope.slice.range
+    bare = Range(r.after_cursor, r.coverage_through, r.coverage_through)
+    turns = tuple(t for t in envelope.slice.turns if bare.reads(t.ordinal))
+    return replace(envelope, slice=replace(envelope.slice, range=bare, turns=turns))

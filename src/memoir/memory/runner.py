@@ -15,9 +15,7 @@ commit → settle. The lane (:mod:`memoir.memory.lane`) holds the session's clai
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
@@ -46,6 +44,7 @@ from memoir.memory.evidence import (
     SliceTurn,
     build_slice,
     coverage_hash,
+    exchange_end,
     turn_text,
 )
 from memoir.memory.prompt import PROMPT_ID, parse_proposal
@@ -58,8 +57,11 @@ from memoir.memory.request import (
     preflight,
     safe_summary,
     split_range,
+    without_tail,
 )
-from memoir.memory.validate import normalize, validate_proposal
+from memoir.memory.rows import item_row, pending_of, pending_row
+from memoir.memory.tasks import MemoryConfig, MemoryParts, Outcome, Task
+from memoir.memory.validate import validate_proposal
 from memoir.memory.values import (
     MemoryItem,
     PendingFailure,
@@ -72,17 +74,8 @@ from memoir.model import Event, Session, SessionFlags
 from memoir.store.memory_rows import (
     DenialRow,
     MemoryItemRow,
-    MemorySourceRow,
-    PendingRow,
     ReceiptRow,
     Settlement,
-)
-from memoir.store.parts import (
-    CheckpointsPart,
-    EventsPart,
-    MemoryItemsPart,
-    MemoryPart,
-    SessionsPart,
 )
 
 __all__ = ["MemoryConfig", "MemoryParts", "Outcome", "Runner", "Task"]
@@ -90,59 +83,6 @@ __all__ = ["MemoryConfig", "MemoryParts", "Outcome", "Runner", "Task"]
 log = logging.getLogger(__name__)
 
 LOOKBACK_EVENTS = 400  # how far before a range localization looks for earlier turns
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryParts:
-    """The store parts memory reads and writes."""
-
-    sessions: SessionsPart
-    events: EventsPart
-    checkpoints: CheckpointsPart
-    memory: MemoryPart
-    items: MemoryItemsPart
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryConfig:
-    """``window``: the context window a request must fit when the trigger froze none (a
-    compaction freezes its own); ``output_reserve``: tokens kept for the answer;
-    ``context_tail``: most events past the coverage boundary read for interpretation."""
-
-    window: int = 32_000
-    output_reserve: int = 2_000
-    context_tail: int = 16
-
-
-@dataclass(frozen=True, slots=True)
-class Task:
-    """What to run: ``work`` (trigger, anchor, identity, a retry's range), the frozen
-    ``boundary`` / ``context`` (a compaction's coverage and context ends; None: the
-    requested turn's exchange, or the session's end), the frozen ``disposition`` and
-    ``window`` of a checkpoint, an extract's ``note``."""
-
-    work: Work
-    boundary: int | None = None
-    context: int | None = None
-    disposition: str | None = None
-    window: int | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a run ended: ``receipt`` when it settled; ``pending`` when it failed and was
-    recorded for a retry; ``waiting`` when policy was unavailable (nothing happened)."""
-
-    receipt: ReceiptRow | None = None
-    items: tuple[MemoryItemRow, ...] = ()
-    pending: PendingRow | None = None
-    waiting: str | None = None
-    error: str | None = None
-
-    @property
-    def settled(self) -> bool:
-        return self.receipt is not None
 
 
 class _Failed(ExtractionError):
@@ -271,7 +211,7 @@ class Runner:
             return work.range
         last = self.parts.events.last_ordinal(work.session_id)
         if work.requested_turn is not None:
-            through = _exchange_end(
+            through = exchange_end(
                 self.parts.events.of(work.session_id, after=work.requested_turn - 1, upto=last),
                 work.requested_turn,
             )
@@ -303,7 +243,7 @@ class Runner:
             return self._segment(run, envelope, final=True)
         split = split_range(envelope, window, reserve, self.counter)
         if split is None:  # the retained tail is only interpretation: without it, then
-            bare = _without_tail(envelope)
+            bare = without_tail(envelope)
             if preflight(bare, window, reserve, self.counter).fits:
                 return self._segment(run, bare, final=True)
             split = split_range(bare, window, reserve, self.counter)
@@ -399,34 +339,15 @@ class Runner:
 
     # endings ------------------------------------------------------------------------------
     def _item(self, run: _Run, envelope: Envelope, n: int, item: MemoryItem) -> MemoryItemRow:
-        op = (
-            envelope.operation_id
-            if envelope.trigger is Trigger.INCIDENTAL
-            else run.task.work.operation_id
-        )
-        stamps = [run.events[q.ordinal].timestamp for q in item.quotes if q.ordinal in run.events]
-        observed = max((s for s in stamps if s is not None), default=None)
-        temporal = {"type": item.temporal.type.value}
-        for name in ("start", "end"):
-            value = getattr(item.temporal, name)
-            if value is not None:
-                temporal[name] = value.isoformat()
-        return MemoryItemRow(
-            id=hashlib.sha256(f"{op}\0{n}".encode()).hexdigest()[:16],
+        incidental = envelope.trigger is Trigger.INCIDENTAL
+        return item_row(
+            item,
+            operation=envelope.operation_id if incidental else run.task.work.operation_id,
+            n=n,
             session_id=run.task.work.session_id,
             project=run.session.project if run.session is not None else "",
-            scope=item.scope.value,
-            kind=item.kind.value,
-            content=item.content,
-            normalized=normalize(item.content).casefold(),
-            keys=item.keys,
-            operation_id=op,
-            created_at=self._clock.now(UTC),
-            temporal=temporal,
-            observed_at=observed,
-            sources=tuple(
-                MemorySourceRow(run.task.work.session_id, q.ordinal, q.text) for q in item.quotes
-            ),
+            events=run.events,
+            at=self._clock.now(UTC),
         )
 
     def _settle(
@@ -542,56 +463,3 @@ class _PolicyStop(ExtractionError):
         super().__init__(reason)
         self.action = action
         self.reason = reason
-
-
-def _without_tail(envelope: Envelope) -> Envelope:
-    """The envelope without the retained tail past the coverage boundary."""
-    r = envelope.slice.range
-    bare = Range(r.after_cursor, r.coverage_through, r.coverage_through)
-    turns = tuple(t for t in envelope.slice.turns if bare.reads(t.ordinal))
-    return replace(envelope, slice=replace(envelope.slice, range=bare, turns=turns))
-
-
-def _exchange_end(events: Sequence[Event], turn: int) -> int:
-    """The last event of the exchange the user event ``turn`` opens (up to the next user
-    text), or ``turn`` itself."""
-    end = turn
-    for e in events:
-        if e.ordinal <= turn:
-            continue
-        if e.kind.value == "user_text" and e.author.value == "user":
-            break
-        end = e.ordinal
-    return end
-
-
-def pending_of(row: PendingRow) -> PendingFailure:
-    return PendingFailure(
-        session_id=row.session_id,
-        range=Range(row.range_after, row.coverage_through, row.context_through),
-        coverage_hash=row.coverage_hash,
-        first_operation_id=row.operation_id,
-        trigger=Trigger(row.trigger),
-        failure_class=row.failure,
-        anchor=row.anchor,
-        checkpoint_id=row.checkpoint_id,
-        requested_turn=row.turn,
-    )
-
-
-def pending_row(p: PendingFailure, message: str, at: datetime) -> PendingRow:
-    return PendingRow(
-        session_id=p.session_id,
-        operation_id=p.first_operation_id,
-        trigger=p.trigger.value,
-        anchor=p.anchor,
-        range_after=p.range.after_cursor,
-        coverage_through=p.range.coverage_through,
-        context_through=p.range.context_through,
-        coverage_hash=p.coverage_hash,
-        failure=p.failure_class,
-        created_at=at,
-        message=message,
-        checkpoint_id=p.checkpoint_id,
-        turn=p.requested_turn,
-    )

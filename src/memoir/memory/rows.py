@@ -1,0 +1,81 @@
+"""The memory engine's values ↔ the store's memory rows."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
+
+from memoir.memory.validate import normalize
+from memoir.memory.values import MemoryItem, PendingFailure, Range, Trigger
+from memoir.model import Event
+from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, PendingRow
+
+__all__ = ["item_row", "pending_of", "pending_row"]
+
+
+def item_row(
+    item: MemoryItem,
+    *,
+    operation: str,
+    n: int,
+    session_id: str,
+    project: str,
+    events: Mapping[int, Event],
+    at: datetime,
+) -> MemoryItemRow:
+    """The row of the ``n``-th item an operation saves: its id is a hash of both (a replay
+    writes the same row), observed when the latest event it quotes was said."""
+    stamps = [events[q.ordinal].timestamp for q in item.quotes if q.ordinal in events]
+    temporal = {"type": item.temporal.type.value}
+    for name in ("start", "end"):
+        value = getattr(item.temporal, name)
+        if value is not None:
+            temporal[name] = value.isoformat()
+    return MemoryItemRow(
+        id=hashlib.sha256(f"{operation}\0{n}".encode()).hexdigest()[:16],
+        session_id=session_id,
+        project=project,
+        scope=item.scope.value,
+        kind=item.kind.value,
+        content=item.content,
+        normalized=normalize(item.content).casefold(),
+        keys=item.keys,
+        operation_id=operation,
+        created_at=at,
+        temporal=temporal,
+        observed_at=max((s for s in stamps if s is not None), default=None),
+        sources=tuple(MemorySourceRow(session_id, q.ordinal, q.text) for q in item.quotes),
+    )
+
+
+def pending_of(row: PendingRow) -> PendingFailure:
+    return PendingFailure(
+        session_id=row.session_id,
+        range=Range(row.range_after, row.coverage_through, row.context_through),
+        coverage_hash=row.coverage_hash,
+        first_operation_id=row.operation_id,
+        trigger=Trigger(row.trigger),
+        failure_class=row.failure,
+        anchor=row.anchor,
+        checkpoint_id=row.checkpoint_id,
+        requested_turn=row.turn,
+    )
+
+
+def pending_row(p: PendingFailure, message: str, at: datetime) -> PendingRow:
+    return PendingRow(
+        session_id=p.session_id,
+        operation_id=p.first_operation_id,
+        trigger=p.trigger.value,
+        anchor=p.anchor,
+        range_after=p.range.after_cursor,
+        coverage_through=p.range.coverage_through,
+        context_through=p.range.context_through,
+        coverage_hash=p.coverage_hash,
+        failure=p.failure_class,
+        created_at=at,
+        message=message,
+        checkpoint_id=p.checkpoint_id,
+        turn=p.requested_turn,
+    )
