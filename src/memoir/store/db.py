@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-__all__ = ["Db", "Tx"]
+__all__ = ["Db", "Part", "Tx"]
 
 
 class Tx(Protocol):
@@ -37,3 +37,10 @@ class Db:
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self.ro() as tx:
             return tx.run(sql, params)
+
+
+class Part:
+    """A store part: a small class over the store's :class:`Db`."""
+
+    def __init__(self, db: Db) -> None:
+        self._db = db

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import time
 
-from memoir.store.db import Db
+from memoir.store.db import Part
 
 __all__ = ["CachePart"]
 
 
-class CachePart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class CachePart(Part):
     def get(self, key: str) -> str | None:
         with self._db.ro() as tx:
             rows = tx.run(

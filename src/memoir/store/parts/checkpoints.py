@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from memoir.store.codec import dumps, loads, stored_time
-from memoir.store.db import Db
+from memoir.store.db import Part
 from memoir.store.values import CheckpointRow
 
 __all__ = ["CheckpointsPart"]
@@ -14,10 +14,7 @@ __all__ = ["CheckpointsPart"]
 _COLS = "id, session_id, created_at, watermark, memory_boundary, disposition, previous_id, data"
 
 
-class CheckpointsPart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class CheckpointsPart(Part):
     def put(self, row: CheckpointRow) -> None:
         with self._db.tx() as tx:
             tx.run(

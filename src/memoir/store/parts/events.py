@@ -6,17 +6,14 @@ from typing import Any
 
 from memoir.model import Event, Exchange
 from memoir.store.codec import EVENT_COLS, EXCHANGE_COLS, event_from_row, exchange_from_row
-from memoir.store.db import Db
+from memoir.store.db import Part
 
 __all__ = ["EventsPart", "ExchangesPart"]
 
 _CHUNK = 500
 
 
-class EventsPart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class EventsPart(Part):
     def of(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
         """A session's events with ``after < ordinal <= upto``, in order."""
         sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
@@ -31,10 +28,7 @@ class EventsPart:
         return int(rows[0][0] or 0)
 
 
-class ExchangesPart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class ExchangesPart(Part):
     def of(self, session_id: str) -> list[Exchange]:
         """A session's exchanges, in order."""
         rows = self._db.rows(

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from memoir.errors import ConcurrentWrite, StoreError
 from memoir.store.codec import dumps
-from memoir.store.db import Db, Tx
+from memoir.store.db import Part, Tx
 from memoir.store.memory_rows import (
     DenialRow,
     MemoryItemRow,
@@ -47,10 +47,7 @@ def _marks(cols: str) -> str:
     return ", ".join("?" for _ in cols.split(","))
 
 
-class MemoryPart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class MemoryPart(Part):
     # the cursor ------------------------------------------------------------------------
     def cursor(self, session_id: str) -> int:
         """The last event ordinal settled for memory (0: none yet)."""

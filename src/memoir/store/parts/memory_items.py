@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from memoir.errors import NotFound
-from memoir.store.db import Db
+from memoir.store.db import Part
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, item_from_row
 
 __all__ = ["MemoryItemsPart"]
@@ -18,10 +18,7 @@ _COLS = (
 )
 
 
-class MemoryItemsPart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class MemoryItemsPart(Part):
     def find(
         self,
         *,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.store.codec import from_iso
-from memoir.store.db import Db
+from memoir.store.db import Part
 from memoir.store.values import SummaryRow
 
 __all__ = ["SummariesPart"]
@@ -18,10 +18,7 @@ _COLS = (
 )
 
 
-class SummariesPart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class SummariesPart(Part):
     def get(self, session_id: str) -> SummaryRow | None:
         rows = self._db.rows(f"SELECT {_COLS} FROM summaries WHERE session_id = ?", (session_id,))
         return _summary(rows[0]) if rows else None

@@ -5,16 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from memoir.store.codec import dumps, loads, stored_time
-from memoir.store.db import Db
+from memoir.store.db import Part
 from memoir.store.values import TraceRow
 
 __all__ = ["TracesPart"]
 
 
-class TracesPart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class TracesPart(Part):
     def record(self, row: TraceRow) -> None:
         with self._db.tx() as tx:
             tx.run(

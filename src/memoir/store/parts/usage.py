@@ -7,7 +7,7 @@ from typing import Any
 
 from memoir.llm.port import UsageRecord
 from memoir.store.codec import stored_time
-from memoir.store.db import Db
+from memoir.store.db import Part
 
 __all__ = ["UsagePart"]
 
@@ -17,10 +17,7 @@ _COLS = (
 )
 
 
-class UsagePart:
-    def __init__(self, db: Db) -> None:
-        self._db = db
-
+class UsagePart(Part):
     def record(self, record: UsageRecord) -> None:
         with self._db.tx() as tx:
             tx.run(
