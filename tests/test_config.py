@@ -159,11 +159,35 @@ def test_a_home_that_cannot_be_one_is_a_clear_error(tmp_path: Path) -> None:
     assert fine.ensure_home().is_dir()
 
 
-def test_config_says_the_redis_url_is_not_used_yet() -> None:
+def test_config_says_job_admission_is_in_process_without_redis() -> None:
     rows = {name: origin for name, _, origin in Settings.from_env({}).describe()}
-    assert "not used yet" in rows["redis_url"]
+    assert "in-process" in rows["redis_url"]
     set_rows = Settings.from_env({"MEMOIR_REDIS_URL": "redis://h:1/0"}).describe()
-    assert next(o for n, _, o in set_rows if n == "redis_url").startswith("env MEMOIR_REDIS_URL")
+    origin = next(o for n, _, o in set_rows if n == "redis_url")
+    assert origin == "env MEMOIR_REDIS_URL"
+
+
+def test_job_intervals_are_read_and_checked() -> None:
+    s = Settings.from_env(
+        {
+            "MEMOIR_JOB_HEARTBEAT_S": "0.5",
+            "MEMOIR_JOB_ABORT_S": "3",
+            "MEMOIR_JOB_CLAIM_S": "4",
+            "MEMOIR_JOB_ABANDON_S": "5",
+        }
+    )
+    assert (s.job_heartbeat_s, s.job_abort_s, s.job_claim_s, s.job_abandon_s) == (0.5, 3, 4, 5)
+    defaults = Settings.from_env({})
+    assert (defaults.job_heartbeat_s, defaults.job_abort_s) == (10.0, 600.0)
+    assert (defaults.job_claim_s, defaults.job_abandon_s) == (900.0, 930.0)
+    with pytest.raises(ConfigError, match="a claim expires before its job is abandoned"):
+        Settings.from_env({"MEMOIR_JOB_CLAIM_S": "1000"})  # past the abandonment
+    with pytest.raises(ConfigError, match="job_abort_s"):
+        Settings.from_env({"MEMOIR_JOB_ABORT_S": "901"})  # after the claim expired
+    with pytest.raises(ConfigError, match="job_heartbeat_s must be a number"):
+        Settings.from_env({"MEMOIR_JOB_HEARTBEAT_S": "0"})
+    with pytest.raises(ConfigError, match="job_heartbeat_s"):
+        Settings(job_heartbeat_s=931.0)
 
 
 def test_memoir_at_reads_a_home_under_the_users_folder(

@@ -6,7 +6,7 @@ Each operation delegates to the package that owns it; this module only wires the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memoir.config import Settings, whole_number
@@ -14,12 +14,16 @@ from memoir.errors import ConfigError
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
+    import threading
+
     from memoir.ingest.observer import SyncObserver
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
+    from memoir.jobs import Job, JobProgress, JobService
     from memoir.llm.port import Model
     from memoir.memory.memories import Memories, RecoveryReport
     from memoir.memory.runner import Outcome
+    from memoir.model import Session
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
     from memoir.search.engine import SearchMode
@@ -38,6 +42,7 @@ class Memoir:
         self.settings = settings
         self.store = store
         self._memories: Memories | None = None
+        self._jobs: JobService | None = None
 
     @classmethod
     def open(cls, settings: Settings | None = None, **overrides: Any) -> Memoir:
@@ -55,6 +60,10 @@ class Memoir:
     def close(self) -> None:
         if self._memories is not None:  # the running extraction ends; queued work is durable
             self._memories.close()
+        if self._jobs is not None:
+            close = getattr(self._jobs.admission, "close", None)
+            if close is not None:
+                close()
         self.store.close()
 
     def search(
@@ -163,8 +172,8 @@ class Memoir:
         of ``MEMOIR_COMPACT_THRESHOLD_RATIO`` and this store for checkpoints and traces."""
         from memoir.compaction import Compactor
 
-        if not self.store.read_only:  # each checkpoint dispatches its memory extraction
-            options.setdefault("on_checkpoint", self.memories().on_checkpoint)
+        if not self.store.read_only and "on_checkpoint" not in options:
+            options["on_checkpoint"] = self.memories().on_checkpoint  # memory, per checkpoint
         return Compactor.from_settings(self.settings, self.model(), store=self.store, **options)
 
     # long-term memory ---------------------------------------------------------------------
@@ -342,6 +351,156 @@ class Memoir:
         from memoir.ingest.verify import verify
 
         return verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
+
+    # the HTTP service: sessions owned by a user -----------------------------------------
+    def user_session(self, user: str, session_id: str) -> Session:
+        """The session ``session_id`` when ``user`` owns it; ``NotFound`` otherwise (another
+        user's session is not told apart from one that does not exist)."""
+        from memoir.errors import NotFound
+
+        found = self.store.sessions.get(session_id) if isinstance(session_id, str) else None
+        if found is None or found.user != user:
+            raise NotFound(f"no session {session_id!r}")
+        return found
+
+    def create_session(
+        self,
+        user: str,
+        *,
+        session_id: str | None = None,
+        project: str | None = None,
+        incognito: bool = False,
+        memory_disabled: bool = False,
+    ) -> tuple[Session, bool]:
+        """A session fed over the API, owned by ``user``: (the session, whether it is new).
+        An id ``user`` already has returns that session; one another user has is
+        ``ConfigError`` (ids are one namespace; its owner is not told)."""
+        import uuid
+        from datetime import UTC, datetime
+
+        from memoir.model import Harness, Session, SessionFlags
+        from memoir.store import ensure_writable
+
+        ensure_writable(self.store, "creating a session")
+        now = datetime.now(UTC)
+        wanted = Session(
+            id=session_id or uuid.uuid4().hex,
+            project=project or "api",
+            harness=Harness.API,
+            user=user,
+            flags=SessionFlags(incognito=incognito, memory_disabled=memory_disabled),
+            created_at=now,
+            updated_at=now,
+        )
+        stored, created = self.store.api.create(wanted)
+        if stored.user != user:
+            raise ConfigError(f"session id {wanted.id!r} is not available; choose another")
+        return stored, created
+
+    def append_messages(
+        self, user: str, session_id: str, messages: Sequence[dict[str, Any]]
+    ) -> tuple[int, int]:
+        """Append OpenAI-style messages (each optionally with a client ``"id"``) to a
+        session of ``user``: (added, skipped). A message whose id is stored already is
+        skipped, so a retried batch stores nothing twice; concurrent appends to one session
+        take turns in the store."""
+        from memoir.ingest.api_messages import api_messages
+        from memoir.store import ensure_writable
+
+        ensure_writable(self.store, "appending events")
+        self.user_session(user, session_id)
+        result = self.store.api.append(session_id, api_messages(session_id, messages))
+        return result.added, result.skipped
+
+    def archive_session(self, user: str, session_id: str) -> Session:
+        """Mark a session of ``user`` archived (kept and searchable, never extracted)."""
+        from dataclasses import replace
+
+        found = self.user_session(user, session_id)
+        flags = replace(found.flags, archived=True)
+        self.store.sessions.set_flags(session_id, flags)
+        return replace(found, flags=flags)
+
+    # background jobs ----------------------------------------------------------------------
+    def jobs(self) -> JobService:
+        """The job service of this home (one per Memoir: its in-process admission is
+        shared by the callers of this instance): admission in Redis when
+        ``MEMOIR_REDIS_URL`` is set (``AdmissionUnavailable`` while it cannot be reached),
+        else a bounded in-process LRU (instance-local); jobs are rows of this store, the
+        intervals ``MEMOIR_JOB_*_S``."""
+        if self._jobs is None:
+            from memoir.jobs import JobService, JobTiming, LocalAdmission, RedisAdmission
+            from memoir.jobs.admission import Admission
+
+            admission: Admission = (
+                RedisAdmission(self.settings.redis_url)
+                if self.settings.redis_url
+                else LocalAdmission()
+            )
+            self._jobs = JobService(
+                self.store.jobs, admission, JobTiming.from_settings(self.settings)
+            )
+        return self._jobs
+
+    def regenerate_summary(self, user: str, session_id: str) -> Job:
+        """Queue a full regeneration of the summary of ``user``'s session (job kind
+        ``summary``), or return the one already queued or running (a duplicate request is the
+        same job). ``NotFound`` for a session ``user`` does not own; ``OversizedHistory``
+        (pointing to incremental compression) beyond ``MEMOIR_EPISODE_MAX_FULL_TOKENS``;
+        ``AdmissionUnavailable`` while the configured Redis cannot be reached."""
+        from memoir.jobs import Job
+        from memoir.store import ensure_writable
+        from memoir.summaries.session import EpisodeSettings, check_full_regeneration
+
+        self.user_session(user, session_id)
+        ensure_writable(self.store, "regenerating a summary")
+        active = self.store.jobs.active(user, session_id, "summary")
+        if active is not None:  # a duplicate: not measured again
+            return Job.from_row(active)
+        check_full_regeneration(
+            self.store, session_id, EpisodeSettings.from_settings(self.settings)
+        )
+        return self.jobs().request("summary", user, session_id)
+
+    def summary_job(self, user: str, session_id: str) -> Job | None:
+        """The newest summary job of ``user``'s session (whatever its state), or None."""
+        return self.jobs().latest(user, session_id, "summary")
+
+    def run_summary_job(self, job: Job, progress: JobProgress, abort: threading.Event) -> None:
+        """The handler of job kind ``summary``: the episodic summarizer's full run over the
+        stored session (episodes cached, so a resumed job reuses what was done), its
+        progress reported through the job, saved only while the job's claim holds. The
+        session's summary claim is held for the save only: the job's claim in the store
+        is what keeps two workers apart, and a worker stuck past its claim must not keep
+        its replacement from saving."""
+        from memoir.store.claims import summary_claim
+        from memoir.summaries.fenced import FencedSummaryStore
+        from memoir.summaries.model_source import ModelSource
+        from memoir.summaries.session import EpisodeSettings, summarize_session
+
+        summarize_session(
+            self.store,
+            FencedSummaryStore(
+                self.summary_store(),
+                progress.check,
+                lambda: self.store.claims.hold(*summary_claim(job.session_id)),
+            ),
+            job.session_id,
+            models=ModelSource(self.model, self.fallback_model),
+            episodes=EpisodeSettings.from_settings(self.settings),
+            mode="full",
+            progress=progress,
+            job_id=job.id,
+            claim=False,
+        )
+
+    def run_worker(self, stop: threading.Event, *, worker_id: str | None = None) -> None:
+        """Run a job worker until ``stop`` is set (``memoir worker``, ``memoir serve
+        --workers``): resumes abandoned jobs first, then takes queued ones; a job running
+        when ``stop`` is set is told to stop and released to the queue unless it finishes."""
+        from memoir.jobs import Worker
+
+        Worker(self.jobs(), {"summary": self.run_summary_job}, worker_id=worker_id).run(stop)
 
     def __enter__(self) -> Memoir:
         return self

@@ -17,7 +17,15 @@ from pathlib import Path
 
 from memoir.errors import ConfigError
 
-__all__ = ["MS_PER_HOUR", "Settings", "as_paths", "hours_to_ms", "mask_url", "whole_number"]
+__all__ = [
+    "MS_PER_HOUR",
+    "Settings",
+    "as_paths",
+    "check_job_intervals",
+    "hours_to_ms",
+    "mask_url",
+    "whole_number",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +75,12 @@ class Settings:
     compact_threshold_ratio: float = 0.75
     # search
     embedder: str = "auto"  # "auto" | "none" | "minilm" | "hash"
-    # jobs
+    # jobs: admission across replicas (None: a bounded in-process store), worker intervals
     redis_url: str | None = None
+    job_heartbeat_s: float = 10.0
+    job_abort_s: float = 600.0
+    job_claim_s: float = 900.0
+    job_abandon_s: float = 930.0
     sync_disabled: bool = False
     origins: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -107,6 +119,9 @@ class Settings:
         ratio = self.compact_threshold_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0:
             raise ConfigError(f"compact_threshold_ratio must be in (0, 1], not {ratio!r}")
+        check_job_intervals(
+            self.job_heartbeat_s, self.job_abort_s, self.job_claim_s, self.job_abandon_s
+        )
 
     def ensure_home(self) -> Path:
         """Create the home folder if needed; a home that cannot be one (a file, no
@@ -198,6 +213,10 @@ class Settings:
             ),
             ("compact_threshold_ratio", ("MEMOIR_COMPACT_THRESHOLD_RATIO",), 0.75),
             ("llm_timeout_s", ("MEMOIR_LLM_TIMEOUT_S",), 120.0),
+            ("job_heartbeat_s", ("MEMOIR_JOB_HEARTBEAT_S",), 10.0),
+            ("job_abort_s", ("MEMOIR_JOB_ABORT_S",), 600.0),
+            ("job_claim_s", ("MEMOIR_JOB_CLAIM_S",), 900.0),
+            ("job_abandon_s", ("MEMOIR_JOB_ABANDON_S",), 930.0),
         ):
             if (v := take(name, *keys)) is not None:
                 values[name] = _non_negative_float(
@@ -266,10 +285,10 @@ class Settings:
             else:
                 text = "(unset)" if value is None else str(value)
             origin = self.origins.get(f.name, "default")
-            if f.name == "redis_url":  # reserved for background jobs across replicas
+            if f.name == "redis_url" and not self.redis_url:
                 origin += (
-                    " — not used yet (a summary is claimed per session by a lock file or a "
-                    "PostgreSQL advisory lock)"
+                    " — job admission is in-process (one active job per session on this "
+                    "instance only)"
                 )
             rows.append((f.name, text, origin))
         return rows
@@ -285,6 +304,35 @@ _WHOLE_NUMBERS = (
     "episode_max_full_tokens",
 )
 _NUMBERS = ("llm_timeout_s", "summary_quiescence_hours", "summary_error_retry_hours")
+
+
+def check_job_intervals(
+    heartbeat_s: float, abort_s: float, claim_s: float, abandon_s: float
+) -> None:
+    """ConfigError unless every job interval is a number of seconds above 0 with
+    heartbeat < abandon and abort <= claim < abandon (a claim expires before its job is
+    abandoned, and a worker is told to stop before its claim expires)."""
+    for name, value in (
+        ("job_heartbeat_s", heartbeat_s),
+        ("job_abort_s", abort_s),
+        ("job_claim_s", claim_s),
+        ("job_abandon_s", abandon_s),
+    ):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 < value < float("inf")
+        ):
+            raise ConfigError(f"{name} must be a number of seconds above 0, not {value!r}")
+    if not heartbeat_s < abandon_s:
+        raise ConfigError(
+            f"job_heartbeat_s ({heartbeat_s}) must be below job_abandon_s ({abandon_s})"
+        )
+    if not abort_s <= claim_s < abandon_s:
+        raise ConfigError(
+            f"job intervals must run job_abort_s ({abort_s}) <= job_claim_s ({claim_s}) < "
+            f"job_abandon_s ({abandon_s}): a claim expires before its job is abandoned"
+        )
 
 
 def whole_number(name: str, value: object, least: int) -> int:

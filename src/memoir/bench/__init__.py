@@ -1,9 +1,11 @@
-"""Benchmarks the CLI runs (``memoir bench``): the LoCoMo retrieval benchmark.
+"""Benchmarks the CLI runs (``memoir bench``): LoCoMo retrieval and long-term memory.
 
-An adapter-level package: it drives the engines (ingest into a throwaway store, search) and
-scores what they return; no engine imports it. :func:`run_locomo` runs the benchmark over a
-folder of LoCoMo conversations; :mod:`memoir.bench.locomo_data` (pure) reads them and maps
-them to Memoir sessions.
+An adapter-level package: it drives the engines (ingest into a throwaway store, search,
+memory extraction) and scores what they return; no engine imports it. :func:`run_locomo`
+runs the retrieval benchmark over a folder of LoCoMo conversations;
+:func:`memoir.bench.memories.run_memories` scores the memory extractor's evidence against
+their observations; :mod:`memoir.bench.locomo_data` (pure) reads them and maps them to
+Memoir sessions.
 """
 
 from memoir.bench.locomo import KS, LocomoReport, ModeScores, question_scores, run_locomo

@@ -261,14 +261,14 @@ class Runner:
         return min(self.config.output_reserve, max(256, window // 4))
 
     def _summary(self, run: _Run, before: int) -> str | None:
+        """The latest policy-safe summary before the range: read from the few eligible
+        checkpoints at or below the bound a denial sets (a summary carries everything up
+        to its watermark), not from every checkpoint of the session."""
+        bound = min([before, *(d.after_cursor for d in run.denied if d.after_cursor < before)])
+        rows = self.parts.checkpoints.latest_at_or_below(run.task.work.session_id, bound)
         candidates = [
-            PriorSummary(
-                row.id,
-                row.memory_boundary,
-                str(row.data.get("summary") or ""),
-                eligible=row.disposition == "eligible",
-            )
-            for row in self.parts.checkpoints.of(run.task.work.session_id)
+            PriorSummary(r.id, r.memory_boundary, str(r.data.get("summary") or ""), True)
+            for r in rows
         ]
         chosen = safe_summary(candidates, before, run.denied)
         return chosen.text if chosen is not None else None

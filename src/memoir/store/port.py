@@ -4,9 +4,11 @@
 source states, skipped lines), ``store.index`` (full-text search), ``store.embeddings``,
 ``store.summaries``, ``store.checkpoints``, ``store.traces``, ``store.usage``,
 ``store.cache``, ``store.memory`` (the memory lane: cursor, queue, pending failures,
-denials, receipts, settlement), ``store.memory_items``, ``store.claims``; the store itself
-owns connections and transactions (``close``, ``schema_version``, ``read_only``) and the
-health checks over all of them.
+denials, receipts, settlement), ``store.memory_items``, ``store.users`` (API users and
+key hashes), ``store.api`` (sessions fed over HTTP: idempotent appends), ``store.jobs`` (background
+jobs: queue, claims, heartbeats, fenced finish), ``store.claims``;
+the store itself owns connections and transactions (``close``, ``schema_version``,
+``read_only``) and the health checks over all of them.
 Both backends behave identically; the same test suite runs against both. Calls are
 synchronous and safe from several threads; every write of several rows is one transaction.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from memoir.store.parts import (
+    ApiPart,
     CachePart,
     CheckpointsPart,
     EmbeddingsPart,
@@ -25,12 +28,14 @@ from memoir.store.parts import (
     ExchangesPart,
     IndexPart,
     IngestPart,
+    JobsPart,
     MemoryItemsPart,
     MemoryPart,
     SessionsPart,
     SummariesPart,
     TracesPart,
     UsagePart,
+    UsersPart,
 )
 
 __all__ = ["Claims", "Store"]
@@ -61,6 +66,9 @@ class Store(Protocol):
     cache: CachePart
     memory: MemoryPart
     memory_items: MemoryItemsPart
+    users: UsersPart
+    api: ApiPart
+    jobs: JobsPart
     claims: Claims
 
     @property

@@ -24,9 +24,9 @@ from memoir.store.claims import claim_key
 from memoir.store.codec import to_utc
 from memoir.store.db import Db, Tx
 from memoir.store.migrations import CURRENT_VERSION, pending
-from memoir.store.parts import EmbeddingsPart
+from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.postgres_ingest import apply_batch, delete_session_rows
-from memoir.store.sql_common import check_version, pg_sql
+from memoir.store.sql_common import POSTGRES, check_version, pg_sql
 from memoir.store.sql_store import SqlStore
 
 __all__ = ["PostgresStore", "migrate"]
@@ -127,6 +127,12 @@ class PostgresStore(SqlStore):
             embeddings=EmbeddingsPart(db, lock_rows=True, backlog_hint=False, change_log=False),
             claims=_AdvisoryClaims(self),
             index_keys=INDEX_KEYS,
+            dialect=POSTGRES,
+            job_locking=JobLocking(
+                skip_locked=" FOR UPDATE SKIP LOCKED",
+                for_update=" FOR UPDATE",
+                serialize="SELECT pg_advisory_xact_lock(?)",
+            ),
         )
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:

@@ -37,7 +37,7 @@ __all__ = [
     "filter_sql",
 ]
 
-Subject = Literal["subagent", "project", "harness", "session", "time"]
+Subject = Literal["subagent", "project", "harness", "session", "user", "time"]
 Comparison = Literal["=", ">=", "<"]
 
 
@@ -57,6 +57,7 @@ SUBJECTS: dict[Subject, _Reading] = {
     "project": _Reading("{s}.project", "{s}.project", lambda x, s: s.project),
     "harness": _Reading("{s}.harness", "{s}.harness", lambda x, s: str(s.harness)),
     "session": _Reading("{e}.session_id", "{s}.id", lambda x, s: x.session_id),
+    "user": _Reading("{s}.user_name", "{s}.user_name", lambda x, s: s.user),
     "time": _Reading(
         "coalesce({e}.started_at, {e}.ended_at)", None, lambda x, s: x.started_at or x.ended_at
     ),
@@ -95,6 +96,7 @@ def conditions(filters: SearchFilters) -> tuple[Condition, ...]:
         ("project", filters.project),
         ("harness", filters.harness),
         ("session", filters.session_id),
+        ("user", filters.user),
     )
     out.extend(Condition(subject, "=", value) for subject, value in named if value is not None)
     if filters.after is not None:

@@ -10,6 +10,7 @@ from typing import Any
 from memoir.store import health
 from memoir.store.db import Db
 from memoir.store.parts import (
+    ApiPart,
     CachePart,
     CheckpointsPart,
     EmbeddingsPart,
@@ -17,6 +18,8 @@ from memoir.store.parts import (
     ExchangesPart,
     IndexPart,
     IngestPart,
+    JobLocking,
+    JobsPart,
     MemoryItemsPart,
     MemoryPart,
     SessionsPart,
@@ -24,8 +27,10 @@ from memoir.store.parts import (
     TextEngine,
     TracesPart,
     UsagePart,
+    UsersPart,
 )
 from memoir.store.port import Claims
+from memoir.store.sql_common import Dialect
 from memoir.store.values import IngestBatch
 
 __all__ = ["SqlStore"]
@@ -46,6 +51,8 @@ class SqlStore:
         embeddings: EmbeddingsPart,
         claims: Claims,
         index_keys: tuple[str, str],
+        dialect: Dialect,
+        job_locking: JobLocking,
     ) -> None:
         self._db = db
         self._index_keys = index_keys
@@ -62,6 +69,9 @@ class SqlStore:
         self.cache = CachePart(db)
         self.memory = MemoryPart(db)
         self.memory_items = MemoryItemsPart(db)
+        self.users = UsersPart(db)
+        self.api = ApiPart(db, apply_batch, dialect)
+        self.jobs = JobsPart(db, job_locking)
         self.claims = claims
 
     def stats(self) -> dict[str, int]:

@@ -30,8 +30,8 @@ from memoir.store.claims import FileClaims, LocalClaims
 from memoir.store.codec import to_iso
 from memoir.store.db import Db, Tx
 from memoir.store.migrations import CURRENT_VERSION, pending
-from memoir.store.parts import EmbeddingsPart
-from memoir.store.sql_common import check_version
+from memoir.store.parts import EmbeddingsPart, JobLocking
+from memoir.store.sql_common import SQLITE, check_version
 from memoir.store.sql_store import SqlStore
 from memoir.store.sqlite_ingest import apply_batch, delete_session_rows
 
@@ -163,6 +163,9 @@ class SQLiteStore(SqlStore):
             embeddings=EmbeddingsPart(db, lock_rows=False, backlog_hint=True, change_log=True),
             claims=LocalClaims() if in_memory else FileClaims(claims_dir),
             index_keys=INDEX_KEYS,
+            dialect=SQLITE,
+            # BEGIN IMMEDIATE excludes every other writer: no row locks to add
+            job_locking=JobLocking(),
         )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ from memoir.model import Event, Exchange, Harness, Session
 
 __all__ = [
     "SEARCH_ROLES",
+    "ApiMessage",
     "CheckpointRow",
     "IngestBatch",
     "SearchFilters",
@@ -89,6 +90,16 @@ class IngestBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class ApiMessage:
+    """One message of an HTTP append as events (their ordinals are placeholders: the
+    store numbers them inside its write) with the client's id for it, if any: a message
+    whose id is stored already is skipped, so a retried batch stores nothing twice."""
+
+    client_id: str | None
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     session: Session
     exchanges: int
@@ -121,13 +132,15 @@ class SearchFilters:
     after: datetime | None = None
     before: datetime | None = None
     include_subagents: bool = False
+    # the sessions of this user only (the HTTP API scopes every search to its caller)
+    user: str | None = None
 
     def __post_init__(self) -> None:
         """A naive datetime is UTC (as stored times are); ``before`` is exclusive and must
         be later than ``after``; a role is one of SEARCH_ROLES; project, session and
         harness are strings (a lone surrogate in one becomes U+FFFD: it matches nothing,
         rather than failing in the database driver)."""
-        for name in ("project", "session_id", "harness", "role"):
+        for name in ("project", "session_id", "harness", "role", "user"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"{name} must be a string, not {type(value).__name__} {value!r}")

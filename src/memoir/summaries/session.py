@@ -41,6 +41,7 @@ from memoir.summaries.episodic.summarizer import (
     EpisodicSummarizer,
     EpisodicSummary,
     Progress,
+    full_run_size,
 )
 from memoir.summaries.model_source import ModelSource
 from memoir.summaries.persist import coverage_before_reading, read_summary_state, save_summary
@@ -52,6 +53,7 @@ __all__ = [
     "Previous",
     "RunMode",
     "SessionRun",
+    "check_full_regeneration",
     "episodic_summarizer",
     "find_previous",
     "summarize_session",
@@ -165,6 +167,26 @@ def _round_window(pending: list[Event], max_tokens: int) -> list[Event]:
         if chars > limit:
             return pending[: n + 1]
     return pending
+
+
+def check_full_regeneration(
+    store: Store, session_id: str, episodes: EpisodeSettings = EpisodeSettings()
+) -> None:
+    """Raise ``OversizedHistory`` (pointing to incremental summarization) when a full
+    regeneration of the session is beyond ``MEMOIR_EPISODE_MAX_FULL_TOKENS``: checked
+    before a regeneration job is queued, with no model call."""
+    tokens, count, fits = full_run_size(
+        store.events.of(session_id),
+        episode_tokens=episodes.episode_tokens,
+        max_full_tokens=episodes.max_full_tokens,
+    )
+    if not fits:
+        raise OversizedHistory(
+            f"session {session_id} is {tokens:,} tokens in {count} episodes, beyond the "
+            f"full-regeneration guard (MEMOIR_EPISODE_MAX_FULL_TOKENS={episodes.max_full_tokens:,}"
+            "); use incremental compression instead (memoir summarize --incremental), which "
+            "summarizes the history part by part and merges each part in"
+        )
 
 
 def find_previous(

@@ -24,6 +24,7 @@ from memoir.store.migrations import (
     v009_embedding_recipe,
     v010_memory,
     v011_service,
+    v012_checkpoint_boundary,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -92,8 +93,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v009_embedding_recipe.POSTGRES,
     ),
     Migration(v010_memory.VERSION, v010_memory.NAME, v010_memory.SQLITE, v010_memory.POSTGRES),
+    Migration(v011_service.VERSION, v011_service.NAME, v011_service.SQLITE, v011_service.POSTGRES),
     Migration(
-        v011_service.VERSION, v011_service.NAME, v011_service.SQLITE, v011_service.POSTGRES
+        v012_checkpoint_boundary.VERSION,
+        v012_checkpoint_boundary.NAME,
+        v012_checkpoint_boundary.SQLITE,
+        v012_checkpoint_boundary.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

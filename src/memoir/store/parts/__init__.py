@@ -1,20 +1,25 @@
 """The store's parts, one per aggregate it holds: each a small class over :class:`Db`
 (shared SQL), with what differs by backend handed in by the backend that wires it."""
 
+from memoir.store.parts.api import ApiPart, AppendResult
 from memoir.store.parts.cache import CachePart
 from memoir.store.parts.checkpoints import CheckpointsPart
 from memoir.store.parts.embeddings import EmbeddingsPart
 from memoir.store.parts.events import EventsPart, ExchangesPart
 from memoir.store.parts.index import IndexPart, TextEngine
 from memoir.store.parts.ingest import IngestPart
+from memoir.store.parts.jobs import JobLocking, JobsPart
 from memoir.store.parts.memory import MemoryPart
 from memoir.store.parts.memory_items import MemoryItemsPart
 from memoir.store.parts.sessions import SessionsPart
 from memoir.store.parts.summaries import SummariesPart
 from memoir.store.parts.traces import TracesPart
 from memoir.store.parts.usage import UsagePart
+from memoir.store.parts.users import UserInfo, UsersPart
 
 __all__ = [
+    "ApiPart",
+    "AppendResult",
     "CachePart",
     "CheckpointsPart",
     "EmbeddingsPart",
@@ -22,6 +27,8 @@ __all__ = [
     "ExchangesPart",
     "IndexPart",
     "IngestPart",
+    "JobLocking",
+    "JobsPart",
     "MemoryItemsPart",
     "MemoryPart",
     "SessionsPart",
@@ -29,4 +36,6 @@ __all__ = [
     "TextEngine",
     "TracesPart",
     "UsagePart",
+    "UserInfo",
+    "UsersPart",
 ]

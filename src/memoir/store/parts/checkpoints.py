@@ -44,6 +44,19 @@ class CheckpointsPart(Part):
         )
         return [_checkpoint(r) for r in rows]
 
+    def latest_at_or_below(
+        self, session_id: str, boundary: int, *, limit: int = 8
+    ) -> list[CheckpointRow]:
+        """The session's newest eligible checkpoints whose memory boundary is at or below
+        ``boundary`` (an index seek, however many checkpoints the session has)."""
+        rows = self._db.rows(
+            f"SELECT {_COLS} FROM checkpoints WHERE session_id = ? AND disposition = ? "
+            "AND memory_boundary <= ? ORDER BY memory_boundary DESC, created_at DESC, id "
+            f"LIMIT {int(limit)}",
+            (session_id, "eligible", boundary),
+        )
+        return [_checkpoint(r) for r in rows]
+
     def past_memory_cursor(self) -> list[CheckpointRow]:
         """Checkpoints whose memory boundary lies past their session's memory cursor
         (what memory recovery looks at), oldest first."""

@@ -45,7 +45,7 @@ from memoir.summaries.episodic.prompts import episode_request, half_request, mer
 from memoir.summaries.episodic.shape import render_summary
 from memoir.summaries.episodic.text import split_point
 
-__all__ = ["EpisodicSummarizer", "EpisodicSummary", "Progress"]
+__all__ = ["EpisodicSummarizer", "EpisodicSummary", "Progress", "full_run_size"]
 
 Progress = Callable[[str, int, int], None]
 Mode = Literal["full", "incremental"]
@@ -350,6 +350,26 @@ class EpisodicSummarizer:
             covered=len(entries),
             last_ordinal=max(ordinals) if ordinals else None,
         )
+
+
+def full_run_size(
+    history: Iterable[Event | Mapping[str, Any]],
+    *,
+    episode_tokens: int = DEFAULT_EPISODE_TOKENS,
+    max_full_tokens: int = DEFAULT_MAX_FULL_TOKENS,
+    max_episodes: int = DEFAULT_MAX_EPISODES,
+    counter: TokenCounter | None = None,
+) -> tuple[int, int, bool]:
+    """(tokens, episodes, within the guard) of a full run over ``history``, without a
+    model call: what a job request checks before it is queued."""
+    episodes = build_episodes(
+        normalise(list(history)), counter or default_counter(), episode_tokens
+    )
+    sizes = [e.tokens for e in episodes]
+    take = run_scope(
+        sizes, incremental=False, max_tokens=max_full_tokens, max_episodes=max_episodes
+    )
+    return sum(sizes), len(sizes), take is not None
 
 
 def _previous_text(previous: EpisodicSummary | Mapping[str, Any] | str | None) -> str | None:

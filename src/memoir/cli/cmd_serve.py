@@ -1,0 +1,106 @@
+"""`memoir serve`: the HTTP API (FastAPI under uvicorn), with background workers in the
+same process on request (`--workers N`)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from memoir.cli.app import app
+from memoir.errors import ConfigError
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+
+__all__ = ["serve"]
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8420, "--port", min=0, max=65535, help="Port to listen on."),
+    workers: int = typer.Option(
+        0, "--workers", min=0, max=64, help="Background job workers to run in this process."
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="debug | info | warning."),
+) -> None:
+    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs). Same settings as the
+    CLI; SIGTERM stops admitting requests and lets running ones finish."""
+    try:
+        import uvicorn
+
+        from memoir.server import create_app
+    except ImportError as exc:
+        raise ConfigError(
+            f"memoir serve needs the server extra: pip install 'memoir[server]' ({exc})"
+        ) from exc
+    from memoir.app import Memoir
+    from memoir.server.middleware import JsonFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    for name in ("memoir", "uvicorn", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(log_level.upper())
+        logger.propagate = False
+    memoir = Memoir.open()
+    stop = threading.Event()
+    threads = _start_workers(memoir, workers, stop)
+    config = uvicorn.Config(
+        create_app(memoir),
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,  # the app logs each request as JSON, with its request id
+        timeout_graceful_shutdown=30,
+        lifespan="on",
+    )
+    server = _server_class(uvicorn)(config)
+    try:
+        server.run()  # SIGINT / SIGTERM: stop accepting, finish running requests, return
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        memoir.close()
+
+
+def _server_class(uvicorn: Any) -> Any:
+    """uvicorn's server, except that a SIGTERM/SIGINT it shut down gracefully for is not
+    raised again once it has (uvicorn re-raises it, which would end this process before the
+    workers are stopped and the store closed): ``memoir serve`` then exits 0."""
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                yield
+                captured = getattr(self, "_captured_signals", None)
+                if isinstance(captured, list):
+                    captured.clear()
+
+    return Server
+
+
+def _start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[threading.Thread]:
+    if count == 0:
+        return []
+    threads = []
+    for n in range(count):
+        thread = threading.Thread(
+            target=memoir.run_worker,
+            args=(stop,),
+            kwargs={"worker_id": f"serve-{n + 1}"},
+            name=f"memoir-worker-{n + 1}",
+            daemon=True,
+        )
+        thread.start()
+        threads.append(thread)
+    return threads

@@ -1,0 +1,37 @@
+"""Background jobs: generic over what a job does (a handler per kind, supplied by the
+caller — ``app.py`` wires kind ``summary`` to the summaries engine).
+
+- :mod:`values` — :class:`Job` (what an API shows) and :class:`JobTiming` (the worker
+  intervals); :mod:`decisions` — the pure rules (abandoned? claim expired? what ends a run);
+- :mod:`admission` — one active job per (kind, user, session): Redis compare-and-set
+  across replicas, or a bounded in-process LRU;
+- :mod:`service` — :class:`JobService`: request (a duplicate is the same job), get,
+  latest, list, cancel; :mod:`worker` — :class:`Worker`: claim, heartbeat, abort, fenced
+  finish, resumption of abandoned jobs.
+
+Jobs are rows of the store's ``jobs`` part; the engine knows nothing of summaries.
+"""
+
+from memoir.jobs.admission import Admission, LocalAdmission, RedisAdmission
+from memoir.jobs.errors import AdmissionUnavailable, JobAborted, JobError, Superseded
+from memoir.jobs.service import JobService
+from memoir.jobs.values import ABANDONED, Job, JobState, JobTiming
+from memoir.jobs.worker import Handler, JobProgress, Worker
+
+__all__ = [
+    "ABANDONED",
+    "Admission",
+    "AdmissionUnavailable",
+    "Handler",
+    "Job",
+    "JobAborted",
+    "JobError",
+    "JobProgress",
+    "JobService",
+    "JobState",
+    "JobTiming",
+    "LocalAdmission",
+    "RedisAdmission",
+    "Superseded",
+    "Worker",
+]

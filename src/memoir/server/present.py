@@ -1,0 +1,70 @@
+"""Memoir's values as JSON, and the opaque cursors lists page with."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from typing import Any
+
+from memoir.model import Event, Exchange, Session
+from memoir.server.errors import ApiError
+
+__all__ = ["decode_cursor", "encode_cursor", "event_json", "exchange_json", "session_json"]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def session_json(s: Session) -> dict[str, Any]:
+    return {
+        "id": s.id,
+        "project": s.project,
+        "harness": str(s.harness),
+        "incognito": s.flags.incognito,
+        "memory_disabled": s.flags.memory_disabled,
+        "archived": s.flags.archived,
+        "created_at": _iso(s.created_at),
+        "updated_at": _iso(s.updated_at),
+    }
+
+
+def event_json(e: Event) -> dict[str, Any]:
+    return {
+        "ordinal": e.ordinal,
+        "kind": str(e.kind),
+        "author": str(e.author),
+        "text": e.text,
+        "timestamp": _iso(e.timestamp),
+        "tool_name": e.tool_name,
+        "call_id": e.call_id,
+        "payload": e.payload,
+    }
+
+
+def exchange_json(x: Exchange) -> dict[str, Any]:
+    return {
+        "id": x.id,
+        "first_ordinal": x.first_ordinal,
+        "last_ordinal": x.last_ordinal,
+        "user_text": x.user_text,
+        "assistant_text": x.assistant_text,
+        "tool_names": list(x.tool_names),
+        "started_at": _iso(x.started_at),
+        "ended_at": _iso(x.ended_at),
+    }
+
+
+def encode_cursor(value: Any) -> str:
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> Any:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave") from None

@@ -1,0 +1,43 @@
+"""Search the caller's exchanges: the CLI's filters and modes, scoped to the caller's
+sessions (the store filters by owner, so another user's exchange is never a candidate)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Query
+
+from memoir.app import Memoir
+from memoir.search import SearchFilters, parse_when
+from memoir.server.auth import current_user, memoir_of
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["search"])
+
+
+@router.get("/search")
+def search(
+    q: str = Query(..., min_length=1, max_length=2000),
+    mode: Literal["text", "vector", "hybrid"] | None = Query(None),
+    project: str | None = Query(None, max_length=200),
+    session: str | None = Query(None, max_length=200, description="A session id of yours."),
+    role: Literal["user", "assistant", "tool"] | None = Query(None),
+    after: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime."),
+    before: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime (inclusive)."),
+    limit: int = Query(10, ge=1, le=100),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    if session is not None:  # an exact id of the caller's (no prefix matching here)
+        memoir.user_session(user, session)
+    filters = SearchFilters(
+        project=project,
+        session_id=session,
+        role=role,
+        after=parse_when(after, option="after") if after else None,
+        before=parse_when(before, end_of_day=True, option="before") if before else None,
+        user=user,
+    )
+    hits = memoir.search(q, filters=filters, mode=mode, limit=limit)
+    return {"data": {"hits": [h.to_json() for h in hits]}}

@@ -1,0 +1,138 @@
+"""Sessions of the caller: create, list, get, archive; append and read events and
+exchanges."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from memoir.app import Memoir
+from memoir.server.auth import current_user, memoir_of
+from memoir.server.errors import ApiError
+from memoir.server.present import (
+    decode_cursor,
+    encode_cursor,
+    event_json,
+    exchange_json,
+    session_json,
+)
+from memoir.server.schemas import EventsBody, NewSession
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/sessions", tags=["sessions"])
+
+
+@router.post("", status_code=201)
+def create_session(
+    body: NewSession,
+    response: Response,
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """Create a session (201), or return yours of that id as it is (200)."""
+    session, created = memoir.create_session(
+        user,
+        session_id=body.id,
+        project=body.project,
+        incognito=body.incognito,
+        memory_disabled=body.memory_disabled,
+    )
+    if not created:
+        response.status_code = 200
+    return {"data": {"session": session_json(session)}}
+
+
+@router.get("")
+def list_sessions(
+    cursor: str | None = Query(None, description="`next_cursor` of the previous page."),
+    limit: int = Query(50, ge=1, le=500),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    after = None
+    if cursor is not None:
+        value = decode_cursor(cursor)
+        try:
+            after = (datetime.fromisoformat(value[0]), str(value[1]))
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave") from None
+    sessions = memoir.store.api.sessions(user, after=after, limit=limit + 1)
+    page, more = sessions[:limit], len(sessions) > limit
+    last = page[-1] if page else None
+    next_cursor = (
+        encode_cursor([last.created_at.isoformat(), last.id])
+        if more and last is not None and last.created_at is not None
+        else None
+    )
+    return {"data": {"sessions": [session_json(s) for s in page]}, "next_cursor": next_cursor}
+
+
+@router.get("/{session_id}")
+def get_session(
+    session_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
+) -> dict[str, Any]:
+    session = memoir.user_session(user, session_id)
+    out = session_json(session)
+    out["events"] = memoir.store.events.last_ordinal(session_id)
+    return {"data": {"session": out}}
+
+
+@router.post("/{session_id}/archive")
+def archive_session(
+    session_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
+) -> dict[str, Any]:
+    return {"data": {"session": session_json(memoir.archive_session(user, session_id))}}
+
+
+@router.post("/{session_id}/events")
+def append_events(
+    session_id: str,
+    body: EventsBody,
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """Append OpenAI-style messages. A message whose `id` this session has stored already
+    is skipped: retry a batch freely."""
+    messages = [m.model_dump(exclude_none=True) for m in body.messages]
+    added, skipped = memoir.append_messages(user, session_id, messages)
+    last = memoir.store.events.last_ordinal(session_id)
+    return {"data": {"added": added, "skipped": skipped, "last_ordinal": last}}
+
+
+@router.get("/{session_id}/events")
+def read_events(
+    session_id: str,
+    after: int = Query(0, ge=0, description="Events with an ordinal past this one."),
+    limit: int = Query(200, ge=1, le=1000),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    memoir.user_session(user, session_id)
+    events = memoir.store.events.of(session_id, after=after, upto=after + limit)
+    # ordinals are dense (1, 2, 3 …): the range after..after+limit is one page
+    page = events[:limit]
+    more = bool(page) and memoir.store.events.last_ordinal(session_id) > page[-1].ordinal
+    return {
+        "data": {"events": [event_json(e) for e in page]},
+        "next_cursor": str(page[-1].ordinal) if more else None,
+    }
+
+
+@router.get("/{session_id}/exchanges")
+def read_exchanges(
+    session_id: str,
+    after: int = Query(0, ge=0, description="Exchanges opening past this ordinal."),
+    limit: int = Query(100, ge=1, le=1000),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    memoir.user_session(user, session_id)
+    rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > after]
+    page = rest[:limit]
+    return {
+        "data": {"exchanges": [exchange_json(x) for x in page]},
+        "next_cursor": str(page[-1].first_ordinal) if len(rest) > limit else None,
+    }

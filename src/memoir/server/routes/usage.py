@@ -1,0 +1,45 @@
+"""Model usage of the caller: calls and tokens by day and model."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+
+from memoir.app import Memoir
+from memoir.llm.ledger import usage_totals
+from memoir.server.auth import current_user, memoir_of
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["usage"])
+
+
+@router.get("/usage")
+def usage(
+    days: int = Query(0, ge=0, le=3650, description="Only the last N days (0: all)."),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """Calls made for the caller (recorded with its name) or for its sessions."""
+    since = datetime.now(UTC) - timedelta(days=days) if days else None
+    records = memoir.store.usage.records(since=since)
+    mine = [r for r in records if r.user == user or _owns(memoir, user, r.session)]
+    totals = usage_totals(mine)
+    return {
+        "data": {
+            "totals": [asdict(t) for t in totals],
+            "calls": sum(t.calls for t in totals),
+            "input_tokens": sum(t.input_tokens for t in totals),
+            "output_tokens": sum(t.output_tokens for t in totals),
+        }
+    }
+
+
+def _owns(memoir: Memoir, user: str, session_id: str | None) -> bool:
+    if session_id is None:
+        return False
+    found = memoir.store.sessions.get(session_id)
+    return found is not None and found.user == user

@@ -1,0 +1,50 @@
+"""Request bodies. Unknown fields are refused (422), so a typo is never silently ignored."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["CompactBody", "EventsBody", "Message", "NewSession", "RememberBody"]
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NewSession(_Body):
+    id: str | None = Field(default=None, pattern=_ID, description="Your id for it (else new).")
+    project: str | None = Field(default=None, min_length=1, max_length=200)
+    incognito: bool = False
+    memory_disabled: bool = False
+
+
+class Message(_Body):
+    """An OpenAI-style chat message, with your own ``id`` for it (a retried batch stores a
+    message of a known id nothing twice)."""
+
+    role: Literal["user", "assistant", "tool", "function", "system", "developer"]
+    content: str | list[dict[str, Any] | str] | None = None
+    id: str | None = Field(default=None, min_length=1, max_length=200)
+    name: str | None = Field(default=None, max_length=200)
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = Field(default=None, max_length=200)
+    timestamp: str | float | None = None
+
+
+class EventsBody(_Body):
+    messages: list[Message] = Field(min_length=1, max_length=5000)
+
+
+class CompactBody(_Body):
+    window: int = Field(gt=0, le=10_000_000, description="The model's context window, tokens.")
+    messages: list[dict[str, Any]] | None = Field(
+        default=None, description="The context to compact (default: the session's events)."
+    )
+
+
+class RememberBody(_Body):
+    turn: int | None = Field(default=None, ge=1)

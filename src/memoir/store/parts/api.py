@@ -1,0 +1,171 @@
+"""Sessions fed over the HTTP API: created by their user, appended to in batches of
+messages that are idempotent by the client's message id.
+
+An append is one write transaction: the session row is read locked (``FOR UPDATE`` on
+PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already serializes writers), the next ordinal and
+the client ids already stored are read under that lock, then the events, the exchanges
+they open or grow (with their index rows) and the client ids are written together. Two
+concurrent appends to one session therefore take turns: no ordinal is handed out twice,
+and a retried batch finds its ids and stores nothing again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from memoir.errors import NotFound
+from memoir.model import Event, Session, build_exchanges
+from memoir.store.codec import (
+    EVENT_COLS,
+    SESSION_COLS,
+    event_from_row,
+    session_from_row,
+    session_params,
+)
+from memoir.store.db import Db
+from memoir.store.sql_common import Dialect
+from memoir.store.values import ApiMessage, IngestBatch
+
+__all__ = ["ApiPart", "AppendResult"]
+
+_SESSION_INSERT = (
+    f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (id) DO NOTHING"
+)
+
+
+_ID_INSERT = "INSERT INTO api_messages (session_id, message_id, ordinal) VALUES (?, ?, ?)"
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    added: int  # messages stored now
+    skipped: int  # messages whose client id was stored already (or repeated in the batch)
+    last_ordinal: int
+
+
+class ApiPart:
+    """``apply_batch(conn, batch)`` is the backend's ingest write (events, exchanges,
+    index rows) run inside the append's transaction; ``dialect`` its SQL style."""
+
+    def __init__(
+        self, db: Db, apply_batch: Callable[[Any, IngestBatch], None], dialect: Dialect
+    ) -> None:
+        self._db = db
+        self._apply = apply_batch
+        self._d = dialect
+
+    def create(self, session: Session) -> tuple[Session, bool]:
+        """Store ``session`` unless its id exists; (the stored session, whether it is new)."""
+        d = self._d
+        with self._db.write() as conn:
+            cur = conn.execute(d(_SESSION_INSERT), session_params(session, d.time))
+            created = (cur.rowcount or 0) > 0
+            row = conn.execute(
+                d(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?"), (session.id,)
+            ).fetchone()
+        return session_from_row(row), created
+
+    def append(self, session_id: str, messages: Sequence[ApiMessage]) -> AppendResult:
+        d = self._d
+        with self._db.write() as conn:
+            row = conn.execute(
+                d(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?{d.row_lock}"), (session_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no session {session_id!r}")
+            session = session_from_row(row)
+            seen = self._stored_ids(conn, session_id, [m.client_id for m in messages])
+            base = int(
+                conn.execute(
+                    d("SELECT coalesce(max(ordinal), 0) FROM events WHERE session_id = ?"),
+                    (session_id,),
+                ).fetchone()[0]
+            )
+            last = base
+            events: list[Event] = []
+            ids: list[tuple[str, str, int]] = []
+            added = skipped = 0
+            for message in messages:
+                cid = message.client_id
+                if cid is not None and cid in seen:
+                    skipped += 1
+                    continue
+                for event in message.events:
+                    last += 1
+                    events.append(replace(event, session_id=session_id, ordinal=last))
+                if cid is not None:
+                    seen.add(cid)
+                    ids.append((session_id, cid, last))
+                added += 1
+            if events:
+                tail = self._open_tail(conn, session_id)
+                exchanges = [x for x in build_exchanges([*tail, *events]) if x.last_ordinal > base]
+                touched = replace(session, updated_at=datetime.now(UTC))
+                self._apply(
+                    conn,
+                    IngestBatch(session=touched, events=tuple(events), exchanges=tuple(exchanges)),
+                )
+            for params in ids:
+                conn.execute(
+                    d(_ID_INSERT),
+                    params,
+                )
+        return AppendResult(added, skipped, last)
+
+    def _stored_ids(self, conn: Any, session_id: str, wanted: list[str | None]) -> set[str]:
+        """Which of ``wanted`` are stored for the session (500 per statement)."""
+        ids = sorted({w for w in wanted if w is not None})
+        out: set[str] = set()
+        for at in range(0, len(ids), 500):
+            page = ids[at : at + 500]
+            marks = ", ".join("?" * len(page))
+            sql = (
+                "SELECT message_id FROM api_messages WHERE session_id = ? "
+                f"AND message_id IN ({marks})"
+            )
+            out.update(
+                str(r[0]) for r in conn.execute(self._d(sql), (session_id, *page)).fetchall()
+            )
+        return out
+
+    def _open_tail(self, conn: Any, session_id: str) -> list[Event]:
+        """The stored events from the opening of the session's last exchange on (all of
+        them when it has none): what new events may extend."""
+        d = self._d
+        start = conn.execute(
+            d("SELECT coalesce(max(first_ordinal), 0) FROM exchanges WHERE session_id = ?"),
+            (session_id,),
+        ).fetchone()[0]
+        rows = conn.execute(
+            d(
+                f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal >= ? "
+                "ORDER BY ordinal"
+            ),
+            (session_id, int(start or 0)),
+        ).fetchall()
+        return [event_from_row(r) for r in rows]
+
+    def sessions(
+        self, user: str, *, after: tuple[datetime, str] | None = None, limit: int = 50
+    ) -> list[Session]:
+        """``user``'s sessions in the order they were created (then by id), those past
+        ``after`` (the (created_at, id) of the last one of the previous page)."""
+        sql = f"SELECT {SESSION_COLS} FROM sessions WHERE user_name = ?"
+        with self._db.ro() as tx:
+            params: list[Any] = [user]
+            if after is not None:
+                sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
+                params += [tx.time(after[0]), tx.time(after[0]), after[1]]
+            sql += f" ORDER BY created_at, id LIMIT {max(0, int(limit))}"
+            return [session_from_row(r) for r in tx.run(sql, params)]
+
+    def message_ids(self, session_id: str) -> dict[str, int]:
+        """Client message id → the ordinal its message ends at."""
+        rows = self._db.rows(
+            "SELECT message_id, ordinal FROM api_messages WHERE session_id = ?", (session_id,)
+        )
+        return {str(r[0]): int(r[1]) for r in rows}

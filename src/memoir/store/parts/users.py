@@ -1,0 +1,86 @@
+"""Users of the HTTP service and their API keys: a key is shown once, when it is made;
+only its SHA-256 hash is stored, so a stolen database holds no usable key."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from memoir.errors import ConfigError, NotFound
+from memoir.store.codec import from_iso
+from memoir.store.db import Part
+
+__all__ = ["KEY_PREFIX", "UserInfo", "UsersPart", "hash_key"]
+
+KEY_PREFIX = "mk_"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}")
+
+
+def hash_key(key: str) -> str:
+    """The stored form of an API key: its SHA-256, hex."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    name: str
+    created_at: datetime | None
+    keys: int  # keys not revoked
+
+
+class UsersPart(Part):
+    def add(self, name: str, *, label: str = "") -> str:
+        """Create user ``name`` (an existing one is kept) and a new API key for it; the
+        key is returned once and never stored."""
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ConfigError(
+                f"a user name is 1-100 letters, digits or _ . @ - (starting with a letter "
+                f"or digit), not {name!r}"
+            )
+        if name == "local":  # the owner of every session synced from this machine
+            raise ConfigError("'local' is the owner of synced sessions; choose another name")
+        key = KEY_PREFIX + secrets.token_urlsafe(32)
+        now = datetime.now(UTC)
+        with self._db.tx() as tx:
+            tx.run(
+                "INSERT INTO users (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, tx.time(now)),
+            )
+            tx.run(
+                "INSERT INTO api_keys (key_hash, user_name, label, created_at) VALUES (?, ?, ?, ?)",
+                (hash_key(key), name, label, tx.time(now)),
+            )
+        return key
+
+    def user_for(self, key: str) -> str | None:
+        """The user a key belongs to, None when it is unknown or revoked."""
+        if not key:
+            return None
+        rows = self._db.rows(
+            "SELECT k.user_name FROM api_keys k JOIN users u ON u.name = k.user_name "
+            "WHERE k.key_hash = ? AND k.revoked_at IS NULL",
+            (hash_key(key),),
+        )
+        return str(rows[0][0]) if rows else None
+
+    def list(self) -> list[UserInfo]:
+        rows = self._db.rows(
+            "SELECT u.name, u.created_at, (SELECT count(*) FROM api_keys k "
+            "WHERE k.user_name = u.name AND k.revoked_at IS NULL) FROM users u ORDER BY u.name"
+        )
+        return [UserInfo(str(r[0]), from_iso(r[1]), int(r[2])) for r in rows]
+
+    def revoke(self, name: str) -> int:
+        """Revoke every key of ``name``; returns how many were live."""
+        with self._db.tx() as tx:
+            if not tx.run("SELECT name FROM users WHERE name = ?", (name,)):
+                raise NotFound(f"no user {name!r}")
+            rows = tx.run(
+                "UPDATE api_keys SET revoked_at = ? WHERE user_name = ? AND revoked_at IS NULL "
+                "RETURNING key_hash",
+                (tx.time(datetime.now(UTC)), name),
+            )
+        return len(rows)

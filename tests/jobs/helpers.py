@@ -1,0 +1,140 @@
+"""What the job tests share: a Memoir whose summaries are rows and whose episodes are
+small, a long session owned by a user, a model reply, a Redis server of a test's own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoir.app import Memoir
+from memoir.config import Settings
+from memoir.llm.values import ModelRequest, Purpose
+from memoir.model import Author, Event, EventKind, Harness, Session
+from memoir.store.values import IngestBatch
+
+FAST = {
+    "summary_store": "database",
+    "episode_tokens": 300,
+    "episode_concurrency": 1,
+    "job_heartbeat_s": 0.1,
+    "job_abort_s": 20.0,
+    "job_claim_s": 20.0,
+    "job_abandon_s": 30.0,
+}
+
+
+def open_memoir(home: Path, **overrides: Any) -> Memoir:
+    options = {**FAST, **overrides}
+    return Memoir.open(Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(), **options))
+
+
+def history(turns: int = 4, sid: str = "s1") -> list[Event]:
+    """``turns`` user/assistant pairs of ~60 words: one episode each at 300 tokens."""
+    words = " ".join(f"word{i}" for i in range(60))
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    out: list[Event] = []
+    for k in range(turns):
+        for kind, author, text in (
+            (EventKind.USER_TEXT, Author.USER, f"MARK{k} question {words}"),
+            (EventKind.ASSISTANT_TEXT, Author.ASSISTANT, f"answer about MARK{k} {words}"),
+        ):
+            n = len(out) + 1
+            out.append(Event(sid, n, kind, author, text, timestamp=at + timedelta(minutes=n)))
+    return out
+
+
+def add_session(memoir: Memoir, sid: str = "s1", user: str = "alice", turns: int = 4) -> None:
+    session = Session(id=sid, project="p", harness=Harness.API, user=user)
+    memoir.store.ingest.apply(IngestBatch(session=session, events=tuple(history(turns, sid))))
+
+
+def reply(tag: str = "done") -> Any:
+    """A model answer for every purpose the episodic summarizer asks: a valid episode (or
+    merge) object; the merge says ``tag``."""
+
+    def answer(request: ModelRequest) -> str:
+        text = f"merged by {tag}" if request.meta.purpose is Purpose.MERGE else "an episode"
+        return json.dumps({"narrative": text, "facts": ["a fact"], "keywords": ["k"]})
+
+    return answer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def redis_server(port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A redis-server of this test's own on ``port`` (no persistence), stopped after."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed")
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def wait_for(predicate: Any, timeout: float = 20.0, step: float = 0.02) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(step)
+
+
+@contextmanager
+def pg_schema() -> Iterator[str]:
+    """A URL whose connections see only a new schema of the test cluster (as the root
+    conftest's ``fresh_pg_schema``; not imported from there: ``conftest`` is a module name
+    several test folders have)."""
+    import os
+    import urllib.parse
+    import uuid
+
+    import psycopg
+
+    admin_url = os.environ.get("MEMOIR_TEST_PG_URL")
+    if not admin_url:
+        pytest.skip("MEMOIR_TEST_PG_URL is not set")
+    name = f"memoir_t_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{name}"')
+    parts = urllib.parse.urlsplit(admin_url)
+    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-c search_path={name}")]
+    encoded = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+    try:
+        yield urllib.parse.urlunsplit(parts._replace(query=encoded))
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')

@@ -1,0 +1,224 @@
+"""Summary regeneration as jobs through the Memoir facade: request, duplicates, the
+worker, the oversized guard, 50 concurrent requests across two instances on PostgreSQL +
+Redis, Redis going away and coming back, and a superseded worker refused."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memoir.app import Memoir
+from memoir.errors import NotFound, OversizedHistory
+from memoir.jobs import ABANDONED, AdmissionUnavailable, Job, Worker
+from memoir.llm.scripted import ScriptedModel
+from memoir.summaries.persist import read_summary_body
+
+from .helpers import add_session, free_port, open_memoir, pg_schema, redis_server, reply, wait_for
+
+
+@pytest.fixture
+def memoir(home: Path) -> Iterator[Memoir]:
+    m = open_memoir(home)
+    yield m
+    m.close()
+
+
+def use_model(m: Memoir, model: ScriptedModel) -> ScriptedModel:
+    m.model = lambda: model  # type: ignore[method-assign]
+    return model
+
+
+def run_worker(m: Memoir) -> tuple[threading.Event, threading.Thread]:
+    stop = threading.Event()
+    thread = threading.Thread(target=m.run_worker, args=(stop,), kwargs={"worker_id": "w1"})
+    thread.start()
+    return stop, thread
+
+
+def test_a_regeneration_is_one_job_that_a_worker_completes(memoir: Memoir) -> None:
+    add_session(memoir)
+    model = use_model(memoir, ScriptedModel(default=reply("the worker")))
+    job = memoir.regenerate_summary("alice", "s1")
+    assert job.state == "queued" and job.kind == "summary"
+    assert memoir.regenerate_summary("alice", "s1").id == job.id  # a duplicate
+    assert memoir.summary_job("alice", "s1") == job
+    with pytest.raises(NotFound):
+        memoir.regenerate_summary("bob", "s1")  # not bob's session: not told it exists
+    assert memoir.summary_job("bob", "s1") is None
+    stop, thread = run_worker(memoir)
+    try:
+        done = wait_for(lambda: (j := memoir.summary_job("alice", "s1")) and not j.active and j)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert done.id == job.id and done.state == "completed", done.error
+    assert (done.phase, done.completed, done.total) == ("merge", 1, 1)
+    assert model.calls == 5  # four episodes and the merge
+    body = read_summary_body(memoir.summary_store(), memoir.store, "s1")
+    assert body is not None and "merged by the worker" in body
+    shown = done.to_json()
+    assert shown["state"] == "completed" and shown["id"] == job.id and shown["error"] is None
+    # the job has ended: a new request is a new job
+    assert memoir.regenerate_summary("alice", "s1").id != job.id
+
+
+def test_an_oversized_history_is_refused_at_request_time(home: Path) -> None:
+    with open_memoir(home, episode_max_full_tokens=400) as m:
+        add_session(m)
+        with pytest.raises(OversizedHistory, match="incremental compression"):
+            m.regenerate_summary("alice", "s1")
+        assert m.store.jobs.find() == []
+
+
+def test_a_failing_run_fails_the_job_with_its_reason(memoir: Memoir) -> None:
+    add_session(memoir)
+    use_model(memoir, ScriptedModel(default=lambda r: "not json at all"))
+    job = memoir.regenerate_summary("alice", "s1")
+    stop, thread = run_worker(memoir)
+    try:
+        done = wait_for(lambda: (j := memoir.jobs().get(job.id)) and not j.active and j)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert done.state == "failed" and done.error and "internal error" not in done.error
+
+
+def test_cancel_stops_a_queued_job(memoir: Memoir) -> None:
+    add_session(memoir)
+    job = memoir.regenerate_summary("alice", "s1")
+    cancelled = memoir.jobs().cancel(job.id)
+    assert cancelled.state == "failed" and cancelled.error == "cancelled"
+    assert memoir.regenerate_summary("alice", "s1").id != job.id
+    with pytest.raises(NotFound):
+        memoir.jobs().cancel("nope")
+
+
+@pytest.mark.parametrize("with_redis", [pytest.param(True, marks=pytest.mark.redis), False])
+@pytest.mark.postgres
+def test_fifty_concurrent_requests_on_two_instances_make_one_job(
+    tmp_path: Path, with_redis: bool
+) -> None:
+    redis = os.environ.get("MEMOIR_TEST_REDIS_URL") if with_redis else None
+    if with_redis and not redis:
+        pytest.skip("MEMOIR_TEST_REDIS_URL is not set")
+    with pg_schema() as url:
+        opts: dict[str, Any] = {"database_url": url, "redis_url": redis}
+        a = open_memoir(tmp_path / "a", **opts)
+        b = open_memoir(tmp_path / "b", **opts)
+        try:
+            sid = f"s-{os.urandom(6).hex()}"  # the test Redis is shared by every test
+            add_session(a, sid)
+            barrier = threading.Barrier(50)
+
+            def request(n: int) -> str:
+                barrier.wait()
+                return (a if n % 2 else b).regenerate_summary("alice", sid).id
+
+            with ThreadPoolExecutor(50) as pool:
+                ids = list(pool.map(request, range(50)))
+            assert len(ids) == 50 and len(set(ids)) == 1
+            assert [j.id for j in a.store.jobs.find()] == ids[:1]
+        finally:
+            a.close()
+            b.close()
+
+
+def test_redis_away_fails_new_jobs_closed_while_reads_work(home: Path) -> None:
+    port = free_port()
+    m = open_memoir(home, redis_url=f"redis://127.0.0.1:{port}/0")
+    try:
+        add_session(m, "s1")
+        add_session(m, "s2")
+        use_model(m, ScriptedModel(default=reply("before the outage")))
+        with redis_server(port):
+            first = m.regenerate_summary("alice", "s1")
+            assert Worker(m.jobs(), {"summary": m.run_summary_job}).run_once() is not None
+        # Redis is stopped now
+        with pytest.raises(AdmissionUnavailable, match="reads keep working"):
+            m.regenerate_summary("alice", "s2")
+        assert m.store.jobs.active("alice", "s2") is None  # nothing written
+        done = m.summary_job("alice", "s1")  # reads keep working
+        assert done is not None and done.id == first.id and done.state == "completed"
+        assert "before the outage" in (m.summary_body("s1") or "")
+        with redis_server(port):  # back
+            again = m.regenerate_summary("alice", "s2")
+            assert again.state == "queued"
+            assert m.regenerate_summary("alice", "s2").id == again.id
+    finally:
+        m.close()
+
+
+def test_a_superseded_worker_is_refused_and_its_replacement_stands(home: Path) -> None:
+    """Worker A's claim expires while its merge hangs; B takes the job over and saves its
+    summary; A's merge then returns and A's save is refused."""
+    opts = {"job_abort_s": 0.5, "job_claim_s": 0.5, "job_abandon_s": 30.0}
+    a, b = open_memoir(home, **opts), open_memoir(home, **opts)
+    try:
+        add_session(a)
+        in_merge, go_on = threading.Event(), threading.Event()
+        answer_b = reply("B")
+
+        def answer_a(request: Any) -> str:
+            if "<episodes>" in request.messages[-1].content:  # the merge: hang there
+                in_merge.set()
+                go_on.wait(20)
+                return str(reply("A")(request))
+            return str(answer_b(request))
+
+        use_model(a, ScriptedModel(default=answer_a))
+        use_model(b, ScriptedModel(default=answer_b))
+        job = a.regenerate_summary("alice", "s1")
+        ended: list[Job | None] = []
+        worker_a = Worker(a.jobs(), {"summary": a.run_summary_job}, worker_id="A")
+        thread = threading.Thread(target=lambda: ended.append(worker_a.run_once()))
+        thread.start()
+        assert in_merge.wait(20)
+        worker_b = Worker(b.jobs(), {"summary": b.run_summary_job}, worker_id="B")
+        taken = wait_for(lambda: worker_b.run_once(), timeout=20)  # once A's claim expired
+        assert taken.id == job.id and taken.state == "completed", taken.error
+        assert "merged by B" in (read_summary_body(b.summary_store(), b.store, "s1") or "")
+        go_on.set()  # A's merge returns now; its save is refused
+        thread.join(20)
+        assert ended and ended[0] is not None and ended[0].state == "completed"
+        row = a.store.jobs.get(job.id)
+        assert row is not None and row.claimed_by == "B" and row.state == "completed"
+        body = read_summary_body(a.summary_store(), a.store, "s1") or ""
+        assert "merged by B" in body and "merged by A" not in body
+        assert not any(
+            "merged by A" in t.data.get("data", {}).get("narrative", "")
+            for t in a.store.traces.find("s1")
+        )
+    finally:
+        go_on.set()
+        a.close()
+        b.close()
+
+
+def test_the_abandoned_message_points_to_a_retry() -> None:
+    assert "retry to reuse completed episodes" in ABANDONED
+
+
+def test_the_fenced_summary_store_writes_only_while_the_check_passes(memoir: Memoir) -> None:
+    from memoir.jobs import Superseded
+    from memoir.summaries.fenced import FencedSummaryStore
+    from memoir.summaries.persist import save_summary
+
+    add_session(memoir)
+    allowed = [True]
+
+    def check() -> None:
+        if not allowed[0]:
+            raise Superseded("gone")
+
+    fenced = FencedSummaryStore(memoir.summary_store(), check)
+    save_summary(fenced, memoir.store, "s1", "first text", model="m")
+    allowed[0] = False
+    with pytest.raises(Superseded):
+        save_summary(fenced, memoir.store, "s1", "second text", model="m")
+    assert read_summary_body(memoir.summary_store(), memoir.store, "s1") == "first text"

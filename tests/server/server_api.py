@@ -1,0 +1,25 @@
+"""What the server tests share: the API under test with two users' keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi.testclient import TestClient
+
+from memoir.app import Memoir
+
+__all__ = ["Api"]
+
+
+@dataclass
+class Api:
+    memoir: Memoir
+    client: TestClient
+    alice: dict[str, str]  # Authorization headers
+    bob: dict[str, str]
+
+    def make_session(self, session_id: str = "s1", who: str = "alice") -> str:
+        headers = self.alice if who == "alice" else self.bob
+        r = self.client.post("/api/sessions", json={"id": session_id}, headers=headers)
+        assert r.status_code == 201, r.text
+        return session_id

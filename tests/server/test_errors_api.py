@@ -1,0 +1,123 @@
+"""Every error has one shape, and a refused request stores nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from memoir.server import create_app
+
+from .server_api import Api
+
+
+def _shape(r: object, status: int, code: str | None = None) -> dict[str, str]:
+    assert r.status_code == status, r.text  # type: ignore[attr-defined]
+    body = r.json()  # type: ignore[attr-defined]
+    assert set(body) == {"error"} and set(body["error"]) >= {"code", "message"}
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    if code is not None:
+        assert body["error"]["code"] == code
+    return body["error"]
+
+
+BAD_BODIES = [
+    pytest.param(b"{not json", id="malformed-json"),
+    pytest.param(b'{"messages": "hello"}', id="messages-not-a-list"),
+    pytest.param(b'{"messages": [{"role": 3, "content": "x"}]}', id="role-wrong-type"),
+    pytest.param(b'{"messages": [{"role": "wizard", "content": "x"}]}', id="unknown-role"),
+    pytest.param(
+        b'{"messages": [{"role": "user", "content": "x", "colour": 1}]}', id="unknown-msg-field"
+    ),
+    pytest.param(
+        b'{"messages": [{"role": "user", "content": "x"}], "extra": 1}', id="unknown-field"
+    ),
+    pytest.param(b'{"messages": []}', id="empty-batch"),
+    pytest.param(b"[]", id="not-an-object"),
+    pytest.param(b"", id="empty-body"),
+]
+
+
+@pytest.mark.parametrize("raw", BAD_BODIES)
+def test_bad_event_bodies_store_nothing(api: Api, raw: bytes) -> None:
+    sid = api.make_session()
+    r = api.client.post(
+        f"/api/sessions/{sid}/events",
+        content=raw,
+        headers={**api.alice, "Content-Type": "application/json"},
+    )
+    _shape(r, 422, "invalid_request")
+    assert api.memoir.store.events.last_ordinal(sid) == 0
+    assert api.memoir.store.api.message_ids(sid) == {}
+
+
+def test_ten_megabyte_body_is_413_and_stores_nothing(api: Api) -> None:
+    sid = api.make_session()
+    big = '{"messages": [{"role": "user", "content": "' + "x" * (10 * 1024 * 1024) + '"}]}'
+    r = api.client.post(
+        f"/api/sessions/{sid}/events",
+        content=big.encode(),
+        headers={**api.alice, "Content-Type": "application/json"},
+    )
+    _shape(r, 413, "body_too_large")
+    assert api.memoir.store.events.last_ordinal(sid) == 0
+
+    def chunks():  # no Content-Length: counted as it arrives
+        for _ in range(10):
+            yield b"x" * (1024 * 1024)
+
+    r = api.client.post(
+        f"/api/sessions/{sid}/events",
+        content=chunks(),
+        headers={**api.alice, "Content-Type": "application/json"},
+    )
+    _shape(r, 413, "body_too_large")
+    assert api.memoir.store.events.last_ordinal(sid) == 0
+
+
+def test_unknown_route_method_and_bad_query(api: Api) -> None:
+    _shape(api.client.get("/api/nothing-here", headers=api.alice), 404, "not_found")
+    _shape(api.client.delete("/api/sessions", headers=api.alice), 405, "method_not_allowed")
+    r = api.client.get("/api/search", params={"q": "x", "limit": "many"}, headers=api.alice)
+    _shape(r, 422, "invalid_request")
+    r = api.client.get("/api/search", params={"q": "x", "after": "yesterday"}, headers=api.alice)
+    _shape(r, 422, "invalid_request")
+
+
+def test_unexpected_error_is_500_with_the_shape(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = api.make_session()
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(api.memoir.store.events, "of", boom)
+    err = _shape(api.client.get(f"/api/sessions/{sid}/events", headers=api.alice), 500, "internal")
+    assert "secret" not in err["message"]
+
+
+def test_request_id_is_echoed(api: Api) -> None:
+    r = api.client.get("/healthz", headers={"X-Request-Id": "abc-123"})
+    assert r.headers["x-request-id"] == "abc-123"
+    assert len(api.client.get("/healthz").headers["x-request-id"]) == 32
+    weird = api.client.get("/healthz", headers={"X-Request-Id": "a b\tc"})
+    assert weird.headers["x-request-id"] != "a b\tc"
+
+
+def test_health_and_openapi(api: Api) -> None:
+    assert api.client.get("/healthz").json() == {"data": {"status": "ok"}}
+    ready = api.client.get("/readyz").json()
+    assert ready["data"]["checks"] == {"database": "ok"}
+    schema = api.client.get("/openapi.json").json()
+    assert "/api/sessions/{session_id}/events" in schema["paths"]
+    assert api.client.get("/docs").status_code == 200
+
+
+def test_readyz_names_an_unreachable_redis(memoir: object, settings: object) -> None:
+    from dataclasses import replace
+
+    from fastapi.testclient import TestClient
+
+    m = memoir
+    m.settings = replace(m.settings, redis_url="redis://127.0.0.1:1/0")  # type: ignore[attr-defined]
+    with TestClient(create_app(m)) as client:  # type: ignore[arg-type]
+        r = client.get("/readyz")
+    err = _shape(r, 503, "not_ready")
+    assert "redis unreachable" in err["message"]
