@@ -5,7 +5,9 @@ Each operation delegates to the package that owns it; this module only wires the
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +16,6 @@ from memoir.errors import ConfigError
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
-    import threading
 
     from memoir.ingest.observer import SyncObserver
     from memoir.ingest.sync import SyncProgress, SyncReport
@@ -232,6 +233,22 @@ class Memoir:
 
         ensure_writable(self.store, "memory recovery")
         return self.memories().recover()
+
+    def recover_memories_in_background(self) -> threading.Thread | None:
+        """Start memory recovery on a daemon thread (what a long-lived process — ``memoir
+        serve``, ``memoir worker`` — does at start-up); None on a read-only store."""
+        if self.store.read_only:
+            return None
+
+        def recover() -> None:
+            try:
+                self.recover_memories()
+            except Exception:  # a process's start-up never fails by its memory backlog
+                logging.getLogger(__name__).exception("memory recovery at start-up failed")
+
+        thread = threading.Thread(target=recover, name="memoir-memory-recovery", daemon=True)
+        thread.start()
+        return thread
 
     def set_incognito(self, session: str, incognito: bool = True) -> None:
         """Mark a session incognito (or not): nothing said in it while incognito is ever

@@ -315,3 +315,17 @@ def test_library_switches_incognito_and_memory_off(home: Any) -> None:
         out = m.remember("s1")
         assert [i.content for i in out.items] == ["I prefer light mode."]
         assert len(m.store.memory.denials("s1")) == 2
+
+
+def test_a_long_lived_process_recovers_memory_work_at_start_up(home: Any) -> None:
+    from memoir.app import Memoir
+    from memoir.config import Settings
+
+    with Memoir.open(Settings.from_env({"MEMOIR_HOME": str(home)}, sources=())) as m:
+        _put(m.store, "s1", SAID)
+        m.store.checkpoints.put(_checkpoint("s1", 1, 5))  # persisted, never dispatched
+        thread = m.recover_memories_in_background()
+        assert thread is not None
+        thread.join(30)
+        assert [r.outcome for r in m.store.memory.receipts("s1")] == ["extracted"]
+        assert m.store.memory.cursor("s1") == 5

@@ -39,6 +39,7 @@ def worker(
                 f"memoir worker: taking jobs (heartbeat {memoir.settings.job_heartbeat_s:g} s); "
                 "Ctrl-C to stop"
             )
+            memoir.recover_memories_in_background()  # memory work a killed process left
             memoir.run_worker(stop, worker_id=worker_id)
     finally:
         for s, handler in old.items():

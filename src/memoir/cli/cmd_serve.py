@@ -51,6 +51,7 @@ def serve(
         logger.setLevel(log_level.upper())
         logger.propagate = False
     memoir = Memoir.open()
+    memoir.recover_memories_in_background()  # what a killed process left, run eventually
     stop = threading.Event()
     threads = _start_workers(memoir, workers, stop)
     config = uvicorn.Config(
