@@ -11,9 +11,9 @@ columns with U+FFFD (JSON columns keep them, escaped).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
 from memoir.store.values import SkippedLine, SourceState
@@ -26,6 +26,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 _ORJSON_OPTIONS = (
     0 if _orjson is None else _orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_PASSTHROUGH_DATACLASS
 )
+
+T = TypeVar("T")
 
 __all__ = [
     "EVENT_COLS",
@@ -53,6 +55,7 @@ __all__ = [
     "stored_time",
     "to_iso",
     "to_utc",
+    "value_from_row",
 ]
 
 # column lists in the order the *_from_row functions read them
@@ -99,6 +102,24 @@ def from_iso(value: str | datetime | None) -> datetime | None:
     if isinstance(value, datetime):
         return to_utc(value)
     return to_utc(datetime.fromisoformat(value))
+
+
+def value_from_row(
+    make: Callable[..., T],
+    cols: str,
+    row: Any,
+    *,
+    convert: Mapping[str, Callable[[Any], Any]] | None = None,
+    rename: Mapping[str, str] | None = None,
+) -> T:
+    """``make(**fields)`` from a row read as ``SELECT {cols}``: each column's value under its
+    name (or ``rename[name]``), through ``convert[name]`` where given — one mapper for the
+    side tables whose rows are their values column for column."""
+    convert, rename = convert or {}, rename or {}
+    fields = {}
+    for name, value in zip((c.strip() for c in cols.split(",")), row, strict=True):
+        fields[rename.get(name, name)] = convert[name](value) if name in convert else value
+    return make(**fields)
 
 
 def stored_time(value: str | datetime | None) -> datetime:

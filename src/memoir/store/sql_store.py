@@ -7,28 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from memoir.store import health
+from memoir.store import health, parts
 from memoir.store.db import Db
-from memoir.store.parts import (
-    ApiPart,
-    CachePart,
-    CheckpointsPart,
-    EmbeddingsPart,
-    EventsPart,
-    ExchangesPart,
-    IndexPart,
-    IngestPart,
-    JobLocking,
-    JobsPart,
-    MemoryItemsPart,
-    MemoryPart,
-    SessionsPart,
-    SummariesPart,
-    TextEngine,
-    TracesPart,
-    UsagePart,
-    UsersPart,
-)
 from memoir.store.port import Claims
 from memoir.store.sql_common import Dialect
 from memoir.store.values import IngestBatch
@@ -47,31 +27,31 @@ class SqlStore:
         *,
         apply_batch: Callable[[Any, IngestBatch], None],
         delete_rows: Callable[[Any, str], bool],
-        engine: TextEngine,
-        embeddings: EmbeddingsPart,
+        engine: parts.TextEngine,
+        embeddings: parts.EmbeddingsPart,
         claims: Claims,
         index_keys: tuple[str, str],
         dialect: Dialect,
-        job_locking: JobLocking,
+        job_locking: parts.JobLocking,
     ) -> None:
         self._db = db
         self._index_keys = index_keys
-        self.sessions = SessionsPart(db, delete_rows)
-        self.events = EventsPart(db)
-        self.exchanges = ExchangesPart(db)
-        self.ingest = IngestPart(db, apply_batch)
-        self.index = IndexPart(db, engine)
+        self.sessions = parts.SessionsPart(db, delete_rows)
+        self.events = parts.EventsPart(db)
+        self.exchanges = parts.ExchangesPart(db)
+        self.ingest = parts.IngestPart(db, apply_batch)
+        self.index = parts.IndexPart(db, engine)
         self.embeddings = embeddings
-        self.summaries = SummariesPart(db)
-        self.checkpoints = CheckpointsPart(db)
-        self.traces = TracesPart(db)
-        self.usage = UsagePart(db)
-        self.cache = CachePart(db)
-        self.memory = MemoryPart(db)
-        self.memory_items = MemoryItemsPart(db)
-        self.users = UsersPart(db)
-        self.api = ApiPart(db, apply_batch, dialect)
-        self.jobs = JobsPart(db, job_locking)
+        self.summaries = parts.SummariesPart(db)
+        self.checkpoints = parts.CheckpointsPart(db)
+        self.traces = parts.TracesPart(db)
+        self.usage = parts.UsagePart(db)
+        self.cache = parts.CachePart(db)
+        self.memory = parts.MemoryPart(db)
+        self.memory_items = parts.MemoryItemsPart(db)
+        self.users = parts.UsersPart(db)
+        self.api = parts.ApiPart(db, apply_batch, dialect)
+        self.jobs = parts.JobsPart(db, job_locking)
         self.claims = claims
 
     def stats(self) -> dict[str, int]:

@@ -3,9 +3,10 @@ extraction reads its frozen boundary)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from memoir.store.codec import dumps, loads, stored_time
+from memoir.store.codec import dumps, loads, stored_time, value_from_row
 from memoir.store.db import Part
 from memoir.store.values import CheckpointRow
 
@@ -70,13 +71,10 @@ class CheckpointsPart(Part):
 
 
 def _checkpoint(r: Any) -> CheckpointRow:
-    return CheckpointRow(
-        id=r[0],
-        session_id=r[1],
-        created_at=stored_time(r[2]),
-        watermark=int(r[3]),
-        memory_boundary=int(r[4]),
-        disposition=r[5],
-        previous_id=r[6],
-        data=loads(r[7]),
-    )
+    convert: dict[str, Callable[[Any], Any]] = {
+        "created_at": stored_time,
+        "watermark": int,
+        "memory_boundary": int,
+        "data": loads,
+    }
+    return value_from_row(CheckpointRow, _COLS, r, convert=convert)

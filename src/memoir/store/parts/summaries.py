@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from memoir.store.codec import from_iso
+from memoir.store.codec import from_iso, value_from_row
 from memoir.store.db import Part
 from memoir.store.values import SummaryRow
 
@@ -59,17 +59,5 @@ class SummariesPart(Part):
 
 
 def _summary(r: Any) -> SummaryRow:
-    return SummaryRow(
-        session_id=r[0],
-        kind=r[1],
-        body=r[2],
-        covered=int(r[3]),
-        last_exchange=r[4],
-        attempts=int(r[5]),
-        last_attempt_ms=int(r[6]),
-        resummary_attempts=r[7],
-        resummary_last_attempt_ms=r[8],
-        model=r[9],
-        message=r[10],
-        updated_at=from_iso(r[11]),
-    )
+    ints = dict.fromkeys(("covered", "attempts", "last_attempt_ms"), int)
+    return value_from_row(SummaryRow, _COLS, r, convert={**ints, "updated_at": from_iso})

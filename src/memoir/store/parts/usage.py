@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from memoir.llm.port import UsageRecord
-from memoir.store.codec import stored_time
+from memoir.store.codec import stored_time, value_from_row
 from memoir.store.db import Part
 
 __all__ = ["UsagePart"]
@@ -51,17 +51,10 @@ class UsagePart(Part):
 
 
 def _usage(r: Any) -> UsageRecord:
-    return UsageRecord(
-        at=stored_time(r[0]),
-        provider=r[1],
-        model=r[2],
-        purpose=r[3],
-        outcome=r[4],
-        input_tokens=int(r[5]),
-        output_tokens=int(r[6]),
-        latency_ms=float(r[7]),
-        user=r[8],
-        session=r[9],
-        job_id=r[10],
-        request_id=r[11],
+    return value_from_row(
+        UsageRecord,
+        _COLS,
+        r,
+        convert={"at": stored_time, "input_tokens": int, "output_tokens": int, "latency_ms": float},
+        rename={"user_name": "user", "session_id": "session"},
     )
