@@ -16,7 +16,6 @@ from memoir.errors import ConfigError
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
-
     from memoir.ingest.observer import SyncObserver
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
