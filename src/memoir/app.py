@@ -9,6 +9,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memoir.config import Settings, whole_number
@@ -94,6 +95,23 @@ class Memoir:
             limit=limit,
             **options,
         )
+
+    def summary_updated_at(self, session_id: str) -> datetime | None:
+        """When the session's summary was last written: its database row's time, else its
+        summary file's modification time (the file store), else None."""
+        from memoir.summaries.files import summary_path_for
+
+        row = self.store.summaries.get(session_id)
+        if row is not None and row.updated_at is not None:
+            return row.updated_at
+        found = self.summary_store().find(session_id)
+        if found is None or found.archive_path is None:
+            return None
+        try:
+            stamp = summary_path_for(found.archive_path).stat().st_mtime
+        except OSError:
+            return None
+        return datetime.fromtimestamp(stamp, UTC)
 
     def summary_body(self, session_id: str) -> str | None:
         """The readable summary of a session (its header stripped), or None when it has
@@ -489,16 +507,29 @@ class Memoir:
         session's summary claim is held for the save only: the job's claim in the store
         is what keeps two workers apart, and a worker stuck past its claim must not keep
         its replacement from saving."""
+        from memoir.errors import SummaryError
         from memoir.store.claims import summary_claim
-        from memoir.summaries.fenced import FencedSummaryStore
+        from memoir.summaries.fenced import FencedSummaryStore, events_digest
         from memoir.summaries.model_source import ModelSource
         from memoir.summaries.session import EpisodeSettings, summarize_session
+
+        read = self.store.events.of(job.session_id)
+        upto = read[-1].ordinal if read else 0
+        taken = events_digest(read)
+
+        def check() -> None:  # the claim still ours, and the events read still as they were
+            progress.check()
+            if events_digest(self.store.events.of(job.session_id, upto=upto)) != taken:
+                raise SummaryError(
+                    "the conversation's events were edited or deleted while it was being "
+                    "summarized; regenerate again"
+                )
 
         summarize_session(
             self.store,
             FencedSummaryStore(
                 self.summary_store(),
-                progress.check,
+                check,
                 lambda: self.store.claims.hold(*summary_claim(job.session_id)),
             ),
             job.session_id,

@@ -222,3 +222,72 @@ def test_the_fenced_summary_store_writes_only_while_the_check_passes(memoir: Mem
     with pytest.raises(Superseded):
         save_summary(fenced, memoir.store, "s1", "second text", model="m")
     assert read_summary_body(memoir.summary_store(), memoir.store, "s1") == "first text"
+
+
+@pytest.mark.parametrize("change", ["edited", "appended"])
+def test_events_edited_under_a_running_job_invalidate_its_result(
+    memoir: Memoir, change: str
+) -> None:
+    """A rewrite of the events the job read fails it (its summary is not saved); events
+    appended after them do not."""
+    from dataclasses import replace as swap
+
+    from memoir.model import Harness, Session
+    from memoir.store import IngestBatch
+
+    from .helpers import history
+
+    add_session(memoir)
+    started = threading.Event()
+
+    def slow(request: Any) -> str:
+        started.set()
+        threading.Event().wait(0.3)
+        return reply("the worker")(request)
+
+    use_model(memoir, ScriptedModel(default=slow))
+    job = memoir.regenerate_summary("alice", "s1")
+    stop, thread = run_worker(memoir)
+    try:
+        assert started.wait(10)
+        session = Session(id="s1", project="p", harness=Harness.API, user="alice")
+        if change == "edited":
+            events = [swap(e, text=e.text.replace("MARK1", "EDITED")) for e in history(4)]
+            memoir.store.ingest.apply(IngestBatch(session, tuple(events), reset=True))
+        else:
+            more = [swap(e, ordinal=e.ordinal + 8) for e in history(1)]
+            memoir.store.ingest.apply(IngestBatch(session, tuple(more)))
+        done = wait_for(lambda: (j := memoir.jobs().get(job.id)) and not j.active and j)
+    finally:
+        stop.set()
+        thread.join(10)
+    body = read_summary_body(memoir.summary_store(), memoir.store, "s1")
+    if change == "edited":
+        assert done.state == "failed" and "edited or deleted" in done.error
+        assert body is None
+    else:
+        assert done.state == "completed", done.error
+        assert body is not None and "merged by the worker" in body
+
+
+def test_worker_log_lines_carry_the_job_id(
+    memoir: Memoir, caplog: pytest.LogCaptureFixture
+) -> None:
+    import json as json_lib
+    import logging
+
+    from memoir.server.middleware import JsonFormatter
+
+    add_session(memoir)
+    use_model(memoir, ScriptedModel(default=reply("the worker")))
+    job = memoir.regenerate_summary("alice", "s1")
+    with caplog.at_level(logging.INFO, logger="memoir.jobs"):
+        stop, thread = run_worker(memoir)
+        try:
+            wait_for(lambda: (j := memoir.jobs().get(job.id)) and not j.active and j)
+        finally:
+            stop.set()
+            thread.join(10)
+    running = [r for r in caplog.records if "running job" in r.getMessage()]
+    assert running and all(getattr(r, "job_id", None) == job.id for r in running)
+    assert json_lib.loads(JsonFormatter().format(running[0]))["job_id"] == job.id

@@ -152,7 +152,12 @@ class Worker:
             self._clock(), self.timing.abandon_s, error=ABANDONED, requeue=True
         )
         for row in rows:
-            log.info("worker %s: resuming abandoned job %s", self.worker_id, row.id)
+            log.info(
+                "worker %s: resuming abandoned job %s",
+                self.worker_id,
+                row.id,
+                extra={"job_id": row.id},
+            )
         return [Job.from_row(r) for r in rows]
 
     def sweep(self) -> list[Job]:
@@ -163,7 +168,7 @@ class Worker:
         )
         jobs = [Job.from_row(r) for r in rows]
         for job in jobs:
-            log.warning("job %s abandoned by its worker", job.id)
+            log.warning("job %s abandoned by its worker", job.id, extra={"job_id": job.id})
             self.service.finished(job)
         return jobs
 
@@ -179,7 +184,13 @@ class Worker:
         if row is None:
             return None
         job = Job.from_row(row)
-        log.info("worker %s: running job %s (%s)", self.worker_id, job.id, job.kind)
+        log.info(
+            "worker %s: running job %s (%s)",
+            self.worker_id,
+            job.id,
+            job.kind,
+            extra={"job_id": job.id},
+        )
         abort, lost, timed_out, done = (threading.Event() for _ in range(4))
         beat = threading.Thread(
             target=self._beat,
@@ -231,7 +242,7 @@ class Worker:
                     row.id, row.claimed_by, row.source_hash, self._clock()
                 )
             except StoreError as exc:  # one missed beat; abandonment is far longer
-                log.warning("job %s: heartbeat failed: %s", row.id, exc)
+                log.warning("job %s: heartbeat failed: %s", row.id, exc, extra={"job_id": row.id})
                 continue
             if not kept:
                 lost.set()
@@ -256,11 +267,19 @@ class Worker:
         )
         now = self._clock()
         if what is Ending.DROP:
-            log.warning("job %s: superseded; this worker's result is not kept", row.id)
+            log.warning(
+                "job %s: superseded; this worker's result is not kept",
+                row.id,
+                extra={"job_id": row.id},
+            )
             return
         if what is Ending.RELEASE:
             if jobs.release(row.id, worker, fence):
-                log.info("job %s released to the queue (worker stopping)", row.id)
+                log.info(
+                    "job %s released to the queue (worker stopping)",
+                    row.id,
+                    extra={"job_id": row.id},
+                )
             return
         if what is Ending.COMPLETE:
             kept = jobs.complete(row.id, worker, fence, now, data)
@@ -268,11 +287,15 @@ class Worker:
             assert raised is not None
             kept = jobs.fail(row.id, worker, fence, self._message(raised, timed_out), now)
             if not isinstance(raised, MemoirError):
-                log.error("job %s failed", row.id, exc_info=raised)
+                log.error("job %s failed", row.id, exc_info=raised, extra={"job_id": row.id})
         if kept:
             self.service.finished(Job.from_row(row))
         else:
-            log.warning("job %s: claim lost before it finished; the result is not kept", row.id)
+            log.warning(
+                "job %s: claim lost before it finished; the result is not kept",
+                row.id,
+                extra={"job_id": row.id},
+            )
 
     def _message(self, exc: BaseException, timed_out: threading.Event) -> str:
         if timed_out.is_set() and isinstance(exc, JobAborted):

@@ -6,7 +6,8 @@ module knows nothing of jobs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
@@ -14,7 +15,19 @@ from memoir.model import Event
 from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.state import SummaryState
 
-__all__ = ["FencedSummaryStore"]
+__all__ = ["FencedSummaryStore", "events_digest"]
+
+
+def events_digest(events: Iterable[Event]) -> str:
+    """A fingerprint of events (ordinal, kind, author, text): a background regeneration
+    takes it when it starts and refuses to save when the events it read were edited or
+    deleted meanwhile (events appended after them change nothing)."""
+    digest = hashlib.sha256()
+    for e in events:
+        digest.update(f"{e.ordinal}\0{e.kind.value}\0{e.author.value}\0".encode())
+        digest.update(e.text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\1")
+    return digest.hexdigest()
 
 
 class FencedSummaryStore:

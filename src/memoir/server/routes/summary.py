@@ -25,8 +25,7 @@ def get_summary(
 
     memoir.user_session(user, session_id)
     state = read_summary_state(memoir.summary_store(), memoir.store, session_id)
-    row = memoir.store.summaries.get(session_id)
-    updated = row.updated_at if row is not None else None
+    updated = memoir.summary_updated_at(session_id)
     coverage = state.coverage
     job = memoir.summary_job(user, session_id)
     return {
