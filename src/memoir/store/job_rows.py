@@ -3,11 +3,12 @@ turns them into :class:`memoir.jobs.Job`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memoir.store.codec import from_iso, loads, stored_time
+from memoir.store.codec import from_iso, loads, stored_time, value_from_row
 
 __all__ = ["ACTIVE_STATES", "JOB_COLS", "JobRow", "job_from_row"]
 
@@ -43,23 +44,12 @@ class JobRow:
 
 def job_from_row(r: Any) -> JobRow:
     """A row selected as :data:`JOB_COLS`."""
-    return JobRow(
-        id=r[0],
-        kind=r[1],
-        user=r[2],
-        session_id=r[3],
-        state=r[4],
-        phase=r[5] or "",
-        completed=int(r[6] or 0),
-        total=int(r[7] or 0),
-        error=r[8] or "",
-        created_at=stored_time(r[9]),
-        started_at=from_iso(r[10]),
-        finished_at=from_iso(r[11]),
-        heartbeat_at=from_iso(r[12]),
-        claimed_by=r[13],
-        claimed_at=from_iso(r[14]),
-        source_hash=r[15],
-        attempts=int(r[16] or 0),
-        data=loads(r[17]) or {},
-    )
+    convert: dict[str, Callable[[Any], Any]] = {
+        "phase": lambda v: v or "",
+        "error": lambda v: v or "",
+        "created_at": stored_time,
+        "data": lambda v: loads(v) or {},
+        **dict.fromkeys(("completed", "total", "attempts"), lambda v: int(v or 0)),
+        **dict.fromkeys(("started_at", "finished_at", "heartbeat_at", "claimed_at"), from_iso),
+    }
+    return value_from_row(JobRow, JOB_COLS, r, convert=convert, rename={"user_name": "user"})

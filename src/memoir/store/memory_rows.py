@@ -3,13 +3,19 @@ to and from these), and their row mappers."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from memoir.store.codec import from_iso, loads, stored_time
+from memoir.store.codec import from_iso, loads, stored_time, value_from_row
 
 __all__ = [
+    "DENIAL_COLS",
+    "ITEM_COLS",
+    "OP_COLS",
+    "PENDING_COLS",
+    "RECEIPT_COLS",
     "DenialRow",
     "MemoryItemRow",
     "MemoryOpRow",
@@ -141,85 +147,62 @@ class Settlement:
     done_ops: tuple[str, ...] = ()
 
 
+OP_COLS = (
+    "operation_id, session_id, trigger, anchor, coverage_through, context_through, request, "
+    "enqueued_at"
+)
+PENDING_COLS = (
+    "session_id, operation_id, trigger, anchor, range_after, coverage_through, context_through, "
+    "coverage_hash, failure, message, checkpoint_id, turn, failures, created_at"
+)
+DENIAL_COLS = "session_id, range_after, range_through, reason, checkpoint_id, created_at"
+RECEIPT_COLS = (
+    "operation_id, session_id, trigger, outcome, reason, range_after, range_through, "
+    "checkpoint_id, prompt, model, items, dropped, model_calls, input_tokens, created_at, data"
+)
+ITEM_COLS = (
+    "id, session_id, project, scope, kind, content, normalized, keys, temporal, operation_id, "
+    "created_at, observed_at, superseded_by, forgotten_at"
+)
+
+
+def _json_object(value: Any) -> dict[str, Any]:
+    return loads(value) or {}
+
+
+def _ints(*names: str) -> dict[str, Callable[[Any], Any]]:
+    return dict.fromkeys(names, int)
+
+
 def op_from_row(r: Any) -> MemoryOpRow:
-    return MemoryOpRow(
-        operation_id=r[0],
-        session_id=r[1],
-        trigger=r[2],
-        anchor=r[3],
-        coverage_through=r[4],
-        context_through=r[5],
-        request=loads(r[6]) or {},
-        enqueued_at=stored_time(r[7]),
-    )
+    convert = {"request": _json_object, "enqueued_at": stored_time}
+    return value_from_row(MemoryOpRow, OP_COLS, r, convert=convert)
 
 
 def pending_from_row(r: Any) -> PendingRow:
-    return PendingRow(
-        session_id=r[0],
-        operation_id=r[1],
-        trigger=r[2],
-        anchor=r[3],
-        range_after=int(r[4]),
-        coverage_through=int(r[5]),
-        context_through=int(r[6]),
-        coverage_hash=r[7],
-        failure=r[8],
-        message=r[9],
-        checkpoint_id=r[10],
-        turn=r[11],
-        failures=int(r[12]),
-        created_at=stored_time(r[13]),
-    )
+    ints = _ints("range_after", "coverage_through", "context_through", "failures")
+    convert = {**ints, "created_at": stored_time}
+    return value_from_row(PendingRow, PENDING_COLS, r, convert=convert)
 
 
 def denial_from_row(r: Any) -> DenialRow:
-    return DenialRow(
-        session_id=r[0],
-        range_after=int(r[1]),
-        range_through=int(r[2]),
-        reason=r[3],
-        checkpoint_id=r[4],
-        created_at=stored_time(r[5]),
-    )
+    convert = {**_ints("range_after", "range_through"), "created_at": stored_time}
+    return value_from_row(DenialRow, DENIAL_COLS, r, convert=convert)
 
 
 def receipt_from_row(r: Any) -> ReceiptRow:
-    return ReceiptRow(
-        operation_id=r[0],
-        session_id=r[1],
-        trigger=r[2],
-        outcome=r[3],
-        reason=r[4],
-        range_after=int(r[5]),
-        range_through=int(r[6]),
-        checkpoint_id=r[7],
-        prompt=r[8],
-        model=r[9],
-        items=int(r[10]),
-        dropped=int(r[11]),
-        model_calls=int(r[12]),
-        input_tokens=int(r[13]),
-        created_at=stored_time(r[14]),
-        data=loads(r[15]) or {},
-    )
+    ints = _ints("range_after", "range_through", "items", "dropped", "model_calls", "input_tokens")
+    convert = {**ints, "created_at": stored_time, "data": _json_object}
+    return value_from_row(ReceiptRow, RECEIPT_COLS, r, convert=convert)
 
 
 def item_from_row(r: Any, sources: tuple[MemorySourceRow, ...] = ()) -> MemoryItemRow:
-    return MemoryItemRow(
-        id=r[0],
-        session_id=r[1],
-        project=r[2],
-        scope=r[3],
-        kind=r[4],
-        content=r[5],
-        normalized=r[6],
-        keys=tuple(loads(r[7]) or ()),
-        temporal=loads(r[8]) or {},
-        operation_id=r[9],
-        created_at=stored_time(r[10]),
-        observed_at=from_iso(r[11]),
-        superseded_by=r[12],
-        forgotten_at=from_iso(r[13]),
-        sources=sources,
-    )
+    convert: dict[str, Callable[[Any], Any]] = {
+        "keys": lambda v: tuple(loads(v) or ()),
+        "temporal": _json_object,
+        "created_at": stored_time,
+        "observed_at": from_iso,
+        "forgotten_at": from_iso,
+    }
+    item = value_from_row(MemoryItemRow, ITEM_COLS, r, convert=convert)
+    return replace(item, sources=sources)

@@ -10,6 +10,11 @@ from memoir.errors import ConcurrentWrite, StoreError
 from memoir.store.codec import dumps
 from memoir.store.db import Part, Tx
 from memoir.store.memory_rows import (
+    DENIAL_COLS,
+    ITEM_COLS,
+    OP_COLS,
+    PENDING_COLS,
+    RECEIPT_COLS,
     DenialRow,
     MemoryItemRow,
     MemoryOpRow,
@@ -23,24 +28,6 @@ from memoir.store.memory_rows import (
 )
 
 __all__ = ["MemoryPart"]
-
-_OP_COLS = (
-    "operation_id, session_id, trigger, anchor, coverage_through, context_through, request, "
-    "enqueued_at"
-)
-_PENDING_COLS = (
-    "session_id, operation_id, trigger, anchor, range_after, coverage_through, context_through, "
-    "coverage_hash, failure, message, checkpoint_id, turn, failures, created_at"
-)
-_DENIAL_COLS = "session_id, range_after, range_through, reason, checkpoint_id, created_at"
-_RECEIPT_COLS = (
-    "operation_id, session_id, trigger, outcome, reason, range_after, range_through, "
-    "checkpoint_id, prompt, model, items, dropped, model_calls, input_tokens, created_at, data"
-)
-_ITEM_COLS = (
-    "id, session_id, project, scope, kind, content, normalized, keys, temporal, operation_id, "
-    "created_at, observed_at, superseded_by, forgotten_at"
-)
 
 
 def _marks(cols: str) -> str:
@@ -69,7 +56,7 @@ class MemoryPart(Part):
             if tx.run("SELECT 1 FROM memory_receipts WHERE operation_id = ?", (op.operation_id,)):
                 return False
             added = tx.run(
-                f"INSERT INTO memory_ops ({_OP_COLS}) VALUES ({_marks(_OP_COLS)}) "
+                f"INSERT INTO memory_ops ({OP_COLS}) VALUES ({_marks(OP_COLS)}) "
                 "ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id",
                 (
                     op.operation_id,
@@ -88,7 +75,7 @@ class MemoryPart(Part):
         """Operations not yet settled, oldest first (of one session, or all)."""
         where, params = ("WHERE session_id = ? ", (session_id,)) if session_id else ("", ())
         rows = self._db.rows(
-            f"SELECT {_OP_COLS} FROM memory_ops {where}ORDER BY enqueued_at, operation_id", params
+            f"SELECT {OP_COLS} FROM memory_ops {where}ORDER BY enqueued_at, operation_id", params
         )
         return [op_from_row(r) for r in rows]
 
@@ -99,12 +86,12 @@ class MemoryPart(Part):
     # pending failures, denials, receipts ---------------------------------------------
     def pending(self, session_id: str) -> PendingRow | None:
         rows = self._db.rows(
-            f"SELECT {_PENDING_COLS} FROM memory_pending WHERE session_id = ?", (session_id,)
+            f"SELECT {PENDING_COLS} FROM memory_pending WHERE session_id = ?", (session_id,)
         )
         return pending_from_row(rows[0]) if rows else None
 
     def all_pending(self) -> list[PendingRow]:
-        rows = self._db.rows(f"SELECT {_PENDING_COLS} FROM memory_pending ORDER BY created_at")
+        rows = self._db.rows(f"SELECT {PENDING_COLS} FROM memory_pending ORDER BY created_at")
         return [pending_from_row(r) for r in rows]
 
     def fail(self, row: PendingRow, *, drop_op: str | None = None) -> None:
@@ -123,7 +110,7 @@ class MemoryPart(Part):
         """Write a durable denial marker (before any cursor skip over it); idempotent."""
         with self._db.tx() as tx:
             tx.run(
-                f"INSERT INTO memory_denials ({_DENIAL_COLS}) VALUES ({_marks(_DENIAL_COLS)}) "
+                f"INSERT INTO memory_denials ({DENIAL_COLS}) VALUES ({_marks(DENIAL_COLS)}) "
                 "ON CONFLICT (session_id, range_after, range_through) DO NOTHING",
                 (
                     row.session_id,
@@ -137,21 +124,21 @@ class MemoryPart(Part):
 
     def denials(self, session_id: str) -> list[DenialRow]:
         rows = self._db.rows(
-            f"SELECT {_DENIAL_COLS} FROM memory_denials WHERE session_id = ? ORDER BY range_after",
+            f"SELECT {DENIAL_COLS} FROM memory_denials WHERE session_id = ? ORDER BY range_after",
             (session_id,),
         )
         return [denial_from_row(r) for r in rows]
 
     def receipt(self, operation_id: str) -> ReceiptRow | None:
         rows = self._db.rows(
-            f"SELECT {_RECEIPT_COLS} FROM memory_receipts WHERE operation_id = ?", (operation_id,)
+            f"SELECT {RECEIPT_COLS} FROM memory_receipts WHERE operation_id = ?", (operation_id,)
         )
         return receipt_from_row(rows[0]) if rows else None
 
     def receipts(self, session_id: str | None = None) -> list[ReceiptRow]:
         where, params = ("WHERE session_id = ? ", (session_id,)) if session_id else ("", ())
         rows = self._db.rows(
-            f"SELECT {_RECEIPT_COLS} FROM memory_receipts {where}ORDER BY created_at, operation_id",
+            f"SELECT {RECEIPT_COLS} FROM memory_receipts {where}ORDER BY created_at, operation_id",
             params,
         )
         return [receipt_from_row(r) for r in rows]
@@ -186,7 +173,7 @@ class MemoryPart(Part):
 
     def _put_receipt(self, tx: Tx, r: ReceiptRow) -> bool:
         added = tx.run(
-            f"INSERT INTO memory_receipts ({_RECEIPT_COLS}) VALUES ({_marks(_RECEIPT_COLS)}) "
+            f"INSERT INTO memory_receipts ({RECEIPT_COLS}) VALUES ({_marks(RECEIPT_COLS)}) "
             "ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id",
             (
                 r.operation_id,
@@ -230,7 +217,7 @@ class MemoryPart(Part):
 
     def _put_item(self, tx: Tx, item: MemoryItemRow) -> None:
         added = tx.run(
-            f"INSERT INTO memory_items ({_ITEM_COLS}) VALUES ({_marks(_ITEM_COLS)}) "
+            f"INSERT INTO memory_items ({ITEM_COLS}) VALUES ({_marks(ITEM_COLS)}) "
             "ON CONFLICT (id) DO NOTHING RETURNING id",
             (
                 item.id,
@@ -262,7 +249,7 @@ class MemoryPart(Part):
     def _put_pending(self, tx: Tx, p: PendingRow) -> None:
         tx.run("DELETE FROM memory_pending WHERE session_id = ?", (p.session_id,))
         tx.run(
-            f"INSERT INTO memory_pending ({_PENDING_COLS}) VALUES ({_marks(_PENDING_COLS)})",
+            f"INSERT INTO memory_pending ({PENDING_COLS}) VALUES ({_marks(PENDING_COLS)})",
             (
                 p.session_id,
                 p.operation_id,

@@ -8,14 +8,9 @@ from typing import Any
 
 from memoir.errors import NotFound
 from memoir.store.db import Part
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, item_from_row
+from memoir.store.memory_rows import ITEM_COLS, MemoryItemRow, MemorySourceRow, item_from_row
 
 __all__ = ["MemoryItemsPart"]
-
-_COLS = (
-    "id, session_id, project, scope, kind, content, normalized, keys, temporal, operation_id, "
-    "created_at, observed_at, superseded_by, forgotten_at"
-)
 
 
 class MemoryItemsPart(Part):
@@ -35,7 +30,7 @@ class MemoryItemsPart(Part):
                 params.append(value)
         page = f" LIMIT {max(0, int(limit))}" if limit is not None else ""
         rows = self._db.rows(
-            f"SELECT {_COLS} FROM memory_items WHERE {' AND '.join(clauses)} "
+            f"SELECT {ITEM_COLS} FROM memory_items WHERE {' AND '.join(clauses)} "
             f"ORDER BY created_at DESC, id{page}",
             params,
         )
@@ -43,10 +38,10 @@ class MemoryItemsPart(Part):
 
     def get(self, item_id: str) -> MemoryItemRow | None:
         """The item ``item_id`` names: itself, or the one item it is a prefix of."""
-        rows = self._db.rows(f"SELECT {_COLS} FROM memory_items WHERE id = ?", (item_id,))
+        rows = self._db.rows(f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?", (item_id,))
         if not rows and len(item_id) >= 4:
             rows = self._db.rows(
-                f"SELECT {_COLS} FROM memory_items WHERE id LIKE ? LIMIT 2", (item_id + "%",)
+                f"SELECT {ITEM_COLS} FROM memory_items WHERE id LIKE ? LIMIT 2", (item_id + "%",)
             )
             rows = rows if len(rows) == 1 else []
         found = self._with_sources(rows)
