@@ -97,21 +97,10 @@ class Memoir:
         )
 
     def summary_updated_at(self, session_id: str) -> datetime | None:
-        """When the session's summary was last written: its database row's time, else its
-        summary file's modification time (the file store), else None."""
-        from memoir.summaries.files import summary_path_for
+        """When the session's summary was last written (``None``: never)."""
+        from memoir.summaries.persist import summary_updated_at
 
-        row = self.store.summaries.get(session_id)
-        if row is not None and row.updated_at is not None:
-            return row.updated_at
-        found = self.summary_store().find(session_id)
-        if found is None or found.archive_path is None:
-            return None
-        try:
-            stamp = summary_path_for(found.archive_path).stat().st_mtime
-        except OSError:
-            return None
-        return datetime.fromtimestamp(stamp, UTC)
+        return summary_updated_at(self.summary_store(), self.store.summaries, session_id)
 
     def summary_body(self, session_id: str) -> str | None:
         """The readable summary of a session (its header stripped), or None when it has
@@ -410,7 +399,7 @@ class Memoir:
         An id ``user`` already has returns that session; one another user has is
         ``ConfigError`` (ids are one namespace; its owner is not told)."""
         import uuid
-        from datetime import UTC, datetime
+        from datetime import datetime
 
         from memoir.model import Harness, Session, SessionFlags
         from memoir.store import ensure_writable

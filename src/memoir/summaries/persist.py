@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from memoir.store.port import Store
 from memoir.store.values import SummaryRow
 from memoir.summaries.coverage import coverage_after
 from memoir.summaries.database import DatabaseSummaryStore
-from memoir.summaries.files import SUMMARY_SUFFIX
+from memoir.summaries.files import SUMMARY_SUFFIX, summary_path_for
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
 from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.state import Coverage, SummaryKind, SummaryState
@@ -49,6 +50,7 @@ __all__ = [
     "summary_counts",
     "summary_findings",
     "summary_problems",
+    "summary_updated_at",
 ]
 
 COUNT_KEYS = ("summarized", "stale", "pending", "errored", "given_up", "empty")
@@ -184,6 +186,24 @@ def read_summary_body(summaries: SummaryStore, store: Store, session: str | Sess
     """The readable summary of a session (header stripped), or None when it has none."""
     state = read_summary_state(summaries, store, session)
     return state.body.strip() if state.has_body else None
+
+
+def summary_updated_at(
+    summaries: SummaryStore, rows: SummariesPart, session_id: str
+) -> datetime | None:
+    """When the session's summary was last written: its database row's time, else its
+    summary file's modification time (the file store), else None."""
+    row = rows.get(session_id)
+    if row is not None and row.updated_at is not None:
+        return row.updated_at
+    found = summaries.find(session_id)
+    if found is None or found.archive_path is None:
+        return None
+    try:
+        stamp = summary_path_for(found.archive_path).stat().st_mtime
+    except OSError:
+        return None
+    return datetime.fromtimestamp(stamp, UTC)
 
 
 def classify(
