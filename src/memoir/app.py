@@ -22,13 +22,17 @@ if TYPE_CHECKING:
     from memoir.ingest.verify import VerifyReport
     from memoir.jobs import Job, JobProgress, JobService
     from memoir.llm.port import Model
+    from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories, RecoveryReport
+    from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
     from memoir.memory.runner import Outcome
     from memoir.model import Session
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
     from memoir.search.engine import SearchMode
     from memoir.search.hits import SearchHit
+    from memoir.store.memory_rows import MemoryItemRow
+    from memoir.store.parts.memory_items import ItemFilter
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
     from memoir.summaries.port import SummaryStore
@@ -210,7 +214,8 @@ class Memoir:
                 self.store.memory_items,
             )
             counter = counter_for(encoding_for_model(model.name))
-            self._memories = Memories(parts, self.store.claims, Runner(parts, model, counter))
+            runner = Runner(parts, model, counter, embedder=self._item_embedder)
+            self._memories = Memories(parts, self.store.claims, runner)
         return self._memories
 
     def remember(self, session_id: str, turn: int | None = None) -> Outcome:
@@ -231,6 +236,147 @@ class Memoir:
 
         sid = resolve_session(self.store.sessions, session_id)
         return self.memories().extract(sid, anchor=anchor, turn=turn, note=note)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        project: str | None = None,
+        kinds: Sequence[str] = (),
+        limit: int = 10,
+        as_of: datetime | None = None,
+        history: bool = False,
+        user: str | None = None,
+    ) -> list[Recalled]:
+        """The memory items that best answer ``query`` (``memoir.memory.recall``): full
+        text over content and keys fused with vector similarity when an embedder is
+        configured. ``project``: its project-scoped items with the global ones; ``scope``
+        "global" | "project"; ``kinds`` among fact, preference, decision, plan,
+        constraint; ``as_of``: the items valid then (superseded since or not); ``history``:
+        superseded items too; ``user``: only that user's (None: everyone's, locally)."""
+        from memoir.memory.recall import recall
+
+        whole_number("limit", limit, 1)
+        where = self._item_filter(scope, project, kinds, as_of, history, user)
+        return recall(
+            self.store.memory_items, query, where, limit=limit, embedder=self._item_embedder()
+        )
+
+    def memory_context(
+        self,
+        *,
+        project: str | None = None,
+        budget_tokens: int = 800,
+        query: str | None = None,
+        user: str | None = None,
+    ) -> ContextBlock:
+        """The block of the most relevant live items an agent prepends to its next
+        session's system prompt, within ``budget_tokens`` (counted exactly with the
+        configured model's tokenizer): with ``query``, in recall order; else constraints,
+        preferences, decisions, facts, plans (each: most often said, then newest)."""
+        from memoir.llm.tokens import counter_for, encoding_for_model
+        from memoir.memory.recall import context_block, recall, standing_order
+
+        whole_number("budget_tokens", budget_tokens, 0)
+        where = self._item_filter(None, project, (), None, False, user)
+        if query and query.strip():
+            hits = recall(
+                self.store.memory_items, query, where, limit=200, embedder=self._item_embedder()
+            )
+            ordered = [h.item for h in hits]
+        else:
+            ordered = standing_order(self.store.memory_items.select(where, limit=5_000))
+        counter = counter_for(encoding_for_model(self.model().name))
+        return context_block(ordered, budget_tokens, counter)
+
+    def memory_history(self, item_id: str) -> list[MemoryItemRow]:
+        """The item with what it superseded and what superseded it, oldest first."""
+        from memoir.errors import NotFound
+
+        found = self.store.memory_items.get(item_id)
+        if found is None:
+            raise NotFound(f"no memory item {item_id!r}")
+        return self.store.memory_items.chain(found.id)
+
+    def forget_memories(
+        self,
+        *,
+        item: str | None = None,
+        session: str | None = None,
+        project: str | None = None,
+        matching: str | None = None,
+        user: str | None = None,
+    ) -> list[MemoryItemRow]:
+        """Forget the items one selector names (an item id or prefix, a session — id or
+        prefix —, a project, or a query every word of which an item holds), with what they
+        superseded; their evidence is tombstoned so it is never extracted again."""
+        from memoir.memory.keeping import forget
+        from memoir.search.session_ref import resolve_session
+        from memoir.store import ensure_writable
+
+        ensure_writable(self.store, "memoir memories forget")
+        if session is not None:
+            session = resolve_session(self.store.sessions, session)
+        return forget(
+            self.store.memory_items,
+            self.store.memory,
+            item=item,
+            session=session,
+            project=project,
+            matching=matching,
+            owner=user,
+        )
+
+    def export_memories(self, user: str | None = None) -> Iterable[str]:
+        """Every item (history included) and tombstone as JSON lines (for ``import``)."""
+        from memoir.memory.keeping import export_lines
+
+        return export_lines(self.store.memory_items, user)
+
+    def import_memories(self, lines: Iterable[str], user: str | None = None) -> ImportReport:
+        """Read an export into this home (merging as extraction does); all or nothing."""
+        from memoir.memory.keeping import import_lines
+        from memoir.store import ensure_writable
+
+        ensure_writable(self.store, "memoir memories import")
+        return import_lines(self.store.memory_items, lines, user)
+
+    def _item_filter(
+        self,
+        scope: str | None,
+        project: str | None,
+        kinds: Sequence[str],
+        as_of: datetime | None,
+        history: bool,
+        user: str | None,
+    ) -> ItemFilter:
+        from memoir.memory.values import ItemKind, Scope
+        from memoir.store.parts.memory_items import ItemFilter
+
+        if scope is not None and scope not in {s.value for s in Scope}:
+            raise ConfigError(f"scope must be global or project, not {scope!r}")
+        known = {k.value for k in ItemKind}
+        bad = [k for k in kinds if k not in known]
+        if bad:
+            raise ConfigError(f"unknown kind {bad[0]!r}; kinds: {', '.join(sorted(known))}")
+        if as_of is not None and as_of.tzinfo is None:
+            as_of = as_of.replace(tzinfo=UTC)
+        return ItemFilter(
+            owner=user,
+            projects=(project,) if project is not None and scope != "project" else None,
+            project=project if scope == "project" else None,
+            scope=scope,
+            kinds=tuple(kinds),
+            as_of=as_of,
+            history=history,
+        )
+
+    def _item_embedder(self) -> ItemEmbedder | None:
+        """The embedder recall ranks with, when semantic search is configured and installed."""
+        if self.settings.embedder == "none":
+            return None
+        return self.embedder()
 
     def recover_memories(self) -> RecoveryReport:
         """Run memory work left unsettled (checkpoints past the cursor, queued operations,

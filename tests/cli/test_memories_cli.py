@@ -51,7 +51,7 @@ def test_remember_prints_the_items_with_their_exact_quotes(cli: CliRunner) -> No
         }
     ]
     assert out["receipt"]["model"] == "offline" and out["receipt"]["prompt"].startswith(
-        "memory-v1+"
+        "memory-v2+"
     )
     text = cli.invoke(app, ["remember", CODEX[:8]]).output  # the same answer again, plainly
     assert "We decided to support Python 3.11 and newer only." in text
@@ -68,7 +68,14 @@ def test_list_show_search_export_and_forget(cli: CliRunner, tmp_path: Path) -> N
     shown = _json(cli, "memories", "show", only[0]["id"][:6], "--json")
     assert shown["sources"][0]["exchange_id"] == f"{WEBSHOP}:12"
     found = _json(cli, "memories", "search", "timezone datetimes", "--json")["items"]
-    assert [i["kind"] for i in found] == ["constraint"]
+    assert found[0]["kind"] == "constraint" and found[0]["score"] > found[-1]["score"] >= 0
+    kinds = _json(cli, "memories", "search", "timezone commits", "--kind", "preference", "--json")
+    assert [i["kind"] for i in kinds["items"]] == ["preference"]
+    block = _json(cli, "memories", "context", "--budget", "60", "--json")
+    assert 0 < block["tokens"] <= 60 and block["left_out"] >= 1
+    assert block["text"].splitlines()[1].startswith("- [constraint]")  # constraints first
+    full = _json(cli, "memories", "context", "--budget", "800", "--json")
+    assert len(full["items"]) == 3 and full["left_out"] == 0
     target = tmp_path / "memories.jsonl"
     assert cli.invoke(app, ["memories", "export", "--out", str(target)]).exit_code == 0
     rows = [json.loads(line) for line in target.read_text().splitlines()]
@@ -78,6 +85,18 @@ def test_list_show_search_export_and_forget(cli: CliRunner, tmp_path: Path) -> N
     assert len(_json(cli, "memories", "list", "--json")["items"]) == 2
     missing = cli.invoke(app, ["memories", "show", only[0]["id"]])
     assert missing.exit_code == 1 and "no memory item" in str(missing.exception)
+    asked = cli.invoke(app, ["memories", "forget", "--matching", "timezone"], input="n\n")
+    assert asked.exit_code == 1 and len(_json(cli, "memories", "list", "--json")["items"]) == 2
+    matched = _json(cli, "memories", "forget", "--matching", "timezone", "--yes", "--json")
+    assert [i["content"][:6] for i in matched["forgotten"]] == [listed_kind(listed, "constraint")]
+    imported = _json(cli, "memories", "import", str(target), "--json")
+    # an older export does not bring back what was forgotten since
+    assert (imported["items"], imported["already"], imported["forgotten"]) == (0, 1, 2)
+    assert len(_json(cli, "memories", "list", "--json")["items"]) == 1
+
+
+def listed_kind(items: list[dict], kind: str) -> str:
+    return next(i["content"][:6] for i in items if i["kind"] == kind)
 
 
 def test_show_marks_the_events_that_are_evidence(cli: CliRunner) -> None:

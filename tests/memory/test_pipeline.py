@@ -235,8 +235,9 @@ def test_extract_is_accepted_at_once_and_runs_after(store: Store) -> None:
 
 
 def test_cost_per_extraction_is_bounded_by_the_range_not_the_session(store: Store) -> None:
-    """Ten compactions of a growing session: the tenth request is no bigger than the first
-    (only the range since the cursor is sent, with one bounded prior summary)."""
+    """Ten compactions of a growing session: the tenth request is no bigger than the second
+    (only the range since the cursor is sent, with one bounded prior summary and the
+    memories it may update — here the one item every step's statement merged into)."""
     model = Recording()
     memories = _memories(store, model)
     sizes = []
@@ -255,7 +256,9 @@ def test_cost_per_extraction_is_bounded_by_the_range_not_the_session(store: Stor
         memories.recover()
         assert len(model.requests) == before + 1
         sizes.append(counter_for("cl100k_base").count(model.requests[-1].messages[0].content))
-    assert sizes[-1] <= sizes[0] + 2  # the step number's digits may cost a token
+    assert sizes[-1] <= sizes[1] + 2  # the step number's digits may cost a token
+    assert sizes[1] > sizes[0]  # from the second on, the first statement's item is shown
+    assert len(store.memory_items.find()) == 1
     assert store.memory.cursor("s1") == 20
 
 

@@ -211,8 +211,8 @@ def test_lenient_only_where_harmless() -> None:
 
 
 def test_prompt_is_versioned() -> None:
-    assert PROMPT_VERSION == "memory-v1"
-    assert f"memory-v1+{PROMPT_HASH}" == PROMPT_ID and len(PROMPT_HASH) == 12
+    assert PROMPT_VERSION == "memory-v2"
+    assert f"memory-v2+{PROMPT_HASH}" == PROMPT_ID and len(PROMPT_HASH) == 12
 
 
 def test_request_layout_and_read_back() -> None:

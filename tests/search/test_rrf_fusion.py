@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.search.fusion import rrf
+from memoir.fusion import rrf
 
 
 @pytest.mark.parametrize(

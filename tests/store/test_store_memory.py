@@ -32,16 +32,23 @@ def _receipt(op: str, outcome: str = "extracted", through: int = 4, **kw: object
     return ReceiptRow(op, "s1", "compaction", outcome, 0, through, T0, **kw)  # type: ignore[arg-type]
 
 
-def _item(item_id: str, op: str, quote: str = "I prefer tabs", ordinal: int = 1) -> MemoryItemRow:
+def _item(
+    item_id: str,
+    op: str,
+    quote: str = "I prefer tabs",
+    ordinal: int = 1,
+    content: str = "Prefers tabs.",
+    keys: tuple[str, ...] = ("tabs", "indentation"),
+) -> MemoryItemRow:
     return MemoryItemRow(
         id=item_id,
         session_id="s1",
         project="p",
         scope="project",
         kind="preference",
-        content="Prefers tabs.",
-        normalized="prefers tabs.",
-        keys=("tabs", "indentation"),
+        content=content,
+        normalized=content.casefold(),
+        keys=keys,
         operation_id=op,
         created_at=T0,
         sources=(MemorySourceRow("s1", ordinal, quote),),
@@ -63,7 +70,7 @@ def test_settlement_writes_items_cursor_receipt_and_is_idempotent(store: Store) 
     assert store.memory.receipt("op1").outcome == "extracted"  # type: ignore[union-attr]
     (item,) = store.memory_items.find(session_id="s1")
     assert item.keys == ("tabs", "indentation")
-    assert item.sources == (MemorySourceRow("s1", 1, "I prefer tabs"),)
+    assert item.sources == (MemorySourceRow("s1", 1, "I prefer tabs", "op1"),)
     # a replay changes nothing: no second item, cursor unchanged, no CAS error
     assert store.memory.settle(s) is False
     assert [i.id for i in store.memory_items.find()] == ["i1"] and store.memory.cursor("s1") == 4
@@ -112,7 +119,8 @@ def test_denials_are_durable_and_idempotent(store: Store) -> None:
 
 
 def test_items_forget_cited_and_prefix_lookup(store: Store) -> None:
-    items = (_item("abcdef01", "op1", ordinal=1), _item("abcdff02", "op1", "I use vim", 3))
+    vim = _item("abcdff02", "op1", "I use vim", 3, "Uses vim.", ("vim", "editor"))
+    items = (_item("abcdef01", "op1", ordinal=1), vim)
     store.memory.settle(Settlement(_receipt("op1", items=2), items=items))
     assert store.memory_items.cited("s1") == {1: ["abcdef01"], 3: ["abcdff02"]}
     assert store.memory_items.get("abcde").id == "abcdef01"  # type: ignore[union-attr]
@@ -168,3 +176,52 @@ def test_deleting_a_session_removes_what_memory_derived_from_it(store: Store) ->
     assert store.memory.cursor("s1") == 0 and store.memory.queued() == []
     assert store.memory.pending("s1") is None and store.memory.denials("s1") == []
     assert store.memory.receipts() == []
+
+
+def test_v12_live_duplicates_merge_into_the_oldest_when_v13_adds_the_unique_index(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    old = sqlite_store_module.SQLiteStore(path, target_version=12)
+    rows = [
+        ("i-old", "I prefer tabs.", '["tabs"]', T0, 1, "I prefer tabs"),
+        (
+            "i-new",
+            "I prefer tabs.",
+            '["indentation", "tabs"]',
+            T0 + timedelta(days=1),
+            5,
+            "I prefer tabs!",
+        ),
+        ("i-keys", "Tabs, always.", '["tabs"]', T0 + timedelta(days=2), 9, "Tabs, always"),
+        ("i-other", "I use vim.", '["vim"]', T0, 3, "I use vim"),
+    ]
+    with old._db.tx() as tx:
+        for item_id, content, keys, at, ordinal, quote in rows:
+            tx.run(
+                "INSERT INTO memory_items (id, session_id, project, scope, kind, content, "
+                "normalized, keys, operation_id, created_at, observed_at) "
+                "VALUES (?, 's1', 'p', 'global', 'preference', ?, ?, ?, 'op', ?, ?)",
+                (item_id, content, content.casefold(), keys, tx.time(at), tx.time(at)),
+            )
+            tx.run(
+                "INSERT INTO memory_sources (item_id, n, session_id, ordinal, quote) "
+                "VALUES (?, 0, 's1', ?, ?)",
+                (item_id, ordinal, quote),
+            )
+    old.close()
+    store = sqlite_store_module.SQLiteStore(path)
+    try:
+        items = {i.id: i for i in store.memory_items.find()}
+        assert sorted(items) == ["i-keys", "i-old", "i-other"]  # only the same content merged
+        merged = items["i-old"]
+        assert [(s.ordinal, s.quote) for s in merged.sources] == [
+            (1, "I prefer tabs"),
+            (5, "I prefer tabs!"),
+        ]
+        assert merged.first_observed_at == T0 and merged.observed_at == T0 + timedelta(days=1)
+        assert merged.owner == "local" and merged.key_sig == "tabs"
+        fts = "SELECT item_id FROM memory_fts WHERE memory_fts MATCH 'vim'"
+        assert store._db.rows(fts) == [("i-other",)]
+    finally:
+        store.close()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,9 @@ def remember(
             console.print(f"      “{escape(src['quote'])}” — {src['exchange_id']}", style="dim")
 
 
+_KIND_HELP = "fact, preference, decision, plan or constraint (repeat for several)."
+
+
 @memories.command("list")
 def list_items(
     project: str | None = typer.Option(None, "--project", help="Only this project."),
@@ -98,13 +101,16 @@ def list_items(
     kind: str | None = typer.Option(
         None, "--kind", help="fact, preference, decision, plan or constraint."
     ),
+    history: bool = typer.Option(
+        False, "--history", help="Superseded items too (what was true before)."
+    ),
     limit: int = typer.Option(50, "--limit", min=1, help="At most this many."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List remembered items, newest first."""
     with open_memoir(existing=True) as memoir:
         items = memoir.store.memory_items.find(
-            project=project, session_id=session, kind=kind, limit=limit
+            project=project, session_id=session, kind=kind, limit=limit, history=history
         )
         if as_json:
             print_json({"items": _json_items(memoir, items)})
@@ -127,65 +133,195 @@ def show(
     item_id: str = typer.Argument(..., help="Item id (a unique prefix of 4+ characters)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """One item with each quote it came from and the exchange that holds it."""
+    """One item with each quote it came from, the exchange that holds it, and its history
+    (what it superseded, what superseded it)."""
     with open_memoir(existing=True) as memoir:
-        (data,) = _json_items(memoir, [_item(memoir, item_id)])
+        item = _item(memoir, item_id)
+        (data,) = _json_items(memoir, [item])
+        chain = memoir.memory_history(item.id)
+        data["history"] = [
+            {"id": c.id, "content": c.content, **_validity(c)} for c in chain if c.id != item.id
+        ]
     if as_json:
         print_json(data)
         return
     console.print(f"[bold]{escape(data['content'])}[/bold]")
+    state = (
+        "current" if data["superseded_by"] is None else f"superseded by {data['superseded_by'][:8]}"
+    )
     console.print(
         f"{data['kind']} · {data['scope']} · keys: {escape(', '.join(data['keys']))} · "
-        f"project {escape(data['project'])} · {data['created_at'][:19]}",
+        f"project {escape(data['project'])} · {data['created_at'][:19]} · {state}",
         soft_wrap=True,
     )
     for src in data["sources"]:
         console.print(f"  “{escape(src['quote'])}”")
         console.print(f"    memoir show {src['exchange_id'] or data['session_id']}", style="dim")
+    for h in data["history"]:
+        when = f"{(h['valid_from'] or '')[:10]} → {(h['valid_until'] or 'now')[:10]}"
+        console.print(f"  history {h['id'][:8]} ({when}): {escape(h['content'])}", style="dim")
+
+
+def _validity(item: MemoryItemRow) -> dict[str, str | None]:
+    return {
+        "valid_from": item.valid_from.isoformat() if item.valid_from else None,
+        "valid_until": item.valid_until.isoformat() if item.valid_until else None,
+    }
 
 
 @memories.command()
 def search(
-    query: str = typer.Argument(..., help="Words to look for in items, keys and quotes."),
-    limit: int = typer.Option(20, "--limit", min=1),
+    query: str = typer.Argument(..., help="What to recall (words of the items and their keys)."),
+    project: str | None = typer.Option(
+        None, "--project", help="This project's items, with the global ones."
+    ),
+    scope: str | None = typer.Option(None, "--scope", help="global or project."),
+    kind: list[str] = typer.Option([], "--kind", help=_KIND_HELP),
+    as_of: str | None = typer.Option(
+        None, "--as-of", help="What was true then (YYYY-MM-DD or an ISO time)."
+    ),
+    history: bool = typer.Option(False, "--history", help="Superseded items too."),
+    limit: int = typer.Option(10, "--limit", min=1, max=1000),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Find remembered items by their words."""
-    from memoir.memory.present import search_items
-
+    """Recall remembered items: full text over their words and keys, fused with meaning
+    when semantic search is installed; each with the quotes it came from."""
+    at = _when(as_of)
     with open_memoir(existing=True) as memoir:
-        found = search_items(memoir.store.memory_items.find(), query, limit)
+        found = memoir.recall(
+            query,
+            project=project,
+            scope=scope,
+            kinds=kind,
+            as_of=at,
+            history=history,
+            limit=limit,
+        )
+        items = [r.item for r in found]
         if as_json:
-            print_json({"query": query, "items": _json_items(memoir, found)})
+            rows = _json_items(memoir, items)
+            for row, r in zip(rows, found, strict=True):
+                row["score"] = round(r.score, 6)
+            print_json({"query": query, "items": rows})
             return
-    if not found:
-        console.print(f"No memory holds {escape(query)!r}.")
+    if not items:
+        console.print(f"No memory answers {escape(query)!r}.")
         return
-    console.print(_table(found, f"memories matching {escape(query)!r}"))
+    console.print(_table(items, f"memories for {escape(query)!r}"))
+
+
+def _when(raw: str | None) -> datetime | None:
+    if raw is None:
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ConfigError(
+            f"--as-of must be a date (YYYY-MM-DD) or an ISO time, not {raw!r}"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+@memories.command()
+def context(
+    project: str | None = typer.Option(
+        None, "--project", help="This project's items, with the global ones."
+    ),
+    budget: int = typer.Option(800, "--budget", min=0, help="At most this many tokens."),
+    query: str | None = typer.Option(None, "--query", help="Rank by this instead."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The block of memories an agent prepends to its system prompt, within a budget."""
+    with open_memoir(existing=True) as memoir:
+        block = memoir.memory_context(project=project, budget_tokens=budget, query=query)
+    if as_json:
+        print_json(block.as_json())
+        return
+    if not block.text:
+        err_console.print("No memories fit (or none yet).")
+        return
+    typer.echo(block.text)
+    err_console.print(
+        f"{len(block.items)} item(s), {block.tokens} of {budget} tokens"
+        + (f"; {block.left_out} left out" if block.left_out else "")
+    )
 
 
 @memories.command()
 def export(
     out: Path | None = typer.Option(None, "--out", help="Write to this file (default: stdout)."),
 ) -> None:
-    """Every item as JSON Lines (one item per line, with its quotes)."""
+    """Every item (history included) and tombstone as JSON Lines, for `memories import`."""
     with open_memoir(existing=True) as memoir:
-        rows = _json_items(memoir, memoir.store.memory_items.find())
-    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        lines = [line + "\n" for line in memoir.export_memories()]
     if out is None:
-        typer.echo(lines, nl=False)
+        typer.echo("".join(lines), nl=False)
     else:
-        out.write_text(lines, encoding="utf-8")
-        err_console.print(f"{len(rows)} item(s) written to {out}")
+        from memoir.atomic import write_atomic
+
+        data = "".join(lines).encode("utf-8")
+        write_atomic(out, lambda f: f.write(data))
+        err_console.print(f"{len(lines)} line(s) written to {out}")
+
+
+@memories.command("import")
+def import_(
+    path: Path = typer.Argument(..., help="A file `memoir memories export` wrote ('-': stdin)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Read an export into this home; items already here gain the quotes they lacked.
+    Every line is checked first: one bad line and nothing is imported."""
+    import sys
+
+    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    with open_memoir() as memoir:
+        report = memoir.import_memories(text.splitlines())
+    if as_json:
+        print_json(asdict(report))
+        return
+    console.print(
+        f"Imported {report.items} new item(s); {report.merged} merged into items already "
+        f"here, {report.already} already here, {report.forgotten} left out (forgotten "
+        f"here); {report.tombstones} tombstone(s)."
+    )
 
 
 @memories.command()
-def forget(item_id: str = typer.Argument(..., help="Item id (or a unique prefix).")) -> None:
-    """Delete an item and its quotes (the conversation itself stays in the archive)."""
+def forget(
+    item_id: str | None = typer.Argument(None, help="Item id (or a unique prefix)."),
+    session: str | None = typer.Option(None, "--session", help="Every item with evidence in it."),
+    project: str | None = typer.Option(None, "--project", help="Every item of this project."),
+    matching: str | None = typer.Option(
+        None, "--matching", help="Every item holding all these words."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Forget items (with what they superseded): they are deleted, and the quotes they came
+    from are never extracted again. The conversation itself stays in the archive."""
+    chosen = [x for x in (item_id, session, project, matching) if x is not None]
+    if len(chosen) != 1:
+        raise ConfigError("give one of: ITEM_ID, --session, --project, --matching")
     with open_memoir(existing=True) as memoir:
-        item = _item(memoir, item_id)
-        memoir.store.memory_items.forget(item.id)
-    console.print(f"Forgot {item.id[:8]}: {escape(item.content)}")
+        if item_id is None and not yes:
+            what = (
+                f"session {session}"
+                if session
+                else (f"project {project}" if project else f"items matching {matching!r}")
+            )
+            if not typer.confirm(f"Forget every memory of {what}?", err=True):
+                raise typer.Exit(1)
+        gone = memoir.forget_memories(
+            item=item_id, session=session, project=project, matching=matching
+        )
+    if as_json:
+        print_json({"forgotten": [{"id": i.id, "content": i.content} for i in gone]})
+        return
+    if not gone:
+        console.print("Nothing to forget.")
+        return
+    for i in gone:
+        console.print(f"Forgot {i.id[:8]}: {escape(i.content)}")
 
 
 def _switch(enabled: bool, session: str | None, project: str | None) -> None:

@@ -38,6 +38,7 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
                 r"\bwe(?:'ll| will|'re going to| are going to) (?:use|go with|stick with"
                 r"|keep using|switch to|move to|adopt)\b",
                 r"\blet's (?:go with|use|stick with|keep using|switch to)\b",
+                r"\bwe(?: have|'ve)? (?:switched|migrated|moved) (?:over )?(?:to|from)\b",
                 r"\b(?:we're|we are|i'm|i am) going with\b",
                 r"\bthe decision is\b",
             ),
@@ -84,8 +85,8 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
                 rf"\bmy {_NOT_FACT}[\w-]+'s\b",
                 rf"\bmy {_NOT_FACT}(?:[\w-]+ ){{1,2}}(?:lives|works|studies|has(?! been)|goes to"
                 r"|is called)\b",
-                r"\bi (?:live|lived|grew up|was born|moved|work|worked|study|studied|teach"
-                r"|speak)\b",
+                r"\bi (?:just |recently |now |currently )?(?:live|lived|grew up|was born|moved"
+                r"|relocated|work|worked|study|studied|teach|speak)\b",
                 r"\bi(?:'m| am) (?:a|an) (?!bit\b|little\b|lot\b)\w+",
                 r"\bi(?:'m| am) from\b|\bi(?:'m| am) \d+ years old\b",
                 r"\bi(?:'m| am) (?:married|single|divorced|engaged|retired|pregnant)\b",

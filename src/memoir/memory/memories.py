@@ -155,8 +155,6 @@ class Memories:
         return turn
 
     def _items_of(self, operation: str) -> tuple[MemoryItemRow, ...]:
-        receipt = self.parts.memory.receipt(operation)
-        if receipt is None:
+        if self.parts.memory.receipt(operation) is None:
             return ()
-        found = self.parts.items.find(session_id=receipt.session_id)
-        return tuple(i for i in found if i.operation_id == operation)
+        return tuple(self.parts.items.by_operation(operation))

@@ -60,7 +60,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memoir.llm.errors import Truncated
 from memoir.llm.offline.rank import keywords
@@ -75,6 +75,7 @@ from memoir.memory.values import (
     MAX_INCIDENTAL,
     MAX_ITEMS,
     ItemKind,
+    KnownItem,
     Proposal,
     ProposalStatus,
     ProposedItem,
@@ -85,7 +86,14 @@ from memoir.memory.values import (
     Trigger,
 )
 
-__all__ = ["KEY_LIMIT", "OfflineMemoryModel", "Statement", "extract", "extract_turns"]
+__all__ = [
+    "KEY_LIMIT",
+    "OfflineMemoryModel",
+    "Statement",
+    "extract",
+    "extract_turns",
+    "slot_of",
+]
 
 KEY_LIMIT = 6
 _QUOTES_PER_ITEM = 8
@@ -101,6 +109,61 @@ _ELLIPTICAL = re.compile(
     r"^(?:please |ok(?:ay)?,? |yes,? )?(?:remember|keep|note|save|store) (?:that|this|it)"
     r"(?: (?:for (?:later|next time|the future)|please))?[.!]*$"
 )
+
+
+# Slots: what a statement is about when a later one can replace it. A slot's name becomes
+# one of the item's keys (so the two share a key), and a new statement of a slot updates
+# the newest shown memory of that slot — for home and workplace any new statement (one
+# lives in one place), for tools only with a change cue ("we switched to pnpm").
+_SLOTS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
+    (
+        "home",
+        re.compile(
+            r"\bi (?:now |currently )?live in\b|\bi(?:'ve| have)? (?:just |recently )?"
+            r"(?:moved|relocated) to\b|\bi(?:'m| am) (?:now )?based in\b|\bmy home is\b"
+        ),
+        False,
+    ),
+    (
+        "workplace",
+        re.compile(
+            r"\bi (?:now |currently )?work (?:at|for)\b|\bi(?:'ve| have)? (?:just )?joined\b"
+            r"|\bi started (?:a new job|working) (?:at|for)\b|\bmy employer is\b"
+        ),
+        False,
+    ),
+    ("package manager", re.compile(r"\b(?:npm|yarn|pnpm|bun|poetry|pipenv|uv)\b"), True),
+    (
+        "database",
+        re.compile(r"\b(?:postgres(?:ql)?|mysql|mariadb|sqlite|mongodb|redis|dynamodb)\b"),
+        True,
+    ),
+)
+_CHANGE = re.compile(
+    r"\b(?:switch(?:ed|ing)?|migrat(?:ed|ing|e)|mov(?:ed|ing)|chang(?:ed|ing)|replac(?:ed|ing))"
+    r" (?:over )?(?:to|from|with)\b|\binstead of\b|\bno longer\b|\bnow use\b"
+)
+
+
+def slot_of(text: str) -> tuple[str, bool] | None:
+    """The slot a statement fills (its name, and whether only a change cue replaces an
+    earlier one), or None."""
+    folded = fold(text)
+    for name, pattern, needs_change in _SLOTS:
+        if pattern.search(folded):
+            return name, needs_change
+    return None
+
+
+def _updates(item: ProposedItem, known: Sequence[KnownItem]) -> str | None:
+    """The shown memory ``item`` replaces: the newest one of its slot (see ``_SLOTS``)."""
+    slot = slot_of(item.content)
+    if slot is None or (slot[1] and not _CHANGE.search(fold(item.content))):
+        return None
+    same = [k for k in known if slot[0] in k.keys and fold(k.content) != fold(item.content)]
+    if not same:
+        return None
+    return max(same, key=lambda k: (k.latest is not None, k.latest or 0, k.id)).id
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +204,8 @@ def extract_turns(turns: Sequence[SliceTurn]) -> list[Statement]:
 
 
 def _keys(text: str, kind: ItemKind) -> tuple[str, ...]:
-    keys: list[str] = []
+    slot = slot_of(text)
+    keys: list[str] = [slot[0]] if slot is not None else []
     for k in keywords(text, KEY_LIMIT) or content_words(text)[:3] or [kind.value]:
         k = " ".join(k.lower().split())[:100]
         if k and k not in keys:
@@ -193,8 +257,25 @@ def _requested(slice_: EvidenceSlice, turn: int) -> list[Statement]:
     return []
 
 
-def extract(slice_: EvidenceSlice, trigger: Trigger, requested_turn: int | None = None) -> Proposal:
-    """The offline proposal for a slice (see the module docstring)."""
+def extract(
+    slice_: EvidenceSlice,
+    trigger: Trigger,
+    requested_turn: int | None = None,
+    known: Sequence[KnownItem] = (),
+) -> Proposal:
+    """The offline proposal for a slice (see the module docstring), each item naming the
+    shown memory it updates, if any."""
+    proposal = _extract(slice_, trigger, requested_turn)
+    if not known:
+        return proposal
+    return Proposal(
+        proposal.status,
+        tuple(replace(i, updates=_updates(i, known)) for i in proposal.items),
+        tuple(replace(i, updates=_updates(i, known)) for i in proposal.incidental),
+    )
+
+
+def _extract(slice_: EvidenceSlice, trigger: Trigger, requested_turn: int | None) -> Proposal:
     everything = extract_turns(slice_.turns)
     if requested_turn is None or not trigger.requests_items:
         items = _items(everything, MAX_ITEMS)
@@ -223,7 +304,7 @@ class OfflineMemoryModel:
         started = time.monotonic()
         read = read_request(request)
         slice_ = _slice_of(read.turns)
-        proposal = extract(slice_, read.trigger, read.requested_turn)
+        proposal = extract(slice_, read.trigger, read.requested_turn, read.known)
         counter = counter_for("cl100k_base")
         text = proposal_json(proposal)
         while counter.count(text) > request.max_tokens and (proposal.items or proposal.incidental):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
@@ -30,6 +31,10 @@ def item_json(item: MemoryItemRow, exchange_of: Callable[[str, int], str | None]
         "session_id": item.session_id,
         "created_at": item.created_at.isoformat(),
         "observed_at": item.observed_at.isoformat() if item.observed_at else None,
+        "first_observed_at": _iso(item.first_observed_at),
+        "valid_from": _iso(item.valid_from),
+        "valid_until": _iso(item.valid_until),
+        "superseded_by": item.superseded_by,
         "operation_id": item.operation_id,
         "sources": [
             {
@@ -41,6 +46,10 @@ def item_json(item: MemoryItemRow, exchange_of: Callable[[str, int], str | None]
             for s in item.sources
         ],
     }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
 
 
 def receipt_json(r: ReceiptRow) -> dict[str, Any]:

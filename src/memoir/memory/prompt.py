@@ -12,6 +12,7 @@ message; no tools, no provider options)::
     {"trigger": "remember", "requested_turn": 42}
     what this trigger asks, in words
     </task>
+    <memories>…</memories>                      live items a statement may update (JSON lines)
     <previous_summary>…</previous_summary>      the latest policy-safe compaction summary
     <context>…</context>                        localization turns (never citable)
     <turns>
@@ -37,7 +38,14 @@ from typing import Any
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.memory.errors import MalformedProposal
 from memoir.memory.evidence import SliceTurn
-from memoir.memory.values import Proposal, ProposalStatus, ProposedItem, Quote, Trigger
+from memoir.memory.values import (
+    KnownItem,
+    Proposal,
+    ProposalStatus,
+    ProposedItem,
+    Quote,
+    Trigger,
+)
 
 __all__ = [
     "PROMPT_HASH",
@@ -53,8 +61,8 @@ __all__ = [
     "task_text",
 ]
 
-PROMPT_VERSION = "memory-v1"
-LAYOUT_VERSION = "layout-1"
+PROMPT_VERSION = "memory-v2"
+LAYOUT_VERSION = "layout-2"
 
 SYSTEM_PROMPT = """\
 You extract long-term memory from a conversation between a user and an AI assistant.
@@ -88,7 +96,14 @@ prefers tabs over spaces. (at most 2000 characters)",
  "temporal": {"type": "undated"} | {"type": "point", "start": "YYYY-MM-DD"} | \
 {"type": "interval", "start": "YYYY-MM-DD", "end": "YYYY-MM-DD"} | \
 {"type": "open_ended", "start": "YYYY-MM-DD"} | {"type": "open_ended", "end": "YYYY-MM-DD"},
- "quotes": [{"ordinal": N, "text": "exact words"}]}
+ "quotes": [{"ordinal": N, "text": "exact words"}],
+ "updates": "the id of a <memories> line this item changes or replaces, or null"}
+<memories>, when present, lists what is already remembered, one JSON line each: \
+{"id": "…", "kind": "…", "keys": […], "content": "…"}. Never repeat one of them as a \
+new item unless a citable turn says it again (then give the same content). When a \
+citable turn changes or contradicts one of them (the user moved, switched tools, \
+changed their mind), give the new item with "updates" set to that line's id and keys \
+that share at least one key with it; otherwise leave "updates" out.
 Status:
 - complete: "items" holds 1 to 32 items.
 - not_applicable: nothing asked for is durable memory; "items" is empty.
@@ -164,9 +179,16 @@ def build_request(
     note: str | None = None,
     localization: Sequence[SliceTurn] = (),
     session_id: str | None = None,
+    known: Sequence[KnownItem] = (),
 ) -> ModelRequest:
     """The whole memory request: the memory prompt as system, one user message."""
     parts = [f"<task>\n{task_text(trigger, requested_turn, note)}\n</task>"]
+    if known:
+        lines = "\n".join(
+            _json_line({"id": k.id, "kind": k.kind, "keys": list(k.keys), "content": k.content})
+            for k in known
+        )
+        parts.append(f"<memories>\n{lines}\n</memories>")
     if summary and summary.strip():
         safe = summary.strip().replace("</", "<\\/")
         parts.append(f"<previous_summary>\n{safe}\n</previous_summary>")
@@ -190,6 +212,7 @@ class ReadRequest:
     trigger: Trigger
     requested_turn: int | None
     turns: tuple[SliceTurn, ...]
+    known: tuple[KnownItem, ...] = ()
 
 
 def _section(text: str, tag: str) -> str | None:
@@ -219,7 +242,11 @@ def read_request(request: ModelRequest) -> ReadRequest:
                     )
                 )
         requested = header.get("requested_turn")
-        return ReadRequest(Trigger(header["trigger"]), requested, tuple(turns))
+        known = tuple(
+            KnownItem(str(o["id"]), str(o["content"]), str(o["kind"]), tuple(o["keys"]))
+            for o in map(json.loads, (_section(content, "memories") or "").splitlines())
+        )
+        return ReadRequest(Trigger(header["trigger"]), requested, tuple(turns), known)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise MalformedProposal(f"not a memory request: {exc}") from exc
 
@@ -240,6 +267,7 @@ def _item_json(item: ProposedItem) -> dict[str, Any]:
         "scope": item.scope,
         "temporal": temporal,
         "quotes": [{"ordinal": q.ordinal, "text": q.text} for q in item.quotes],
+        **({"updates": item.updates} if item.updates else {}),
     }
 
 
@@ -258,7 +286,7 @@ def proposal_json(proposal: Proposal) -> str:
 
 _FENCED = re.compile(r"\A```(?:json)?[ \t]*\n(.*)\n```\Z", re.DOTALL)
 _TOP = {"status", "items", "incidental", "search_terms", "reason"}
-_ITEM = {"content", "kind", "keys", "scope", "temporal", "quotes"}
+_ITEM = {"content", "kind", "keys", "scope", "temporal", "quotes", "updates"}
 _ITEM_REQUIRED = {"content", "kind", "keys", "quotes"}
 
 
@@ -306,6 +334,7 @@ def _item(obj: Any, where: str) -> ProposedItem:
         temporal=_want(t["type"], str, f"{where}.temporal.type"),
         start=_optional_str(t.get("start"), f"{where}.temporal.start"),
         end=_optional_str(t.get("end"), f"{where}.temporal.end"),
+        updates=_optional_str(o.get("updates"), f"{where}.updates") or None,
     )
 
 

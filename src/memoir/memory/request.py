@@ -37,7 +37,14 @@ from memoir.llm.tokens import default_counter, request_tokens
 from memoir.llm.values import ModelRequest
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
 from memoir.memory.prompt import build_request
-from memoir.memory.values import ProposalStatus, Range, Trigger, operation_id, split_anchor
+from memoir.memory.values import (
+    KnownItem,
+    ProposalStatus,
+    Range,
+    Trigger,
+    operation_id,
+    split_anchor,
+)
 
 __all__ = [
     "LOCALIZATION_MAX_CHARS",
@@ -108,6 +115,7 @@ class Envelope:
     note: str | None = None
     localization: tuple[SliceTurn, ...] = ()
     checkpoint_id: str | None = None
+    known: tuple[KnownItem, ...] = ()  # live memories a statement may update
 
     @property
     def range(self) -> Range:
@@ -127,6 +135,7 @@ class Envelope:
             note=self.note,
             localization=self.localization,
             session_id=self.session_id,
+            known=self.known,
         )
 
 

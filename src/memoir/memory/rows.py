@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from memoir.memory.validate import normalize
-from memoir.memory.values import MemoryItem, PendingFailure, Range, Trigger
+from memoir.memory.values import MemoryItem, PendingFailure, Range, Scope, Trigger
 from memoir.model import Event
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, PendingRow
+from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, PendingRow, key_sig
 
 __all__ = ["item_row", "pending_of", "pending_row"]
 
@@ -23,10 +23,14 @@ def item_row(
     project: str,
     events: Mapping[int, Event],
     at: datetime,
+    owner: str = "local",
+    merge_into: str | None = None,
 ) -> MemoryItemRow:
     """The row of the ``n``-th item an operation saves: its id is a hash of both (a replay
-    writes the same row), observed when the latest event it quotes was said."""
+    writes the same row), observed from the earliest to the latest event it quotes, valid
+    from the earliest (or from now when the events carry no time)."""
     stamps = [events[q.ordinal].timestamp for q in item.quotes if q.ordinal in events]
+    known = [s for s in stamps if s is not None]
     temporal = {"type": item.temporal.type.value}
     for name in ("start", "end"):
         value = getattr(item.temporal, name)
@@ -44,8 +48,17 @@ def item_row(
         operation_id=operation,
         created_at=at,
         temporal=temporal,
-        observed_at=max((s for s in stamps if s is not None), default=None),
-        sources=tuple(MemorySourceRow(session_id, q.ordinal, q.text) for q in item.quotes),
+        observed_at=max(known, default=None),
+        first_observed_at=min(known, default=None),
+        valid_from=min(known, default=at),
+        sources=tuple(
+            MemorySourceRow(session_id, q.ordinal, q.text, operation) for q in item.quotes
+        ),
+        owner=owner,
+        scope_key=project if item.scope is Scope.PROJECT else "",
+        key_sig=key_sig(item.keys),
+        supersedes=item.updates,
+        merge_into=merge_into,
     )
 
 

@@ -16,8 +16,12 @@ commit → settle. The lane (:mod:`memoir.memory.lane`) holds the session's clai
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+
+import numpy as np
 
 from memoir.errors import MemoirError
 from memoir.llm.errors import AuthError
@@ -47,7 +51,10 @@ from memoir.memory.evidence import (
     exchange_end,
     turn_text,
 )
+from memoir.memory.near import Candidate, near_duplicate, same_claim
+from memoir.memory.offline_extractor import slot_of
 from memoir.memory.prompt import PROMPT_ID, parse_proposal
+from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, item_text
 from memoir.memory.request import (
     CallStep,
     Envelope,
@@ -61,8 +68,9 @@ from memoir.memory.request import (
 )
 from memoir.memory.rows import item_row, pending_of, pending_row
 from memoir.memory.tasks import MemoryConfig, MemoryParts, Outcome, Task
-from memoir.memory.validate import validate_proposal
+from memoir.memory.validate import normalize, validate_proposal
 from memoir.memory.values import (
+    KnownItem,
     MemoryItem,
     PendingFailure,
     Proposal,
@@ -76,13 +84,19 @@ from memoir.store.memory_rows import (
     MemoryItemRow,
     ReceiptRow,
     Settlement,
+    evidence_fingerprint,
 )
+from memoir.store.parts.memory_items import ItemFilter
+from memoir.store.query_text import STOPWORDS
 
 __all__ = ["MemoryConfig", "MemoryParts", "Outcome", "Runner", "Task"]
 
 log = logging.getLogger(__name__)
 
 LOOKBACK_EVENTS = 400  # how far before a range localization looks for earlier turns
+KNOWN_SCAN = 500  # the newest live memories of a scope looked at for the <memories> section
+KNOWN_SHOWN = 16  # of those, the ones sharing most key words with the range are shown
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class _Failed(ExtractionError):
@@ -116,12 +130,14 @@ class Runner:
         config: MemoryConfig | None = None,
         *,
         clock: type[datetime] = datetime,
+        embedder: Callable[[], ItemEmbedder | None] | None = None,
     ) -> None:
         self.parts = parts
         self.model = model
         self.counter = counter
         self.config = config or MemoryConfig()
         self._clock = clock
+        self._embedder = embedder  # loaded on first use: near-duplicates, item vectors
 
     # the state of a session's lane -------------------------------------------------------
     def pending(self, session_id: str) -> PendingFailure | None:
@@ -236,6 +252,7 @@ class Runner:
             requested_turn=task.work.requested_turn,
             note=task.note,
             checkpoint_id=task.work.checkpoint_id,
+            known=self._known(run, slice_),
         )
         window = task.window or self.config.window
         reserve = self._reserve(window)
@@ -291,7 +308,17 @@ class Runner:
             run.calls += 1
             proposal = parse_proposal(self.model.complete(request).text)
         assert proposal is not None
-        validation = validate_proposal(proposal, envelope.slice, envelope.trigger)
+        forgotten = self._forgotten(run, proposal)
+        validation = validate_proposal(
+            proposal,
+            envelope.slice,
+            envelope.trigger,
+            known=envelope.known,
+            stamps={o: e.timestamp for o, e in run.events.items()},
+            forgotten=lambda q: (
+                evidence_fingerprint(run.task.work.session_id, q.ordinal, q.text) in forgotten
+            ),
+        )
         if validation.failed:
             raise _Failed(
                 VALIDATION, f"a requested item failed validation: {validation.failure_reason}"
@@ -301,6 +328,7 @@ class Runner:
         items = tuple(
             self._item(run, envelope, n, item) for n, item in enumerate(validation.accepted)
         )
+        items, vectors = self._near_duplicates(items)
         return self._settle(
             run,
             outcome,
@@ -310,7 +338,90 @@ class Runner:
             items=items,
             dropped=validation.dropped,
             operation=envelope.operation_id if not final else None,
+            refused_updates=validation.refused_updates,
+            vectors=vectors,
         )
+
+    def _near_duplicates(
+        self, rows: tuple[MemoryItemRow, ...]
+    ) -> tuple[tuple[MemoryItemRow, ...], tuple[str, dict[str, np.ndarray]] | None]:
+        """Each row pointed at the live item it duplicates in other words (``merge_into``,
+        see :mod:`memoir.memory.near`): one with the same key set saying the same thing,
+        else — when an embedder is configured — a near-duplicate by meaning. With the
+        rows' vectors (embedder name, vectors by id) to store once they are saved."""
+        out = []
+        for row in rows:
+            same_keys = self.parts.items.select(
+                ItemFilter(owner=row.owner, scope_key=row.scope_key, key_sig=row.key_sig)
+            )
+            twin = next((i for i in same_keys if same_claim(row.content, i.content)), None)
+            out.append(replace(row, merge_into=twin.id) if twin is not None else row)
+        embedder = self._embedder() if self._embedder is not None and rows else None
+        if embedder is None:
+            return tuple(out), None
+        made = embedder.embed([item_text(r) for r in out])
+        for n, (row, vector) in enumerate(zip(list(out), made, strict=True)):
+            if row.merge_into is not None:
+                continue
+            where = ItemFilter(owner=row.owner, scope_key=row.scope_key)
+            live = self.parts.items.select(where, limit=KNOWN_SCAN)
+            have = self.parts.items.vectors(embedder.name, [i.id for i in live])
+            missing = [i for i in live if i.id not in have][:EMBED_PER_CALL]
+            if missing:
+                fresh = embedder.embed([item_text(i) for i in missing])
+                computed = {i.id: fresh[k] for k, i in enumerate(missing)}
+                self.parts.items.put_vectors(embedder.name, computed)
+                have.update(computed)
+            candidates = [Candidate(i.id, i.content, have[i.id]) for i in live if i.id in have]
+            target = near_duplicate(row.content, vector, candidates)
+            if target is not None:
+                out[n] = replace(row, merge_into=target)
+        return tuple(out), (embedder.name, {r.id: v for r, v in zip(out, made, strict=True)})
+
+    def _known(self, run: _Run, slice_: EvidenceSlice) -> tuple[KnownItem, ...]:
+        """The owner's live memories (this project's and global ones) sharing a key word
+        with the citable user turns: what a statement of the range may update."""
+        if run.session is None:
+            return ()
+        said = [t.text for t in slice_.turns if t.role == "user" and t.citable]
+        words = {w.casefold() for text in said for w in _WORD.findall(text)} - STOPWORDS
+        words |= {slot[0] for text in said if (slot := slot_of(text)) is not None}
+        scope = ItemFilter(owner=run.session.user, projects=(run.session.project,))
+        candidates = self.parts.items.select(scope, limit=KNOWN_SCAN)
+        sid = run.task.work.session_id
+        scored = []
+        for item in candidates:
+            keys = {w.casefold() for k in item.keys for w in _WORD.findall(k)}
+            keys |= {k.casefold() for k in item.keys}
+            keys |= {w.casefold() for w in _WORD.findall(item.content)} - STOPWORDS
+            overlap = len(keys & words)
+            if overlap:
+                scored.append((-overlap, -(item.observed_at or item.created_at).timestamp(), item))
+        scored.sort(key=lambda t: (t[0], t[1], t[2].id))
+        out = []
+        for _, _, item in scored[:KNOWN_SHOWN]:
+            here = [q.ordinal for q in item.sources if q.session_id == sid]
+            latest = item.observed_at or item.first_observed_at or item.valid_from
+            out.append(
+                KnownItem(
+                    item.id, item.content, item.kind, item.keys, latest, max(here, default=None)
+                )
+            )
+        return tuple(out)
+
+    def _forgotten(self, run: _Run, proposal: Proposal) -> set[str]:
+        """The fingerprints of the proposal's quotes the owner had forgotten."""
+        sid = run.task.work.session_id
+        prints = {
+            evidence_fingerprint(sid, q.ordinal, text)
+            for item in (*proposal.items, *proposal.incidental)
+            for q in item.quotes
+            for text in (q.text, normalize(q.text))
+        }
+        if not prints:
+            return set()
+        owner = run.session.user if run.session is not None else "local"
+        return self.parts.items.tombstoned(owner, prints)
 
     def _recheck(self, run: _Run, stage: PolicyStage) -> None:
         """Policy again (it may have changed since the run began): ``_PolicyStop`` unless
@@ -348,6 +459,7 @@ class Runner:
             project=run.session.project if run.session is not None else "",
             events=run.events,
             at=self._clock.now(UTC),
+            owner=run.session.user if run.session is not None else "local",
         )
 
     def _settle(
@@ -362,6 +474,8 @@ class Runner:
         dropped: int = 0,
         operation: str | None = None,
         clear: bool = False,
+        refused_updates: tuple[str, ...] = (),
+        vectors: tuple[str, dict[str, np.ndarray]] | None = None,
     ) -> Outcome:
         """Write the outcome of the task (or, with ``operation``, of a split's first part)."""
         work = run.task.work
@@ -383,7 +497,10 @@ class Runner:
             dropped=dropped,
             model_calls=run.calls,
             input_tokens=run.tokens,
-            data={"context_through": range_.context_through},
+            data={
+                "context_through": range_.context_through,
+                **({"refused_updates": list(refused_updates)} if refused_updates else {}),
+            },
         )
         settled = Settlement(
             receipt=receipt,
@@ -395,6 +512,10 @@ class Runner:
         )
         self.parts.memory.settle(settled)
         run.calls = run.tokens = 0
+        if vectors is not None:  # the new items' vectors, for recall (merged ones had theirs)
+            self.parts.items.put_vectors(vectors[0], vectors[1])
+        if items:  # as stored: an item may have merged into one saved before
+            items = tuple(self.parts.items.by_operation(op))
         return Outcome(receipt=receipt, items=items)
 
     def _deny(self, run: _Run, range_: Range, reason: str) -> Outcome:

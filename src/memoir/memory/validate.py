@@ -15,7 +15,13 @@ An item is accepted only if all of these hold (the reason codes in brackets):
   inside the covered range — never the retained tail [``quote_context_only``] — and
   citable [``quote_not_citable``], and an exact substring of that event's shown text
   after the same normalization [``quote_not_found``];
-- no secret in the content or a quote [``sensitive_information``].
+- no secret in the content or a quote [``sensitive_information``];
+- quotes of evidence the user had forgotten are left out, and an item with none left is
+  dropped [``forgotten``] (never a range failure: forgetting wins over a remember).
+
+An ``updates`` claim is checked by :func:`check_update` (the named memory was shown, the
+keys overlap, the new evidence is later); one that does not hold is refused and counted,
+and the item is kept as a new item.
 
 A requested item (``remember`` / ``extract``) that fails makes the range fail; an
 incidental item that fails is dropped and counted. A later item saying what an accepted
@@ -27,13 +33,15 @@ the exact text of the event they cite (the span the normalized match covers), so
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
-from datetime import date
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import date, datetime
 
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
 from memoir.memory.secrets import has_secret
 from memoir.memory.values import (
     ItemKind,
+    KnownItem,
     MemoryItem,
     Proposal,
     ProposedItem,
@@ -45,6 +53,7 @@ from memoir.memory.values import (
 )
 
 __all__ = [
+    "FORGOTTEN",
     "MAX_CONTENT_CHARS",
     "MAX_KEYS",
     "MAX_KEY_CHARS",
@@ -55,6 +64,7 @@ __all__ = [
     "Rejection",
     "Validation",
     "check_item",
+    "check_update",
     "locate",
     "normalize",
     "remember_precheck",
@@ -68,6 +78,7 @@ MAX_CONTENT_CHARS = 2000
 MAX_KEYS = 16
 MAX_KEY_CHARS = 100
 SENSITIVE_INFORMATION = "sensitive_information"
+FORGOTTEN = "forgotten"  # every quote of the item is evidence the user had forgotten
 DUPLICATE_ITEM = "duplicate_item"
 _KINDS = frozenset(k.value for k in ItemKind)
 _SCOPES = frozenset(s.value for s in Scope)
@@ -134,13 +145,17 @@ class Rejection:
 
     @property
     def fails_range(self) -> bool:
-        return not self.incidental and self.reason != DUPLICATE_ITEM
+        return not self.incidental and self.reason not in (DUPLICATE_ITEM, FORGOTTEN)
 
 
 @dataclass(frozen=True, slots=True)
 class Validation:
+    """``refused_updates``: reason codes of ``updates`` claims that did not hold (the item
+    was kept, as a new item, without superseding anything)."""
+
     accepted: tuple[MemoryItem, ...]
     rejected: tuple[Rejection, ...]
+    refused_updates: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -223,9 +238,14 @@ def _quotes(raw: tuple[Quote, ...], slice_: EvidenceSlice) -> tuple[Quote, ...] 
 
 
 def check_item(
-    item: ProposedItem, slice_: EvidenceSlice, *, incidental: bool = False
+    item: ProposedItem,
+    slice_: EvidenceSlice,
+    *,
+    incidental: bool = False,
+    forgotten: Callable[[Quote], bool] = lambda q: False,
 ) -> MemoryItem | str:
-    """The accepted item, or the reason code it is rejected with."""
+    """The accepted item, or the reason code it is rejected with. Quotes ``forgotten``
+    says the user had forgotten are left out (``forgotten`` when none is left)."""
     content = normalize(item.content)
     if not content:
         return "empty_content"
@@ -244,22 +264,60 @@ def check_item(
     quotes = _quotes(item.quotes, slice_)
     if isinstance(quotes, str):
         return quotes
+    quotes = tuple(q for q in quotes if not forgotten(q))
+    if not quotes:
+        return FORGOTTEN
     if has_secret(content) or any(has_secret(q.text) for q in quotes):
         return SENSITIVE_INFORMATION
     kind, scope = ItemKind(item.kind), Scope(item.scope)
     return MemoryItem(content, kind, keys, scope, temporal, quotes, incidental)
 
 
-def validate_proposal(proposal: Proposal, slice_: EvidenceSlice, trigger: Trigger) -> Validation:
-    """Check every item of ``proposal`` against the slice the model was shown. For a
-    trigger that requested nothing (compaction, incidental), every item is incidental."""
+def check_update(
+    item: MemoryItem,
+    known: Mapping[str, KnownItem],
+    stamps: Mapping[int, datetime | None],
+) -> str | None:
+    """Why ``item.updates`` does not hold (a reason code), or None when it does: it names
+    a memory the model was shown [``update_unknown_item``], their keys overlap
+    [``update_keys_disjoint``], and the new evidence is later — a later event of the same
+    session, or a later time [``update_not_later``] (``stamps``: the time of each event
+    of the slice)."""
+    old = known.get(item.updates or "")
+    if old is None:
+        return "update_unknown_item"
+    if not {k.casefold() for k in item.keys} & {k.casefold() for k in old.keys}:
+        return "update_keys_disjoint"
+    newest = max(q.ordinal for q in item.quotes)
+    if old.last_ordinal is not None:
+        return None if newest > old.last_ordinal else "update_not_later"
+    times = [t for q in item.quotes if (t := stamps.get(q.ordinal)) is not None]
+    if old.latest is None or not times or max(times) <= old.latest:
+        return "update_not_later"
+    return None
+
+
+def validate_proposal(
+    proposal: Proposal,
+    slice_: EvidenceSlice,
+    trigger: Trigger,
+    *,
+    known: Sequence[KnownItem] = (),
+    stamps: Mapping[int, datetime | None] | None = None,
+    forgotten: Callable[[Quote], bool] = lambda q: False,
+) -> Validation:
+    """Check every item of ``proposal`` against the slice the model was shown (and its
+    ``updates`` claims against the ``known`` memories it was shown). For a trigger that
+    requested nothing (compaction, incidental), every item is incidental."""
     accepted: list[MemoryItem] = []
     rejected: list[Rejection] = []
+    refused: list[str] = []
     seen: set[str] = set()
+    shown = {k.id: k for k in known}
     batches = ((proposal.items, not trigger.requests_items), (proposal.incidental, True))
     for items, incidental in batches:
         for index, item in enumerate(items):
-            checked = check_item(item, slice_, incidental=incidental)
+            checked = check_item(item, slice_, incidental=incidental, forgotten=forgotten)
             if isinstance(checked, str):
                 rejected.append(Rejection(index, incidental, checked, item.content))
                 continue
@@ -267,9 +325,15 @@ def validate_proposal(proposal: Proposal, slice_: EvidenceSlice, trigger: Trigge
             if key in seen:
                 rejected.append(Rejection(index, incidental, DUPLICATE_ITEM, item.content))
                 continue
+            if item.updates:
+                why = check_update(replace(checked, updates=item.updates), shown, stamps or {})
+                if why is None:
+                    checked = replace(checked, updates=item.updates)
+                else:
+                    refused.append(why)
             seen.add(key)
             accepted.append(checked)
-    return Validation(tuple(accepted), tuple(rejected))
+    return Validation(tuple(accepted), tuple(rejected), tuple(refused))
 
 
 def remember_precheck(requested_text: str | None) -> str | None:

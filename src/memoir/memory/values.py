@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from enum import StrEnum
 
 from memoir.memory.errors import MalformedProposal
@@ -35,6 +35,7 @@ __all__ = [
     "MAX_SEARCH_TERMS",
     "MAX_SEARCH_TERM_CHARS",
     "ItemKind",
+    "KnownItem",
     "MemoryItem",
     "PendingFailure",
     "Proposal",
@@ -139,12 +140,15 @@ class ProposedItem:
     temporal: str = TemporalType.UNDATED.value
     start: str | None = None
     end: str | None = None
+    updates: str | None = None  # the id of a shown memory this statement replaces
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryItem:
     """An item that passed every deterministic check. ``quotes`` hold the exact text of
-    the events they cite (as shown to the model). ``incidental`` items were not asked for."""
+    the events they cite (as shown to the model). ``incidental`` items were not asked for;
+    ``updates`` names the live item this one supersedes (checked: see
+    :func:`memoir.memory.validate.check_update`)."""
 
     content: str
     kind: ItemKind
@@ -153,6 +157,21 @@ class MemoryItem:
     temporal: Temporal
     quotes: tuple[Quote, ...]
     incidental: bool = False
+    updates: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KnownItem:
+    """A live memory item shown to the model so it can name the one a statement changes:
+    ``latest`` is when its newest evidence was said (None: unknown), ``last_ordinal``
+    the newest event it quotes in the session being read (None: none there)."""
+
+    id: str
+    content: str
+    kind: str
+    keys: tuple[str, ...]
+    latest: datetime | None = None
+    last_ordinal: int | None = None
 
 
 class ProposalStatus(StrEnum):

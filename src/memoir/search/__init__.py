@@ -7,6 +7,7 @@ Entry points: :func:`search` (typed :class:`SearchHit` list; its inputs become o
 :class:`HashEmbedder` is the deterministic fake for tests).
 """
 
+from memoir.fusion import rrf
 from memoir.search.backfill import BackfillResult, embed_backlog
 from memoir.search.dates import parse_when
 from memoir.search.embedder import (
@@ -16,7 +17,6 @@ from memoir.search.embedder import (
     load_embedder,
 )
 from memoir.search.engine import matches_filters, resolve_mode, run_search, search
-from memoir.search.fusion import rrf
 from memoir.search.hits import MODES, SearchHit, SearchMode
 from memoir.search.request import SearchRequest
 from memoir.store.values import SearchFilters

@@ -22,10 +22,10 @@ from datetime import datetime
 import numpy as np
 
 from memoir.errors import MemoirError
+from memoir.fusion import rrf
 from memoir.model import Exchange, Session
 from memoir.search.context import neighbour_smoothed
 from memoir.search.embedder import Embedder, TokenEmbedder
-from memoir.search.fusion import rrf
 from memoir.search.hits import SearchHit, SearchMode
 from memoir.search.late import RERANK_DEPTH, rerank
 from memoir.search.query_dates import query_dates, span_contains

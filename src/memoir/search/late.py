@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from memoir.errors import StoreError
-from memoir.search.fusion import rrf
+from memoir.fusion import rrf
 
 __all__ = ["RERANK_DEPTH", "RERANK_K", "maxsim", "pack_tokens", "rerank", "unpack_tokens"]
 

@@ -3,6 +3,7 @@ to and from these), and their row mappers."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -24,7 +25,9 @@ __all__ = [
     "ReceiptRow",
     "Settlement",
     "denial_from_row",
+    "evidence_fingerprint",
     "item_from_row",
+    "key_sig",
     "op_from_row",
     "pending_from_row",
     "receipt_from_row",
@@ -104,15 +107,26 @@ class ReceiptRow:
 
 @dataclass(frozen=True, slots=True)
 class MemorySourceRow:
-    """An exact quote of a user event that supports an item."""
+    """An exact quote of a user event that supports an item; ``operation_id`` the
+    operation that added it (a merged item holds quotes of several)."""
 
     session_id: str
     ordinal: int
     quote: str
+    operation_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryItemRow:
+    """A memory item. ``owner`` (the session's user) and ``scope_key`` (the project of a
+    project-scoped item, else ``''``) are what it is unique within: two live items never
+    share ``normalized`` or ``key_sig`` there. ``[valid_from, valid_until)`` is when it
+    held (closed when a later statement superseded it: ``superseded_by``);
+    ``first_observed_at`` .. ``observed_at`` the times of its earliest and latest quote.
+    (``key_sig``: the keys as one string, what a same-key-set lookup compares.)
+    ``supersedes`` / ``merge_into`` are instructions to the store when it is saved (the
+    item it replaces; the near-duplicate it joins), not columns."""
+
     id: str
     session_id: str
     project: str
@@ -128,6 +142,18 @@ class MemoryItemRow:
     superseded_by: str | None = None
     forgotten_at: datetime | None = None
     sources: tuple[MemorySourceRow, ...] = ()
+    owner: str = ""
+    scope_key: str = ""
+    key_sig: str = ""
+    first_observed_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    supersedes: str | None = None
+    merge_into: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.superseded_by is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +188,26 @@ RECEIPT_COLS = (
 )
 ITEM_COLS = (
     "id, session_id, project, scope, kind, content, normalized, keys, temporal, operation_id, "
-    "created_at, observed_at, superseded_by, forgotten_at"
+    "created_at, observed_at, superseded_by, forgotten_at, owner, scope_key, key_sig, "
+    "first_observed_at, valid_from, valid_until"
 )
+
+
+KEY_SEPARATOR = "\x1f"
+
+
+def key_sig(keys: Any) -> str:
+    """The key set of an item as one comparable string (sorted, case-folded, distinct)."""
+    folded = {" ".join(str(k).casefold().split()) for k in keys}
+    return KEY_SEPARATOR.join(sorted(k for k in folded if k))
+
+
+def evidence_fingerprint(session_id: str, ordinal: int, quote: str) -> str:
+    """What a forgotten quote leaves behind: a hash of the event it quotes and its words
+    (case and spacing folded), so the same evidence is never extracted again."""
+    words = " ".join(quote.split()).casefold()
+    raw = f"{session_id}\0{ordinal}\0{words}"
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
 def _json_object(value: Any) -> dict[str, Any]:
@@ -203,6 +247,9 @@ def item_from_row(r: Any, sources: tuple[MemorySourceRow, ...] = ()) -> MemoryIt
         "created_at": stored_time,
         "observed_at": from_iso,
         "forgotten_at": from_iso,
+        "first_observed_at": from_iso,
+        "valid_from": from_iso,
+        "valid_until": from_iso,
     }
     item = value_from_row(MemoryItemRow, ITEM_COLS, r, convert=convert)
     return replace(item, sources=sources)

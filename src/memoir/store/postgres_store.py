@@ -23,6 +23,7 @@ from memoir.store import postgres_search
 from memoir.store.claims import claim_key
 from memoir.store.codec import to_utc
 from memoir.store.db import Db, Tx
+from memoir.store.memory_text import PostgresItemText
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.postgres_ingest import apply_batch, delete_session_rows
@@ -77,6 +78,8 @@ def _migrate(conn: psycopg.Connection[Any], target: int | None) -> int:
                     continue
                 for statement in migration.postgres:
                     conn.execute(statement)
+                if migration.postgres_after is not None:
+                    migration.postgres_after(_PgTx(conn))
                 if migration.reindex:
                     postgres_search.rebuild_index(conn)
                 conn.execute(
@@ -128,6 +131,7 @@ class PostgresStore(SqlStore):
             claims=_AdvisoryClaims(self),
             index_keys=INDEX_KEYS,
             dialect=POSTGRES,
+            item_text=PostgresItemText(),
             job_locking=JobLocking(
                 skip_locked=" FOR UPDATE SKIP LOCKED",
                 for_update=" FOR UPDATE",

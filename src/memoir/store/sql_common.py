@@ -362,19 +362,35 @@ def delete_session_tables(conn: Connection, dialect: Dialect, session_id: str) -
         ),
         (session_id,),
     )
-    conn.execute(
-        dialect(
-            "DELETE FROM memory_sources WHERE item_id IN "
-            "(SELECT id FROM memory_items WHERE session_id = ?)"
-        ),
-        (session_id,),
-    )
+    # an item keeps the quotes other sessions gave it (a merge); one left with none goes
+    touched = [
+        r[0]
+        for r in conn.execute(
+            dialect(
+                "SELECT id FROM memory_items WHERE session_id = ? UNION SELECT item_id FROM "
+                "memory_sources WHERE session_id = ?"
+            ),
+            (session_id, session_id),
+        ).fetchall()
+    ]
+    conn.execute(dialect("DELETE FROM memory_sources WHERE session_id = ?"), (session_id,))
+    for item_id in touched:
+        left = conn.execute(
+            dialect("SELECT session_id FROM memory_sources WHERE item_id = ? ORDER BY n LIMIT 1"),
+            (item_id,),
+        ).fetchone()
+        if left is None:
+            conn.execute(dialect("DELETE FROM memory_vectors WHERE item_id = ?"), (item_id,))
+            conn.execute(dialect("DELETE FROM memory_items WHERE id = ?"), (item_id,))
+        else:
+            conn.execute(
+                dialect("UPDATE memory_items SET session_id = ? WHERE id = ?"), (left[0], item_id)
+            )
     for table in (
         "sources",
         "summaries",
         "checkpoints",
         "traces",
-        "memory_items",
         "memory_cursors",
         "memory_ops",
         "memory_pending",

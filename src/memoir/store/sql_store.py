@@ -9,6 +9,8 @@ from typing import Any
 
 from memoir.store import health, parts
 from memoir.store.db import Db
+from memoir.store.memory_text import ItemText
+from memoir.store.parts.item_writes import ItemWriter
 from memoir.store.port import Claims
 from memoir.store.sql_common import Dialect
 from memoir.store.values import IngestBatch
@@ -33,6 +35,7 @@ class SqlStore:
         index_keys: tuple[str, str],
         dialect: Dialect,
         job_locking: parts.JobLocking,
+        item_text: ItemText,
     ) -> None:
         self._db = db
         self._index_keys = index_keys
@@ -47,8 +50,9 @@ class SqlStore:
         self.traces = parts.TracesPart(db)
         self.usage = parts.UsagePart(db)
         self.cache = parts.CachePart(db)
-        self.memory = parts.MemoryPart(db)
-        self.memory_items = parts.MemoryItemsPart(db)
+        writer = ItemWriter(item_text, dialect.row_lock)
+        self.memory = parts.MemoryPart(db, writer)
+        self.memory_items = parts.MemoryItemsPart(db, item_text, writer)
         self.users = parts.UsersPart(db)
         self.api = parts.ApiPart(db, apply_batch, dialect)
         self.jobs = parts.JobsPart(db, job_locking)

@@ -29,6 +29,7 @@ from memoir.store import sqlite_search
 from memoir.store.claims import FileClaims, LocalClaims
 from memoir.store.codec import to_iso
 from memoir.store.db import Db, Tx
+from memoir.store.memory_text import SqliteItemText
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.sql_common import SQLITE, check_version
@@ -106,6 +107,8 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
                 continue
             for statement in migration.sqlite:
                 conn.execute(statement)
+            if migration.sqlite_after is not None:
+                migration.sqlite_after(_SQLiteTx(conn))
             if migration.reindex:
                 sqlite_search.rebuild_index(conn)
             conn.execute(
@@ -164,6 +167,7 @@ class SQLiteStore(SqlStore):
             claims=LocalClaims() if in_memory else FileClaims(claims_dir),
             index_keys=INDEX_KEYS,
             dialect=SQLITE,
+            item_text=SqliteItemText(),
             # BEGIN IMMEDIATE excludes every other writer: no row locks to add
             job_locking=JobLocking(),
         )

@@ -10,8 +10,10 @@ migration with ``reindex``). The runners live in the backends
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from memoir.store.db import Tx
 from memoir.store.migrations import (
     v001_core,
     v002_search,
@@ -25,6 +27,7 @@ from memoir.store.migrations import (
     v010_memory,
     v011_service,
     v012_checkpoint_boundary,
+    v013_memory_recall,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -37,6 +40,9 @@ class Migration:
     sqlite: tuple[str, ...]
     postgres: tuple[str, ...]
     reindex: bool = False
+    # a step in Python after the statements, in the same transaction (data repairs)
+    sqlite_after: Callable[[Tx], None] | None = None
+    postgres_after: Callable[[Tx], None] | None = None
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -99,6 +105,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         v012_checkpoint_boundary.NAME,
         v012_checkpoint_boundary.SQLITE,
         v012_checkpoint_boundary.POSTGRES,
+    ),
+    Migration(
+        v013_memory_recall.VERSION,
+        v013_memory_recall.NAME,
+        v013_memory_recall.SQLITE,
+        v013_memory_recall.POSTGRES,
+        sqlite_after=lambda tx: v013_memory_recall.repair(tx, fts=True),
+        postgres_after=lambda tx: v013_memory_recall.repair(tx, fts=False),
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -8,15 +8,13 @@ from datetime import UTC, datetime
 
 from memoir.errors import ConcurrentWrite, StoreError
 from memoir.store.codec import dumps
-from memoir.store.db import Part, Tx
+from memoir.store.db import Db, Part, Tx
 from memoir.store.memory_rows import (
     DENIAL_COLS,
-    ITEM_COLS,
     OP_COLS,
     PENDING_COLS,
     RECEIPT_COLS,
     DenialRow,
-    MemoryItemRow,
     MemoryOpRow,
     PendingRow,
     ReceiptRow,
@@ -26,6 +24,7 @@ from memoir.store.memory_rows import (
     pending_from_row,
     receipt_from_row,
 )
+from memoir.store.parts.item_writes import ItemWriter
 
 __all__ = ["MemoryPart"]
 
@@ -35,6 +34,10 @@ def _marks(cols: str) -> str:
 
 
 class MemoryPart(Part):
+    def __init__(self, db: Db, items: ItemWriter) -> None:
+        super().__init__(db)
+        self.items = items
+
     # the cursor ------------------------------------------------------------------------
     def cursor(self, session_id: str) -> int:
         """The last event ordinal settled for memory (0: none yet)."""
@@ -161,8 +164,8 @@ class MemoryPart(Part):
                 return False
             if s.cursor_to is not None:
                 self._move_cursor(tx, r.session_id, s.cursor_from or 0, s.cursor_to)
-            for item in s.items:
-                self._put_item(tx, item)
+            for item in sorted(s.items, key=lambda i: (i.normalized, i.id)):  # lock order
+                self.items.save(tx, item)
             if s.pending is not None:
                 self._put_pending(tx, s.pending)
             elif s.clear_pending:
@@ -213,37 +216,6 @@ class MemoryPart(Part):
             raise ConcurrentWrite(
                 f"the memory cursor of session {session_id} moved on since it was read "
                 f"(expected {expected})"
-            )
-
-    def _put_item(self, tx: Tx, item: MemoryItemRow) -> None:
-        added = tx.run(
-            f"INSERT INTO memory_items ({ITEM_COLS}) VALUES ({_marks(ITEM_COLS)}) "
-            "ON CONFLICT (id) DO NOTHING RETURNING id",
-            (
-                item.id,
-                item.session_id,
-                item.project,
-                item.scope,
-                item.kind,
-                item.content,
-                item.normalized,
-                dumps(list(item.keys)),
-                dumps(item.temporal),
-                item.operation_id,
-                tx.time(item.created_at),
-                tx.time(item.observed_at),
-                item.superseded_by,
-                tx.time(item.forgotten_at),
-            ),
-        )
-        if added:
-            tx.many(
-                "INSERT INTO memory_sources (item_id, n, session_id, ordinal, quote) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [
-                    (item.id, n, q.session_id, q.ordinal, q.quote)
-                    for n, q in enumerate(item.sources)
-                ],
             )
 
     def _put_pending(self, tx: Tx, p: PendingRow) -> None:

@@ -1,19 +1,102 @@
-"""Memory items with the exact quotes that support them: listing, lookup, forgetting, the
-evidence marks a transcript shows; and the per-project memory switches."""
+"""Memory items with the exact quotes that support them: listing (live, or with their
+history, or as they stood at a time), lookup, ranked full-text candidates, vectors,
+forgetting with tombstones, import; the evidence marks a transcript shows; and the
+per-project memory switches."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from memoir.errors import NotFound
-from memoir.store.db import Part
-from memoir.store.memory_rows import ITEM_COLS, MemoryItemRow, MemorySourceRow, item_from_row
+import numpy as np
 
-__all__ = ["MemoryItemsPart"]
+from memoir.errors import NotFound
+from memoir.store.db import Db, Part, Tx
+from memoir.store.memory_rows import (
+    ITEM_COLS,
+    MemoryItemRow,
+    MemorySourceRow,
+    evidence_fingerprint,
+    item_from_row,
+)
+from memoir.store.memory_text import ItemText
+from memoir.store.parts.item_writes import ItemWriter
+from memoir.store.query_text import ParsedQuery
+
+__all__ = ["ItemFilter", "MemoryItemsPart"]
+
+_PAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Which items a read returns. ``as_of``: the items valid then (their validity
+    interval holds it), superseded or not; else only live ones unless ``history``.
+    ``projects``: project-scoped items of these projects, with the global ones."""
+
+    owner: str | None = None
+    key_sig: str | None = None
+    project: str | None = None
+    projects: tuple[str, ...] | None = None
+    session_id: str | None = None
+    kinds: tuple[str, ...] = ()
+    scope: str | None = None
+    scope_key: str | None = None
+    as_of: datetime | None = None
+    history: bool = False
+    ids: tuple[str, ...] | None = None
+
+    def sql(self, tx: Tx, alias: str = "i") -> tuple[str, list[Any]]:
+        a = f"{alias}."
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.as_of is not None:
+            at = tx.time(self.as_of)
+            clauses.append(
+                f"COALESCE({a}valid_from, {a}created_at) <= ? AND "
+                f"({a}valid_until IS NULL OR {a}valid_until > ?)"
+            )
+            params += [at, at]
+        elif not self.history:
+            clauses.append(f"{a}superseded_by IS NULL")
+        for column, value in (
+            ("owner", self.owner),
+            ("key_sig", self.key_sig),
+            ("project", self.project),
+            ("session_id", self.session_id),
+            ("scope", self.scope),
+            ("scope_key", self.scope_key),
+        ):
+            if value is not None:
+                clauses.append(f"{a}{column} = ?")
+                params.append(value)
+        if self.projects is not None:
+            marks = ", ".join("?" for _ in self.projects)
+            inside = f" OR {a}scope_key IN ({marks})" if self.projects else ""
+            clauses.append(f"({a}scope_key = ''{inside})")
+            params += list(self.projects)
+        if self.kinds:
+            clauses.append(f"{a}kind IN ({', '.join('?' for _ in self.kinds)})")
+            params += list(self.kinds)
+        if self.ids is not None:
+            if not self.ids:
+                clauses.append("1 = 0")
+            else:
+                clauses.append(f"{a}id IN ({', '.join('?' for _ in self.ids)})")
+                params += list(self.ids)
+        return (" AND ".join(clauses) or "1 = 1"), params
 
 
 class MemoryItemsPart(Part):
+    def __init__(self, db: Db, text: ItemText, writer: ItemWriter) -> None:
+        super().__init__(db)
+        self.text = text
+        self.writer = writer
+
+    # reads -----------------------------------------------------------------------------
     def find(
         self,
         *,
@@ -21,20 +104,38 @@ class MemoryItemsPart(Part):
         session_id: str | None = None,
         kind: str | None = None,
         limit: int | None = None,
+        history: bool = False,
+        owner: str | None = None,
     ) -> list[MemoryItemRow]:
-        """Live items (not superseded), newest first, with their sources."""
-        clauses, params = ["superseded_by IS NULL"], []
-        for column, value in (("project", project), ("session_id", session_id), ("kind", kind)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        page = f" LIMIT {max(0, int(limit))}" if limit is not None else ""
-        rows = self._db.rows(
-            f"SELECT {ITEM_COLS} FROM memory_items WHERE {' AND '.join(clauses)} "
-            f"ORDER BY created_at DESC, id{page}",
-            params,
+        """Live items (with ``history``: superseded ones too), newest first, with their
+        sources."""
+        f = ItemFilter(
+            owner=owner,
+            project=project,
+            session_id=session_id,
+            kinds=(kind,) if kind else (),
+            history=history,
         )
+        return self.select(f, limit=limit)
+
+    def select(self, f: ItemFilter, *, limit: int | None = None) -> list[MemoryItemRow]:
+        page = f" LIMIT {max(0, int(limit))}" if limit is not None else ""
+        with self._db.ro() as tx:
+            where, params = f.sql(tx)
+            rows = tx.run(
+                f"SELECT {ITEM_COLS} FROM memory_items i WHERE {where} "
+                f"ORDER BY i.created_at DESC, i.id{page}",
+                params,
+            )
         return self._with_sources(rows)
+
+    def by_ids(self, ids: Sequence[str]) -> dict[str, MemoryItemRow]:
+        out: dict[str, MemoryItemRow] = {}
+        for start in range(0, len(ids), _PAGE):
+            chunk = tuple(ids[start : start + _PAGE])
+            for item in self.select(ItemFilter(ids=chunk, history=True)):
+                out[item.id] = item
+        return out
 
     def get(self, item_id: str) -> MemoryItemRow | None:
         """The item ``item_id`` names: itself, or the one item it is a prefix of."""
@@ -47,13 +148,56 @@ class MemoryItemsPart(Part):
         found = self._with_sources(rows)
         return found[0] if found else None
 
-    def forget(self, item_id: str) -> None:
-        """Delete the item and its quotes (what was said stays in the transcript)."""
-        with self._db.tx() as tx:
-            gone = tx.run("DELETE FROM memory_items WHERE id = ? RETURNING id", (item_id,))
-            if not gone:
-                raise NotFound(f"no memory item {item_id!r}")
-            tx.run("DELETE FROM memory_sources WHERE item_id = ?", (item_id,))
+    def chain(self, item_id: str) -> list[MemoryItemRow]:
+        """The item with every item it superseded (directly or through others) and every
+        item that superseded it, oldest first."""
+        ids = {item_id}
+        frontier = [item_id]
+        with self._db.ro() as tx:
+            while frontier:
+                marks = ", ".join("?" for _ in frontier)
+                rows = tx.run(
+                    f"SELECT id, superseded_by FROM memory_items WHERE superseded_by IN ({marks}) "
+                    f"OR id IN ({marks})",
+                    (*frontier, *frontier),
+                )
+                found = {str(r[0]) for r in rows} | {str(r[1]) for r in rows if r[1]}
+                frontier = sorted(found - ids)
+                ids |= found
+        items = list(self.by_ids(sorted(ids)).values())
+        items.sort(key=lambda i: (i.valid_from or i.created_at, i.created_at, i.id))
+        return items
+
+    def _predecessors(self, item_id: str) -> list[str]:
+        found: list[str] = []
+        frontier = [item_id]
+        with self._db.ro() as tx:
+            while frontier:
+                marks = ", ".join("?" for _ in frontier)
+                rows = tx.run(
+                    f"SELECT id FROM memory_items WHERE superseded_by IN ({marks})", frontier
+                )
+                frontier = [str(r[0]) for r in rows if str(r[0]) not in found and r[0] != item_id]
+                found += frontier
+        return found
+
+    def rank_text(self, query: ParsedQuery, f: ItemFilter, limit: int) -> list[str]:
+        """Ids of the items matching the full-text query within ``f``, best first."""
+        with self._db.ro() as tx:
+            where, params = f.sql(tx)
+            return self.text.rank(tx, query, where, params, limit)
+
+    def ids(self, f: ItemFilter, limit: int | None = None) -> list[str]:
+        """Ids within ``f``, newest first."""
+        page = f" LIMIT {max(0, int(limit))}" if limit is not None else ""
+        with self._db.ro() as tx:
+            where, params = f.sql(tx)
+            rows = tx.run(
+                f"SELECT i.id FROM memory_items i WHERE {where} "
+                f"ORDER BY i.created_at DESC, i.id{page}",
+                params,
+            )
+        return [str(r[0]) for r in rows]
 
     def cited(self, session_id: str) -> dict[int, list[str]]:
         """Per event ordinal of the session: the live items quoting it."""
@@ -69,10 +213,149 @@ class MemoryItemsPart(Part):
                 out[int(ordinal)].append(item_id)
         return dict(out)
 
+    def by_operation(self, operation_id: str) -> list[MemoryItemRow]:
+        """The items holding a quote the operation added (saved by it or merged into)."""
+        rows = self._db.rows(
+            "SELECT DISTINCT item_id FROM memory_sources WHERE operation_id = ? ORDER BY item_id",
+            (operation_id,),
+        )
+        return list(self.by_ids([str(r[0]) for r in rows]).values())
+
     def count(self) -> int:
         return int(
             self._db.rows("SELECT count(*) FROM memory_items WHERE superseded_by IS NULL")[0][0]
         )
+
+    # vectors ---------------------------------------------------------------------------
+    def vectors(self, embedder: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        with self._db.ro() as tx:
+            for start in range(0, len(ids), _PAGE):
+                chunk = list(ids[start : start + _PAGE])
+                marks = ", ".join("?" for _ in chunk)
+                for item_id, blob in tx.run(
+                    f"SELECT item_id, vector FROM memory_vectors WHERE embedder = ? "
+                    f"AND item_id IN ({marks})",
+                    (embedder, *chunk),
+                ):
+                    out[str(item_id)] = np.frombuffer(bytes(blob), dtype=np.float32)
+        return out
+
+    def put_vectors(self, embedder: str, vectors: dict[str, np.ndarray]) -> None:
+        with self._db.tx() as tx:
+            live = set()
+            ids = list(vectors)
+            for start in range(0, len(ids), _PAGE):
+                chunk = ids[start : start + _PAGE]
+                marks = ", ".join("?" for _ in chunk)
+                live |= {
+                    str(r[0])
+                    for r in tx.run(f"SELECT id FROM memory_items WHERE id IN ({marks})", chunk)
+                }
+            tx.many(
+                "INSERT INTO memory_vectors (item_id, embedder, vector) VALUES (?, ?, ?) "
+                "ON CONFLICT (item_id, embedder) DO UPDATE SET vector = excluded.vector",
+                [
+                    (i, embedder, np.asarray(v, dtype=np.float32).tobytes())
+                    for i, v in vectors.items()
+                    if i in live  # an item forgotten meanwhile gets no vector
+                ],
+            )
+
+    # forgetting ------------------------------------------------------------------------
+    def forget(self, item_id: str) -> list[MemoryItemRow]:
+        """Delete the item with its history (see :meth:`forget_many`)."""
+        item = self.get(item_id)
+        if item is None:
+            raise NotFound(f"no memory item {item_id!r}")
+        return self.forget_many([item.id])
+
+    def forget_many(self, item_ids: Iterable[str]) -> list[MemoryItemRow]:
+        """Delete the items, the items they superseded (their history) and every quote
+        and vector of them, and write a tombstone of each quote's evidence fingerprint
+        (the same words of the same event are never extracted again). What was said stays
+        in the transcript. Returns the items deleted."""
+        doomed: dict[str, MemoryItemRow] = {}
+        for item_id in item_ids:
+            if item_id in doomed:
+                continue
+            # it and what it superseded (not what superseded it: that stays current)
+            doomed.update(self.by_ids([item_id, *self._predecessors(item_id)]))
+        if not doomed:
+            return []
+        now = datetime.now(UTC)
+        with self._db.tx() as tx:
+            ids = list(doomed)
+            for start in range(0, len(ids), _PAGE):
+                chunk = ids[start : start + _PAGE]
+                marks = ", ".join("?" for _ in chunk)
+                for table, column in (
+                    ("memory_sources", "item_id"),
+                    ("memory_vectors", "item_id"),
+                    ("memory_items", "id"),
+                ):
+                    tx.run(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
+            self.text.drop(tx, ids)
+            tx.many(
+                "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (owner, fingerprint) DO NOTHING",
+                [
+                    (
+                        item.owner,
+                        evidence_fingerprint(s.session_id, s.ordinal, s.quote),
+                        tx.time(now),
+                    )
+                    for item in doomed.values()
+                    for s in item.sources
+                ],
+            )
+        return list(doomed.values())
+
+    def tombstoned(self, owner: str, fingerprints: Iterable[str]) -> set[str]:
+        """Which of ``fingerprints`` were forgotten by ``owner``."""
+        wanted = sorted(set(fingerprints))
+        out: set[str] = set()
+        with self._db.ro() as tx:
+            for start in range(0, len(wanted), _PAGE):
+                chunk = wanted[start : start + _PAGE]
+                marks = ", ".join("?" for _ in chunk)
+                out |= {
+                    str(r[0])
+                    for r in tx.run(
+                        f"SELECT fingerprint FROM memory_tombstones WHERE owner = ? "
+                        f"AND fingerprint IN ({marks})",
+                        (owner, *chunk),
+                    )
+                }
+        return out
+
+    def tombstones(self) -> int:
+        return int(self._db.rows("SELECT count(*) FROM memory_tombstones")[0][0])
+
+    def tombstone_rows(self, owner: str | None = None) -> list[tuple[str, str]]:
+        """(owner, fingerprint) of every tombstone (of ``owner``'s only when given)."""
+        where, params = ("WHERE owner = ? ", [owner]) if owner is not None else ("", [])
+        rows = self._db.rows(
+            f"SELECT owner, fingerprint FROM memory_tombstones {where}ORDER BY owner, fingerprint",
+            params,
+        )
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def add_tombstones(self, stones: Sequence[tuple[str, str]]) -> None:
+        now = datetime.now(UTC)
+        with self._db.tx() as tx:
+            tx.many(
+                "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (owner, fingerprint) DO NOTHING",
+                [(o, f, tx.time(now)) for o, f in stones],
+            )
+
+    # import --------------------------------------------------------------------------
+    def save(self, items: Sequence[MemoryItemRow]) -> list[str]:
+        """Write items outside an extraction (an import): each saved, merged or chained
+        as a settlement would; the ids holding them."""
+        with self._db.tx() as tx:
+            return [self.writer.save(tx, item) for item in items]
 
     # switches --------------------------------------------------------------------------
     def project_disabled(self, project: str) -> bool:
@@ -97,13 +380,13 @@ class MemoryItemsPart(Part):
         ids = [r[0] for r in rows]
         sources: dict[str, list[MemorySourceRow]] = defaultdict(list)
         with self._db.ro() as tx:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
+            for start in range(0, len(ids), _PAGE):
+                chunk = ids[start : start + _PAGE]
                 marks = ", ".join("?" for _ in chunk)
-                for item_id, sid, ordinal, quote in tx.run(
-                    "SELECT item_id, session_id, ordinal, quote FROM memory_sources "
+                for item_id, sid, ordinal, quote, op in tx.run(
+                    "SELECT item_id, session_id, ordinal, quote, operation_id FROM memory_sources "
                     f"WHERE item_id IN ({marks}) ORDER BY item_id, n",
                     chunk,
                 ):
-                    sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote))
+                    sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote, op))
         return [item_from_row(r, tuple(sources[r[0]])) for r in rows]

@@ -1,0 +1,218 @@
+"""Recall: the memory items that answer a query, and the context block an agent prepends
+to its next session's system prompt.
+
+:func:`recall` ranks items two ways and fuses the ranks (:func:`memoir.fusion.rrf`, as
+search does): full text over content and keys (the store's FTS5 / tsvector index, any
+query word sufficing, stop words dropped), and — when an embedder is given — cosine
+similarity of the query to the items' vectors, over the newest :data:`VECTOR_POOL` items
+within the filters plus every text match (items lacking a vector get one, at most
+:data:`EMBED_PER_CALL` per call). Filters: owner, project (its project-scoped items with
+the global ones), scope, kinds, and ``as_of`` (the items valid at that time, superseded
+since or not) or ``history`` (superseded items too).
+
+:func:`context_block` renders the most relevant items within a token budget, counted
+exactly on the rendered text with the model's tokenizer; the order is stable (the same
+items give the same block).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from memoir.errors import MemoirError
+from memoir.fusion import rrf
+from memoir.llm.port import TokenCounter
+from memoir.store.memory_rows import MemoryItemRow
+from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
+from memoir.store.query_text import MAX_QUERY_CHARS, STOPWORDS, ParsedQuery, parse_query
+
+__all__ = [
+    "CONTEXT_HEADER",
+    "EMBED_PER_CALL",
+    "KIND_ORDER",
+    "VECTOR_POOL",
+    "ContextBlock",
+    "ItemEmbedder",
+    "Recalled",
+    "context_block",
+    "item_text",
+    "recall",
+]
+
+VECTOR_POOL = 5_000
+EMBED_PER_CALL = 256
+TEXT_POOL = 200
+_JOIN_SLACK = 2  # tokens a line may share with the text before it (BPE across the join)
+_GIVE_UP = 200  # consecutive items that did not fit: the block is full
+KIND_ORDER = ("constraint", "preference", "decision", "fact", "plan")
+CONTEXT_HEADER = (
+    "What Memoir remembers about the user (from their own words; each line: [kind] the "
+    "item, and its id for `memoir memories show`):"
+)
+
+
+class ItemEmbedder(Protocol):
+    """What recall needs of an embedder (``memoir.search``'s embedders are one)."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Recalled:
+    """One recalled item with its fused score and its rank in each list (1-based)."""
+
+    item: MemoryItemRow
+    score: float
+    text_rank: int | None = None
+    vector_rank: int | None = None
+
+
+def item_text(item: MemoryItemRow) -> str:
+    """What an item's vector is made from."""
+    return item.content + " (" + ", ".join(item.keys) + ")"
+
+
+def _text_query(query: str) -> ParsedQuery:
+    parsed = parse_query(query)
+    terms = tuple(t for g in parsed.groups for t in g)
+    content = tuple(t for t in terms if not (len(t.words) == 1 and t.words[0] in STOPWORDS))
+    return ParsedQuery(groups=((content or terms),) if terms else (), excluded=parsed.excluded)
+
+
+def recall(
+    items: MemoryItemsPart,
+    query: str,
+    where: ItemFilter,
+    *,
+    limit: int = 10,
+    embedder: ItemEmbedder | None = None,
+) -> list[Recalled]:
+    """The items best answering ``query`` within ``where`` (see the module)."""
+    if limit < 1:
+        raise MemoirError(f"limit must be at least 1, got {limit}")
+    if len(query) > MAX_QUERY_CHARS:
+        raise MemoirError(f"the query is {len(query)} characters; at most {MAX_QUERY_CHARS}")
+    if not query.strip():
+        newest = items.select(where, limit=limit)
+        return [Recalled(i, 0.0) for i in newest]
+    pool = max(TEXT_POOL, limit * 5)
+    text_ids = items.rank_text(_text_query(query), where, pool)
+    rankings = [text_ids]
+    vector_ids: list[str] = []
+    if embedder is not None:
+        vector_ids = _vector_ranking(items, query, where, embedder, text_ids, pool)
+        rankings.append(vector_ids)
+    fused = rrf(rankings)[:limit]
+    found = items.by_ids([i for i, _ in fused])
+    text_rank = {i: n for n, i in enumerate(text_ids, start=1)}
+    vector_rank = {i: n for n, i in enumerate(vector_ids, start=1)}
+    return [
+        Recalled(found[i], score, text_rank.get(i), vector_rank.get(i))
+        for i, score in fused
+        if i in found
+    ]
+
+
+def _vector_ranking(
+    items: MemoryItemsPart,
+    query: str,
+    where: ItemFilter,
+    embedder: ItemEmbedder,
+    text_ids: list[str],
+    pool: int,
+) -> list[str]:
+    ids = list(dict.fromkeys([*items.ids(where, VECTOR_POOL), *text_ids]))
+    if not ids:
+        return []
+    vectors = items.vectors(embedder.name, ids)
+    missing = [i for i in ids if i not in vectors][:EMBED_PER_CALL]
+    if missing:
+        rows = items.by_ids(missing)
+        texts = [item_text(rows[i]) for i in missing if i in rows]
+        made = embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        fresh = {i: made[n] for n, i in enumerate(i for i in missing if i in rows)}
+        items.put_vectors(embedder.name, fresh)
+        vectors.update(fresh)
+    have = [i for i in ids if i in vectors]
+    if not have:
+        return []
+    matrix = np.stack([vectors[i] for i in have]).astype(np.float32)
+    q = np.asarray(embedder.embed_query([query]), dtype=np.float32).reshape(-1)
+    scores = matrix @ q
+    order = np.lexsort((np.arange(len(have)), -scores))
+    return [have[int(n)] for n in order[:pool]]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """The rendered block, its exact token count, and the items it holds (in order)."""
+
+    text: str
+    tokens: int
+    items: tuple[str, ...]
+    left_out: int  # relevant items that did not fit the budget
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "items": list(self.items),
+            "left_out": self.left_out,
+        }
+
+
+def _line(item: MemoryItemRow) -> str:
+    content = " ".join(item.content.split())
+    return f"- [{item.kind}] {content} ({item.id[:8]})"
+
+
+def standing_order(items: Sequence[MemoryItemRow]) -> list[MemoryItemRow]:
+    """Items in the order a context block takes them without a query: constraints first,
+    then preferences, decisions, facts, plans; within a kind, the ones said most often,
+    then the newest."""
+    rank = {k: n for n, k in enumerate(KIND_ORDER)}
+
+    def key(i: MemoryItemRow) -> tuple[int, int, float, str]:
+        seen = i.observed_at or i.created_at
+        return (rank.get(i.kind, len(rank)), -len(i.sources), -seen.timestamp(), i.id)
+
+    return sorted(items, key=key)
+
+
+def context_block(
+    ordered: Sequence[MemoryItemRow], budget_tokens: int, counter: TokenCounter
+) -> ContextBlock:
+    """The block of ``ordered`` items (most relevant first) within ``budget_tokens``,
+    counted on the rendered text: each item goes in if the whole block still fits, else it
+    is skipped and the next one tried. Nothing fits (or nothing to say): an empty block."""
+    if budget_tokens < 0:
+        raise MemoirError(f"the budget must be 0 or more tokens, got {budget_tokens}")
+    lines: list[str] = []
+    taken: list[str] = []
+    tokens = counter.count(CONTEXT_HEADER)
+    misses = 0
+    for item in ordered:
+        line = _line(item)
+        if tokens + counter.count(line) > budget_tokens + _JOIN_SLACK:
+            misses += 1  # cannot fit: not worth an exact count
+        else:
+            count = counter.count("\n".join([CONTEXT_HEADER, *lines, line]))
+            if count <= budget_tokens:
+                lines.append(line)
+                taken.append(item.id)
+                tokens, misses = count, 0
+            else:
+                misses += 1
+        if misses >= _GIVE_UP:
+            break
+    if not lines:
+        return ContextBlock("", 0, (), len(ordered))
+    text = "\n".join([CONTEXT_HEADER, *lines])
+    return ContextBlock(text, tokens, tuple(taken), len(ordered) - len(taken))

@@ -1,0 +1,88 @@
+"""Full-text ranking of memory items, the one part of the items' SQL that differs by
+backend: SQLite keeps a ``memory_fts`` FTS5 table in step with the items (bm25),
+PostgreSQL a generated ``tsv`` column (``ts_rank``). Both read the structured query of
+:mod:`memoir.store.query_text`, accent-folded as their exchange indexes are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from memoir.store.db import Tx
+from memoir.store.fold import fold_accents
+from memoir.store.migrations.v013_memory_recall import fts_body
+from memoir.store.query_text import ParsedQuery, Term, to_fts5
+
+__all__ = ["ItemText", "PostgresItemText", "SqliteItemText"]
+
+
+class ItemText(Protocol):
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None: ...
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None: ...
+    def rank(
+        self, tx: Tx, query: ParsedQuery, where: str, params: Sequence[Any], limit: int
+    ) -> list[str]:
+        """Ids of the items matching ``query`` and ``where`` (over alias ``i``), best first."""
+        ...
+
+
+class SqliteItemText:
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
+        tx.run("DELETE FROM memory_fts WHERE item_id = ?", (item_id,))
+        tx.run(
+            "INSERT INTO memory_fts (item_id, body) VALUES (?, ?)",
+            (item_id, fts_body(content, keys)),
+        )
+
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
+        for item_id in item_ids:
+            tx.run("DELETE FROM memory_fts WHERE item_id = ?", (item_id,))
+
+    def rank(
+        self, tx: Tx, query: ParsedQuery, where: str, params: Sequence[Any], limit: int
+    ) -> list[str]:
+        match = to_fts5(query)
+        if match is None:
+            return []
+        rows = tx.run(
+            "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.id = f.item_id "
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts), i.id LIMIT ?",
+            (match, *params, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+
+class PostgresItemText:
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
+        return None  # the tsv column is generated from content and keys
+
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
+        return None
+
+    def rank(
+        self, tx: Tx, query: ParsedQuery, where: str, params: Sequence[Any], limit: int
+    ) -> list[str]:
+        if query.empty:
+            return []
+        tsq_params: list[Any] = []
+        expr = " && ".join(_any(g, tsq_params) for g in query.groups)
+        if query.excluded:
+            expr = f"({expr}) && !!{_any(query.excluded, tsq_params)}"
+        rows = tx.run(
+            f"SELECT i.id FROM memory_items i, (SELECT {expr}) AS q(q) "
+            f"WHERE i.tsv @@ q.q AND {where} ORDER BY ts_rank(i.tsv, q.q) DESC, i.id LIMIT ?",
+            (*tsq_params, *params, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+
+def _term(term: Term, params: list[Any]) -> str:
+    if term.prefix:
+        params.append(f"{fold_accents(term.words[0])}:*")
+        return "to_tsquery('english'::regconfig, ?)"
+    params.append('"' + fold_accents(" ".join(term.words)) + '"')
+    return "websearch_to_tsquery('english'::regconfig, ?)"
+
+
+def _any(terms: tuple[Term, ...], params: list[Any]) -> str:
+    return "(" + " || ".join(_term(t, params) for t in terms) + ")"
