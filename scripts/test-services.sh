@@ -3,7 +3,8 @@
 #   a PostgreSQL 15 cluster and a Redis server, both under $MEMOIR_TEST_RUN (default .tmp/services).
 # Usage: scripts/test-services.sh start   -> prints `export ...` lines for the URLs
 #        scripts/test-services.sh stop
-# Installs the Debian packages when the binaries are missing (as root, apt-get).
+# Installs the Debian packages when the binaries are missing (as root, apt-get), and Debian's
+# chromium for the browser suite (tests/web drives it through Playwright; no browser download).
 set -euo pipefail
 cmd=${1:-start}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +28,7 @@ ensure_packages() {
   local need=()
   pg_bin >/dev/null || need+=(postgresql)
   command -v redis-server >/dev/null || need+=(redis-server)
+  [ -x /usr/bin/chromium ] || need+=(chromium fonts-dejavu-core)
   if [ ${#need[@]} -gt 0 ]; then
     echo "installing ${need[*]} from apt" >&2
     export DEBIAN_FRONTEND=noninteractive

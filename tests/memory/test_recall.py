@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.conftest import fresh_pg_schema
 
+from conftest import fresh_pg_schema
 from memoir.llm.tokens import counter_for
 from memoir.memory.decisions import Work
 from memoir.memory.keeping import export_lines, forget, import_lines

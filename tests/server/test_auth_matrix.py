@@ -33,6 +33,9 @@ ROUTES: list[tuple[str, str, Any, int, bool]] = [
     ("POST", f"/api/sessions/{SID}/summary/regenerate", None, 202, False),
     ("GET", "/api/memories", None, 200, True),
     ("DELETE", "/api/memories/no-such-item", None, 404, False),
+    ("GET", "/api/memories/no-such-item", None, 404, False),
+    ("GET", "/api/memories/context", None, 200, True),
+    ("POST", "/api/memories/forget", {"matching": "nothing-like-this"}, 200, True),
     ("POST", f"/api/sessions/{SID}/remember", None, 200, False),
     ("GET", "/api/usage", None, 200, True),
 ]

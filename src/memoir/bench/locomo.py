@@ -25,7 +25,7 @@ from memoir.search.backfill import embed_backlog
 from memoir.search.embedder import Embedder
 from memoir.search.engine import search
 from memoir.search.hits import SearchMode
-from memoir.store import IngestBatch, Store, open_store
+from memoir.store import IngestBatch, SearchFilters, Store, open_store
 
 __all__ = ["KS", "LocomoReport", "ModeScores", "question_scores", "run_locomo"]
 
@@ -100,16 +100,19 @@ def run_locomo(
     embedder: Embedder | None = None,
     modes: Sequence[SearchMode] | None = None,
     progress: Callable[[str], None] | None = None,
+    memories: bool = False,
 ) -> LocomoReport:
+    """With ``memories``, each conversation's memory items are extracted (the offline
+    extractor, every session a range) and each text or hybrid mode is scored twice in the
+    same run: as is, and as ``MODE+memories`` with the memory-keys list fused in."""
     files = sorted(directory.glob("*.json"))
     if not files:
         raise ConfigError(f"no LoCoMo *.json files in {directory}")
     chosen: Sequence[SearchMode] = modes or (
         ("text", "vector", "hybrid") if embedder is not None else ("text",)
     )
-    report = LocomoReport(
-        {m: ModeScores() for m in chosen}, [], embedder.name if embedder else None
-    )
+    names = [*chosen, *(f"{m}+memories" for m in chosen if memories and m != "vector")]
+    report = LocomoReport({m: ModeScores() for m in names}, [], embedder.name if embedder else None)
     for path in files:
         conv = load_conversation(path)
         report.conversations.append(conv.name)
@@ -118,7 +121,7 @@ def run_locomo(
         with tempfile.TemporaryDirectory(prefix="memoir-locomo-") as tmp:
             store = open_store(Settings.from_env({"MEMOIR_HOME": tmp}, sources=()))
             try:
-                _run_one(store, conv, embedder, chosen, report)
+                _run_one(store, conv, embedder, chosen, report, memories=memories)
             finally:
                 store.close()
     return report
@@ -130,24 +133,60 @@ def _run_one(
     embedder: Embedder | None,
     modes: Sequence[SearchMode],
     report: LocomoReport,
+    *,
+    memories: bool = False,
 ) -> None:
     where = _ingest(store, conv)
     if embedder is not None:
         started = time.perf_counter()
         embed_backlog(store, embedder)
         report.embed_seconds += time.perf_counter() - started
-    local = {m: ModeScores() for m in modes}
+    runs: list[tuple[str, SearchMode, bool]] = [(m, m, False) for m in modes]
+    if memories:
+        _extract_memories(store, embedder)
+        runs += [(f"{m}+memories", m, True) for m in modes if m != "vector"]
+    local = {name: ModeScores() for name, _, _ in runs}
     for question in conv.questions:
         wanted = [where[e] for e in question.evidence]
-        for mode in modes:
+        for name, mode, keys in runs:
             started = time.perf_counter()
-            hits = search(store, question.text, mode=mode, limit=max(KS), embedder=embedder)
+            hits = search(
+                store,
+                question.text,
+                mode=mode,
+                limit=max(KS),
+                embedder=embedder,
+                memory_keys=keys,
+            )
             elapsed = time.perf_counter() - started
             scores = question_scores([h.exchange_id for h in hits], wanted)
-            report.modes[mode].add(scores, elapsed)
-            local[mode].add(scores, elapsed)
-            category = report.by_category.setdefault(mode, {})
+            report.modes[name].add(scores, elapsed)
+            local[name].add(scores, elapsed)
+            category = report.by_category.setdefault(name, {})
             category.setdefault(question.category, ModeScores()).add(scores, elapsed)
     report.per_conversation[conv.name] = {
-        m: float(local[m].summary().get("recall@10", 0.0)) for m in modes
+        name: float(local[name].summary().get("recall@10", 0.0)) for name in local
     }
+
+
+def _extract_memories(store: Store, embedder: Embedder | None) -> None:
+    """Every session of the conversation extracted as one range by the offline extractor
+    (item vectors stored when an embedder is given)."""
+    from memoir.llm.tokens import counter_for
+    from memoir.memory.decisions import Work
+    from memoir.memory.offline_extractor import OfflineMemoryModel
+    from memoir.memory.runner import MemoryConfig, MemoryParts, Runner, Task
+    from memoir.memory.values import Trigger
+
+    parts = MemoryParts(
+        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
+    )
+    runner = Runner(
+        parts,
+        OfflineMemoryModel(),
+        counter_for("cl100k_base"),
+        MemoryConfig(window=128_000, output_reserve=16_000),
+        embedder=(lambda: embedder) if embedder is not None else None,
+    )
+    for session_id in store.sessions.ids(SearchFilters(include_subagents=True)):
+        runner.run(Task(Work(session_id, Trigger.COMPACTION, "locomo")))

@@ -28,6 +28,12 @@ def locomo(
     embedder_name: str = typer.Option(
         "auto", "--embedder", help="auto, minilm, hash or none (text only)."
     ),
+    memories: bool = typer.Option(
+        False,
+        "--memories",
+        help="Also extract memory items (offline) and score text and hybrid search with "
+        "the memory-keys list too (rows MODE+memories, same run).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Recall@k of text, vector and hybrid search on LoCoMo questions (categories 1–4)."""
@@ -36,6 +42,7 @@ def locomo(
         directory,
         embedder=embedder,
         progress=None if as_json else lambda line: err_console.print(line, style="dim"),
+        memories=memories,
     )
     if as_json:
         print_json(report.to_json())

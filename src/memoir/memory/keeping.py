@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memoir.errors import MemoirError
+from memoir.errors import ConfigError, MemoirError, NotFound
 from memoir.memory.validate import normalize
 from memoir.store.codec import from_iso
 from memoir.store.memory_rows import (
@@ -53,11 +53,11 @@ def forget(
     """Forget what exactly one selector names (see the module); the items deleted."""
     chosen = [x for x in (item, session, project, matching) if x is not None]
     if len(chosen) != 1:
-        raise MemoirError("name exactly one of: an item, a session, a project, a query")
+        raise ConfigError("name exactly one of: an item, a session, a project, a query")
     if item is not None:
         found = items.get(item)
         if found is None or (owner is not None and found.owner != owner):
-            raise MemoirError(f"no memory item {item!r}")
+            raise NotFound(f"no memory item {item!r}")
         return items.forget_many([found.id])
     if session is not None:
         ids = [
@@ -73,7 +73,7 @@ def forget(
     assert matching is not None
     parsed = parse_query(matching)
     if parsed.empty:
-        raise MemoirError("the query has no words to match")
+        raise ConfigError("the query has no words to match")
     ids = items.rank_text(parsed, ItemFilter(owner=owner), _MATCH_LIMIT)
     return items.forget_many(ids)
 

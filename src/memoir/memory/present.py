@@ -1,4 +1,4 @@
-"""How a memory item is shown (CLI, HTTP, MCP) and the plain word search over items.
+"""How a memory item is shown (CLI, HTTP, MCP).
 
 Pure. An item's JSON names each quote's exchange (``SESSION:N``, the id search hits and
 ``memoir show`` use), so a reader can go from a memory to the words it came from.
@@ -6,16 +6,13 @@ Pure. An item's JSON names each quote's exchange (``SESSION:N``, the id search h
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
 
-__all__ = ["exchange_finder", "item_json", "receipt_json", "search_items"]
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+__all__ = ["exchange_finder", "item_json", "receipt_json"]
 
 
 def item_json(item: MemoryItemRow, exchange_of: Callable[[str, int], str | None]) -> dict[str, Any]:
@@ -69,29 +66,6 @@ def receipt_json(r: ReceiptRow) -> dict[str, Any]:
         "input_tokens": r.input_tokens,
         "created_at": r.created_at.isoformat(),
     }
-
-
-def _words(text: str) -> set[str]:
-    return {w.casefold() for w in _WORD.findall(text)}
-
-
-def search_items(
-    items: Iterable[MemoryItemRow], query: str, limit: int = 20
-) -> list[MemoryItemRow]:
-    """Items whose content, keys or quotes hold the query's words: those holding more of
-    them first, then the newest. (Ranked recall over text and vectors is
-    ``Memoir.recall``'s job once it lands; this is the plain match.)"""
-    wanted = _words(query)
-    if not wanted:
-        return []
-    scored: list[tuple[int, MemoryItemRow]] = []
-    for item in items:
-        have = _words(" ".join([item.content, *item.keys, *(s.quote for s in item.sources)]))
-        hits = len(wanted & have)
-        if hits:
-            scored.append((hits, item))
-    scored.sort(key=lambda p: (-p[0], -p[1].created_at.timestamp(), p[1].id))
-    return [item for _, item in scored[:limit]]
 
 
 def exchange_finder(

@@ -4,11 +4,11 @@ to its next session's system prompt.
 :func:`recall` ranks items two ways and fuses the ranks (:func:`memoir.fusion.rrf`, as
 search does): full text over content and keys (the store's FTS5 / tsvector index, any
 query word sufficing, stop words dropped), and — when an embedder is given — cosine
-similarity of the query to the items' vectors, over the newest :data:`VECTOR_POOL` items
-within the filters plus every text match (items lacking a vector get one, at most
-:data:`EMBED_PER_CALL` per call). Filters: owner, project (its project-scoped items with
-the global ones), scope, kinds, and ``as_of`` (the items valid at that time, superseded
-since or not) or ``history`` (superseded items too).
+similarity of the query to the items' vectors (at least :data:`VECTOR_FLOOR`), over the
+newest :data:`VECTOR_POOL` items within the filters plus every text match (items lacking a
+vector get one, at most :data:`EMBED_PER_CALL` per call). Filters: owner, project (its
+project-scoped items with the global ones), scope, kinds, and ``as_of`` (the items valid
+at that time, superseded since or not) or ``history`` (superseded items too).
 
 :func:`context_block` renders the most relevant items within a token budget, counted
 exactly on the rendered text with the model's tokenizer; the order is stable (the same
@@ -28,12 +28,13 @@ from memoir.fusion import rrf
 from memoir.llm.port import TokenCounter
 from memoir.store.memory_rows import MemoryItemRow
 from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
-from memoir.store.query_text import MAX_QUERY_CHARS, STOPWORDS, ParsedQuery, parse_query
+from memoir.store.query_text import MAX_QUERY_CHARS, any_content_word
 
 __all__ = [
     "CONTEXT_HEADER",
     "EMBED_PER_CALL",
     "KIND_ORDER",
+    "VECTOR_FLOOR",
     "VECTOR_POOL",
     "ContextBlock",
     "ItemEmbedder",
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 VECTOR_POOL = 5_000
+# a vector-only candidate must be at least this similar (MiniLM: unrelated sentences score
+# 0.0–0.25, a related one 0.4 and up): recall answers with nothing rather than with noise
+VECTOR_FLOOR = 0.35
 EMBED_PER_CALL = 256
 TEXT_POOL = 200
 _JOIN_SLACK = 2  # tokens a line may share with the text before it (BPE across the join)
@@ -79,13 +83,6 @@ def item_text(item: MemoryItemRow) -> str:
     return item.content + " (" + ", ".join(item.keys) + ")"
 
 
-def _text_query(query: str) -> ParsedQuery:
-    parsed = parse_query(query)
-    terms = tuple(t for g in parsed.groups for t in g)
-    content = tuple(t for t in terms if not (len(t.words) == 1 and t.words[0] in STOPWORDS))
-    return ParsedQuery(groups=((content or terms),) if terms else (), excluded=parsed.excluded)
-
-
 def recall(
     items: MemoryItemsPart,
     query: str,
@@ -103,7 +100,7 @@ def recall(
         newest = items.select(where, limit=limit)
         return [Recalled(i, 0.0) for i in newest]
     pool = max(TEXT_POOL, limit * 5)
-    text_ids = items.rank_text(_text_query(query), where, pool)
+    text_ids = items.rank_text(any_content_word(query), where, pool)
     rankings = [text_ids]
     vector_ids: list[str] = []
     if embedder is not None:
@@ -147,7 +144,7 @@ def _vector_ranking(
     q = np.asarray(embedder.embed_query([query]), dtype=np.float32).reshape(-1)
     scores = matrix @ q
     order = np.lexsort((np.arange(len(have)), -scores))
-    return [have[int(n)] for n in order[:pool]]
+    return [have[int(n)] for n in order[:pool] if scores[n] >= VECTOR_FLOOR]
 
 
 @dataclass(frozen=True, slots=True)

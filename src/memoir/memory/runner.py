@@ -318,6 +318,7 @@ class Runner:
             forgotten=lambda q: (
                 evidence_fingerprint(run.task.work.session_id, q.ordinal, q.text) in forgotten
             ),
+            now=self._clock.now(UTC),
         )
         if validation.failed:
             raise _Failed(

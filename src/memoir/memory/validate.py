@@ -277,12 +277,13 @@ def check_update(
     item: MemoryItem,
     known: Mapping[str, KnownItem],
     stamps: Mapping[int, datetime | None],
+    now: datetime | None = None,
 ) -> str | None:
     """Why ``item.updates`` does not hold (a reason code), or None when it does: it names
     a memory the model was shown [``update_unknown_item``], their keys overlap
     [``update_keys_disjoint``], and the new evidence is later — a later event of the same
     session, or a later time [``update_not_later``] (``stamps``: the time of each event
-    of the slice)."""
+    of the slice; events with no time count as said ``now``, when Memoir learns them)."""
     old = known.get(item.updates or "")
     if old is None:
         return "update_unknown_item"
@@ -292,6 +293,8 @@ def check_update(
     if old.last_ordinal is not None:
         return None if newest > old.last_ordinal else "update_not_later"
     times = [t for q in item.quotes if (t := stamps.get(q.ordinal)) is not None]
+    if not times and now is not None:
+        times = [now]
     if old.latest is None or not times or max(times) <= old.latest:
         return "update_not_later"
     return None
@@ -305,6 +308,7 @@ def validate_proposal(
     known: Sequence[KnownItem] = (),
     stamps: Mapping[int, datetime | None] | None = None,
     forgotten: Callable[[Quote], bool] = lambda q: False,
+    now: datetime | None = None,
 ) -> Validation:
     """Check every item of ``proposal`` against the slice the model was shown (and its
     ``updates`` claims against the ``known`` memories it was shown). For a trigger that
@@ -326,7 +330,8 @@ def validate_proposal(
                 rejected.append(Rejection(index, incidental, DUPLICATE_ITEM, item.content))
                 continue
             if item.updates:
-                why = check_update(replace(checked, updates=item.updates), shown, stamps or {})
+                claim = replace(checked, updates=item.updates)
+                why = check_update(claim, shown, stamps or {}, now)
                 if why is None:
                     checked = replace(checked, updates=item.updates)
                 else:

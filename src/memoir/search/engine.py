@@ -28,6 +28,7 @@ from memoir.search.context import neighbour_smoothed
 from memoir.search.embedder import Embedder, TokenEmbedder
 from memoir.search.hits import SearchHit, SearchMode
 from memoir.search.late import RERANK_DEPTH, rerank
+from memoir.search.memory_keys import memory_ranking
 from memoir.search.query_dates import query_dates, span_contains
 from memoir.search.reads import Lookup, SearchReads
 from memoir.search.request import SearchRequest, resolve_mode
@@ -60,6 +61,7 @@ SummaryReader = Callable[[str], "str | None"]
 # turns: on LoCoMo their top-5s together hold more evidence than either top-10).
 HYBRID_K = 10
 HYBRID_WEIGHTS = (1.0, 1.0)
+MEMORY_WEIGHT = 1.0  # the memory-keys list counts as much as each of the two others
 # hybrid's vector query is moved towards the best text hits (Rocchio feedback): the words
 # pin down the topic, the vectors then find turns about it that use other words
 FEEDBACK_DOCS = 3
@@ -191,6 +193,7 @@ def search(
     embedder: Embedder | None = None,
     summaries: SummaryReader | None = None,
     pool: int | None = None,
+    memory_keys: bool = True,
 ) -> list[SearchHit]:
     """Rank exchanges for ``query``; best first, at most ``limit`` hits.
 
@@ -206,9 +209,18 @@ def search(
     is :data:`DEFAULT_POOL` whatever the limit, so a smaller ``limit`` shows the first hits
     of a larger one, in the same order (``--limit 3`` is the top 3 of ``--limit 10``); a
     limit beyond what that pool ranks is filled from a deeper pass, after those hits.
+
+    ``memory_keys``: text and hybrid search also rank exchanges through the memory items
+    they are evidence for (:mod:`memoir.search.memory_keys`).
     """
     request = SearchRequest.of(
-        query, filters=filters, mode=mode, limit=limit, pool=pool, embedder=embedder
+        query,
+        filters=filters,
+        mode=mode,
+        limit=limit,
+        pool=pool,
+        embedder=embedder,
+        memory_keys=memory_keys,
     )
     return run_search(store, request, embedder=embedder, summaries=summaries)
 
@@ -277,20 +289,35 @@ def _rank(run: _Search, pool: int) -> _Ranking:
         text_ranked = sorted(((i, h.score) for i, h in text_hits.items()), key=lambda kv: -kv[1])
     vector_ranked: list[tuple[str, float]] = []
     query_tokens: np.ndarray | None = None
+    query_vector: np.ndarray | None = None
     if chosen in ("vector", "hybrid") and embedder is not None:
         feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
-        query_vector = None
         if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
             query_vector, query_tokens = embedder.query_with_tokens(request.meaning)
         vector_ranked = _vector_ranking(run, embedder, pool, feedback, query_vector)
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
+    memory_rank: list[str] = []
+    if request.memory_keys and chosen in ("text", "hybrid"):
+        memory_rank = memory_ranking(
+            run.store,
+            request,
+            run.lookup,
+            run.passes,
+            lambda ex: mentions_any(ex, request.excluded),
+            embedder=embedder if chosen == "hybrid" else None,
+            query_vector=query_vector if chosen == "hybrid" else None,
+        )
     if chosen == "text":
-        ranked = text_ranked
+        ranked = rrf([text_rank, memory_rank], k=HYBRID_K) if memory_rank else text_ranked
     elif chosen == "vector":
         ranked = vector_ranked
     else:
-        ranked = rrf([text_rank, vector_rank], k=HYBRID_K, weights=HYBRID_WEIGHTS)
+        lists, weights = [text_rank, vector_rank], list(HYBRID_WEIGHTS)
+        if memory_rank:
+            lists.append(memory_rank)
+            weights.append(MEMORY_WEIGHT)
+        ranked = rrf(lists, k=HYBRID_K, weights=weights)
         if query_tokens is not None and embedder is not None and vector_rank:
             ranked = _reranked(run.store.embeddings, embedder.name, ranked, query_tokens)
     return _Ranking(

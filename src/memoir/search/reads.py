@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Protocol
 
 from memoir.model import Exchange, Session
-from memoir.store.parts import EmbeddingsPart, ExchangesPart, IndexPart, SessionsPart
+from memoir.store.parts import (
+    EmbeddingsPart,
+    ExchangesPart,
+    IndexPart,
+    MemoryItemsPart,
+    SessionsPart,
+)
 from memoir.store.port import Claims
 
 __all__ = ["Lookup", "SearchReads", "VectorReads"]
@@ -28,11 +34,13 @@ class VectorReads(Protocol):
 
 
 class SearchReads(VectorReads, Protocol):
-    """What a search reads: the vectors, the full-text index, exchanges and sessions."""
+    """What a search reads: the vectors, the full-text index, exchanges and sessions, and
+    the memory items exchanges are evidence for."""
 
     index: IndexPart
     exchanges: ExchangesPart
     sessions: SessionsPart
+    memory_items: MemoryItemsPart
 
 
 class Lookup:

@@ -47,6 +47,7 @@ class SearchRequest:
     mode: SearchMode
     limit: int
     pool: int | None = None
+    memory_keys: bool = True  # exchanges also found through the memory items they support
 
     @classmethod
     def of(
@@ -58,6 +59,7 @@ class SearchRequest:
         limit: int = 10,
         pool: int | None = None,
         embedder: Embedder | None = None,
+        memory_keys: bool = True,
     ) -> SearchRequest:
         """The request for these arguments, each checked (``ConfigError`` naming the one
         that cannot be searched for); ``embedder`` is whether meaning search is available
@@ -83,4 +85,5 @@ class SearchRequest:
             mode=chosen,
             limit=min(limit, MAX_LIMIT),
             pool=pool,
+            memory_keys=bool(memory_keys),
         )

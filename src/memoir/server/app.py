@@ -2,6 +2,7 @@
 
 ``create_app(memoir)`` serves a Memoir the caller opened (and closes); ``create_app(
 settings=…)`` opens one from settings when the server starts and closes it when it stops.
+The API is under ``/api``; the web page (:mod:`memoir.server.web`) at ``/``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from memoir.config import Settings
 from memoir.server import errors
 from memoir.server.middleware import DEFAULT_MAX_BODY, RequestMiddleware
 from memoir.server.routes import ROUTERS
+from memoir.server.web import router as web_router
 
 __all__ = ["create_app"]
 
@@ -51,5 +53,6 @@ def create_app(
     errors.install(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(web_router)
     app.add_middleware(RequestMiddleware, max_body=max_body)
     return app

@@ -10,8 +10,18 @@ from typing import Any
 
 from memoir.model import Event, Exchange, Session
 from memoir.server.errors import ApiError
+from memoir.store.values import SessionInfo
+from memoir.summaries.state import Coverage
 
-__all__ = ["decode_cursor", "encode_cursor", "event_json", "exchange_json", "session_json"]
+__all__ = [
+    "coverage_json",
+    "decode_cursor",
+    "encode_cursor",
+    "event_json",
+    "exchange_json",
+    "session_info_json",
+    "session_json",
+]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -26,8 +36,33 @@ def session_json(s: Session) -> dict[str, Any]:
         "incognito": s.flags.incognito,
         "memory_disabled": s.flags.memory_disabled,
         "archived": s.flags.archived,
+        "subagent": s.flags.subagent,
         "created_at": _iso(s.created_at),
         "updated_at": _iso(s.updated_at),
+    }
+
+
+def session_info_json(info: SessionInfo) -> dict[str, Any]:
+    """A session with its counts and the span of its exchanges (the sessions list)."""
+    return {
+        **session_json(info.session),
+        "exchanges": info.exchanges,
+        "events": info.events,
+        "first_at": _iso(info.first_at),
+        "last_at": _iso(info.last_at),
+    }
+
+
+def coverage_json(coverage: Coverage | None, unit: str, current: int) -> dict[str, Any] | None:
+    """What a summary covers, in ``unit`` ("events" | "bytes" of the archived transcript),
+    beside how much there is now (``current``, the same unit): the page's "12 of 14"."""
+    if coverage is None:
+        return None
+    return {
+        "amount": coverage.amount,
+        "last_exchange": coverage.last_exchange,
+        "unit": unit,
+        "current": current,
     }
 
 

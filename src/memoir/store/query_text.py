@@ -27,6 +27,7 @@ __all__ = [
     "STOPWORDS",
     "ParsedQuery",
     "Term",
+    "any_content_word",
     "drop_ubiquitous",
     "has_cjk",
     "meaning_text",
@@ -259,6 +260,15 @@ def drop_ubiquitous(
     if not groups:
         return query, True
     return ParsedQuery(groups=tuple(groups), excluded=query.excluded), False
+
+
+def any_content_word(raw: str) -> ParsedQuery:
+    """The query with any of its terms sufficing, stop words dropped (all of them kept
+    when nothing else is left): how recall reads a question against short memory items."""
+    parsed = parse_query(raw)
+    terms = tuple(t for g in parsed.groups for t in g)
+    content = tuple(t for t in terms if not (len(t.words) == 1 and t.words[0] in STOPWORDS))
+    return ParsedQuery(groups=((content or terms),) if terms else (), excluded=parsed.excluded)
 
 
 def _fts5_term(term: Term) -> str:

@@ -1,13 +1,18 @@
-"""Long-term memory of the caller: list or search items, forget one, remember now."""
+"""Long-term memory of the caller: list or recall items, read one with its history, the
+context block, forget (one item, or by session, project or words), remember now. Every
+read and write is limited to the caller's own items (an item belongs to the user whose
+session it came from)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
+from pydantic import BaseModel, ConfigDict, Field
 
 from memoir.app import Memoir
-from memoir.errors import NotFound
+from memoir.errors import ConfigError, NotFound
 from memoir.memory.present import exchange_finder, item_json
 from memoir.memory.tasks import Outcome
 from memoir.server.auth import current_user, memoir_of
@@ -18,46 +23,123 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api", tags=["memories"])
 
 
-def _owned(memoir: Memoir, user: str) -> set[str]:
-    """Ids of the caller's sessions: an item is the caller's when it came from one."""
-    ids: set[str] = set()
-    after = None
-    while True:
-        page = memoir.store.api.sessions(user, after=after, limit=1000)
-        ids.update(s.id for s in page)
-        if len(page) < 1000 or page[-1].created_at is None:
-            return ids
-        after = (page[-1].created_at, page[-1].id)
+class ForgetBody(BaseModel):
+    """Exactly one selector."""
+
+    model_config = ConfigDict(extra="forbid")
+    session: str | None = Field(None, max_length=200)
+    project: str | None = Field(None, max_length=500)
+    matching: str | None = Field(None, max_length=2000)
+
+
+def _when(raw: str | None) -> datetime | None:
+    if raw is None:
+        return None
+    try:
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        raise ConfigError(f"as_of must be an ISO date or time, not {raw!r}") from None
 
 
 @router.get("/memories")
 def list_memories(
-    q: str | None = Query(None, max_length=500, description="Words the item must contain."),
-    project: str | None = Query(None, max_length=200),
+    q: str | None = Query(None, max_length=2000, description="Recall: what to look for."),
+    project: str | None = Query(None, max_length=500),
+    kind: list[str] = Query([], description="fact, preference, decision, plan, constraint."),
+    scope: str | None = Query(None, description="global or project."),
+    as_of: str | None = Query(None, description="What held then (ISO date or time)."),
+    history: bool = Query(False, description="Superseded items too."),
     limit: int = Query(100, ge=1, le=1000),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    owned = _owned(memoir, user)
-    items = [i for i in memoir.store.memory_items.find(project=project) if i.session_id in owned]
-    if q:
-        words = q.lower().split()
-        items = [
-            i for i in items if all(w in f"{i.content} {' '.join(i.keys)}".lower() for w in words)
-        ]
+    """The caller's items: ranked by recall when ``q`` is given, else newest first."""
     find = exchange_finder(memoir.store.exchanges.of)
-    return {"data": {"memories": [item_json(i, find) for i in items[:limit]]}}
+    if q is not None and q.strip():
+        hits = memoir.recall(
+            q,
+            project=project,
+            kinds=kind,
+            scope=scope,
+            as_of=_when(as_of),
+            history=history,
+            limit=limit,
+            user=user,
+        )
+        rows = []
+        for hit in hits:
+            row = item_json(hit.item, find)
+            row["score"] = round(hit.score, 6)
+            rows.append(row)
+        return {"data": {"memories": rows}}
+    items = memoir.recall(
+        "",
+        project=project,
+        kinds=kind,
+        scope=scope,
+        as_of=_when(as_of),
+        history=history,
+        limit=limit,
+        user=user,
+    )
+    return {"data": {"memories": [item_json(h.item, find) for h in items]}}
+
+
+@router.get("/memories/context")
+def memory_context(
+    project: str | None = Query(None, max_length=500),
+    budget: int = Query(800, ge=0, le=100_000, description="At most this many tokens."),
+    q: str | None = Query(None, max_length=2000, description="Rank by this instead."),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """The block an agent prepends to its system prompt, within ``budget`` tokens."""
+    block = memoir.memory_context(project=project, budget_tokens=budget, query=q, user=user)
+    return {"data": block.as_json()}
+
+
+def _own(memoir: Memoir, user: str, item_id: str) -> Any:
+    found = memoir.store.memory_items.get(item_id)
+    if found is None or found.owner != user:
+        raise NotFound(f"no memory item {item_id!r}")
+    return found
+
+
+@router.get("/memories/{item_id}")
+def read_memory(
+    item_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
+) -> dict[str, Any]:
+    """One item with its quotes (each naming its exchange) and its history."""
+    item = _own(memoir, user, item_id)
+    find = exchange_finder(memoir.store.exchanges.of)
+    data = item_json(item, find)
+    data["history"] = [
+        item_json(i, find) for i in memoir.memory_history(item.id) if i.id != item.id
+    ]
+    return {"data": {"memory": data}}
 
 
 @router.delete("/memories/{item_id}")
 def forget_memory(
     item_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
-    found = memoir.store.memory_items.get(item_id)
-    if found is None or found.id != item_id or found.session_id not in _owned(memoir, user):
-        raise NotFound(f"no memory item {item_id!r}")
-    memoir.store.memory_items.forget(item_id)
-    return {"data": {"forgotten": item_id}}
+    """Forget the item and what it superseded; its evidence is never extracted again."""
+    item = _own(memoir, user, item_id)
+    gone = memoir.forget_memories(item=item.id, user=user)
+    return {"data": {"forgotten": item.id, "items": [i.id for i in gone]}}
+
+
+@router.post("/memories/forget")
+def forget_memories(
+    body: ForgetBody, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
+) -> dict[str, Any]:
+    """Forget every item of a session, of a project, or holding all the given words."""
+    if body.session is not None:
+        memoir.user_session(user, body.session)  # 404 unless the caller's
+    gone = memoir.forget_memories(
+        session=body.session, project=body.project, matching=body.matching, user=user
+    )
+    return {"data": {"items": [i.id for i in gone]}}
 
 
 @router.post("/sessions/{session_id}/remember")

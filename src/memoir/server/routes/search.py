@@ -8,6 +8,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Query
 
 from memoir.app import Memoir
+from memoir.model import Harness
 from memoir.search import SearchFilters, parse_when
 from memoir.server.auth import current_user, memoir_of
 
@@ -22,6 +23,7 @@ def search(
     mode: Literal["text", "vector", "hybrid"] | None = Query(None),
     project: str | None = Query(None, max_length=200),
     session: str | None = Query(None, max_length=200, description="A session id of yours."),
+    harness: Harness | None = Query(None, description="Sessions from this harness only."),
     role: Literal["user", "assistant", "tool"] | None = Query(None),
     after: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime."),
     before: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime (inclusive)."),
@@ -34,6 +36,7 @@ def search(
     filters = SearchFilters(
         project=project,
         session_id=session,
+        harness=str(harness) if harness is not None else None,
         role=role,
         after=parse_when(after, option="after") if after else None,
         before=parse_when(before, end_of_day=True, option="before") if before else None,

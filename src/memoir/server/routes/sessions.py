@@ -4,11 +4,13 @@ exchanges."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 
 from memoir.app import Memoir
+from memoir.model import Harness
+from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.errors import ApiError
 from memoir.server.present import (
@@ -16,9 +18,11 @@ from memoir.server.present import (
     encode_cursor,
     event_json,
     exchange_json,
+    session_info_json,
     session_json,
 )
 from memoir.server.schemas import EventsBody, NewSession
+from memoir.store.values import SessionInfo
 
 __all__ = ["router"]
 
@@ -49,17 +53,37 @@ def create_session(
 def list_sessions(
     cursor: str | None = Query(None, description="`next_cursor` of the previous page."),
     limit: int = Query(50, ge=1, le=500),
+    order: Literal["created", "recent"] = Query(
+        "created",
+        description="`created`: in the order they were created; `recent`: the most recently "
+        "active first, each with its exchange and event counts, filterable by project, "
+        "harness and dates, with the total and the projects and harnesses to filter by.",
+    ),
+    project: str | None = Query(None, max_length=200, description="With order=recent."),
+    harness: Harness | None = Query(None, description="With order=recent."),
+    after: str | None = Query(
+        None, description="With order=recent: active on or after (YYYY-MM-DD or ISO, UTC)."
+    ),
+    before: str | None = Query(
+        None, description="With order=recent: active on or before (YYYY-MM-DD or ISO, UTC)."
+    ),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    after = None
+    if order == "recent":
+        return _recent(memoir, user, cursor, limit, project, harness, after, before)
+    if any(v is not None for v in (project, harness, after, before)):
+        raise ApiError(
+            422, "invalid_request", "project, harness, after and before need order=recent"
+        )
+    after_key = None
     if cursor is not None:
         value = decode_cursor(cursor)
         try:
-            after = (datetime.fromisoformat(value[0]), str(value[1]))
+            after_key = (datetime.fromisoformat(value[0]), str(value[1]))
         except (TypeError, ValueError, IndexError, KeyError):
             raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave") from None
-    sessions = memoir.store.api.sessions(user, after=after, limit=limit + 1)
+    sessions = memoir.store.api.sessions(user, after=after_key, limit=limit + 1)
     page, more = sessions[:limit], len(sessions) > limit
     last = page[-1] if page else None
     next_cursor = (
@@ -68,6 +92,60 @@ def list_sessions(
         else None
     )
     return {"data": {"sessions": [session_json(s) for s in page]}, "next_cursor": next_cursor}
+
+
+def _recent(
+    memoir: Memoir,
+    user: str,
+    cursor: str | None,
+    limit: int,
+    project: str | None,
+    harness: Harness | None,
+    after: str | None,
+    before: str | None,
+) -> dict[str, Any]:
+    """The caller's sessions, most recently active first (the store's order), filtered; a
+    cursor is an offset into that order, so a session active meanwhile may move a page."""
+    since = parse_when(after, option="after") if after else None
+    until = parse_when(before, end_of_day=True, option="before") if before else None
+    offset = 0
+    if cursor is not None:
+        value = decode_cursor(cursor)
+        if not isinstance(value, dict) or not isinstance(value.get("offset"), int):
+            raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
+        offset = max(0, value["offset"])
+    mine = [i for i in memoir.store.sessions.recent() if i.session.user == user]
+    matched = [
+        i
+        for i in mine
+        if (project is None or i.session.project == project)
+        and (harness is None or i.session.harness == harness)
+        and _active_within(i, since, until)
+    ]
+    page = matched[offset : offset + limit]
+    more = offset + limit < len(matched)
+    return {
+        "data": {
+            "sessions": [session_info_json(i) for i in page],
+            "total": len(matched),
+            "facets": {
+                "projects": sorted({i.session.project for i in mine}),
+                "harnesses": sorted({str(i.session.harness) for i in mine}),
+            },
+        },
+        "next_cursor": encode_cursor({"offset": offset + limit}) if more else None,
+    }
+
+
+def _active_within(info: SessionInfo, since: datetime | None, until: datetime | None) -> bool:
+    """Did the session's exchanges (first to last) overlap [since, until)?"""
+    if since is None and until is None:
+        return True
+    first = info.first_at or info.last_at
+    last = info.last_at or info.first_at
+    if first is None or last is None:
+        return False
+    return (since is None or last >= since) and (until is None or first < until)
 
 
 @router.get("/{session_id}")

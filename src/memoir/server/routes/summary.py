@@ -3,12 +3,15 @@ duplicate request while a job is active gets the same job."""
 
 from __future__ import annotations
 
+import glob
 from typing import Any
 
 from fastapi import APIRouter, Depends
 
 from memoir.app import Memoir
+from memoir.model import Harness, Session
 from memoir.server.auth import current_user, memoir_of
+from memoir.server.present import coverage_json
 
 __all__ = ["router"]
 
@@ -23,22 +26,36 @@ def get_summary(
     the session's latest regeneration job, if any."""
     from memoir.summaries.persist import read_summary_state
 
-    memoir.user_session(user, session_id)
+    session = memoir.user_session(user, session_id)
     state = read_summary_state(memoir.summary_store(), memoir.store, session_id)
     updated = memoir.summary_updated_at(session_id)
     coverage = state.coverage
     job = memoir.summary_job(user, session_id)
+    unit, current = _measure(memoir, session) if coverage is not None else ("events", 0)
     return {
         "data": {
             "summary": state.body.strip() if state.has_body else None,
             "updated_at": updated.isoformat() if updated is not None else None,
             "model": state.model,
-            "coverage": None
-            if coverage is None
-            else {"amount": coverage.amount, "last_exchange": coverage.last_exchange},
+            "coverage": coverage_json(coverage, unit, current),
             "job": job.to_json() if job is not None else None,
         }
     }
+
+
+def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:
+    """The unit a summary's coverage counts in and how much of it there is now: bytes of
+    the archived transcript where the summary files are kept beside it, else events."""
+    if memoir.settings.summary_store != "database" and session.harness != Harness.API:
+        archive = memoir.settings.archive_dir
+        path = archive / session.project / f"{session.id}.jsonl"
+        if not path.is_file():  # a transcript that moved to another project's folder
+            path = next(iter(sorted(archive.glob(f"*/{glob.escape(session.id)}.jsonl"))), path)
+        try:
+            return "bytes", path.stat().st_size
+        except OSError:
+            pass
+    return "events", memoir.store.events.last_ordinal(session.id)
 
 
 @router.post("/{session_id}/summary/regenerate", status_code=202)

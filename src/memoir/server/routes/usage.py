@@ -1,4 +1,4 @@
-"""Model usage of the caller: calls and tokens by day and model."""
+"""Model usage of the caller: calls, failures and tokens by day and model."""
 
 from __future__ import annotations
 
@@ -26,20 +26,25 @@ def usage(
     """Calls made for the caller (recorded with its name) or for its sessions."""
     since = datetime.now(UTC) - timedelta(days=days) if days else None
     records = memoir.store.usage.records(since=since)
-    mine = [r for r in records if r.user == user or _owns(memoir, user, r.session)]
+    owners: dict[str, bool] = {}
+    mine = [r for r in records if r.user == user or _owns(memoir, user, r.session, owners)]
     totals = usage_totals(mine)
     return {
         "data": {
             "totals": [asdict(t) for t in totals],
             "calls": sum(t.calls for t in totals),
+            "failed": sum(t.failed for t in totals),
             "input_tokens": sum(t.input_tokens for t in totals),
             "output_tokens": sum(t.output_tokens for t in totals),
         }
     }
 
 
-def _owns(memoir: Memoir, user: str, session_id: str | None) -> bool:
+def _owns(memoir: Memoir, user: str, session_id: str | None, seen: dict[str, bool]) -> bool:
+    """Is ``session_id`` the caller's? (``seen``: the answers so far, one lookup a session)"""
     if session_id is None:
         return False
-    found = memoir.store.sessions.get(session_id)
-    return found is not None and found.user == user
+    if session_id not in seen:
+        found = memoir.store.sessions.get(session_id)
+        seen[session_id] = found is not None and found.user == user
+    return seen[session_id]

@@ -221,6 +221,28 @@ class MemoryItemsPart(Part):
         )
         return list(self.by_ids([str(r[0]) for r in rows]).values())
 
+    def evidence_exchanges(self, item_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Per item: the exchanges holding its quotes (in quote order, each once)."""
+        out: dict[str, list[str]] = defaultdict(list)
+        with self._db.ro() as tx:
+            for start in range(0, len(item_ids), _PAGE):
+                chunk = list(item_ids[start : start + _PAGE])
+                marks = ", ".join("?" for _ in chunk)
+                for item_id, exchange in tx.run(
+                    "SELECT s.item_id, x.id FROM memory_sources s JOIN exchanges x ON "
+                    "x.session_id = s.session_id AND x.first_ordinal = (SELECT "
+                    "max(y.first_ordinal) FROM exchanges y WHERE y.session_id = s.session_id "
+                    f"AND y.first_ordinal <= s.ordinal) WHERE s.item_id IN ({marks}) "
+                    "ORDER BY s.item_id, s.n",
+                    chunk,
+                ):
+                    if exchange not in out[item_id]:
+                        out[item_id].append(str(exchange))
+        return dict(out)
+
+    def any_live(self) -> bool:
+        return bool(self._db.rows("SELECT 1 FROM memory_items WHERE superseded_by IS NULL LIMIT 1"))
+
     def count(self) -> int:
         return int(
             self._db.rows("SELECT count(*) FROM memory_items WHERE superseded_by IS NULL")[0][0]

@@ -1,0 +1,31 @@
+"""The MCP server: Memoir's search, read, summaries and memories as tools an agent calls.
+
+``memoir mcp`` serves them over stdio with the official ``mcp`` SDK (the ``mcp`` extra).
+Importing this package does not import the SDK: :func:`serve` loads it when it starts, so
+every other command stays as quick as it was.
+
+Modules: ``tools`` (names, descriptions for a model, schemas), ``args`` (a call's arguments
+checked, one sentence per mistake), ``bounds`` (the result bound and how texts and lists
+are cut to it), ``dispatch`` → ``handlers`` (search, summary), ``reading`` (read, paged),
+``memory_tools`` (remember, memories, forget), ``home`` (the Memoir opened on first use),
+``server`` (the SDK wiring), ``codex`` (Codex CLI's ``config.toml`` entry).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoir.config import Settings
+from memoir.mcp.bounds import MAX_RESULT_CHARS
+from memoir.mcp.home import Home
+from memoir.mcp.tools import TOOLS, ToolSpec
+
+__all__ = ["MAX_RESULT_CHARS", "TOOLS", "Home", "ToolSpec", "serve"]
+
+
+def serve(settings: Settings, workdir: Path | None = None) -> None:
+    """Serve Memoir's tools over stdio until the client closes stdin (needs the ``mcp``
+    extra; ``workdir`` is where the agent works: ``remember``'s current conversation)."""
+    from memoir.mcp.server import serve as run
+
+    run(settings, workdir)

@@ -1,0 +1,183 @@
+"""Codex CLI's ``config.toml`` entry for Memoir's MCP server (pure text in, text out).
+
+Codex reads MCP servers from ``[mcp_servers.<name>]`` tables in ``$CODEX_HOME/config.toml``
+(``~/.codex`` by default): ``command``, ``args``, ``env`` (variables set for the server),
+``env_vars`` (variables forwarded from Codex's own environment, which otherwise passes
+only a short default list), ``startup_timeout_sec`` and ``tool_timeout_sec``.
+
+:func:`with_entry` puts Memoir's table in a config text: where it was if there was one,
+else at the end; everything else is kept byte for byte. The result is parsed again and must
+say exactly what the old text said plus Memoir's entry — anything else (a line that only
+looks like a table header, an entry written as an inline table) stops with a
+:class:`~memoir.errors.ConfigError` before anything is written. Giving the same entry
+twice changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memoir.errors import ConfigError
+
+__all__ = ["FORWARDED", "NAME", "CodexEntry", "read_config", "render", "with_entry"]
+
+NAME = "memoir"
+# what the server may need from Codex's environment (forwarded when set there)
+FORWARDED = (
+    "MEMOIR_HOME",
+    "MEMOIR_SOURCES",
+    "MEMOIR_DATABASE_URL",
+    "MEMOIR_LLM",
+    "MEMOIR_LLM_BASE_URL",
+    "MEMOIR_LLM_API_KEY",
+    "MEMOIR_LLM_FALLBACK",
+    "MEMOIR_EMBEDDER",
+    "MEMOIR_SUMMARY_STORE",
+    "MEMOIR_EXCLUDE_PROJECTS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+)
+_HEADER = re.compile(r"^\s*\[")
+_OURS = re.compile(
+    r"""^\s*\[\s*mcp_servers\s*\.\s*(?:memoir|"memoir"|'memoir')\s*(?:\.[^\]]*)?\]"""
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CodexEntry:
+    command: str
+    args: tuple[str, ...] = ("mcp",)
+    env: tuple[tuple[str, str], ...] = ()
+    startup_timeout_sec: int = 20
+    tool_timeout_sec: int = 120
+
+    @classmethod
+    def make(cls, command: str, pinned: Mapping[str, str] | None = None) -> CodexEntry:
+        """The entry running ``command mcp``, with ``pinned`` variables set (the home and
+        sources this install was made for)."""
+        return cls(command=command, env=tuple(sorted((pinned or {}).items())))
+
+    @property
+    def env_vars(self) -> tuple[str, ...]:
+        pinned = {k for k, _ in self.env}
+        return tuple(v for v in FORWARDED if v not in pinned)
+
+    def as_toml_value(self) -> dict[str, Any]:
+        """What tomllib reads back from :func:`render`."""
+        out: dict[str, Any] = {"command": self.command, "args": list(self.args)}
+        if self.env:
+            out["env"] = dict(self.env)
+        out["env_vars"] = list(self.env_vars)
+        out["startup_timeout_sec"] = self.startup_timeout_sec
+        out["tool_timeout_sec"] = self.tool_timeout_sec
+        return out
+
+
+def _string(value: str) -> str:
+    """A TOML basic string."""
+    out = ['"']
+    for char in value:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def _strings(values: Sequence[str]) -> str:
+    return "[" + ", ".join(_string(v) for v in values) + "]"
+
+
+def render(entry: CodexEntry) -> str:
+    lines = [
+        "# Memoir: search, read and remember past conversations (`memoir mcp install --codex`)",
+        f"[mcp_servers.{NAME}]",
+        f"command = {_string(entry.command)}",
+        f"args = {_strings(entry.args)}",
+    ]
+    if entry.env:
+        pairs = ", ".join(f"{k} = {_string(v)}" for k, v in entry.env)
+        lines.append(f"env = {{ {pairs} }}")
+    lines.append(f"env_vars = {_strings(entry.env_vars)}")
+    lines.append(f"startup_timeout_sec = {entry.startup_timeout_sec}")
+    lines.append(f"tool_timeout_sec = {entry.tool_timeout_sec}")
+    return "\n".join(lines) + "\n"
+
+
+def read_config(text: str, where: str = "config.toml") -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where} is not valid TOML ({exc}); fix it, then run again") from exc
+
+
+def _without_ours(data: dict[str, Any]) -> dict[str, Any]:
+    servers = data.get("mcp_servers")
+    if not isinstance(servers, dict) or NAME not in servers:
+        return data
+    rest = {k: v for k, v in servers.items() if k != NAME}
+    out = {k: v for k, v in data.items() if k != "mcp_servers"}
+    if rest:
+        out["mcp_servers"] = rest
+    return out
+
+
+def _drop_blocks(lines: list[str]) -> tuple[list[str], int | None]:
+    """The lines without Memoir's tables (and the comment line ``render`` puts above
+    them), and where the first one began."""
+    kept: list[str] = []
+    at: int | None = None
+    inside = False
+    for line in lines:
+        if _HEADER.match(line):
+            inside = bool(_OURS.match(line))
+            if inside and at is None:
+                if kept and kept[-1].startswith("# Memoir:"):
+                    kept.pop()
+                at = len(kept)
+        if not inside:
+            kept.append(line)
+    return kept, at
+
+
+def with_entry(text: str, entry: CodexEntry, where: str = "config.toml") -> tuple[str, bool]:
+    """``text`` with Memoir's entry in it, and whether that changed anything."""
+    old = read_config(text, where)
+    servers = old.get("mcp_servers")
+    if isinstance(servers, dict) and servers.get(NAME) == entry.as_toml_value():
+        return text, False
+    lines, at = _drop_blocks(text.splitlines(keepends=True))
+    block = render(entry)
+    if at is None:
+        body = "".join(lines)
+        if body and not body.endswith("\n"):
+            body += "\n"
+        new = body + ("\n" if body.strip() else "") + block
+    else:
+        before, after = "".join(lines[:at]), "".join(lines[at:])
+        if before and not before.endswith("\n"):
+            before += "\n"
+        new = before + block + ("\n" + after.lstrip("\n") if after.strip() else "")
+    try:
+        parsed = tomllib.loads(new)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"cannot add Memoir's entry to {where} ({exc}); add it by hand:\n{block}"
+        ) from exc
+    ours = parsed.get("mcp_servers", {}).get(NAME)
+    if ours != entry.as_toml_value() or _without_ours(parsed) != _without_ours(old):
+        raise ConfigError(
+            f"{where} defines mcp_servers.{NAME} in a form this command does not rewrite "
+            f"(an inline table, dotted keys); remove that entry and run again, or add by "
+            f"hand:\n{block}"
+        )
+    return new, True

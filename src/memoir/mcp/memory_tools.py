@@ -1,0 +1,154 @@
+"""The memory tools: ``remember`` (extract now), ``memories`` (recall, list) and ``forget``.
+
+``recall_items`` is the one place the ``memories`` tool's query path lives: ranked recall
+(``Memoir.recall``: full text over content and keys, fused with meaning when an embedder
+is installed).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memoir.errors import Busy, ConfigError, MemoirError, NotFound
+from memoir.mcp.args import Args
+from memoir.mcp.bounds import MAX_QUERY_CHARS, fit_items, shorten
+from memoir.mcp.home import Home
+from memoir.mcp.refs import known_project, session_id
+from memoir.mcp.tools import KINDS
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+    from memoir.store.memory_rows import MemoryItemRow
+
+__all__ = ["forget", "memories", "recall_items", "remember"]
+
+
+def recall_items(
+    memoir: Memoir,
+    *,
+    query: str | None,
+    keys: Sequence[str],
+    project: str | None,
+    session_id: str | None,
+    kind: str | None,
+    limit: int,
+) -> list[MemoryItemRow]:
+    """Live items passing the filters, ranked by ``Memoir.recall`` over the query and the
+    keys (when given; full text fused with meaning), else the newest. ``session_id``
+    keeps the items with evidence in that session."""
+    wanted = " ".join([query or "", *keys]).strip()
+    kinds = (kind,) if kind else ()
+    pool = limit if session_id is None else max(limit * 10, 200)
+    hits = memoir.recall(wanted, project=project, kinds=kinds, limit=pool)
+    items = [h.item for h in hits]
+    if session_id is not None:
+        items = [i for i in items if any(s.session_id == session_id for s in i.sources)]
+    return items[:limit]
+
+
+def _items_json(memoir: Memoir, items: list[MemoryItemRow]) -> list[dict[str, Any]]:
+    from memoir.memory.present import exchange_finder, item_json
+
+    find = exchange_finder(memoir.store.exchanges.of)
+    shown = []
+    for item in items:
+        data = item_json(item, find)
+        for unwanted in ("operation_id", "observed_at"):  # bookkeeping, not for the agent
+            data.pop(unwanted, None)
+        shown.append(data)
+    return shown
+
+
+def memories(home: Home, args: Args) -> dict[str, Any]:
+    query = args.text("query", max_chars=MAX_QUERY_CHARS)
+    keys = args.words("keys")
+    project = args.text("project", max_chars=300)
+    session = args.text("session", max_chars=300)
+    kind = args.choice("kind", KINDS, default=None)
+    limit = args.integer("limit", default=20, low=1, high=100) or 20
+    memoir = home.memoir()
+    found = recall_items(
+        memoir,
+        query=query,
+        keys=keys,
+        project=known_project(home, project) if project else None,
+        session_id=session_id(home, session) if session else None,
+        kind=kind,
+        limit=limit,
+    )
+    data = _items_json(memoir, found)
+    note = None
+    if not data:
+        note = (
+            "no memory item matches; try other words or fewer filters"
+            if query or keys
+            else "no memories yet: they are saved by `remember` and by compaction"
+        )
+
+    def build(kept: list[Any], dropped: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"items": kept, "dropped": dropped}
+        if note:
+            out["note"] = note
+        return out
+
+    return fit_items(build, data)
+
+
+def remember(home: Home, args: Args) -> dict[str, Any]:
+    ref = args.text("session", max_chars=300)
+    turn = args.integer("turn", default=None, low=1, high=2**53)
+    memoir = home.memoir()
+    if not memoir.store.read_only:  # (remember then says it cannot write)
+        try:  # what the user said a moment ago is in the transcript, not yet in the index
+            memoir.sync()
+        except Busy:
+            pass  # a sync is running (the session-start hook's): it indexes the same files
+    sid = session_id(home, ref) if ref else _current_session(home, memoir)
+    outcome = memoir.remember(sid, turn)
+    receipt = outcome.receipt
+    if receipt is None:
+        why = outcome.error or outcome.waiting or "unknown"
+        raise MemoirError(
+            f"not remembered yet: {why} (it is retried by the next extraction or "
+            "`memoir memories recover`)"
+        )
+    items = _items_json(memoir, list(outcome.items))
+
+    def build(kept: list[Any], dropped: int) -> dict[str, Any]:
+        return {
+            "session_id": sid,
+            "outcome": receipt.outcome,
+            "reason": receipt.reason or None,
+            "items": kept,
+            "dropped": dropped,
+        }
+
+    return fit_items(build, items)
+
+
+def _current_session(home: Home, memoir: Memoir) -> str:
+    """The most recently active main conversation started in the agent's directory."""
+    if home.workdir is None:
+        raise ConfigError("remember needs `session` here (a session_id from `search`)")
+    here = os.path.realpath(home.workdir)
+    for info in memoir.store.sessions.recent(limit=500):
+        found = info.session
+        if found.cwd and not found.flags.subagent and os.path.realpath(found.cwd) == here:
+            return found.id
+    raise NotFound(
+        f"no archived conversation was started in {here}; pass `session` "
+        "(a session_id from `search`)"
+    )
+
+
+def forget(home: Home, args: Args) -> dict[str, Any]:
+    ref = args.text("id", required=True, max_chars=200)
+    assert ref is not None
+    store = home.memoir().store
+    item = store.memory_items.get(ref)
+    if item is None:
+        raise NotFound(f"no memory item {ref!r} (the `memories` tool lists their ids)")
+    store.memory_items.forget(item.id)
+    return {"forgotten": item.id, "content": shorten(item.content, 4_000)[0]}

@@ -1,0 +1,185 @@
+"""The ``read`` tool: a stored conversation, or one exchange with its neighbours, in pages.
+
+A page holds the events after ``after`` (an event number) that fit in ``max_chars``
+characters of JSON, read from the store a few dozen events at a time, so a 5 MB transcript
+costs a page, not the transcript. Thinking and meta events are passed over (they still
+count as read); tool calls and results are cut short unless asked for in full; an event
+longer than a whole page is cut to its start and end. ``next_after`` is the last event
+number the page covered while more of the range remains, so pages never overlap and never
+skip an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoir.errors import ConfigError, NotFound
+from memoir.mcp.args import Args
+from memoir.mcp.bounds import (
+    DEFAULT_PAGE_CHARS,
+    MAX_RESULT_CHARS,
+    MIN_PAGE_CHARS,
+    TOOL_TEXT_CHARS,
+    json_len,
+    shorten,
+)
+from memoir.mcp.home import Home
+from memoir.mcp.refs import session_id
+from memoir.model import Author, Event, EventKind, exchanges_around, spoken_text
+from memoir.model.exchange import TERMINAL_ESCAPE
+
+__all__ = ["event_json", "read"]
+
+_CHUNK = 48  # events read from the store per query
+_HIDDEN = (EventKind.META, EventKind.THINKING)
+_TOOLS = (EventKind.TOOL_CALL, EventKind.TOOL_RESULT)
+_LABEL = {EventKind.USER_TEXT: "user", EventKind.ASSISTANT_TEXT: "assistant"}
+_NATURAL = {EventKind.USER_TEXT: Author.USER, EventKind.ASSISTANT_TEXT: Author.ASSISTANT}
+
+
+def read(home: Home, args: Args) -> dict[str, Any]:
+    ref = args.text("id", required=True, max_chars=400)
+    assert ref is not None
+    context = args.integer("context", default=1, low=0, high=20) or 0
+    after = args.integer("after", default=None, low=0, high=2**53)
+    page = args.integer(
+        "max_chars", default=DEFAULT_PAGE_CHARS, low=MIN_PAGE_CHARS, high=MAX_RESULT_CHARS
+    )
+    tools = args.choice("tools", ("short", "full", "none"), default="short") or "short"
+    store = home.memoir().store
+    sid, focus = _resolve(home, ref)
+    info = store.sessions.get(sid)
+    if info is None:  # removed between the two reads
+        raise NotFound(f"no session {sid!r} in this Memoir home")
+    range_: dict[str, Any]
+    if focus is None:
+        first, last = 1, store.events.last_ordinal(sid)
+        range_ = {"first": first, "last": last}
+    else:
+        window = exchanges_around(store.exchanges.of(sid), focus, context)
+        if not window:  # removed between the two reads
+            raise NotFound(f"no exchange {focus!r} in this Memoir home")
+        first, last = window[0].first_ordinal, window[-1].last_ordinal
+        range_ = {"first": first, "last": last, "exchange": focus}
+        range_["exchanges"] = [x.id for x in window]
+    start = first - 1 if after is None else after
+    if not first - 1 <= start <= last:
+        raise ConfigError(
+            f"after must be from {first - 1} to {last} for this range (events {first}-{last}); "
+            f"got {start}"
+        )
+    out: dict[str, Any] = {
+        "session": {
+            "id": sid,
+            "project": info.project,
+            "harness": info.harness.value,
+            "cwd": info.cwd,
+            "events": store.events.last_ordinal(sid),
+        },
+        "range": range_,
+        "events": [],
+        "next_after": last,
+        "note": _more(ref, last),
+    }
+    budget = (page or DEFAULT_PAGE_CHARS) - json_len(out)  # the envelope at its longest
+    events, covered = _page(store, sid, start, last, budget, tools)
+    out["events"] = events
+    if covered < last:
+        out["next_after"], out["note"] = covered, _more(ref, covered)
+    else:
+        out["next_after"] = None
+        del out["note"]
+    return out
+
+
+def _more(ref: str, after: int) -> str:
+    return f"more follows: call read with id={ref!r} and after={after}"
+
+
+def _resolve(home: Home, ref: str) -> tuple[str, str | None]:
+    """The session ``ref`` names, and the exchange when it is an exchange id (``SESSION:N``,
+    the session part may be a unique prefix)."""
+    store = home.memoir().store
+    if store.sessions.get(ref) is not None:
+        return ref, None
+    head, sep, tail = ref.rpartition(":")
+    if sep and head and tail.isdigit():
+        sid = session_id(home, head)
+        exchange = f"{sid}:{tail}"
+        if store.exchanges.get(exchange) is None:
+            raise NotFound(
+                f"no exchange {ref!r}: session {sid} has no exchange :{tail} "
+                "(exchange ids come from search hits)"
+            )
+        return sid, exchange
+    return session_id(home, ref), None
+
+
+def _page(
+    store: Any, sid: str, start: int, last: int, budget: int, tools: str
+) -> tuple[list[dict[str, Any]], int]:
+    """The events after ``start`` (up to ``last``) that fit in ``budget`` characters, and the
+    last event number they cover."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    covered = start
+    while covered < last:
+        upto = min(last, covered + _CHUNK)
+        chunk = store.events.of(sid, after=covered, upto=upto)
+        if not chunk:  # no event numbers in this stretch
+            covered = upto
+            continue
+        for event in chunk:
+            shown = event_json(event, tools)
+            if shown is None:  # passed over, but read
+                covered = event.ordinal
+                continue
+            size = json_len(shown) + 1  # and its comma
+            if used + size > budget:
+                if kept:
+                    return kept, covered
+                kept.append(_fit(shown, budget))  # one event longer than the page
+                return kept, event.ordinal
+            kept.append(shown)
+            used += size
+            covered = event.ordinal
+    return kept, covered
+
+
+def event_json(event: Event, tools: str = "short") -> dict[str, Any] | None:
+    """One event as a page shows it (None: left out)."""
+    if event.kind in _HIDDEN or (tools == "none" and event.kind in _TOOLS):
+        return None
+    text = spoken_text(event)
+    out: dict[str, Any] = {"n": event.ordinal, "kind": _LABEL.get(event.kind, event.kind.value)}
+    natural = _NATURAL.get(event.kind)
+    if natural is not None and event.author is not natural:
+        out["author"] = event.author.value  # a note in the user's place, not their words
+    if event.kind is EventKind.USER_TEXT and event.author is Author.USER:
+        out["exchange"] = f"{event.session_id}:{event.ordinal}"
+    if event.timestamp is not None:
+        out["at"] = event.timestamp.isoformat(timespec="seconds")
+    if event.tool_name:
+        out["tool"] = event.tool_name
+    if event.kind in _TOOLS:
+        if "\x1b" in text:
+            text = TERMINAL_ESCAPE.sub("", text)
+        if tools == "short":
+            text, left_out = shorten(text, TOOL_TEXT_CHARS)
+            if left_out:
+                out["left_out"] = left_out
+    out["text"] = text
+    return out
+
+
+def _fit(shown: dict[str, Any], budget: int) -> dict[str, Any]:
+    """``shown`` with its text cut to its start and end so the whole event fits."""
+    text = shown["text"]
+    before = shown.get("left_out", 0)
+    room = max(200, budget - json_len({**shown, "text": "", "left_out": 10**9}))
+    while True:
+        cut, left_out = shorten(text, room)
+        fitted = {**shown, "text": cut, "left_out": before + left_out}
+        if json_len(fitted) <= budget or room <= 200:
+            return fitted
+        room = room * 3 // 4  # text JSON escapes (quotes, newlines) took more room
