@@ -276,7 +276,7 @@ class Memoir:
         configured model's tokenizer): with ``query``, in recall order; else constraints,
         preferences, decisions, facts, plans (each: most often said, then newest)."""
         from memoir.llm.tokens import counter_for, encoding_for_model
-        from memoir.memory.recall import context_block, recall, standing_order
+        from memoir.memory.recall import KIND_ORDER, context_block, recall, standing_order
 
         whole_number("budget_tokens", budget_tokens, 0)
         where = self._item_filter(None, project, (), None, False, user)
@@ -286,7 +286,10 @@ class Memoir:
             )
             ordered = [h.item for h in hits]
         else:
-            ordered = standing_order(self.store.memory_items.select(where, limit=5_000))
+            # the budget holds a few dozen lines: the first few hundred candidates are plenty
+            pool = max(200, budget_tokens // 4)
+            found = self.store.memory_items.select(where, limit=pool, standing=KIND_ORDER)
+            ordered = standing_order(found)
         counter = counter_for(encoding_for_model(self.model().name))
         return context_block(ordered, budget_tokens, counter)
 

@@ -20,7 +20,13 @@ from memoir.memory.decisions import Work
 from memoir.memory.keeping import export_lines, forget, import_lines
 from memoir.memory.memories import Memories
 from memoir.memory.offline_extractor import OfflineMemoryModel
-from memoir.memory.recall import CONTEXT_HEADER, context_block, recall, standing_order
+from memoir.memory.recall import (
+    CONTEXT_HEADER,
+    KIND_ORDER,
+    context_block,
+    recall,
+    standing_order,
+)
 from memoir.memory.runner import MemoryConfig, MemoryParts, Runner, Task
 from memoir.memory.values import Range, Trigger
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
@@ -390,3 +396,13 @@ def test_near_duplicates_merge_with_an_embedder_and_reversed_claims_do_not(
         i.id for i in items
     }
     memories.close()
+
+
+def test_the_stores_standing_order_is_the_pure_one(opener: Callable[[], Store]) -> None:
+    store = opener()
+    kinds = ["fact", "plan", "constraint", "preference", "decision", "constraint", "fact"]
+    rows = [_row(n, kind, 3, 1 + n % 3) for n, kind in enumerate(kinds)]
+    store.memory_items.save(rows)
+    got = store.memory_items.select(ItemFilter(), standing=KIND_ORDER)
+    assert [i.id for i in got] == [r.id for r in standing_order(rows)]
+    assert [i.kind for i in got[:2]] == ["constraint", "constraint"]

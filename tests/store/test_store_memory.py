@@ -221,7 +221,10 @@ def test_v12_live_duplicates_merge_into_the_oldest_when_v13_adds_the_unique_inde
         ]
         assert merged.first_observed_at == T0 and merged.observed_at == T0 + timedelta(days=1)
         assert merged.owner == "local" and merged.key_sig == "tabs"
-        fts = "SELECT item_id FROM memory_fts WHERE memory_fts MATCH 'vim'"
+        fts = (
+            "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.fts_row = f.rowid "
+            "WHERE memory_fts MATCH 'vim'"
+        )
         assert store._db.rows(fts) == [("i-other",)]
     finally:
         store.close()

@@ -26,7 +26,7 @@ import numpy as np
 from memoir.errors import MemoirError
 from memoir.fusion import rrf
 from memoir.llm.port import TokenCounter
-from memoir.store.memory_rows import MemoryItemRow
+from memoir.store.memory_rows import MemoryItemRow, standing_key
 from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
 from memoir.store.query_text import MAX_QUERY_CHARS, any_content_word
 
@@ -174,13 +174,7 @@ def standing_order(items: Sequence[MemoryItemRow]) -> list[MemoryItemRow]:
     """Items in the order a context block takes them without a query: constraints first,
     then preferences, decisions, facts, plans; within a kind, the ones said most often,
     then the newest."""
-    rank = {k: n for n, k in enumerate(KIND_ORDER)}
-
-    def key(i: MemoryItemRow) -> tuple[int, int, float, str]:
-        seen = i.observed_at or i.created_at
-        return (rank.get(i.kind, len(rank)), -len(i.sources), -seen.timestamp(), i.id)
-
-    return sorted(items, key=key)
+    return sorted(items, key=lambda i: standing_key(i, KIND_ORDER))
 
 
 def context_block(

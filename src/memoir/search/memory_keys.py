@@ -20,12 +20,17 @@ from memoir.search.embedder_port import Embedder
 from memoir.search.reads import Lookup, SearchReads
 from memoir.search.request import SearchRequest
 from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.query_text import any_content_word
+from memoir.store.query_text import STOPWORDS, any_content_word, words_of
 
-__all__ = ["ITEM_POOL", "VECTOR_POOL", "memory_ranking"]
+__all__ = ["ITEM_POOL", "MIN_SHARED_WORDS", "VECTOR_FLOOR", "VECTOR_POOL", "memory_ranking"]
 
 ITEM_POOL = 50  # items each item list contributes
 VECTOR_POOL = 20_000  # the newest live items a query's vector is compared with
+# The list competes with the exchanges' own lists, so it holds only items that answer: by
+# text, an item sharing at least two of the query's content words (or its only one); by
+# meaning, one at least this similar (MiniLM: unrelated 0.0–0.25, on topic 0.5 and up).
+MIN_SHARED_WORDS = 2
+VECTOR_FLOOR = 0.5
 
 
 def memory_ranking(
@@ -43,7 +48,18 @@ def memory_ranking(
     if not items.any_live():
         return []
     where = ItemFilter(owner=request.filters.user)
-    rankings = [items.rank_text(any_content_word(request.query), where, ITEM_POOL)]
+    wanted = {w for w in words_of(request.query) if w not in STOPWORDS}
+    need = min(MIN_SHARED_WORDS, len(wanted))
+    matched = items.rank_text(any_content_word(request.query), where, ITEM_POOL)
+    rows = items.by_ids(matched)
+    rankings = [
+        [
+            i
+            for i in matched
+            if i in rows
+            and len(wanted & set(words_of(" ".join([rows[i].content, *rows[i].keys])))) >= need
+        ]
+    ]
     if embedder is not None:
         ids = items.ids(where, VECTOR_POOL)
         vectors = items.vectors(embedder.name, ids)
@@ -54,7 +70,7 @@ def memory_ranking(
             matrix = np.stack([vectors[i] for i in have])
             scores = matrix @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
             order = np.lexsort((np.arange(len(have)), -scores))[:ITEM_POOL]
-            rankings.append([have[int(n)] for n in order])
+            rankings.append([have[int(n)] for n in order if scores[n] >= VECTOR_FLOOR])
     fused = [i for i, _ in rrf(rankings)]
     evidence = items.evidence_exchanges(fused)
     ordered = list(dict.fromkeys(x for i in fused for x in evidence.get(i, ())))

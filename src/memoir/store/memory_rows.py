@@ -4,7 +4,7 @@ to and from these), and their row mappers."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -31,6 +31,7 @@ __all__ = [
     "op_from_row",
     "pending_from_row",
     "receipt_from_row",
+    "standing_key",
 ]
 
 
@@ -194,6 +195,14 @@ ITEM_COLS = (
 
 
 KEY_SEPARATOR = "\x1f"
+
+
+def standing_key(item: MemoryItemRow, kinds: Sequence[str]) -> tuple[int, int, float, str]:
+    """The order a context block takes items in: by kind in ``kinds``' order, then the
+    most quoted, then the most recently said."""
+    rank = kinds.index(item.kind) if item.kind in kinds else len(kinds)
+    seen = item.observed_at or item.created_at
+    return (rank, -len(item.sources), -seen.timestamp(), item.id)
 
 
 def key_sig(keys: Any) -> str:

@@ -1,5 +1,6 @@
 """Full-text ranking of memory items, the one part of the items' SQL that differs by
-backend: SQLite keeps a ``memory_fts`` FTS5 table in step with the items (bm25),
+backend: SQLite keeps a ``memory_fts`` FTS5 table in step with the items (bm25; an
+item's index row is its ``fts_row``, removed with it by a trigger),
 PostgreSQL a generated ``tsv`` column (``ts_rank``). Both read the structured query of
 :mod:`memoir.store.query_text`, accent-folded as their exchange indexes are."""
 
@@ -28,15 +29,18 @@ class ItemText(Protocol):
 
 class SqliteItemText:
     def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
-        tx.run("DELETE FROM memory_fts WHERE item_id = ?", (item_id,))
+        (row,) = tx.run(
+            "UPDATE memory_items SET fts_row = (SELECT COALESCE(max(fts_row), 0) + 1 FROM "
+            "memory_items) WHERE id = ? RETURNING fts_row",
+            (item_id,),
+        )
         tx.run(
-            "INSERT INTO memory_fts (item_id, body) VALUES (?, ?)",
-            (item_id, fts_body(content, keys)),
+            "INSERT INTO memory_fts (rowid, body) VALUES (?, ?)",
+            (int(row[0]), fts_body(content, keys)),
         )
 
     def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
-        for item_id in item_ids:
-            tx.run("DELETE FROM memory_fts WHERE item_id = ?", (item_id,))
+        return None  # a trigger drops an item's index row with the item
 
     def rank(
         self, tx: Tx, query: ParsedQuery, where: str, params: Sequence[Any], limit: int
@@ -45,7 +49,7 @@ class SqliteItemText:
         if match is None:
             return []
         rows = tx.run(
-            "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.id = f.item_id "
+            "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.fts_row = f.rowid "
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts), i.id LIMIT ?",
             (match, *params, limit),
         )

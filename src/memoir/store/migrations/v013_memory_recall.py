@@ -49,6 +49,7 @@ def _columns(time: str) -> tuple[str, ...]:
         f"ALTER TABLE memory_items ADD COLUMN valid_from {time}",
         f"ALTER TABLE memory_items ADD COLUMN valid_until {time}",
         "ALTER TABLE memory_sources ADD COLUMN operation_id TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE memory_items ADD COLUMN fts_row INTEGER",
         "UPDATE memory_items SET owner = COALESCE((SELECT s.user_name FROM sessions s "
         "WHERE s.id = memory_items.session_id), 'local')",
         "UPDATE memory_items SET scope_key = CASE WHEN scope = 'project' THEN project "
@@ -63,6 +64,8 @@ def _columns(time: str) -> tuple[str, ...]:
             PRIMARY KEY (owner, fingerprint)
         )""",
         "CREATE INDEX memory_items_owner ON memory_items(owner, scope_key, kind)",
+        "CREATE INDEX memory_items_newest ON memory_items(created_at)",
+        "CREATE INDEX memory_items_kind_newest ON memory_items(kind, created_at)",
         "CREATE INDEX memory_items_superseded ON memory_items(superseded_by)",
     )
 
@@ -78,11 +81,13 @@ SQLITE: tuple[str, ...] = (
         vector BLOB NOT NULL,
         PRIMARY KEY (item_id, embedder)
     )""",
-    "CREATE VIRTUAL TABLE memory_fts USING fts5(item_id UNINDEXED, body, "
-    "tokenize = 'unicode61 remove_diacritics 2')",
+    # the index row of an item is the item's fts_row (a key of its own: rowids of a table
+    # with a TEXT primary key may change on VACUUM); looked up through a unique index
+    "CREATE VIRTUAL TABLE memory_fts USING fts5(body, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE UNIQUE INDEX memory_items_fts_row ON memory_items(fts_row)",
     # however an item goes (forgotten, its session deleted), its index row goes with it
     "CREATE TRIGGER memory_items_fts_delete AFTER DELETE ON memory_items BEGIN "
-    "DELETE FROM memory_fts WHERE item_id = old.id; END",
+    "DELETE FROM memory_fts WHERE rowid = old.fts_row; END",
 )
 
 POSTGRES: tuple[str, ...] = (
@@ -183,10 +188,12 @@ def repair(tx: Tx, *, fts: bool) -> None:
     for statement in UNIQUE:
         tx.run(statement)
     if fts:
-        for item_id, content, keys in tx.run("SELECT id, content, keys FROM memory_items"):
+        items = tx.run("SELECT id, content, keys FROM memory_items ORDER BY created_at, id")
+        for n, (item_id, content, keys) in enumerate(items, start=1):
+            tx.run("UPDATE memory_items SET fts_row = ? WHERE id = ?", (n, item_id))
             tx.run(
-                "INSERT INTO memory_fts (item_id, body) VALUES (?, ?)",
-                (item_id, fts_body(content, loads(keys) or ())),
+                "INSERT INTO memory_fts (rowid, body) VALUES (?, ?)",
+                (n, fts_body(content, loads(keys) or ())),
             )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from memoir.store.memory_rows import (
     MemorySourceRow,
     evidence_fingerprint,
     item_from_row,
+    standing_key,
 )
 from memoir.store.memory_text import ItemText
 from memoir.store.parts.item_writes import ItemWriter
@@ -29,6 +30,7 @@ from memoir.store.query_text import ParsedQuery
 __all__ = ["ItemFilter", "MemoryItemsPart"]
 
 _PAGE = 500
+VECTOR_CACHE = 50_000  # item vectors a process keeps per embedder (~75 MB at 384 dims)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,9 @@ class MemoryItemsPart(Part):
         super().__init__(db)
         self.text = text
         self.writer = writer
+        # an item's vector never changes (its content never does): a long-lived process
+        # keeps the ones it read, at most VECTOR_CACHE per embedder, oldest read dropped
+        self._vector_cache: dict[str, dict[str, np.ndarray]] = {}
 
     # reads -----------------------------------------------------------------------------
     def find(
@@ -118,13 +123,29 @@ class MemoryItemsPart(Part):
         )
         return self.select(f, limit=limit)
 
-    def select(self, f: ItemFilter, *, limit: int | None = None) -> list[MemoryItemRow]:
+    def select(
+        self, f: ItemFilter, *, limit: int | None = None, standing: Sequence[str] = ()
+    ) -> list[MemoryItemRow]:
+        """Items within ``f``, newest first. With ``standing`` (kinds in priority order):
+        the newest ``limit`` of each kind in that order until ``limit`` items are read,
+        then by kind, the most quoted, the most recently said (what a context block
+        takes: a budget holds a few dozen lines, so the newest of each kind suffice)."""
+        if not standing:
+            return self._select(f, "i.created_at DESC, i.id", limit)
+        rows: list[MemoryItemRow] = []
+        for kind in standing:
+            left = None if limit is None else limit - len(rows)
+            if left is not None and left <= 0:
+                break
+            rows += self._select(replace(f, kinds=(kind,)), "i.created_at DESC, i.id", left)
+        return sorted(rows, key=lambda i: standing_key(i, standing))
+
+    def _select(self, f: ItemFilter, order: str, limit: int | None) -> list[MemoryItemRow]:
         page = f" LIMIT {max(0, int(limit))}" if limit is not None else ""
         with self._db.ro() as tx:
             where, params = f.sql(tx)
             rows = tx.run(
-                f"SELECT {ITEM_COLS} FROM memory_items i WHERE {where} "
-                f"ORDER BY i.created_at DESC, i.id{page}",
+                f"SELECT {ITEM_COLS} FROM memory_items i WHERE {where} ORDER BY {order}{page}",
                 params,
             )
         return self._with_sources(rows)
@@ -250,10 +271,12 @@ class MemoryItemsPart(Part):
 
     # vectors ---------------------------------------------------------------------------
     def vectors(self, embedder: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
+        cache = self._vector_cache.setdefault(embedder, {})
+        out = {i: cache[i] for i in ids if i in cache}
+        wanted = [i for i in ids if i not in out]
         with self._db.ro() as tx:
-            for start in range(0, len(ids), _PAGE):
-                chunk = list(ids[start : start + _PAGE])
+            for start in range(0, len(wanted), _PAGE):
+                chunk = list(wanted[start : start + _PAGE])
                 marks = ", ".join("?" for _ in chunk)
                 for item_id, blob in tx.run(
                     f"SELECT item_id, vector FROM memory_vectors WHERE embedder = ? "
@@ -261,6 +284,11 @@ class MemoryItemsPart(Part):
                     (embedder, *chunk),
                 ):
                     out[str(item_id)] = np.frombuffer(bytes(blob), dtype=np.float32)
+        for i in wanted:
+            if i in out:
+                cache[i] = out[i]
+        while len(cache) > VECTOR_CACHE:
+            del cache[next(iter(cache))]
         return out
 
     def put_vectors(self, embedder: str, vectors: dict[str, np.ndarray]) -> None:

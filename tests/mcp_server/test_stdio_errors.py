@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcp_client import WEBSHOP, Client, Server
+from .mcp_client import WEBSHOP, Client, Server
 
 BAD_CALLS = [
     ("read", {"id": "no-such-session"}, "no session 'no-such-session' in this Memoir home"),

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_client import Client, Server, run_cli
 
 from memoir.app import Memoir
 from memoir.demo.builders import ClaudeWriter, tool_use_block
 from memoir.mcp.bounds import DEFAULT_PAGE_CHARS, MAX_RESULT_CHARS
 from memoir.model import EventKind
+
+from .mcp_client import Client, Server, run_cli
 
 SID = "dddddddd-5555-4666-8777-888888888888"
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from mcp_client import Server, base_env, build_demo
+
+from .mcp_client import Server, base_env, build_demo
 
 
 @pytest.fixture(scope="session")

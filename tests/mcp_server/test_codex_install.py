@@ -8,10 +8,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from mcp_client import MEMOIR, base_env, run_cli
 
 from memoir.errors import ConfigError
 from memoir.mcp.codex import FORWARDED, CodexEntry, render, with_entry
+
+from .mcp_client import MEMOIR, base_env, run_cli
 
 THEIRS = """# my Codex settings
 model = "o3"

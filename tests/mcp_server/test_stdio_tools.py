@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from mcp_client import CODEX, INFRA, LONG, WEBSHOP, Client, Server, run_cli
 
 from memoir.app import Memoir
 from memoir.mcp.bounds import MAX_RESULT_CHARS
 from memoir.model import EventKind
+
+from .mcp_client import CODEX, INFRA, LONG, WEBSHOP, Client, Server, run_cli
 
 TOOLS = {"search", "read", "summary", "remember", "memories", "forget"}
 

@@ -13,11 +13,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-from mcp_client import Client, Server, run_cli
 
 import memoir
 from memoir.cli.cmd_hook import HOOK_ARGS, is_memoir_hook
 from memoir.cli.cmd_mcp import plugin_dir
+
+from .mcp_client import Client, Server, run_cli
 
 PLUGIN = Path(__file__).resolve().parents[2] / "integrations" / "claude-code"
 KEBAB = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
@@ -216,9 +217,9 @@ def test_the_skill_has_the_frontmatter_skills_need() -> None:
 
 
 def test_the_hook_is_memoirs_sync_hook_and_runs(tmp_path: Path) -> None:
-    from mcp_client import base_env
-
     from memoir.demo.make_corpus import corpus_sources
+
+    from .mcp_client import base_env
 
     (group,) = _json("hooks/hooks.json")["hooks"]["SessionStart"]
     assert group["matcher"] == "startup|resume"
