@@ -14,34 +14,18 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
+import tempfile
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memoir.compaction import Compactor
 from memoir.compaction.tokens import MessageCounter
 from memoir.llm.scripted import ScriptedModel
+from memoir.store.sqlite_store import SQLiteStore
 
 SUMMARY = "The user asked for a long refactor; the assistant did it step by step."
-
-
-class _MemStore:
-    backend = "bench"
-
-    def __init__(self) -> None:
-        self.rows: list[Any] = []
-
-    def put_checkpoint(self, row: Any) -> None:
-        self.rows.append(row)
-
-    def checkpoints(self, session_id: str) -> list[Any]:
-        return [r for r in self.rows if r.session_id == session_id]
-
-    def record_trace(self, row: Any) -> None:
-        pass
-
-    def get_session(self, session_id: str) -> None:
-        return None
 
 
 def history(n: int) -> list[dict[str, Any]]:
@@ -94,7 +78,8 @@ def main() -> None:
     compactor.should_compact(msgs, window=window)  # counts cached
     warm = median_ms(lambda: compactor.should_compact(msgs, window=window), args.turns)
 
-    store = _MemStore()
+    scratch = tempfile.TemporaryDirectory(prefix="memoir-compaction-bench-")
+    store = SQLiteStore(Path(scratch.name) / "memoir.db")  # checkpoints and traces, for real
     replaying = Compactor(ScriptedModel(default=SUMMARY), store=store)
     replaying.compact(msgs, window=60_000, session_id="bench")
     replaying.should_compact(msgs, window=60_000, session_id="bench")

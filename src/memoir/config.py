@@ -71,8 +71,10 @@ class Settings:
     episode_attempt_budget: int = 32
     episode_tokens: int = 10_000  # input tokens per episode
     episode_max_full_tokens: int = 200_000  # full-regeneration guard (else incremental)
-    # compaction
+    # compaction: the threshold (a share of the window) and the verbatim tail kept after a
+    # compaction (a share of that threshold, below 0.75: the summary may take a quarter)
     compact_threshold_ratio: float = 0.75
+    compact_tail_ratio: float = 0.5
     # search
     embedder: str = "auto"  # "auto" | "none" | "minilm" | "hash"
     # jobs: admission across replicas (None: a bounded in-process store), worker intervals
@@ -119,6 +121,9 @@ class Settings:
         ratio = self.compact_threshold_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0:
             raise ConfigError(f"compact_threshold_ratio must be in (0, 1], not {ratio!r}")
+        tail = self.compact_tail_ratio
+        if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0.0 <= tail < 0.75:
+            raise ConfigError(f"compact_tail_ratio must be in [0, 0.75), not {tail!r}")
         check_job_intervals(
             self.job_heartbeat_s, self.job_abort_s, self.job_claim_s, self.job_abandon_s
         )
@@ -212,6 +217,7 @@ class Settings:
                 1.0,
             ),
             ("compact_threshold_ratio", ("MEMOIR_COMPACT_THRESHOLD_RATIO",), 0.75),
+            ("compact_tail_ratio", ("MEMOIR_COMPACT_TAIL_RATIO",), 0.5),
             ("llm_timeout_s", ("MEMOIR_LLM_TIMEOUT_S",), 120.0),
             ("job_heartbeat_s", ("MEMOIR_JOB_HEARTBEAT_S",), 10.0),
             ("job_abort_s", ("MEMOIR_JOB_ABORT_S",), 600.0),
@@ -246,6 +252,12 @@ class Settings:
                 _warn_once(f"MEMOIR_COMPACT_THRESHOLD_RATIO={ratio} is outside (0, 1]; using 0.75")
                 values["compact_threshold_ratio"] = 0.75
                 origins["compact_threshold_ratio"] = "default (invalid value ignored)"
+        if "compact_tail_ratio" in values:
+            tail = float(values["compact_tail_ratio"])  # type: ignore[arg-type]
+            if not 0.0 <= tail < 0.75:
+                _warn_once(f"MEMOIR_COMPACT_TAIL_RATIO={tail} is outside [0, 0.75); using 0.5")
+                values["compact_tail_ratio"] = 0.5
+                origins["compact_tail_ratio"] = "default (invalid value ignored)"
 
         values.update(overrides)
         for name in overrides:

@@ -106,7 +106,54 @@ def test_budget_of_records_source_and_tail() -> None:
         25_600,
         6400,
         6400,
-        6400,
+        12_800,  # issue 26: half the threshold by default (a quarter before)
     )
     assert b.ratio_source == "env MEMOIR_COMPACT_THRESHOLD_RATIO"
     assert Budget.of(1000, tail_budget=5000).tail_budget == 749  # always below the threshold
+
+
+@pytest.mark.parametrize(
+    ("window", "tail_ratio", "tail_budget", "tail"),
+    [
+        (32_000, 0.5, None, 12_000),
+        (32_000, 0.4, None, 9_600),
+        (32_000, 0.0, None, 0),
+        (8_000, 0.5, None, 3_000),
+        (128_000, 0.5, None, 48_000),
+        (32_000, 0.4, 500, 500),  # tokens given outright win over the ratio
+    ],
+)
+def test_tail_budget_is_a_share_of_the_threshold(
+    window: int, tail_ratio: float, tail_budget: int | None, tail: int
+) -> None:
+    assert Budget.of(window, tail_budget=tail_budget, tail_ratio=tail_ratio).tail_budget == tail
+
+
+@pytest.mark.parametrize("tail_ratio", [-0.1, 1.0, 2.0])
+def test_tail_ratio_out_of_range_is_refused(tail_ratio: float) -> None:
+    with pytest.raises(CompactionError, match="tail ratio"):
+        Budget.of(32_000, tail_ratio=tail_ratio)
+
+
+@pytest.mark.parametrize(
+    ("env", "ratio", "origin"),
+    [
+        ({}, 0.5, "default"),
+        ({"MEMOIR_COMPACT_TAIL_RATIO": "0.4"}, 0.4, "env MEMOIR_COMPACT_TAIL_RATIO"),
+        ({"MEMOIR_COMPACT_TAIL_RATIO": "0.9"}, 0.5, "default (invalid value ignored)"),
+        (
+            {"MEMOIR_COMPACT_TAIL_RATIO": "x"},
+            0.5,
+            "default (MEMOIR_COMPACT_TAIL_RATIO='x' ignored)",
+        ),
+    ],
+)
+def test_tail_ratio_setting(env: dict[str, str], ratio: float, origin: str) -> None:
+    from memoir.compaction import Compactor
+    from memoir.config import Settings
+
+    settings = Settings.from_env(env)
+    assert settings.compact_tail_ratio == ratio
+    assert settings.origins["compact_tail_ratio"] == origin
+    compactor = Compactor.from_settings(settings, None)
+    assert compactor.budget(32_000).tail_budget == int(24_000 * ratio)

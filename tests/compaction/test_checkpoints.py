@@ -16,7 +16,7 @@ from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import ModelRequest
 from memoir.model import SessionFlags
 
-from .helpers import FakeStore, big_text, call, result, system, user
+from .helpers import FakeStore, assistant, big_text, call, result, system, user
 
 WINDOW = 32_000
 
@@ -176,11 +176,15 @@ def test_truncate_checkpoint_carries_the_previous_summary_and_replays_stand_ins(
     model.default = None
     model.queue(*[ConnectionRefused() for _ in range(3)])
     second = compactor.compact(history, window=WINDOW, session_id="s1")
-    assert second.strategy == "truncate" and second.tokens_after < 24_000
+    # issue 26: the new result is too large for the tail on its own, so it is stood in and
+    # everything after the first checkpoint stays — no summary needed (it was a truncate)
+    assert second.strategy == "stand_in" and second.tokens_after < 24_000
+    assert model.calls == 1
     assert "Summary 1." in second.messages[1]["content"]  # the previous summary is kept
     row = store.rows[-1]
     assert row.previous_id == first.checkpoint_id and row.data["summary"] == "Summary 1."
-    assert row.data["replaced"] == [len(history)]
+    # the huge result, and older tool output beyond what the tail holds verbatim
+    assert row.data["replaced"][-1] == len(history)
     replay = Compactor(ScriptedModel(), store=store).compact(
         history, window=WINDOW, session_id="s1"
     )
@@ -197,6 +201,8 @@ def test_trace_is_stored_and_logged_without_content(caplog: pytest.LogCaptureFix
     store = FakeStore()
     secret = "SECRET-PAYLOAD " + big_text(40_000)
     history = [system(), user("read it"), call(("c1", "read_file")), result("c1", secret)]
+    for k in range(8):  # more recent talk than the tail holds: the secret is summarized
+        history += [user(f"part {k}: " + big_text(1_600, seed=k)), assistant(f"done {k}.")]
     compactor = Compactor(ScriptedModel(["Read it; the file is large."]), store=store)
     with caplog.at_level(logging.INFO, logger="memoir.compaction"):
         res = compactor.compact(history, window=WINDOW, session_id="s1")
@@ -216,6 +222,8 @@ def test_trace_is_stored_and_logged_without_content(caplog: pytest.LogCaptureFix
             "where": "request",
         }
     ]
+    assert data["kept_verbatim"] == res.kept_verbatim > 0 and data["tail_budget"] == 12_000
+    assert data["kept_verbatim"] + data["removed_count"] == len(history) - 1
     assert "SECRET" not in json.dumps(data) and "SECRET" not in caplog.text
     assert '"strategy": "summary"' in caplog.text
 
@@ -267,9 +275,9 @@ def test_keeping_results_in_band_also_rolls_forward() -> None:
 
 
 def test_a_kept_result_keeps_its_summary_through_the_truncate_backstop() -> None:
-    """Without a store, a paste too big to summarize around must not cost the summary the
-    caller's kept history carries."""
-    model = ScriptedModel(default="The project is codenamed BLUEBIRD.")
+    """Without a store, a failed summary (here after a paste) must not cost the summary
+    the caller's kept history carries."""
+    model = ScriptedModel(["The project is codenamed BLUEBIRD."], default=ConnectionRefused())
     compactor = Compactor(model)
     history: list[dict[str, Any]] = [system()]
     for k in range(12):
@@ -294,8 +302,9 @@ def test_stand_ins_never_replace_a_different_message() -> None:
     put its stand-in over whatever message now sits at that position."""
     store = FakeStore()
     compactor = Compactor(ScriptedModel(default="A summary."), store=store)
-    compactor.compact([user(big_text(5_000))], window=1_000, session_id="s1")
-    assert store.rows[-1].watermark == 0 and store.rows[-1].data["replaced"] == [1]
+    history = [user("read it"), call(("c1", "read_file")), result("c1", big_text(5_000))]
+    assert compactor.compact(history, window=1_000, session_id="s1").strategy == "stand_in"
+    assert store.rows[-1].watermark == 0 and store.rows[-1].data["replaced"] == [3]
     other = [user("What is 2+2?"), {"role": "assistant", "content": "4."}, user("thanks")]
     again = Compactor(ScriptedModel(), store=store).compact(other, window=1_000, session_id="s1")
     assert again.strategy == "none" and again.replayed_from is None

@@ -53,57 +53,124 @@ def giant_history(giant: str) -> list[dict[str, Any]]:
     ]
 
 
+def later_work(turns: int = 6) -> list[dict[str, Any]]:
+    """Turns of talk (no tool output, which the tail would keep as stand-ins) larger
+    than the tail: what comes before them is summarized."""
+    msgs: list[dict[str, Any]] = []
+    for k in range(turns):
+        msgs += [assistant(f"Step {k} is done. " + big_text(500, seed=k) + ".")]
+        msgs += [user(f"Next, step {k + 1}: " + big_text(1_500, seed=k + 50))]
+    return msgs
+
+
+def giant_then_work(giant: str) -> list[dict[str, Any]]:
+    """The giant result, then more work than the tail holds: the giant is summarized."""
+    return giant_history(giant) + later_work()
+
+
 def assert_compacted(res: Any, threshold: int) -> None:
     assert validate_sequence(res.messages) == []
     assert res.tokens_after < threshold
     assert COUNTER.total(res.messages) == res.tokens_after
 
 
+def assert_accounts_agree(res: Any, considered: int) -> None:
+    """Every message compaction started from is kept verbatim, kept as a stand-in, or
+    removed — and every one whose content is lost is named in ``omitted``."""
+    in_context = [o for o in res.omitted if o.where == "context"]
+    assert res.kept_verbatim + res.removed_count + len(in_context) == considered
+    lost = [o for o in res.omitted if o.where != "context"]
+    assert len(lost) <= res.removed_count
+    assert len({o.position for o in res.omitted}) == len(res.omitted)
+    if res.strategy == "truncate":
+        assert [o.where for o in lost] == ["dropped"] * res.removed_count
+    data = res.trace_data()
+    assert data["kept_verbatim"] == res.kept_verbatim
+    assert data["removed_count"] == res.removed_count
+    assert data["omitted"] == [o.as_dict() for o in res.omitted]
+
+
 # -- 225,010-token tool result in a 32k window ---------------------------------------------
 
 
-def test_giant_tool_result_compacts_below_threshold(giant: str) -> None:
+def test_giant_newest_tool_result_is_kept_as_a_stand_in(giant: str) -> None:
+    """Issue 26: a message too large for the tail on its own is kept as a stand-in naming
+    it and where to re-read it; its neighbours stay, and nothing older needs a summary."""
     model = ScriptedModel([GOOD])
-    res = Compactor(model).compact(giant_history(giant), window=32_000)
-    assert res.strategy == "summary"
+    history = giant_history(giant)
+    history[2]["tool_calls"][0]["function"]["arguments"] = json.dumps({"path": "big.log"})
+    res = Compactor(model).compact(history, window=32_000)
+    assert res.strategy == "stand_in" and model.calls == 0
     assert res.threshold == 24_000 and res.threshold_source == "default"
+    assert res.tail_budget == 12_000
+    assert_compacted(res, 24_000)
+    assert res.messages[:3] == history[:3]  # the system prompt, the request, the call
+    stand = res.messages[3]["content"]
+    assert stand.startswith("[content omitted from the context: read_file result, ~225010 tokens")
+    assert 'of read_file path="big.log"' in stand and "(#4 of the full history)" in stand
+    assert "x x x" not in stand  # replaced whole, never sliced
+    assert [o.as_dict() for o in res.omitted] == [
+        {"position": 4, "role": "tool", "tool": "read_file", "tokens": 225_010, "where": "context"}
+    ]
+    assert_accounts_agree(res, 3)
+    assert res.kept_verbatim == 2 and res.removed_count == 0
+
+
+def test_giant_tool_result_covered_by_the_summary_is_stood_in_the_request(giant: str) -> None:
+    model = ScriptedModel([GOOD])
+    res = Compactor(model).compact(giant_then_work(giant), window=32_000)
+    assert res.strategy == "summary"
     assert res.cap == 6000 and res.output_budget == 6000
     assert_compacted(res, 24_000)
     request = model.requests[0]
     text = request.messages[-1].content
     assert (
-        "[content omitted from this summary request: read_file result, ~225010 tokens. It ran "
-        "and produced output; re-read the source for its contents rather than reconstructing "
-        "them.]"
+        "[tool result: read_file]\n[content omitted from this summary request: read_file "
+        "result, ~225010 tokens. It ran and produced output; re-read the source for its "
+        "contents rather than reconstructing them.]"
     ) in text
     assert "x x x" not in text  # replaced whole, never sliced
     assert "Read big.log and tell me what failed." in text  # the user's message stays
     assert request.meta.purpose is Purpose.COMPACTION
     assert text.count("<transcript>") == 1 and text.rstrip().endswith("</transcript>")
+    assert "<summary_format>" in text and "Open errors:" in text
     sent = default_counter().count(text) + default_counter().count(request.system or "")
     assert sent + request.max_tokens <= 32_000
-    assert [o.as_dict() for o in res.omitted] == [
-        {"position": 4, "role": "tool", "tool": "read_file", "tokens": 225_010, "where": "request"}
-    ]
-    assert "Read big.log and tell me what failed." in json.dumps(res.messages)
+    assert res.omitted[0].as_dict() == {
+        "position": 4,
+        "role": "tool",
+        "tool": "read_file",
+        "tokens": 225_010,
+        "where": "request",
+    }
+    assert_accounts_agree(res, len(giant_then_work(giant)) - 1)
 
 
 def test_giant_tool_result_does_not_loop(giant: str) -> None:
-    compactor = Compactor(ScriptedModel([GOOD]))
-    first = compactor.compact(giant_history(giant), window=32_000)
-    again = compactor.compact(first.messages, window=32_000)
-    assert again.strategy == "none" and again.messages == first.messages
+    for history in (giant_history(giant), giant_then_work(giant)):
+        compactor = Compactor(ScriptedModel([GOOD]))
+        first = compactor.compact(history, window=32_000)
+        again = compactor.compact(first.messages, window=32_000)
+        assert again.strategy == "none" and again.messages == first.messages
 
 
 def test_giant_tool_result_with_summarizer_down_still_progresses(giant: str) -> None:
-    compactor = Compactor(ScriptedModel(default=Transient("down")))
+    model = ScriptedModel(default=Transient("down"))
+    compactor = Compactor(model)
     res = compactor.compact(giant_history(giant), window=32_000)
-    assert res.strategy == "truncate"
+    assert res.strategy == "stand_in" and model.calls == 0  # no summary was needed
     assert_compacted(res, 24_000)
     assert res.omitted[-1].where == "context" and res.omitted[-1].tool == "read_file"
     # the newest activity is kept as a stand-in, so the agent knows the tool ran
     assert "read_file result, ~225010 tokens" in res.messages[-1]["content"]
     assert compactor.compact(res.messages, window=32_000).strategy == "none"
+    down = compactor.compact(giant_then_work(giant), window=32_000)
+    assert down.strategy == "truncate" and down.reason == "summarizer failed: Transient: down"
+    assert_compacted(down, 24_000)
+    assert_accounts_agree(down, len(giant_then_work(giant)) - 1)
+    assert {"position": 4, "role": "tool", "tool": "read_file", "tokens": 225_010} in [
+        {k: v for k, v in o.as_dict().items() if k != "where"} for o in down.omitted
+    ]
 
 
 # -- under the threshold ------------------------------------------------------------------
@@ -150,6 +217,8 @@ def test_two_messages_over_budget_make_progress(shape: str, summarizer: str) -> 
 def parallel_history() -> list[dict[str, Any]]:
     msgs: list[dict[str, Any]] = [system(), user("investigate the outage")]
     for k in range(6):
+        if k:  # the user's notes between rounds: talk the tail does not stand in for
+            msgs.append(user(f"note {k}: " + big_text(1_200, seed=90 + k)))
         ids = [(f"p{k}a", "grep"), (f"p{k}b", "read_file"), (f"p{k}c", "ls")]
         msgs.append(call(*ids, text=f"step {k}: looking at three sources."))
         msgs += [result(cid, big_text(1_500, seed=k * 3 + j)) for j, (cid, _) in enumerate(ids)]
@@ -183,9 +252,16 @@ def test_cjk_history_is_counted_and_compacted() -> None:
     assert COUNTER.count(msgs[3]) > len(zh * 8) // 4  # CJK costs more than 1 token / 4 chars
     model = ScriptedModel(["用户请求读取日志并修复数据库连接超时的问题。"])
     res = Compactor(model).compact(msgs, window=16_000)
+    assert res.strategy == "stand_in"  # only the log was too large for the tail
+    assert_compacted(res, 12_000)
+    blob = json.dumps(res.messages, ensure_ascii=False)
+    assert (
+        "请修复它。" in blob and "日志显示数据库连接超时。" in blob and "请读取日志文件。" in blob
+    )
+    longer = msgs + [assistant("我先看一下代码。" * 400), user("继续。")] * 3
+    res = Compactor(model).compact(longer, window=16_000)
     assert res.strategy == "summary"
     assert_compacted(res, 12_000)
-    assert "请修复它。" in json.dumps(res.messages, ensure_ascii=False)
     assert "数据库连接超时的问题。" in res.messages[1]["content"]
 
 
@@ -195,7 +271,7 @@ def test_cjk_history_is_counted_and_compacted() -> None:
 def test_ladder_retries_send_byte_identical_requests(giant: str) -> None:
     reject = OutputBudgetRejected("max_tokens too large")
     model = ScriptedModel([reject, reject, GOOD])
-    res = Compactor(model).compact(giant_history(giant), window=32_000)
+    res = Compactor(model).compact(giant_then_work(giant), window=32_000)
     assert res.strategy == "summary" and res.output_budget == 2048
     first, *rest = model.requests
     assert [r.max_tokens for r in model.requests] == [6000, 4096, 2048]
@@ -203,7 +279,7 @@ def test_ladder_retries_send_byte_identical_requests(giant: str) -> None:
         assert r.messages == first.messages and r.system == first.system
         assert r.meta == first.meta and r.temperature == first.temperature
     again = ScriptedModel([GOOD])
-    Compactor(again).compact(giant_history(giant), window=32_000)
+    Compactor(again).compact(giant_then_work(giant), window=32_000)
     assert again.requests[0] == first  # no clock, no request id: same input, same bytes
 
 
@@ -223,7 +299,7 @@ def test_provider_refusing_each_ladder_budget(
 ) -> None:
     replies: list[Any] = [OutputBudgetRejected("too large") for _ in range(rejections)]
     model = ScriptedModel([*replies, GOOD])
-    res = Compactor(model).compact(giant_history(giant), window=32_000)
+    res = Compactor(model).compact(giant_then_work(giant), window=32_000)
     assert tuple(r.max_tokens for r in model.requests) == budgets
     assert res.budgets_tried == budgets
     assert_compacted(res, 24_000)
@@ -236,6 +312,7 @@ def test_provider_refusing_each_ladder_budget(
 
 def test_ladder_starts_below_a_small_first_budget() -> None:
     msgs = [user("go"), call(("c1", "read_file")), result("c1", big_text(20_000))]
+    msgs += later_work(2)  # more than the tail holds: the big result is summarized
     model = ScriptedModel([OutputBudgetRejected("no"), GOOD])
     res = Compactor(model).compact(msgs, window=10_000)  # threshold 7500 → budget 1875
     assert [r.max_tokens for r in model.requests] == [1875, 1024]
@@ -303,26 +380,43 @@ def test_model_error_subclass_is_never_raised_out() -> None:
 # -- the user's own words ------------------------------------------------------------------
 
 
-def test_a_user_message_over_the_cap_is_sent_whole() -> None:
-    pasted = "PASTED " + big_text(9_000)
+def test_a_user_message_over_the_cap_is_described_not_dropped() -> None:
+    """Issue 26: a user's paste over the cap gets the seed's stand-in in the summary
+    request too — saying what was there — instead of crowding out the request."""
+    pasted = "PASTED the build log below\n" + big_text(9_000) + "\nwhy does step 3 fail?"
     msgs = [user(pasted), assistant("Noted."), user("now summarize the paste"), assistant("OK.")]
-    msgs += [user("and continue"), call(("c1", "ls")), result("c1", big_text(20_000))]
+    msgs += [user("and continue")]
+    msgs += later_work()  # more recent work than the tail holds: the paste is summarized
+    tokens = COUNTER.count(msgs[0]) - 4
     model = ScriptedModel([GOOD])
     res = Compactor(model).compact(msgs, window=32_000)
     assert res.strategy == "summary"
-    assert pasted in model.requests[0].messages[-1].content  # over the 6000 cap, never dropped
+    sent = model.requests[0].messages[-1].content
+    assert pasted not in sent
+    assert (
+        f"[user]\n[content omitted from this summary request: user message, ~{tokens} tokens; "
+        '3 lines; it began: "PASTED the build log below" and ended: "why does step 3 fail?". '
+        "The user sent it; re-read the source"
+    ) in sent
+    assert "now summarize the paste" in sent  # the small messages are read whole
+    assert {"position": 1, "role": "user", "tool": None, "tokens": tokens, "where": "request"} in [
+        o.as_dict() for o in res.omitted
+    ]
     assert_compacted(res, 24_000)
+    assert_accounts_agree(res, len(msgs))
 
 
-def test_user_text_that_alone_cannot_fit_goes_to_the_backstop() -> None:
+def test_user_text_that_alone_cannot_fit_is_stood_in_and_summarized() -> None:
+    """Before issue 26 this went to the backstop ("the user's own messages alone do not fit
+    a summary request") and lost every message; now the paste is described."""
     msgs = [user("HUGE " + big_text(40_000)), assistant("That is a lot."), user("go on")]
     model = ScriptedModel([GOOD])
     res = Compactor(model, tail_budget=0).compact(msgs, window=32_000)
-    assert model.calls == 0
-    assert res.strategy == "truncate"
-    assert res.reason == "the user's own messages alone do not fit a summary request"
+    assert model.calls == 1 and res.strategy == "summary"
+    sent = model.requests[0].messages[-1].content
+    assert f"user message, ~{COUNTER.count(msgs[0]) - 4} tokens; 1 line; it began:" in sent
     assert_compacted(res, 24_000)
-    assert res.messages[-1]["content"] == "go on"
+    assert res.messages[-1]["content"].endswith("go on")
 
 
 def test_media_parts_count_towards_the_window() -> None:

@@ -97,3 +97,74 @@ def test_every_unit_cut_assembles_a_valid_sequence(msgs: list[dict[str, Any]], d
     summary = data.draw(st.sampled_from([None, "Summary."]))
     out = assemble(msgs, leading_system_count(msgs), summary, start)
     assert validate_sequence(out) == []
+
+
+# -- the verbatim tail (issue 26) -------------------------------------------------------
+
+# roles: u user, a assistant prose, c assistant calling tools, t tool result
+_ROLE = {"u": "user", "a": "assistant", "c": "assistant", "t": "tool"}
+
+
+@pytest.mark.parametrize(
+    ("shape", "counts", "budget", "latest", "start", "stood"),
+    [
+        # everything fits: the whole history is the tail
+        ("uaua", [10, 10, 10, 10], 100, 2, 0, set()),
+        # the first message that does not fit ends it
+        ("uaua", [50, 10, 30, 10], 50, 2, 1, set()),
+        # a message larger than the whole budget is stood in and the walk goes on
+        ("uauaua", [10, 10, 500, 10, 10, 10], 100, 4, 0, {2}),
+        # ... but never the latest user message: the head carries it instead
+        ("uaua", [10, 10, 500, 10], 100, 2, 3, set()),
+        # tool output that does not fit what is left is stood in; the call stays verbatim
+        ("uctct", [10, 5, 80, 5, 60], 100, 0, 0, {2}),
+        # prose that does not fit ends the walk even after stood-in tool output
+        ("uauct", [10, 90, 10, 5, 80], 100, 2, 2, set()),
+        # a unit is never split: the walk ends inside it, so its call is kept too
+        ("uactt", [10, 90, 5, 300, 40], 60, 0, 2, {3}),
+        # nothing fits: the tail is empty
+        ("ua", [10, 200], 5, 0, 2, set()),
+    ],
+)
+def test_tail_plan(
+    shape: str, counts: list[int], budget: int, latest: int, start: int, stood: set[int]
+) -> None:
+    from memoir.compaction.plan import tail_plan
+
+    roles = [_ROLE[c] for c in shape]
+    tool_output = {i for i, c in enumerate(shape) if c in "ct"}
+    plan = tail_plan(roles, counts, 0, budget, lambda i: 20, (), latest, tool_output)
+    assert (plan.start, set(plan.stand_ins)) == (start, stood)
+    assert plan.tokens == sum(20 if i in stood else counts[i] for i in range(start, len(shape)))
+
+
+def test_tail_plan_keeps_what_a_replayed_checkpoint_stood_in() -> None:
+    from memoir.compaction.plan import tail_plan
+
+    roles = ["user", "assistant", "tool", "user"]
+    plan = tail_plan(roles, [10, 5, 30, 10], 0, 1_000, lambda i: 20, stood_in={2}, latest_user=3)
+    assert plan.start == 0 and plan.stand_ins == {2} and plan.tokens == 45
+
+
+@settings(max_examples=100, deadline=None)
+@given(histories(), st.integers(0, 20_000))
+def test_tail_plan_always_starts_a_unit_and_keeps_the_last_budget_verbatim(
+    msgs: list[dict[str, Any]], budget: int
+) -> None:
+    from memoir.compaction.plan import tail_plan
+    from memoir.compaction.sequence import units
+    from memoir.compaction.tokens import MessageCounter
+
+    counter = MessageCounter()
+    counts = counter.counts(msgs)
+    sysn = leading_system_count(msgs)
+    roles = [str(m["role"]) for m in msgs]
+    output = {i for i, m in enumerate(msgs) if m["role"] == "tool" or m.get("tool_calls")}
+    plan = tail_plan(roles, counts, sysn, budget, lambda i: 30, (), None, output)
+    assert plan.start in {u.start for u in units(msgs)} | {len(msgs)}
+    used = 0
+    for i in range(len(msgs) - 1, sysn - 1, -1):  # the last budget's worth: verbatim
+        used += counts[i]
+        if used > budget:
+            break
+        assert i >= plan.start and i not in plan.stand_ins

@@ -57,3 +57,28 @@ def test_the_latest_user_message_survives(msgs: list[dict[str, Any]], window: in
     text = json.dumps(last_user["content"], ensure_ascii=False)[1:-1]
     omitted_users = [o for o in res.omitted if o.role == "user" and o.where == "context"]
     assert text in blob or omitted_users
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories(), st.integers(1_500, 40_000), REPLIES, st.sampled_from([None, 0.0, 0.3, 0.5]))
+def test_the_accounts_agree_on_every_path(
+    msgs: list[dict[str, Any]], window: int, replies: list[Any], tail_ratio: float | None
+) -> None:
+    """Issue 26: every message is kept verbatim, kept as a stand-in, or removed — and the
+    ones whose content is gone are named in ``omitted``, once each."""
+    from memoir.compaction.sequence import leading_system_count
+
+    kw = {} if tail_ratio is None else {"tail_ratio": tail_ratio}
+    model = ScriptedModel(replies, default=Transient("down"))
+    res = Compactor(model, **kw).compact(msgs, window=window)
+    considered = len(msgs) - leading_system_count(msgs)
+    in_context = [o for o in res.omitted if o.where == "context"]
+    assert res.kept_verbatim + res.removed_count + len(in_context) == considered
+    assert len({o.position for o in res.omitted}) == len(res.omitted)
+    lost = {o.where for o in res.omitted} - {"context"}
+    assert lost <= ({"dropped"} if res.strategy == "truncate" else {"request"})
+    if res.strategy == "truncate":
+        assert sum(o.where == "dropped" for o in res.omitted) == res.removed_count
+    if res.strategy in ("stand_in", "none"):
+        assert res.removed_count == 0 and model.calls == 0
+    assert res.trace_data()["kept_verbatim"] == res.kept_verbatim

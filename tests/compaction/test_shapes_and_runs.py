@@ -120,7 +120,10 @@ def test_a_head_holding_an_image_still_carries_the_summary_to_the_backstop() -> 
     for i in range(12):
         hist += turn(i)
     hist += turn(12, image=True)
-    first = Compactor(ScriptedModel(["SECRET-FACT-42 was decided."])).compact(hist, window=8000)
+    # a tail of 1,500 tokens holds the last reply but not the image turn before it (1,610
+    # tokens): the head carries that latest user message, image and all
+    compactor = Compactor(ScriptedModel(["SECRET-FACT-42 was decided."]), tail_budget=1_500)
+    first = compactor.compact(hist, window=8000)
     assert isinstance(first.messages[1]["content"], list)  # the head carries the image
     hist = list(first.messages)
     for i in range(13, 30):

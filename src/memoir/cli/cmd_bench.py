@@ -1,8 +1,9 @@
-"""`memoir bench`: retrieval and long-term memory benchmarks (LoCoMo)."""
+"""`memoir bench`: retrieval and long-term memory benchmarks (LoCoMo), compaction retention."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -12,10 +13,11 @@ from memoir.bench.memories import SPEAKERS, run_memories
 from memoir.cli.app import app, console, err_console, print_json
 from memoir.search.embedder import load_embedder
 
-__all__ = ["bench_app", "locomo", "memories"]
+__all__ = ["bench_app", "compaction", "locomo", "memories"]
 
 bench_app = typer.Typer(
-    help="Benchmarks: retrieval and long-term memory quality on LoCoMo.", no_args_is_help=True
+    help="Benchmarks: retrieval and long-term memory quality on LoCoMo, compaction retention.",
+    no_args_is_help=True,
 )
 app.add_typer(bench_app, name="bench")
 
@@ -125,3 +127,101 @@ def memories(
         f"turns cited ({summary['own_observation_turns']} spoken by the user); "
         f"{summary['cited_turns']} turns cited in all"
     )
+
+
+def _numbers(raw: str, option: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in raw.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or any(v <= 0 for v in values):
+        raise typer.BadParameter("positive whole numbers, comma-separated", param_hint=option)
+    return values
+
+
+@bench_app.command("compaction")
+def compaction(
+    turns: str = typer.Option(
+        "50,100,200,400", "--turns", help="History lengths in agent steps, comma-separated."
+    ),
+    windows: str = typer.Option(
+        "8000,32000,128000", "--windows", help="Context windows (tokens), comma-separated."
+    ),
+    seeds: int = typer.Option(3, "--seeds", min=1, help="Histories per length (seeds 0…N-1)."),
+    model: str = typer.Option(
+        "offline",
+        "--model",
+        help="offline (the embedded model) or configured (MEMOIR_LLM and its key).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Retention of compaction on generated agent histories with planted facts (issue 26).
+
+    Each history is played through an agent loop that compacts whenever the context
+    reaches the threshold; measured are the planted facts still in the context (summary +
+    tail), the recent messages kept verbatim and the tokens used against the threshold."""
+    from contextlib import ExitStack
+
+    from memoir.bench.compaction import BANDS, TARGETS, run_compaction_bench
+    from memoir.cli.app import open_memoir
+    from memoir.config import Settings
+    from memoir.errors import ConfigError
+
+    if model not in ("offline", "configured"):
+        raise typer.BadParameter("offline or configured", param_hint="--model")
+    lengths, sizes = _numbers(turns, "--turns"), _numbers(windows, "--windows")
+    settings = Settings.from_env()
+    with ExitStack() as stack:
+        chosen = None
+        if model == "configured":
+            if settings.llm == "offline":
+                raise ConfigError("--model configured needs MEMOIR_LLM set to a provider model")
+            chosen = stack.enter_context(open_memoir()).model()
+        report = run_compaction_bench(
+            turns=lengths,
+            windows=sizes,
+            seeds=range(seeds),
+            model=chosen,
+            tail_ratio=settings.compact_tail_ratio,
+            ratio=settings.compact_threshold_ratio,
+            progress=None if as_json else lambda line: err_console.print(line, style="dim"),
+        )
+    summary = report.to_json()
+    if as_json:
+        print_json(summary)
+        return
+    _compaction_table(summary, BANDS, TARGETS)
+
+
+def _compaction_table(
+    summary: dict[str, Any], bands: tuple[str, ...], targets: dict[str, float]
+) -> None:
+    table = Table(title=f"Compaction retention ({summary['model']} model)")
+    for header in ("window", "runs", "compactions", "facts", "recent", "tokens used", "min"):
+        table.add_column(header, justify="left" if header == "window" else "right")
+    rows = [(f"{int(w):,}", by) for w, by in summary["by_window"].items()]
+    rows.append(("all", summary))
+    for name, by in rows:
+        table.add_row(
+            name,
+            str(by["runs_compacted"]),
+            str(by["compactions"]),
+            _share(by["fact_retention"]),
+            _share(by["recent_retention"]),
+            _share(by["tokens_used_share"]),
+            _share(by["min_tokens_used_share"]),
+            style="bold" if name == "all" else None,
+        )
+    console.print(table)
+    by_band = summary["fact_retention_by_band"]
+    console.print(
+        "facts by position: "
+        + ", ".join(f"{b} {_share(by_band[b])}" for b in bands)
+        + f"; targets: recent {targets['recent_retention']}, facts ≥ "
+        f"{targets['fact_retention']}, tokens used ≥ {targets['tokens_used_share']} — met: "
+        + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in summary["met"].items())
+    )
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -94,7 +94,9 @@ def compact(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO."""
+    """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary
+    of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO of
+    the threshold), a message too large for that kept as a stand-in."""
     from memoir.compaction import Compactor
     from memoir.compaction.events import messages_from_events
     from memoir.search.session_ref import resolve_session
@@ -115,6 +117,13 @@ def compact(
             result = compactor.compact(messages, window=window)
             name = file.name
         _report(result, messages, name, as_json)
+
+
+_OMITTED = (
+    ("context", "stood in"),  # kept as a stand-in naming it and where to re-read it
+    ("request", "summarized unread"),  # summarized, but the summary saw only its stand-in
+    ("dropped", "dropped"),  # removed by the backstop, no summary
+)
 
 
 def _report(result: Any, messages: list[dict[str, Any]], name: str, as_json: bool) -> None:
@@ -138,21 +147,25 @@ def _report(result: Any, messages: list[dict[str, Any]], name: str, as_json: boo
         "threshold",
         f"{result.threshold} (window {result.window} × {result.ratio}, {result.threshold_source})",
     )
+    table.add_row("kept verbatim", str(result.kept_verbatim))
     table.add_row("removed", str(result.removed_count))
+    table.add_row("tail budget", str(result.tail_budget))
     table.add_row("per-message cap", str(result.cap))
     if result.budgets_tried:
         table.add_row("output budget", " → ".join(str(b) for b in result.budgets_tried))
-    if result.omitted:
-        shown = [f"{o.tool or o.role} #{o.position} (~{o.tokens:,})" for o in result.omitted[:5]]
-        more = len(result.omitted) - len(shown)
-        sizes = {o.position: o.tokens for o in result.omitted}  # one message may be left
-        total = sum(sizes.values())  # out of the summary request and of the context too
+    for where, label in _OMITTED:
+        omitted = [o for o in result.omitted if o.where == where]
+        if not omitted:
+            continue
+        shown = [f"{o.tool or o.role} #{o.position} (~{o.tokens:,})" for o in omitted[:5]]
+        more = len(omitted) - len(shown)
+        total = sum(o.tokens for o in omitted)
         table.add_row(
-            "omitted",
-            f"{len(sizes)} message(s), ~{total:,} tokens: {', '.join(shown)}"
+            label,
+            f"{len(omitted)} message(s), ~{total:,} tokens: {', '.join(shown)}"
             + (f" and {more} more" if more else ""),
         )
     console.print(table)
     head = next((m for m in result.messages if m.get("role") != "system"), None)
-    if result.strategy != "none" and head is not None and isinstance(head.get("content"), str):
+    if result.strategy == "summary" and head is not None and isinstance(head.get("content"), str):
         console.print(Text(printable(head["content"]), style="dim"))  # the summary it wrote

@@ -1,9 +1,11 @@
 """Context compaction for agent loops: never stuck, never corrupting the context.
 
-The front door is :class:`Compactor` (``should_compact`` / ``compact``); the pure parts
-are usable on their own: :func:`validate_sequence` (what the OpenAI and Anthropic APIs
-accept), :class:`Budget` (threshold, output budget, per-message cap), the stand-ins, the
-summary validation and the event converter.
+The front door is :class:`Compactor` (``should_compact`` / ``compact``): a summary of the
+work so far and the most recent messages verbatim (the tail budget), oversized messages
+kept as stand-ins that say what they were. The pure parts are usable on their own:
+:func:`validate_sequence` (what the OpenAI and Anthropic APIs accept), :class:`Budget`
+(threshold, output budget, per-message cap, tail budget), the stand-ins, the summary
+validation and the event converter.
 """
 
 from memoir.compaction.budget import (

@@ -14,6 +14,12 @@ All pure. The reasoning behind each number (from the compaction-message-cap seed
   ceiling: nothing limits one input message except the window it has to fit in.
 * Budget ladder: on an output-budget rejection retry with 4096, 2048, 1024, 256 — only
   budgets below the one rejected — and stop at the first accepted.
+* ``tail budget = int(threshold × tail ratio)`` (``MEMOIR_COMPACT_TAIL_RATIO``, 0.5 by
+  default, below 0.75): the most recent messages kept verbatim after a compaction. With
+  the summary's quarter that leaves at least a quarter of the threshold for the turns
+  before the next compaction (at 0.5: 6,000 of 24,000 tokens in a 32k window, and usually
+  more — a summary seldom takes all of its budget), while the agent keeps the last half
+  of what it was working with word for word.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from memoir.errors import CompactionError
 
 __all__ = [
     "DEFAULT_RATIO",
+    "DEFAULT_TAIL_RATIO",
     "LADDER",
     "MESSAGE_CAP_FLOOR",
     "OUTPUT_BUDGET_MAX",
@@ -36,6 +43,7 @@ __all__ = [
 ]
 
 DEFAULT_RATIO = 0.75
+DEFAULT_TAIL_RATIO = 0.5
 OUTPUT_BUDGET_MIN = 256
 OUTPUT_BUDGET_MAX = 8192
 MESSAGE_CAP_FLOOR = 2048
@@ -88,9 +96,13 @@ class Budget:
         ratio: float = DEFAULT_RATIO,
         ratio_source: str = "default",
         tail_budget: int | None = None,
+        tail_ratio: float = DEFAULT_TAIL_RATIO,
     ) -> Budget:
+        """``tail_budget`` (tokens) overrides ``tail_ratio`` (a share of the threshold)."""
         threshold = threshold_for(window, ratio)
-        tail = threshold // 4 if tail_budget is None else max(0, tail_budget)
+        if not 0.0 <= tail_ratio < 1.0:
+            raise CompactionError(f"the tail ratio must be in [0, 1), not {tail_ratio}")
+        tail = int(threshold * tail_ratio) if tail_budget is None else max(0, tail_budget)
         return cls(
             window=window,
             ratio=ratio,

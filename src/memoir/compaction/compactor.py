@@ -19,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from memoir.compaction.budget import DEFAULT_RATIO, Budget
+from memoir.compaction.backstop import truncate_outcome
+from memoir.compaction.budget import DEFAULT_RATIO, DEFAULT_TAIL_RATIO, Budget
 from memoir.compaction.checkpoints import (
     Replay,
     fingerprint,
@@ -33,7 +34,7 @@ from memoir.compaction.checkpoints import (
     replay_point,
 )
 from memoir.compaction.events import messages_from_events
-from memoir.compaction.job import Job, Outcome, summary_outcome, truncate_outcome
+from memoir.compaction.job import Job, Outcome, RunNote, summary_outcome
 from memoir.compaction.plan import head_text, pin_index
 from memoir.compaction.sequence import (
     Message,
@@ -43,7 +44,7 @@ from memoir.compaction.sequence import (
     tidy,
     validate_sequence,
 )
-from memoir.compaction.standin import replaced, tool_names_by_call
+from memoir.compaction.standin import StandIns
 from memoir.compaction.tokens import MESSAGE_OVERHEAD, MessageCounter, content_tokens
 from memoir.compaction.values import CompactionResult
 from memoir.config import Settings
@@ -72,6 +73,7 @@ class Compactor:
         ratio_source: str = "default",
         store: Store | None = None,
         tail_budget: int | None = None,
+        tail_ratio: float = DEFAULT_TAIL_RATIO,
         clock: Callable[[], datetime] | None = None,
         on_checkpoint: Callable[[CheckpointRow], None] | None = None,
     ) -> None:
@@ -83,7 +85,8 @@ class Compactor:
         self.ratio = ratio
         self.ratio_source = ratio_source
         self.store = store
-        self.tail_budget = tail_budget
+        self.tail_budget = tail_budget  # tokens; overrides tail_ratio (a share of the threshold)
+        self.tail_ratio = tail_ratio
         self.clock = clock or (lambda: datetime.now(UTC))
         self._latest: dict[str, CheckpointRow | None] = {}
         self._fingerprints: dict[int, tuple[Message, object, str]] = {}
@@ -93,14 +96,16 @@ class Compactor:
     def from_settings(
         cls, settings: Settings, model: Model | None, *, store: Store | None = None, **kw: Any
     ) -> Compactor:
-        """Threshold ratio from ``settings.compact_threshold_ratio`` and its origin."""
+        """Threshold ratio from ``settings.compact_threshold_ratio`` and its origin, the
+        tail's share of the threshold from ``settings.compact_tail_ratio``."""
         source = settings.origins.get("compact_threshold_ratio", "default")
+        kw.setdefault("tail_ratio", settings.compact_tail_ratio)
         return cls(
             model, ratio=settings.compact_threshold_ratio, ratio_source=source, store=store, **kw
         )
 
     def budget(self, window: int) -> Budget:
-        return Budget.of(window, self.ratio, self.ratio_source, self.tail_budget)
+        return Budget.of(window, self.ratio, self.ratio_source, self.tail_budget, self.tail_ratio)
 
     # -- the cheap decision ------------------------------------------------------------
 
@@ -133,50 +138,42 @@ class Compactor:
         flags: SessionFlags | None = None,
     ) -> CompactionResult:
         """The context to send next. Under the threshold: the messages unchanged (or the
-        replayed checkpoint). Otherwise a summary, or the truncate backstop; either way
-        a valid sequence strictly below the threshold."""
+        replayed checkpoint). Otherwise a summary of the older messages and the verbatim
+        tail (or only stand-ins for the oversized ones, or the truncate backstop); either
+        way a valid sequence strictly below the threshold. The messages are checked the
+        same way at any size: an invalid sequence is refused even when it fits."""
         budget = self.budget(window)
-        if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
-            raise CompactionError(
-                f"messages must be a list of message dicts, not {type(messages).__name__}"
-            )
-        msgs = list(messages)
-        strays = [i for i, m in enumerate(msgs) if not isinstance(m, dict)]
-        if strays:
-            raise CompactionError(
-                f"message {strays[0]} is a {type(msgs[strays[0]]).__name__}, not a message "
-                "dict ({'role': …, 'content': …})"
-            )
+        msgs = _as_messages(messages)
         pos = _positions(msgs, positions)
+        tidied, tidied_pos = tidy(msgs, pos)
+        runs = _check(tidied, tidied_pos)
         raw = dict(zip(pos, msgs, strict=True))  # checkpoints fingerprint what callers pass
         replay = self._replay(session_id, msgs, pos)
         job, context = self._start(msgs, pos, budget, session_id, replay)
         before = self.tokens.total(context)
         if before < budget.threshold:
-            result = job.result("none", context, before, before, removed=0)
-            return self._emit(result, session_id)
-        tidied, pos = tidy(msgs, pos)
+            return self._emit(job.unchanged(context, before), session_id)
         if len(tidied) != len(msgs) or any(a is not b for a, b in zip(tidied, msgs, strict=True)):
-            msgs, replay = tidied, _rebased(replay, pos)
+            msgs, pos, replay = tidied, tidied_pos, _rebased(replay, tidied_pos)
             job, context = self._start(msgs, pos, budget, session_id, replay)
             before = self.tokens.total(context)
-        problems = validate_sequence(msgs)
-        if problems and all(p.endswith(_IN_A_ROW) for p in problems):
+        notes: list[tuple[int, int, int]] = []
+        if runs:
             # user (or assistant) messages in a row: joined, so the result alternates —
             # the latest of a run kept whole, earlier ones that no longer fit stood in for
-            msgs, pos = shorten_runs(msgs, pos, self.tokens.counts(msgs), budget.tail_budget)
+            counts = self.tokens.counts(msgs)
+            msgs, pos, notes = shorten_runs(msgs, pos, counts, budget.tail_budget)
             msgs, pos = join_same_role(msgs, pos)
             replay = _rebased(replay, pos)
-            job, context = self._start(msgs, pos, budget, session_id, replay)
+            job, context = self._start(msgs, pos, budget, session_id, replay, notes)
             before = self.tokens.total(context)
             problems = validate_sequence(msgs)
-        if problems:
-            raise CompactionError(f"cannot compact an invalid message sequence: {problems[0]}")
+            if problems:  # cannot happen after _check; kept as the guarantee it is
+                raise CompactionError(f"cannot compact an invalid message sequence: {problems[0]}")
         if before < budget.threshold:  # tidied or joined, the context already fits
-            result = job.result("none", context, before, before, removed=0)
-            return self._emit(result, session_id)
+            return self._emit(job.unchanged(context, before), session_id)
         outcome = summary_outcome(job, self.model)
-        if outcome.summary is None:
+        if outcome.failed:
             outcome = truncate_outcome(job, outcome)
         result = job.finish(outcome, before)
         checkpoint_id = self._persist(job, outcome, result, flags, raw)
@@ -212,10 +209,16 @@ class Compactor:
         budget: Budget,
         session_id: str | None,
         replay: Replay | None,
+        notes: Sequence[tuple[int, int, int]] = (),
     ) -> tuple[Job, list[dict[str, Any]]]:
         """The job over ``msgs`` (replaying the session's checkpoint when it applies) and
         the context as it stands."""
         job = self._job(msgs, pos, budget, replay, session_id)
+        if notes:
+            job.run_notes = tuple(
+                RunNote(bisect_left(pos, note), position, content_tokens(tokens))
+                for note, position, tokens in notes
+            )
         if replay is None:
             return job, cast(list[dict[str, Any]], msgs)
         return job, job.assemble(job.prev_summary, job.start0, job.rep0)
@@ -229,19 +232,18 @@ class Compactor:
         session_id: str | None,
     ) -> Job:
         counts = self.tokens.counts(msgs)
-        names = tool_names_by_call(msgs)
+        stand_ins = StandIns(msgs, pos, [content_tokens(c) for c in counts])
         sysn = leading_system_count(msgs)
         rep0: dict[int, Message] = {}
         if replay is not None:
             for i, p in enumerate(pos):
                 if p in replay.replaced:
-                    name = names.get(i)
-                    rep0[i] = replaced(msgs[i], content_tokens(counts[i]), tool_name=name)
+                    rep0[i] = stand_ins.context(i)
         return Job(
             messages=msgs,
             positions=pos,
             counts=counts,
-            tool_names=names,
+            stand_ins=stand_ins,
             system_count=sysn,
             budget=budget,
             replay=replay,
@@ -285,14 +287,12 @@ class Compactor:
             if replay.summary is not None:
                 extra += self.tokens.text(head_text(replay.summary)) + MESSAGE_OVERHEAD
             extra += _JOIN_MARGIN
-            names = tool_names_by_call(messages)
-            for i, p in enumerate(pos):
-                if p in replay.replaced:
-                    m = messages[i]
-                    count = self.tokens.count(m)
-                    name = names.get(i)
-                    stand = replaced(m, content_tokens(count), tool_name=name)
-                    extra += self.tokens.total([stand]) - count
+            replaced = [i for i, p in enumerate(pos) if p in replay.replaced]
+            if replaced:
+                counts = self.tokens.counts(messages)
+                stand_ins = StandIns(messages, pos, [content_tokens(c) for c in counts])
+                for i in replaced:
+                    extra += self.tokens.count(stand_ins.context(i)) - counts[i]
             self._replay_extra[replay.checkpoint_id] = extra
         pin = pin_index(messages, sysn, replay.start, replay.summary is not None)
         if pin is not None:
@@ -372,6 +372,33 @@ class Compactor:
             except MemoirError as exc:
                 log.warning("compaction trace not saved: %s", exc)
         return result
+
+
+def _as_messages(messages: Sequence[Message]) -> list[Message]:
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+        raise CompactionError(
+            f"messages must be a list of message dicts, not {type(messages).__name__}"
+        )
+    msgs = list(messages)
+    strays = [i for i, m in enumerate(msgs) if not isinstance(m, dict)]
+    if strays:
+        raise CompactionError(
+            f"message {strays[0]} is a {type(msgs[strays[0]]).__name__}, not a message "
+            "dict ({'role': …, 'content': …})"
+        )
+    return msgs
+
+
+def _check(messages: list[Message], positions: Sequence[int]) -> bool:
+    """Refuse an invalid sequence (the same checks at any size); True when it has runs of
+    one role that compaction joins (what both APIs make of them anyway)."""
+    problems = validate_sequence(messages)
+    runs = bool(problems) and all(p.endswith(_IN_A_ROW) for p in problems)
+    if runs:
+        problems = validate_sequence(join_same_role(messages, positions)[0])
+    if problems:
+        raise CompactionError(f"cannot compact an invalid message sequence: {problems[0]}")
+    return runs
 
 
 def _rebased(replay: Replay | None, positions: Sequence[int]) -> Replay | None:

@@ -10,18 +10,24 @@ The compacted context is ``system messages + [head] + tail``:
 * without a summary (the truncate backstop) the head is absent, and the tail either opens
   with a user message or is preceded by the last user message before it, kept verbatim;
 * the tail is whole units (a user message, or an assistant message with all its tool
-  results), so a tool call and its results stay together or go together.
+  results), so a tool call and its results stay together or go together
+  (:func:`tail_plan`): the most recent messages, verbatim, up to the tail budget; a
+  message larger than the whole budget, and tool output that does not fit what is left
+  of it, is kept as its stand-in and the walk goes on past it (its neighbours stay); the
+  first user or assistant message that does not fit ends the tail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from memoir.compaction.sequence import Message
 
 __all__ = [
     "SUMMARY_HEADER",
+    "TailPlan",
     "assemble",
     "fit_by_stand_ins",
     "head_text",
@@ -29,6 +35,7 @@ __all__ = [
     "pin_indices",
     "split_head",
     "summary_cut",
+    "tail_plan",
     "truncate_cuts",
 ]
 
@@ -177,6 +184,75 @@ def summary_cut(unit_tokens: Sequence[int], first: int, tail_budget: int) -> int
     return max(cut, min(first + 1, n))
 
 
+@dataclass(frozen=True, slots=True)
+class TailPlan:
+    """The verbatim tail: messages ``[start, n)``, those in ``stand_ins`` kept as their
+    stand-ins; ``tokens`` is what it costs (stand-ins at their own size)."""
+
+    start: int
+    stand_ins: frozenset[int]
+    tokens: int
+
+
+def tail_plan(
+    roles: Sequence[str],
+    counts: Sequence[int],
+    lo: int,
+    budget: int,
+    stand_in_cost: Callable[[int], int],
+    stood_in: Collection[int] = (),
+    latest_user: int | None = None,
+    tool_output: Collection[int] = (),
+) -> TailPlan:
+    """The tail kept after ``lo`` (a unit start): a walk from the newest message back.
+
+    * a message that fits what is left of ``budget`` is kept verbatim;
+    * a message larger than the whole budget (it could never be kept verbatim), one in
+      ``stood_in`` (stood in by the checkpoint replayed), and tool output — a tool result
+      or a tool call, ``tool_output`` — that does not fit what is left, is kept as its
+      stand-in when that fits: the walk goes on past it, so the messages around it stay
+      and the tail fills its budget (the calls an agent made, and how they ended, stay in
+      view while their bulk goes);
+    * the latest user message (``latest_user``) is never stood in here: when it does not
+      fit, the walk ends before it and the head carries it verbatim (:func:`pin_index`);
+    * the first other message (user or assistant prose) that does not fit ends the walk:
+      it is summarized, read whole. Should the tail then open inside a unit (on a tool
+      result), the unit's earlier messages are kept too, each verbatim when it fits, else
+      as its stand-in when that is smaller — a tool call and its results are never split.
+    """
+    n = len(roles)
+    used = 0
+    stand: set[int] = set()
+    i = n - 1
+    while i >= lo:
+        verbatim = counts[i] <= budget or i == latest_user
+        if i in stood_in or not verbatim or (i in tool_output and used + counts[i] > budget):
+            cost = stand_in_cost(i)
+            if used + cost > budget:
+                break
+            stand.add(i)
+        else:
+            cost = counts[i]
+            if used + cost > budget:
+                break
+        used += cost
+        i -= 1
+    start = i + 1
+    if lo < start < n and roles[start] == "tool":
+        first = start - 1
+        while first > lo and roles[first] == "tool":
+            first -= 1
+        for j in range(start - 1, first - 1, -1):
+            cost = stand_in_cost(j)
+            if j in stood_in or (used + counts[j] > budget and cost < counts[j]):
+                stand.add(j)
+                used += cost
+            else:
+                used += counts[j]
+        start = first
+    return TailPlan(start, frozenset(stand), used)
+
+
 def truncate_cuts(n_units: int, first: int) -> list[int]:
     """Unit indices the truncate backstop may cut at, fewest dropped first.
 
@@ -198,17 +274,20 @@ def fit_by_stand_ins(
     measure: Callable[[Sequence[Message]], int],
     stand_in_for: Callable[[int], Message],
     target: int,
+    initial: Mapping[int, Message] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[int, Message], int]:
     """Replace the largest candidates with their stand-ins until ``measure(build(…))``
-    is below ``target``; returns (context, replacements, tokens). Deterministic: ties
-    go to the older message."""
-    replacements: dict[int, Message] = {}
+    is below ``target``, starting from the ``initial`` replacements; returns (context,
+    replacements, tokens). Deterministic: ties go to the older message."""
+    replacements: dict[int, Message] = dict(initial or {})
     context = build(replacements)
     tokens = measure(context)
     order = sorted(candidates, key=lambda i: (-sizes[i], i))
     for i in order:
         if tokens < target:
             break
+        if i in replacements:
+            continue
         replacement = stand_in_for(i)
         if measure([replacement]) >= sizes[i]:
             continue  # already smaller than its stand-in

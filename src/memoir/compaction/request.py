@@ -1,66 +1,99 @@
 """The summary request, bounded: what the summarizer is asked to read. Pure.
 
 The covered messages are rendered as a transcript inside ``<transcript>…</transcript>``
-(a previous checkpoint's summary inside ``<previous_summary>…</previous_summary>``) in the
-last user message, with ``RequestMeta.purpose = Purpose.COMPACTION``. Every message over
-the per-message cap is replaced whole by its stand-in; a user's own message never is. If
-the request still does not fit ``window - output budget``, the largest non-user entries
-are replaced too; if the user's text alone cannot fit, there is no request (the caller
-goes to the backstop). The request is built once, for the first output budget, and the
-ladder only lowers ``max_tokens``: retries are byte-identical otherwise.
+(a previous checkpoint's summary inside ``<previous_summary>…</previous_summary>``, the
+headings of the summary asked for inside ``<summary_format>…</summary_format>``) in the
+last user message, with ``RequestMeta.purpose = Purpose.COMPACTION``. A tool result's
+entry is headed by the call it answers (``[tool result: bash command="pytest -q"]``).
+
+Every message over the per-message cap — of any role, a pasted log in a user message
+too — is replaced whole by its stand-in, which says what is known of it (the call, exit
+status and error lines; a user message's first and last lines) and its size. If the
+request still does not fit ``window - output budget``, the largest other entries are
+replaced too, the user's last; then runs of stand-ins become one line each (naming the
+calls they stood for), then runs of replies and tool output, and only then runs that
+hold the user's words. If even that cannot fit there is no request (the caller goes to
+the backstop). The request is built once, for the first output budget, and the ladder
+only lowers ``max_tokens``: retries are byte-identical otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from memoir.compaction.budget import Budget
+from memoir.compaction.describe import call_brief
 from memoir.compaction.sequence import Message, content_text
-from memoir.compaction.standin import IN_REQUEST, stand_in
+from memoir.compaction.standin import StandIns
 from memoir.compaction.tokens import MESSAGE_OVERHEAD, tool_call_text
 from memoir.compaction.values import Omission
 from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import clean_speaker
 
-__all__ = ["SUMMARY_SYSTEM", "SummaryPlan", "build_summary_request", "render_entry"]
+__all__ = [
+    "SUMMARY_FORMAT",
+    "SUMMARY_SYSTEM",
+    "SummaryPlan",
+    "build_summary_request",
+    "render_entry",
+]
 
 SUMMARY_SYSTEM = (
     "You compact the history of a conversation between a user and an AI assistant that "
     "uses tools, so the assistant can continue the work from your summary alone."
 )
 
+# the headings of the summary of the work: what an agent resuming needs, in that order
+SUMMARY_FORMAT = (
+    "Goals and constraints: the user's goals, requests, preferences and constraints, in "
+    "their own words.\n"
+    "Decisions: what was decided, and why.\n"
+    "Files touched: the paths read, written or edited.\n"
+    "Commands run: each command or tool call that mattered, and its outcome.\n"
+    "Open errors: failures not fixed yet, with their error lines.\n"
+    "Key facts: other facts learned that the work depends on.\n"
+    "Last state: what was being done when the transcript ends, and what comes next."
+)
+
 _INSTRUCTIONS = (
-    "Summarize the conversation in the transcript below. Keep what the assistant needs to "
-    "continue: the user's goals, requests and preferences in their own terms; decisions "
-    "and their reasons; facts learned; files, commands and identifiers touched; errors and "
-    "how they were fixed; what is done and what remains. Entries marked [content omitted "
-    "…] stand for output that was produced but not shown here: say it exists and that its "
-    "source should be re-read; never invent its contents. If a previous summary is given, "
-    "write one updated summary that covers both it and the transcript. Answer with the "
-    "summary only, in plain prose or short bullet points, ending with a complete sentence."
+    "Summarize the work in the transcript below so the assistant can continue it. Write "
+    "the summary under the headings of <summary_format>, in that order, leaving out a "
+    "heading with nothing under it; keep exact paths, commands, identifiers and error "
+    "messages. Entries marked [content omitted …] stand for output that was produced but "
+    "is not shown here: use what they say of it (the call, its arguments, exit status, "
+    "error lines, size), say that its source should be re-read, and never invent its "
+    "contents; their wording is not part of the conversation. If a previous summary is "
+    "given, write one updated summary that covers both it and the transcript. Answer with "
+    "the summary only, ending with a complete sentence."
 )
 
 
 @dataclass(frozen=True, slots=True)
 class SummaryPlan:
-    """A ready summary request (``max_tokens`` = the budget's first step) and what it
-    left out."""
+    """A ready summary request (``max_tokens`` = the budget's first step), what it left
+    out, and the indices (in the job's history) of the messages it left out."""
 
     request: ModelRequest
     input_tokens: int
     omitted: tuple[Omission, ...]
+    omitted_indices: frozenset[int] = frozenset()
 
 
-def render_entry(message: Message, tool_name: str | None) -> str:
+def render_entry(
+    message: Message, tool_name: str | None, call: Mapping[str, Any] | None = None
+) -> str:
     """One transcript entry: a role line, then the text (and tool calls), led by the
     speaker's name when the message has one; a line of the text that would read as a
-    role line is quoted (:func:`memoir.llm.transcript.quote_speaker_lines`)."""
+    role line is quoted (:func:`memoir.llm.transcript.quote_speaker_lines`). A tool
+    result is headed by the call it answers when ``call`` is known."""
     role = message.get("role")
     text = quote_speaker_lines(content_text(message), first_line_too=True)
     if role == "tool":
-        return f"[tool result: {tool_name or message.get('name') or 'tool'}]\n{text}"
+        head = call_brief(call) if call is not None else tool_name or message.get("name")
+        return f"[tool result: {head or 'tool'}]\n{text}"
     if role in ("user", "assistant") and (named := clean_speaker(message.get("name"))):
         text = f"{named}: {text}"  # who of several people or agents said it
     if role == "assistant":
@@ -70,64 +103,36 @@ def render_entry(message: Message, tool_name: str | None) -> str:
     return f"[{role}]\n{text}"
 
 
+def _stand_in_entry(m: Message, i: int, stand_ins: StandIns) -> str:
+    role = m.get("role")
+    if role == "tool":
+        call = stand_ins.calls.get(i)
+        head = call_brief(call) if call is not None else stand_ins.tool_names.get(i, "tool")
+        return f"[tool result: {head}]\n{stand_ins.request_text(i)}"
+    return f"[{role}]\n{stand_ins.request_text(i)}"
+
+
 def build_summary_request(
     covered: Sequence[tuple[int, Message]],
     *,
     positions: Sequence[int],
-    tool_names: Mapping[int, str],
+    stand_ins: StandIns,
     budget: Budget,
     previous_summary: str | None,
     count: Callable[[str], int],
     message_tokens: Callable[[int], int],
     session: str | None = None,
 ) -> SummaryPlan | None:
-    """The request summarizing ``covered`` ((index, message) pairs), or None when the
-    user's own text alone cannot fit the window."""
-    entries: list[str] = []
-    sizes: list[int] = []
-    omitted: dict[int, Omission] = {}
-    standins: dict[int, str] = {}
-    for k, (i, m) in enumerate(covered):
-        name = tool_names.get(i) if m.get("role") == "tool" else None
-        tokens = message_tokens(i)
-        text = stand_in(m, tokens, tool_name=name, where=IN_REQUEST)
-        standins[k] = f"[{m.get('role')}]\n{text}"
-        if m.get("role") != "user" and tokens > budget.message_cap:
-            omitted[k] = _omission(m, positions[i], name, tokens)
-            entry = standins[k]
-        else:
-            entry = render_entry(m, name)
-        size = count(entry)
-        entries.append(entry)
-        sizes.append(size)
+    """The request summarizing ``covered`` ((index, message) pairs), or None when not
+    even one line per run of messages fits the window."""
+    t = _Transcript(covered, positions, stand_ins, count, message_tokens)
+    for k, (i, _) in enumerate(covered):
+        if message_tokens(i) > budget.message_cap:
+            t.stand_in(k)
     fixed = _fixed_tokens(previous_summary, count)
     limit = budget.window - budget.output_budget
-    total = fixed + sum(sizes) + 2 * len(sizes)
-    for k in sorted(range(len(entries)), key=lambda k: (-sizes[k], k)):
-        if total <= limit:
-            break
-        i, m = covered[k]
-        if m.get("role") == "user" or k in omitted:
-            continue
-        name = tool_names.get(i)
-        omitted[k] = _omission(m, positions[i], name, message_tokens(i))
-        entries[k] = standins[k]
-        new = count(entries[k])
-        total += new - sizes[k]
-        sizes[k] = new
-    # many stand-ins: each run of them becomes one line; then, if need be, each run of
-    # replies and tool output does (the user's words are the last thing to go)
-    not_user = [k for k, (_, m) in enumerate(covered) if m.get("role") != "user"]
-    per_message = entries
-    for collapsible in (set(omitted), set(not_user)):
-        if total <= limit:
-            break
-        entries = _collapse_runs(per_message, collapsible, message_tokens, covered)
-        total = fixed + sum(count(e) for e in entries) + 2 * len(entries)
-        for k in collapsible - set(omitted):
-            i, m = covered[k]
-            omitted[k] = _omission(m, positions[i], tool_names.get(i), message_tokens(i))
-    if total > limit:
+    entries = t.fit(limit - fixed)
+    if entries is None:
         return None
     content = _user_content(previous_summary, "\n\n".join(entries))
     request = ModelRequest(
@@ -138,7 +143,87 @@ def build_summary_request(
         meta=RequestMeta(session=session, purpose=Purpose.COMPACTION),
     )
     input_tokens = count(SUMMARY_SYSTEM) + count(content) + 2 * MESSAGE_OVERHEAD
-    return SummaryPlan(request, input_tokens, tuple(omitted[k] for k in sorted(omitted)))
+    return SummaryPlan(
+        request,
+        input_tokens,
+        tuple(t.omitted[k] for k in sorted(t.omitted)),
+        frozenset(covered[k][0] for k in t.omitted),
+    )
+
+
+class _Transcript:
+    """The entries of a summary request as they are made to fit."""
+
+    def __init__(
+        self,
+        covered: Sequence[tuple[int, Message]],
+        positions: Sequence[int],
+        stand_ins: StandIns,
+        count: Callable[[str], int],
+        message_tokens: Callable[[int], int],
+    ) -> None:
+        self.covered, self.positions, self.stand_ins = covered, positions, stand_ins
+        self.count, self.message_tokens = count, message_tokens
+        self.entries = [
+            render_entry(m, stand_ins.tool_names.get(i), stand_ins.calls.get(i)) for i, m in covered
+        ]
+        self.sizes = [count(e) for e in self.entries]
+        self.omitted: dict[int, Omission] = {}
+        self.users = {k for k, (_, m) in enumerate(covered) if m.get("role") == "user"}
+
+    def omit(self, k: int) -> None:
+        i, m = self.covered[k]
+        tool = self.stand_ins.tool_names.get(i)
+        self.omitted[k] = _omission(m, self.positions[i], tool, self.message_tokens(i))
+
+    def stand_in(self, k: int) -> int:
+        """Replace entry ``k`` by its stand-in; the change in tokens."""
+        i, m = self.covered[k]
+        self.omit(k)
+        self.entries[k] = _stand_in_entry(m, i, self.stand_ins)
+        new = self.count(self.entries[k])
+        change, self.sizes[k] = new - self.sizes[k], new
+        return change
+
+    def tokens(self, entries: Sequence[str]) -> int:
+        return sum(self.count(e) for e in entries) + 2 * len(entries)
+
+    def fit(self, room: int) -> list[str] | None:
+        """The entries within ``room`` tokens: the largest stood in first (a user's own
+        words only once nothing else is left); then each run of stand-ins becomes one
+        line, then each run of replies and tool output; then the user's messages are
+        stood in, largest first; and as the last resort every run becomes one line.
+        None when even that does not fit."""
+        total = sum(self.sizes) + 2 * len(self.sizes)
+        others = set(range(len(self.entries))) - self.users
+        for k in sorted(others, key=lambda k: (-self.sizes[k], k)):
+            if total <= room:
+                break
+            if k not in self.omitted:
+                total += self.stand_in(k)
+        shown, runs = self.entries, set()
+        for collapsible in (set(self.omitted) - self.users, others):
+            if total <= room:
+                break
+            runs = collapsible
+            shown = self.collapsed(runs)
+            total = self.tokens(shown)
+        for k in sorted(self.users, key=lambda k: (-self.sizes[k], k)):
+            if total <= room:
+                break
+            if k not in self.omitted:
+                total += self.stand_in(k)
+        if total > room:
+            runs = set(range(len(self.entries)))
+        if runs:
+            shown = self.collapsed(runs)
+            total = self.tokens(shown)
+            for k in runs - set(self.omitted):
+                self.omit(k)
+        return shown if total <= room else None
+
+    def collapsed(self, runs: set[int]) -> list[str]:
+        return _collapse_runs(self.entries, runs, self.message_tokens, self.covered, self.stand_ins)
 
 
 def _collapse_runs(
@@ -146,10 +231,11 @@ def _collapse_runs(
     collapsible: set[int],
     message_tokens: Callable[[int], int],
     covered: Sequence[tuple[int, Message]],
+    stand_ins: StandIns,
 ) -> list[str]:
     """``entries`` (one per covered message) with each run of consecutive ``collapsible``
-    ones as one line (a stand-in costs ~30 tokens; hundreds of them crowd out the words
-    they sit between)."""
+    ones as one line naming the calls it held (a stand-in costs ~50 tokens; hundreds of
+    them crowd out the words they sit between)."""
     out: list[str] = []
     k = 0
     while k < len(entries):
@@ -163,12 +249,26 @@ def _collapse_runs(
         if run - k == 1:
             out.append(entries[k])
         else:
-            tokens = sum(message_tokens(covered[j][0]) for j in range(k, run))
-            out.append(
-                f"[{run - k} messages omitted here: ~{tokens:,} tokens of replies and tool output]"
-            )
+            out.append(_run_line([covered[j] for j in range(k, run)], message_tokens, stand_ins))
         k = run
     return out
+
+
+_RUN_CALLS = 6
+
+
+def _run_line(
+    run: Sequence[tuple[int, Message]], message_tokens: Callable[[int], int], stand_ins: StandIns
+) -> str:
+    tokens = sum(message_tokens(i) for i, _ in run)
+    users = sum(1 for _, m in run if m.get("role") == "user")
+    what = "replies and tool output" if not users else f"{users} user message(s), replies and tools"
+    briefs = [call_brief(c) for i, _ in run if (c := stand_ins.calls.get(i)) is not None]
+    named = dict.fromkeys(briefs)  # in order, each once
+    shown = list(named)[:_RUN_CALLS]
+    calls = f"; calls: {', '.join(shown)}" if shown else ""
+    more = f" and {len(named) - len(shown)} more" if len(named) > len(shown) else ""
+    return f"[{len(run)} messages omitted here: ~{tokens:,} tokens of {what}{calls}{more}]"
 
 
 def _omission(m: Message, position: int, tool: str | None, tokens: int) -> Omission:
@@ -185,7 +285,7 @@ def _fixed_tokens(previous_summary: str | None, count: Callable[[str], int]) -> 
 
 
 def _user_content(previous_summary: str | None, transcript: str) -> str:
-    parts = [_INSTRUCTIONS]
+    parts = [_INSTRUCTIONS, f"<summary_format>\n{SUMMARY_FORMAT}\n</summary_format>"]
     if previous_summary:
         parts.append(f"<previous_summary>\n{previous_summary.strip()}\n</previous_summary>")
     parts.append(f"<transcript>\n{transcript}\n</transcript>")

@@ -24,6 +24,7 @@ user message, or an assistant message together with all its tool results.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -228,14 +229,16 @@ def tidy(messages: Sequence[Message], positions: Sequence[int]) -> tuple[list[Me
 
 def shorten_runs(
     messages: Sequence[Message], positions: Sequence[int], counts: Sequence[int], cap: int
-) -> tuple[list[Message], list[int]]:
+) -> tuple[list[Message], list[int], list[tuple[int, int, int]]]:
     """In each run of user messages (one turn once joined), the latest are kept whole while
     they fit in ``cap`` tokens — the last one always — and the earlier ones become one
-    short note of what they were, so a turn that grew past the window (a paste, then the
-    question; a thousand notes in a row) keeps the user's latest words instead of being
-    stood in for whole."""
+    short note of what they were (how many, their size, how the first ones began), so a
+    turn that grew past the window (a paste, then the question; a thousand notes in a
+    row) keeps the user's latest words instead of being stood in for whole. Also returns,
+    for each message a note stands for, (the note's position, its position, its tokens)."""
     out: list[Message] = []
     pos: list[int] = []
+    noted: list[tuple[int, int, int]] = []
     n = len(messages)
     i = 0
     while i < n:
@@ -255,21 +258,28 @@ def shorten_runs(
             dropped = keep - i
             tokens = sum(counts[i:keep])
             what = "user message" if dropped == 1 else f"{dropped} user messages"
-            out.append(
-                {
-                    "role": "user",
-                    "content": (
-                        f"[content omitted from the context: {what}, ~{tokens} tokens. The "
-                        "user sent it; re-read the source for its contents rather than "
-                        "reconstructing them.]"
-                    ),
-                }
-            )
+            out.append({"role": "user", "content": _run_note(messages[i:keep], what, tokens)})
             pos.append(positions[keep - 1])
+            noted.extend((positions[keep - 1], positions[k], counts[k]) for k in range(i, keep))
         out.extend(messages[keep:j])
         pos.extend(positions[keep:j])
         i = j
-    return out, pos
+    return out, pos, noted
+
+
+def _run_note(dropped: Sequence[Message], what: str, tokens: int) -> str:
+    openings = []
+    for m in dropped[:3]:
+        line = next((x for x in content_text(m).splitlines() if x.strip()), "")
+        words = " ".join(line.split())
+        if words:
+            shown = words if len(words) <= 80 else words[:80].rsplit(" ", 1)[0] + "…"
+            openings.append(json.dumps(shown, ensure_ascii=False))
+    began = f"; they began: {', '.join(openings)}" if openings else ""
+    return (
+        f"[content omitted from the context: {what}, ~{tokens} tokens{began}. The user sent "
+        "it; re-read the source for its contents rather than reconstructing them.]"
+    )
 
 
 def join_same_role(

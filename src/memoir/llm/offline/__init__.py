@@ -6,6 +6,10 @@ message; see :mod:`memoir.llm.offline.text`) and answers by ``request.meta.purpo
 - SUMMARY, COMPACTION, OTHER (no JSON): an extractive summary — what the conversation
   was about, how it started, its most central sentences, decisions, open questions and
   where it ended — built from whole sentences within ``max_tokens``.
+- COMPACTION that gives the headings it wants (``<summary_format>``, as the compaction
+  engine's request does): the summary of the work (:mod:`.work`) — goals and
+  constraints, decisions, files touched, commands run and their outcomes, open errors,
+  key facts, the last state — merged with ``<previous_summary>`` item by item.
 - EPISODE, FALLBACK (and any other purpose with ``json=True``): the episode JSON object;
   HALF: the compact half object; MERGE: combines ``<previous_summary>`` and
   ``<episodes>``; EXTRACTION: ``{"items": [...]}`` with exact user-text evidence.
@@ -32,6 +36,7 @@ from memoir.llm.offline.structured import (
 )
 from memoir.llm.offline.summary import text_summary
 from memoir.llm.offline.text import material_of
+from memoir.llm.offline.work import work_summary
 from memoir.llm.tokens import TiktokenCounter, counter_for, request_tokens
 from memoir.llm.values import Completion, ModelRequest, Purpose, StopReason, Usage
 
@@ -82,7 +87,11 @@ class OfflineModel:
         if request.json:  # EPISODE, FALLBACK and any other structured request
             return self._fit_json(episode_object(material), request)
         previous = material_of(request, "previous_summary")
-        text = text_summary(material, request.max_tokens, self._raw.count, previous)
+        text = ""
+        if purpose is Purpose.COMPACTION and material_of(request, "summary_format").strip():
+            text = work_summary(material, request.max_tokens, self._raw.count, previous)
+        if not text:
+            text = text_summary(material, request.max_tokens, self._raw.count, previous)
         if self._raw.count(text) > request.max_tokens:
             raise self._truncated(text, request)
         return text

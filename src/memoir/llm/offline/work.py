@@ -1,0 +1,301 @@
+"""The offline model's summary of an agent's work, for a compaction request.
+
+Asked for when a COMPACTION request gives the headings it wants
+(``<summary_format>…</summary_format>``; other summary requests keep the extractive
+summary of :mod:`.summary`). Lines, each under a heading of that format::
+
+    Goals and constraints:
+    - <the user's sentences: the first request, every constraint or preference, the latest>
+    Decisions:
+    - <sentences deciding something, with their reasons>
+    Files touched: <paths edited, then paths read>.
+    Commands run:
+    - `<command>` → <outcome: ok, or exit status and error line> (× runs)
+    Open errors:
+    - `<command>`: <its last error line>
+    Key facts:
+    - <the transcript's most central other sentences>
+    Last state: <the latest user request and where the assistant was>.
+
+Items are taken by importance while the text fits ``max_tokens`` (the user's words and
+the last state first, then open errors and decisions, edited files, failed commands,
+then the rest) and shown in conversation order. A previous summary in this format
+(``<previous_summary>``) is merged item by item, so a rolling compaction keeps what
+earlier rounds kept; a previous summary in another form is carried as key facts. The
+stand-ins' own wording never becomes an item: only what they say of the work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memoir.llm.offline.analysis import finish, near_duplicate
+from memoir.llm.offline.rank import cue, rank_sentences
+from memoir.llm.offline.text import clip_words, content_words, split_sentences
+from memoir.llm.offline.work_read import Run, Work, read_work
+
+__all__ = ["SECTIONS", "work_summary"]
+
+SECTIONS = (
+    "Goals and constraints",
+    "Decisions",
+    "Files touched",
+    "Commands run",
+    "Open errors",
+    "Key facts",
+    "Last state",
+)
+_INLINE = frozenset({"Files touched", "Last state"})
+_CONSTRAINT = re.compile(
+    r"\b(?:never|always|don'?t|do not|must(?:n'?t)?|make sure|only|avoid|without|keep|prefer"
+    r"|please|should(?:n'?t)?|no longer|from now on|remember)\b",
+    re.IGNORECASE,
+)
+_REASON = re.compile(r"\b(?:because|since|so that|due to|the reason)\b", re.IGNORECASE)
+_HEADING = re.compile(r"^(?P<name>[A-Z][a-z]+(?: [a-z]+){0,3}):\s*(?P<rest>.*)$")
+_ITEM_WORDS = 45
+_LIMITS = {"Goals and constraints": 16, "Decisions": 12, "Commands run": 24, "Key facts": 16}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    section: str
+    text: str
+    priority: int  # 0 first
+    rank: float  # within a priority, lower first
+    order: float  # where it is shown within its section (conversation order)
+
+
+def _said(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _previous_items(previous: str) -> list[Item]:
+    """Items of a previous summary: by heading when it has this format's headings."""
+    out: list[Item] = []
+    section: str | None = None
+    loose: list[str] = []
+    for n, raw in enumerate(previous.splitlines()):
+        line = raw.strip()
+        m = _HEADING.match(line)
+        if m and m.group("name") in SECTIONS:
+            section = m.group("name")
+            rest = m.group("rest").strip()
+            if rest and section == "Files touched":
+                for k, path in enumerate(rest.rstrip(".").split(", ")):
+                    out.append(Item(section, path, 2, -1.0, n - 1 + k / 1000))
+            continue  # a previous last state is superseded by this one
+        if line.startswith("- ") and section is not None:
+            text = line[2:].strip()
+            priority = {"Goals and constraints": 0, "Decisions": 1, "Open errors": 1}.get(
+                section, 3
+            )
+            first_goal = section == "Goals and constraints" and not any(
+                it.section == section for it in out
+            )
+            if section == "Goals and constraints" and not first_goal:
+                priority = 0 if _CONSTRAINT.search(text) else 3
+            out.append(Item(section, text, priority, -1.0 + n / 10_000, -1.0 + n / 10_000))
+        elif line:
+            loose.append(line)
+    if not out:
+        for n, sentence in enumerate(s for line in loose for s in split_sentences(line)):
+            if len(sentence.split()) >= 3:
+                out.append(Item("Key facts", finish(sentence), 2, n, -1.0 + n / 10_000))
+    return out
+
+
+def _command_items(work: Work) -> tuple[list[Item], list[Item]]:
+    """Commands run (one item per command: its runs, last outcome, last failure) and the
+    open errors (commands whose last run failed)."""
+    runs: dict[str, list[Run]] = {}
+    for run in work.runs:
+        runs.setdefault(run.key, []).append(run)
+    commands: list[Item] = []
+    errors: list[Item] = []
+    last_turn = max((r.turn for r in work.runs), default=0) or 1
+    for key, group in runs.items():
+        last = group[-1]
+        failures = [r for r in group if r.failed]
+        shown = f"`{_clip(key, 30)}`"
+        times = f" (× {len(group)})" if len(group) > 1 else ""
+        outcome = _describe(last)
+        if failures and not last.failed:
+            outcome = f"{_describe(failures[-1])}, later ok"
+        recency = 1 - last.turn / last_turn
+        commands.append(
+            Item("Commands run", f"{shown}{times} → {outcome}", 2 if failures else 4, recency, 0.0)
+        )
+        if last.failed:
+            why = "; ".join(last.errors) or f"exit status {last.exit_status}"
+            errors.append(Item("Open errors", f"{shown}: {why}", 1, recency, last.turn))
+    ordered = sorted(commands, key=lambda it: -it.rank)  # conversation order of last runs
+    return [_at(it, k) for k, it in enumerate(ordered)], errors
+
+
+def _at(item: Item, order: float) -> Item:
+    return Item(item.section, item.text, item.priority, item.rank, order)
+
+
+def _describe(run: Run) -> str:
+    parts = []
+    if run.exit_status is not None and (run.exit_status != "0" or not run.errors):
+        parts.append(f"exit status {run.exit_status}")
+    if run.errors:
+        parts.append(run.errors[-1])
+    if not parts:
+        parts.append("ok" if run.omitted_tokens is None else "ran (output not shown)")
+    return ": ".join(parts)
+
+
+def _clip(text: str, words: int) -> str:
+    return clip_words(text, words)
+
+
+def _sentence_items(work: Work) -> list[Item]:
+    items: list[Item] = []
+    users = work.user
+    first_turn = users[0].turn if users else None
+    for s in users:
+        text = finish(clip_words(s.text, _ITEM_WORDS))
+        if s.turn == first_turn or _CONSTRAINT.search(s.text):
+            items.append(Item("Goals and constraints", text, 0, s.position, s.position))
+        elif len(s.text.split()) >= 4:  # a request ("ok, continue" is none)
+            items.append(Item("Goals and constraints", text, 3, -s.position, s.position))
+    for n, (turn, what) in enumerate(work.long_user):
+        text = f"The user sent a long message ({what})."
+        items.append(Item("Goals and constraints", text, 2, n, turn - 0.5))
+    prose = sorted(work.user + work.assistant, key=lambda s: s.position)
+    for s in prose:
+        if cue("decision", s.text) or (s.role == "assistant" and _REASON.search(s.text)):
+            text = finish(clip_words(s.text, _ITEM_WORDS))
+            items.append(Item("Decisions", text, 1, s.position, s.position))
+    ranked = [s for _, s in rank_sentences(work.assistant)]
+    for k, s in enumerate(ranked[:40]):
+        text = finish(clip_words(s.text, _ITEM_WORDS))
+        items.append(Item("Key facts", text, 5, k, s.position))
+    return items
+
+
+def _last_state(work: Work) -> list[Item]:
+    parts = []
+    if work.user:
+        last_turn = [s.text for s in work.user if s.turn == work.user[-1].turn]
+        parts.append(f"the user last asked: {finish(clip_words(' '.join(last_turn), 40))}")
+    if work.assistant:
+        last = work.assistant[-1]
+        if not work.user or last.position > work.user[-1].position:
+            parts.append(f"the assistant was at: {finish(clip_words(last.text, 40))}")
+    if work.runs:
+        parts.append(f"its last call was `{_clip(work.runs[-1].key, 30)}`.")
+    if not parts:
+        return []
+    text = " ".join(p[0].upper() + p[1:] for p in parts)
+    return [Item("Last state", text, 0, 0, 0)]
+
+
+def _file_items(work: Work) -> list[Item]:
+    out = []
+    for k, (path, edited) in enumerate(work.paths.items()):
+        shown = f"{path} (edited)" if edited else path
+        out.append(Item("Files touched", shown, 1 if edited else 4, k, k))
+    return out
+
+
+def _render(items: list[Item]) -> str:
+    lines: list[str] = []
+    for section in SECTIONS:
+        chosen = sorted((it for it in items if it.section == section), key=lambda it: it.order)
+        if not chosen:
+            continue
+        if section in _INLINE:
+            sep = ", " if section == "Files touched" else " "
+            body = sep.join(it.text for it in chosen)
+            lines.append(f"{section}: {body}" + ("." if section == "Files touched" else ""))
+        else:
+            lines.append(f"{section}:")
+            lines.extend(f"- {it.text}" for it in chosen)
+    return "\n".join(lines)
+
+
+def work_summary(
+    transcript: str, max_tokens: int, count: Callable[[str], int], previous: str = ""
+) -> str:
+    """The summary of the work that fits ``max_tokens`` ('' when nothing was found)."""
+    work = read_work(transcript)
+    new_commands, open_errors = _command_items(work)
+    fresh = _sentence_items(work) + _file_items(work) + new_commands + open_errors
+    fresh += _last_state(work)
+    earlier = _previous_items(previous) if previous.strip() else []
+    fixed = {f"`{_clip(r.key, 30)}`" for r in work.runs if not r.failed}
+    earlier = [
+        it
+        for it in earlier
+        if not (it.section == "Open errors" and it.text.split(":", 1)[0] in fixed)
+        and not (it.section == "Files touched" and _head(it) in {_head(f) for f in fresh})
+    ]
+    earlier, fresh = _merge_commands(earlier, fresh)
+    candidates = sorted(earlier + fresh, key=lambda it: (it.priority, it.rank, it.order))
+    return _fit(candidates, max_tokens, count)
+
+
+def _head(item: Item) -> str:
+    """What an item is about: a command (before its outcome), a path (without a mark)."""
+    return item.text.split(" → ", 1)[0].split(" (× ", 1)[0].removesuffix(" (edited)")
+
+
+_FAILED = re.compile(r"→ (?:exit status (?!0\b)|[^,]*(?:error|fail|exception))", re.IGNORECASE)
+
+
+def _merge_commands(earlier: list[Item], fresh: list[Item]) -> tuple[list[Item], list[Item]]:
+    """A command run again: the new item says how it ends now and, if an earlier run
+    failed and the new one does not say so, how that failure read."""
+    new = {_head(it): k for k, it in enumerate(fresh) if it.section == "Commands run"}
+    kept: list[Item] = []
+    for it in earlier:
+        k = new.get(_head(it)) if it.section == "Commands run" else None
+        if k is None:
+            kept.append(it)
+            continue
+        if _FAILED.search(it.text) and not _FAILED.search(fresh[k].text):
+            was = it.text.split(" → ", 1)[1].removesuffix(", later ok")
+            item = fresh[k]
+            text = f"{item.text}; earlier: {was}"
+            fresh[k] = Item(item.section, text, min(item.priority, 2), item.rank, item.order)
+    return kept, fresh
+
+
+def _fit(candidates: list[Item], max_tokens: int, count: Callable[[str], int]) -> str:
+    chosen: list[Item] = []
+    seen: set[str] = set()
+    said: list[frozenset[str]] = []
+    per_section: dict[str, int] = {}
+    used = 0
+    headings: set[str] = set()
+    for item in candidates:
+        key = _said(item.text)
+        if key in seen:
+            continue
+        prose = item.section not in ("Files touched", "Commands run", "Open errors")
+        if prose and near_duplicate(item.text, said):
+            continue
+        if per_section.get(item.section, 0) >= _LIMITS.get(item.section, 64):
+            continue
+        cost = count(item.text) + 3 + (0 if item.section in headings else count(item.section) + 2)
+        if used + cost > max_tokens:
+            continue
+        chosen.append(item)
+        used += cost
+        headings.add(item.section)
+        seen.add(key)
+        per_section[item.section] = per_section.get(item.section, 0) + 1
+        if prose:
+            said.append(frozenset(content_words(item.text)))
+    text = _render(chosen)
+    while chosen and count(text) > max_tokens:  # the estimate was short: drop the least
+        worst = max(range(len(chosen)), key=lambda k: (chosen[k].priority, chosen[k].rank))
+        chosen.pop(worst)
+        text = _render(chosen)
+    return text
