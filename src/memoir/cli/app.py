@@ -197,8 +197,17 @@ def require_archive(settings: Settings, *, archive_will_do: bool = False) -> Non
     raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
 
 
-def _discover() -> None:
-    """Import every ``cmd_*`` module beside this one (each registers its commands)."""
+# commands an agent's harness starts and waits on: only their own module is imported
+_FAST = {"mcp": "cmd_mcp"}
+
+
+def _discover(argv: list[str] | None = None) -> None:
+    """Import every ``cmd_*`` module beside this one (each registers its commands), or
+    only the one a start-up-sensitive command lives in (``memoir mcp``)."""
+    args = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")]
+    if args and args[0] in _FAST:
+        importlib.import_module(f"memoir.cli.{_FAST[args[0]]}")
+        return
     here = [str(Path(__file__).resolve().parent)]
     for info in sorted(pkgutil.iter_modules(here), key=lambda i: i.name):
         if info.name.startswith("cmd_"):
@@ -208,7 +217,7 @@ def _discover() -> None:
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        _discover()  # inside: a Ctrl-C while the commands load is a clean stop too
+        _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
         _quiet_typer_consoles()
         rc = app(args=argv, standalone_mode=False)
         if rc == 130:  # typer's answer to Ctrl-C inside a command

@@ -26,7 +26,11 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
     port: int = typer.Option(8420, "--port", min=0, max=65535, help="Port to listen on."),
     workers: int = typer.Option(
-        0, "--workers", min=0, max=64, help="Background job workers to run in this process."
+        1,
+        "--workers",
+        min=0,
+        max=64,
+        help="Background job workers to run in this process (0: leave jobs to `memoir worker`).",
     ),
     log_level: str = typer.Option("info", "--log-level", help="debug | info | warning."),
 ) -> None:
