@@ -214,11 +214,67 @@ def _discover(argv: list[str] | None = None) -> None:
             importlib.import_module(f"memoir.cli.{info.name}")
 
 
+def _dash_queries(args: list[str]) -> list[str]:
+    """:func:`dash_query` for ``memoir search`` and ``memoir memories search``."""
+    command: Any = typer.main.get_command(app)
+    path = args[:2] if args[:2] == ["memories", "search"] else args[:1]
+    for name in path:
+        command = command.commands.get(name) if hasattr(command, "commands") else None
+        if command is None:
+            return args
+    known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+    valued = {
+        o
+        for p in command.params
+        if getattr(p, "param_type_name", "") == "option" and not getattr(p, "is_flag", False)
+        for o in p.opts
+    }
+    known |= {"--help", "--debug"}
+    return [*path[:-1], *dash_query(args[len(path) - 1 :], known, valued)]
+
+
+def dash_query(
+    argv: list[str], known: set[str], valued: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
+    """``memoir search -prisma``: a word that starts with ``-`` but is no option of the
+    command (``known``; ``valued``: those taking a value) is part of the query (an
+    exclusion), not a bundle of short options (``-p risma``). When there is one, the
+    query's words — positional ones and such dash words, in order — move behind ``--`` as
+    one query. Pure."""
+    rest = argv[1:]
+    if "--" in rest:
+        return argv
+    options: list[str] = []
+    words: list[str] = []
+    dashed = False
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        name = arg.split("=", 1)[0]
+        if name in known:
+            options.append(arg)
+            if name in valued and "=" not in arg and i + 1 < len(rest):
+                options.append(rest[i + 1])
+                i += 1
+        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
+            words.append(arg)
+            dashed = True
+        elif arg.startswith("-"):
+            options.append(arg)  # an unknown option: the parser says so
+        else:
+            words.append(arg)
+        i += 1
+    return [*argv[:1], *options, "--", " ".join(words)] if dashed else argv
+
+
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
         _quiet_typer_consoles()
+        args = list(argv if argv is not None else sys.argv[1:])
+        if args[:1] in (["search"], ["memories"]):
+            argv = _dash_queries(args)
         rc = app(args=argv, standalone_mode=False)
         if rc == 130:  # typer's answer to Ctrl-C inside a command
             raise KeyboardInterrupt

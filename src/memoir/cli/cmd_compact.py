@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +17,32 @@ __all__ = ["compact", "read_messages"]
 
 
 def read_messages(path: Path) -> list[dict[str, Any]]:
-    """A JSON array of messages, an object with ``"messages"``, or JSON Lines."""
+    """A JSON array of messages, an object with ``"messages"``, or JSON Lines — decoded by
+    the reader sync uses (``memoir.ingest.records.loads``), so a file too deeply nested or
+    malformed is refused here as it is there, naming the line."""
+    from memoir.ingest.records import loads
+
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        raw.decode("utf-8")
     except OSError as exc:
         raise CompactionError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise CompactionError(f"{path} is not UTF-8 text") from exc
     try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise CompactionError(
-                f"{path} is neither JSON nor JSON Lines (line {exc.lineno}: {exc.msg})"
-            ) from exc
+        data: Any = loads(raw)
+    except ValueError:
+        data = []
+        for n, line in enumerate(raw.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                data.append(loads(line))
+            except ValueError as exc:
+                reason = getattr(exc, "msg", None) or str(exc)
+                raise CompactionError(
+                    f"{path} is neither JSON nor JSON Lines (line {n}: {reason})"
+                ) from None
     if isinstance(data, dict):
         data = data.get("messages")
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):

@@ -1,0 +1,71 @@
+"""Small faults found probing the CLI (issue 24, item 5): one JSON reader for sync and
+compact (deep nesting, the line a JSON Lines file breaks on), a query that starts with
+``-``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memoir.cli.app import dash_query, main
+
+KNOWN = {"--project", "-p", "--limit", "-n", "--json", "--help", "--debug"}
+VALUED = {"--project", "-p", "--limit", "-n"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["search", "-prisma"], ["search", "--", "-prisma"]),
+        (["search", "-prisma", "--limit", "3"], ["search", "--limit", "3", "--", "-prisma"]),
+        (["search", "-p", "web", "deploy"], ["search", "-p", "web", "deploy"]),
+        (["search", "deploy", "-n", "3"], ["search", "deploy", "-n", "3"]),
+        (["search", "--", "-x"], ["search", "--", "-x"]),
+        (["search", "-a", "-b", "--json"], ["search", "-a", "-b", "--json"]),  # 2 chars: options
+        (["search", "-foo", "-bar"], ["search", "--", "-foo -bar"]),
+        (["search", "orm", "-prisma", "-p", "web"], ["search", "-p", "web", "--", "orm -prisma"]),
+        (["search", "--project=-odd", "-prisma"], ["search", "--project=-odd", "--", "-prisma"]),
+        (["search", "-p", "-web", "x"], ["search", "-p", "-web", "x"]),  # an option's value
+    ],
+)
+def test_a_dash_word_that_is_no_option_is_the_query(argv: list[str], expected: list[str]) -> None:
+    assert dash_query(argv, KNOWN, VALUED) == expected
+
+
+def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(args)
+    except SystemExit as done:
+        code = int(done.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_search_dash_word_through_the_entry_point(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memoir.demo.make_corpus import corpus_sources
+
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+    monkeypatch.setenv("MEMOIR_SOURCES", ":".join(str(p) for p in corpus_sources()))
+    assert _main(["sync", "--no-summaries", "--json"], capsys)[0] == 0
+    code, out, err = _main(["search", "-prisma", "--json"], capsys)
+    assert code == 0, err  # before: `-p risma` and "Missing argument 'QUERY'" (exit 2)
+    assert json.loads(out) == []  # an exclusion alone matches nothing
+    code, out, _ = _main(["search", "coupon", "-prisma", "--json"], capsys)
+    assert code == 0 and json.loads(out)  # the word found, the exclusion applied
+
+
+def test_compact_reads_as_sync_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    code, _, err = _main(["compact", str(deep), "--window", "8000"], capsys)
+    assert code == 1 and "line 1: depth limit exceeded" in err
+    assert "RecursionError" not in err
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n{garbage\n")
+    code, _, err = _main(["compact", str(broken), "--window", "8000"], capsys)
+    assert code == 1 and "(line 2:" in err
