@@ -20,9 +20,9 @@ $(DEV_STAMP): $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[dev,embeddings]'
 	touch $@
 
-## make demo: install into .venv and run the offline demo (leaves .venv/bin/memoir usable)
+## make demo: install into .venv and run the offline demo (leaves .venv/bin/memoir usable, and the demo home it prints)
 demo: $(STAMP)
-	$(BIN)/memoir demo
+	$(BIN)/memoir demo --keep
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench

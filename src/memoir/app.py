@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoir.config import Settings, whole_number
 from memoir.errors import ConfigError
+from memoir.private import tighten_home
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from memoir.summaries.episodic import Progress as SummaryProgress
     from memoir.summaries.port import SummaryStore
     from memoir.summaries.session import RunMode, SessionRun
-    from memoir.summaries.summary_pass import SummaryPassReport
+    from memoir.summaries.summary_pass import PassProgress, SummaryPassReport
 
 __all__ = ["Memoir"]
 
@@ -144,6 +145,7 @@ class Memoir:
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "memoir embed")  # before the model runs on a batch
+        tighten_home(self.settings.home)  # a home an older Memoir left open to others
         embedder = self.embedder()
         if embedder is None:
             if self.settings.embedder == "none":
@@ -476,10 +478,16 @@ class Memoir:
 
         return SummaryUpkeep(self.settings.archive_dir, self.summary_store(), self.store)
 
-    def summarize_pending(self, *, limit: int | None = None) -> SummaryPassReport:
+    def summarize_pending(
+        self,
+        *,
+        limit: int | None = None,
+        progress: Callable[[PassProgress], None] | None = None,
+    ) -> SummaryPassReport:
         """The summary pass ``memoir sync`` runs after indexing: (re)summarize idle
         conversations that need it, fresh ones first, at most ``limit`` (default
-        ``MEMOIR_SUMMARY_LIMIT``) model-backed summaries."""
+        ``MEMOIR_SUMMARY_LIMIT``) model-backed summaries. ``progress`` is told which
+        conversation is being summarized, and how many of how many, before each one."""
         from memoir.summaries.model_source import ModelSource
         from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
@@ -491,6 +499,7 @@ class Memoir:
             PassSettings.from_settings(self.settings),
             ModelSource(self.model, self.fallback_model),
             limit=limit,
+            progress=progress,
         )
 
     def summarize(

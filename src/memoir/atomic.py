@@ -6,8 +6,9 @@ leftovers first. Callers write a given file from one process at a time (the sync
 session's summary claim), so a temp file not their own is a leftover.
 
 A file that other programs write too (Claude Code's settings) is written with a ``tag``:
-its temp files are ``.<name>.<tag>.<pid>.tmp``, and only those are swept. ``keep_mode``
-gives the new content the permissions of the file it replaces (a new file: the umask's).
+its temp files are ``.<name>.<tag>.<pid>.tmp``, and only those are swept. A new file is
+owner-only (``0600``, :mod:`memoir.private`), whatever the umask; ``keep_mode`` gives the
+new content the permissions of the file it replaces instead.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
+
+from memoir.private import private_file
 
 __all__ = ["sweep_temps", "temp_for", "write_atomic", "write_text_atomic"]
 
@@ -49,13 +52,13 @@ def write_atomic(
     sweep_temps(target, tag)
     tmp = temp_for(target, tag)
     try:
-        with tmp.open("wb") as out:
+        with private_file(tmp, "wb") as out:
             write(out)
         if keep_mode:
             try:
                 tmp.chmod(target.stat().st_mode & 0o7777)
             except FileNotFoundError:
-                pass  # a new file: the umask decides, as for any file the user creates
+                pass  # a new file: owner-only
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

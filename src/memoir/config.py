@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from memoir.errors import ConfigError
+from memoir.private import private_dir
 
 __all__ = [
     "MS_PER_HOUR",
@@ -132,7 +133,7 @@ class Settings:
         """Create the home folder if needed; a home that cannot be one (a file, no
         permission) is a ``ConfigError`` naming MEMOIR_HOME."""
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
+            private_dir(self.home)
         except FileExistsError:
             raise ConfigError(f"MEMOIR_HOME {self.home} is a file, not a folder") from None
         except OSError as exc:

@@ -172,6 +172,8 @@ def test_repair_after_an_interrupted_sync_keeps_one_identity(
     copy.write_bytes((source / "-home-ann-app" / "tiny-conversation.jsonl").read_bytes())
     gone = home / "archive" / "-home-ann-app" / "bbbbbbbb-1111-4222-8333-444444444444.jsonl"
     gone.write_bytes(copy.read_bytes().replace(TINY.encode(), gone.stem.encode()))
+    for made in (home, copy.parent.parent, copy.parent, copy, gone):  # owner-only, as a
+        made.chmod(0o700 if made.is_dir() else 0o600)  # sync leaves them
     before = json.loads(cli.invoke(app, ["verify", "--json"]).stdout)
     assert sorted(p["kind"] for p in before["problems"]) == ["orphan_archive"] * 2
     repaired = json.loads(cli.invoke(app, ["verify", "--repair", "--json"]).stdout)
@@ -471,7 +473,7 @@ def test_the_summary_pass_runs_after_the_sync_lock_is_let_go(
 
     free: list[bool] = []
 
-    def summary_pass(memoir: object, limit: int) -> dict:
+    def summary_pass(memoir: object, limit: int, **_: object) -> dict:
         with sync_lock(home):  # raises Busy if the sync still held it
             free.append(True)
         return {"summarized": 0}

@@ -312,3 +312,33 @@ def test_a_failure_is_stamped_when_it_happened_not_when_the_pass_began(home, mon
         stamps.append(state.failure.last_attempt_ms)
     assert min(stamps) > 10_000 * 1000  # later than the pass's start
     assert len(set(stamps)) == 2  # each at its own time
+
+
+def test_progress_names_each_conversation_before_it_is_summarized(home) -> None:
+    """The pass tells its caller which conversation it is on and how many of how many;
+    the total shrinks by one that needs no summary (not indexed yet), so both meet."""
+    from memoir.summaries.summary_pass import PassProgress
+
+    memoir = make_memoir(home)
+    archive(home, "a-unindexed", conversation("a-unindexed", 3))  # archived, not indexed
+    for sid in ("b-idle", "c-idle"):
+        memoir.store.index_file(archive(home, sid, conversation(sid, 3)))
+    seen: list[PassProgress] = []
+    model = ScriptedModel(default="Done.")
+    report = run_pass(memoir, limit=10, now_ms=NOW_MS, model=model, progress=seen.append)
+    assert (report.summarized, report.unindexed) == (2, 1)
+    assert [(p.done, p.total, p.session_id) for p in seen] == [
+        (0, 3, "a-unindexed"),
+        (0, 2, "b-idle"),
+        (1, 2, "c-idle"),
+        (2, 2, ""),
+    ]
+    assert {p.project for p in seen[:-1]} == {PROJECT}
+    again: list[PassProgress] = []  # only the unindexed one is due again: none to summarize
+    run_pass(memoir, limit=10, now_ms=NOW_MS, model=model, progress=again.append)
+    assert [(p.done, p.total, p.session_id) for p in again] == [(0, 1, "a-unindexed"), (0, 0, "")]
+    quiet: list[PassProgress] = []  # nothing due at all: nothing told
+    run_pass(
+        make_memoir(home / "other"), limit=10, now_ms=NOW_MS, model=model, progress=quiet.append
+    )
+    assert quiet == []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -26,7 +26,15 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from memoir.cli.app import (
@@ -44,8 +52,10 @@ from memoir.ingest.lock import sync_lock, sync_lock_to_read
 from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
+from memoir.private import private_dir, private_file
 from memoir.summaries.persist import summary_counts, summary_findings
 from memoir.summaries.policy import SummaryPolicy
+from memoir.summaries.summary_pass import PassProgress
 
 __all__ = ["demo", "stats", "sync_command", "verify"]
 
@@ -73,13 +83,44 @@ def _bar(enabled: bool) -> Iterator[Any]:
         yield update
 
 
-def _summary_pass(memoir: Any, limit: int) -> dict[str, Any]:
-    """Run the summary pass; its report as a dict. An error — a store failure, or (in a
-    detached sync, which checks nothing up front: nobody is there to read a start-up
-    error, and agents delete their transcripts) a model that cannot be used — is
-    reported; the archive and index written before it stay."""
+@contextmanager
+def _summary_bar(enabled: bool) -> Iterator[Callable[[PassProgress], None] | None]:
+    """The summary pass's bar on stderr (gone when done): how many of the conversations
+    due are summarized, and the one being summarized now. Drawn from the first report
+    on, so a pass with nothing to summarize shows nothing."""
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("summarizing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[name]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    tasks: list[TaskID] = []
+
+    def update(p: PassProgress) -> None:
+        name = escape(f"{p.session_id[:8]} {p.project}"[:48]) if p.session_id else ""
+        if not tasks:
+            tasks.append(bar.add_task("summaries", total=p.total, name=name))
+        # drawn now: one update per conversation, each worth seeing (a model call is slow)
+        bar.update(tasks[0], completed=p.done, total=p.total, name=name, refresh=True)
+
+    with bar:
+        yield update
+
+
+def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any]:
+    """Run the summary pass (with ``bar``, showing its progress); its report as a dict. An
+    error — a store failure, or (in a detached sync, which checks nothing up front: nobody
+    is there to read a start-up error, and agents delete their transcripts) a model that
+    cannot be used — is reported; the archive and index written before it stay."""
     try:
-        report = memoir.summarize_pending(limit=limit)
+        with _summary_bar(bar) as progress:
+            report = memoir.summarize_pending(limit=limit, progress=progress)
     except ConfigError as exc:
         return {"error": str(exc), "setting": True}
     except MemoirError as exc:
@@ -118,6 +159,17 @@ def _embed_pass(memoir: Any) -> dict[str, Any] | None:
     return {"model": result.model, "embedded": result.embedded, "complete": result.complete}
 
 
+# the summary pass's counts in the sync table, as sentences read
+_SUMMARY_ROWS = (
+    ("summarized", "conversations summarized"),
+    ("resummarized", "summaries refreshed (the conversation grew)"),
+    ("failed", "summaries failed (tried again later)"),
+    ("skipped_not_idle", "conversations still active (summarized once idle)"),
+    ("deferred", "summaries left for the next sync (limit reached)"),
+    ("busy", "summaries another process is writing"),
+)
+
+
 def _table(
     report: SyncReport, summaries: dict[str, Any] | None, embedded: dict[str, Any] | None
 ) -> Table:
@@ -141,9 +193,9 @@ def _table(
     for name, value in rows:
         table.add_row(name, str(value))
     if summaries is not None:
-        for key in ("summarized", "resummarized", "failed", "skipped_not_idle", "deferred", "busy"):
+        for key, name in _SUMMARY_ROWS:
             if key in summaries:
-                table.add_row(f"summaries {key.replace('_', ' ')}", str(summaries[key]))
+                table.add_row(name, str(summaries[key]))
         if "error" in summaries:
             table.add_row("summaries", f"[red]{escape(str(summaries['error']))}[/red]")
     if embedded is not None:
@@ -158,10 +210,10 @@ def _table(
 
 
 def _background(settings: Settings, argv: list[str]) -> Path:
-    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.logs_dir)
     log = settings.logs_dir / f"sync-{datetime.now(UTC):%Y%m%d}.log"
     root = ["--debug"] if state.debug else []
-    with open(log, "ab") as out:
+    with private_file(log, "ab") as out:
         out.write(f"--- memoir sync started {datetime.now(UTC):%Y-%m-%d %H:%M:%S}Z\n".encode())
         out.flush()
         subprocess.Popen(
@@ -262,7 +314,7 @@ def sync_command(
         # the next sync (a new session's hook) must not wait; each session's summary claim
         # keeps two passes from writing the same summary
         with open_memoir() as memoir:
-            summaries = _summary_pass(memoir, limit)
+            summaries = _summary_pass(memoir, limit, bar=not as_json and err_console.is_terminal)
     memories = None
     if not no_summaries:  # memory work a killed process left (checkpoints, queued, pending)
         with open_memoir() as memoir:
@@ -397,9 +449,17 @@ def verify(
 
 @app.command()
 def demo(
-    home: Path | None = typer.Option(None, "--home", help="Where to build the demo home."),
+    home: Path | None = typer.Option(
+        None,
+        "--home",
+        help="Build the demo's home here (kept): a new or empty folder, or one an earlier "
+        "demo made; any other is refused.",
+    ),
+    keep: bool = typer.Option(
+        False, "--keep", help="Keep the temporary home and print how to use it."
+    ),
 ) -> None:
-    """Sync a bundled sample corpus into a throwaway home and tour what Memoir found."""
+    """Sync a bundled sample corpus into a home of its own and tour what Memoir found."""
     from memoir.demo.tour import run_demo
 
-    run_demo(console, home)
+    run_demo(console, home, keep=keep)

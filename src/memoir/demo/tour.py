@@ -1,7 +1,8 @@
-"""The demo tour: sync the bundled corpus into a throwaway home and show what Memoir found.
+"""The demo tour: sync the bundled corpus into a home of its own and show what Memoir found.
 
 Works offline on a fresh machine: the corpus is package data, the store is a SQLite file
-in a temporary folder, and the model is the embedded offline one (no network). The tour
+in a temporary folder (removed at the end unless kept; :mod:`memoir.demo.home` says which
+folders the demo may build in), and the model is the embedded offline one (no network). The tour
 walks the main job: sync (archive + index), the summary pass, search with the summary
 beside each hit, a transcript excerpt, a compaction of the long session, and long-term
 memory: what the user asked to keep, with their exact words.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from rich.table import Table
 
 from memoir.app import Memoir
 from memoir.config import Settings
+from memoir.demo.home import check_only_demo, claim_home
 from memoir.demo.make_corpus import CORPUS_DIR, corpus_sources
 from memoir.ingest.sync import SyncReport
 from memoir.model import EventKind
@@ -43,6 +44,7 @@ class DemoResult:
     summarized: int
     compaction: tuple[str, int, int]  # strategy, tokens before, tokens after
     remembered: int = 0
+    kept: bool = True  # False: ``home`` was a temporary folder, removed when the tour ended
 
 
 def _mark(snippet: str) -> str:
@@ -138,9 +140,29 @@ def _executable() -> str:
         return str(argv0.resolve())
 
 
-def run_demo(console: Console, home: Path | None = None, corpus: Path = CORPUS_DIR) -> DemoResult:
-    """Sync the corpus into ``home`` (a new temporary folder by default) and tour it."""
-    home = home or Path(tempfile.mkdtemp(prefix="memoir-demo-"))
+def run_demo(
+    console: Console,
+    home: Path | None = None,
+    corpus: Path = CORPUS_DIR,
+    *,
+    keep: bool = False,
+) -> DemoResult:
+    """Sync the corpus into a home of the demo's own and tour it: ``home`` when it is new,
+    empty or made by an earlier demo (kept), else a new temporary folder, removed when
+    the tour ends — however it ends — unless ``keep``. ``ConfigError`` for a ``home``
+    holding anything the demo did not make."""
+    temporary = home is None
+    home = claim_home(home)
+    kept = keep or not temporary
+    try:
+        result = _tour(console, home, corpus, kept)
+    finally:
+        if not kept:
+            shutil.rmtree(home, ignore_errors=True)
+    return result
+
+
+def _tour(console: Console, home: Path, corpus: Path, kept: bool) -> DemoResult:
     settings = Settings.from_env(
         {"MEMOIR_HOME": str(home)},
         sources=corpus_sources(corpus),
@@ -148,9 +170,10 @@ def run_demo(console: Console, home: Path | None = None, corpus: Path = CORPUS_D
         llm="offline",
         summary_limit=50,
     )
-    home.mkdir(parents=True, exist_ok=True)
     with Memoir.open(settings) as memoir:
-        console.print(f"[bold]Memoir demo[/bold] — throwaway home: {home}")
+        check_only_demo(home, memoir.store, settings.sources)
+        where = "kept" if kept else "temporary: removed at the end; --keep keeps it"
+        console.print(f"[bold]Memoir demo[/bold] — the demo's own home: {home} ({where})")
         report = memoir.sync()
         console.print(
             f"synced {report.files_indexed} transcripts "
@@ -169,12 +192,22 @@ def run_demo(console: Console, home: Path | None = None, corpus: Path = CORPUS_D
         _excerpt(memoir.store, console)
         compaction = _compact(memoir, console)
         remembered = _remember(memoir, console)
-        exe = _executable()
-        console.print(
-            f"\nTry it yourself: export MEMOIR_HOME={shlex.quote(str(home))}\n"
-            f"  {exe} search 'rate limit' · {exe} show {LONG_SESSION[:8]} · {exe} stats\n"
-            f"  {exe} remember 0199f1a2 · {exe} memories list · {exe} memories show ID"
-        )
+        _try_it(console, home, kept)
         return DemoResult(
-            home, report, memoir.store.stats(), hits, summarized, compaction, remembered
+            home, report, memoir.store.stats(), hits, summarized, compaction, remembered, kept
         )
+
+
+def _try_it(console: Console, home: Path, kept: bool) -> None:
+    if not kept:
+        console.print(
+            "\nThe demo's home is removed now. To try the commands on it yourself, run "
+            "`memoir demo --keep` (as `make demo` does): it keeps the home and prints its path."
+        )
+        return
+    exe = _executable()
+    console.print(
+        f"\nTry it yourself: export MEMOIR_HOME={shlex.quote(str(home))}\n"
+        f"  {exe} search 'rate limit' · {exe} show {LONG_SESSION[:8]} · {exe} stats\n"
+        f"  {exe} remember 0199f1a2 · {exe} memories list · {exe} memories show ID"
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memoir.atomic import sweep_temps, temp_for
+from memoir.private import private_dir, private_file
 
 __all__ = [
     "BUMPS_FOLDER_MTIME",
@@ -87,7 +88,7 @@ def preserve(archive: Path) -> Path | None:
         return None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target = archive.parent / ".replaced" / f"{archive.stem}-{stamp}{archive.suffix}"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     os.replace(archive, target)
     return target
 
@@ -102,16 +103,16 @@ class ArchiveCopy:
 
     def __init__(self, target: Path, keep: int | None) -> None:
         self.target = target
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         if keep is None or not target.exists():
             sweep_temps(target)
             self._tmp: Path | None = temp_for(target)
-            self._fp: BinaryIO = open(self._tmp, "wb")  # noqa: SIM115 - closed in commit/abort
+            self._fp: BinaryIO = private_file(self._tmp, "wb")  # closed in commit/abort
             self.size = 0
         else:
             self._tmp = None
             keep = min(keep, target.stat().st_size)
-            self._fp = open(target, "r+b")  # noqa: SIM115
+            self._fp = private_file(target, "r+b")
             self._fp.truncate(keep)
             self._fp.seek(keep)
             self.size = keep

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from memoir.atomic import write_text_atomic
+from memoir.private import private_dir
 
 __all__ = ["IgnoredFile", "IgnoredFiles"]
 
@@ -64,7 +65,7 @@ class IgnoredFiles:
     def save(self) -> None:
         if not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         data = {k: asdict(v) for k, v in sorted(self.items.items())}
         write_text_atomic(self.path, json.dumps(data, indent=1))
         self.dirty = False

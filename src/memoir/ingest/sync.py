@@ -45,6 +45,7 @@ from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.ingest.records import parse_ts
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
+from memoir.private import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SessionInfo, SourceState
@@ -126,6 +127,7 @@ def sync(
     with ``purge_excluded``, first remove the stored conversations of excluded projects.
     ``observer`` is told of every rewritten or removed conversation as it happens."""
     ensure_writable(store, "memoir sync")  # before any archive copy is written
+    tighten_home(settings.home)  # a home an older Memoir left readable by others
     began = time.perf_counter()
     run, states = _new_run(settings, store, observer)
     report = run.report

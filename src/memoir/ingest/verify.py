@@ -10,7 +10,9 @@ Problems (``memoir verify`` exits 1 when there is any):
 - ``archive_missing`` / ``archive_short``: the archived copy is gone or shorter than what
   was indexed;
 - ``index_behind_archive``: the archived copy holds bytes the index never read;
-- ``orphan_archive``: an archived transcript no index row refers to.
+- ``orphan_archive``: an archived transcript no index row refers to;
+- ``mode_too_open``: a folder or file under the home that others could read (Memoir keeps
+  them owner-only: ``0700`` / ``0600``, :mod:`memoir.private`), with its mode.
 
 Warnings (listed, exit 0): lines of a record type the reader does not know
 (``unknown_type``: a newer harness version; the bytes stay archived).
@@ -18,7 +20,8 @@ Warnings (listed, exit 0): lines of a record type the reader does not know
 ``repair`` rebuilds the store's search index, re-indexes archived copies the index is
 behind on or has lost (an orphaned copy through a sync of the sources first, so a source
 that is still there keeps its one identity; from the archive itself when the source is
-gone) and re-copies a missing archive from its source when the source still exists; what
+gone), re-copies a missing archive from its source when the source still exists and makes
+every path too open owner-only; what
 that re-indexing rewrites or removes is told to the ``observer``, as a sync tells it.
 """
 
@@ -34,6 +37,7 @@ from memoir.ingest.archive import in_archive
 from memoir.ingest.ignored import IgnoredFiles
 from memoir.ingest.observer import SyncObserver
 from memoir.ingest.sync import ignored_path, index_file, sync
+from memoir.private import DIR_MODE, FILE_MODE, loose_modes, make_private
 from memoir.store.port import Store
 from memoir.store.values import SourceState
 
@@ -127,9 +131,16 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
     for path in files:
         if str(path) not in known:
             report.problems.append(Problem("orphan_archive", str(path), "not indexed"))
+    for path, mode in loose_modes(settings.home):
+        want = DIR_MODE if path.is_dir() and not path.is_symlink() else FILE_MODE
+        detail = f"mode {mode:04o}, owner-only is {want:04o}"
+        report.problems.append(Problem("mode_too_open", str(path), detail))
 
 
 def _repair(settings: Settings, store: Store, report: VerifyReport, observer: SyncObserver) -> None:
+    for problem in report.problems:
+        if problem.kind == "mode_too_open" and make_private(Path(problem.where)):
+            report.repaired += 1
     if any(p.kind == "store" for p in report.problems):
         report.repaired += store.index.repair()
     orphans = [p for p in report.problems if p.kind == "orphan_archive"]
@@ -153,7 +164,7 @@ def _repair(settings: Settings, store: Store, report: VerifyReport, observer: Sy
         if s.archive_path
     }
     for problem in report.problems:
-        if problem.kind == "orphan_archive":
+        if problem.kind in ("orphan_archive", "mode_too_open"):
             continue
         elif problem.kind == "index_behind_archive":
             state = by_archive[problem.where]

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from memoir.atomic import write_atomic, write_text_atomic
+from memoir.private import private_dir
 
 __all__ = [
     "FILE_MIN_ROWS",
@@ -126,7 +127,7 @@ def write_matrix(
         return
     ids_path = _path(directory, model, generation, "ids")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
         write_text_atomic(ids_path, "\n".join(ids))
         _save(_path(directory, model, generation, "npy"), matrix)
         log_path = _path(directory, model, generation, "log")

@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 
 from memoir.errors import Busy, ReadOnly
+from memoir.private import open_private, private_dir
 
 __all__ = [
     "FileClaims",
@@ -110,8 +111,8 @@ def _open_lock(path: Path) -> int:
     """The lock file ``path`` opened for writing (created, with its folder, if need be);
     ``ReadOnly`` when this process cannot write there."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        private_dir(path.parent)
+        return open_private(path, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
             raise

@@ -18,13 +18,14 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from memoir.errors import MigrationError, ReadOnly, StoreError
+from memoir.private import make_private, open_private, private_dir
 from memoir.store import sqlite_search
 from memoir.store.claims import FileClaims, LocalClaims
 from memoir.store.codec import to_iso
@@ -172,7 +173,8 @@ class SQLiteStore(SqlStore):
             job_locking=JobLocking(),
         )
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not in_memory:
+                self._create_private()
             with self._use() as conn:
                 conn.execute("PRAGMA journal_mode = WAL")
                 migrate(conn, target_version)
@@ -186,6 +188,16 @@ class SQLiteStore(SqlStore):
         except MigrationError:
             self.close()
             raise
+
+    def _create_private(self) -> None:
+        """Create the database file owner-only before SQLite opens it (SQLite gives its
+        ``-wal`` and ``-shm`` the database's mode), and tighten the three files when they
+        are looser (a home made by an older Memoir)."""
+        private_dir(self.path.parent)
+        with suppress(FileExistsError):
+            os.close(open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+        for end in ("", "-wal", "-shm"):
+            make_private(self.path.with_name(self.path.name + end))
 
     def _writable(self) -> bool:
         """Can this process write the database and its ``-wal`` and ``-shm`` files (create

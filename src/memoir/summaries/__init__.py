@@ -34,7 +34,12 @@ from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.session import EpisodeSettings, SessionRun, summarize_session
 from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
 from memoir.summaries.stores import open_summary_store
-from memoir.summaries.summary_pass import PassSettings, SummaryPassReport, run_summary_pass
+from memoir.summaries.summary_pass import (
+    PassProgress,
+    PassSettings,
+    SummaryPassReport,
+    run_summary_pass,
+)
 
 __all__ = [
     "Action",
@@ -44,6 +49,7 @@ __all__ = [
     "EpisodicSummarizer",
     "Failure",
     "ModelSource",
+    "PassProgress",
     "PassSettings",
     "SessionRun",
     "SummaryFinding",

@@ -28,7 +28,7 @@ from memoir.model import Session
 from memoir.store.parts import SummariesPart
 from memoir.store.port import Store
 from memoir.store.values import SummaryRow
-from memoir.summaries.coverage import coverage_after
+from memoir.summaries.coverage import TRAILER_BYTES, coverage_after, indexed_through
 from memoir.summaries.database import DatabaseSummaryStore
 from memoir.summaries.files import SUMMARY_SUFFIX, summary_path_for
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
@@ -117,8 +117,23 @@ def coverage_before_reading(summaries: SummaryStore, store: Store, session_id: s
     if where.unit != "events":
         offsets = [s.offset for s in store.ingest.sources().values() if s.session_id == session_id]
         if offsets:
-            amount = min(amount, max(offsets))
+            offset = max(offsets)
+            tail = _archive_tail(conv.archive_path, offset, amount)
+            amount = min(amount, indexed_through(offset, amount, tail))
     return amount
+
+
+def _archive_tail(path: Path | None, offset: int, size: int) -> bytes:
+    """The archive's bytes from ``offset`` to ``size`` when they are few (a JSON list's
+    closing bracket), else nothing: enough for :func:`indexed_through` to decide."""
+    if path is None or not 0 < size - offset <= TRAILER_BYTES:
+        return b""
+    try:
+        with open(path, "rb") as archived:
+            archived.seek(offset)
+            return archived.read(size - offset)
+    except OSError:
+        return b""
 
 
 def forget_summary(archive_dir: Path, rows: SummariesPart, session_id: str, project: str) -> bool:

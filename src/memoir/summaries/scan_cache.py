@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.atomic import write_text_atomic
+from memoir.private import private_dir
 from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
 
 __all__ = [
@@ -115,7 +116,7 @@ class ScanCache:
             "dirs": {name: [d.mtime_ns, d.watch, d.settled] for name, d in self.dirs.items()},
         }
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)
             write_text_atomic(path, json.dumps(data, separators=(",", ":")))
         except OSError:
             pass  # advisory: the next scan reads everything

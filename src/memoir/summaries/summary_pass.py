@@ -8,6 +8,9 @@
 4. Order fairly (never-summarized before failed first summaries, before re-summaries,
    before failed re-summaries; oldest attempt first), then apply the limit.
 5. Summarize; on failure keep any prior body and record the attempt (give up at the cap).
+
+A caller that shows progress passes ``progress``: it is told (:class:`PassProgress`) which
+conversation is being summarized before each one, and once more when the pass is done.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from memoir.summaries.session import EpisodeSettings
 from memoir.summaries.state import SummaryKind, SummaryState
 from memoir.summaries.summarizer import summarize_conversation
 
-__all__ = ["PassRow", "PassSettings", "SummaryPassReport", "run_summary_pass"]
+__all__ = ["PassProgress", "PassRow", "PassSettings", "SummaryPassReport", "run_summary_pass"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,20 @@ class PassRow:
     project: str
     outcome: str  # summarized | resummarized | empty | failed | gave_up | stamped | unindexed
     detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PassProgress:
+    """Where a summary pass is: ``done`` of ``total`` conversations summarized, and the
+    one being summarized now (``session_id`` empty once the pass is done). ``total`` is
+    what the pass means to summarize (due, idle, within the limit); it shrinks when one
+    turns out to need no summary (empty, not indexed yet, another process on it), so the
+    two meet when the pass ends."""
+
+    done: int
+    total: int
+    session_id: str = ""
+    project: str = ""
 
 
 @dataclass(slots=True)
@@ -107,11 +124,11 @@ def run_summary_pass(
     *,
     limit: int,
     now_ms: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[PassProgress], None] | None = None,
 ) -> SummaryPassReport:
     """Scan ``summaries``, decide, gate, order, limit, summarize (the events from ``store``;
     ``models`` asked for only when a conversation needs a model call). Returns what
-    happened."""
+    happened; ``progress`` is told of each conversation before it is summarized."""
     ensure_writable(store, "the summary pass")  # before any model call
     now = int(time.time() * 1000) if now_ms is None else now_ms
 
@@ -141,6 +158,9 @@ def run_summary_pass(
         if used >= budget:
             report.deferred = len(due) - index
             break
+        if progress is not None:
+            total = min(budget, used + len(due) - index)
+            progress(PassProgress(used, total, conv.session_id, conv.project))
         # only real summarization work counts against the limit (not empty/unindexed ones,
         # nor one another process is summarizing right now: one writer per session)
         try:
@@ -158,8 +178,8 @@ def run_summary_pass(
             worked = False
         if worked:
             used += 1
-            if progress is not None:
-                progress(used, budget)
+    if progress is not None and due:
+        progress(PassProgress(used, used))
     return report
 
 
