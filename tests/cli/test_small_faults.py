@@ -69,3 +69,49 @@ def test_compact_reads_as_sync_does(tmp_path: Path, capsys: pytest.CaptureFixtur
     broken.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n{garbage\n")
     code, _, err = _main(["compact", str(broken), "--window", "8000"], capsys)
     assert code == 1 and "(line 2:" in err
+
+
+PROJECTS = [
+    ("-home-ann-code-webshop", "/home/ann/code/webshop"),
+    ("-home-ann-code-infra", "/home/ann/code/infra"),
+    ("-home-bob-infra", "/home/bob/infra"),
+    ("support", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("-home-ann-code-webshop", ["-home-ann-code-webshop"]),  # its name
+        ("/home/ann/code/webshop", ["-home-ann-code-webshop"]),  # its folder
+        ("/home/ann/code/webshop/", ["-home-ann-code-webshop"]),
+        ("webshop", ["-home-ann-code-webshop"]),  # the folder's last part
+        ("infra", ["-home-ann-code-infra", "-home-bob-infra"]),  # two: ambiguous
+        ("/home/bob/infra", ["-home-bob-infra"]),
+        ("support", ["support"]),
+        ("shop", []),  # a part of a word is not a name
+        ("/nowhere/webshop", []),
+    ],
+)
+def test_a_project_is_named_by_its_name_folder_or_last_part(ref: str, expected: list[str]) -> None:
+    from memoir.search.session_ref import project_matches
+
+    assert project_matches(PROJECTS, ref) == expected
+
+
+def test_project_flag_takes_the_folder_and_its_last_part(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memoir.demo.make_corpus import corpus_sources
+
+    monkeypatch.setenv("MEMOIR_HOME", str(home))
+    monkeypatch.setenv("MEMOIR_SOURCES", ":".join(str(p) for p in corpus_sources()))
+    assert _main(["sync", "--no-summaries", "--json"], capsys)[0] == 0
+    results = []
+    for ref in ("-home-ann-code-webshop", "/home/ann/code/webshop", "webshop"):
+        code, out, err = _main(["search", "coupon", "--project", ref, "--json"], capsys)
+        assert code == 0, err
+        results.append([h["exchange_id"] for h in json.loads(out)])
+    assert results[0] and results[0] == results[1] == results[2]
+    code, _, err = _main(["search", "coupon", "--project", "nowhere"], capsys)
+    assert code == 1 and "no project 'nowhere'" in err

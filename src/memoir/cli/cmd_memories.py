@@ -110,7 +110,11 @@ def list_items(
     """List remembered items, newest first."""
     with open_memoir(existing=True) as memoir:
         items = memoir.store.memory_items.find(
-            project=project, session_id=session, kind=kind, limit=limit, history=history
+            project=_project(memoir, project),
+            session_id=session,
+            kind=kind,
+            limit=limit,
+            history=history,
         )
         if as_json:
             print_json({"items": _json_items(memoir, items)})
@@ -119,6 +123,16 @@ def list_items(
         console.print("No memories yet (`memoir remember SESSION`, or compact a session).")
         return
     console.print(_table(items, f"{len(items)} memories"))
+
+
+def _project(memoir: Any, project: str | None) -> str | None:
+    """``--project`` as a name, a folder or the folder's last part."""
+    if project is None:
+        return None
+    from memoir.ingest.detect import safe_name
+    from memoir.search.session_ref import resolve_project
+
+    return resolve_project(memoir.store.sessions, project, safe=safe_name)
 
 
 def _item(memoir: Any, item_id: str) -> MemoryItemRow:
@@ -190,7 +204,7 @@ def search(
     with open_memoir(existing=True) as memoir:
         found = memoir.recall(
             query,
-            project=project,
+            project=_project(memoir, project),
             scope=scope,
             kinds=kind,
             as_of=at,
@@ -233,7 +247,9 @@ def context(
 ) -> None:
     """The block of memories an agent prepends to its system prompt, within a budget."""
     with open_memoir(existing=True) as memoir:
-        block = memoir.memory_context(project=project, budget_tokens=budget, query=query)
+        block = memoir.memory_context(
+            project=_project(memoir, project), budget_tokens=budget, query=query
+        )
     if as_json:
         print_json(block.as_json())
         return

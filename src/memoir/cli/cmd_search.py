@@ -19,7 +19,6 @@ from memoir.cli.app import (
     printable,
     resolve_session,
 )
-from memoir.errors import NotFound
 from memoir.model import Harness
 from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
@@ -112,18 +111,13 @@ def search_command(
 
 
 def _known_project(store: Any, project: str) -> str:
-    """``project`` as the index names it — a folder name with characters a project name
-    cannot hold is read the way sync wrote it (``café`` → ``caf_``); an unknown project
-    is an error rather than a silent "no matches"."""
+    """``project`` as the index names it: its name, its folder or the folder's last part
+    (``memoir.search.session_ref.resolve_project``); an unknown project is an error rather
+    than a silent "no matches"."""
     from memoir.ingest.detect import safe_name
+    from memoir.search.session_ref import resolve_project
 
-    for name in dict.fromkeys((project, safe_name(project))):
-        if store.sessions.recent(project=name, limit=1):
-            return name
-    raise NotFound(
-        f"no project {project!r} in this Memoir home (a project is named after its folder, "
-        "e.g. -home-ann-app; `memoir stats` counts them)"
-    )
+    return resolve_project(store.sessions, project, safe=safe_name)
 
 
 def _hint_backlog(memoir: Any) -> None:

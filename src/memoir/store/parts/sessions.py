@@ -28,6 +28,14 @@ class SessionsPart:
         rows = self._db.rows(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (session_id,))
         return session_from_row(rows[0]) if rows else None
 
+    def project_paths(self) -> list[tuple[str, str | None]]:
+        """Each project with the folder its sessions ran in (the latest one when they
+        differ; None when no session recorded one), by name."""
+        rows = self._db.rows(
+            "SELECT project, max(cwd) FROM sessions GROUP BY project ORDER BY project"
+        )
+        return [(str(r[0]), str(r[1]) if r[1] else None) for r in rows]
+
     def recent(self, *, project: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """Most recently active first. The order key (the time of a session's last
         exchange) is one index seek per session; counts are computed for the page only."""
