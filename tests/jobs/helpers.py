@@ -9,7 +9,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -113,28 +113,10 @@ def wait_for(predicate: Any, timeout: float = 20.0, step: float = 0.02) -> Any:
         time.sleep(step)
 
 
-@contextmanager
-def pg_schema() -> Iterator[str]:
-    """A URL whose connections see only a new schema of the test cluster (as the root
-    conftest's ``fresh_pg_schema``; not imported from there: ``conftest`` is a module name
-    several test folders have)."""
-    import os
-    import urllib.parse
-    import uuid
+def pg_schema() -> AbstractContextManager[str]:
+    """A URL whose connections see only a new schema of the test cluster (the root
+    conftest's ``fresh_pg_schema``: every other test folder's conftest is in a package,
+    so ``conftest`` names only the root one)."""
+    from conftest import fresh_pg_schema
 
-    import psycopg
-
-    admin_url = os.environ.get("MEMOIR_TEST_PG_URL")
-    if not admin_url:
-        pytest.skip("MEMOIR_TEST_PG_URL is not set")
-    name = f"memoir_t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(f'CREATE SCHEMA "{name}"')
-    parts = urllib.parse.urlsplit(admin_url)
-    query = [*urllib.parse.parse_qsl(parts.query), ("options", f"-c search_path={name}")]
-    encoded = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
-    try:
-        yield urllib.parse.urlunsplit(parts._replace(query=encoded))
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+    return fresh_pg_schema()

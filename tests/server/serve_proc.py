@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["free_port", "memoir_cli", "serve"]
+__all__ = ["free_port", "memoir_cli", "running", "serve"]
 
 
 def free_port() -> int:
@@ -37,27 +37,11 @@ def memoir_cli(*args: str, env: dict[str, str]) -> str:
 
 
 @contextmanager
-def serve(env: dict[str, str], log_path: Path, *, workers: int = 0) -> Iterator[str]:
-    """A ``memoir serve`` on a free port with ``env`` (output to ``log_path``); its base URL
-    once ``/healthz`` answers."""
-    port = free_port()
+def running(command: list[str], env: dict[str, str], log_path: Path, base: str) -> Iterator[str]:
+    """Run a server ``command`` (output to ``log_path``) until its ``/healthz`` at ``base``
+    answers; SIGTERM (then kill) after."""
     log = log_path.open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "memoir.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -81,3 +65,14 @@ def serve(env: dict[str, str], log_path: Path, *, workers: int = 0) -> Iterator[
                 proc.kill()
                 proc.wait()
         log.close()
+
+
+@contextmanager
+def serve(env: dict[str, str], log_path: Path, *, workers: int = 0) -> Iterator[str]:
+    """A ``memoir serve`` on a free port with ``env`` (output to ``log_path``); its base URL
+    once ``/healthz`` answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "memoir.cli", "serve", "--port", str(port)]
+    command += ["--workers", str(workers)]
+    with running(command, env, log_path, f"http://127.0.0.1:{port}") as base:
+        yield base

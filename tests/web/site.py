@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -23,7 +21,7 @@ import httpx
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.store.job_rows import JobRow
-from server.serve_proc import free_port, memoir_cli  # tests/server: on the rootdir path
+from server.serve_proc import free_port, memoir_cli, running  # tests/server: on the rootdir path
 
 __all__ = [
     "CHROMIUM",
@@ -171,42 +169,7 @@ def scripted_server(
     log_path = root / "serve.log"
     site = Site(f"http://127.0.0.1:{port}", home, control, keys, log_path, env, dict(extra or {}))
     site.steer()
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            str(LAUNCHER),
-            str(control),
-            "serve",
-            "--port",
-            str(port),
-            "--workers",
-            str(workers),
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{site.base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None:
-                raise AssertionError(f"memoir serve exited: {log_path.read_text()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"memoir serve did not start: {log_path.read_text()}")
-            time.sleep(0.1)
+    command = [sys.executable, str(LAUNCHER), str(control), "serve", "--port", str(port)]
+    command += ["--workers", str(workers)]
+    with running(command, env, log_path, site.base):
         yield site
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()

@@ -11,12 +11,12 @@ long line only when it is prose, cut between words and ending in "…" (:func:`e
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memoir.compaction.sequence import Message, content_text
+from memoir.model.tool_outcome import EXIT_STATUS, tool_outcome
 
 __all__ = [
     "KEY_ARGUMENTS",
@@ -50,17 +50,6 @@ KEY_ARGUMENTS = (
 _MAX_ARGS = 3
 _ARG_CHARS = 120
 _LINE_CHARS = 160
-_EXIT = re.compile(
-    r"\b(?:exit(?:ed)?(?:[ _]with)?[ _](?:code|status)|exit_?code|return_?code|returncode"
-    r"|status code|process exited with code)\b[\s:=]*(-?\d{1,4})\b",
-    re.IGNORECASE,
-)
-_ERROR = re.compile(
-    r"\b(?:error|errors|exception|traceback|failed|failure|failing|fatal|panic|denied"
-    r"|not found|no such file|cannot|can't|could not|unable to|refused|timed out)\b"
-    r"|(?-i:[a-z](?:Error|Exception)\b)",  # ModuleNotFoundError, NullPointerException
-    re.IGNORECASE,
-)
 _ERROR_LINES = 2
 _ERROR_CHARS = 300
 
@@ -180,19 +169,14 @@ class Outcome:
 
 
 def outcome_of(text: str) -> Outcome:
-    """The exit status (the last one stated) and the last error lines of an output."""
-    statuses = _EXIT.findall(text[-20_000:])
-    errors: list[str] = []
-    lines = text.splitlines()
-    for line in reversed(lines[-4_000:]):
-        if len(errors) >= _ERROR_LINES:
-            break
-        stripped = line.strip()
-        if len(stripped) >= 4 and _ERROR.search(stripped) and len(stripped) <= _ERROR_CHARS:
-            shown = " ".join(stripped.split())  # whole: an error line cut would mislead
-            if shown not in errors:
-                errors.append(shown)
-    return Outcome(statuses[-1] if statuses else None, tuple(reversed(errors)))
+    """The exit status (the last one stated) and the last error lines of an output, each
+    whole (an error line cut would mislead: longer ones are left out)."""
+    status, errors = tool_outcome(
+        text,
+        most=_ERROR_LINES,
+        clean=lambda line: line if len(line) <= _ERROR_CHARS else None,
+    )
+    return Outcome(status, errors)
 
 
 def _user_words(text: str) -> str:
@@ -222,7 +206,7 @@ def message_details(message: Message, call: Mapping[str, Any] | None) -> str:
             last = next((x for x in reversed(text.splitlines()) if x.strip()), "")
             if outcome.exit_status is not None:
                 parts.append(f"exit status {outcome.exit_status}")
-            if last and not _EXIT.search(last) and len(last.strip()) <= _LINE_CHARS:
+            if last and not EXIT_STATUS.search(last) and len(last.strip()) <= _LINE_CHARS:
                 parts.append(f"last line: {excerpt(last)}")
         return "; ".join(parts)
     calls = message.get("tool_calls") or []

@@ -25,7 +25,7 @@ from memoir.store.query_text import STOPWORDS, any_content_word, words_of
 __all__ = ["ITEM_POOL", "MIN_SHARED_WORDS", "VECTOR_FLOOR", "VECTOR_POOL", "memory_ranking"]
 
 ITEM_POOL = 50  # items each item list contributes
-VECTOR_POOL = 20_000  # the newest live items a query's vector is compared with
+VECTOR_POOL = 5_000  # the newest live items a query's vector is compared with (as recall)
 # The list competes with the exchanges' own lists, so it holds only items that answer: by
 # text, an item sharing at least two of the query's content words (or its only one); by
 # meaning, one at least this similar (MiniLM: unrelated 0.0–0.25, on topic 0.5 and up).

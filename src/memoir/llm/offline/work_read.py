@@ -17,23 +17,13 @@ import re
 from dataclasses import dataclass, field
 
 from memoir.llm.offline.text import Sentence, Turn, parse_turns, sentences_of
+from memoir.model.tool_outcome import tool_outcome
 
 __all__ = ["Run", "Work", "read_work"]
 
 _CALL_LINE = re.compile(r"^→ (?P<name>[\w.:/-]{1,80})\((?P<args>.*)\)\s*$")
 _STAND_IN = re.compile(r"^\[content omitted from [^:\]]*: ")
 _COLLAPSED = re.compile(r"^\[(?P<n>\d+) messages omitted here: (?P<what>[^\]]*)\]\s*$")
-_EXIT = re.compile(
-    r"\b(?:exit(?:ed)?(?:[ _]with)?[ _](?:code|status)|exit_?code|return_?code|returncode"
-    r"|status code|process exited with code)\b[\s:=]*(-?\d{1,4})\b",
-    re.IGNORECASE,
-)
-_ERROR = re.compile(
-    r"\b(?:error|errors|exception|traceback|failed|failure|failing|fatal|panic|denied"
-    r"|not found|no such file|cannot|can't|could not|unable to|refused|timed out)\b"
-    r"|(?-i:[a-z](?:Error|Exception)\b)",  # ModuleNotFoundError, NullPointerException
-    re.IGNORECASE,
-)
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _STAND_ERROR = re.compile(r'; error: ((?:"(?:[^"\\]|\\.)*"(?: / )?)+)')
 _STAND_USER = re.compile(r"; ([\d,]+ lines; it began: .*?)\. The user sent it")
@@ -118,17 +108,11 @@ def _quoted(text: str) -> tuple[str, ...]:
 
 
 def _outcome(body: str) -> tuple[str | None, tuple[str, ...]]:
-    statuses = _EXIT.findall(body[-20_000:])
-    errors: list[str] = []
-    for line in reversed(body.splitlines()[-4_000:]):
-        if len(errors) >= 2:
-            break
-        stripped = line.strip().removeprefix("> ")
-        if len(stripped) >= 4 and _ERROR.search(stripped) and not _STAND_IN.match(stripped):
-            shown = _one_line(stripped)
-            if shown not in errors:
-                errors.append(shown)
-    return (statuses[-1] if statuses else None), tuple(reversed(errors))
+    def clean(line: str) -> str | None:
+        line = line.removeprefix("> ")
+        return None if _STAND_IN.match(line) else line
+
+    return tool_outcome(body, clean=clean, show=_one_line)
 
 
 class _Reader:
