@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck unit services-start services-stop bench clean
+.PHONY: demo test lint typecheck package-check unit services-start services-stop bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -32,10 +32,16 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy src/memoir
 
+## make package-check: build the sdist and the wheel (python -m build) into a temp dir, check
+## the wheel holds every package file, install it with its dependencies (no extras) into a
+## fresh venv and run `memoir demo` from it in a temp HOME: what a user of the package gets
+package-check: $(DEV_STAMP)
+	scripts/package-check.sh $(BIN)/python
+
 ## make test: lint, typecheck, start PostgreSQL + Redis on 127.0.0.1 (installing them and
 ## Debian's chromium from apt when missing), run the whole suite — the browser suite must
-## run, not skip (MEMOIR_TEST_REQUIRE_BROWSER=1) — stop them
-test: $(DEV_STAMP) lint typecheck
+## run, not skip (MEMOIR_TEST_REQUIRE_BROWSER=1) — stop them; and the package check
+test: $(DEV_STAMP) lint typecheck package-check
 	@set -e; \
 	eval "$$(scripts/test-services.sh start)"; \
 	trap 'scripts/test-services.sh stop' EXIT; \

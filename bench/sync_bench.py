@@ -13,8 +13,14 @@
     file-history-snapshot record), synced once, then timed: the in-process ``sync()`` call,
     and ``memoir sync --no-summaries`` as a whole process (start-up and imports included).
 
+(c) Peak memory (issue 24): with ``--single-mb N`` (repeatable), one Claude Code transcript
+    of N MB, and ``--small-mb`` MB in 1 MB files for comparison, each synced into a fresh
+    home by a child process (``--child-sync``) that reports its peak RSS (``ru_maxrss``),
+    wall time and MB/s; sync memory should not grow with one transcript's size.
+
     .venv/bin/python bench/sync_bench.py [--mb 64] [--files 64] [--runs 3]
-        [--noop-files 10000] [--noop-kb 210] [--skip-noop] [--json] [--dir DIR]
+        [--noop-files 10000] [--noop-kb 210] [--skip-noop] [--skip-throughput]
+        [--single-mb 150 --single-mb 1024] [--small-mb 150] [--json] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import json
 import os
 import platform
 import random
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -100,6 +107,47 @@ def session_bytes(rng: random.Random, index: int, target: int) -> bytes:
             w.snapshot()
         size = sum(len(json.dumps(r)) for r in w.records[-8:]) + size
     return w.bytes()
+
+
+def _turn(w: ClaudeWriter, rng: random.Random, index: int, n: int) -> None:
+    """One exchange of the generated sessions: prompt, thinking, a Read, an Edit, a reply."""
+    w.user(_words(rng, rng.randint(15, 120)))
+    w.assistant(
+        {"type": "thinking", "thinking": _words(rng, rng.randint(30, 150))},
+        _words(rng, rng.randint(20, 80)),
+        tool_use_block(f"toolu_{index}_{n}", "Read", {"file_path": f"src/{rng.choice(WORDS)}.py"}),
+    )
+    code = _code(rng, rng.randint(20, 200))
+    listing = {"filePath": "src/x.py", "content": code, "numLines": code.count("\n") + 1}
+    w.tool(f"toolu_{index}_{n}", code, result={"type": "text", "file": listing})
+    w.assistant(
+        tool_use_block(
+            f"toolu_{index}_{n}b",
+            "Edit",
+            {"file_path": "src/x.py", "old_string": _code(rng, 5), "new_string": _code(rng, 6)},
+        )
+    )
+    w.tool(f"toolu_{index}_{n}b", "The file src/x.py has been updated.")
+    w.assistant(text_block(_words(rng, rng.randint(60, 400))))
+    if n % 4 == 0:
+        w.snapshot()
+
+
+def write_session(path: Path, rng: random.Random, index: int, target: int) -> int:
+    """One session of at least ``target`` bytes written to ``path`` as it is generated (a
+    1 GB transcript is never held in memory); returns its size."""
+    sid = f"{index:08x}-0000-4000-8000-{rng.getrandbits(48):012x}"
+    w = ClaudeWriter(sid, cwd=f"/home/dev/code/project{index % 7}")
+    size, n = 0, 0
+    with open(path, "wb") as out:
+        while size < target:
+            n += 1
+            _turn(w, rng, index, n)
+            if len(w.records) >= 500 or size + 1_000_000 > target:
+                size += out.write(w.bytes())
+                w.records.clear()
+        size += out.write(w.bytes())
+    return size
 
 
 def generate(folder: Path, mb: float, files: int, seed: int = 7) -> int:
@@ -203,6 +251,60 @@ def throughput(work: Path, mb: float, files: int, runs: int) -> dict[str, Any]:
     }
 
 
+def child_sync(source: Path, home: Path) -> None:
+    """Run in a child process: sync ``source`` into ``home`` and print what it cost."""
+    size = sum(p.stat().st_size for p in source.rglob("*.jsonl"))
+    wall, cpu, report = timed_sync(source, home)
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    result = {
+        "mb": round(size / 1024**2, 1),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "sync_s": round(wall, 2),
+        "sync_mb_s": round(size / 1024**2 / wall, 1),
+        "sync_cpu_mb_s": round(size / 1024**2 / cpu, 1),
+        "events": report.events_added,
+        "errors": report.errors,
+    }
+    print(json.dumps(result))
+
+
+def _in_child(source: Path, home: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child-sync", str(source), str(home)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def peak_memory(work: Path, singles: list[float], small_mb: float) -> dict[str, Any]:
+    """Peak RSS of a sync of one N MB transcript, and of ``small_mb`` MB in 1 MB files."""
+    rng = random.Random(5)
+    out: dict[str, Any] = {}
+    if small_mb > 0:
+        small = work / "mem-small"
+        files = max(1, int(small_mb))
+        for i in range(files):
+            project = small / f"-home-dev-code-project{i % 7}"
+            project.mkdir(parents=True, exist_ok=True)
+            write_session(project / f"{i:08x}-0000-4000-8000-{i:012x}.jsonl", rng, i, 1 << 20)
+        out["small_files"] = {"files": files, **_in_child(small, work / "mem-small-home")}
+        shutil.rmtree(small)
+        shutil.rmtree(work / "mem-small-home")
+    for mb in singles:
+        source = work / f"mem-single-{mb:g}"
+        project = source / "-home-dev-code-agent"
+        project.mkdir(parents=True)
+        write_session(
+            project / "0badc0de-0000-4000-8000-000000000001.jsonl", rng, 1, int(mb * 2**20)
+        )
+        out[f"single_{mb:g}mb"] = _in_child(source, work / f"mem-single-{mb:g}-home")
+        shutil.rmtree(source)
+        shutil.rmtree(work / f"mem-single-{mb:g}-home")
+    return out
+
+
 def noop(work: Path, count: int, kb: int, runs: int) -> dict[str, Any]:
     source = work / "noop-src"
     rng = random.Random(11)
@@ -251,9 +353,16 @@ def main() -> None:
     parser.add_argument("--noop-files", type=int, default=10_000)
     parser.add_argument("--noop-kb", type=int, default=210)
     parser.add_argument("--skip-noop", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--single-mb", type=float, action="append", default=[])
+    parser.add_argument("--small-mb", type=float, default=150)
+    parser.add_argument("--child-sync", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--dir", type=Path, default=None, help="Work folder (default: a temp dir).")
     args = parser.parse_args()
+    if args.child_sync:
+        child_sync(*args.child_sync)
+        return
     work = args.dir or Path(tempfile.mkdtemp(prefix="memoir-sync-bench-"))
     try:
         out: dict[str, Any] = {
@@ -261,30 +370,39 @@ def main() -> None:
             "machine": f"{platform.machine()} {os.cpu_count()} cores, "
             f"Python {platform.python_version()}",
             "json": "orjson" if _has_orjson() else "json",
-            "throughput": throughput(work, args.mb, args.files, args.runs),
         }
+        if not args.skip_throughput:
+            out["throughput"] = throughput(work, args.mb, args.files, args.runs)
         if not args.skip_noop:
             out["noop"] = noop(work, args.noop_files, args.noop_kb, args.runs)
+        if args.single_mb:
+            out["memory"] = peak_memory(work, args.single_mb, args.small_mb)
     finally:
         if args.dir is None:
             shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    t = out["throughput"]
     print(f"{out['date']} · {out['machine']} · parser {out['json']}")
-    print(
-        f"(a) {t['mb']} MB in {t['files']} files: sync {t['sync_mb_s']} MB/s ({t['sync_s']} s), "
-        f"bare parse+FTS5 {t['bare_mb_s']} MB/s ({t['bare_s']} s), ratio {t['ratio']}; "
-        f"CPU time: sync {t['sync_cpu_mb_s']} MB/s, bare {t['bare_cpu_mb_s']} MB/s, "
-        f"ratio {t['cpu_ratio']}"
-    )
+    if "throughput" in out:
+        t = out["throughput"]
+        print(
+            f"(a) {t['mb']} MB in {t['files']} files: sync {t['sync_mb_s']} MB/s "
+            f"({t['sync_s']} s), bare parse+FTS5 {t['bare_mb_s']} MB/s ({t['bare_s']} s), "
+            f"ratio {t['ratio']}; CPU time: sync {t['sync_cpu_mb_s']} MB/s, "
+            f"bare {t['bare_cpu_mb_s']} MB/s, ratio {t['cpu_ratio']}"
+        )
     if "noop" in out:
         n = out["noop"]
         print(
             f"(b) {n['files']} conversations, {n['gb']} GB: first sync {n['first_sync_s']} s; "
             f"nothing-to-do sync() {n['noop_sync_s']} s, `memoir sync --no-summaries` "
             f"{n['noop_cli_s']} s"
+        )
+    for name, m in out.get("memory", {}).items():
+        print(
+            f"(c) {name}: {m['mb']} MB, peak RSS {m['peak_rss_mb']} MB, "
+            f"sync {m['sync_mb_s']} MB/s ({m['sync_s']} s, CPU {m['sync_cpu_mb_s']} MB/s)"
         )
 
 

@@ -8,31 +8,34 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from memoir.config import Settings, whole_number
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 from memoir.private import tighten_home
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
+    from memoir.compaction import Compactor
     from memoir.ingest.observer import SyncObserver
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.jobs import Job, JobProgress, JobService
-    from memoir.llm.port import Model
+    from memoir.llm.port import Model, TokenCounter
     from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories, RecoveryReport
     from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
     from memoir.memory.runner import Outcome
-    from memoir.model import Session
+    from memoir.model import Event, Exchange, Session
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
-    from memoir.search.engine import SearchMode
+    from memoir.search.engine import SearchMode, SummaryReader
     from memoir.search.hits import SearchHit
     from memoir.store.memory_rows import MemoryItemRow
+    from memoir.store.parts.api import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
@@ -40,7 +43,11 @@ if TYPE_CHECKING:
     from memoir.summaries.session import RunMode, SessionRun
     from memoir.summaries.summary_pass import PassProgress, SummaryPassReport
 
-__all__ = ["Memoir"]
+__all__ = ["CONFIGURED", "Memoir"]
+
+CONFIGURED: Literal["configured"] = "configured"
+"""The default of a part a call may replace (``search(embedder=…, summaries=…)``): the one
+this home's settings configure."""
 
 
 class Memoir:
@@ -79,26 +86,30 @@ class Memoir:
         filters: SearchFilters | None = None,
         mode: SearchMode | None = None,
         limit: int = 10,
-        **options: Any,
+        embedder: Embedder | Literal["configured"] | None = CONFIGURED,
+        summaries: SummaryReader | Literal["configured"] | None = CONFIGURED,
     ) -> list[SearchHit]:
         """Search past exchanges; returns ``memoir.search.SearchHit`` values, best first.
 
         ``filters`` (``memoir.search.SearchFilters``; a session id may be a unique prefix),
         ``mode`` ("text" | "vector" | "hybrid"; None: hybrid when an embedder is
-        configured), ``limit`` (at most 1,000); ``embedder`` and ``summaries`` replace the
-        configured ones (tests).
+        configured), ``limit`` (at most 1,000). ``embedder`` replaces the one
+        ``MEMOIR_EMBEDDER`` configures (None: none, text only); ``summaries`` — a function
+        of a session id giving its summary or None — replaces this home's summaries beside
+        each hit (None: no summary read).
         """
         from memoir.search.facade import search_configured
 
-        options.setdefault("summaries", self.summary_body)
+        chosen: dict[str, Any] = {} if embedder == CONFIGURED else {"embedder": embedder}
         return search_configured(
             self.store,
             query,
             embedder_setting=self.settings.embedder,
+            summaries=self.summary_body if summaries == CONFIGURED else summaries,
             filters=filters,
             mode=mode,
             limit=limit,
-            **options,
+            **chosen,
         )
 
     def summary_updated_at(self, session_id: str) -> datetime | None:
@@ -146,12 +157,12 @@ class Memoir:
 
         ensure_writable(self.store, "memoir embed")  # before the model runs on a batch
         tighten_home(self.settings.home)  # a home an older Memoir left open to others
-        embedder = self.embedder()
+        embedder = self._writing_embedder()
         if embedder is None:
             if self.settings.embedder == "none":
                 raise ConfigError("MEMOIR_EMBEDDER=none: semantic search is switched off")
             raise EmbeddingsUnavailable(
-                "semantic search needs the embeddings extra: pip install 'memoir[embeddings]'"
+                f"semantic search needs the embeddings extra: {install_hint('embeddings')}"
             )
         busy = "another memoir embed is running"
         # the home's lock, and the store's: homes sharing a database embed its backlog once
@@ -167,6 +178,17 @@ class Memoir:
                 prepare_files(self.store, embedder.name)
         return result
 
+    def _writing_embedder(self) -> Embedder | None:
+        """The configured embedder, for a call that stores what it makes: the test fake
+        (``MEMOIR_EMBEDDER=hash``) is refused in a home holding real vectors."""
+        embedder = self.embedder()
+        if self.settings.embedder == "hash" and not self.store.read_only:
+            from memoir.search.embedder import check_fake_embedder
+
+            stored = [*self.store.embeddings.models(), *self.store.memory_items.vector_models()]
+            check_fake_embedder(self.settings.embedder, stored)
+        return embedder
+
     def model(self) -> Model:
         """The configured model (``MEMOIR_LLM``), every call metered into the store's usage
         ledger and retried (RateLimited / Transient) within ``llm_retry_budget`` attempts."""
@@ -180,14 +202,35 @@ class Memoir:
 
         return wrapped_fallback(self.settings, self.store.usage)
 
-    def compactor(self, **options: Any) -> Any:
-        """A ``memoir.compaction.Compactor`` with the configured model, the threshold ratio
-        of ``MEMOIR_COMPACT_THRESHOLD_RATIO`` and this store for checkpoints and traces."""
+    def compactor(
+        self,
+        *,
+        memory: bool = True,
+        model: Model | None = None,
+        counter: TokenCounter | None = None,
+        tail_budget: int | None = None,
+    ) -> Compactor:
+        """A ``memoir.compaction.Compactor`` with the configured model (or ``model``), the
+        threshold and tail ratios of ``MEMOIR_COMPACT_THRESHOLD_RATIO`` /
+        ``MEMOIR_COMPACT_TAIL_RATIO`` and this store for checkpoints and traces. ``memory``:
+        each checkpoint dispatches a memory extraction of the range it replaced (never
+        waited on; not on a read-only store). ``counter`` replaces the model's token
+        counter; ``tail_budget`` (tokens) the tail's share of the threshold."""
         from memoir.compaction import Compactor
 
-        if not self.store.read_only and "on_checkpoint" not in options:
-            options["on_checkpoint"] = self.memories().on_checkpoint  # memory, per checkpoint
-        return Compactor.from_settings(self.settings, self.model(), store=self.store, **options)
+        if tail_budget is not None:
+            whole_number("tail_budget", tail_budget, 0)
+        on_checkpoint = None
+        if memory and not self.store.read_only:
+            on_checkpoint = self.memories().on_checkpoint
+        return Compactor.from_settings(
+            self.settings,
+            model if model is not None else self.model(),
+            store=self.store,
+            counter=counter,
+            tail_budget=tail_budget,
+            on_checkpoint=on_checkpoint,
+        )
 
     # long-term memory ---------------------------------------------------------------------
     def memory_model(self) -> Model:
@@ -378,10 +421,11 @@ class Memoir:
         )
 
     def _item_embedder(self) -> ItemEmbedder | None:
-        """The embedder recall ranks with, when semantic search is configured and installed."""
+        """The embedder recall ranks with (and stores item vectors of), when semantic search
+        is configured and installed."""
         if self.settings.embedder == "none":
             return None
-        return self.embedder()
+        return self._writing_embedder()
 
     def recover_memories(self) -> RecoveryReport:
         """Run memory work left unsettled (checkpoints past the cursor, queued operations,
@@ -446,11 +490,14 @@ class Memoir:
         sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
         progress: Callable[[SyncProgress], None] | None = None,
         purge_excluded: bool = False,
+        follow_symlinks: bool = False,
     ) -> SyncReport:
         """Archive and index new or grown transcripts (``memoir.ingest.sync``); takes the
         single-instance sync lock and raises ``Busy`` when another sync holds it. With
         ``purge_excluded``, conversations of projects excluded after they were stored are
-        removed first (else they are listed in ``SyncReport.excluded_kept``)."""
+        removed first (else they are listed in ``SyncReport.excluded_kept``); with
+        ``follow_symlinks``, symlinked transcripts pointing out of their source are read
+        too (else listed in ``SyncReport.symlinks_left_out``)."""
         from memoir.ingest.lock import sync_lock
         from memoir.ingest.sync import sync
 
@@ -462,6 +509,7 @@ class Memoir:
                 sources=sources,
                 progress=progress,
                 purge_excluded=purge_excluded,
+                follow_symlinks=follow_symlinks,
             )
 
     def summary_store(self) -> SummaryStore:
@@ -533,6 +581,77 @@ class Memoir:
 
         return verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
 
+    # sessions from code: read one, feed one, count what the home holds ------------------
+    def session(self, session_id: str) -> Session:
+        """The stored session ``session_id`` names: its id, or a unique prefix of it (as
+        ``memoir show`` takes); ``NotFound`` when none does."""
+        from memoir.search.session_ref import resolve_session
+
+        found = self.store.sessions.get(resolve_session(self.store.sessions, session_id))
+        if found is None:  # removed between the two reads
+            from memoir.errors import NotFound
+
+            raise NotFound(f"no session {session_id!r}")
+        return found
+
+    def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
+        """The session's events in order, those with an ordinal past ``after`` up to
+        ``upto`` (what ``memoir show --json`` prints); ``session_id`` as for ``session``."""
+        whole_number("after", after, 0)
+        if upto is not None:
+            whole_number("upto", upto, 0)
+        return self.store.events.of(self.session(session_id).id, after=after, upto=upto)
+
+    def exchanges(self, session_id: str) -> list[Exchange]:
+        """The session's exchanges in order: each user prompt with the turns answering it
+        (ids ``SESSION:N``, as search hits name them)."""
+        return self.store.exchanges.of(self.session(session_id).id)
+
+    def stats(self) -> dict[str, int | str]:
+        """What ``memoir stats`` shows: the counts of what the store holds (sessions,
+        events, exchanges, …), ``archive_files`` / ``archive_bytes``, ``backend``, and the
+        conversations by summary state (``summaries_summarized``, ``summaries_pending``, …)."""
+        from memoir.summaries.persist import summary_counts
+        from memoir.summaries.policy import SummaryPolicy
+
+        data: dict[str, int | str] = dict(self.store.stats())
+        files = size = 0
+        if self.settings.archive_dir.is_dir():
+            for path in self.settings.archive_dir.glob("*/*.jsonl"):
+                files += 1
+                size += path.stat().st_size
+        data["archive_files"], data["archive_bytes"] = files, size
+        data["backend"] = self.store.backend
+        policy = SummaryPolicy.from_settings(self.settings)
+        for key, count in summary_counts(self.summary_store(), policy).items():
+            data[f"summaries_{key}"] = count
+        return data
+
+    def append(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        project: str | None = None,
+        user: str = "local",
+    ) -> AppendResult:
+        """Add chat messages to the session ``session_id``, made (owned by ``user``, in
+        ``project``, default ``api``) when it is new — a session fed from code, as one fed
+        over the HTTP API (``POST /api/sessions/ID/events``), through the same path.
+
+        Messages are the OpenAI / Anthropic chat shape: ``{"role", "content"}``, content a
+        string or a list of text blocks, roles user, assistant, system, developer, tool
+        (with OpenAI ``tool_calls`` / ``tool_call_id``), optionally a ``name`` (the
+        speaker), a ``timestamp`` and your own ``id``. They are stored as events, with the
+        exchanges they open or grow and their index rows, in one transaction, and are
+        searchable at once. A message whose ``id`` the session has stored already is
+        skipped, so a retried batch stores nothing twice; a message without one is added
+        every time. Returns ``added``, ``skipped`` and the session's ``last_ordinal``.
+        ``ConfigError`` for a malformed message (nothing stored), a session id another user
+        has, or a session read from a transcript (its events are the sync's)."""
+        self.create_session(user, session_id=session_id, project=project)
+        return self._append(user, session_id, messages)
+
     # the HTTP service: sessions owned by a user -----------------------------------------
     def user_session(self, user: str, session_id: str) -> Session:
         """The session ``session_id`` when ``user`` owns it; ``NotFound`` otherwise (another
@@ -579,19 +698,30 @@ class Memoir:
         return stored, created
 
     def append_messages(
-        self, user: str, session_id: str, messages: Sequence[dict[str, Any]]
+        self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
     ) -> tuple[int, int]:
         """Append OpenAI-style messages (each optionally with a client ``"id"``) to a
         session of ``user``: (added, skipped). A message whose id is stored already is
         skipped, so a retried batch stores nothing twice; concurrent appends to one session
         take turns in the store."""
+        result = self._append(user, session_id, messages)
+        return result.added, result.skipped
+
+    def _append(
+        self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
+    ) -> AppendResult:
         from memoir.ingest.api_messages import api_messages
+        from memoir.model import Harness
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "appending events")
-        self.user_session(user, session_id)
-        result = self.store.api.append(session_id, api_messages(session_id, messages))
-        return result.added, result.skipped
+        found = self.user_session(user, session_id)
+        if found.harness is not Harness.API:
+            raise ConfigError(
+                f"session {session_id!r} is read from a {found.harness.value} transcript; "
+                "messages are appended only to sessions fed from code or the HTTP API"
+            )
+        return self.store.api.append(session_id, api_messages(session_id, messages))
 
     def archive_session(self, user: str, session_id: str) -> Session:
         """Mark a session of ``user`` archived (kept and searchable, never extracted)."""

@@ -61,6 +61,7 @@ class Settings:
     llm_fallback: str | None = None
     llm_timeout_s: float = 120.0
     llm_retry_budget: int = 3
+    redact: str = "on"  # "on": secrets replaced in every request to a non-offline model
     # summaries
     summary_quiescence_hours: float = 1.0
     summary_error_retry_hours: float = 1.0
@@ -125,6 +126,8 @@ class Settings:
         tail = self.compact_tail_ratio
         if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0.0 <= tail < 0.75:
             raise ConfigError(f"compact_tail_ratio must be in [0, 0.75), not {tail!r}")
+        if self.redact not in ("on", "off"):
+            raise ConfigError(f"MEMOIR_REDACT must be 'on' or 'off', not {self.redact!r}")
         check_job_intervals(
             self.job_heartbeat_s, self.job_abort_s, self.job_claim_s, self.job_abandon_s
         )
@@ -194,6 +197,8 @@ class Settings:
                 values["llm_api_key"] = v
         if (v := take("llm_fallback", "MEMOIR_LLM_FALLBACK")) is not None:
             values["llm_fallback"] = v
+        if (v := take("redact", "MEMOIR_REDACT")) is not None:
+            values["redact"] = v.lower()
         if (v := take("redis_url", "MEMOIR_REDIS_URL")) is not None:
             values["redis_url"] = v
         if (v := take("summary_store", "MEMOIR_SUMMARY_STORE")) is not None:

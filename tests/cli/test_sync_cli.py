@@ -151,14 +151,37 @@ def test_verify_reports_and_repairs(cli: CliRunner, home: Path, source: Path) ->
     _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
     bad = cli.invoke(app, ["verify", "--json"])
     assert bad.exit_code == 1
-    kinds = {(p["kind"], p["where"].rsplit("/", 1)[-1]) for p in json.loads(bad.stdout)["problems"]}
-    assert ("skipped_line", "tiny-conversation.jsonl:8") in kinds
+    found = json.loads(bad.stdout)
+    kinds = {(p["kind"], p["where"].rsplit("/", 1)[-1]) for p in found["problems"]}
     assert ("orphan_archive", stray.name) in kinds
+    assert "skipped_line" not in {kind for kind, _ in kinds}
+    warned = {(p["kind"], p["where"].rsplit("/", 1)[-1]) for p in found["warnings"]}
+    assert ("skipped_line", "tiny-conversation.jsonl:8") in warned
     repaired = cli.invoke(app, ["verify", "--repair", "--json"])
     after = json.loads(repaired.stdout)
-    assert after["repaired"] >= 1
-    assert [p["kind"] for p in after["problems"]] == ["skipped_line"]  # bytes stay bad
+    assert repaired.exit_code == 0 and after["repaired"] >= 1 and after["problems"] == []
+    # the bad bytes stay (archived as they were): a warning, counted, exit 0 — 3 if strict
+    assert [p["kind"] for p in after["warnings"]] == ["skipped_line"]
+    plain = cli.invoke(app, ["verify"])
+    assert plain.exit_code == 0 and "verify: ok" in plain.stdout
+    assert "1 warning(s)" in plain.stdout
+    assert cli.invoke(app, ["verify", "--strict"]).exit_code == 3
     assert _json(cli, "stats", "--json")["sessions"] == 4
+
+
+def test_verify_keeps_an_invalid_utf8_line_as_a_warning(
+    cli: CliRunner, home: Path, source: Path
+) -> None:
+    with open(source / "-home-ann-app" / "tiny-conversation.jsonl", "ab") as fp:
+        line = b'{"type":"user","sessionId":"x","message":{"role":"user","content":"caf\xe9"}}\n'
+        fp.write(line)
+    _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
+    for _ in range(2):  # not a problem on any run
+        result = cli.invoke(app, ["verify", "--json"])
+        report = json.loads(result.stdout)
+        assert result.exit_code == 0 and report["ok"] is True and report["problems"] == []
+        reasons = [w["detail"].split(":", 1)[0] for w in report["warnings"]]
+        assert reasons == ["invalid_utf8"]
 
 
 def test_repair_after_an_interrupted_sync_keeps_one_identity(

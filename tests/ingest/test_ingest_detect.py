@@ -90,6 +90,30 @@ ROOT = Path("/src/projects")
             ROOT / "rollout-2025-10-15T14-00-00-abc.jsonl",
             Identity("rollout-2025-10-15T14-00-00-abc", "codex", False, None),
         ),
+        # Project names are kept as written: two Cyrillic folders are two projects.
+        (Format.GENERIC_JSONL, [], ROOT / "проект" / "a.jsonl", Identity("a", "проект")),
+        (Format.GENERIC_JSONL, [], ROOT / "данные" / "a.jsonl", Identity("a", "данные")),
+        (Format.CLAUDE, [], ROOT / "项目" / "medium.jsonl", Identity("medium", "项目")),
+        # Claude Code's lossy folder for a Cyrillic cwd: the project is named from the cwd.
+        (
+            Format.CLAUDE,
+            [{"sessionId": UUID, "cwd": "/home/ann/проект"}],
+            ROOT / "-home-ann-------" / f"{UUID}.jsonl",
+            Identity(UUID, "-home-ann-проект", False, "/home/ann/проект"),
+        ),
+        # A folder that is not the cwd's spelling keeps its own name.
+        (
+            Format.CLAUDE,
+            [{"sessionId": UUID, "cwd": "/home/ann/проект"}],
+            ROOT / "renamed" / f"{UUID}.jsonl",
+            Identity(UUID, "renamed", False, "/home/ann/проект"),
+        ),
+        (
+            Format.CODEX,
+            [{"type": "session_meta", "payload": {"id": "abc", "cwd": "/home/ann/данные"}}],
+            ROOT / "2025" / "rollout-2025-10-15T14-00-00-abc.jsonl",
+            Identity("abc", "-home-ann-данные", False, "/home/ann/данные"),
+        ),
         # Generic: the file stem; a file directly in the source → the source's name.
         (Format.GENERIC_LIST, [], ROOT / "chat-42.json", Identity("chat-42", "projects")),
         (Format.GENERIC_JSONL, [], ROOT / "team" / "a.jsonl", Identity("a", "team")),

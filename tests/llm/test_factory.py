@@ -23,6 +23,7 @@ from memoir.llm.factory import (
 from memoir.llm.ledger import Metered
 from memoir.llm.offline import OfflineModel
 from memoir.llm.openai_provider import OpenAIModel
+from memoir.llm.redacting import Redacting
 from memoir.llm.retry import Retrying
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 
@@ -148,7 +149,8 @@ def test_facade_remote_model_is_retried_and_metered(home: Path) -> None:
     s = _settings(home, MEMOIR_LLM="openai:gpt-x", MEMOIR_LLM_API_KEY="sk")
     with Memoir.open(s) as memoir:
         model = memoir.model()
-        assert isinstance(model, Retrying) and isinstance(model.inner, Metered)
+        assert isinstance(model, Retrying) and isinstance(model.inner, Redacting)
+        assert isinstance(model.inner.inner, Metered)  # every attempt's row counts secrets
         assert model.policy.attempts == s.llm_retry_budget
         model.close()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoir.memory import find_secrets, has_secret
+from memoir.secrets import find_secrets, has_secret
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"

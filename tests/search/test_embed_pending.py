@@ -57,7 +57,7 @@ def test_auto_without_the_extra_says_what_to_install(
     monkeypatch.setattr("memoir.search.e5.e5_available", lambda: False)
     with Memoir.at(home, embedder="auto") as auto:
         assert auto.embedder() is None
-        with pytest.raises(EmbeddingsUnavailable, match=r"memoir\[embeddings\]"):
+        with pytest.raises(EmbeddingsUnavailable, match=r"memoir-engine\[embeddings\]"):
             auto.embed_pending()
 
 

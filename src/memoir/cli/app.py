@@ -116,7 +116,9 @@ def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        console.print(f"memoir {version('memoir')}")
+        from memoir.distribution import DISTRIBUTION
+
+        console.print(f"memoir {version(DISTRIBUTION)}")
         raise typer.Exit()
 
 

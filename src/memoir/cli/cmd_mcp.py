@@ -21,6 +21,7 @@ import typer
 
 from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 
 __all__ = ["codex_config_path", "memoir_executable", "plugin_dir"]
@@ -48,7 +49,7 @@ def serve(ctx: typer.Context) -> None:
     try:
         import mcp  # noqa: F401  (the extra; the server itself loads it)
     except ImportError:
-        raise ConfigError("memoir mcp needs the mcp extra: pip install 'memoir[mcp]'") from None
+        raise ConfigError(f"memoir mcp needs the mcp extra: {install_hint('mcp')}") from None
     from memoir.mcp import serve as run
 
     run(settings, workdir)

@@ -129,10 +129,10 @@ def _project(memoir: Any, project: str | None) -> str | None:
     """``--project`` as a name, a folder or the folder's last part."""
     if project is None:
         return None
-    from memoir.ingest.detect import safe_name
+    from memoir.ingest.detect import project_name
     from memoir.search.session_ref import resolve_project
 
-    return resolve_project(memoir.store.sessions, project, safe=safe_name)
+    return resolve_project(memoir.store.sessions, project, safe=project_name)
 
 
 def _item(memoir: Any, item_id: str) -> MemoryItemRow:

@@ -105,7 +105,7 @@ def search_command(
         if as_json:
             print_json([hit.to_json() for hit in hits])
             return
-        _print_hits(query, hits)
+        _print_hits(query, hits, dict(memoir.store.sessions.project_paths()) if hits else {})
         if mode is not Mode.text and not any(h.vector_rank for h in hits):
             _hint_backlog(memoir)
 
@@ -114,10 +114,10 @@ def _known_project(store: Any, project: str) -> str:
     """``project`` as the index names it: its name, its folder or the folder's last part
     (``memoir.search.session_ref.resolve_project``); an unknown project is an error rather
     than a silent "no matches"."""
-    from memoir.ingest.detect import safe_name
+    from memoir.ingest.detect import project_name
     from memoir.search.session_ref import resolve_project
 
-    return resolve_project(store.sessions, project, safe=safe_name)
+    return resolve_project(store.sessions, project, safe=project_name)
 
 
 def _hint_backlog(memoir: Any) -> None:
@@ -132,7 +132,8 @@ def _hint_backlog(memoir: Any) -> None:
         )
 
 
-def _print_hits(query: str, hits: list[SearchHit]) -> None:
+def _print_hits(query: str, hits: list[SearchHit], folders: dict[str, str | None]) -> None:
+    """``folders``: each project's real folder, shown in place of its name when known."""
     if not hits and not words_of(query):
         console.print("nothing to search for: the query has no words")
         return
@@ -144,7 +145,7 @@ def _print_hits(query: str, hits: list[SearchHit]) -> None:
         when = hit.timestamp.strftime("%Y-%m-%d %H:%M") if hit.timestamp else "(no date)"
         head = Text(f"{number:>2}. ", style="bold")
         head.append(when, style="cyan")
-        head.append(f"  {printable(hit.project or '-')}", style="green")
+        head.append(f"  {printable(folders.get(hit.project) or hit.project or '-')}", style="green")
         head.append(f"  {hit.exchange_id}", style="dim")
         console.print(head)
         body = Text("    ")

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from memoir.cli.app import app
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def serve(
         from memoir.server import create_app
     except ImportError as exc:
         raise ConfigError(
-            f"memoir serve needs the server extra: pip install 'memoir[server]' ({exc})"
+            f"memoir serve needs the server extra: {install_hint('server')} ({exc})"
         ) from exc
     from memoir.app import Memoir
     from memoir.server.middleware import JsonFormatter

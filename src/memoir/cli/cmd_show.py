@@ -63,6 +63,8 @@ def show(
             print_json(data)
             return
         project = escape(printable(info.project))
+        if info.cwd:  # the real folder, as it is stored; the name is what --project takes
+            project = f"{escape(printable(info.cwd))} [dim](project {project})[/dim]"
         console.print(f"[bold]{escape(sid)}[/bold] · {project} · {info.harness.value}")
         body = printable(body) if body else body
         if body and focus is None:

@@ -43,6 +43,7 @@ from memoir.cli.app import (
     err_console,
     open_memoir,
     print_json,
+    printable,
     require_archive,
     state,
 )
@@ -53,7 +54,7 @@ from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
 from memoir.private import private_dir, private_file
-from memoir.summaries.persist import summary_counts, summary_findings
+from memoir.summaries.persist import summary_findings
 from memoir.summaries.policy import SummaryPolicy
 from memoir.summaries.summary_pass import PassProgress
 
@@ -266,6 +267,11 @@ def sync_command(
         help="Remove what is stored of projects MEMOIR_EXCLUDE_PROJECTS excludes "
         "(rows, archive copies, summaries).",
     ),
+    follow_symlinks: bool = typer.Option(
+        False,
+        "--follow-symlinks",
+        help="Also read symlinked transcripts that point out of their source folder.",
+    ),
     detached: bool = typer.Option(False, "--detached", hidden=True),
 ) -> None:
     """Archive and index new or grown transcripts, then refresh due summaries."""
@@ -285,6 +291,8 @@ def sync_command(
             argv.append("--no-summaries")
         if purge_excluded:
             argv.append("--purge-excluded")
+        if follow_symlinks:
+            argv.append("--follow-symlinks")
         argv += ["--no-embed" if embed is False else "--embed", "--detached"]
         log = _background(settings, argv)
         if as_json:
@@ -305,6 +313,7 @@ def sync_command(
                     sources=source or None,
                     progress=progress,
                     purge_excluded=purge_excluded,
+                    follow_symlinks=follow_symlinks,
                 )
     except Busy:
         _note("another memoir sync is running; leaving it to finish", as_json, "busy")
@@ -361,6 +370,7 @@ def sync_command(
             "stored before the exclusion and are kept; `memoir sync --purge-excluded` "
             "removes them (rows, archive copies, summaries)"
         )
+    _tell_left_out(report)
     if embedded is not None and embedded.get("error"):
         err_console.print(f"error: embeddings not computed: {escape(embedded['error'])}")
     if summaries is not None and summaries.get("setting"):
@@ -376,27 +386,32 @@ def sync_command(
         raise typer.Exit(1)
 
 
-def _archive_usage(settings: Settings) -> tuple[int, int]:
-    files = total = 0
-    if settings.archive_dir.is_dir():
-        for path in settings.archive_dir.glob("*/*.jsonl"):
-            files += 1
-            total += path.stat().st_size
-    return files, total
+def _tell_left_out(report: SyncReport) -> None:
+    """Transcripts the sync did not store as sessions of their own, and why."""
+    if report.duplicates:
+        count = len(report.duplicates)
+        console.print(
+            f"{count} transcript(s) already stored from another folder (same session, same "
+            "content) were not stored again:",
+            style="dim",
+        )
+        for line in report.duplicates[:10]:
+            console.print(f"  {escape(line)}", style="dim")
+    for line in report.id_clashes:
+        err_console.print(f"[yellow]warning:[/yellow] session id clash, both kept: {escape(line)}")
+    for line in report.symlinks_left_out:
+        err_console.print(f"[yellow]left out:[/yellow] {escape(line)}")
 
 
 @app.command()
 def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Counts of what this Memoir home holds."""
     with open_memoir(existing=True) as memoir:
-        data: dict[str, Any] = dict(memoir.store.stats())
-        data["archive_files"], data["archive_bytes"] = _archive_usage(memoir.settings)
-        data["backend"] = memoir.store.backend
-        policy = SummaryPolicy.from_settings(memoir.settings)
-        for key, count in summary_counts(memoir.summary_store(), policy).items():
-            data[f"summaries_{key}"] = count
+        data = memoir.stats()  # counts, the archive's size, summaries by state
+        projects = memoir.store.sessions.projects()
     if as_json:
-        print_json(data)
+        listed = [{"name": n, "folder": f, "sessions": c} for n, f, c in projects]
+        print_json({**data, "project_list": listed})
         return
     table = Table(title="memoir stats", show_header=False)
     table.add_column("what")
@@ -404,14 +419,26 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     for key, value in data.items():
         table.add_row(key.replace("_", " "), f"{value:,}" if isinstance(value, int) else str(value))
     console.print(table)
+    if projects:  # by name, what --project takes, with the folder they ran in
+        listing = Table(title="projects")
+        for column in ("project", "folder", "sessions"):
+            listing.add_column(column, justify="right" if column == "sessions" else "left")
+        for name, folder, count in projects:
+            shown = (escape(printable(name)), escape(printable(folder or "-")))
+            listing.add_row(*shown, f"{count:,}")
+        console.print(listing)
 
 
 @app.command()
 def verify(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     repair: bool = typer.Option(False, "--repair", help="Rebuild and re-index what can be."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 3 when there are warnings (skipped lines) but no damage."
+    ),
 ) -> None:
-    """Check the index against the archive; exit 1 when something is wrong."""
+    """Check the index against the archive: exit 0 when intact (warnings, such as lines a
+    transcript holds that could not be read, are listed and counted), 1 when damaged."""
     settings = Settings.from_env()
     if not repair:  # --repair rebuilds a lost database; a plain check makes none
         require_archive(settings, archive_will_do=True)
@@ -445,6 +472,8 @@ def verify(
         )
     if not report.ok:
         raise typer.Exit(1)
+    if strict and report.warnings:
+        raise typer.Exit(3)
 
 
 @app.command()

@@ -37,6 +37,7 @@ def usage(
                 "calls": sum(t.calls for t in totals),
                 "input_tokens": sum(t.input_tokens for t in totals),
                 "output_tokens": sum(t.output_tokens for t in totals),
+                "redacted": sum(t.redacted for t in totals),
             }
         )
         return
@@ -44,8 +45,12 @@ def usage(
         console.print("No model calls recorded yet.")
         return
     table = Table(title="model usage")
-    for name in ("day", "model", "calls", "ok", "failed", "tokens in", "tokens out"):
-        table.add_column(name, justify="right" if name not in ("day", "model") else "left")
+    for name in ("day", "model", "calls", "ok", "failed", "tokens in", "tokens out", "redacted"):
+        table.add_column(
+            name,
+            justify="right" if name not in ("day", "model") else "left",
+            no_wrap=name == "model",
+        )
     for t in totals:
         table.add_row(
             t.day,
@@ -55,6 +60,7 @@ def usage(
             str(t.failed),
             f"{t.input_tokens:,}",
             f"{t.output_tokens:,}",
+            str(t.redacted),
         )
     table.add_row(
         "total",
@@ -64,5 +70,6 @@ def usage(
         str(sum(t.failed for t in totals)),
         f"{sum(t.input_tokens for t in totals):,}",
         f"{sum(t.output_tokens for t in totals):,}",
+        str(sum(t.redacted for t in totals)),
     )
     console.print(table)

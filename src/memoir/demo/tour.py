@@ -86,7 +86,7 @@ def _excerpt(store: Store, console: Console) -> None:
 def _compact(memoir: Memoir, console: Console) -> tuple[str, int, int]:
     events = memoir.store.events.of(LONG_SESSION)
     # a 2.8k-token window is too small for a memory request too: memory here is `remember`
-    result = memoir.compactor(on_checkpoint=None).compact_events(
+    result = memoir.compactor(memory=False).compact_events(
         events, window=COMPACT_WINDOW, session_id=LONG_SESSION
     )
     console.print(

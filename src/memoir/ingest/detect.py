@@ -10,9 +10,15 @@ Identity: the session id is the transcript's own (Claude Code: the file stem whe
 UUID, as Claude Code names its files, else the first ``sessionId``; a subagent file gets
 ``<parent session>-<file stem>`` so it never collides with its parent; Codex:
 ``session_meta.payload.id``; generic: the file stem). The project is the first folder
-under the source (the source folder's own name for files directly inside it); Codex keeps
-its rollouts in date folders, so a Codex session's project is its cwd spelled the way
-Claude Code names project folders (``/home/ann/app`` → ``-home-ann-app``).
+under the source (the source folder's own name for files directly inside it), kept as
+written (:func:`memoir.model.names.project_name`: only separators, control characters and
+leading dots made safe, with a hash suffix then). Codex keeps its rollouts in date folders,
+so a Codex session's project is its cwd spelled the way Claude Code names project folders
+(``/home/ann/app`` → ``-home-ann-app``) but with non-ASCII letters kept
+(:func:`memoir.model.names.cwd_project`). A Claude Code folder that is its session's cwd
+in Claude Code's lossy spelling (``-home-ann-------`` for ``/home/ann/проект``) is named
+from the cwd the same way, so two Cyrillic projects stay two. Session ids keep the older,
+ASCII-only :func:`safe_name` (they are stored everywhere and never re-derived).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from memoir.ingest.codex import CODEX_TYPES
 from memoir.ingest.generic import GENERIC_ROLES
 from memoir.ingest.lines import split_complete_lines
 from memoir.ingest.records import loads_lenient
+from memoir.model.names import claude_folder, cwd_project, project_name
 
 __all__ = [
     "Format",
@@ -36,6 +43,7 @@ __all__ = [
     "head_records",
     "identify",
     "project_from_cwd",
+    "project_name",
     "safe_name",
 ]
 
@@ -110,15 +118,15 @@ def detect_format(head: bytes) -> Format:
 
 
 def safe_name(name: str) -> str:
-    """``name`` made safe as one path component (no separators, no dot-only names)."""
+    """``name`` made safe as one path component (no separators, no dot-only names): what a
+    session id is made of (project names: :func:`project_name`)."""
     cleaned = _UNSAFE.sub("_", name).strip(".") or "_"
     return cleaned[:200]
 
 
 def project_from_cwd(cwd: str | None) -> str:
-    if not cwd:
-        return "codex"
-    return re.sub(r"[^A-Za-z0-9-]", "-", cwd.rstrip("/\\")) or "codex"
+    """A Codex session's project: its cwd (``codex`` when it has none)."""
+    return cwd_project(cwd, "codex")
 
 
 def _folder_project(path: Path, root: Path) -> str:
@@ -143,13 +151,16 @@ def identify(fmt: Format, records: list[dict[str, Any]], path: Path, root: Path)
         )
         sid = meta.get("id") if isinstance(meta.get("id"), str) else None
         cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
-        return Identity(safe_name(sid or stem), safe_name(project_from_cwd(cwd)), False, cwd)
-    project = safe_name(_folder_project(path, root))
+        return Identity(safe_name(sid or stem), project_from_cwd(cwd), False, cwd)
+    folder = _folder_project(path, root)
+    project = project_name(folder)
     if fmt is not Format.CLAUDE:
         return Identity(safe_name(stem), project)
     first = next((r for r in records if isinstance(r.get("sessionId"), str)), None)
     parent = first.get("sessionId") if first else None
     cwd = first.get("cwd") if first and isinstance(first.get("cwd"), str) else None
+    if cwd and folder == claude_folder(cwd):  # Claude Code's lossy spelling of the cwd
+        project = cwd_project(cwd, project)
     in_subfolder = len(path.relative_to(root).parts) > 2 if path.is_relative_to(root) else False
     subagent = (
         bool(first and first.get("isSidechain"))

@@ -2,14 +2,20 @@
 
 Every ``*.jsonl`` and ``*.json`` file below a source counts; hidden folders (``.git``,
 the archive's ``.replaced``) and the Memoir home itself are not entered. A source that is
-a file is taken as is. Symlinked folders are not followed (no loops).
+a file is taken as is. Symlinked folders are not followed (no loops). A symlinked
+transcript is followed only when it points inside its source folder or with
+``follow_symlinks`` (links are taken after the walk, and one that is a second name for a
+transcript the walk found is passed over: it is read once, under its own name); one
+pointing elsewhere is left out and named in ``left_out`` —
+anything under a source that links to ``~/.ssh/…`` or another user's files must not end up
+archived because it is called ``*.json``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Candidate", "discover", "scan", "source_key", "transcript_name"]
@@ -40,7 +46,41 @@ def transcript_name(name: str) -> bool:
     return name.endswith(_SUFFIXES) and not name.startswith(".")
 
 
-def _walk(folder: str, skip: set[str], errors: list[str]) -> Iterator[tuple[str, int, int]]:
+@dataclass(frozen=True, slots=True)
+class _Links:
+    """How a walk treats symlinked transcripts (see the module)."""
+
+    root: str  # the source folder, symlinks resolved
+    follow: bool
+    left_out: list[str]
+    deferred: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def second_name(self, path: str, source: str, seen: set[str]) -> bool:
+        """``path`` links to a transcript under ``source`` that the walk already found."""
+        target = os.path.realpath(path)
+        if os.path.commonpath([target, self.root]) != self.root:
+            return False
+        return os.path.join(source, os.path.relpath(target, self.root)) in seen
+
+    def allows(self, path: str) -> bool:
+        if self.follow:
+            return True
+        target = os.path.realpath(path)
+        try:
+            inside = os.path.commonpath([target, self.root]) == self.root
+        except ValueError:  # different drives
+            inside = False
+        if not inside:
+            self.left_out.append(
+                f"{source_key(path)} -> {source_key(target)}: a symlink out of its source "
+                "folder (--follow-symlinks reads it)"
+            )
+        return inside
+
+
+def _walk(
+    folder: str, skip: set[str], errors: list[str], links: _Links
+) -> Iterator[tuple[str, int, int]]:
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
@@ -52,37 +92,56 @@ def _walk(folder: str, skip: set[str], errors: list[str]) -> Iterator[tuple[str,
         try:
             if entry.is_dir(follow_symlinks=False):
                 if not entry.name.startswith(".") and entry.path not in skip:
-                    yield from _walk(entry.path, skip, errors)
+                    yield from _walk(entry.path, skip, errors, links)
             elif transcript_name(entry.name) and entry.is_file():
                 st = entry.stat()
+                if entry.is_symlink():
+                    if links.allows(entry.path):
+                        links.deferred.append((entry.path, st.st_size, st.st_mtime_ns))
+                    continue
                 yield entry.path, st.st_size, st.st_mtime_ns
         except OSError:
             continue
 
 
 def scan(
-    sources: Iterable[Path], *, skip: Iterable[Path] = (), errors: list[str] | None = None
+    sources: Iterable[Path],
+    *,
+    skip: Iterable[Path] = (),
+    errors: list[str] | None = None,
+    follow_symlinks: bool = False,
+    left_out: list[str] | None = None,
 ) -> Iterator[tuple[str, str, int, int]]:
     """(path, source root, size, mtime_ns) of every transcript file under ``sources`` (each
     once). Plain strings: the nothing-to-do sync builds no Path objects. A folder that
     cannot be listed, or a source that does not exist, is noted in ``errors`` (when given)
-    and passed over."""
+    and passed over; a symlinked transcript pointing out of its source, unless
+    ``follow_symlinks``, in ``left_out``."""
     errors = [] if errors is None else errors
+    left_out = [] if left_out is None else left_out
     skip_set = {str(p) for p in skip}
     seen: set[str] = set()
     for source in sources:
         root = os.path.abspath(source)
+        links: _Links | None = None
         if os.path.isfile(root):
             st = os.stat(root)
             found: Iterable[tuple[str, int, int]] = [(root, st.st_size, st.st_mtime_ns)]
             base = os.path.dirname(root)
         elif os.path.isdir(root):
-            found, base = _walk(root, skip_set, errors), root
+            links = _Links(os.path.realpath(root), follow_symlinks, left_out)
+            found, base = _walk(root, skip_set, errors, links), root
         else:  # a source named in MEMOIR_SOURCES with a typo would otherwise pass unseen
             errors.append(f"{root}: source not found (no such file or folder)")
             continue
         for path, size, mtime in found:
             if path not in seen:
+                seen.add(path)
+                yield path, base, size, mtime
+        if links is None:
+            continue
+        for path, size, mtime in links.deferred:  # after the walk: see the module
+            if path not in seen and not links.second_name(path, root, seen):
                 seen.add(path)
                 yield path, base, size, mtime
 

@@ -31,9 +31,10 @@ FIRST_LINE_SCAN = 64 * 1024 * 1024  # how far past an over-long first line detec
 
 @dataclass(frozen=True, slots=True)
 class Skip:
-    reason: str  # "binary" | "unknown_format" | "excluded" | "empty"
+    reason: str  # "binary" | "unknown_format" | "excluded" | "empty" | "duplicate"
     session_id: str | None = None
     project: str | None = None
+    same_as: str | None = None  # a duplicate: the path that holds the session
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class Plan:
     rewritten: bool = False  # the index had this file, but its indexed bytes changed
     moved_from: str | None = None  # the path the index knew this transcript by before
     indexed: int = 0  # the index's offset for this transcript when it was planned
+    clash_with: str | None = None  # another transcript holds its id: this one was suffixed
 
     @property
     def harness(self) -> Harness:
@@ -95,6 +97,49 @@ def _suffixed(identity: Identity, path: str) -> Identity:
     )
 
 
+def _shared_bytes_agree(fd: int, size: int, other: str) -> bool:
+    """This file (``size`` bytes) is a start of the file ``other``: the same first and last
+    4 KiB at ``size`` (the check a resumed read makes)."""
+    try:
+        with open(other, "rb") as fp:
+            theirs = os.fstat(fp.fileno()).st_size
+            return theirs >= size and span_hashes(fp.fileno(), size) == span_hashes(fd, size)
+    except OSError:
+        return False
+
+
+def _held_elsewhere(
+    fd: int,
+    cand: Candidate,
+    owner: str,
+    old: SourceState | None,
+    identity: Identity,
+    archive_dir: Path,
+) -> bool | Skip:
+    """Another path, ``owner`` (index state ``old``), holds this file's session id. True:
+    this file is that transcript and takes the session over — the owner is gone (moved,
+    renamed) or is our own archive copy (indexed by ``verify --repair`` while this source
+    was unknown to it), or it is unchanged while this copy holds more. A ``duplicate``
+    Skip: the same transcript in a second folder, holding nothing the index lacks (it
+    starts with the bytes indexed from the owner, or is a start of the owner). False: a
+    different transcript (an id clash)."""
+    if old is None:
+        return False
+    ahead = not is_rewritten(fd, cand.size, old)  # starts with the bytes indexed from it
+    if not os.path.exists(owner) or _inside(owner, archive_dir):
+        return ahead
+    if ahead and cand.size > old.size:
+        try:
+            st = os.stat(owner)
+        except OSError:
+            return True
+        if (st.st_size, st.st_mtime_ns) == (old.size, old.mtime_ns):
+            return True  # the owner stopped where it was indexed; this copy went on
+    if ahead or _shared_bytes_agree(fd, cand.size, owner):
+        return Skip("duplicate", identity.session_id, identity.project, owner)
+    return False
+
+
 def _after_first_line(fd: int, head: bytes) -> bytes | None:
     """When ``head`` is one unfinished line (a first record over :data:`HEAD_BYTES`, such
     as a pasted log), the head of the lines after it; None when there is nothing after it
@@ -131,7 +176,10 @@ def plan_file(
     transcript moved (renamed, or its project folder renamed) when the other path is gone
     and this file starts with the bytes indexed from it: it is read on from there under its
     new path; so is a source that turns up for a transcript indexed from its archive copy.
-    Otherwise it is a different transcript and gets a session id of its own."""
+    When the other path is still there and the two agree on the bytes they share, it is
+    the same transcript synced from two folders (:func:`_held_elsewhere`): left out as a
+    duplicate, or read on from the other's state when it is the copy that grew. Otherwise
+    it is a different transcript and gets a session id of its own (``clash_with``)."""
     path = key or source_key(cand.path)
     if state is not None and not is_rewritten(fd, cand.size, state):
         ps = dict(state.parser_state)
@@ -181,22 +229,28 @@ def plan_file(
     if fmt in (Format.BINARY, Format.UNKNOWN):
         return Skip(fmt.value if fmt is Format.BINARY else "unknown_format")
     identity = identify(fmt, head_records(head), cand.path, cand.root)
+    clash: str | None = None
     if state is not None:  # rewritten: keep the session id the index knows it by
         identity = Identity(state.session_id, identity.project, identity.subagent, identity.cwd)
     elif (owner := owners.get(identity.session_id)) is not None and owner != path:
-        # the holder is gone, or is our own archive copy (indexed by verify --repair while
-        # this source was unknown to it): this file may be that transcript, read on
-        gone = not os.path.exists(owner) or _inside(owner, archive_dir)
-        old = known(owner) if gone else None
-        if old is not None and not is_rewritten(fd, cand.size, old):
+        old = known(owner)
+        held = _held_elsewhere(fd, cand, owner, old, identity, archive_dir)
+        if isinstance(held, Skip):
+            return held
+        if held and old is not None:  # this file is that transcript: read on from its state
             moved = plan_file(
                 fd, cand, old, archive_dir=archive_dir, exclude=exclude, owners=owners, key=path
             )
             return replace(moved, moved_from=owner) if isinstance(moved, Plan) else moved
-        identity = _suffixed(identity, path)
+        identity, clash = _suffixed(identity, path), owner
     if excluded(identity.project, exclude):
         return Skip("excluded", identity.session_id, identity.project)
-    target = archive_path(archive_dir, identity.project, identity.session_id)
+    # a rewritten transcript keeps its archive copy where it is (an older Memoir may have
+    # named its project folder otherwise, migration v14); a new one goes under its project
+    if state is not None and state.archive_path:
+        target = in_archive(archive_dir, state.archive_path)
+    else:
+        target = archive_path(archive_dir, identity.project, identity.session_id)
     fresh: dict[str, Any] = {
         "format": fmt.value,
         "project": identity.project,
@@ -214,4 +268,5 @@ def plan_file(
         fresh,
         rewritten=state is not None,
         indexed=state.offset if state is not None else 0,
+        clash_with=clash,
     )

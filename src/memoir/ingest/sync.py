@@ -74,6 +74,12 @@ class SyncReport:
     sessions_touched: list[str] = field(default_factory=list)
     sessions_removed: list[str] = field(default_factory=list)
     excluded_kept: list[str] = field(default_factory=list)  # stored before the exclusion
+    # "path: same as <path>": a transcript another folder's copy holds (not stored twice)
+    duplicates: list[str] = field(default_factory=list)
+    # "path: session id <id> is <other path>'s; stored as <id-suffix>": two transcripts
+    id_clashes: list[str] = field(default_factory=list)
+    # symlinked transcripts pointing out of their source folder, not read
+    symlinks_left_out: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
@@ -122,10 +128,13 @@ def sync(
     sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
     progress: Callable[[SyncProgress], None] | None = None,
     purge_excluded: bool = False,
+    follow_symlinks: bool = False,
 ) -> SyncReport:
     """Archive and index what changed under ``sources`` (default ``settings.sources``);
-    with ``purge_excluded``, first remove the stored conversations of excluded projects.
-    ``observer`` is told of every rewritten or removed conversation as it happens."""
+    with ``purge_excluded``, first remove the stored conversations of excluded projects;
+    with ``follow_symlinks``, also read symlinked transcripts that point out of their
+    source (else listed in ``SyncReport.symlinks_left_out``). ``observer`` is told of every
+    rewritten or removed conversation as it happens."""
     ensure_writable(store, "memoir sync")  # before any archive copy is written
     tighten_home(settings.home)  # a home an older Memoir left readable by others
     began = time.perf_counter()
@@ -141,7 +150,14 @@ def sync(
         run.owners.pop(sid, None)
     roots = settings.sources if sources is None else as_paths(sources)
     todo: list[Candidate] = []
-    for key, root, size, mtime_ns in scan(roots, skip=[settings.home], errors=report.errors):
+    found = scan(
+        roots,
+        skip=[settings.home],
+        errors=report.errors,
+        follow_symlinks=follow_symlinks,
+        left_out=report.symlinks_left_out,
+    )
+    for key, root, size, mtime_ns in found:
         report.files_scanned += 1
         name = source_key(key)
         st = states.get(name)
@@ -289,6 +305,8 @@ def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None
     if skip.reason == "empty":
         return
     run.report.files_ignored += 1
+    if skip.reason == "duplicate":
+        run.report.duplicates.append(f"{source_key(cand.path)}: same as {skip.same_as}")
     if skip.reason in ("binary", "unknown_format"):
         run.report.lines_skipped += 1
     run.ignored.add(
@@ -423,6 +441,11 @@ def _commit(
     report.exchanges_updated += grown
     report.lines_skipped += len(result.skipped)
     report.sessions_touched.append(plan.identity.session_id)
+    if plan.clash_with is not None:
+        report.id_clashes.append(
+            f"{plan.path}: its session id is {plan.clash_with}'s (a different transcript); "
+            f"stored as {plan.identity.session_id}"
+        )
 
 
 def index_file(

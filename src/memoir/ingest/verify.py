@@ -1,10 +1,8 @@
 """``verify``: is the index a faithful picture of the archive?
 
-Problems (``memoir verify`` exits 1 when there is any):
+Problems, damage (``memoir verify`` exits 1 when there is any):
 
 - ``store``: what the store's own integrity check reports (orphan rows, index drift);
-- ``skipped_line``: a transcript line that could not be read (malformed JSON, invalid UTF-8,
-  NUL bytes, oversized), listed as ``path:line``;
 - ``unreadable_file``: a file under the sources that is binary, in no known format, or that
   the last sync could not read (permissions, an I/O error);
 - ``archive_missing`` / ``archive_short``: the archived copy is gone or shorter than what
@@ -14,8 +12,12 @@ Problems (``memoir verify`` exits 1 when there is any):
 - ``mode_too_open``: a folder or file under the home that others could read (Memoir keeps
   them owner-only: ``0700`` / ``0600``, :mod:`memoir.private`), with its mode.
 
-Warnings (listed, exit 0): lines of a record type the reader does not know
-(``unknown_type``: a newer harness version; the bytes stay archived).
+Warnings (listed and counted; exit 0, or 3 under ``--strict``): ``skipped_line``, a
+transcript line the reader passed over — malformed JSON, NUL bytes, oversized, a record
+type it does not know (a newer harness version) — or kept with replacement characters for
+invalid UTF-8, listed as ``path:line`` with the reason. The bytes stay archived and nothing
+in the index is missing because of it, so no repair could clear it: it is the input's
+fault, not damage.
 
 ``repair`` rebuilds the store's search index, re-indexes archived copies the index is
 behind on or has lost (an orphaned copy through a sync of the sources first, so a source
@@ -109,8 +111,10 @@ def _known(settings: Settings, states: dict[str, SourceState]) -> set[str]:
 def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
     report.problems.extend(Problem("store", "", p) for p in store.integrity_problems())
     for row in store.ingest.skipped():
+        # a line the reader passed over is the input's fault, not damage: the archive keeps
+        # its bytes and the index is whole without it, so no repair could ever clear it
         item = Problem("skipped_line", f"{row.path}:{row.line}", f"{row.reason}: {row.detail}")
-        (report.warnings if row.reason == "unknown_type" else report.problems).append(item)
+        report.warnings.append(item)
     for ignored in IgnoredFiles(ignored_path(settings)).items.values():
         if ignored.reason in ("binary", "unknown_format", "unreadable") and os.path.exists(
             ignored.path

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from memoir.config import mask_url
+from memoir.distribution import install_hint
 from memoir.jobs.errors import AdmissionUnavailable
 
 __all__ = ["Admission", "LocalAdmission", "RedisAdmission"]
@@ -115,7 +116,7 @@ class RedisAdmission:
             except ImportError as exc:  # pragma: no cover - the server extra brings it
                 raise AdmissionUnavailable(
                     "MEMOIR_REDIS_URL is set but the redis package is not installed: "
-                    "pip install 'memoir[server]'"
+                    + install_hint("server")
                 ) from exc
             client = redis.Redis.from_url(
                 url,

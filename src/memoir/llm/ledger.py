@@ -113,6 +113,7 @@ class Metered:
             session=request.meta.session,
             job_id=request.meta.job_id,
             request_id=request_id,
+            redacted=request.meta.redacted,
         )
         try:
             self.sink.record(record)
@@ -130,6 +131,7 @@ class UsageTotal:
     failed: int
     input_tokens: int
     output_tokens: int
+    redacted: int = 0
 
 
 def usage_totals(records: Iterable[UsageRecord]) -> list[UsageTotal]:
@@ -139,9 +141,10 @@ def usage_totals(records: Iterable[UsageRecord]) -> list[UsageTotal]:
         at = r.at if r.at.tzinfo else r.at.replace(tzinfo=UTC)
         day = at.astimezone(UTC).date().isoformat()
         key = (day, f"{r.provider}:{r.model}" if r.provider != r.model else r.model)
-        row = acc.setdefault(key, [0, 0, 0, 0, 0])
+        row = acc.setdefault(key, [0, 0, 0, 0, 0, 0])
         row[0] += 1
         row[1 if r.outcome == "ok" else 2] += 1
         row[3] += r.input_tokens
         row[4] += r.output_tokens
+        row[5] += r.redacted
     return [UsageTotal(day, model, *vals) for (day, model), vals in sorted(acc.items())]

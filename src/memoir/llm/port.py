@@ -51,6 +51,7 @@ class UsageRecord:
     session: str | None = None
     job_id: str | None = None
     request_id: str | None = None
+    redacted: int = 0  # secrets replaced in the request before the provider saw it
 
 
 class UsageSink(Protocol):

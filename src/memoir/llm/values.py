@@ -51,6 +51,7 @@ class RequestMeta:
     session: str | None = None
     purpose: Purpose = Purpose.OTHER
     job_id: str | None = None
+    redacted: int = 0  # secrets replaced in this request before a provider saw it
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,8 @@
-"""How the configured model is wrapped for use: ``Retrying(Metered(model, store))``.
+"""How the configured model is wrapped for use:
+``Retrying(Redacting(Metered(model, store)))``.
+
+Every model but the offline one is redacted unless ``MEMOIR_REDACT=off``
+(``Settings.redact``): secrets never reach a provider, and each ledger row counts them.
 
 Metering sits inside the retry loop so that every attempt the provider saw (and may have
 billed) is one ledger row. The offline model is metered too (its rows say ``offline``)
@@ -11,6 +15,7 @@ from memoir.config import Settings
 from memoir.llm.factory import fallback_from_settings, model_from_settings
 from memoir.llm.ledger import Metered
 from memoir.llm.port import Model, UsageSink
+from memoir.llm.redacting import Redacting
 from memoir.llm.retry import Retrying, RetryPolicy
 
 __all__ = ["wrap", "wrapped_fallback", "wrapped_model"]
@@ -18,9 +23,11 @@ __all__ = ["wrap", "wrapped_fallback", "wrapped_model"]
 
 def wrap(model: Model, sink: UsageSink, settings: Settings) -> Model:
     """Meter every call of ``model`` into ``sink``; retry within the settings' budget."""
-    metered = Metered(model, sink)
+    metered: Model = Metered(model, sink)
     if model.name == "offline":
         return metered
+    if settings.redact == "on":
+        metered = Redacting(metered)
     return Retrying(metered, RetryPolicy(attempts=max(1, settings.llm_retry_budget)))
 
 

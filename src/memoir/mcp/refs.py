@@ -17,7 +17,7 @@ def session_id(home: Home, ref: str) -> str:
 def known_project(home: Home, project: str) -> str:
     """``project`` as the index names it: its name, its folder or the folder's last part;
     an unknown project is an error, not a silent "nothing found"."""
-    from memoir.ingest.detect import safe_name
+    from memoir.ingest.detect import project_name
     from memoir.search.session_ref import resolve_project
 
-    return resolve_project(home.memoir().store.sessions, project, safe=safe_name)
+    return resolve_project(home.memoir().store.sessions, project, safe=project_name)

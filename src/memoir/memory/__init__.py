@@ -74,7 +74,6 @@ from memoir.memory.request import (
     safe_summary,
     split_range,
 )
-from memoir.memory.secrets import Finding, find_secrets, has_secret
 from memoir.memory.validate import (
     Rejection,
     Validation,
@@ -100,6 +99,7 @@ from memoir.memory.values import (
     operation_id,
     split_anchor,
 )
+from memoir.secrets import Finding, find_secrets, has_secret
 
 __all__ = [
     "MAX_MODEL_CALLS",

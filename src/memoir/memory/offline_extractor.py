@@ -70,7 +70,6 @@ from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
 from memoir.memory.cues import fold, prose_line, statement
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
 from memoir.memory.prompt import proposal_json, read_request
-from memoir.memory.secrets import has_secret
 from memoir.memory.values import (
     MAX_INCIDENTAL,
     MAX_ITEMS,
@@ -85,6 +84,7 @@ from memoir.memory.values import (
     TemporalType,
     Trigger,
 )
+from memoir.secrets import has_secret
 
 __all__ = [
     "KEY_LIMIT",

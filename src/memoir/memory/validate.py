@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
-from memoir.memory.secrets import has_secret
 from memoir.memory.values import (
     ItemKind,
     KnownItem,
@@ -51,6 +50,7 @@ from memoir.memory.values import (
     TemporalType,
     Trigger,
 )
+from memoir.secrets import has_secret
 
 __all__ = [
     "FORGOTTEN",

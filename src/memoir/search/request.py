@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 from memoir.search.embedder import Embedder
 from memoir.search.hits import MODES, SearchMode
@@ -26,7 +27,7 @@ def resolve_mode(mode: str | None, embedder: Embedder | None) -> SearchMode:
         raise ConfigError(f"search mode must be one of {', '.join(MODES)}, not {mode!r}")
     if mode != "text" and embedder is None:
         raise ConfigError(
-            f"--mode {mode} needs the embeddings extra: pip install 'memoir[embeddings]' "
+            f"--mode {mode} needs the embeddings extra: {install_hint('embeddings')} "
             "(or MEMOIR_EMBEDDER=hash for the test embedder)"
         )
     return mode

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError, ReadOnly
 from memoir.store.port import Store
 from memoir.store.values import (
@@ -92,7 +93,7 @@ def open_store(settings: Settings) -> Store:
         except ImportError as exc:
             raise ConfigError(
                 "MEMOIR_DATABASE_URL names PostgreSQL but psycopg is not installed: "
-                "pip install 'memoir[postgres]'"
+                + install_hint("postgres")
             ) from exc
         return PostgresStore(url.strip())
     from memoir.store.sqlite_store import SQLiteStore

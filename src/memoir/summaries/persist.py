@@ -17,6 +17,7 @@ the API) is kept in the database adapter instead.
 
 from __future__ import annotations
 
+import glob
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -141,12 +142,16 @@ def forget_summary(archive_dir: Path, rows: SummariesPart, session_id: str, proj
     under ``archive_dir``, and its row): the do-not-index marker promises that nothing of
     the conversation stays. True when something was removed."""
     removed = False
-    path = archive_dir / project / f"{session_id}{SUMMARY_SUFFIX}"
-    try:
-        path.unlink()
-        removed = True
-    except FileNotFoundError:
-        pass
+    name = f"{session_id}{SUMMARY_SUFFIX}"
+    path = archive_dir / project / name
+    # a copy archived before its project was renamed (migration v14) stays in its folder
+    others = [] if path.exists() else sorted(archive_dir.glob(f"*/{glob.escape(name)}"))
+    for found in [path, *others]:
+        try:
+            found.unlink()
+            removed = True
+        except FileNotFoundError:
+            pass
     row = rows.get(session_id)
     if row is not None and row.kind != SummaryKind.MISSING.value:
         rows.put(SummaryRow(session_id, SummaryKind.MISSING.value))

@@ -28,6 +28,8 @@ from memoir.store.migrations import (
     v011_service,
     v012_checkpoint_boundary,
     v013_memory_recall,
+    v014_project_names,
+    v015_usage_redactions,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -113,6 +115,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         v013_memory_recall.POSTGRES,
         sqlite_after=lambda tx: v013_memory_recall.repair(tx, fts=True),
         postgres_after=lambda tx: v013_memory_recall.repair(tx, fts=False),
+    ),
+    Migration(
+        v014_project_names.VERSION,
+        v014_project_names.NAME,
+        v014_project_names.SQLITE,
+        v014_project_names.POSTGRES,
+        sqlite_after=lambda tx: v014_project_names.rename(tx, backend="sqlite"),
+        postgres_after=lambda tx: v014_project_names.rename(tx, backend="postgres"),
+    ),
+    Migration(
+        v015_usage_redactions.VERSION,
+        v015_usage_redactions.NAME,
+        v015_usage_redactions.SQLITE,
+        v015_usage_redactions.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -171,6 +171,15 @@ class EmbeddingsPart:
             return [], b"", 0
         return [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
 
+    def models(self) -> list[str]:
+        """The models exchanges have vectors of: one index probe per model ever written
+        (``embedding_generations`` names each), not a scan of the vectors."""
+        rows = self._db.rows(
+            "SELECT g.model FROM embedding_generations g WHERE EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.model = g.model)"
+        )
+        return sorted(str(r[0]) for r in rows)
+
     def generation(self, model: str) -> int:
         """Raised by every write to ``model``'s vectors (migration v6's triggers): equal
         numbers mean the same vectors."""

@@ -270,6 +270,12 @@ class MemoryItemsPart(Part):
         )
 
     # vectors ---------------------------------------------------------------------------
+    def vector_models(self) -> list[str]:
+        """The embedders items have vectors of (the items are few: a plain DISTINCT)."""
+        return sorted(
+            str(r[0]) for r in self._db.rows("SELECT DISTINCT embedder FROM memory_vectors")
+        )
+
     def vectors(self, embedder: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         cache = self._vector_cache.setdefault(embedder, {})
         out = {i: cache[i] for i in ids if i in cache}

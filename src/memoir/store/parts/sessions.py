@@ -36,6 +36,14 @@ class SessionsPart:
         )
         return [(str(r[0]), str(r[1]) if r[1] else None) for r in rows]
 
+    def projects(self) -> list[tuple[str, str | None, int]]:
+        """Each project by name: the folder its sessions ran in (as :meth:`project_paths`)
+        and how many sessions it has."""
+        rows = self._db.rows(
+            "SELECT project, max(cwd), count(*) FROM sessions GROUP BY project ORDER BY project"
+        )
+        return [(str(r[0]), str(r[1]) if r[1] else None, int(r[2])) for r in rows]
+
     def recent(self, *, project: str | None = None, limit: int | None = None) -> list[SessionInfo]:
         """Most recently active first. The order key (the time of a session's last
         exchange) is one index seek per session; counts are computed for the page only."""

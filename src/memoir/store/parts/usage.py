@@ -13,7 +13,7 @@ __all__ = ["UsagePart"]
 
 _COLS = (
     "at, provider, model, purpose, outcome, input_tokens, output_tokens, latency_ms, "
-    "user_name, session_id, job_id, request_id"
+    "user_name, session_id, job_id, request_id, redacted"
 )
 
 
@@ -21,7 +21,7 @@ class UsagePart(Part):
     def record(self, record: UsageRecord) -> None:
         with self._db.tx() as tx:
             tx.run(
-                f"INSERT INTO usage ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO usage ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     tx.time(record.at),
                     record.provider,
@@ -35,6 +35,7 @@ class UsagePart(Part):
                     record.session,
                     record.job_id,
                     record.request_id,
+                    record.redacted,
                 ),
             )
 
@@ -55,6 +56,12 @@ def _usage(r: Any) -> UsageRecord:
         UsageRecord,
         _COLS,
         r,
-        convert={"at": stored_time, "input_tokens": int, "output_tokens": int, "latency_ms": float},
+        convert={
+            "at": stored_time,
+            "input_tokens": int,
+            "output_tokens": int,
+            "latency_ms": float,
+            "redacted": int,
+        },
         rename={"user_name": "user", "session_id": "session"},
     )

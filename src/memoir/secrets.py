@@ -1,8 +1,10 @@
 """Secret detection with ``detect-secrets`` (Yelp), used in-process, line by line.
 
-One detector, general enough for redaction later: :func:`find_secrets` returns
-:class:`Finding` values (a kind label and the span in the text); :func:`has_secret` says
-whether there is any.
+One detector (a value module: the memory validator and the model boundary both use it):
+:func:`find_secrets` returns :class:`Finding` values (a kind label and the span in the
+text); :func:`has_secret` says whether there is any; :func:`redact` replaces each secret
+by a stable placeholder named by its kind (``[redacted: AWS access key]``) and counts
+them. Pure and deterministic: the same text always redacts to the same text.
 
 How ``detect-secrets`` is used: its plugin classes are instantiated once and only their
 pure matching is called (their regexes, ``KeywordDetector``'s patterns, the entropy
@@ -72,7 +74,17 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-__all__ = ["BASE64_LIMIT", "HEX_LIMIT", "Finding", "find_secrets", "has_secret", "kind_of"]
+__all__ = [
+    "BASE64_LIMIT",
+    "HEX_LIMIT",
+    "Finding",
+    "Redacted",
+    "find_secrets",
+    "has_secret",
+    "kind_of",
+    "placeholder",
+    "redact",
+]
 
 BASE64_LIMIT = 4.5  # detect-secrets' documented defaults
 HEX_LIMIT = 3.0
@@ -107,6 +119,7 @@ _SPECIFIC: tuple[RegexBasedDetector, ...] = tuple(
     )
 )
 _SPECIFIC_PRIVATE = next(p for p in _SPECIFIC if isinstance(p, PrivateKeyDetector))
+_SPECIFIC_JWT = next(p for p in _SPECIFIC if isinstance(p, JwtTokenDetector))
 _KEYWORD = KeywordDetector()
 _KEYWORD_PATTERNS = (
     *CONFIG_DENYLIST_REGEX_TO_GROUP.items(),
@@ -120,6 +133,7 @@ _ENV_LINE = re.compile(
     r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*"
     r"(?P<q>['\"]?)(?P<value>[^\s'\"#]+)(?P=q)[ \t]*(?:#.*)?$"
 )
+_JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|^[ \t]*$", re.MULTILINE)
 
 
@@ -169,7 +183,12 @@ def _specific(line: str) -> list[tuple[BasePlugin, int, int]]:
     for plugin in _SPECIFIC:
         for regex in plugin.denylist:
             for m in regex.finditer(line):
-                start, end = _group_span(m)
+                # a JWT's groups are its parts: the whole token is the secret
+                # (its regex's last part is lazy: the signature is taken on here)
+                if plugin is _SPECIFIC_JWT:
+                    start, end = m.start(), _JWT_TAIL.match(line, m.end()).end()  # type: ignore[union-attr]
+                else:
+                    start, end = _group_span(m)
                 if plugin is _SPECIFIC_PRIVATE or _kept(line[start:end], line, plugin):
                     found.append((plugin, start, end))
     return found
@@ -247,3 +266,71 @@ def find_secrets(text: str) -> list[Finding]:
 
 def has_secret(text: str) -> bool:
     return bool(text) and bool(find_secrets(text))
+
+
+_NAMES = {
+    "aws_access_key": "AWS access key",
+    "azure_storage_account_access_key": "Azure storage key",
+    "artifactory_credentials": "Artifactory credentials",
+    "basic_auth_credentials": "password in a URL",
+    "cloudant_credentials": "Cloudant credentials",
+    "discord_bot_token": "Discord bot token",
+    "github_token": "GitHub token",
+    "gitlab_token": "GitLab token",
+    "ibm_cloud_iam_key": "IBM Cloud key",
+    "ibm_cos_hmac_credentials": "IBM COS credentials",
+    "json_web_token": "JSON web token",
+    "mailchimp_access_key": "Mailchimp key",
+    "npm_tokens": "npm token",
+    "openai_token": "OpenAI key",
+    "private_key": "private key",
+    "pypi_token": "PyPI token",
+    "sendgrid_api_key": "SendGrid key",
+    "slack_token": "Slack token",
+    "softlayer_credentials": "SoftLayer credentials",
+    "square_oauth_secret": "Square OAuth secret",
+    "stripe_access_key": "Stripe key",
+    "telegram_bot_token": "Telegram bot token",
+    "twilio_api_key": "Twilio key",
+    "secret_keyword": "secret",
+    "base64_high_entropy_string": "random token",
+    "hex_high_entropy_string": "random token",
+}
+
+
+def placeholder(kind: str) -> str:
+    """The text a secret of ``kind`` is replaced by: ``[redacted: AWS access key]``."""
+    return f"[redacted: {_NAMES.get(kind, kind.replace('_', ' '))}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    """``text`` with every secret replaced; ``counts`` the secrets by kind."""
+
+    text: str
+    counts: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+def redact(text: str) -> Redacted:
+    """``text`` with each secret :func:`find_secrets` finds replaced by its placeholder."""
+    if not text:
+        return Redacted(text, {})
+    findings = find_secrets(text)
+    if not findings:
+        return Redacted(text, {})
+    parts: list[str] = []
+    counts: dict[str, int] = {}
+    at = 0
+    for f in findings:
+        if f.start < at:  # overlaps one already replaced
+            continue
+        parts.append(text[at : f.start])
+        parts.append(placeholder(f.kind))
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+        at = f.end
+    parts.append(text[at:])
+    return Redacted("".join(parts), counts)
