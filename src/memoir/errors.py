@@ -5,6 +5,8 @@ drivers and SDKs are translated at the boundary (``raise X(...) from exc``)::
 
     MemoirError
     ├── ConfigError            bad or missing setting (names the variable)
+    │   └── UsageError         an argument that cannot be used (a missing input file,
+    │                          conflicting options; names the argument)
     ├── StoreError             the database refused or is unreachable
     │   ├── MigrationError     schema cannot be brought to the current version
     │   ├── ReadOnly           the home or database cannot be written (reading works)
@@ -38,6 +40,7 @@ __all__ = [
     "ReadOnly",
     "StoreError",
     "SummaryError",
+    "UsageError",
 ]
 
 
@@ -47,6 +50,11 @@ class MemoirError(Exception):
 
 class ConfigError(MemoirError):
     """A setting is missing or invalid; the message names the variable."""
+
+
+class UsageError(ConfigError):
+    """An argument that cannot be used: a missing input file, options that conflict. The
+    CLI exits 2 for it, as for a bad setting; the message names the argument."""
 
 
 class StoreError(MemoirError):

@@ -58,6 +58,7 @@ from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
 from detect_secrets.plugins.keyword import (
     CONFIG_DENYLIST_REGEX_TO_GROUP,
+    DENYLIST,
     QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP,
     KeywordDetector,
 )
@@ -178,8 +179,37 @@ def _group_span(match: re.Match[str]) -> tuple[int, int]:
     return best
 
 
+def _prefilters() -> tuple[re.Pattern[str], ...]:
+    """The specific detectors' regexes as a few alternations, one per flag set: a line
+    none of them searches to cannot match any detector, so most lines cost a few searches
+    instead of ~50. A regex with a back-reference is left out of the alternation (its group
+    numbers would move) and :func:`_specific` always runs it."""
+    by_flags: dict[int, list[str]] = {}
+    for plugin in _SPECIFIC:
+        for regex in plugin.denylist:
+            if re.search(r"\\[1-9]|\(\?P=", regex.pattern) is None:
+                by_flags.setdefault(regex.flags, []).append(f"(?:{regex.pattern})")
+    return tuple(re.compile("|".join(parts), flags) for flags, parts in by_flags.items())
+
+
+_PREFILTERS = _prefilters()
+_UNFILTERED = tuple(
+    (plugin, regex)
+    for plugin in _SPECIFIC
+    for regex in plugin.denylist
+    if re.search(r"\\[1-9]|\(\?P=", regex.pattern) is not None
+)
+
+
 def _specific(line: str) -> list[tuple[BasePlugin, int, int]]:
     found: list[tuple[BasePlugin, int, int]] = []
+    if not any(p.search(line) for p in _PREFILTERS):
+        for plugin, regex in _UNFILTERED:
+            for m in regex.finditer(line):
+                start, end = _group_span(m)
+                if plugin is _SPECIFIC_PRIVATE or _kept(line[start:end], line, plugin):
+                    found.append((plugin, start, end))
+        return found
     for plugin in _SPECIFIC:
         for regex in plugin.denylist:
             for m in regex.finditer(line):
@@ -194,8 +224,14 @@ def _specific(line: str) -> list[tuple[BasePlugin, int, int]]:
     return found
 
 
+# every keyword pattern holds one of these words (case-insensitive): a line with none of
+# them cannot match, so one search skips the dozen patterns and the indirect-reference
+# check (the redaction's main cost, docs/benchmarks.md)
+_ANY_KEYWORD = re.compile("|".join(DENYLIST), re.IGNORECASE)
+
+
 def _keyword(line: str) -> list[tuple[BasePlugin, int, int]]:
-    if heuristic.is_indirect_reference(line):
+    if _ANY_KEYWORD.search(line) is None or heuristic.is_indirect_reference(line):
         return []
     found: list[tuple[BasePlugin, int, int]] = []
     for regex, group in _KEYWORD_PATTERNS:

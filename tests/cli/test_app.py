@@ -62,8 +62,10 @@ def test_piped_output_keeps_long_values_whole(
 def test_version(home: Path) -> None:
     from importlib.metadata import version
 
+    from memoir.distribution import DISTRIBUTION
+
     out = run(["--version"], home)
-    assert (out.returncode, out.stdout) == (0, f"memoir {version('memoir')}\n")
+    assert (out.returncode, out.stdout) == (0, f"memoir {version(DISTRIBUTION)}\n")
 
 
 @pytest.mark.parametrize(

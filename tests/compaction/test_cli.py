@@ -100,7 +100,9 @@ def test_bad_file_is_one_line_error(
 
 def test_missing_file_and_bad_window(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "compact", str(tmp_path / "none.json"), "--window", "100")
-    assert code == 1 and "cannot read" in err
+    assert code == 2 and "none.json does not exist" in err  # a bad argument, as the README says
+    code, _, err = run(capsys, "compact", str(tmp_path), "--window", "100")
+    assert code == 2 and "is a folder" in err
     path = tmp_path / "m.json"
     path.write_text(json.dumps([user("hi")]))
     code, _, err = run(capsys, "compact", str(path), "--window", "0")
@@ -143,3 +145,105 @@ def test_a_summarizer_that_fails_is_said_on_stderr(
     )
     assert "warning: no summary was written (summarizer failed: Transient" in " ".join(err.split())
     assert "older message(s) were dropped, not summarized" in " ".join(err.split())
+
+
+def _long_history() -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = [system("You are a coding agent.")]
+    for i in range(40):
+        turns += [
+            user(f"step {i}: " + "details " * 40),
+            {"role": "assistant", "content": "ok " * 80},
+        ]
+    return turns
+
+
+def _write(path: Path, shape: str, messages: list[dict[str, Any]]) -> None:
+    if shape == "array":
+        path.write_text(json.dumps(messages))
+    elif shape == "object":
+        path.write_text(json.dumps({"model": "gpt-x", "messages": messages, "n": 1}))
+    else:
+        path.write_text("".join(json.dumps(m) + "\n" for m in messages))
+
+
+def _read_back(text: str, shape: str) -> tuple[Any, list[dict[str, Any]]]:
+    if shape == "jsonl":
+        return None, [json.loads(line) for line in text.splitlines()]
+    value = json.loads(text)
+    return value, value["messages"] if shape == "object" else value
+
+
+@pytest.mark.parametrize("shape", ["array", "object", "jsonl"])
+def test_output_writes_the_compacted_messages_in_the_inputs_format(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, shape: str
+) -> None:
+    source = tmp_path / f"history.{'jsonl' if shape == 'jsonl' else 'json'}"
+    _write(source, shape, _long_history())
+    code, report, err = run(capsys, "compact", str(source), "--window", "2000", "--json")
+    assert code == 0, err
+    expected = json.loads(report)["messages"]
+    assert len(expected) < len(_long_history())  # it did compact
+    target = tmp_path / "out" / source.name
+    target.parent.mkdir()
+    code, out, err = run(capsys, "compact", str(source), "--window", "2000", "-o", str(target))
+    assert code == 0, err
+    assert "tokens" in out and f"wrote {len(expected)} message(s)" in err  # the report stays
+    value, messages = _read_back(target.read_text(), shape)
+    assert messages == expected
+    if shape == "object":  # the other keys of the request kept
+        assert (value["model"], value["n"]) == ("gpt-x", 1)
+    code, piped, err = run(capsys, "compact", str(source), "--window", "2000", "--output", "-")
+    assert code == 0 and piped == target.read_text()  # stdout holds only the messages
+    assert "tokens" in err  # the report went to stderr
+    # the output is itself a messages file memoir compact reads back, already compact
+    code, again, _ = run(capsys, "compact", str(target), "--window", "2000", "--json")
+    assert code == 0 and json.loads(again)["strategy"] == "none"
+
+
+def test_output_refusals_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    tmp_path = tmp_path / "work"
+    tmp_path.mkdir()
+    source = tmp_path / "m.json"
+    source.write_text(json.dumps([user("hi")]))
+    code, out, err = run(capsys, "compact", str(source), "-w", "100", "-o", "-", "--json")
+    assert (code, out) == (2, "") and "--output - and --json" in err
+    code, _, err = run(
+        capsys, "compact", str(source), "-w", "100", "-o", str(tmp_path / "no" / "x")
+    )
+    assert code == 2 and "does not exist" in err
+    code, _, err = run(capsys, "compact", str(source), "-w", "100", "-o", str(tmp_path))
+    assert code == 2 and "is a folder" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]  # nothing half written
+
+
+@pytest.mark.parametrize(
+    ("shape", "messages", "expected"),
+    [
+        (
+            "array",
+            [{"role": "user", "content": "é"}],
+            '[\n  {\n    "role": "user",\n    "content": "é"\n  }\n]\n',
+        ),
+        (
+            "jsonl",
+            [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
+            '{"role": "user", "content": "a"}\n{"role": "assistant", "content": "b"}\n',
+        ),
+        ("transcript", [{"role": "user", "content": "a"}], '{"role": "user", "content": "a"}\n'),
+        ("jsonl", [], ""),
+    ],
+)
+def test_render_messages_table(shape: str, messages: list[dict[str, Any]], expected: str) -> None:
+    from memoir.cli.cmd_compact import MessagesFile, render_messages
+
+    assert render_messages(MessagesFile([], shape), messages) == expected  # type: ignore[arg-type]
+
+
+def test_render_keeps_the_envelope() -> None:
+    from memoir.cli.cmd_compact import MessagesFile, render_messages
+
+    source = MessagesFile([], "object", {"messages": [1], "tools": [{"name": "t"}]})
+    assert json.loads(render_messages(source, [{"role": "user", "content": "x"}])) == {
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [{"name": "t"}],
+    }

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import typer
 from rich.markup import escape
@@ -11,27 +14,52 @@ from rich.table import Table
 from rich.text import Text
 
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
-from memoir.errors import CompactionError, MemoirError
+from memoir.errors import CompactionError, MemoirError, UsageError
 
-__all__ = ["compact", "read_messages"]
+__all__ = ["MessagesFile", "compact", "read_messages", "render_messages"]
 
 
-def read_messages(path: Path) -> list[dict[str, Any]]:
+Shape = Literal["array", "object", "jsonl", "transcript"]
+
+
+@dataclass(frozen=True)
+class MessagesFile:
+    """What ``memoir compact FILE`` read: the messages, and the shape they came in (a JSON
+    array, an object holding ``"messages"`` — kept as ``envelope`` — JSON Lines, or a Claude
+    Code / Codex transcript), so ``--output`` can write the compacted list back the same
+    way."""
+
+    messages: list[dict[str, Any]]
+    shape: Shape
+    envelope: dict[str, Any] = field(default_factory=dict)
+
+
+def read_messages(path: Path) -> MessagesFile:
     """A JSON array of messages, an object with ``"messages"``, or JSON Lines — decoded by
     the reader sync uses (``memoir.ingest.records.loads``), so a file too deeply nested or
-    malformed is refused here as it is there, naming the line."""
+    malformed is refused here as it is there, naming the line. A file that is not there is
+    a bad argument (:class:`UsageError`, exit 2); one that cannot be read as messages is a
+    :class:`CompactionError`."""
     from memoir.ingest.records import loads
 
     try:
         raw = path.read_bytes()
-        raw.decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"FILE: {path} does not exist") from None
+    except IsADirectoryError:
+        raise UsageError(f"FILE: {path} is a folder, not a messages file") from None
     except OSError as exc:
         raise CompactionError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CompactionError(f"{path} is not UTF-8 text") from exc
+    shape: Shape = "array"
+    envelope: dict[str, Any] = {}
     try:
         data: Any = loads(raw)
     except ValueError:
+        shape = "jsonl"
         data = []
         for n, line in enumerate(raw.splitlines(), start=1):
             if not line.strip():
@@ -44,19 +72,33 @@ def read_messages(path: Path) -> list[dict[str, Any]]:
                     f"{path} is neither JSON nor JSON Lines (line {n}: {reason})"
                 ) from None
     if isinstance(data, dict):
+        shape, envelope = "object", data
         data = data.get("messages")
     if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
         raise CompactionError(f"{path} must hold a list of message objects")
     if all(isinstance(m.get("role"), str) for m in data):
-        return data
+        return MessagesFile(data, shape, envelope)
     transcript = _transcript_messages(path)
     if transcript is not None:
-        return transcript
+        return MessagesFile(transcript, "transcript")
     bad = next(i for i, m in enumerate(data) if not isinstance(m.get("role"), str))
     raise CompactionError(
         f"{path}: item {bad} is not a message (no role); a messages file holds "
         "{role, content} objects, and Claude Code / Codex transcripts are read as such"
     )
+
+
+def render_messages(source: MessagesFile, messages: list[dict[str, Any]]) -> str:
+    """``messages`` written the way ``source`` came: a JSON array, the same object with its
+    ``"messages"`` replaced (every other key kept), or JSON Lines. A transcript is written
+    as JSON Lines of messages: a compacted context is a message list, not a transcript a
+    harness would resume. Pure."""
+    if source.shape in ("jsonl", "transcript"):
+        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
+    value: Any = messages
+    if source.shape == "object":
+        value = {**source.envelope, "messages": messages}
+    return json.dumps(value, ensure_ascii=False, indent=2) + "\n"
 
 
 def _transcript_messages(path: Path) -> list[dict[str, Any]] | None:
@@ -101,6 +143,16 @@ def compact(
     window: int = typer.Option(
         ..., "--window", "-w", min=1, help="The model's context window (tokens)."
     ),
+    output: str | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the compacted message list to FILE (`-`: stdout) in the input's own "
+        "format: a JSON array, the same {messages: [...]} object, or JSON Lines (a "
+        "transcript or --session: JSON Lines of messages). The report goes to stderr "
+        "with `-`.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary
@@ -111,21 +163,59 @@ def compact(
     from memoir.search.session_ref import resolve_session
 
     if (file is None) == (session is None):
-        raise CompactionError("give a messages FILE or --session SESSION")
+        raise UsageError("give a messages FILE or --session SESSION, not both or neither")
+    if output == "-" and as_json:
+        raise UsageError("--output - and --json both write stdout; give one, or --output FILE")
+    if output not in (None, "-"):
+        _check_output(Path(output))
     with open_memoir(existing=session is not None) as memoir:
         if session is not None:
             sid = resolve_session(memoir.store.sessions, session)
             events = memoir.store.events.of(sid)
-            messages = [dict(m) for m in messages_from_events(events).messages]
+            source = MessagesFile(
+                [dict(m) for m in messages_from_events(events).messages], "transcript"
+            )
             result = memoir.compactor().compact_events(events, window=window, session_id=sid)
             name = sid
         else:
             assert file is not None
-            messages = read_messages(file)
+            source = read_messages(file)
             compactor = Compactor.from_settings(memoir.settings, _model(memoir), store=memoir.store)
-            result = compactor.compact(messages, window=window)
+            result = compactor.compact(source.messages, window=window)
             name = file.name
-        _report(result, messages, name, as_json)
+        if output is not None:
+            _write_output(output, render_messages(source, [dict(m) for m in result.messages]))
+        _report(result, source.messages, name, as_json, to_stderr=output == "-")
+        if output not in (None, "-"):
+            err_console.print(f"wrote {len(result.messages)} message(s) to {escape(output)}")
+
+
+def _check_output(target: Path) -> None:
+    """Refuse an ``--output`` that cannot be written before any work is done."""
+    if target.is_dir():
+        raise UsageError(f"--output: {target} is a folder; give a file name")
+    if not target.parent.is_dir():
+        raise UsageError(f"--output: the folder {target.parent} does not exist")
+
+
+def _write_output(output: str, text: str) -> None:
+    """``--output``: stdout for ``-``, else the file written whole or not at all (a file
+    that was there keeps its permissions; a new one is owner-only, as Memoir's own)."""
+    from memoir.atomic import write_text_atomic
+
+    if output == "-":
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            console.on_broken_pipe()
+        return
+    target = Path(output)
+    _check_output(target)
+    try:
+        write_text_atomic(target, text, tag="memoir", keep_mode=target.exists())
+    except OSError as exc:
+        raise UsageError(f"--output: cannot write {output}: {exc.strerror or exc}") from exc
 
 
 _OMITTED = (
@@ -135,7 +225,9 @@ _OMITTED = (
 )
 
 
-def _report(result: Any, messages: list[dict[str, Any]], name: str, as_json: bool) -> None:
+def _report(
+    result: Any, messages: list[dict[str, Any]], name: str, as_json: bool, *, to_stderr: bool
+) -> None:
     reason = result.reason or ""
     if result.strategy == "truncate" and reason and not reason.startswith("nothing new"):
         err_console.print(
@@ -174,7 +266,10 @@ def _report(result: Any, messages: list[dict[str, Any]], name: str, as_json: boo
             f"{len(omitted)} message(s), ~{total:,} tokens: {', '.join(shown)}"
             + (f" and {more} more" if more else ""),
         )
-    console.print(table)
+    out = err_console if to_stderr else console  # stdout holds the messages (--output -)
+    out.print(table)
+    if to_stderr:
+        return
     head = next((m for m in result.messages if m.get("role") != "system"), None)
     if result.strategy == "summary" and head is not None and isinstance(head.get("content"), str):
         console.print(Text(printable(head["content"]), style="dim"))  # the summary it wrote
