@@ -32,3 +32,34 @@ def test_bench_locomo_json(
     main(["bench", "locomo", str(data), "--embedder", "hash"])
     out = capsys.readouterr().out
     assert "by question category" in out and "4 single-hop" in out
+
+
+@pytest.mark.parametrize(
+    ("embedder", "unavailable", "says"),
+    [
+        ("none", False, "vector and hybrid rows skipped: --embedder none"),
+        ("auto", True, "vector and hybrid rows skipped: no embedder is installed"),
+    ],
+)
+def test_bench_locomo_says_why_rows_are_skipped(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    embedder: str,
+    unavailable: bool,
+    says: str,
+) -> None:
+    from memoir.search import e5, minilm
+
+    if unavailable:  # a Python without the embeddings extra
+        monkeypatch.setattr(minilm, "minilm_available", lambda: False)
+        monkeypatch.setattr(e5, "e5_available", lambda: False)
+    monkeypatch.setenv("MEMOIR_HOME", str(tmp_path / "unused"))
+    data = tmp_path / "locomo"
+    data.mkdir()
+    write_conversation(data / "7.json")
+    main(["bench", "locomo", str(data), "--embedder", embedder])
+    out, err = capsys.readouterr()
+    assert says in err and "7: " in err  # the reason, and progress per conversation
+    assert ("memoir-engine[embeddings]" in err) is unavailable
+    assert "│ text" in out and "│ vector" not in out and "│ hybrid" not in out

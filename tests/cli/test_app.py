@@ -26,7 +26,7 @@ def test_config_json_reports_sources(home: Path) -> None:
     out = run(["config", "--json"], home, MEMOIR_SUMMARY_MAX_ATTEMPTS="9")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["home"] == {"value": str(home), "source": "env MEMOIR_HOME"}
+    assert data["home"] == {"env": "MEMOIR_HOME", "value": str(home), "source": "env MEMOIR_HOME"}
     assert data["summary_max_attempts"]["value"] == 9
     assert data["database_url"]["value"] is None  # JSON null, not the table's "(unset)"
     assert isinstance(data["sources"]["value"], list)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -207,10 +207,54 @@ def test_parse_when(value: str, end: bool, expected: datetime) -> None:
     assert parse_when(value, end_of_day=end) == expected
 
 
-@pytest.mark.parametrize("value", ["", "yesterday", "2024-13-01", "05/01/2024", "2024-05-01T25"])
+@pytest.mark.parametrize(
+    "value", ["", "  ", "2024-13-01", "2024-13", "2024-05-01T25", "blah", "the day after never"]
+)
 def test_parse_when_rejects_with_one_line(value: str) -> None:
-    with pytest.raises(ConfigError, match="--after"):
+    with pytest.raises(ConfigError, match="--after") as raised:
         parse_when(value, option="--after")
+    assert "\n" not in str(raised.value)
+
+
+NOW = datetime(2026, 12, 2, 14, 30, tzinfo=UTC)
+
+
+def _utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("value", "end", "expected"),
+    [
+        # a day named in words is the whole day: --after from its start, --before through it
+        ("yesterday", False, _utc(2026, 12, 1)),
+        ("yesterday", True, _utc(2026, 12, 2)),
+        ("today", False, _utc(2026, 12, 2)),
+        ("3 days ago", False, _utc(2026, 11, 29)),
+        ("2 weeks ago", False, _utc(2026, 11, 18)),
+        ("2 weeks ago", True, _utc(2026, 11, 19)),
+        ("a month ago", False, _utc(2026, 11, 2)),
+        ("last monday", False, _utc(2026, 11, 30)),
+        ("March 5", False, _utc(2026, 3, 5)),  # the past one, not next March
+        ("Dec 1 2025", True, _utc(2025, 12, 2)),
+        # a time of day given: that instant
+        ("2 hours ago", False, _utc(2026, 12, 2, 12, 30)),
+        ("yesterday 3pm", False, _utc(2026, 12, 1, 15)),
+        ("yesterday 3pm", True, _utc(2026, 12, 1, 15) + timedelta(microseconds=1)),
+        # a month or a year: the whole of it
+        ("2026-03", False, _utc(2026, 3, 1)),
+        ("2026-03", True, _utc(2026, 4, 1)),
+        ("2025-12", True, _utc(2026, 1, 1)),
+        ("March 2026", False, _utc(2026, 3, 1)),
+        ("March 2026", True, _utc(2026, 4, 1)),
+        ("2025", False, _utc(2025, 1, 1)),
+        ("2025", True, _utc(2026, 1, 1)),
+    ],
+)
+def test_parse_when_reads_dates_as_people_type_them(
+    value: str, end: bool, expected: datetime
+) -> None:
+    assert parse_when(value, end_of_day=end, now=NOW) == expected
 
 
 SESSION = Session(id="s", project="web", harness=Harness.CLAUDE_CODE)

@@ -170,10 +170,14 @@ def test_embed_on_a_read_only_home_is_one_line_and_no_bar(
     others = {
         run(*args).returncode for args in (("sync", "--no-summaries"), ("summarize", "67a8478e"))
     }
-    for args in (("embed",), ("embed", "--json")):
-        done = run(*args)
-        assert (done.returncode, done.stdout, done.stderr) == (1, "", line), args
-        assert others == {done.returncode}
+    done = run("embed")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", line)
+    assert others == {done.returncode}
+    done = run("embed", "--json")  # the same error, as JSON on stderr
+    assert (done.returncode, done.stdout) == (1, "")
+    assert json.loads(done.stderr) == {
+        "error": {"code": "read_only", "message": line.removeprefix("error: ").rstrip("\n")}
+    }
     assert _snapshot(view) == before
 
 

@@ -26,8 +26,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memoir.cli.failures import error_code, error_document, exit_status, usage_message, wants_json
+from memoir.cli.help_text import OrderedGroup, tidy_help
 from memoir.config import Settings
-from memoir.errors import ConfigError, MemoirError
+from memoir.errors import MemoirError, UsageError
 from memoir.search.session_ref import resolve_session
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "print_json",
     "printable",
     "require_archive",
+    "require_query",
     "resolve_session",
     "state",
 ]
@@ -47,6 +50,7 @@ app = typer.Typer(
     name="memoir",
     help="Memoir: a memory engine for long LLM conversations.",
     no_args_is_help=True,
+    cls=OrderedGroup,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
@@ -156,6 +160,18 @@ def _stand_in(match: re.Match[str]) -> str:
     return "␡" if code == 0x7F else "�"
 
 
+def require_query(query: str) -> None:
+    """A search or recall query with no word in it (``memoir search ""``) is a bad
+    argument (exit 2), not a search that finds nothing."""
+    from memoir.store.query_text import words_of
+
+    if not words_of(query):
+        raise UsageError(
+            f"QUERY {query!r} has no words to search for: give a word, a phrase in quotes, "
+            "or -word to exclude one"
+        )
+
+
 def print_json(value: Any) -> None:
     """Print a JSON document on stdout (dates as ISO strings)."""
     try:
@@ -209,11 +225,12 @@ def _discover(argv: list[str] | None = None) -> None:
     args = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")]
     if args and args[0] in _FAST:
         importlib.import_module(f"memoir.cli.{_FAST[args[0]]}")
-        return
-    here = [str(Path(__file__).resolve().parent)]
-    for info in sorted(pkgutil.iter_modules(here), key=lambda i: i.name):
-        if info.name.startswith("cmd_"):
-            importlib.import_module(f"memoir.cli.{info.name}")
+    else:
+        here = [str(Path(__file__).resolve().parent)]
+        for info in sorted(pkgutil.iter_modules(here), key=lambda i: i.name):
+            if info.name.startswith("cmd_"):
+                importlib.import_module(f"memoir.cli.{info.name}")
+    tidy_help(app)
 
 
 def _dash_queries(args: list[str]) -> list[str]:
@@ -270,11 +287,17 @@ def dash_query(
 
 
 def main(argv: list[str] | None = None) -> None:
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    """The ``memoir`` command. Every error ends here: one line on stderr (``error: …``),
+    or under ``--json`` the JSON of :func:`memoir.cli.failures.error_document`, and the
+    exit status the README lists (1 an error, 2 a bad setting or argument, 130
+    interrupted)."""
+    given = list(argv if argv is not None else sys.argv[1:])
+    debug = "--debug" in given
+    as_json = wants_json(given)
     try:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
         _quiet_typer_consoles()
-        args = list(argv if argv is not None else sys.argv[1:])
+        args = list(given)
         if args[:1] in (["search"], ["memories"]):
             argv = _dash_queries(args)
         rc = app(args=argv, standalone_mode=False)
@@ -285,11 +308,9 @@ def main(argv: list[str] | None = None) -> None:
     except MemoirError as exc:
         if debug:
             raise
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise SystemExit(2 if isinstance(exc, ConfigError) else 1) from None
+        _fail(error_code(exc), str(exc), exit_status(exc), as_json)
     except KeyboardInterrupt:
-        err_console.print("interrupted: what was committed stays; run the command again")
-        raise SystemExit(130) from None
+        _fail("interrupted", _INTERRUPTED, 130, as_json)
     except SystemExit:
         raise
     except Exception as exc:  # click usage errors (typer vendors click) and the unexpected
@@ -297,15 +318,33 @@ def main(argv: list[str] | None = None) -> None:
         if name == "Exit":
             raise SystemExit(getattr(exc, "exit_code", 0)) from None
         if name == "Abort":  # click's form of Ctrl-C
-            err_console.print("interrupted: what was committed stays; run the command again")
-            raise SystemExit(130) from None
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
-            exc.show()
-            raise SystemExit(exc.exit_code) from None
+            _fail("interrupted", _INTERRUPTED, 130, as_json)
+        if name == "NoArgsIsHelpError" and hasattr(exc, "show"):
+            exc.show()  # `memoir sync-less-group` alone: the group's help
+            raise SystemExit(2) from None
+        if error_code(exc) == "usage":
+            command = getattr(getattr(exc, "ctx", None), "command_path", None) or "memoir"
+            message = usage_message(exc, given)
+            suffix = "" if as_json else f" (see `{command} --help`)"
+            _fail("usage", message + suffix, exit_status(exc), as_json)
         if debug:
             raise
-        detail = escape(f"{type(exc).__name__}: {exc}")
-        err_console.print(
-            f"[red]error:[/red] {detail} (run with --debug for details)", soft_wrap=True
-        )
-        raise SystemExit(1) from None
+        _fail("internal", f"{name}: {exc} (run with --debug for details)", 1, as_json)
+
+
+_INTERRUPTED = "interrupted: what was committed stays; run the command again"
+
+
+def _fail(code: str, message: str, status: int, as_json: bool) -> NoReturn:
+    """Say what went wrong on stderr, one line (JSON under ``--json``), and exit."""
+    if as_json:
+        try:
+            sys.stderr.write(error_document(code, message))
+            sys.stderr.flush()
+        except BrokenPipeError:
+            _stop_quietly(err_console)
+    elif code == "interrupted":
+        err_console.print(message)
+    else:
+        err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    raise SystemExit(status) from None

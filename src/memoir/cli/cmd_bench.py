@@ -6,11 +6,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from memoir.bench import KS, run_locomo
 from memoir.bench.memories import SPEAKERS, run_memories
 from memoir.cli.app import app, console, err_console, print_json
+from memoir.distribution import install_hint
+from memoir.errors import ConfigError, UsageError
 from memoir.search.embedder import load_embedder
 
 __all__ = ["bench_app", "compaction", "locomo", "memories"]
@@ -28,7 +31,10 @@ def locomo(
         ..., exists=True, file_okay=False, help="Folder of LoCoMo *.json conversations."
     ),
     embedder_name: str = typer.Option(
-        "auto", "--embedder", help="auto, minilm, hash or none (text only)."
+        "auto",
+        "--embedder",
+        help="auto (minilm, else e5, else text only), none (text only), e5, minilm, or hash "
+        "(the test fake).",
     ),
     memories: bool = typer.Option(
         False,
@@ -39,7 +45,9 @@ def locomo(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Recall@k of text, vector and hybrid search on LoCoMo questions (categories 1–4)."""
-    embedder = load_embedder(embedder_name)
+    embedder = _bench_embedder(embedder_name)
+    if embedder is None:
+        err_console.print(f"[yellow]note:[/yellow] {escape(_no_vectors_reason(embedder_name))}")
     report = run_locomo(
         directory,
         embedder=embedder,
@@ -71,6 +79,29 @@ def locomo(
     console.print(categories)
     if report.embedder:
         console.print(f"embedder {report.embedder}: {report.embed_seconds:.1f} s to embed")
+
+
+def _bench_embedder(name: str) -> Any:
+    """The embedder ``--embedder`` names; a name not among the choices is a usage error
+    naming the flag (not the environment variable the same choices are read from)."""
+    from memoir.search.embedder import EMBEDDER_CHOICES
+
+    if name not in EMBEDDER_CHOICES:
+        raise UsageError(f"--embedder must be one of {', '.join(EMBEDDER_CHOICES)}, not {name!r}")
+    try:
+        return load_embedder(name)
+    except ConfigError as exc:
+        raise UsageError(f"--embedder {name}: {exc}") from exc
+
+
+def _no_vectors_reason(name: str) -> str:
+    """Why only the text row will be printed, and how to get the others."""
+    if name == "none":
+        return "vector and hybrid rows skipped: --embedder none (text search only)"
+    return (
+        "vector and hybrid rows skipped: no embedder is installed (the embeddings extra: "
+        f"{install_hint('embeddings')})"
+    )
 
 
 @bench_app.command("memories")

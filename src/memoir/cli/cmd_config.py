@@ -13,7 +13,14 @@ from memoir.config import Settings
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 
-__all__ = ["config", "settings_problems"]
+__all__ = ["config", "env_name", "settings_problems"]
+
+
+def env_name(setting: str) -> str:
+    """The environment variable that sets a setting: ``llm_timeout_s`` →
+    ``MEMOIR_LLM_TIMEOUT_S`` (every setting is read from ``MEMOIR_`` + its name, checked by
+    ``tests/cli/test_help_text.py`` against ``Settings.from_env``)."""
+    return f"MEMOIR_{setting.upper()}"
 
 
 def settings_problems(settings: Settings) -> dict[str, str]:
@@ -56,25 +63,28 @@ def config(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show the effective settings and where each one came from (secrets masked); exit 2
-    when one of them would be refused."""
+    when one of them would be refused.
+
+    Each setting is named by the environment variable that sets it (MEMOIR_LLM_TIMEOUT_S);
+    --json keys them by field name (llm_timeout_s), each with its "env"."""
     settings = Settings.from_env()
     rows = settings.describe()
     problems = settings_problems(settings)
     if as_json:
         data: dict[str, dict[str, object]] = {}
         for name, _, source in rows:  # JSON keeps types: null, numbers, lists
-            data[name] = {"value": settings.shown(name), "source": source}
+            data[name] = {"env": env_name(name), "value": settings.shown(name), "source": source}
             if name in problems:
                 data[name]["problem"] = problems[name]
         print_json(data)
     else:
         table = Table(title="memoir settings", show_lines=False)
-        table.add_column("setting")
+        table.add_column("variable")
         table.add_column("value")
         table.add_column("from")
         for name, value, source in rows:
             mark = " [red](refused)[/red]" if name in problems else ""
-            table.add_row(escape(name) + mark, escape(value), escape(source))
+            table.add_row(escape(env_name(name)) + mark, escape(value), escape(source))
         console.print(table)
         for problem in problems.values():
             err_console.print(f"[red]error:[/red] {escape(problem)}", soft_wrap=True)

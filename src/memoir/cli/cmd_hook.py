@@ -42,7 +42,10 @@ HOOK_ARGS = "sync --background"
 # SessionStart stdout is added to the agent's context: the hook stays silent
 QUIET = " >/dev/null 2>&1"
 
-hook_app = typer.Typer(help="Install the Claude Code hook that syncs at session start.")
+hook_app = typer.Typer(
+    help="The Claude Code hook that runs `memoir sync --background` at session start: "
+    "install it, uninstall it, or see its status."
+)
 app.add_typer(hook_app, name="hook")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json
+from memoir.cli.app import app, console, err_console, open_memoir, print_json, require_query
 from memoir.errors import ConfigError, NotFound
 from memoir.store.memory_rows import MemoryItemRow
 
@@ -192,7 +192,7 @@ def search(
     scope: str | None = typer.Option(None, "--scope", help="global or project."),
     kind: list[str] = typer.Option([], "--kind", help=_KIND_HELP),
     as_of: str | None = typer.Option(
-        None, "--as-of", help="What was true then (YYYY-MM-DD or an ISO time)."
+        None, "--as-of", help="What was true then (a date or time, as search --after takes it)."
     ),
     history: bool = typer.Option(False, "--history", help="Superseded items too."),
     limit: int = typer.Option(10, "--limit", min=1, max=1000),
@@ -200,6 +200,7 @@ def search(
 ) -> None:
     """Recall remembered items: full text over their words and keys, fused with meaning
     when semantic search is installed; each with the quotes it came from."""
+    require_query(query)
     at = _when(as_of)
     with open_memoir(existing=True) as memoir:
         found = memoir.recall(
@@ -225,15 +226,9 @@ def search(
 
 
 def _when(raw: str | None) -> datetime | None:
-    if raw is None:
-        return None
-    try:
-        value = datetime.fromisoformat(raw)
-    except ValueError:
-        raise ConfigError(
-            f"--as-of must be a date (YYYY-MM-DD) or an ISO time, not {raw!r}"
-        ) from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    from memoir.search.dates import parse_when
+
+    return None if raw is None else parse_when(raw, option="--as-of")
 
 
 @memories.command()

@@ -17,6 +17,7 @@ from memoir.cli.app import (
     open_memoir,
     print_json,
     printable,
+    require_query,
     resolve_session,
 )
 from memoir.model import Harness
@@ -24,7 +25,6 @@ from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
 from memoir.search.snippets import split_marks
-from memoir.store.query_text import words_of
 from memoir.store.values import SearchFilters
 
 __all__ = ["render_snippet", "search_command"]
@@ -72,10 +72,15 @@ def search_command(
         help="Where the words must match (text search); by meaning, exchanges that have that part.",
     ),
     after: str | None = typer.Option(
-        None, "--after", help="On or after this ISO date/datetime (UTC when no zone)."
+        None,
+        "--after",
+        help="On or after this date: 2026-03-05, 2026-03, an ISO datetime, or words "
+        "(yesterday, '2 weeks ago'); UTC when no zone.",
     ),
     before: str | None = typer.Option(
-        None, "--before", help="On or before this ISO date/datetime (a date includes its day)."
+        None,
+        "--before",
+        help="On or before this date, as --after takes it (a day or month includes all of it).",
     ),
     include_subagents: bool = typer.Option(
         False, "--include-subagents", help="Also search subagent sessions (their own transcripts)."
@@ -87,6 +92,7 @@ def search_command(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of hits."),
 ) -> None:
     """Search past exchanges by words and (with the embeddings extra) by meaning."""
+    require_query(query)
     filters = SearchFilters(
         project=project,
         session_id=session,
@@ -134,9 +140,6 @@ def _hint_backlog(memoir: Any) -> None:
 
 def _print_hits(query: str, hits: list[SearchHit], folders: dict[str, str | None]) -> None:
     """``folders``: each project's real folder, shown in place of its name when known."""
-    if not hits and not words_of(query):
-        console.print("nothing to search for: the query has no words")
-        return
     if not hits:
         shown = query if len(query) <= 80 else query[:79] + "…"
         console.print(escape(f"no matches for '{printable(shown)}'"))

@@ -25,7 +25,7 @@ from memoir.cli.app import (
     printable,
     resolve_session,
 )
-from memoir.errors import Busy, MemoirError
+from memoir.errors import Busy, MemoirError, UsageError
 from memoir.summaries.episodic import Progress as ProgressFn
 from memoir.summaries.session import RunMode, SessionRun
 
@@ -94,7 +94,7 @@ def summarize(
     else full (and in parts when the history is beyond the full-regeneration guard).
     """
     if full and incremental:
-        raise typer.BadParameter("choose one of --full and --incremental")
+        raise UsageError("--full and --incremental cannot be used together; give one")
     mode: RunMode = "full" if full else "incremental" if incremental else "auto"
     with open_memoir(existing=True) as memoir:
         session_id = resolve_session(memoir.store.sessions, session)

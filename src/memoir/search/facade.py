@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 from memoir.search.embedder import Embedder, load_embedder
 from memoir.search.engine import SummaryReader, search
@@ -20,6 +21,25 @@ from memoir.search.session_ref import resolve_session
 from memoir.store.values import SearchFilters
 
 __all__ = ["search_configured"]
+
+
+def _no_meaning_search(mode: str, setting: str, stored: list[str]) -> str:
+    """Why ``--mode vector|hybrid`` cannot run, and what to do, in one line: semantic
+    search switched off, or its extra missing — while this home may well hold vectors
+    (``memoir stats`` counts them) that an install elsewhere computed."""
+    if setting == "none":
+        return f"--mode {mode} searches by meaning, which MEMOIR_EMBEDDER=none switches off"
+    held = (
+        f"this home holds vectors ({', '.join(stored)}), but this Python cannot embed the "
+        "query to compare with them"
+        if stored
+        else "no embedder is installed"
+    )
+    return (
+        f"--mode {mode} searches by meaning: {held}; install the embeddings extra "
+        f"({install_hint('embeddings')}) or search with --mode text"
+    )
+
 
 _UNSET: Any = object()
 
@@ -40,10 +60,8 @@ def search_configured(
     filter given as a unique prefix resolved to its session."""
     if embedder is _UNSET:
         embedder = load_embedder(embedder_setting)
-        if embedder is None and mode in ("vector", "hybrid") and embedder_setting == "none":
-            raise ConfigError(
-                f"--mode {mode} searches by meaning, which MEMOIR_EMBEDDER=none switches off"
-            )
+        if embedder is None and mode in ("vector", "hybrid"):
+            raise ConfigError(_no_meaning_search(mode, embedder_setting, store.embeddings.models()))
     if isinstance(filters, SearchFilters) and filters.session_id is not None:
         filters = replace(filters, session_id=resolve_session(store.sessions, filters.session_id))
     return search(

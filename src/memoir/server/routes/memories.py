@@ -12,9 +12,10 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from memoir.app import Memoir
-from memoir.errors import ConfigError, NotFound
+from memoir.errors import NotFound
 from memoir.memory.present import exchange_finder, item_json
 from memoir.memory.tasks import Outcome
+from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.schemas import RememberBody
 
@@ -33,12 +34,7 @@ class ForgetBody(BaseModel):
 
 
 def _when(raw: str | None) -> datetime | None:
-    if raw is None:
-        return None
-    try:
-        return datetime.fromisoformat(raw)
-    except ValueError:
-        raise ConfigError(f"as_of must be an ISO date or time, not {raw!r}") from None
+    return None if raw is None else parse_when(raw, option="as_of")
 
 
 @router.get("/memories")
