@@ -86,6 +86,8 @@ class Memoir:
         filters: SearchFilters | None = None,
         mode: SearchMode | None = None,
         limit: int = 10,
+        after: datetime | str | None = None,
+        before: datetime | str | None = None,
         embedder: Embedder | Literal["configured"] | None = CONFIGURED,
         summaries: SummaryReader | Literal["configured"] | None = CONFIGURED,
     ) -> list[SearchHit]:
@@ -96,10 +98,24 @@ class Memoir:
         configured), ``limit`` (at most 1,000). ``embedder`` replaces the one
         ``MEMOIR_EMBEDDER`` configures (None: none, text only); ``summaries`` — a function
         of a session id giving its summary or None — replaces this home's summaries beside
-        each hit (None: no summary read).
+        each hit (None: no summary read). ``after`` / ``before`` replace the filters' own
+        and take what ``memoir search --after/--before`` takes: a datetime, or text such
+        as ``"2026-03"``, ``"yesterday"`` or ``"2 weeks ago"`` (``before`` then takes in
+        the whole day or month named; ``memoir.search.parse_when``).
         """
         from memoir.search.facade import search_configured
 
+        if after is not None or before is not None:
+            from dataclasses import replace
+
+            from memoir.store.values import SearchFilters as Filters
+
+            given = filters or Filters()
+            filters = replace(
+                given,
+                after=given.after if after is None else _instant(after, "after"),
+                before=given.before if before is None else _instant(before, "before", end=True),
+            )
         chosen: dict[str, Any] = {} if embedder == CONFIGURED else {"embedder": embedder}
         return search_configured(
             self.store,
@@ -290,7 +306,7 @@ class Memoir:
         project: str | None = None,
         kinds: Sequence[str] = (),
         limit: int = 10,
-        as_of: datetime | None = None,
+        as_of: datetime | str | None = None,
         history: bool = False,
         user: str | None = None,
     ) -> list[Recalled]:
@@ -299,10 +315,12 @@ class Memoir:
         configured. ``project``: its project-scoped items with the global ones; ``scope``
         "global" | "project"; ``kinds`` among fact, preference, decision, plan,
         constraint; ``as_of``: the items valid then (superseded since or not); ``history``:
-        superseded items too; ``user``: only that user's (None: everyone's, locally)."""
+        superseded items too; ``user``: only that user's (None: everyone's, locally).
+        ``as_of`` may be text, as ``--as-of`` takes it (``"2026-03-01"``, ``"yesterday"``)."""
         from memoir.memory.recall import recall
 
         whole_number("limit", limit, 1)
+        as_of = None if as_of is None else _instant(as_of, "as_of")
         where = self._item_filter(scope, project, kinds, as_of, history, user)
         return recall(
             self.store.memory_items, query, where, limit=limit, embedder=self._item_embedder()
@@ -831,3 +849,12 @@ class Memoir:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _instant(value: datetime | str, option: str, *, end: bool = False) -> datetime:
+    """A datetime as given, or text read as the CLI reads ``--after`` / ``--before``."""
+    if isinstance(value, datetime):
+        return value
+    from memoir.search.dates import parse_when
+
+    return parse_when(value, end_of_day=end, option=option)

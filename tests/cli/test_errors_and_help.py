@@ -333,3 +333,32 @@ def test_config_names_the_variables_users_set(
     for field in fields(Settings):
         if field.name != "origins":  # every name shown is one from_env reads
             assert f'"{env_name(field.name)}"' in source, field.name
+
+
+def test_the_library_takes_dates_as_the_cli_does(on_demo: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from memoir.app import Memoir
+    from memoir.store.values import SearchFilters
+
+    def ids(hits: list) -> list[str]:  # type: ignore[type-arg]
+        return [h.exchange_id for h in hits]
+
+    with Memoir.open() as m:
+        everything = ids(m.search("coupon", mode="text"))
+        assert len(everything) == 2
+        assert (
+            ids(m.search("coupon", mode="text", after="2025-10", before="Oct 2025")) == everything
+        )
+        assert m.search("coupon", mode="text", before="2025-09") == []
+        assert m.search("coupon", mode="text", after="yesterday") == []
+        # a date given replaces the filters' own; the other filters stay
+        late = SearchFilters(after=datetime(2030, 1, 1, tzinfo=UTC), role="assistant")
+        found = ids(m.search("coupon", mode="text", filters=late, after="2025"))
+        assert found and set(found) <= set(everything)
+        assert m.search("coupon", mode="text", filters=late) == []
+        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        by_words = m.recall("coupon", as_of="yesterday", history=True)
+        assert by_words == m.recall("coupon", as_of=today - timedelta(days=1), history=True)
+        with pytest.raises(ConfigError, match="after: 'soon' is not a date"):
+            m.search("coupon", after="soon")
