@@ -161,3 +161,53 @@ def test_close_from_a_handler_inside_close_does_not_wait_for_itself(tmp_path: Pa
     with pytest.raises(StoreError, match=r"^the store is closed$"):
         store.index.search("parser", SearchFilters(), 5)
     assert _open_files_on(tmp_path / "memoir.db") == 0
+
+
+def _mmap(store: SQLiteStore) -> int:
+    with store._use() as conn:
+        return int(conn.execute("PRAGMA mmap_size").fetchone()[0])
+
+
+def test_bulk_writes_read_unmapped_on_their_thread_only(tmp_path: Path) -> None:
+    """A sync's thread reads the database unmapped (mapped pages would grow its RSS with
+    the database); other threads keep their mapping, and the thread maps again after."""
+    store = _filled(tmp_path)
+    seen: list[int] = []
+    assert _mmap(store) == sqlite_store.MMAP_BYTES
+    with store.bulk_writes():
+        assert _mmap(store) == 0
+        ingest(store, "during", [("still writes", "and reads", None)])
+        other = threading.Thread(target=lambda: seen.append(_mmap(store)))
+        other.start()
+        other.join()
+    assert seen == [sqlite_store.MMAP_BYTES]
+    assert _mmap(store) == sqlite_store.MMAP_BYTES
+    assert store.events.last_ordinal("during") > 0
+    with pytest.raises(RuntimeError), store.bulk_writes():  # restored on an error too
+        raise RuntimeError("boom")
+    assert _mmap(store) == sqlite_store.MMAP_BYTES
+    store.close()
+
+
+def test_a_sync_runs_unmapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import contextmanager
+
+    from memoir.app import Memoir
+    from memoir.config import Settings
+    from memoir.demo.make_corpus import corpus_sources
+
+    during: list[int] = []
+    real = SQLiteStore.bulk_writes
+
+    @contextmanager
+    def watched(self: SQLiteStore) -> Any:
+        with real(self):
+            during.append(_mmap(self))
+            yield
+
+    monkeypatch.setattr(SQLiteStore, "bulk_writes", watched)
+    home = tmp_path / "home"
+    settings = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=tuple(corpus_sources()))
+    with Memoir.open(settings) as memoir:
+        assert memoir.sync().files_scanned > 0
+    assert during == [0]

@@ -117,6 +117,7 @@ class ArchiveCopy:
             self._fp.seek(keep)
             self.size = keep
         self.written = 0
+        self._bumped = 0  # bytes written when the folder's mtime was last moved
 
     def feed(self, pos: int, chunk: bytes) -> None:
         end = pos + len(chunk)
@@ -137,6 +138,20 @@ class ArchiveCopy:
             if not data:
                 break
             self.feed(self.size, data)
+
+    def checkpoint(self) -> None:
+        """Make the bytes written so far the archived copy, and go on writing: a batch of
+        the transcript is about to be committed that counts on them (sync commits a large
+        transcript in batches; a crash after this resumes from the last committed one, the
+        copy truncated to it). A fresh copy is renamed into place at its first checkpoint."""
+        self._fp.flush()
+        if self._tmp is not None:
+            os.replace(self._tmp, self.target)  # the open file is the renamed one
+            self._tmp = None
+            self._bumped = self.written
+        elif self.written > self._bumped:
+            os.utime(self.target.parent)  # see BUMPS_FOLDER_MTIME
+            self._bumped = self.written
 
     def commit(self) -> None:
         self._fp.close()

@@ -23,7 +23,8 @@ class IgnoredFile:
     path: str
     size: int
     mtime_ns: int
-    reason: str  # "binary" | "unknown_format" | "excluded" | "no_index" | "unreadable"
+    # "binary" | "unknown_format" | "excluded" | "no_index" | "unreadable" | "too_large"
+    reason: str
     session_id: str | None = None
     project: str | None = None
 

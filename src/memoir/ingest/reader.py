@@ -10,6 +10,11 @@ rest of the line is valid JSON, so the conversation is kept; the line is still c
 The offset only moves past complete lines. An unterminated last line is accepted when it
 parses as a JSON object (a writer never leaves a valid object half-written); otherwise it
 waits for the next sync.
+
+:func:`read_lines` with ``max_bytes`` stops after the line that takes it that far past its
+start (``ReadResult.more``): called again on the same line iterator with the result's
+offset, line count and state, it goes on exactly where it stopped — what sync uses to
+commit a large transcript in bounded batches.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class ReadResult:
     line_count: int  # lines consumed so far (the last consumed line's number)
     state: dict[str, Any]
     lines_read: int = 0
+    more: bool = False  # stopped at ``max_bytes``: the lines go on past ``offset``
 
 
 def reader_for(fmt: Format, sink: EventSink, state: dict[str, Any]) -> FormatReader:
@@ -107,11 +113,16 @@ def read_lines(
     state: dict[str, Any],
     offset: int,
     line_count: int,
+    max_bytes: int | None = None,
 ) -> ReadResult:
+    """Read the lines of ``lines`` from byte ``offset`` on; with ``max_bytes``, stop after
+    the line that ends ``max_bytes`` or more past ``offset`` (``more`` in the result: pass
+    the same iterator again to read on)."""
     sink = EventSink(session_id, next_ordinal)
     reader = reader_for(fmt, sink, state)
     skipped: list[SkippedLine] = []
     end, count, seen, open_line = offset, line_count, 0, bool(state.get("open_line"))
+    more = False
     for line in lines:
         seen += 1
         if line.oversized:
@@ -143,12 +154,15 @@ def read_lines(
                 if problem is not None:
                     skipped.append(_skip(line, *problem))
         end, count, open_line = line.end, line.number, not line.terminated
+        if max_bytes is not None and end - offset >= max_bytes:
+            more = True
+            break
     skipped = [SkippedLine(path, s.line, s.offset, s.reason, s.detail) for s in skipped]
     final = reader.final_state()
     final.pop("open_line", None)
     if open_line:
         final["open_line"] = True  # the last line had no newline yet: it will come next
-    return ReadResult(tuple(sink.events), tuple(skipped), end, count, final, seen)
+    return ReadResult(tuple(sink.events), tuple(skipped), end, count, final, seen, more)
 
 
 def first_line_number(line_count: int, state: dict[str, Any]) -> int:

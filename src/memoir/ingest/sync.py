@@ -4,14 +4,32 @@ For each transcript file: ``stat`` it; when its size and mtime are what the inde
 skip it without opening it (a sync with nothing to do over ten thousand conversations is a
 directory walk and one query). Otherwise plan it (:mod:`memoir.ingest.plan`), read it once
 from the indexed offset — every chunk read goes to the archive copy and through the line
-splitter and the format reader — rebuild the exchange that was still open together with
-the new ones, and commit events, exchanges, skipped lines and the new source state in one
-transaction. The archive copy is finished (renamed or appended) before that commit, so a
-crash in between is repaired by the next sync.
+splitter and the format reader — in batches of about :data:`BATCH_BYTES` of lines, so a
+sync's memory does not grow with a transcript's size. Each batch's events, exchanges
+(the one still open rebuilt together with the new ones), skipped lines and source state
+are committed in a transaction of their own; the source state of a batch that is not the
+last records the offset it reached as the file's size, so a sync stopped between batches
+(a crash, Ctrl-C) is not taken for done, and the next one reads on from that offset:
+nothing lost, nothing stored twice. The archive copy is checkpointed (a fresh copy renamed
+into place, then appended to) before each batch's commit; bytes it holds past the last
+commit are cut off by the next sync, which appends them again. The last batch commits
+even when it holds no line (it records the file's size and mtime).
+
+The open exchange is carried from batch to batch in memory, reduced to the events
+building it reads (:func:`_needed`): its prompt and replies, the first call of each tool,
+the tool events its bounded excerpt takes, the first and last timestamp, line and event.
+What stays unbounded is that exchange's own text — one prompt followed by a very long
+agent run is one exchange row, rewritten by every batch it spans.
+
+A generic transcript that is one JSON document (a list of messages, not JSONL) cannot be
+read in parts: over :data:`MAX_JSON_BYTES` it is not indexed, reported in
+``SyncReport.errors`` on every sync until it is smaller (``verify`` lists it).
 
 The do-not-index marker: a conversation in which the user writes ``<memoir:no-index>``
 is not indexed at all; when it was indexed before, its rows and its archived copy are
-removed, and the file is remembered as ignored.
+removed, and the file is remembered as ignored. Read in batches, a marker found in a later
+batch removes what the earlier ones stored (the batch holding it is never committed, so a
+sync stopped before it gets there finds it next time).
 
 What was derived from a conversation is not ingest's to keep: the ``observer``
 (:class:`memoir.ingest.observer.SyncObserver`) is told the moment a transcript is found
@@ -28,7 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,14 +63,27 @@ from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.ingest.records import parse_ts
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
+from memoir.model.exchange import TOOL_EXCERPT_CHARS, tool_piece
 from memoir.private import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SessionInfo, SourceState
 
-__all__ = ["NO_INDEX_MARKER", "SyncProgress", "SyncReport", "ignored_path", "index_file", "sync"]
+__all__ = [
+    "BATCH_BYTES",
+    "MAX_JSON_BYTES",
+    "NO_INDEX_MARKER",
+    "SyncProgress",
+    "SyncReport",
+    "ignored_path",
+    "index_file",
+    "sync",
+]
 
 NO_INDEX_MARKER = "<memoir:no-index>"
+BATCH_BYTES = 2 * 1024 * 1024  # lines of a transcript parsed, stored and committed at a time
+MAX_JSON_BYTES = 64 * 1024 * 1024  # a one-document JSON transcript is parsed whole
+_EVENT_PAGE = 2000  # stored events read per query when the open exchange is rebuilt
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +198,21 @@ def sync(
             report.files_ignored += 1
         else:
             todo.append(Candidate(Path(key), Path(root), size, mtime_ns))
+    with store.bulk_writes():  # memory that does not grow with the database
+        _ingest_all(run, todo, states, progress)
+    run.ignored.save()
+    report.duration_s = time.perf_counter() - began
+    return report
+
+
+def _ingest_all(
+    run: _Run,
+    todo: list[Candidate],
+    states: dict[str, SourceState],
+    progress: Callable[[SyncProgress], None] | None,
+) -> None:
+    """Ingest each candidate in turn; a file that fails is reported, not the whole run."""
+    report = run.report
     total = sum(c.size for c in todo)
     done_bytes = 0
     for index, cand in enumerate(todo):
@@ -189,9 +235,6 @@ def sync(
         done_bytes += cand.size
     if progress is not None and todo:
         progress(SyncProgress(len(todo), len(todo), total, total, ""))
-    run.ignored.save()
-    report.duration_s = time.perf_counter() - began
-    return report
 
 
 def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
@@ -201,7 +244,8 @@ def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
         return False
     if item.reason == "excluded":
         return excluded(item.project or "", run.settings.exclude_projects)
-    return item.reason != "unreadable"  # tried again on every sync until it can be read
+    # tried again on every sync until it can be read (or is small enough to be)
+    return item.reason not in ("unreadable", "too_large")
 
 
 def ingest_file(
@@ -226,26 +270,75 @@ def ingest_file(
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
             return
+        if plan.fmt is Format.GENERIC_LIST and cand.size > MAX_JSON_BYTES:
+            _too_large(run, cand, plan)
+            return
         copy = _open_copy(plan, fd, cand)
         try:
-            result = _read(plan, fp, cand.size, copy, run.store)
-            if _has_marker(result.events):
-                if copy is not None:
-                    copy.abort()
-                _forget(run, cand, plan, state)
-                return
-            if copy is not None:
-                copy.commit()
-            hashes = span_hashes(fd, result.offset)
+            _ingest(run, cand, plan, state, fp, copy)
         except BaseException:
             if copy is not None:
                 copy.abort()
             raise
-    # plan.indexed: the offset the index had when this file was planned; a replica sharing
-    # the database that indexed it meanwhile makes the write refuse, rather than store
-    # events twice
-    copied = copy is not None and copy.written > 0
-    _commit(run, cand, plan, result, hashes, copied=copied, expected=plan.indexed)
+
+
+@dataclass
+class _Cursor:
+    """How far one file's sync has got: what its last committed batch recorded."""
+
+    state: dict[str, Any]  # parser state (with ``open_from``)
+    offset: int
+    line_count: int
+    next_ordinal: int
+    # the source row's offset the next batch's write expects: when this file was planned
+    # (a replica sharing the database that indexed it meanwhile makes the write refuse,
+    # rather than store events twice), then what the previous batch recorded
+    expected: int
+    carry: list[Event]  # the exchange still open, as far as building it needs (_needed)
+    first: bool = True  # the next batch is the file's first (it resets, it moves the row)
+    first_new: int | None = None  # ordinal of the file's first new event
+    counted: str | None = None  # id of the last exchange the report counted
+
+
+def _ingest(
+    run: _Run,
+    cand: Candidate,
+    plan: Plan,
+    state: SourceState | None,
+    fp: Any,
+    copy: ArchiveCopy | None,
+) -> None:
+    """Read, store and commit one planned file batch by batch (see the module doc)."""
+    sid = plan.identity.session_id
+    last = 0 if plan.reset else run.store.events.last_ordinal(sid)
+    open_from = None if plan.reset else plan.state.get("open_from")
+    cur = _Cursor(
+        state=plan.state,
+        offset=plan.start,
+        line_count=plan.line,
+        next_ordinal=last + 1,
+        expected=plan.indexed,
+        carry=_stored_open_exchange(run.store, sid, open_from, last),
+    )
+    read = _reader(plan, fp, cand.size, copy)
+    while True:
+        result = read(cur)
+        if _has_marker(result.events):
+            if copy is not None:
+                copy.abort()
+            _forget(run, cand, plan, state)
+            return
+        final = not result.more
+        if copy is not None:
+            if final:
+                copy.commit()
+            else:
+                copy.checkpoint()
+        hashes = span_hashes(fp.fileno(), result.offset)
+        _commit(run, cand, plan, result, hashes, cur, final=final)
+        if final:
+            break
+    _indexed(run, plan, copied=copy is not None and copy.written > 0)
 
 
 def _open_copy(plan: Plan, fd: int, cand: Candidate) -> ArchiveCopy | None:
@@ -259,39 +352,53 @@ def _open_copy(plan: Plan, fd: int, cand: Candidate) -> ArchiveCopy | None:
     return copy
 
 
-def _read(plan: Plan, fp: Any, size: int, copy: ArchiveCopy | None, store: Store) -> ReadResult:
+def _reader(
+    plan: Plan, fp: Any, size: int, copy: ArchiveCopy | None
+) -> Callable[[_Cursor], ReadResult]:
+    """What reads the next batch of ``plan``'s file from where ``_Cursor`` says: the next
+    :data:`BATCH_BYTES` of lines off one line iterator over the file, or a JSON list whole."""
     sid = plan.identity.session_id
-    next_ordinal = 1 if plan.reset else store.events.last_ordinal(sid) + 1
     if plan.fmt is Format.GENERIC_LIST:
-        fp.seek(0)
-        data = fp.read(size)
-        if copy is not None:
-            copy.feed(0, data)
-        return read_json_list(
-            data,
+
+        def whole(cur: _Cursor) -> ReadResult:
+            fp.seek(0)
+            data = fp.read(size)
+            if copy is not None:
+                copy.feed(0, data)
+            return read_json_list(
+                data,
+                path=plan.path,
+                session_id=sid,
+                next_ordinal=cur.next_ordinal,
+                state=plan.state,
+                skip=0 if plan.reset else plan.line,
+            )
+
+        return whole
+    lines = iter(
+        LineReader(
+            fp,
+            offset=plan.start,
+            line=first_line_number(plan.line, plan.state),
+            limit=size - plan.start,
+            sink=copy.feed if copy is not None else None,
+        )
+    )
+
+    def batch(cur: _Cursor) -> ReadResult:
+        return read_lines(
+            lines,
+            plan.fmt,
             path=plan.path,
             session_id=sid,
-            next_ordinal=next_ordinal,
-            state=plan.state,
-            skip=0 if plan.reset else plan.line,
+            next_ordinal=cur.next_ordinal,
+            state=cur.state,
+            offset=cur.offset,
+            line_count=cur.line_count,
+            max_bytes=BATCH_BYTES,
         )
-    lines = LineReader(
-        fp,
-        offset=plan.start,
-        line=first_line_number(plan.line, plan.state),
-        limit=size - plan.start,
-        sink=copy.feed if copy is not None else None,
-    )
-    return read_lines(
-        lines,
-        plan.fmt,
-        path=plan.path,
-        session_id=sid,
-        next_ordinal=next_ordinal,
-        state=plan.state,
-        offset=plan.start,
-        line_count=plan.line,
-    )
+
+    return batch
 
 
 def _has_marker(events: tuple[Event, ...]) -> bool:
@@ -334,6 +441,23 @@ def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -
     run.ignored.add(IgnoredFile(source_key(cand.path), cand.size, cand.mtime_ns, "no_index", sid))
 
 
+def _too_large(run: _Run, cand: Candidate, plan: Plan) -> None:
+    """A one-document JSON transcript over :data:`MAX_JSON_BYTES`: not read (it would be
+    held whole), reported as an error on every sync and listed by ``verify``."""
+    name = source_key(cand.path)
+    run.report.errors.append(
+        f"{name}: not indexed: a JSON transcript that is one document (not JSONL) is read "
+        f"whole, and this one is {cand.size / 2**20:,.1f} MiB, over the limit of "
+        f"{MAX_JSON_BYTES // 2**20} MiB; write it as JSONL (one message a line) to have it read"
+    )
+    identity = plan.identity
+    run.ignored.add(
+        IgnoredFile(
+            name, cand.size, cand.mtime_ns, "too_large", identity.session_id, identity.project
+        )
+    )
+
+
 def _excluded_stored(run: _Run) -> list[SessionInfo]:
     """Stored conversations of projects that ``MEMOIR_EXCLUDE_PROJECTS`` now excludes."""
     patterns = run.settings.exclude_projects
@@ -353,22 +477,80 @@ def _purge(run: _Run, session: Session, sources: list[SourceState]) -> None:
     run.report.sessions_removed.append(session.id)
 
 
-def _exchanges(store: Store, plan: Plan, events: tuple[Event, ...]) -> tuple[list[Exchange], int]:
-    """New and grown exchanges, and how many of them existed before (grown)."""
+def _opens(event: Event) -> bool:
+    return event.kind is EventKind.USER_TEXT and event.author is Author.USER
+
+
+def _last_group(events: Sequence[Event]) -> list[Event]:
+    """The events of the last exchange in ``events`` (from its prompt on); [] when no
+    prompt is among them (events before a session's first prompt belong to no exchange)."""
+    for at in range(len(events) - 1, -1, -1):
+        if _opens(events[at]):
+            return list(events[at:])
+    return []
+
+
+def _needed(group: list[Event]) -> list[Event]:
+    """Of one exchange's events (``group[0]`` its prompt), those ``build_exchanges`` reads,
+    in order: building from them gives the same exchange, and so does building from them
+    and the events that follow. Kept: the first and the last event, every user and
+    assistant text, the first call of each tool, the tool events whose text goes into the
+    excerpt (until its budget is spent), and the first and last event with a timestamp and
+    with a source line. Mirrors :func:`memoir.model.exchange._fold`; the batch tests check
+    that a file read in tiny batches is stored exactly as in one."""
+    if len(group) <= 2:
+        return group
+    keep = [False] * len(group)
+    keep[0] = keep[-1] = True
+    budget = TOOL_EXCERPT_CHARS
+    tools: set[str] = set()
+    for at in range(1, len(group)):
+        ev = group[at]
+        if ev.kind is EventKind.ASSISTANT_TEXT or _opens(ev):
+            keep[at] = True
+        elif ev.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT):
+            if ev.kind is EventKind.TOOL_CALL and ev.tool_name and ev.tool_name not in tools:
+                tools.add(ev.tool_name)
+                keep[at] = True
+            if budget > 0 and ev.text:
+                piece = tool_piece(ev.text, json_text=ev.kind is EventKind.TOOL_CALL)
+                budget -= len(piece[:budget])
+                keep[at] = True
+    for has in (lambda e: e.timestamp is not None, lambda e: e.source_line is not None):
+        marked = [at for at, ev in enumerate(group) if has(ev)]
+        if marked:
+            keep[marked[0]] = keep[marked[-1]] = True
+    return [ev for ev, kept in zip(group, keep, strict=True) if kept]
+
+
+def _stored_open_exchange(store: Store, sid: str, open_from: object, last: int) -> list[Event]:
+    """The stored exchange still open (from ordinal ``open_from``), read a page at a time and
+    reduced to what rebuilding it needs: a long one is never held whole."""
+    if not isinstance(open_from, int):
+        return []
+    carry: list[Event] = []
+    after = open_from - 1
+    while after < last:
+        upto = min(after + _EVENT_PAGE, last)
+        page = store.events.of(sid, after=after, upto=upto)
+        if page:
+            carry = _needed(_last_group([*carry, *page]))
+        after = upto
+    return carry
+
+
+def _exchanges(cur: _Cursor, events: tuple[Event, ...]) -> tuple[list[Exchange], list[Event]]:
+    """The batch's new and grown exchanges, and the open exchange to carry to the next."""
     if not events:
-        return [], 0
-    open_from = None if plan.reset else plan.state.get("open_from")
-    prior: list[Event] = []
-    if isinstance(open_from, int):
-        prior = store.events.of(plan.identity.session_id, after=open_from - 1)
+        return [], cur.carry
     first_new = events[0].ordinal
-    built = [x for x in build_exchanges([*prior, *events]) if x.last_ordinal >= first_new]
-    grown = sum(1 for x in built if x.first_ordinal < first_new)
-    return built, grown
+    everything = [*cur.carry, *events]
+    built = [x for x in build_exchanges(everything) if x.last_ordinal >= first_new]
+    return built, _needed(_last_group(everything))
 
 
-def _session(store: Store, plan: Plan, state: dict[str, Any]) -> Session:
-    existing = None if plan.reset else store.sessions.get(plan.identity.session_id)
+def _session(store: Store, plan: Plan, state: dict[str, Any], *, reset: bool) -> Session:
+    existing = None if reset else store.sessions.get(plan.identity.session_id)
     flags = existing.flags if existing is not None else SessionFlags()
     if plan.identity.subagent and not flags.subagent:
         flags = replace(flags, subagent=True)
@@ -393,21 +575,24 @@ def _commit(
     plan: Plan,
     result: ReadResult,
     hashes: tuple[str, str],
+    cur: _Cursor,
     *,
-    copied: bool,
-    expected: int | None = None,
+    final: bool,
 ) -> None:
-    exchanges, grown = _exchanges(run.store, plan, result.events)
+    """Commit one batch, then move ``cur`` past it. A batch that is not the file's last
+    records the offset it reached as the file's size (the file is not done)."""
+    reset = cur.first and plan.reset
+    exchanges, carry = _exchanges(cur, result.events)
     state = dict(result.state)
     if exchanges:
         state["open_from"] = exchanges[-1].first_ordinal
-    elif plan.reset:
+    elif reset:
         state.pop("open_from", None)
     source = SourceState(
         path=plan.path,
         session_id=plan.identity.session_id,
         harness=plan.harness.value,
-        size=cand.size,
+        size=cand.size if final else result.offset,
         offset=result.offset,
         line_count=result.line_count,
         mtime_ns=cand.mtime_ns,
@@ -417,29 +602,51 @@ def _commit(
         parser_state=state,
     )
     batch = IngestBatch(
-        session=_session(run.store, plan, state),
+        session=_session(run.store, plan, state, reset=reset),
         events=result.events,
         exchanges=tuple(exchanges),
         source=source,
         skipped=result.skipped,
-        reset=plan.reset,
-        moved_from=plan.moved_from,
-        expected_offset=expected,
+        reset=reset,
+        moved_from=plan.moved_from if cur.first else None,
+        expected_offset=cur.expected,
     )
     run.store.ingest.apply(batch)
-    if plan.rewritten:  # what was derived may tell of what the file no longer holds
-        run.observer.rewritten(plan.identity.session_id)
-    run.ignored.discard(plan.path)
-    run.owners[plan.identity.session_id] = plan.path
+    if cur.first:
+        if plan.rewritten:  # what was derived may tell of what the file no longer holds
+            run.observer.rewritten(plan.identity.session_id)
+        run.ignored.discard(plan.path)
+        run.owners[plan.identity.session_id] = plan.path
+    report = run.report
+    report.bytes_indexed += max(0, result.offset - cur.offset)
+    report.events_added += len(result.events)
+    report.lines_skipped += len(result.skipped)
+    if result.events and cur.first_new is None:
+        cur.first_new = result.events[0].ordinal
+    for x in exchanges:  # an exchange spanning batches is counted once, as one read would
+        if x.id == cur.counted:
+            continue
+        if cur.first_new is not None and x.first_ordinal < cur.first_new:
+            report.exchanges_updated += 1
+        else:
+            report.exchanges_added += 1
+    if exchanges:
+        cur.counted = exchanges[-1].id
+    cur.first = False
+    cur.state = state
+    cur.offset = result.offset
+    cur.line_count = result.line_count
+    cur.next_ordinal += len(result.events)
+    cur.expected = result.offset
+    cur.carry = carry
+
+
+def _indexed(run: _Run, plan: Plan, *, copied: bool) -> None:
+    """Count a file whose last batch is committed."""
     report = run.report
     report.files_indexed += 1
     report.files_copied += 1 if copied else 0
     report.files_reset += 1 if plan.rewritten else 0
-    report.bytes_indexed += max(0, result.offset - plan.start)
-    report.events_added += len(result.events)
-    report.exchanges_added += len(exchanges) - grown
-    report.exchanges_updated += grown
-    report.lines_skipped += len(result.skipped)
     report.sessions_touched.append(plan.identity.session_id)
     if plan.clash_with is not None:
         report.id_clashes.append(

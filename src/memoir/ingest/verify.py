@@ -3,8 +3,9 @@
 Problems, damage (``memoir verify`` exits 1 when there is any):
 
 - ``store``: what the store's own integrity check reports (orphan rows, index drift);
-- ``unreadable_file``: a file under the sources that is binary, in no known format, or that
-  the last sync could not read (permissions, an I/O error);
+- ``unreadable_file``: a file under the sources that is binary, in no known format, a
+  one-document JSON transcript too large to be read whole, or that the last sync could not
+  read (permissions, an I/O error);
 - ``archive_missing`` / ``archive_short``: the archived copy is gone or shorter than what
   was indexed;
 - ``index_behind_archive``: the archived copy holds bytes the index never read;
@@ -38,7 +39,7 @@ from memoir.config import Settings
 from memoir.ingest.archive import in_archive
 from memoir.ingest.ignored import IgnoredFiles
 from memoir.ingest.observer import SyncObserver
-from memoir.ingest.sync import ignored_path, index_file, sync
+from memoir.ingest.sync import MAX_JSON_BYTES, ignored_path, index_file, sync
 from memoir.private import DIR_MODE, FILE_MODE, loose_modes, make_private
 from memoir.store.port import Store
 from memoir.store.values import SourceState
@@ -108,6 +109,15 @@ def _known(settings: Settings, states: dict[str, SourceState]) -> set[str]:
     return known | set(states) | {_archived(settings, key) for key in states}
 
 
+# why sync left a file out that it should have read: the ``unreadable_file`` detail
+_UNREAD = {
+    "binary": "",
+    "unknown_format": "",
+    "unreadable": "the last sync could not read it",
+    "too_large": f"a one-document JSON transcript over {MAX_JSON_BYTES // 2**20} MiB",
+}
+
+
 def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
     report.problems.extend(Problem("store", "", p) for p in store.integrity_problems())
     for row in store.ingest.skipped():
@@ -116,13 +126,9 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
         item = Problem("skipped_line", f"{row.path}:{row.line}", f"{row.reason}: {row.detail}")
         report.warnings.append(item)
     for ignored in IgnoredFiles(ignored_path(settings)).items.values():
-        if ignored.reason in ("binary", "unknown_format", "unreadable") and os.path.exists(
-            ignored.path
-        ):
-            detail = "the last sync could not read it" if ignored.reason == "unreadable" else ""
-            report.problems.append(
-                Problem("unreadable_file", ignored.path, detail or ignored.reason)
-            )
+        if ignored.reason in _UNREAD and os.path.exists(ignored.path):
+            detail = _UNREAD[ignored.reason] or ignored.reason
+            report.problems.append(Problem("unreadable_file", ignored.path, detail))
     states = store.ingest.sources()
     report.sources_checked = len(states)
     for state in states.values():

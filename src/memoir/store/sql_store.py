@@ -4,7 +4,8 @@ session deletion, the text engine, the embedding options, claims)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from memoir.store import health, parts
@@ -22,6 +23,11 @@ class SqlStore:
     """Parts over one backend's :class:`Db`. ``index_keys`` names the index table and its
     exchange key column (for :mod:`memoir.store.health`). The parts it wires are those
     :class:`memoir.store.port.Store` names."""
+
+    @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        """:meth:`memoir.store.port.Store.bulk_writes`: nothing to change by default."""
+        yield
 
     def _wire(
         self,

@@ -40,6 +40,9 @@ from memoir.store.sqlite_ingest import apply_batch, delete_session_rows
 __all__ = ["SQLiteStore", "migrate"]
 
 _CHUNK = 500
+# reads map up to this much of the database file (faster searches); mapped pages count in
+# the process's RSS, so a sync turns it off for its run (:meth:`SQLiteStore.bulk_writes`)
+MMAP_BYTES = 256 * 1024 * 1024
 INDEX_KEYS = ("exchange_fts_docsize", "id")  # one row per FTS entry, keyed by exchanges.pk
 
 
@@ -53,7 +56,7 @@ def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("PRAGMA cache_size = -32768")
-        conn.execute("PRAGMA mmap_size = 268435456")
+        conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         # Checkpoint the WAL every ~32 MB instead of every 4 MB: a sync writes in bursts,
         # and fewer, larger checkpoints made it ~7% faster (bench/sync_bench.py).
         conn.execute("PRAGMA wal_autocheckpoint = 8000")
@@ -253,6 +256,26 @@ class SQLiteStore(SqlStore):
                 f"Memoir needs v{CURRENT_VERSION}: open it once with write access to upgrade it"
             )
         return uri
+
+    @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        """A sync's run on this thread reads the database without memory-mapping it: the
+        mapped pages count in RSS and would grow with the database (a 400 MB transcript:
+        peak 156 MB mapped, 127 MB not, at the same speed; docs/benchmarks.md). The
+        thread's connection maps again afterwards."""
+        if self.read_only:
+            yield
+            return
+        with self._use() as conn:
+            conn.execute("PRAGMA mmap_size = 0")
+        try:
+            yield
+        finally:
+            held: _Held | None = getattr(self._local, "held", None)
+            if held is not None and not held.closed:
+                with held.lock:
+                    if not held.closed:
+                        held.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
 
     # connections and transactions -------------------------------------------------
     def _held(self) -> _Held:
