@@ -15,8 +15,10 @@ references, non-alphanumeric values) drop the usual false positives.
 
 - Specific detectors: AWS, Azure storage, Artifactory, basic-auth URLs
   (``postgres://u:pw@host``), Cloudant, Discord, GitHub, GitLab, IBM, JWT, Mailchimp, npm,
-  OpenAI, private-key blocks (the span covers the whole block to its END line), PyPI,
-  SendGrid, Slack, SoftLayer, Square, Stripe, Telegram, Twilio.
+  OpenAI, private-key blocks (the span runs from the ``-----BEGIN`` marker, wherever on
+  its line it is, to the END marker — on a later line or the same one, as a transcript
+  flattened to one line has it), PyPI, SendGrid, Slack, SoftLayer, Square, Stripe,
+  Telegram, Twilio.
 - ``KeywordDetector`` with its config-file patterns (``DB_PASSWORD=…``, ``api_key: …``,
   ``secret = "…"``); a value holding whitespace is prose ("the secret: keep it simple"),
   not a credential, and is dropped.
@@ -26,6 +28,10 @@ references, non-alphanumeric values) drop the usual false positives.
   the library offers for ad-hoc scans would flag every commit id. The one unquoted place
   scanned for entropy is the value of an ``.env``-style assignment line
   (``AUTH_TOKEN=9f8e…``), where a random value is a credential whatever its name.
+- Assignments joined on one line (``A=…; B=…``, ``export A=… && B=…``, ``A=… B=…``) are
+  scanned one by one, as if each had its line: a keyword value runs to the end of its
+  line, so the joined line read whole is one value holding white space (dropped as
+  prose) or one span over both.
 - Left out: ``IPPublicDetector`` (an address is not a credential). Not caught: a password
   told in prose ("my password is hunter2") — no keyword assignment, no entropy.
 
@@ -83,6 +89,8 @@ __all__ = [
     "find_secrets",
     "has_secret",
     "kind_of",
+    "mask",
+    "mask_json",
     "placeholder",
     "redact",
 ]
@@ -134,6 +142,17 @@ _ENV_LINE = re.compile(
     r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*"
     r"(?P<q>['\"]?)(?P<value>[^\s'\"#]+)(?P=q)[ \t]*(?:#.*)?$"
 )
+# where an assignment starts on a line: at its start or after white space or a shell
+# separator (``;``, ``&&``, ``||``, ``|``); ``==`` is a comparison, not an assignment
+_ASSIGNMENT = re.compile(
+    r"(?:^|(?<=[\s;&|\"'`({\[,]))(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=(?![=>])"
+)
+_ASSIGNED = re.compile(
+    r"(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*(?:\"[^\"]*\"|'[^']*'|\S*)"
+)
+_SEPARATORS = " \t;&|"
+_CODE_VALUE = re.compile(r"[()\[\]{}<>,]")
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|^[ \t]*$", re.MULTILINE)
 
@@ -247,11 +266,13 @@ def _high_entropy(plugin: HighEntropyStringsPlugin, value: str) -> bool:
     return bool(value) and plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
 
 
-def _entropy(line: str) -> list[tuple[BasePlugin, int, int]]:
+def _entropy(line: str, *, quoted: bool = True) -> list[tuple[BasePlugin, int, int]]:
+    """High-entropy quoted strings (unless not ``quoted``) and the value of an ``.env``
+    assignment that is the whole line."""
     found: list[tuple[BasePlugin, int, int]] = []
     env = _ENV_LINE.match(line)
     for plugin in _ENTROPY:
-        for m in plugin.regex.finditer(line):  # quoted strings: (quote)(value)(quote)
+        for m in plugin.regex.finditer(line) if quoted else ():  # (quote)(value)(quote)
             value = m.group(2)
             if _high_entropy(plugin, value) and _kept(value, line, plugin):
                 found.append((plugin, m.start(2), m.end(2)))
@@ -262,6 +283,63 @@ def _entropy(line: str) -> list[tuple[BasePlugin, int, int]]:
             if in_charset and _high_entropy(plugin, value) and _kept(value, line, plugin):
                 found.append((plugin, env.start("value"), env.end("value")))
     return found
+
+
+def _segments(line: str) -> list[tuple[int, str]]:
+    """The pieces of a line holding two or more assignments (``A=…; B=…``): each
+    assignment (its name, ``=`` and its value: a quoted string, else up to white space)
+    and the text between them, without the separators; a line with fewer is itself."""
+    starts = [m.start() for m in _ASSIGNMENT.finditer(line)] if "=" in line else []
+    if not starts:
+        return [(0, line)]
+    out: list[tuple[int, str]] = []
+
+    def piece(at: int, end: int) -> None:
+        text = line[at:end].rstrip(_SEPARATORS)
+        if text.strip():
+            out.append((at, text))
+
+    piece(0, starts[0])
+    for at, end in zip(starts, [*starts[1:], len(line)], strict=True):
+        m = _ASSIGNED.match(line, at, end)
+        cut = m.end() if m is not None else end
+        piece(at, cut)
+        piece(cut, end)
+    return out
+
+
+def _scan(line: str) -> list[tuple[int, list[tuple[BasePlugin, int, int]]]]:
+    """Each detector family's hits in one line, by rank (specific, keyword, entropy),
+    spans in the line. Joined assignments are read piece by piece (:func:`_segments`);
+    the line whole is still read for quoted strings that a split would cut."""
+    pieces = _segments(line)
+    if len(pieces) == 1:
+        return [(0, _specific(line)), (1, _keyword(line)), (2, _entropy(line))]
+    out = [(0, _specific(line)), (2, _entropy(line))]
+    keywords = _ANY_KEYWORD.search(line) is not None
+    for at, piece in pieces:
+        if keywords:
+            words = [(p, s, e) for p, s, e in _keyword(piece) if _credential_like(piece[s:e])]
+            out.append((1, [(p, at + s, at + e) for p, s, e in words]))
+        if "=" in piece:  # the quoted strings were read in the whole line
+            env = _entropy(piece, quoted=False)
+            out.append((2, [(p, at + s, at + e) for p, s, e in env]))
+    return out
+
+
+def _credential_like(value: str) -> bool:
+    """Whether a keyword value cut out of a joined line reads as a credential, not code: a
+    call, an index or a tuple (``None)``, ``tuple[str``, ``date(2022``), or a dotted name
+    (``settings.db_password``) is code the cut split."""
+    value = value.strip().strip("'\"`")
+    return bool(value) and _CODE_VALUE.search(value) is None and not _DOTTED.match(value)
+
+
+def _key_start(line: str, start: int) -> int:
+    """Where a private key's marker begins: the dashes before ``BEGIN …``, if any."""
+    while start > 0 and line[start - 1] == "-":
+        start -= 1
+    return start
 
 
 def _lines(text: str) -> list[tuple[int, str]]:
@@ -284,12 +362,13 @@ def find_secrets(text: str) -> list[Finding]:
     (an entropy hit on a token a specific detector named) is left out."""
     raw: list[tuple[int, int, int, str]] = []  # (start, -end, rank, kind)
     for offset, line in _lines(text):
-        for rank, hits in enumerate((_specific(line), _keyword(line), _entropy(line))):
+        for rank, hits in _scan(line):
             for plugin, start, end in hits:
-                start, end = offset + start, offset + end
-                if plugin is _SPECIFIC_PRIVATE:
-                    start = text.rfind("\n", 0, start) + 1
-                    end = _pem_block_end(text, end)
+                if plugin is _SPECIFIC_PRIVATE:  # the key block only, not its line's text
+                    start = offset + _key_start(line, start)
+                    end = _pem_block_end(text, offset + end)
+                else:
+                    start, end = offset + start, offset + end
                 raw.append((start, -end, rank, kind_of(plugin)))
     findings: list[Finding] = []
     for start, neg_end, _rank, kind in sorted(raw):
@@ -349,6 +428,25 @@ class Redacted:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+
+def mask(text: str) -> str:
+    """``text`` as it is shown: each secret replaced by its placeholder (:func:`redact`)."""
+    return redact(text).text if text else text
+
+
+def mask_json(value: Any) -> Any:
+    """A JSON value (a tool call's input, an event's payload) with every string in it
+    masked, keys kept; a value holding no secret comes back as the same object."""
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, list):
+        items = [mask_json(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        pairs = {k: mask_json(v) for k, v in value.items()}
+        return value if all(pairs[k] is v for k, v in value.items()) else pairs
+    return value
 
 
 def redact(text: str) -> Redacted:

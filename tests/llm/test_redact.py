@@ -38,3 +38,66 @@ def test_placeholders_read_as_english() -> None:
 def test_look_alikes_are_kept(text: str) -> None:
     assert redact(text).text == text
     assert redact(text).total == 0
+
+
+PEM_BODY = "MIIEowIBAAKCAQEAv8Zp2Jx1q3Jm0q0u9s4nGf1QeXbHk3n0dJ5Lw3q"
+PEM_LINES = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
+PEM_FLAT = f"-----BEGIN RSA PRIVATE KEY----- {PEM_BODY} -----END RSA PRIVATE KEY-----"
+
+
+# (text, what it must read after redaction, the secrets that must be gone)
+JOINED = [
+    (
+        "DB_PASSWORD=s3cr3tV4lue; API_KEY=abc123xyz789q",
+        "DB_PASSWORD=[redacted: secret]; API_KEY=[redacted: secret]",
+        ("s3cr3tV4lue", "abc123xyz789q"),
+    ),
+    (
+        "DB_PASSWORD=s3cr3tV4lue;API_KEY=abc123xyz789q",
+        "DB_PASSWORD=[redacted: secret];API_KEY=[redacted: secret]",
+        ("s3cr3tV4lue", "abc123xyz789q"),
+    ),
+    (
+        "AUTH_TOKEN=9f8e7d6c5b4a39281706aa; SESSION_KEY=q8Zr2LmX0vT7bN4kP1sW9yD3",
+        "AUTH_TOKEN=[redacted: random token]; SESSION_KEY=[redacted: random token]",
+        ("9f8e7d6c5b4a39281706aa", "q8Zr2LmX0vT7bN4kP1sW9yD3"),
+    ),
+    (
+        "export AUTH_TOKEN=9f8e7d6c5b4a39281706aa && SESSION_KEY=q8Zr2LmX0vT7bN4kP1sW9yD3 ./run",
+        "export AUTH_TOKEN=[redacted: random token] && SESSION_KEY=[redacted: random token] ./run",
+        ("9f8e7d6c5b4a39281706aa", "q8Zr2LmX0vT7bN4kP1sW9yD3"),
+    ),
+    (
+        "cd app && DB_PASSWORD=s3cr3tV4lue API_KEY=abc123xyz789q make deploy",
+        "cd app && DB_PASSWORD=[redacted: secret] API_KEY=[redacted: secret] make deploy",
+        ("s3cr3tV4lue", "abc123xyz789q"),
+    ),
+    (
+        f"here is the key: {PEM_LINES} and that was all",
+        "here is the key: [redacted: private key] and that was all",
+        (PEM_BODY,),
+    ),
+    (
+        f"one line: {PEM_FLAT} then DB_PASSWORD=s3cr3tV4lue",
+        "one line: [redacted: private key] then DB_PASSWORD=[redacted: secret]",
+        (PEM_BODY, "s3cr3tV4lue"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "gone"), JOINED, ids=range(len(JOINED)))
+def test_joined_assignments_and_mid_line_keys(
+    text: str, expected: str, gone: tuple[str, ...]
+) -> None:
+    done = redact(text)
+    assert done.text == expected  # the text around each secret is kept
+    for secret in gone:
+        assert secret not in done.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["DEBUG=true; PORT=8080; NODE_ENV=production", "a=1; b=2 and the secret: keep it simple"],
+)
+def test_joined_look_alikes_are_kept(text: str) -> None:
+    assert redact(text).text == text

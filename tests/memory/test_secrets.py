@@ -91,3 +91,30 @@ def test_does_not_flag(text: str) -> None:
 def test_several_findings_in_order() -> None:
     text = "AKIAIOSFODNN7EXAMPLE and ghp_abcdefghijklmnopqrstuvwxyz0123456789"
     assert [f.kind for f in find_secrets(text)] == ["aws_access_key", "github_token"]
+
+
+def test_an_item_is_shown_with_its_secrets_masked() -> None:
+    """The validator keeps secrets out of memory; what is shown masks any that got in
+    (an item of an older version, an import) — content and quotes alike."""
+    from datetime import UTC, datetime
+
+    from memoir.memory.present import item_json
+    from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow
+
+    item = MemoryItemRow(
+        id="m1",
+        session_id="s",
+        project="p",
+        scope="project",
+        kind="fact",
+        content="The deploy key is AKIAQYLPMN5HHHFPZAM2.",
+        normalized="the deploy key",
+        keys=("deploy",),
+        operation_id="op",
+        created_at=datetime(2025, 1, 1, tzinfo=UTC),
+        sources=(MemorySourceRow("s", 3, "use AKIAQYLPMN5HHHFPZAM2 for deploys"),),
+    )
+    data = item_json(item, lambda _sid, _n: "s:1")
+    assert data["content"] == "The deploy key is [redacted: AWS access key]."
+    assert data["sources"][0]["quote"] == "use [redacted: AWS access key] for deploys"
+    assert item.content == "The deploy key is AKIAQYLPMN5HHHFPZAM2."  # the row is unchanged

@@ -33,12 +33,14 @@ def _json_items(memoir: Any, items: list[MemoryItemRow]) -> list[dict[str, Any]]
 
 
 def _table(items: list[MemoryItemRow], title: str) -> Table:
+    from memoir.secrets import mask  # shown masked, as the JSON is (memory.present)
+
     table = Table(title=title)
     for name in ("id", "kind", "scope", "memory", "keys", "session"):
         table.add_column(name, overflow="fold")
     for i in items:
         table.add_row(
-            i.id[:8], i.kind, i.scope, escape(i.content), ", ".join(i.keys), i.session_id[:12]
+            i.id[:8], i.kind, i.scope, escape(mask(i.content)), ", ".join(i.keys), i.session_id[:12]
         )
     return table
 
@@ -149,12 +151,16 @@ def show(
 ) -> None:
     """One item with each quote it came from, the exchange that holds it, and its history
     (what it superseded, what superseded it)."""
+    from memoir.secrets import mask  # shown masked, as the item's JSON is
+
     with open_memoir(existing=True) as memoir:
         item = _item(memoir, item_id)
         (data,) = _json_items(memoir, [item])
         chain = memoir.memory_history(item.id)
         data["history"] = [
-            {"id": c.id, "content": c.content, **_validity(c)} for c in chain if c.id != item.id
+            {"id": c.id, "content": mask(c.content), **_validity(c)}
+            for c in chain
+            if c.id != item.id
         ]
     if as_json:
         print_json(data)
@@ -325,14 +331,16 @@ def forget(
         gone = memoir.forget_memories(
             item=item_id, session=session, project=project, matching=matching
         )
+    from memoir.secrets import mask  # shown masked, as every item is
+
     if as_json:
-        print_json({"forgotten": [{"id": i.id, "content": i.content} for i in gone]})
+        print_json({"forgotten": [{"id": i.id, "content": mask(i.content)} for i in gone]})
         return
     if not gone:
         console.print("Nothing to forget.")
         return
     for i in gone:
-        console.print(f"Forgot {i.id[:8]}: {escape(i.content)}")
+        console.print(f"Forgot {i.id[:8]}: {escape(mask(i.content))}")
 
 
 def _switch(enabled: bool, session: str | None, project: str | None) -> None:

@@ -90,6 +90,12 @@ def search_command(
         None, "--mode", help="text, vector or hybrid (default: hybrid when embeddings exist)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of hits."),
+    reveal: bool = typer.Option(
+        False,
+        "--reveal",
+        help="Show secrets (API keys, passwords, private keys) in snippets as stored; by "
+        "default each is shown as a placeholder such as [redacted: AWS access key].",
+    ),
 ) -> None:
     """Search past exchanges by words and (with the embeddings extra) by meaning."""
     require_query(query)
@@ -108,6 +114,10 @@ def search_command(
         if project is not None:
             filters = replace(filters, project=_known_project(memoir.store, project))
         hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)
+        if not reveal and hits:  # shown masked; the store keeps the text as it was
+            from memoir.search.masking import mask_hits  # detect-secrets loads on use
+
+            hits = mask_hits(hits, memoir.store.exchanges.many([h.exchange_id for h in hits]))
         if as_json:
             print_json([hit.to_json() for hit in hits])
             return

@@ -3,6 +3,7 @@ exchange from `memoir search` (``SESSION:N``) with the exchanges around it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -30,6 +31,12 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the session and its events."),
     full: bool = typer.Option(False, "--full", help="Do not shorten tool input/output."),
     meta: bool = typer.Option(False, "--meta", help="Also show meta and thinking events."),
+    reveal: bool = typer.Option(
+        False,
+        "--reveal",
+        help="Show secrets (API keys, passwords, private keys) as stored; by default each "
+        "is shown as a placeholder such as [redacted: AWS access key].",
+    ),
 ) -> None:
     """Print a stored conversation, or one exchange of it in context, as a transcript."""
     with open_memoir(existing=True) as memoir:
@@ -43,6 +50,10 @@ def show(
             first, last = window[0].first_ordinal, window[-1].last_ordinal
             events = memoir.store.events.of(sid, after=first - 1, upto=last)
         body = _summary_body(memoir, sid)
+        if not reveal and body:  # shown masked; the store keeps the text as it was
+            body = _mask(body)
+        if not reveal and as_json:  # the text view masks what it shows of each event
+            events = _masked(events)
         cited = memoir.store.memory_items.cited(sid)  # evidence of memory items, by event
         if as_json:
             data: dict[str, Any] = {
@@ -79,7 +90,7 @@ def show(
                 pending = _flush(pending)
                 _rule(f"exchange {escape(hit.id)}")
             if meta or event.kind not in hidden:
-                _event_text(event, full, pending, cited.get(event.ordinal, []))
+                _event_text(event, full, reveal, pending, cited.get(event.ordinal, []))
             if hit is not None and event.ordinal == hit.last_ordinal and event is not events[-1]:
                 pending = _flush(pending)
                 _rule("")
@@ -105,6 +116,67 @@ def _resolve(store: Any, target: str) -> tuple[str, str | None]:
             raise NotFound(f"no exchange {target!r}: session {sid} has no exchange :{tail}")
         return sid, exchange
     return resolve_session(store.sessions, target), None
+
+
+def _mask(text: str) -> str:
+    from memoir.secrets import mask  # detect-secrets loads on use
+
+    return mask(text)
+
+
+def _masked(events: list[Event]) -> list[Event]:
+    """The events with each secret in their text and payload replaced by its placeholder."""
+    from memoir.secrets import mask, mask_json
+
+    out: list[Event] = []
+    for e in events:
+        text, payload = mask(e.text), mask_json(e.payload)
+        changed = text is not e.text or payload is not e.payload
+        out.append(replace(e, text=text, payload=payload) if changed else e)
+    return out
+
+
+_HEAD, _TAIL = 200, 100  # what a shortened tool event shows of its start and its end
+_MARGIN = 500  # read around each shown part: a secret's line or quote reaching into it
+_PLACEHOLDER = "[redacted: "
+
+
+def _shortened(text: str, reveal: bool) -> str:
+    """A long tool input or output as shown: its start and its end (where errors are).
+    Masked, only the parts shown are scanned (with a margin, so that a secret the cut
+    splits is still found whole): a 3 MB tool dump costs two small scans, not one of 3 MB.
+    A private key block may be longer than any margin: text holding one is scanned whole."""
+    if len(text) <= _HEAD + _TAIL:
+        return text if reveal else _mask(text)
+    if reveal:
+        return f"{text[:_HEAD]} … {text[-_TAIL:]}"
+    if "PRIVATE KEY" in text or "PuTTY-User-Key" in text:
+        whole = _mask(text)
+        if len(whole) <= _HEAD + _TAIL:
+            return whole
+        head, tail = whole[: _HEAD + _MARGIN], whole[-(_TAIL + _MARGIN) :]
+    else:
+        head, tail = _mask(text[: _HEAD + _MARGIN]), _mask(text[-(_TAIL + _MARGIN) :])
+    return f"{_upto(head, _HEAD)} … {_from(tail, _TAIL)}"
+
+
+def _upto(text: str, n: int) -> str:
+    """The first ``n`` characters, or through the placeholder the cut would split."""
+    at = text.rfind(_PLACEHOLDER, 0, n + len(_PLACEHOLDER) - 1)
+    if 0 <= at < n:
+        close = text.find("]", at)
+        if close >= n:
+            return text[: close + 1]
+    return text[:n]
+
+
+def _from(text: str, n: int) -> str:
+    """The last ``n`` characters, or from the placeholder the cut would split."""
+    cut = max(0, len(text) - n)
+    at = text.rfind(_PLACEHOLDER, 0, cut + len(_PLACEHOLDER) - 1)
+    if 0 <= at < cut and text.find("]", at) >= cut:
+        return text[at:]
+    return text[cut:]
 
 
 def _summary_body(memoir: Any, session_id: str) -> str | None:
@@ -141,17 +213,19 @@ _STYLE = {
 }
 
 
-def _event_text(e: Event, full: bool, out: Text, memories: list[str]) -> None:
-    """Append one event — its label line, its text, a blank line — to ``out``; an event
-    that is evidence for memory items says so (``memoir memories show ID``)."""
+def _event_text(e: Event, full: bool, reveal: bool, out: Text, memories: list[str]) -> None:
+    """Append one event — its label line, its text (its secrets masked unless ``reveal``),
+    a blank line — to ``out``; an event that is evidence for memory items says so
+    (``memoir memories show ID``)."""
     label, style = _STYLE[e.kind]
     if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
         label = f"{label} {e.tool_name}"
     elif speaker := speaker_of(e):
         label = f"{label} · {speaker}"
-    text = e.text
     if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
-        text = text if len(text) <= 300 else f"{text[:200]} … {text[-100:]}"  # errors end it
+        text = _shortened(e.text, reveal)  # errors end it
+    else:
+        text = e.text if reveal else _mask(e.text)
     when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
     out.append(printable(label), style=style)
     out.append(f" #{e.ordinal} {when}", style="dim")

@@ -26,6 +26,7 @@ __all__ = ["search", "summary"]
 
 def search(home: Home, args: Args) -> dict[str, Any]:
     from memoir.search.dates import parse_when
+    from memoir.search.masking import mask_hits
     from memoir.store.query_text import words_of
     from memoir.store.values import SearchFilters
 
@@ -47,7 +48,10 @@ def search(home: Home, args: Args) -> dict[str, Any]:
         include_subagents=args.flag("include_subagents", default=False),
     )
     chosen = cast("SearchMode | None", mode)
-    hits = home.memoir().search(query, filters=filters, mode=chosen, limit=limit or 10)
+    memoir = home.memoir()
+    hits = memoir.search(query, filters=filters, mode=chosen, limit=limit or 10)
+    if hits:  # always masked: the result goes to a model (no reveal here)
+        hits = mask_hits(hits, memoir.store.exchanges.many([h.exchange_id for h in hits]))
     found = [_hit(h.to_json()) for h in hits]
     note = None
     if not found:
@@ -79,6 +83,7 @@ def _hit(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary(home: Home, args: Args) -> dict[str, Any]:
+    from memoir.secrets import mask
     from memoir.summaries.persist import read_summary_state
 
     ref = args.text("session", required=True, max_chars=300)
@@ -111,12 +116,13 @@ def summary(home: Home, args: Args) -> dict[str, Any]:
         "coverage": coverage,
     }
     if state.has_body:
+        whole = mask(state.body.strip())  # masked before it is cut, as everything shown
         room = MAX_RESULT_CHARS - json_len(out) - 200  # escapes in the body may grow it
-        body, left_out = shorten(state.body.strip(), room)
+        body, left_out = shorten(whole, room)
         out["summary"], out["left_out"] = body, left_out
         while json_len(out) > MAX_RESULT_CHARS:  # a body full of characters JSON escapes
             room = room * 3 // 4
-            out["summary"], out["left_out"] = shorten(state.body.strip(), room)
+            out["summary"], out["left_out"] = shorten(whole, room)
     else:
         out["note"] = (
             "no summary yet: `memoir sync` summarizes conversations once they have been idle"

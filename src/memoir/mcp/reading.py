@@ -6,7 +6,9 @@ costs a page, not the transcript. Thinking and meta events are passed over (they
 count as read); tool calls and results are cut short unless asked for in full; an event
 longer than a whole page is cut to its start and end. ``next_after`` is the last event
 number the page covered while more of the range remains, so pages never overlap and never
-skip an event.
+skip an event. Every secret in the text is shown as its placeholder (``[redacted: AWS
+access key]``, :func:`memoir.secrets.mask`): a tool's result goes to a model, and there is
+no argument to reveal them (``memoir show --reveal`` is the person's way).
 """
 
 from __future__ import annotations
@@ -150,6 +152,8 @@ def event_json(event: Event, tools: str = "short") -> dict[str, Any] | None:
     """One event as a page shows it (None: left out)."""
     if event.kind in _HIDDEN or (tools == "none" and event.kind in _TOOLS):
         return None
+    from memoir.secrets import mask  # detect-secrets loads on use
+
     text = spoken_text(event)
     out: dict[str, Any] = {"n": event.ordinal, "kind": _LABEL.get(event.kind, event.kind.value)}
     natural = _NATURAL.get(event.kind)
@@ -161,13 +165,13 @@ def event_json(event: Event, tools: str = "short") -> dict[str, Any] | None:
         out["at"] = event.timestamp.isoformat(timespec="seconds")
     if event.tool_name:
         out["tool"] = event.tool_name
-    if event.kind in _TOOLS:
-        if "\x1b" in text:
-            text = TERMINAL_ESCAPE.sub("", text)
-        if tools == "short":
-            text, left_out = shorten(text, TOOL_TEXT_CHARS)
-            if left_out:
-                out["left_out"] = left_out
+    if event.kind in _TOOLS and "\x1b" in text:
+        text = TERMINAL_ESCAPE.sub("", text)
+    text = mask(text)  # before any cut: a cut never splits a secret
+    if event.kind in _TOOLS and tools == "short":
+        text, left_out = shorten(text, TOOL_TEXT_CHARS)
+        if left_out:
+            out["left_out"] = left_out
     out["text"] = text
     return out
 

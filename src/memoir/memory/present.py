@@ -1,7 +1,10 @@
 """How a memory item is shown (CLI, HTTP, MCP).
 
 Pure. An item's JSON names each quote's exchange (``SESSION:N``, the id search hits and
-``memoir show`` use), so a reader can go from a memory to the words it came from.
+``memoir show`` use), so a reader can go from a memory to the words it came from. Its
+content and quotes are shown masked (:func:`memoir.secrets.mask`): the validator keeps
+secrets out of memory, and this is the backstop for what is shown (an export, which is
+data, not presentation, is never masked).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from memoir.secrets import mask
 from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
 
 __all__ = ["exchange_finder", "item_json", "receipt_json"]
@@ -19,7 +23,7 @@ def item_json(item: MemoryItemRow, exchange_of: Callable[[str, int], str | None]
     """``exchange_of(session_id, ordinal)`` names the exchange holding an event."""
     return {
         "id": item.id,
-        "content": item.content,
+        "content": mask(item.content),
         "kind": item.kind,
         "scope": item.scope,
         "keys": list(item.keys),
@@ -38,7 +42,7 @@ def item_json(item: MemoryItemRow, exchange_of: Callable[[str, int], str | None]
                 "session_id": s.session_id,
                 "ordinal": s.ordinal,
                 "exchange_id": exchange_of(s.session_id, s.ordinal),
-                "quote": s.quote,
+                "quote": mask(s.quote),
             }
             for s in item.sources
         ],

@@ -1,4 +1,9 @@
-"""Memoir's values as JSON, and the opaque cursors lists page with."""
+"""Memoir's values as JSON, and the opaque cursors lists page with.
+
+Transcript text (an event's text and payload, an exchange's prompt and reply) is masked
+unless ``reveal``: each secret shown as its placeholder (:func:`memoir.secrets.mask`). A
+route scopes every read to the caller's own sessions, so ``reveal=true`` shows the caller
+their own secrets; the stored text is never changed."""
 
 from __future__ import annotations
 
@@ -9,11 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from memoir.model import Event, Exchange, Session
+from memoir.secrets import mask, mask_json
 from memoir.server.errors import ApiError
 from memoir.store.values import SessionInfo
 from memoir.summaries.state import Coverage
 
 __all__ = [
+    "REVEAL",
     "coverage_json",
     "decode_cursor",
     "encode_cursor",
@@ -22,6 +29,11 @@ __all__ = [
     "session_info_json",
     "session_json",
 ]
+
+REVEAL = (
+    "Show secrets (API keys, passwords, private keys) as stored; by default each is a "
+    "placeholder such as [redacted: AWS access key]. Your own sessions only, as always."
+)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -66,26 +78,26 @@ def coverage_json(coverage: Coverage | None, unit: str, current: int) -> dict[st
     }
 
 
-def event_json(e: Event) -> dict[str, Any]:
+def event_json(e: Event, *, reveal: bool = False) -> dict[str, Any]:
     return {
         "ordinal": e.ordinal,
         "kind": str(e.kind),
         "author": str(e.author),
-        "text": e.text,
+        "text": e.text if reveal else mask(e.text),
         "timestamp": _iso(e.timestamp),
         "tool_name": e.tool_name,
         "call_id": e.call_id,
-        "payload": e.payload,
+        "payload": e.payload if reveal else mask_json(e.payload),
     }
 
 
-def exchange_json(x: Exchange) -> dict[str, Any]:
+def exchange_json(x: Exchange, *, reveal: bool = False) -> dict[str, Any]:
     return {
         "id": x.id,
         "first_ordinal": x.first_ordinal,
         "last_ordinal": x.last_ordinal,
-        "user_text": x.user_text,
-        "assistant_text": x.assistant_text,
+        "user_text": x.user_text if reveal else mask(x.user_text),
+        "assistant_text": x.assistant_text if reveal else mask(x.assistant_text),
         "tool_names": list(x.tool_names),
         "started_at": _iso(x.started_at),
         "ended_at": _iso(x.ended_at),

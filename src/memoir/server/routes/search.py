@@ -10,7 +10,9 @@ from fastapi import APIRouter, Depends, Query
 from memoir.app import Memoir
 from memoir.model import Harness
 from memoir.search import SearchFilters, parse_when
+from memoir.search.masking import mask_hits
 from memoir.server.auth import current_user, memoir_of
+from memoir.server.present import REVEAL
 
 __all__ = ["router"]
 
@@ -28,6 +30,7 @@ def search(
     after: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime."),
     before: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime (inclusive)."),
     limit: int = Query(10, ge=1, le=100),
+    reveal: bool = Query(False, description=REVEAL),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
@@ -43,4 +46,6 @@ def search(
         user=user,
     )
     hits = memoir.search(q, filters=filters, mode=mode, limit=limit)
+    if not reveal and hits:  # masked as shown; the store keeps the text as it was
+        hits = mask_hits(hits, memoir.store.exchanges.many([h.exchange_id for h in hits]))
     return {"data": {"hits": [h.to_json() for h in hits]}}

@@ -14,6 +14,7 @@ from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.errors import ApiError
 from memoir.server.present import (
+    REVEAL,
     decode_cursor,
     encode_cursor,
     event_json,
@@ -185,6 +186,7 @@ def read_events(
     session_id: str,
     after: int = Query(0, ge=0, description="Events with an ordinal past this one."),
     limit: int = Query(200, ge=1, le=1000),
+    reveal: bool = Query(False, description=REVEAL),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
@@ -194,7 +196,7 @@ def read_events(
     page = events[:limit]
     more = bool(page) and memoir.store.events.last_ordinal(session_id) > page[-1].ordinal
     return {
-        "data": {"events": [event_json(e) for e in page]},
+        "data": {"events": [event_json(e, reveal=reveal) for e in page]},
         "next_cursor": str(page[-1].ordinal) if more else None,
     }
 
@@ -204,6 +206,7 @@ def read_exchanges(
     session_id: str,
     after: int = Query(0, ge=0, description="Exchanges opening past this ordinal."),
     limit: int = Query(100, ge=1, le=1000),
+    reveal: bool = Query(False, description=REVEAL),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
@@ -211,6 +214,6 @@ def read_exchanges(
     rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > after]
     page = rest[:limit]
     return {
-        "data": {"exchanges": [exchange_json(x) for x in page]},
+        "data": {"exchanges": [exchange_json(x, reveal=reveal) for x in page]},
         "next_cursor": str(page[-1].first_ordinal) if len(rest) > limit else None,
     }

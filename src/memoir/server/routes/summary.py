@@ -6,12 +6,13 @@ from __future__ import annotations
 import glob
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
 from memoir.app import Memoir
 from memoir.model import Harness, Session
+from memoir.secrets import mask
 from memoir.server.auth import current_user, memoir_of
-from memoir.server.present import coverage_json
+from memoir.server.present import REVEAL, coverage_json
 
 __all__ = ["router"]
 
@@ -20,7 +21,10 @@ router = APIRouter(prefix="/api/sessions", tags=["summaries"])
 
 @router.get("/{session_id}/summary")
 def get_summary(
-    session_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
+    session_id: str,
+    reveal: bool = Query(False, description=REVEAL),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The stored summary (read from the database even when job admission is down) and
     the session's latest regeneration job, if any."""
@@ -34,13 +38,19 @@ def get_summary(
     unit, current = _measure(memoir, session) if coverage is not None else ("events", 0)
     return {
         "data": {
-            "summary": state.body.strip() if state.has_body else None,
+            "summary": _shown(state.body.strip(), reveal) if state.has_body else None,
             "updated_at": updated.isoformat() if updated is not None else None,
             "model": state.model,
             "coverage": coverage_json(coverage, unit, current),
             "job": job.to_json() if job is not None else None,
         }
     }
+
+
+def _shown(body: str, reveal: bool) -> str:
+    """The summary as shown: its secrets masked unless ``reveal`` (the summarizer saw the
+    transcript redacted, so this is a backstop for a summary written some other way)."""
+    return body if reveal else mask(body)
 
 
 def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:
