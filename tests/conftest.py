@@ -141,18 +141,28 @@ def pg_database() -> Iterator[str]:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A migrated, empty store on each backend (PostgreSQL: a fresh schema per test)."""
-    if request.param == "sqlite":
+    with fresh_store(request.param, tmp_path / "store.db") as made:
+        yield made
+
+
+@contextlib.contextmanager
+def fresh_store(backend: str, sqlite_path: Path) -> Iterator[Store]:
+    """A migrated, empty store of ``backend``: SQLite at ``sqlite_path``, or PostgreSQL in
+    a fresh schema of the test cluster. Closed afterwards."""
+    if backend == "sqlite":
         from memoir.store.sqlite_store import SQLiteStore
 
-        sqlite_store = SQLiteStore(tmp_path / "store.db")
-        yield sqlite_store
-        sqlite_store.close()
+        made: Store = SQLiteStore(sqlite_path)
+        try:
+            yield made
+        finally:
+            made.close()
         return
     from memoir.store.postgres_store import PostgresStore
 
     with fresh_pg_schema() as url:
-        pg_store = PostgresStore(url)
+        made = PostgresStore(url)
         try:
-            yield pg_store
+            yield made
         finally:
-            pg_store.close()
+            made.close()

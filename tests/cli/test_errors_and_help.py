@@ -11,20 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from memoir.cli.app import main
+from cli_run import run_cli
 from memoir.cli.failures import error_code, plain_reason, wants_json
 from memoir.cli.help_text import COMMAND_ORDER, ordered, short_help
 from memoir.errors import ConfigError, NotFound, ReadOnly, UsageError
-
-
-def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as done:
-        code = int(done.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +115,7 @@ BAD_VALUES = [
 def test_a_bad_value_is_one_plain_line_naming_the_flag(
     on_demo: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
 ) -> None:
-    code, out, err = _main(argv, capsys)
+    code, out, err = run_cli(argv, capsys)
     assert code == 2 and out == ""
     assert err.startswith("error: ") and says in err
     assert err.count("\n") == 1  # one line
@@ -137,7 +127,7 @@ def test_a_bad_value_is_one_plain_line_naming_the_flag(
 def test_under_json_an_error_is_json_on_stderr_with_the_same_status(
     on_demo: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
 ) -> None:
-    code, out, err = _main([*argv, "--json"], capsys)
+    code, out, err = run_cli([*argv, "--json"], capsys)
     assert (code, out) == (2, "")
     document = json.loads(err)
     assert document["error"]["code"] in ("usage", "config")
@@ -155,13 +145,13 @@ def test_under_json_an_error_is_json_on_stderr_with_the_same_status(
 def test_json_errors_keep_each_status(
     on_demo: Path, capsys: pytest.CaptureFixture[str], argv: list[str], code: str, status: int
 ) -> None:
-    got, out, err = _main(argv, capsys)
+    got, out, err = run_cli(argv, capsys)
     assert (got, out) == (status, "")
     assert json.loads(err)["error"]["code"] == code
 
 
 def test_without_json_errors_stay_text(on_demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _main(["show", "no-such-session"], capsys)
+    code, _, err = run_cli(["show", "no-such-session"], capsys)
     assert code == 1 and err.startswith("error: no session") and "{" not in err
 
 
@@ -183,7 +173,7 @@ def test_without_json_errors_stay_text(on_demo: Path, capsys: pytest.CaptureFixt
 def test_dates_as_people_type_them(
     on_demo: Path, capsys: pytest.CaptureFixture[str], dates: list[str], found: int
 ) -> None:
-    code, out, err = _main(["search", "coupon", "--mode", "text", *dates, "--json"], capsys)
+    code, out, err = run_cli(["search", "coupon", "--mode", "text", *dates, "--json"], capsys)
     assert code == 0, err
     hits = json.loads(out)
     assert len(hits) == found
@@ -191,11 +181,11 @@ def test_dates_as_people_type_them(
 
 
 def test_memories_as_of_takes_words(on_demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _main(
+    code, out, err = run_cli(
         ["memories", "search", "coupon", "--as-of", "yesterday", "--json"], capsys
     )
     assert code == 0, err and json.loads(out)["query"] == "coupon"
-    code, _, err = _main(["memories", "search", "coupon", "--as-of", "soonish"], capsys)
+    code, _, err = run_cli(["memories", "search", "coupon", "--as-of", "soonish"], capsys)
     assert code == 2 and "--as-of: 'soonish' is not a date" in err
 
 
@@ -207,18 +197,18 @@ def test_meaning_search_without_the_extra_says_what_is_stored(
     from memoir.search import e5, minilm
 
     monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
-    assert _main(["embed"], capsys)[0] == 0
+    assert run_cli(["embed"], capsys)[0] == 0
     monkeypatch.setenv("MEMOIR_EMBEDDER", "auto")
     monkeypatch.setattr(minilm, "minilm_available", lambda: False)
     monkeypatch.setattr(e5, "e5_available", lambda: False)
-    code, _, err = _main(["search", "coupon", "--mode", "vector"], capsys)
+    code, _, err = run_cli(["search", "coupon", "--mode", "vector"], capsys)
     assert code == 2
     assert "this home holds vectors (hash" in err and "memoir-engine[embeddings]" in err
     assert "--mode text" in err and err.count("\n") == 1
 
 
 def test_help_lists_commands_in_the_order_a_user_works(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _main(["--help"], capsys)
+    code, out, _ = run_cli(["--help"], capsys)
     assert code == 0
     rows = [line.strip("│ ").split(" ", 1)[0] for line in out.splitlines() if line.startswith("│ ")]
     listed = [r for r in rows if r in COMMAND_ORDER]
@@ -280,7 +270,7 @@ def test_no_help_shows_bool_or_breaks_a_description_mid_sentence(
     commands = _every_command()
     assert len(commands) > 30
     for path in commands:
-        code, out, _ = _main([*path, "--help"], capsys)
+        code, out, _ = run_cli([*path, "--help"], capsys)
         assert code == 0, path
         assert "<bool>" not in out, path
         assert "{query}" not in out and "{session}" not in out, path  # arguments upper-case
@@ -294,7 +284,7 @@ def test_no_help_shows_bool_or_breaks_a_description_mid_sentence(
 
 
 def test_hook_help_describes_install_uninstall_status(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _main(["hook", "--help"], capsys)
+    code, out, _ = run_cli(["hook", "--help"], capsys)
     head = out.split("Options")[0]
     assert code == 0 and all(word in head for word in ("install", "uninstall", "status"))
 
@@ -302,7 +292,7 @@ def test_hook_help_describes_install_uninstall_status(capsys: pytest.CaptureFixt
 def test_bench_embedder_help_lists_every_choice(capsys: pytest.CaptureFixture[str]) -> None:
     from memoir.search.embedder import EMBEDDER_CHOICES
 
-    code, out, _ = _main(["bench", "locomo", "--help"], capsys)
+    code, out, _ = run_cli(["bench", "locomo", "--help"], capsys)
     flat = " ".join(out.replace("│", " ").split())
     assert code == 0 and all(choice in flat for choice in EMBEDDER_CHOICES)
 
@@ -317,12 +307,12 @@ def test_config_names_the_variables_users_set(
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))
     monkeypatch.setenv("MEMOIR_LLM_TIMEOUT_S", "33")
-    code, out, _ = _main(["config"], capsys)
+    code, out, _ = run_cli(["config"], capsys)
     assert code == 0
     row = next(line for line in out.splitlines() if "MEMOIR_LLM_TIMEOUT_S" in line)
     assert "33" in row and "env" in row
     assert "llm_timeout_s" not in out.split("MEMOIR_LLM_TIMEOUT_S")[0]
-    code, out, _ = _main(["config", "--json"], capsys)
+    code, out, _ = run_cli(["config", "--json"], capsys)
     data = json.loads(out)
     assert data["llm_timeout_s"] == {
         "env": "MEMOIR_LLM_TIMEOUT_S",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.cli.app import main
+from cli_run import run_cli
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter, tool_use_block
 from memoir.store import open_store
@@ -43,14 +43,9 @@ def _transcript(folder: Path) -> Path:
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    return out.out
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, err
+    return out
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from memoir.cli.app import dash_query, main
+from cli_run import run_cli
+from memoir.cli.app import dash_query
 
 KNOWN = {"--project", "-p", "--limit", "-n", "--json", "--help", "--debug"}
 VALUED = {"--project", "-p", "--limit", "-n"}
@@ -34,16 +35,6 @@ def test_a_dash_word_that_is_no_option_is_the_query(argv: list[str], expected: l
     assert dash_query(argv, KNOWN, VALUED) == expected
 
 
-def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as done:
-        code = int(done.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_search_dash_word_through_the_entry_point(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -51,23 +42,23 @@ def test_search_dash_word_through_the_entry_point(
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))
     monkeypatch.setenv("MEMOIR_SOURCES", ":".join(str(p) for p in corpus_sources()))
-    assert _main(["sync", "--no-summaries", "--json"], capsys)[0] == 0
-    code, out, err = _main(["search", "-prisma", "--json"], capsys)
+    assert run_cli(["sync", "--no-summaries", "--json"], capsys)[0] == 0
+    code, out, err = run_cli(["search", "-prisma", "--json"], capsys)
     assert code == 0, err  # before: `-p risma` and "Missing argument 'QUERY'" (exit 2)
     assert json.loads(out) == []  # an exclusion alone matches nothing
-    code, out, _ = _main(["search", "coupon", "-prisma", "--json"], capsys)
+    code, out, _ = run_cli(["search", "coupon", "-prisma", "--json"], capsys)
     assert code == 0 and json.loads(out)  # the word found, the exclusion applied
 
 
 def test_compact_reads_as_sync_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
-    code, _, err = _main(["compact", str(deep), "--window", "8000"], capsys)
+    code, _, err = run_cli(["compact", str(deep), "--window", "8000"], capsys)
     assert code == 1 and "line 1: depth limit exceeded" in err
     assert "RecursionError" not in err
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n{garbage\n")
-    code, _, err = _main(["compact", str(broken), "--window", "8000"], capsys)
+    code, _, err = run_cli(["compact", str(broken), "--window", "8000"], capsys)
     assert code == 1 and "(line 2:" in err
 
 
@@ -106,12 +97,12 @@ def test_project_flag_takes_the_folder_and_its_last_part(
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))
     monkeypatch.setenv("MEMOIR_SOURCES", ":".join(str(p) for p in corpus_sources()))
-    assert _main(["sync", "--no-summaries", "--json"], capsys)[0] == 0
+    assert run_cli(["sync", "--no-summaries", "--json"], capsys)[0] == 0
     results = []
     for ref in ("-home-ann-code-webshop", "/home/ann/code/webshop", "webshop"):
-        code, out, err = _main(["search", "coupon", "--project", ref, "--json"], capsys)
+        code, out, err = run_cli(["search", "coupon", "--project", ref, "--json"], capsys)
         assert code == 0, err
         results.append([h["exchange_id"] for h in json.loads(out)])
     assert results[0] and results[0] == results[1] == results[2]
-    code, _, err = _main(["search", "coupon", "--project", "nowhere"], capsys)
+    code, _, err = run_cli(["search", "coupon", "--project", "nowhere"], capsys)
     assert code == 1 and "no project 'nowhere'" in err

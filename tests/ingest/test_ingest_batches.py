@@ -45,22 +45,10 @@ def sync(settings: Settings, store: Store, **options: Any) -> SyncReport:
 @pytest.fixture
 def twin(store: Store, tmp_path: Path) -> Iterator[Store]:
     """A second empty store on the same backend as ``store``: the one-batch baseline."""
-    if store.backend == "sqlite":
-        from memoir.store.sqlite_store import SQLiteStore
+    from conftest import fresh_store
 
-        other = SQLiteStore(tmp_path / "baseline.db")
+    with fresh_store(store.backend, tmp_path / "baseline.db") as other:
         yield other
-        other.close()
-        return
-    from conftest import fresh_pg_schema
-    from memoir.store.postgres_store import PostgresStore
-
-    with fresh_pg_schema() as url:
-        pg = PostgresStore(url)
-        try:
-            yield pg
-        finally:
-            pg.close()
 
 
 def _claude() -> bytes:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.cli.app import main
+from cli_run import run_cli
 from memoir.demo.builders import ClaudeWriter, tool_use_block
 
 from .test_redaction_wire import SECRETS
@@ -44,14 +44,9 @@ def _transcript(folder: Path) -> Path:
 
 
 def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    assert code == 0, out.out + out.err
-    return out.out
+    code, out, err = run_cli(args, capsys)
+    assert code == 0, out + err
+    return out
 
 
 def test_summarize_sends_no_secret_of_a_synced_transcript(
