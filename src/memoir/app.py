@@ -554,19 +554,20 @@ class Memoir:
         conversations that need it, fresh ones first, at most ``limit`` (default
         ``MEMOIR_SUMMARY_LIMIT``) model-backed summaries. ``progress`` is told which
         conversation is being summarized, and how many of how many, before each one."""
-        from memoir.summaries.model_source import ModelSource
+        from memoir.summaries.model_source import closing_source
         from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
         limit = self.settings.summary_limit if limit is None else limit
         whole_number("limit", limit, 0)
-        return run_summary_pass(
-            self.store,
-            self.summary_store(),
-            PassSettings.from_settings(self.settings),
-            ModelSource(self.model, self.fallback_model),
-            limit=limit,
-            progress=progress,
-        )
+        with closing_source(self.model, self.fallback_model) as models:
+            return run_summary_pass(
+                self.store,
+                self.summary_store(),
+                PassSettings.from_settings(self.settings),
+                models,
+                limit=limit,
+                progress=progress,
+            )
 
     def summarize(
         self,
@@ -579,19 +580,20 @@ class Memoir:
         """Summarize one stored session now with the episodic summarizer (``memoir
         summarize``): full, incremental (merged into its summary), or auto; saved, and
         held by the session's summary claim (``Busy`` while another process has it)."""
-        from memoir.summaries.model_source import ModelSource
+        from memoir.summaries.model_source import closing_source
         from memoir.summaries.session import EpisodeSettings, summarize_session
 
-        return summarize_session(
-            self.store,
-            self.summary_store(),
-            session_id,
-            models=ModelSource(self.model, self.fallback_model),
-            episodes=EpisodeSettings.from_settings(self.settings),
-            mode=mode,
-            use_cache=use_cache,
-            progress=progress,
-        )
+        with closing_source(self.model, self.fallback_model) as models:
+            return summarize_session(
+                self.store,
+                self.summary_store(),
+                session_id,
+                models=models,
+                episodes=EpisodeSettings.from_settings(self.settings),
+                mode=mode,
+                use_cache=use_cache,
+                progress=progress,
+            )
 
     def verify(self, *, repair: bool = False) -> VerifyReport:
         """Check the index against the archive (``memoir.ingest.verify``)."""
@@ -805,7 +807,7 @@ class Memoir:
         from memoir.errors import SummaryError
         from memoir.store.claims import summary_claim
         from memoir.summaries.fenced import FencedSummaryStore, events_digest
-        from memoir.summaries.model_source import ModelSource
+        from memoir.summaries.model_source import closing_source
         from memoir.summaries.session import EpisodeSettings, summarize_session
 
         read = self.store.events.of(job.session_id)
@@ -820,21 +822,22 @@ class Memoir:
                     "summarized; regenerate again"
                 )
 
-        summarize_session(
-            self.store,
-            FencedSummaryStore(
-                self.summary_store(),
-                check,
-                lambda: self.store.claims.hold(*summary_claim(job.session_id)),
-            ),
-            job.session_id,
-            models=ModelSource(self.model, self.fallback_model),
-            episodes=EpisodeSettings.from_settings(self.settings),
-            mode="full",
-            progress=progress,
-            job_id=job.id,
-            claim=False,
-        )
+        with closing_source(self.model, self.fallback_model) as models:
+            summarize_session(
+                self.store,
+                FencedSummaryStore(
+                    self.summary_store(),
+                    check,
+                    lambda: self.store.claims.hold(*summary_claim(job.session_id)),
+                ),
+                job.session_id,
+                models=models,
+                episodes=EpisodeSettings.from_settings(self.settings),
+                mode="full",
+                progress=progress,
+                job_id=job.id,
+                claim=False,
+            )
 
     def run_worker(self, stop: threading.Event, *, worker_id: str | None = None) -> None:
         """Run a job worker until ``stop`` is set (``memoir worker``, ``memoir serve

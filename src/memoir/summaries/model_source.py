@@ -9,12 +9,13 @@ memoir.fallback_model)``); a caller that has its models at hand uses :meth:`Mode
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from memoir.llm.port import Model
 
-__all__ = ["ModelSource"]
+__all__ = ["ModelSource", "closing_source"]
 
 
 def _no_fallback() -> Model | None:
@@ -32,3 +33,31 @@ class ModelSource:
     def of(cls, model: Model, fallback: Model | None = None) -> ModelSource:
         """Models already built (tests, a caller that resolved them itself)."""
         return cls(lambda: model, lambda: fallback)
+
+
+@contextmanager
+def closing_source(
+    model: Callable[[], Model], fallback: Callable[[], Model | None] = _no_fallback
+) -> Iterator[ModelSource]:
+    """A :class:`ModelSource` over these factories whose models, those it built, are
+    closed when the block ends (a remote model holds an HTTP client's connections)."""
+    built: list[Model] = []
+
+    def kept(factory: Callable[[], Model | None]) -> Model | None:
+        made = factory()
+        if made is not None:
+            built.append(made)
+        return made
+
+    def first() -> Model:
+        made = model()
+        built.append(made)
+        return made
+
+    try:
+        yield ModelSource(first, lambda: kept(fallback))
+    finally:
+        for made in built:
+            close = getattr(made, "close", None)
+            if callable(close):
+                close()
