@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tracemalloc
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,3 +82,44 @@ def test_oversized_unterminated_tail_is_not_terminated() -> None:
 def test_limit_stops_reading() -> None:
     got = list(LineReader(io.BytesIO(b"a\nb\nc\n"), limit=4))
     assert [g.data for g in got] == [b"a", b"b"]
+
+
+any_line = st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"x"))
+
+
+@settings(max_examples=300)
+@given(st.lists(any_line, max_size=20), any_line, st.integers(1, 25))
+def test_reader_cuts_every_line_and_oversized_one_at_any_chunk_size(
+    lines: list[bytes], tail: bytes, chunk: int
+) -> None:
+    """Lines over the limit and lines that span chunks, at any chunk size: each line
+    comes out once, with its offset and size, its bytes unless it is over the limit."""
+    data = b"".join(line + b"\n" for line in lines) + tail
+    got = list(LineReader(io.BytesIO(data), max_line=10, chunk=chunk))
+    want, pos = [], 0
+    for number, line in enumerate(lines, start=1):
+        big = len(line) > 10
+        want.append((pos, number, b"" if big else line, len(line), True, big))
+        pos += len(line) + 1
+    if tail:
+        big = len(tail) > 10
+        want.append((pos, len(lines) + 1, b"" if big else tail, len(tail), False, big))
+    assert [(g.offset, g.number, g.data, g.size, g.terminated, g.oversized) for g in got] == want
+
+
+def test_reader_holds_one_chunk_between_lines() -> None:
+    """Between two lines the iterator holds the chunk it is cutting them from, not a list
+    of its lines as well (sync keeps one iterator open across batches)."""
+    chunk = 256 * 1024
+    data = b"".join(b"%06d " % i + b"x" * 500 + b"\n" for i in range(2000))
+    lines = iter(LineReader(io.BytesIO(data), chunk=chunk))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        first = next(lines)
+        held = tracemalloc.get_traced_memory()[0] - before - len(first.data)
+    finally:
+        tracemalloc.stop()
+    assert first.number == 1
+    assert held < chunk * 1.25
+    assert sum(1 for _ in lines) == 1999

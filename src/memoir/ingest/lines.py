@@ -6,9 +6,15 @@ newline come out once, at the end, as an unterminated line the caller may accept
 complete JSON object) or leave for the next sync. A line longer than ``max_line`` bytes is
 never held in memory: it is reported as oversized with its size and skipped.
 
-:func:`split_complete_lines` is the pure core (tested with hypothesis);
-:class:`LineReader` streams a file in chunks on top of it and hands every chunk read to an
-optional sink (the archive copy) so the file is read exactly once.
+:func:`split_complete_lines` splits bytes held whole (a file's head, for detection);
+:class:`LineReader` streams a file in chunks of :data:`CHUNK_BYTES`, cutting each line out
+of its chunk only when it is asked for, and hands every chunk read to an optional sink (the
+archive copy) so the file is read exactly once. Between two lines it holds one chunk (and
+the pieces of a line that began in an earlier one): sync reads a transcript in batches off
+one iterator, so that is what a long file's sync holds on top of a short file's
+(``docs/benchmarks.md``, peak memory of one sync: splitting a 4 MiB chunk into a list of
+lines up front held the chunk three times over between batches, and left the allocator's
+heap fragmented with freed 4 MiB blocks).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import BinaryIO
 __all__ = ["MAX_LINE_BYTES", "LineReader", "RawLine", "split_complete_lines"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # longer lines are skipped as "oversized" (still archived)
-CHUNK_BYTES = 4 * 1024 * 1024
+CHUNK_BYTES = 1024 * 1024  # bytes read at a time (what a line iterator holds)
 
 
 @dataclass(slots=True)  # not frozen: built once per line, frozen init costs ~2x
@@ -93,40 +99,57 @@ class LineReader:
         return data
 
     def __iter__(self) -> Iterator[RawLine]:
+        """Lines are cut from one chunk at a time as they are asked for: between two lines
+        the iterator holds the chunk being read and, of a line begun in an earlier chunk,
+        its pieces so far (never more than ``max_line`` bytes) — not a list of the chunk's
+        lines, nor a second copy of it (sync reads a file in batches off one iterator, and
+        what it holds between them is what its memory does not give back)."""
         self._fp.seek(self._offset)
-        pos = self._offset  # file position of the first byte of ``carry``
+        pos = self._offset  # file position of the next line's first byte
         number = self._line
-        carry = b""
+        parts: list[bytes] = []  # pieces of a line begun in earlier chunks
+        held = 0  # their total size
         skipping = 0  # > 0 while discarding an oversized line: bytes discarded so far
+        max_line = self._max_line
         while True:
-            chunk = self._read(pos + len(carry) + skipping)
+            chunk = self._read(pos + held + skipping)
             if not chunk:
                 break
-            if skipping:
-                nl = chunk.find(b"\n")
-                if nl < 0:
-                    skipping += len(chunk)
-                    continue
+            start = 0
+            nl = chunk.find(b"\n")
+            if nl >= 0 and (skipping or parts):  # the line begun before ends here
+                size = skipping + held + nl
                 number += 1
-                size = skipping + nl
-                yield RawLine(pos, number, b"", size, True, True)
-                pos += size + 1
-                skipping = 0
-                chunk = chunk[nl + 1 :]
-            data = carry + chunk if carry else chunk
-            lines, used = split_complete_lines(data, pos)
-            for off, piece in lines:
-                number += 1
-                if len(piece) > self._max_line:
-                    yield RawLine(off, number, b"", len(piece), True, True)
+                if skipping or size > max_line:
+                    yield RawLine(pos, number, b"", size, True, True)
                 else:
-                    yield RawLine(off, number, piece, len(piece))
-            pos += used
-            carry = data[used:]
-            if len(carry) > self._max_line:
-                skipping = len(carry)
-                carry = b""
+                    parts.append(chunk[:nl])
+                    yield RawLine(pos, number, b"".join(parts), size)
+                pos += size + 1
+                parts, held, skipping = [], 0, 0
+                start = nl + 1
+                nl = chunk.find(b"\n", start)
+            while nl >= 0:
+                number += 1
+                size = nl - start
+                if size > max_line:
+                    yield RawLine(pos, number, b"", size, True, True)
+                else:
+                    yield RawLine(pos, number, chunk[start:nl], size)
+                pos += size + 1
+                start = nl + 1
+                nl = chunk.find(b"\n", start)
+            rest = len(chunk) - start
+            if skipping:
+                skipping += rest
+            elif rest and held + rest > max_line:
+                skipping, parts, held = held + rest, [], 0
+            elif rest:
+                parts.append(chunk[start:] if start else chunk)
+                held += rest
+            chunk = b""  # not held while the next one is read
         if skipping:
             yield RawLine(pos, number + 1, b"", skipping, False, True)
-        elif carry:
-            yield RawLine(pos, number + 1, carry, len(carry), False, False)
+        elif parts:
+            tail = b"".join(parts)
+            yield RawLine(pos, number + 1, tail, held, False, False)
