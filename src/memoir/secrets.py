@@ -41,6 +41,7 @@ Thread-safe: the plugin instances are never mutated.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +81,8 @@ from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+from memoir.regex_gates import Gate, admitted_lines, fold, gate_of, match_starts, prefixes_of
 
 __all__ = [
     "BASE64_LIMIT",
@@ -198,68 +201,87 @@ def _group_span(match: re.Match[str]) -> tuple[int, int]:
     return best
 
 
-def _prefilters() -> tuple[re.Pattern[str], ...]:
-    """The specific detectors' regexes as a few alternations, one per flag set: a line
-    none of them searches to cannot match any detector, so most lines cost a few searches
-    instead of ~50. A regex with a back-reference is left out of the alternation (its group
-    numbers would move) and :func:`_specific` always runs it."""
-    by_flags: dict[int, list[str]] = {}
-    for plugin in _SPECIFIC:
-        for regex in plugin.denylist:
-            if re.search(r"\\[1-9]|\(\?P=", regex.pattern) is None:
-                by_flags.setdefault(regex.flags, []).append(f"(?:{regex.pattern})")
-    return tuple(re.compile("|".join(parts), flags) for flags, parts in by_flags.items())
-
-
-_PREFILTERS = _prefilters()
-_UNFILTERED = tuple(
-    (plugin, regex)
-    for plugin in _SPECIFIC
-    for regex in plugin.denylist
-    if re.search(r"\\[1-9]|\(\?P=", regex.pattern) is not None
+# each specific detector's regex with its literal gate (memoir.regex_gates): a line with
+# none of a gate's strings cannot match that regex, so a text's lines are looked up by
+# substring search (a fast scan of the whole text) and each regex runs only on the lines
+# its gate admits — instead of ~50 regex searches on every line (an alternation of them
+# all was slower still: it loses each regex's own fast scan)
+_GATED: tuple[tuple[RegexBasedDetector, re.Pattern[str], Gate | None], ...] = tuple(
+    (plugin, regex, gate_of(regex)) for plugin in _SPECIFIC for regex in plugin.denylist
 )
+_Gated = tuple[RegexBasedDetector, re.Pattern[str], "Gate | None"]
 
 
-def _specific(line: str) -> list[tuple[BasePlugin, int, int]]:
+def _specific(line: str, gated: Sequence[_Gated]) -> list[tuple[BasePlugin, int, int]]:
+    """The hits in ``line`` of the specific detectors' regexes ``gated`` (those its gates
+    admit)."""
     found: list[tuple[BasePlugin, int, int]] = []
-    if not any(p.search(line) for p in _PREFILTERS):
-        for plugin, regex in _UNFILTERED:
-            for m in regex.finditer(line):
+    for plugin, regex, _gate in gated:
+        for m in regex.finditer(line):
+            # a JWT's groups are its parts: the whole token is the secret
+            # (its regex's last part is lazy: the signature is taken on here)
+            if plugin is _SPECIFIC_JWT:
+                start, end = m.start(), _JWT_TAIL.match(line, m.end()).end()  # type: ignore[union-attr]
+            else:
                 start, end = _group_span(m)
-                if plugin is _SPECIFIC_PRIVATE or _kept(line[start:end], line, plugin):
-                    found.append((plugin, start, end))
-        return found
-    for plugin in _SPECIFIC:
-        for regex in plugin.denylist:
-            for m in regex.finditer(line):
-                # a JWT's groups are its parts: the whole token is the secret
-                # (its regex's last part is lazy: the signature is taken on here)
-                if plugin is _SPECIFIC_JWT:
-                    start, end = m.start(), _JWT_TAIL.match(line, m.end()).end()  # type: ignore[union-attr]
-                else:
-                    start, end = _group_span(m)
-                if plugin is _SPECIFIC_PRIVATE or _kept(line[start:end], line, plugin):
-                    found.append((plugin, start, end))
+            if plugin is _SPECIFIC_PRIVATE or _kept(line[start:end], line, plugin):
+                found.append((plugin, start, end))
     return found
 
 
 # every keyword pattern holds one of these words (case-insensitive): a line with none of
-# them cannot match, so one search skips the dozen patterns and the indirect-reference
-# check (the redaction's main cost, docs/benchmarks.md)
+# them cannot match, so the gate and one search skip the dozen patterns and the
+# indirect-reference check (the redaction's main cost, docs/benchmarks.md)
 _ANY_KEYWORD = re.compile("|".join(DENYLIST), re.IGNORECASE)
+_KEYWORD_GATE = gate_of(_ANY_KEYWORD)
 
 
-def _keyword(line: str) -> list[tuple[BasePlugin, int, int]]:
+# most keyword patterns begin with a denylist word: such a pattern is tried only where one
+# of its first words begins (the same matches as finditer, without a scan of its big
+# case-insensitive alternation at every position of a long line)
+_KEYWORD_STARTS = tuple((regex, group, prefixes_of(regex)) for regex, group in _KEYWORD_PATTERNS)
+
+
+def _keyword(
+    line: str, possible: bool = True, *, gates: bool = True
+) -> list[tuple[BasePlugin, int, int]]:
+    """Keyword hits in ``line`` (none when not ``possible``: its gate said so); without
+    ``gates`` each pattern scans the whole line (the reference)."""
+    if not possible:
+        return []
+    folded = fold(line)
+    if gates and _KEYWORD_GATE is not None and not _KEYWORD_GATE.admits(line, folded):
+        return []
     if _ANY_KEYWORD.search(line) is None or heuristic.is_indirect_reference(line):
         return []
     found: list[tuple[BasePlugin, int, int]] = []
-    for regex, group in _KEYWORD_PATTERNS:
-        for m in regex.finditer(line):
+    for regex, group, prefixes in _KEYWORD_STARTS:
+        matches = (
+            regex.finditer(line)
+            if not gates or prefixes is None or len(folded) != len(line)
+            else _matches_from(regex, line, match_starts(line, folded, *prefixes))
+        )
+        for m in matches:
             start, end = m.span(group)
             value = line[start:end].strip()
             if value and not any(ch.isspace() for ch in value) and _kept(value, line, _KEYWORD):
                 found.append((_KEYWORD, start, end))
     return found
+
+
+def _matches_from(regex: re.Pattern[str], line: str, starts: list[int]) -> list[re.Match[str]]:
+    """What ``regex.finditer(line)`` yields when every match begins at one of ``starts``
+    (ascending): the leftmost match at or after the end of the previous one."""
+    out: list[re.Match[str]] = []
+    end = 0
+    for at in starts:
+        if at < end:
+            continue
+        m = regex.match(line, at)
+        if m is not None:
+            out.append(m)
+            end = max(m.end(), at + 1)
+    return out
 
 
 def _high_entropy(plugin: HighEntropyStringsPlugin, value: str) -> bool:
@@ -270,7 +292,8 @@ def _entropy(line: str, *, quoted: bool = True) -> list[tuple[BasePlugin, int, i
     """High-entropy quoted strings (unless not ``quoted``) and the value of an ``.env``
     assignment that is the whole line."""
     found: list[tuple[BasePlugin, int, int]] = []
-    env = _ENV_LINE.match(line)
+    env = _ENV_LINE.match(line) if "=" in line else None
+    quoted = quoted and ("'" in line or '"' in line)  # the plugins' regexes need a quote
     for plugin in _ENTROPY:
         for m in plugin.regex.finditer(line) if quoted else ():  # (quote)(value)(quote)
             value = m.group(2)
@@ -308,18 +331,29 @@ def _segments(line: str) -> list[tuple[int, str]]:
     return out
 
 
-def _scan(line: str) -> list[tuple[int, list[tuple[BasePlugin, int, int]]]]:
+def _scan(
+    line: str, gated: Sequence[_Gated], keywords: bool, *, gates: bool = True
+) -> list[tuple[int, list[tuple[BasePlugin, int, int]]]]:
     """Each detector family's hits in one line, by rank (specific, keyword, entropy),
-    spans in the line. Joined assignments are read piece by piece (:func:`_segments`);
-    the line whole is still read for quoted strings that a split would cut."""
+    spans in the line; ``gated``: the specific regexes to run on it, ``keywords``: whether
+    the keyword gate admits it. Joined assignments are read piece by piece
+    (:func:`_segments`); the line whole is still read for quoted strings a split would cut."""
     pieces = _segments(line)
     if len(pieces) == 1:
-        return [(0, _specific(line)), (1, _keyword(line)), (2, _entropy(line))]
-    out = [(0, _specific(line)), (2, _entropy(line))]
-    keywords = _ANY_KEYWORD.search(line) is not None
+        return [
+            (0, _specific(line, gated)),
+            (1, _keyword(line, keywords, gates=gates)),
+            (2, _entropy(line)),
+        ]
+    out = [(0, _specific(line, gated)), (2, _entropy(line))]
+    keywords = keywords and _ANY_KEYWORD.search(line) is not None
     for at, piece in pieces:
         if keywords:
-            words = [(p, s, e) for p, s, e in _keyword(piece) if _credential_like(piece[s:e])]
+            words = [
+                (p, s, e)
+                for p, s, e in _keyword(piece, gates=gates)
+                if _credential_like(piece[s:e])
+            ]
             out.append((1, [(p, at + s, at + e) for p, s, e in words]))
         if "=" in piece:  # the quoted strings were read in the whole line
             env = _entropy(piece, quoted=False)
@@ -360,9 +394,31 @@ def _pem_block_end(text: str, start: int) -> int:
 def find_secrets(text: str) -> list[Finding]:
     """Every secret in ``text``, in order of position; a finding inside another one's span
     (an entropy hit on a token a specific detector named) is left out."""
+    return _find(text, gates=True)
+
+
+def _find(text: str, *, gates: bool) -> list[Finding]:
+    """:func:`find_secrets`; without ``gates`` every regex runs on every line (the
+    reference the gated scan is tested against)."""
+    lines = _lines(text)
+    every: list[_Gated] = [(plugin, regex, None) for plugin, regex, _ in _GATED]
+    per_line: list[list[_Gated]] = [every] * len(lines)
+    keyworded: set[int] | None = None  # None: every line
+    folded = fold(text) if gates else text
+    if gates and len(folded) == len(text):  # fold keeps lengths (tested); else ungated
+        starts = [offset for offset, _ in lines]
+        ungated = [g for g in _GATED if g[2] is None]
+        per_line = [list(ungated) for _ in lines]
+        for entry in _GATED:
+            if entry[2] is not None:
+                for n in admitted_lines(entry[2], text, folded, starts):
+                    per_line[n].append(entry)
+        if _KEYWORD_GATE is not None:
+            keyworded = admitted_lines(_KEYWORD_GATE, text, folded, starts)
     raw: list[tuple[int, int, int, str]] = []  # (start, -end, rank, kind)
-    for offset, line in _lines(text):
-        for rank, hits in _scan(line):
+    for n, (offset, line) in enumerate(lines):
+        keywords = keyworded is None or n in keyworded
+        for rank, hits in _scan(line, per_line[n], keywords, gates=gates):
             for plugin, start, end in hits:
                 if plugin is _SPECIFIC_PRIVATE:  # the key block only, not its line's text
                     start = offset + _key_start(line, start)
