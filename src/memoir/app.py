@@ -339,7 +339,13 @@ class Memoir:
         configured model's tokenizer): with ``query``, in recall order; else constraints,
         preferences, decisions, facts, plans (each: most often said, then newest)."""
         from memoir.llm.tokens import counter_for, encoding_for_model
-        from memoir.memory.recall import KIND_ORDER, context_block, recall, standing_order
+        from memoir.memory.recall import (
+            KIND_ORDER,
+            MAX_CONTEXT_POOL,
+            context_block,
+            recall,
+            standing_order,
+        )
 
         whole_number("budget_tokens", budget_tokens, 0)
         where = self._item_filter(None, project, (), None, False, user)
@@ -350,17 +356,18 @@ class Memoir:
             ordered = [h.item for h in hits]
         else:
             # the budget holds a few dozen lines: the first few hundred candidates are plenty
-            pool = max(200, budget_tokens // 4)
+            pool = min(MAX_CONTEXT_POOL, max(200, budget_tokens // 4))
             found = self.store.memory_items.select(where, limit=pool, standing=KIND_ORDER)
             ordered = standing_order(found)
         counter = counter_for(encoding_for_model(self.model().name))
         return context_block(ordered, budget_tokens, counter)
 
-    def memory_history(self, item_id: str) -> list[MemoryItemRow]:
-        """The item with what it superseded and what superseded it, oldest first."""
+    def memory_history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
+        """The item (its id or a unique prefix; ``user``: only theirs) with what it
+        superseded and what superseded it, oldest first."""
         from memoir.errors import NotFound
 
-        found = self.store.memory_items.get(item_id)
+        found = self.store.memory_items.get(item_id, owner=user)
         if found is None:
             raise NotFound(f"no memory item {item_id!r}")
         return self.store.memory_items.chain(found.id)
@@ -382,8 +389,12 @@ class Memoir:
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "memoir memories forget")
+        if sum(x is not None for x in (item, session, project, matching)) != 1:
+            raise ConfigError("name exactly one of: an item, a session, a project, a query")
         if session is not None:
             session = resolve_session(self.store.sessions, session)
+        if project is not None:
+            project = self.memory_project(project)
         return forget(
             self.store.memory_items,
             self.store.memory,
@@ -407,6 +418,23 @@ class Memoir:
 
         ensure_writable(self.store, "memoir memories import")
         return import_lines(self.store.memory_items, lines, user)
+
+    def memory_project(self, ref: str) -> str:
+        """The project ``ref`` names, as ``--project`` takes it: its name, its folder or
+        the folder's last part (:func:`memoir.search.session_ref.resolve_project`), or the
+        exact project name of a memory item (one imported from another home).
+        ``NotFound`` when it names none."""
+        from memoir.errors import NotFound
+        from memoir.ingest.detect import project_name
+        from memoir.search.session_ref import resolve_project
+        from memoir.store.parts.memory_items import ItemFilter
+
+        try:
+            return resolve_project(self.store.sessions, ref, safe=project_name)
+        except NotFound:
+            if self.store.memory_items.ids(ItemFilter(project=ref, history=True), limit=1):
+                return ref
+            raise
 
     def _item_filter(
         self,
@@ -494,7 +522,8 @@ class Memoir:
         if (session is None) == (project is None):
             raise ConfigError("give exactly one of session or project")
         if project is not None:
-            self.store.memory_items.switch_project(project, disabled=not enabled)
+            name = self.memory_project(project)
+            self.store.memory_items.switch_project(name, disabled=not enabled)
             return
         assert session is not None
         sid = resolve_session(self.store.sessions, session)

@@ -80,7 +80,7 @@ def test_list_show_search_export_and_forget(cli: CliRunner, tmp_path: Path) -> N
     assert cli.invoke(app, ["memories", "export", "--out", str(target)]).exit_code == 0
     rows = [json.loads(line) for line in target.read_text().splitlines()]
     assert sorted(r["id"] for r in rows) == sorted(i["id"] for i in listed)
-    gone = cli.invoke(app, ["memories", "forget", only[0]["id"]])
+    gone = cli.invoke(app, ["memories", "forget", only[0]["id"], "--yes"])
     assert gone.exit_code == 0 and "Forgot" in gone.output
     assert len(_json(cli, "memories", "list", "--json")["items"]) == 2
     missing = cli.invoke(app, ["memories", "show", only[0]["id"]])

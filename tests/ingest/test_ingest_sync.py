@@ -177,7 +177,7 @@ def test_binary_file_is_ignored_counted_and_skipped_cheaply(
 ) -> None:
     _put(src, "p", "core.jsonl", b"\x7fELF\x00\x00\x01\x02" * 100)
     report = sync(cfg, store)
-    assert (report.files_ignored, report.lines_skipped, report.files_indexed) == (1, 1, 0)
+    assert (report.files_ignored, report.lines_skipped, report.files_indexed) == (1, 0, 0)
     assert not cfg.archive_dir.exists() or not any(cfg.archive_dir.rglob("*.jsonl"))
     assert sync(cfg, store).files_ignored == 1
     assert store.stats()["sessions"] == 0

@@ -81,10 +81,27 @@ def test_index_behind_archive_reads_the_archive_when_the_source_is_gone(
     assert [e.text for e in memoir.store.events.of(UUID_A)] == ["kept", "only in the archive"]
 
 
-def test_binary_file_is_an_unreadable_file(memoir: Memoir, src: Path) -> None:
-    (src / "p" / "blob.json").write_bytes(b"\x00\x01\x02" * 50)
-    memoir.sync()
-    assert _kinds(memoir) == ["unreadable_file"]
+@pytest.mark.parametrize(
+    ("name", "data", "detail"),
+    [
+        ("blob.json", b"\x00\x01\x02" * 50, "binary"),
+        ("core.jsonl", b"\x7fELF\x00\x00\x01\x02" * 100, "binary"),
+        ("notes.jsonl", b"just some notes, in no transcript format\n" * 3, "unknown_format"),
+        ("data.json", b'{"weather": "sunny", "wind": 3}', "unknown_format"),
+    ],
+)
+def test_a_stray_file_that_is_no_transcript_is_a_warning_not_damage(
+    memoir: Memoir, src: Path, name: str, data: bytes, detail: str
+) -> None:
+    (src / "p" / name).write_bytes(data)
+    report = memoir.sync()
+    assert report.files_ignored == 1 and report.lines_skipped == 0  # a file, not a line
+    verified = memoir.verify()
+    assert verified.ok and verified.problems == []  # `memoir verify` exits 0
+    assert [(w.kind, w.where) for w in verified.warnings] == [
+        ("ignored_file", str(src / "p" / name))
+    ]
+    assert verified.warnings[0].detail.startswith(detail)
 
 
 def test_facade_sync_takes_the_lock(memoir: Memoir) -> None:

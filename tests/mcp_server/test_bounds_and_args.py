@@ -53,6 +53,12 @@ ARG_CASES = [
     ({"limit": 3.5}, "limit must be a whole number, not float 3.5"),
     ({"limit": True}, "limit must be a whole number, not bool True"),
     ({"limit": [1]}, "limit must be a whole number, not list [1]"),
+    ({"limit": "²"}, "limit must be a whole number, not str '²'"),
+    ({"limit": "1²"}, "limit must be a whole number, not str '1²'"),
+    ({"limit": "①"}, "limit must be a whole number, not str '①'"),
+    ({"limit": "٣"}, "limit must be a whole number, not str '٣'"),
+    ({"limit": "--3"}, "limit must be a whole number, not str '--3'"),
+    ({"limit": "-3"}, "limit must be from 1 to 50; got -3"),
     ({"query": 7}, "query must be a string, not int 7"),
     ({"query": "   "}, "t needs 'query' (a non-empty string)"),
     ({"query": "a" * 2_001}, "query is 2,001 characters long; t takes at most 2,000"),
@@ -93,6 +99,7 @@ def test_good_arguments_read_as_typed_values() -> None:
     assert args.flag("flag", default=False) is True
     assert args.words("keys") == ["a"]
     assert args.integer("missing", default=3, low=1, high=5) == 3
+    assert Args("t", {"n": " 12 "}, ["n"]).integer("n", default=None, low=0, high=99) == 12
 
 
 def test_every_tool_schema_names_the_arguments_its_handler_reads() -> None:

@@ -86,6 +86,8 @@ def test_unknown_route_method_and_bad_query(api: Api) -> None:
 
 def test_unexpected_error_is_500_with_the_shape(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     sid = api.make_session()
+    body = {"messages": [{"role": "user", "content": "hello"}]}  # a page to read
+    assert api.client.post(f"/api/sessions/{sid}/events", json=body, headers=api.alice).is_success
 
     def boom(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internals")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.errors import ConcurrentWrite, NotFound
+from memoir.errors import ConcurrentWrite, MemoirError, NotFound
 from memoir.store import Store
 from memoir.store import sqlite_store as sqlite_store_module
 from memoir.store.memory_rows import (
@@ -124,7 +124,8 @@ def test_items_forget_cited_and_prefix_lookup(store: Store) -> None:
     store.memory.settle(Settlement(_receipt("op1", items=2), items=items))
     assert store.memory_items.cited("s1") == {1: ["abcdef01"], 3: ["abcdff02"]}
     assert store.memory_items.get("abcde").id == "abcdef01"  # type: ignore[union-attr]
-    assert store.memory_items.get("abcd") is None  # two match: ambiguous
+    with pytest.raises(MemoirError, match="matches 2 items"):  # two match: ambiguous
+        store.memory_items.get("abcd")
     assert store.memory_items.count() == 2 and store.stats()["memory_items"] == 2
     store.memory_items.forget("abcdef01")
     assert [i.id for i in store.memory_items.find()] == ["abcdff02"]

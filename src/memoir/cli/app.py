@@ -111,6 +111,7 @@ err_console = _console(stderr=True)
 @dataclass
 class _State:
     debug: bool = False
+    command: tuple[str, ...] = ()  # the (sub)command :func:`main` runs: ("memories", "search")
 
 
 state = _State()
@@ -160,22 +161,33 @@ def _stand_in(match: re.Match[str]) -> str:
     return "␡" if code == 0x7F else "�"
 
 
-def require_query(query: str) -> None:
+def require_query(query: str, *, operators: bool | None = None) -> None:
     """A search or recall query with no word in it (``memoir search ""``) is a bad
-    argument (exit 2), not a search that finds nothing."""
+    argument (exit 2), not a search that finds nothing. ``operators``: whether the command
+    reads phrases in quotes and ``-word`` exclusions (``memoir search`` does, memory recall
+    does not); by default, whether the running command is ``memoir search``, so the hint
+    names only what the command can take."""
     from memoir.store.query_text import words_of
 
-    if not words_of(query):
-        raise UsageError(
-            f"QUERY {query!r} has no words to search for: give a word, a phrase in quotes, "
-            "or -word to exclude one"
-        )
+    if words_of(query):
+        return
+    if operators is None:
+        operators = state.command[:1] != ("memories",)
+    hint = "a word, a phrase in quotes, or -word to exclude one" if operators else "a word"
+    raise UsageError(f"QUERY {query!r} has no words to search for: give {hint}")
+
+
+_JSON_PIECE = 8_192  # characters per write, well under a pipe's buffer
 
 
 def print_json(value: Any) -> None:
     """Print a JSON document on stdout (dates as ISO strings)."""
+    text = json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n"
     try:
-        sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")
+        # in pieces: an unbuffered stdout (PYTHONUNBUFFERED) drops the rest of one big
+        # write the pipe took only part of, and the reader's leaving would go unnoticed
+        for start in range(0, len(text), _JSON_PIECE):
+            sys.stdout.write(text[start : start + _JSON_PIECE])
         sys.stdout.flush()
     except BrokenPipeError:
         console.on_broken_pipe()  # the reader went away: quietly, with SIGPIPE's status
@@ -233,14 +245,30 @@ def _discover(argv: list[str] | None = None) -> None:
     tidy_help(app)
 
 
-def _dash_queries(args: list[str]) -> list[str]:
-    """:func:`dash_query` for ``memoir search`` and ``memoir memories search``."""
+# the commands whose words are a query: a word starting with "-" there may be an exclusion
+_QUERY_COMMANDS = (("search",), ("memories", "search"))
+
+
+def _command_path(args: list[str]) -> tuple[list[str], Any]:
+    """The (sub)command names ``args`` start with, as deep as they name subcommands, and
+    that command."""
     command: Any = typer.main.get_command(app)
-    path = args[:2] if args[:2] == ["memories", "search"] else args[:1]
-    for name in path:
-        command = command.commands.get(name) if hasattr(command, "commands") else None
-        if command is None:
-            return args
+    path: list[str] = []
+    for name in args:
+        sub = command.commands.get(name) if hasattr(command, "commands") else None
+        if sub is None:
+            break
+        command, path = sub, [*path, name]
+    return path, command
+
+
+def _dash_queries(args: list[str]) -> list[str]:
+    """:func:`dash_query` for ``memoir search`` and ``memoir memories search``; the
+    arguments of any other command are left to the parser, which takes a value starting
+    with ``-`` after an option that needs one (``memories list --project -home-ann-code``)."""
+    path, command = _command_path(args)
+    if tuple(path) not in _QUERY_COMMANDS:
+        return args
     known = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
     valued = {
         o
@@ -275,11 +303,13 @@ def dash_query(
             if name in valued and "=" not in arg and i + 1 < len(rest):
                 options.append(rest[i + 1])
                 i += 1
-        elif arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
+        elif (arg.startswith("-") and not arg.startswith("--") and len(arg) > 2) or (
+            arg.startswith("--") and any(c.isspace() for c in name)
+        ):  # -prisma, or "--flag foo" in one argument: no option has a space in its name
             words.append(arg)
             dashed = True
         elif arg.startswith("-"):
-            options.append(arg)  # an unknown option: the parser says so
+            options.append(arg)  # an unknown option (a typo of one?): the parser says so
         else:
             words.append(arg)
         i += 1
@@ -298,9 +328,10 @@ def main(argv: list[str] | None = None) -> None:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
         _quiet_typer_consoles()
         args = list(given)
+        state.command = tuple(_command_path(args)[0])
         if args[:1] in (["search"], ["memories"]):
             argv = _dash_queries(args)
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=argv, prog_name="memoir", standalone_mode=False)
         if rc == 130:  # typer's answer to Ctrl-C inside a command
             raise KeyboardInterrupt
         if isinstance(rc, int) and rc:
@@ -324,12 +355,21 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(2) from None
         if error_code(exc) == "usage":
             command = getattr(getattr(exc, "ctx", None), "command_path", None) or "memoir"
-            message = usage_message(exc, given)
+            message = usage_message(exc, given) + _query_hint(exc, command)
             suffix = "" if as_json else f" (see `{command} --help`)"
             _fail("usage", message + suffix, exit_status(exc), as_json)
         if debug:
             raise
         _fail("internal", f"{name}: {exc} (run with --debug for details)", 1, as_json)
+
+
+def _query_hint(exc: Exception, command: str) -> str:
+    """How to search for a word that looks like an option (``memoir search --flag``): an
+    unknown ``--word`` is refused as a mistyped option, never searched for silently."""
+    option = getattr(exc, "option_name", None)
+    if type(exc).__name__ != "NoSuchOption" or not command.endswith(" search") or not option:
+        return ""
+    return f"; to search for {option!r}, put the query after --: `{command} -- {option}`"
 
 
 _INTERRUPTED = "interrupted: what was committed stays; run the command again"

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, require_query
-from memoir.errors import ConfigError, NotFound
+from memoir.errors import ConfigError, NotFound, UsageError
 from memoir.store.memory_rows import MemoryItemRow
 
 __all__ = ["memories", "remember"]
@@ -83,14 +83,24 @@ def remember(
         )
         raise typer.Exit(1)
     if not items:
-        reason = f" ({receipt.reason})" if receipt.reason else ""
-        console.print(f"Nothing to remember: {receipt.outcome}{escape(reason)}.")
+        console.print(_nothing_message(receipt.outcome, receipt.reason, receipt.items))
         return
     console.print(f"Remembered {len(items)} item(s):")
     for item in items:
         console.print(f"  [bold]{item['id'][:8]}[/bold] {escape(item['content'])}")
         for src in item["sources"]:
             console.print(f"      “{escape(src['quote'])}” — {src['exchange_id']}", style="dim")
+
+
+def _nothing_message(outcome: str, reason: str, saved: int) -> str:
+    """What `remember` says when it shows no item. Pure."""
+    if saved:  # a receipt replayed: the items it saved were forgotten since
+        return (
+            f"Already remembered from this turn ({saved} item(s)), and forgotten since: "
+            "nothing new to remember."
+        )
+    why = f" ({reason})" if reason else ""
+    return f"Nothing to remember: {outcome.replace('_', ' ')}{escape(why)}."
 
 
 _KIND_HELP = "fact, preference, decision, plan or constraint (repeat for several)."
@@ -110,10 +120,11 @@ def list_items(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List remembered items, newest first."""
+    _check_kind(kind)
     with open_memoir(existing=True) as memoir:
         items = memoir.store.memory_items.find(
             project=_project(memoir, project),
-            session_id=session,
+            session_id=_session(memoir, session),
             kind=kind,
             limit=limit,
             history=history,
@@ -122,25 +133,43 @@ def list_items(
             print_json({"items": _json_items(memoir, items)})
             return
     if not items:
-        console.print("No memories yet (`memoir remember SESSION`, or compact a session).")
+        filtered = any(x is not None for x in (project, session, kind))
+        console.print(
+            "No memories match these filters."
+            if filtered
+            else "No memories yet (`memoir remember SESSION`, or compact a session)."
+        )
         return
     console.print(_table(items, f"{len(items)} memories"))
 
 
 def _project(memoir: Any, project: str | None) -> str | None:
-    """``--project`` as a name, a folder or the folder's last part."""
-    if project is None:
-        return None
-    from memoir.ingest.detect import project_name
-    from memoir.search.session_ref import resolve_project
+    """``--project`` as a name, a folder or the folder's last part (NotFound if none)."""
+    return None if project is None else str(memoir.memory_project(project))
 
-    return resolve_project(memoir.store.sessions, project, safe=project_name)
+
+def _session(memoir: Any, session: str | None) -> str | None:
+    """``--session`` as an id or a unique prefix of one (NotFound if none)."""
+    if session is None:
+        return None
+    from memoir.search.session_ref import resolve_session
+
+    return resolve_session(memoir.store.sessions, session)
+
+
+def _check_kind(kind: str | None) -> None:
+    from memoir.memory.values import ItemKind
+
+    known = [k.value for k in ItemKind]
+    if kind is not None and kind not in known:
+        raise UsageError(f"--kind {kind!r} is not a kind; kinds: {', '.join(known)}")
 
 
 def _item(memoir: Any, item_id: str) -> MemoryItemRow:
     item: MemoryItemRow | None = memoir.store.memory_items.get(item_id)
     if item is None:
-        raise NotFound(f"no memory item {item_id!r} (`memoir memories list` shows their ids)")
+        shown = item_id if len(item_id) <= 40 else item_id[:40] + "…"
+        raise NotFound(f"no memory item {shown!r} (`memoir memories list` shows their ids)")
     return item
 
 
@@ -234,7 +263,8 @@ def search(
 def _when(raw: str | None) -> datetime | None:
     from memoir.search.dates import parse_when
 
-    return None if raw is None else parse_when(raw, option="--as-of")
+    # a day, a month or a year is taken whole: what held at its end (as README says)
+    return None if raw is None else parse_when(raw, end_of_day=True, option="--as-of")
 
 
 @memories.command()
@@ -247,6 +277,8 @@ def context(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """The block of memories an agent prepends to its system prompt, within a budget."""
+    if query is not None:
+        require_query(query)
     with open_memoir(existing=True) as memoir:
         block = memoir.memory_context(
             project=_project(memoir, project), budget_tokens=budget, query=query
@@ -266,19 +298,56 @@ def context(
 
 @memories.command()
 def export(
-    out: Path | None = typer.Option(None, "--out", help="Write to this file (default: stdout)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write to this file ('-' or none: stdout)."
+    ),
 ) -> None:
     """Every item (history included) and tombstone as JSON Lines, for `memories import`."""
     with open_memoir(existing=True) as memoir:
         lines = [line + "\n" for line in memoir.export_memories()]
-    if out is None:
+    if out is None or str(out) == "-":
         typer.echo("".join(lines), nl=False)
-    else:
-        from memoir.atomic import write_atomic
+        return
+    from memoir.atomic import write_atomic
 
-        data = "".join(lines).encode("utf-8")
+    data = "".join(lines).encode("utf-8")
+    try:
         write_atomic(out, lambda f: f.write(data))
-        err_console.print(f"{len(lines)} line(s) written to {out}")
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write it ({_why(exc)})") from None
+    err_console.print(f"{len(lines)} line(s) written to {out}")
+
+
+def _why(exc: OSError) -> str:
+    """An OS error said plainly, without the file name (the caller names the user's)."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file or folder"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a folder"
+    if isinstance(exc, NotADirectoryError):
+        return "a part of the path is not a folder"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return (exc.strerror or type(exc).__name__).lower()
+
+
+def _read_export(path: Path) -> str:
+    """The text of an export file ('-': stdin), a UTF-8 BOM dropped; a ``UsageError``
+    naming the path when it cannot be read."""
+    import sys
+
+    name = "stdin" if str(path) == "-" else str(path)
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read it ({_why(exc)})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{name} is not UTF-8 text (byte {exc.start}); give a file `memoir memories "
+            "export` wrote"
+        ) from None
 
 
 @memories.command("import")
@@ -288,9 +357,7 @@ def import_(
 ) -> None:
     """Read an export into this home; items already here gain the quotes they lacked.
     Every line is checked first: one bad line and nothing is imported."""
-    import sys
-
-    text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+    text = _read_export(path)
     with open_memoir() as memoir:
         report = memoir.import_memories(text.splitlines())
     if as_json:
@@ -309,30 +376,44 @@ def forget(
     session: str | None = typer.Option(None, "--session", help="Every item with evidence in it."),
     project: str | None = typer.Option(None, "--project", help="Every item of this project."),
     matching: str | None = typer.Option(
-        None, "--matching", help="Every item holding all these words."
+        None, "--matching", help="Every item holding all these words (literally, no operators)."
     ),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Forget items (with what they superseded): they are deleted, and the quotes they came
-    from are never extracted again. The conversation itself stays in the archive."""
+    from are never extracted again. The conversation itself stays in the archive. Asks
+    first unless --yes (no answer, as at the end of piped input, is no)."""
     chosen = [x for x in (item_id, session, project, matching) if x is not None]
     if len(chosen) != 1:
         raise ConfigError("give one of: ITEM_ID, --session, --project, --matching")
+    if matching is not None:
+        from memoir.store.query_text import words_of
+
+        if not words_of(matching):
+            raise UsageError(f"--matching {matching!r} has no words to match")
+    from memoir.secrets import mask  # shown masked, as every item is
+
     with open_memoir(existing=True) as memoir:
-        if item_id is None and not yes:
-            what = (
-                f"session {session}"
-                if session
-                else (f"project {project}" if project else f"items matching {matching!r}")
-            )
-            if not typer.confirm(f"Forget every memory of {what}?", err=True):
-                raise typer.Exit(1)
+        # what is named must exist before anything is asked
+        if item_id is not None:
+            item = _item(memoir, item_id)
+            item_id = item.id
+            what = f"memory {item.id[:8]} ({mask(item.content)[:80]})"
+        elif session is not None:
+            session = _session(memoir, session)
+            what = f"every memory of session {session}"
+        elif project is not None:
+            project = _project(memoir, project)
+            what = f"every memory of project {project}"
+        else:
+            what = f"every memory holding all of {matching!r}"
+        if not yes and not _confirm(f"Forget {what}?"):
+            err_console.print("Nothing forgotten.")
+            raise typer.Exit(1)
         gone = memoir.forget_memories(
             item=item_id, session=session, project=project, matching=matching
         )
-    from memoir.secrets import mask  # shown masked, as every item is
-
     if as_json:
         print_json({"forgotten": [{"id": i.id, "content": mask(i.content)} for i in gone]})
         return
@@ -343,10 +424,27 @@ def forget(
         console.print(f"Forgot {i.id[:8]}: {escape(mask(i.content))}")
 
 
+def _confirm(question: str) -> bool:
+    """Ask on stderr, read one line of stdin: yes only for y / yes; the end of the input
+    (nothing piped, ^D) is no. Ctrl-C still interrupts."""
+    import sys
+
+    sys.stderr.write(f"{question} [y/N]: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:
+        sys.stderr.write("\n")
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _switch(enabled: bool, session: str | None, project: str | None) -> None:
     if (session is None) == (project is None):
         raise ConfigError("give --session SESSION or --project PROJECT")
     with open_memoir(existing=True) as memoir:
+        if project is not None:
+            project = _project(memoir, project)  # NotFound unless it names one
+        else:
+            session = _session(memoir, session)
         memoir.set_memory(enabled, session=session, project=project)
     what = f"session {session}" if session else f"project {project}"
     state = "on" if enabled else "off (what is said meanwhile is never extracted)"
@@ -396,7 +494,7 @@ def receipts(
     from memoir.memory.present import receipt_json
 
     with open_memoir(existing=True) as memoir:
-        rows = memoir.store.memory.receipts(session)
+        rows = memoir.store.memory.receipts(_session(memoir, session))
     data = [receipt_json(r) for r in rows]
     if as_json:
         print_json({"receipts": data})

@@ -414,8 +414,6 @@ def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None
     run.report.files_ignored += 1
     if skip.reason == "duplicate":
         run.report.duplicates.append(f"{source_key(cand.path)}: same as {skip.same_as}")
-    if skip.reason in ("binary", "unknown_format"):
-        run.report.lines_skipped += 1
     run.ignored.add(
         IgnoredFile(
             source_key(cand.path),

@@ -3,9 +3,9 @@
 Problems, damage (``memoir verify`` exits 1 when there is any):
 
 - ``store``: what the store's own integrity check reports (orphan rows, index drift);
-- ``unreadable_file``: a file under the sources that is binary, in no known format, a
-  one-document JSON transcript too large to be read whole, or that the last sync could not
-  read (permissions, an I/O error);
+- ``unreadable_file``: a file under the sources that is a one-document JSON transcript too
+  large to be read whole, or that the last sync could not read (permissions, an I/O
+  error);
 - ``archive_missing`` / ``archive_short``: the archived copy is gone or shorter than what
   was indexed;
 - ``index_behind_archive``: the archived copy holds bytes the index never read;
@@ -18,7 +18,9 @@ transcript line the reader passed over — malformed JSON, NUL bytes, oversized,
 type it does not know (a newer harness version) — or kept with replacement characters for
 invalid UTF-8, listed as ``path:line`` with the reason. The bytes stay archived and nothing
 in the index is missing because of it, so no repair could clear it: it is the input's
-fault, not damage.
+fault, not damage. ``ignored_file``: a file under the sources that is no transcript at all
+(``binary``, or ``unknown_format``: text in no format Memoir reads), which sync passes over
+and counts as ignored; nothing of it was ever meant to be indexed.
 
 ``repair`` rebuilds the store's search index, re-indexes archived copies the index is
 behind on or has lost (an orphaned copy through a sync of the sources first, so a source
@@ -111,10 +113,15 @@ def _known(settings: Settings, states: dict[str, SourceState]) -> set[str]:
 
 # why sync left a file out that it should have read: the ``unreadable_file`` detail
 _UNREAD = {
-    "binary": "",
-    "unknown_format": "",
     "unreadable": "the last sync could not read it",
     "too_large": f"a one-document JSON transcript over {MAX_JSON_BYTES // 2**20} MiB",
+}
+
+
+# files that are no transcript at all: a warning, the ``ignored_file`` detail
+_NOT_TRANSCRIPTS = {
+    "binary": "binary: not a transcript; sync passes it over",
+    "unknown_format": "unknown_format: text in no transcript format; sync passes it over",
 }
 
 
@@ -126,9 +133,14 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
         item = Problem("skipped_line", f"{row.path}:{row.line}", f"{row.reason}: {row.detail}")
         report.warnings.append(item)
     for ignored in IgnoredFiles(ignored_path(settings)).items.values():
-        if ignored.reason in _UNREAD and os.path.exists(ignored.path):
-            detail = _UNREAD[ignored.reason] or ignored.reason
+        if not os.path.exists(ignored.path):
+            continue
+        if ignored.reason in _UNREAD:
+            detail = _UNREAD[ignored.reason]
             report.problems.append(Problem("unreadable_file", ignored.path, detail))
+        elif ignored.reason in _NOT_TRANSCRIPTS:  # a stray file: sync passes it over too
+            detail = _NOT_TRANSCRIPTS[ignored.reason]
+            report.warnings.append(Problem("ignored_file", ignored.path, detail))
     states = store.ingest.sources()
     report.sources_checked = len(states)
     for state in states.values():

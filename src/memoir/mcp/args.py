@@ -8,12 +8,16 @@ returns it as a tool error, and the next call is served as usual).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from memoir.errors import ConfigError
 
 __all__ = ["Args"]
+
+# ASCII digits only: str.isdigit() also takes "²" and "①", which int() refuses
+_WHOLE = re.compile(r"-?[0-9]+")
 
 
 class Args:
@@ -57,7 +61,7 @@ class Args:
         value = self._get(name)
         if value is None:
             return default
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
             value = int(value.strip())
         if isinstance(value, float) and value.is_integer():
             value = int(value)

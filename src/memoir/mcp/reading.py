@@ -33,6 +33,10 @@ from memoir.model.exchange import TERMINAL_ESCAPE
 __all__ = ["event_json", "read"]
 
 _CHUNK = 48  # events read from the store per query
+# a page's envelope must leave most of even the smallest page to the events: a stored
+# field (a 30,000-character cwd, a project name, a tool name) is cut to its start and end
+_FIELD_CHARS = 160
+_EXCHANGE_LIST_CHARS = 600  # the ids of the exchanges in range, as many as fit
 _HIDDEN = (EventKind.META, EventKind.THINKING)
 _TOOLS = (EventKind.TOOL_CALL, EventKind.TOOL_RESULT)
 _LABEL = {EventKind.USER_TEXT: "user", EventKind.ASSISTANT_TEXT: "assistant"}
@@ -63,19 +67,20 @@ def read(home: Home, args: Args) -> dict[str, Any]:
             raise NotFound(f"no exchange {focus!r} in this Memoir home")
         first, last = window[0].first_ordinal, window[-1].last_ordinal
         range_ = {"first": first, "last": last, "exchange": focus}
-        range_["exchanges"] = [x.id for x in window]
+        range_.update(_exchange_ids([x.id for x in window]))
     start = first - 1 if after is None else after
     if not first - 1 <= start <= last:
         raise ConfigError(
             f"after must be from {first - 1} to {last} for this range (events {first}-{last}); "
             f"got {start}"
         )
+    ref = sid if focus is None else focus  # the note names the id in full, never a long ref
     out: dict[str, Any] = {
         "session": {
             "id": sid,
-            "project": info.project,
+            "project": clip(info.project),
             "harness": info.harness.value,
-            "cwd": info.cwd,
+            "cwd": clip(info.cwd),
             "events": store.events.last_ordinal(sid),
         },
         "range": range_,
@@ -91,6 +96,27 @@ def read(home: Home, args: Args) -> dict[str, Any]:
     else:
         out["next_after"] = None
         del out["note"]
+    return out
+
+
+def clip(text: str | None, cap: int = _FIELD_CHARS) -> str | None:
+    """``text`` whole when it has at most ``cap`` characters, else its start and end around
+    an ellipsis, ``cap`` characters in all (a path keeps its last folders)."""
+    if text is None or len(text) <= cap:
+        return text
+    head = (cap - 1) * 2 // 3
+    tail = cap - 1 - head
+    return text[:head] + "…" + text[len(text) - tail :]
+
+
+def _exchange_ids(ids: list[str]) -> dict[str, Any]:
+    """``{"exchanges": ids}``, or the head of ``ids`` that fits and how many were dropped."""
+    kept = list(ids)
+    while kept and json_len(kept) > _EXCHANGE_LIST_CHARS:
+        kept.pop()
+    out: dict[str, Any] = {"exchanges": kept}
+    if len(kept) < len(ids):
+        out["exchanges_dropped"] = len(ids) - len(kept)
     return out
 
 
@@ -164,7 +190,7 @@ def event_json(event: Event, tools: str = "short") -> dict[str, Any] | None:
     if event.timestamp is not None:
         out["at"] = event.timestamp.isoformat(timespec="seconds")
     if event.tool_name:
-        out["tool"] = event.tool_name
+        out["tool"] = clip(event.tool_name)
     if event.kind in _TOOLS and "\x1b" in text:
         text = TERMINAL_ESCAPE.sub("", text)
     text = mask(text)  # before any cut: a cut never splits a secret

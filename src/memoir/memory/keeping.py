@@ -16,28 +16,42 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
-from memoir.errors import ConfigError, MemoirError, NotFound
-from memoir.memory.validate import normalize
-from memoir.store.codec import from_iso
-from memoir.store.memory_rows import (
-    MemoryItemRow,
-    MemorySourceRow,
-    evidence_fingerprint,
-    key_sig,
+from memoir.errors import ConfigError, MemoirError, NotFound, UsageError
+from memoir.memory.validate import (
+    MAX_CONTENT_CHARS,
+    MAX_QUOTE_CHARS,
+    MAX_QUOTES,
+    MIN_QUOTE_CHARS,
+    SENSITIVE_INFORMATION,
+    check_keys,
+    normalize,
 )
+from memoir.memory.values import ItemKind, Scope, Temporal, TemporalType
+from memoir.secrets import has_secret
+from memoir.store.codec import from_iso
+from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
 from memoir.store.parts.memory import MemoryPart
 from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
-from memoir.store.query_text import parse_query
+from memoir.store.query_text import words_of
 
-__all__ = ["EXPORT_VERSION", "ImportReport", "export_lines", "forget", "import_lines"]
+__all__ = [
+    "EXPORT_VERSION",
+    "ImportReport",
+    "export_lines",
+    "forget",
+    "holds_all",
+    "import_lines",
+    "item_row",
+    "read_line",
+]
 
 EXPORT_VERSION = 1
-_MATCH_LIMIT = 100_000
 
 
 def forget(
@@ -55,9 +69,10 @@ def forget(
     if len(chosen) != 1:
         raise ConfigError("name exactly one of: an item, a session, a project, a query")
     if item is not None:
-        found = items.get(item)
-        if found is None or (owner is not None and found.owner != owner):
-            raise NotFound(f"no memory item {item!r}")
+        found = items.get(item, owner=owner)
+        if found is None:
+            shown = item if len(item) <= 40 else item[:40] + "…"
+            raise NotFound(f"no memory item {shown!r} (`memoir memories list` shows their ids)")
         return items.forget_many([found.id])
     if session is not None:
         ids = [
@@ -71,11 +86,18 @@ def forget(
     if project is not None:
         return items.forget_many(items.ids(ItemFilter(owner=owner, project=project, history=True)))
     assert matching is not None
-    parsed = parse_query(matching)
-    if parsed.empty:
-        raise ConfigError("the query has no words to match")
-    ids = items.rank_text(parsed, ItemFilter(owner=owner), _MATCH_LIMIT)
-    return items.forget_many(ids)
+    words = words_of(matching)
+    if not words:
+        raise UsageError(f"--matching {matching!r} has no words to match")
+    live = items.select(ItemFilter(owner=owner))
+    return items.forget_many([i.id for i in live if holds_all(i, words)])
+
+
+def holds_all(item: MemoryItemRow, words: Iterable[str]) -> bool:
+    """Whether the item's content or keys hold every one of ``words`` (as the index
+    tokenizes them: lower-cased letter and digit runs), literally: no operators. Pure."""
+    held = set(words_of(" ".join((item.content, *item.keys))))
+    return all(w in held for w in words)
 
 
 def _time(value: datetime | None) -> str | None:
@@ -129,101 +151,210 @@ def export_lines(items: MemoryItemsPart, owner: str | None = None) -> Iterator[s
 class ImportReport:
     items: int  # lines saved as new items
     merged: int  # lines that joined an item already there (quotes appended)
-    already: int  # lines whose item was there with the same id (nothing changed)
+    already: int  # lines whose item was here already (the same id, or merged before)
     forgotten: int  # lines whose every quote this home had forgotten (left out)
     tombstones: int
     forgot_here: int = 0  # items already here that the export's tombstones forgot
 
 
-def _row(o: dict[str, Any], owner: str | None) -> MemoryItemRow:
-    content = normalize(str(o["content"]))
-    keys = tuple(str(k) for k in o["keys"])
-    if not content or not keys or not o["sources"]:
-        raise ValueError("an item needs content, keys and at least one quote")
-    created = from_iso(o.get("created_at")) or datetime.now(UTC)
-    scope = str(o["scope"])
-    if scope not in ("global", "project"):
+MAX_ORDINAL = 2**31 - 1  # an event ordinal is a 32-bit INTEGER on PostgreSQL
+MAX_NAME_CHARS = 1000  # session ids, owners, projects, operation ids
+_ITEM_ID = re.compile(r"[A-Za-z0-9_.:-]{4,64}")
+_FINGERPRINT = re.compile(r"[0-9a-f]{16,64}")
+_KINDS = frozenset(k.value for k in ItemKind)
+_SCOPES = frozenset(s.value for s in Scope)
+
+
+def _text(o: dict[str, Any], name: str, *, required: bool = True, empty: bool = False) -> str:
+    """A string field: present (when ``required``), a string, not over MAX_NAME_CHARS
+    (content and quotes are checked by their own rules), no NUL."""
+    value = o.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, not {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{name} holds a NUL character")
+    if not value and not empty:
+        raise ValueError(f"{name} is empty")
+    if len(value) > MAX_NAME_CHARS and name not in ("content", "quote"):
+        raise ValueError(f"{name} is longer than {MAX_NAME_CHARS} characters")
+    return value
+
+
+def _time_field(o: dict[str, Any], name: str) -> datetime | None:
+    value = o.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be an ISO time or null")
+    try:
+        return from_iso(value)
+    except ValueError:
+        raise ValueError(f"{name} {value[:40]!r} is not an ISO time") from None
+
+
+def _temporal(raw: Any) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError("temporal must be an object")
+    try:
+        kind = TemporalType(raw.get("type", TemporalType.UNDATED.value))
+    except ValueError:
+        raise ValueError(f"unknown temporal type {raw.get('type')!r}") from None
+    dates = {}
+    for name in ("start", "end"):
+        value = raw.get(name)
+        if value is not None:
+            try:
+                dates[name] = date.fromisoformat(str(value))
+            except ValueError:
+                raise ValueError(f"temporal {name} {value!r} is not a YYYY-MM-DD date") from None
+    problem = Temporal(kind, dates.get("start"), dates.get("end")).problem()
+    if problem:
+        raise ValueError(f"temporal dates do not fit: {problem}")
+    return {"type": kind.value, **{k: v.isoformat() for k, v in dates.items()}}
+
+
+def _source(s: Any, op: str) -> MemorySourceRow:
+    if not isinstance(s, dict):
+        raise ValueError("each source must be an object")
+    ordinal = s.get("ordinal")
+    if isinstance(ordinal, bool) or not isinstance(ordinal, int):
+        raise ValueError("a source's ordinal must be a whole number")
+    if not 0 <= ordinal <= MAX_ORDINAL:
+        raise ValueError(f"a source's ordinal {ordinal} is out of range (0–{MAX_ORDINAL})")
+    quote = _text(s, "quote")
+    size = len(normalize(quote))
+    if not MIN_QUOTE_CHARS <= size <= MAX_QUOTE_CHARS:
+        raise ValueError(f"a quote must hold {MIN_QUOTE_CHARS}–{MAX_QUOTE_CHARS} characters")
+    if has_secret(quote):
+        raise ValueError(f"a quote carries a secret ({SENSITIVE_INFORMATION})")
+    return MemorySourceRow(
+        _text(s, "session_id"), ordinal, quote, _text(s, "operation_id", required=False) or op
+    )
+
+
+def item_row(o: dict[str, Any], owner: str | None) -> MemoryItemRow:
+    """The item an export line describes, every field checked with extraction's rules
+    (:mod:`memoir.memory.validate`) and the store's limits; ``ValueError`` naming the
+    field otherwise. Pure."""
+    content = normalize(_text(o, "content", empty=True))
+    if not content:
+        raise ValueError("content is empty")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise ValueError(f"content is longer than {MAX_CONTENT_CHARS} characters")
+    if has_secret(content):
+        raise ValueError(f"content carries a secret ({SENSITIVE_INFORMATION})")
+    raw_keys = o.get("keys")
+    if not isinstance(raw_keys, list) or not all(isinstance(k, str) for k in raw_keys):
+        raise ValueError("keys must be a list of strings")
+    keys = check_keys(tuple(raw_keys))
+    if isinstance(keys, str):
+        raise ValueError(f"keys: {keys}")
+    kind = _text(o, "kind")
+    if kind not in _KINDS:
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(sorted(_KINDS))})")
+    scope = _text(o, "scope")
+    if scope not in _SCOPES:
         raise ValueError(f"unknown scope {scope!r}")
-    project = str(o.get("project") or "")
-    item_id = str(o.get("id") or hashlib.sha256(content.encode()).hexdigest()[:16])
-    op = str(o.get("operation_id") or f"import:{item_id}")
+    project = _text(o, "project", required=False, empty=True)
+    item_id = _text(o, "id", required=False) or hashlib.sha256(content.encode()).hexdigest()[:16]
+    if not _ITEM_ID.fullmatch(item_id):
+        raise ValueError(f"id {item_id[:70]!r} is not an item id (4–64 letters, digits, _.:-)")
+    op = _text(o, "operation_id", required=False) or f"import:{item_id}"
+    sources = o.get("sources")
+    if not isinstance(sources, list) or not sources:
+        raise ValueError("an item needs at least one quote (sources)")
+    if len(sources) > MAX_QUOTES:
+        raise ValueError(f"an item holds at most {MAX_QUOTES} quotes")
+    superseded_by = o.get("superseded_by") or None
+    if superseded_by is not None:
+        superseded_by = _text(o, "superseded_by")
+        if superseded_by == item_id:
+            raise ValueError("an item cannot be superseded by itself")
+        if not _ITEM_ID.fullmatch(superseded_by):
+            raise ValueError("superseded_by is not an item id")
+    created = _time_field(o, "created_at") or datetime.now(UTC)
+    valid_from = _time_field(o, "valid_from") or created
+    valid_until = _time_field(o, "valid_until")
+    if valid_until is not None and valid_until < valid_from:
+        raise ValueError("valid_until is before valid_from")
+    who = owner if owner is not None else (_text(o, "owner", required=False) or "local")
     return MemoryItemRow(
         id=item_id,
-        session_id=str(o["session_id"]),
+        session_id=_text(o, "session_id"),
         project=project,
         scope=scope,
-        kind=str(o["kind"]),
+        kind=kind,
         content=content,
         normalized=content.casefold(),
         keys=keys,
         operation_id=op,
         created_at=created,
-        temporal=dict(o.get("temporal") or {}),
-        observed_at=from_iso(o.get("observed_at")),
-        superseded_by=o.get("superseded_by") or None,
-        sources=tuple(
-            MemorySourceRow(
-                str(s["session_id"]),
-                int(s["ordinal"]),
-                str(s["quote"]),
-                str(s.get("operation_id") or op),
-            )
-            for s in o["sources"]
-        ),
-        owner=owner if owner is not None else str(o.get("owner") or "local"),
+        temporal=_temporal(o.get("temporal")),
+        observed_at=_time_field(o, "observed_at"),
+        superseded_by=superseded_by,
+        sources=tuple(_source(s, op) for s in sources),
+        owner=who,
         scope_key=project if scope == "project" else "",
         key_sig=key_sig(keys),
-        first_observed_at=from_iso(o.get("first_observed_at")),
-        valid_from=from_iso(o.get("valid_from")) or created,
-        valid_until=from_iso(o.get("valid_until")),
+        first_observed_at=_time_field(o, "first_observed_at"),
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
 
 
-def _all_forgotten(items: MemoryItemsPart, item: MemoryItemRow) -> bool:
-    prints = {evidence_fingerprint(s.session_id, s.ordinal, s.quote) for s in item.sources}
-    return items.tombstoned(item.owner, prints) == prints
+def read_line(line: str, owner: str | None) -> MemoryItemRow | tuple[str, str] | None:
+    """One export line: an item, a tombstone (owner, fingerprint), or None (blank);
+    ``ValueError`` saying what is wrong with it. Pure."""
+    if not line.strip():
+        return None
+    try:
+        o = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg})") from None
+    if not isinstance(o, dict) or o.get("memoir_memory") != EXPORT_VERSION:
+        raise ValueError(f"not a Memoir memory export line (version {EXPORT_VERSION})")
+    if "tombstone" in o:
+        fingerprint = o["tombstone"]
+        if not isinstance(fingerprint, str) or not _FINGERPRINT.fullmatch(fingerprint):
+            raise ValueError("tombstone is not an evidence fingerprint (hex)")
+        return (
+            owner if owner is not None else (_text(o, "owner", required=False) or "local"),
+            fingerprint,
+        )
+    return item_row(o, owner)
 
 
 def import_lines(
     items: MemoryItemsPart, lines: Iterable[str], owner: str | None = None
 ) -> ImportReport:
-    """Read an export (every line checked before anything is written: a bad line is an
-    error naming it, and nothing is imported)."""
+    """Read an export: every line checked in full before anything is written (a bad line
+    is an error naming its number, and nothing is imported), then everything written in
+    one transaction (see :meth:`MemoryItemsPart.import_all`)."""
     rows: list[MemoryItemRow] = []
     stones: list[tuple[str, str]] = []
+    where: dict[str, int] = {}
     for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
         try:
-            o = json.loads(line)
-            if not isinstance(o, dict) or o.get("memoir_memory") != EXPORT_VERSION:
-                raise ValueError(f"not a Memoir memory export line (version {EXPORT_VERSION})")
-            if "tombstone" in o:
-                stones.append((owner or str(o.get("owner") or "local"), str(o["tombstone"])))
-            else:
-                rows.append(_row(o, owner))
-        except (ValueError, KeyError, TypeError) as exc:
+            got = read_line(line, owner)
+        except (ValueError, TypeError, RecursionError) as exc:
             raise MemoirError(f"line {n}: {exc}") from None
-    items.add_tombstones(stones)
-    forgot_here = 0
-    if stones:  # an item here whose every quote the export forgot is forgotten here too
-        owners = {o for o, _ in stones}
-        stale = [
-            i.id
-            for i in items.select(ItemFilter(history=True))
-            if i.owner in owners and i.sources and _all_forgotten(items, i)
-        ]
-        forgot_here = len(items.forget_many(stale))
-    kept: list[MemoryItemRow] = []
-    for row in rows:  # what this home (or the export) forgot stays forgotten
-        prints = {evidence_fingerprint(s.session_id, s.ordinal, s.quote): s for s in row.sources}
-        gone = items.tombstoned(row.owner, prints)
-        if len(gone) < len(prints):
-            sources = tuple(s for f, s in prints.items() if f not in gone)
-            kept.append(replace(row, sources=sources))
-    there = set(items.by_ids([r.id for r in kept]))
-    held = items.save(kept)
-    merged = sum(1 for row, got in zip(kept, held, strict=True) if got != row.id)
-    already = sum(1 for row in kept if row.id in there)
-    new = len(kept) - merged - already
-    return ImportReport(new, merged, already, len(rows) - len(kept), len(stones), forgot_here)
+        if isinstance(got, MemoryItemRow):
+            rows.append(got)
+            where.setdefault(got.id, n)
+        elif got is not None:
+            stones.append(got)
+    ids = {r.id for r in rows}
+    wanted = sorted({r.superseded_by for r in rows if r.superseded_by} - ids)
+    known = set(items.by_ids(wanted))
+    for r in rows:
+        if r.superseded_by and r.superseded_by not in ids and r.superseded_by not in known:
+            raise MemoirError(
+                f"line {where[r.id]}: superseded_by {r.superseded_by!r} names no item of "
+                "the export nor of this home"
+            )
+    c = items.import_all(rows, stones)
+    return ImportReport(c.items, c.merged, c.already, c.forgotten, c.tombstones, c.forgot_here)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from memoir.errors import Busy, MemoirError, NotFound
+from memoir.errors import Busy, MemoirError, NotFound, UsageError
 from memoir.memory.lane import Lane
 from memoir.memory.runner import MemoryParts, Outcome, Runner
 from memoir.memory.values import Trigger, operation_id
@@ -25,7 +25,7 @@ from memoir.store.memory_rows import MemoryItemRow, MemoryOpRow
 from memoir.store.port import Claims
 from memoir.store.values import CheckpointRow
 
-__all__ = ["Memories", "RecoveryReport", "checkpoint_op"]
+__all__ = ["Memories", "RecoveryReport", "checkpoint_op", "turn_choices"]
 
 
 def checkpoint_op(row: CheckpointRow) -> MemoryOpRow:
@@ -42,6 +42,20 @@ def checkpoint_op(row: CheckpointRow) -> MemoryOpRow:
         coverage_through=row.memory_boundary,
         context_through=int(context) if context is not None else row.memory_boundary,
         request={"checkpoint_id": row.id, "disposition": row.disposition, "window": window},
+    )
+
+
+def turn_choices(users: list[int]) -> str:
+    """The user messages a ``--turn`` may name, said plainly: every one when they are
+    few, else the first, the last and the latest few. Pure."""
+    if len(users) == 1:
+        return f"the only user message is event {users[0]}"
+    if len(users) <= 6:
+        return f"user messages are events {', '.join(map(str, users))}"
+    recent = ", ".join(map(str, users[-3:]))
+    return (
+        f"{len(users)} user messages, events {users[0]} (the first) to {users[-1]} (the "
+        f"latest); the latest three: {recent}"
     )
 
 
@@ -81,7 +95,13 @@ class Memories:
         results = self.lane.drain(session_id, first=op.operation_id, wait_s=self.wait_s)
         if self.parts.memory.queued(session_id):
             self.lane.dispatch(session_id)  # the rest of the lane, in the background
-        return results.get(op.operation_id) or Outcome(waiting="behind_pending")
+        found = results.get(op.operation_id)
+        if found is not None:
+            return found
+        done = self.parts.memory.receipt(op.operation_id)
+        if done is not None:  # another process ran it while this one waited for the lane
+            return Outcome(receipt=done, items=self._items_of(op.operation_id))
+        return Outcome(waiting="behind_pending")
 
     def extract(
         self, session_id: str, *, anchor: str, turn: int | None = None, note: str | None = None
@@ -148,9 +168,9 @@ class Memories:
         if turn is None:
             return users[-1]
         if turn not in users:
-            raise MemoirError(
-                f"event {turn} of session {session_id} is not a user message (user messages: "
-                f"{', '.join(map(str, users[-5:]))}{' …' if len(users) > 5 else ''})"
+            raise UsageError(
+                f"--turn {turn}: event {turn} of session {session_id} is not a user message "
+                f"({turn_choices(users)})"
             )
         return turn
 

@@ -23,9 +23,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memoir.errors import MemoirError
+from memoir.errors import MemoirError, UsageError
 from memoir.fusion import rrf
 from memoir.llm.port import TokenCounter
+from memoir.secrets import mask
 from memoir.store.memory_rows import MemoryItemRow, standing_key
 from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
 from memoir.store.query_text import MAX_QUERY_CHARS, any_content_word
@@ -34,6 +35,8 @@ __all__ = [
     "CONTEXT_HEADER",
     "EMBED_PER_CALL",
     "KIND_ORDER",
+    "MAX_CONTEXT_POOL",
+    "MAX_RECALL",
     "VECTOR_FLOOR",
     "VECTOR_POOL",
     "ContextBlock",
@@ -50,6 +53,8 @@ VECTOR_POOL = 5_000
 VECTOR_FLOOR = 0.35
 EMBED_PER_CALL = 256
 TEXT_POOL = 200
+MAX_RECALL = 1000  # the most items one recall returns (what `memories search` allows)
+MAX_CONTEXT_POOL = 2000  # standing candidates a context block reads, whatever the budget
 _JOIN_SLACK = 2  # tokens a line may share with the text before it (BPE across the join)
 _GIVE_UP = 200  # consecutive items that did not fit: the block is full
 KIND_ORDER = ("constraint", "preference", "decision", "fact", "plan")
@@ -92,10 +97,10 @@ def recall(
     embedder: ItemEmbedder | None = None,
 ) -> list[Recalled]:
     """The items best answering ``query`` within ``where`` (see the module)."""
-    if limit < 1:
-        raise MemoirError(f"limit must be at least 1, got {limit}")
+    if not 1 <= limit <= MAX_RECALL:
+        raise UsageError(f"limit must be 1 to {MAX_RECALL}, got {limit}")
     if len(query) > MAX_QUERY_CHARS:
-        raise MemoirError(f"the query is {len(query)} characters; at most {MAX_QUERY_CHARS}")
+        raise UsageError(f"the query is {len(query)} characters; at most {MAX_QUERY_CHARS}")
     if not query.strip():
         newest = items.select(where, limit=limit)
         return [Recalled(i, 0.0) for i in newest]
@@ -166,7 +171,9 @@ class ContextBlock:
 
 
 def _line(item: MemoryItemRow) -> str:
-    content = " ".join(item.content.split())
+    # the block goes to a model: a secret an item carries (one imported before imports
+    # were checked, or one a detector learned since) is shown masked, as everywhere
+    content = " ".join(mask(item.content).split())
     return f"- [{item.kind}] {content} ({item.id[:8]})"
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "Rejection",
     "Validation",
     "check_item",
+    "check_keys",
     "check_update",
     "locate",
     "normalize",
@@ -186,6 +187,11 @@ def _temporal(item: ProposedItem) -> Temporal | str:
     except ValueError:
         return "invalid_date"
     return temporal.problem() or temporal
+
+
+def check_keys(raw: tuple[str, ...]) -> tuple[str, ...] | str:
+    """The keys lower-cased, stripped and each once, or the reason code they fail with."""
+    return _keys(raw)
 
 
 def _keys(raw: tuple[str, ...]) -> tuple[str, ...] | str:

@@ -9,7 +9,12 @@ ago``, ``yesterday 3pm``) is taken as it is. A period — a day (``2024-05-01``,
 a year (``2026``) — is taken whole: ``--after`` starts at its first instant and
 ``--before`` takes in all of it. A search's ``before`` is exclusive, so an upper bound is
 the first instant after the period or instant named. Values without a timezone are UTC
-(relative words count from now, in UTC); the result is always timezone-aware.
+(relative words count from now, in UTC); the result is always timezone-aware, in UTC.
+
+A bare number that is not a year of four digits (``12``, ``-1``) is not a date. The end of
+a period past the last instant Python can hold (``--before 9999-12-31``) is that last
+instant; an instant outside years 1–9999 once in UTC (``9999-12-31T23:59:59-10:00``) is
+refused as out of range.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ Period = Literal["instant", "day", "month", "year"]
 _MONTH = re.compile(r"(\d{4})-(\d{2})")
 _ISO_SHAPED = re.compile(r"\d{4}-?\d{2}")  # 2024-13-01 is a mistake, not a date in words
 _YEAR = re.compile(r"\d{4}")
+_NUMBER = re.compile(r"[+-]?\d+")  # 12, -1: dateparser reads them as a day or a month
+_LAST = datetime.max.replace(tzinfo=UTC)
 
 
 def parse_when(
@@ -44,19 +51,28 @@ def parse_when(
             f"{option}: {value!r} is not a date; use YYYY-MM-DD, YYYY-MM, an ISO datetime "
             "such as 2024-05-01T14:30, or words such as yesterday or '2 weeks ago'"
         )
-    start = start.replace(tzinfo=UTC) if start.tzinfo is None else start
+    try:
+        start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:  # year 0 or 10000 once in UTC
+        raise ConfigError(
+            f"{option}: date out of range: {value!r} falls outside the years 1 to 9999 in UTC"
+        ) from exc
     return _after(start, period) if end_of_day else start
 
 
 def _after(start: datetime, period: Period) -> datetime:
-    """The first instant after the period beginning at ``start``."""
-    if period == "instant":
-        return start + timedelta(microseconds=1)
-    if period == "day":
-        return start + timedelta(days=1)
-    if period == "month":
-        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
-    return start.replace(year=start.year + 1)
+    """The first instant after the period beginning at ``start`` (UTC); the last instant
+    there is when that falls past the year 9999."""
+    try:
+        if period == "instant":
+            return start + timedelta(microseconds=1)
+        if period == "day":
+            return start + timedelta(days=1)
+        if period == "month":
+            return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+        return start.replace(year=start.year + 1)
+    except (OverflowError, ValueError):  # past 9999-12-31: nothing is stored later
+        return _LAST
 
 
 def _read(text: str, now: datetime | None) -> tuple[datetime | None, Period]:
@@ -71,7 +87,11 @@ def _read(text: str, now: datetime | None) -> tuple[datetime | None, Period]:
             return datetime(year, number, 1, tzinfo=UTC), "month"
         return None, "instant"
     if _YEAR.fullmatch(text):
+        if int(text) < 1:  # "0000"
+            return None, "instant"
         return datetime(int(text), 1, 1, tzinfo=UTC), "year"
+    if _NUMBER.fullmatch(text):
+        return None, "instant"
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00")), (
             "instant"

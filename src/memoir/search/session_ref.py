@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 
-from memoir.errors import MemoirError, NotFound
+from memoir.errors import MemoirError, NotFound, UsageError
 from memoir.store.parts import SessionsPart
 
 __all__ = ["project_matches", "resolve_project", "resolve_session"]
@@ -61,7 +61,13 @@ def resolve_project(sessions: SessionsPart, ref: str, *, safe: Callable[[str], s
 def resolve_session(sessions: SessionsPart, session: str) -> str:
     """The session id ``session`` names: itself, or the one session it is a prefix of (a
     main session before its subagents, whose ids extend the parent's). ``NotFound`` when
-    none; a ``MemoirError`` listing them when several."""
+    none; a ``MemoirError`` listing them when several; ``UsageError`` for an empty one
+    (it would be a prefix of every session)."""
+    if not session.strip():
+        raise UsageError(
+            "the session id is empty: give a session id or a unique prefix of it (a "
+            "search hit shows its session's id)"
+        )
     if sessions.get(session) is not None:
         return session
     found = [i.session for i in sessions.recent() if i.session.id.startswith(session)]

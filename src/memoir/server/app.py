@@ -48,6 +48,9 @@ def create_app(
         summary="A memory engine for LLM conversations, over HTTP.",
         version="0.1.0",
         lifespan=lifespan,
+        # /api/sessions/ is not /api/sessions: a 404, never a redirect built from the
+        # Host header the client sent
+        redirect_slashes=False,
     )
     app.state.memoir = memoir
     errors.install(app)

@@ -15,6 +15,7 @@ from typing import Any
 
 from memoir.model import Event, Exchange, Session
 from memoir.secrets import mask, mask_json
+from memoir.server.body import parse_json
 from memoir.server.errors import ApiError
 from memoir.store.values import SessionInfo
 from memoir.summaries.state import Coverage
@@ -110,8 +111,10 @@ def encode_cursor(value: Any) -> str:
 
 
 def decode_cursor(cursor: str) -> Any:
+    """The value of a cursor :func:`encode_cursor` made; 422 for anything else (read by
+    the body's parser: a cursor nested too deep, or not JSON at all, is refused alike)."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        return json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return parse_json(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError):
         raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave") from None

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from memoir.ingest.records import parse_ts
 
 __all__ = ["CompactBody", "EventsBody", "Message", "NewSession", "RememberBody"]
 
@@ -32,7 +35,23 @@ class Message(_Body):
     name: str | None = Field(default=None, max_length=200)
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = Field(default=None, max_length=200)
-    timestamp: str | float | None = None
+    timestamp: str | float | None = Field(
+        default=None,
+        description="When it was said: an ISO-8601 date or time (UTC unless it says), or "
+        "epoch seconds or milliseconds.",
+    )
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _a_time(cls, value: object) -> object:
+        # the reader drops a time it cannot read (parse_ts → None): refused here instead
+        if value is not None and parse_ts(value) is None:
+            raise PydanticCustomError(
+                "timestamp",
+                "not a time: send an ISO-8601 date or time, or epoch seconds or "
+                "milliseconds after 1970",
+            )
+        return value
 
 
 class EventsBody(_Body):

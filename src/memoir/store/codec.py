@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from memoir.errors import ConfigError
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
 from memoir.store.values import SkippedLine, SourceState
 
@@ -87,7 +88,12 @@ def to_utc(value: datetime | None) -> datetime | None:
         return value
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:  # 9999-12-31T23:59-10:00 is in the year 10000
+        raise ConfigError(
+            f"date out of range: {value.isoformat()} falls outside the years 1 to 9999 in UTC"
+        ) from exc
 
 
 def to_iso(value: datetime | None) -> str | None:

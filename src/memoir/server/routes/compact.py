@@ -9,14 +9,15 @@ from fastapi import APIRouter, Depends
 
 from memoir.app import Memoir
 from memoir.server.auth import current_user, memoir_of
+from memoir.server.routing import JsonRoute, errors
 from memoir.server.schemas import CompactBody
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/sessions", tags=["compaction"])
+router = APIRouter(prefix="/api/sessions", tags=["compaction"], route_class=JsonRoute)
 
 
-@router.post("/{session_id}/compact")
+@router.post("/{session_id}/compact", responses=errors(409))
 def compact(
     session_id: str,
     body: CompactBody,

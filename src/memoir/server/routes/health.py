@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from memoir.app import Memoir
 from memoir.server.auth import memoir_of
 from memoir.server.errors import error_body
+from memoir.server.routing import errors
 
 __all__ = ["router"]
 
@@ -22,7 +23,7 @@ def healthz() -> dict[str, Any]:
     return {"data": {"status": "ok"}}
 
 
-@router.get("/readyz", response_model=None)
+@router.get("/readyz", response_model=None, responses=errors(503))
 def readyz(memoir: Memoir = Depends(memoir_of)) -> dict[str, Any] | JSONResponse:
     checks: dict[str, str] = {}
     try:

@@ -17,11 +17,12 @@ from memoir.memory.present import exchange_finder, item_json
 from memoir.memory.tasks import Outcome
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
+from memoir.server.routing import JsonRoute, errors
 from memoir.server.schemas import RememberBody
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["memories"])
+router = APIRouter(prefix="/api", tags=["memories"], route_class=JsonRoute)
 
 
 class ForgetBody(BaseModel):
@@ -95,7 +96,7 @@ def memory_context(
 
 
 def _own(memoir: Memoir, user: str, item_id: str) -> Any:
-    found = memoir.store.memory_items.get(item_id)
+    found = memoir.store.memory_items.get(item_id, owner=user)
     if found is None or found.owner != user:
         raise NotFound(f"no memory item {item_id!r}")
     return found
@@ -110,7 +111,7 @@ def read_memory(
     find = exchange_finder(memoir.store.exchanges.of)
     data = item_json(item, find)
     data["history"] = [
-        item_json(i, find) for i in memoir.memory_history(item.id) if i.id != item.id
+        item_json(i, find) for i in memoir.memory_history(item.id, user=user) if i.id != item.id
     ]
     return {"data": {"memory": data}}
 
@@ -138,7 +139,7 @@ def forget_memories(
     return {"data": {"items": [i.id for i in gone]}}
 
 
-@router.post("/sessions/{session_id}/remember")
+@router.post("/sessions/{session_id}/remember", responses=errors(409))
 def remember(
     session_id: str,
     body: RememberBody | None = None,

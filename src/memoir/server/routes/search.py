@@ -13,10 +13,11 @@ from memoir.search import SearchFilters, parse_when
 from memoir.search.masking import mask_hits
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.present import REVEAL
+from memoir.server.routing import JsonRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["search"])
+router = APIRouter(prefix="/api", tags=["search"], route_class=JsonRoute)
 
 
 @router.get("/search")

@@ -22,12 +22,13 @@ from memoir.server.present import (
     session_info_json,
     session_json,
 )
+from memoir.server.routing import JsonRoute
 from memoir.server.schemas import EventsBody, NewSession
 from memoir.store.values import SessionInfo
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/sessions", tags=["sessions"])
+router = APIRouter(prefix="/api/sessions", tags=["sessions"], route_class=JsonRoute)
 
 
 @router.post("", status_code=201)
@@ -191,10 +192,17 @@ def read_events(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     memoir.user_session(user, session_id)
-    events = memoir.store.events.of(session_id, after=after, upto=after + limit)
-    # ordinals are dense (1, 2, 3 …): the range after..after+limit is one page
+    last = memoir.store.events.last_ordinal(session_id)
+    # ordinals are dense (1, 2, 3 …): the range after..after+limit is one page; past the
+    # last ordinal there is nothing (an `after` of any size is an empty page, as for
+    # exchanges, and never reaches the database beyond the last ordinal)
+    events = (
+        memoir.store.events.of(session_id, after=after, upto=min(after + limit, last))
+        if after < last
+        else []
+    )
     page = events[:limit]
-    more = bool(page) and memoir.store.events.last_ordinal(session_id) > page[-1].ordinal
+    more = bool(page) and last > page[-1].ordinal
     return {
         "data": {"events": [event_json(e, reveal=reveal) for e in page]},
         "next_cursor": str(page[-1].ordinal) if more else None,

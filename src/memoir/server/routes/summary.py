@@ -9,14 +9,16 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from memoir.app import Memoir
+from memoir.errors import SummaryError
 from memoir.model import Harness, Session
 from memoir.secrets import mask
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.present import REVEAL, coverage_json
+from memoir.server.routing import JsonRoute, errors
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/sessions", tags=["summaries"])
+router = APIRouter(prefix="/api/sessions", tags=["summaries"], route_class=JsonRoute)
 
 
 @router.get("/{session_id}/summary")
@@ -68,12 +70,16 @@ def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:
     return "events", memoir.store.events.last_ordinal(session.id)
 
 
-@router.post("/{session_id}/summary/regenerate", status_code=202)
+@router.post("/{session_id}/summary/regenerate", status_code=202, responses=errors(409))
 def regenerate_summary(
     session_id: str,
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    """Queue a full regeneration (202 with the job); while one is active, the same job."""
+    """Queue a full regeneration (202 with the job); while one is active, the same job.
+    409 `summary_failed` up front for a session with no events (no job is queued)."""
+    memoir.user_session(user, session_id)
+    if memoir.store.events.last_ordinal(session_id) == 0:
+        raise SummaryError(f"nothing to summarize: session {session_id!r} has no events yet")
     job = memoir.regenerate_summary(user, session_id)
     return {"data": {"job": job.to_json()}}

@@ -11,10 +11,11 @@ from fastapi import APIRouter, Depends, Query
 from memoir.app import Memoir
 from memoir.llm.ledger import usage_totals
 from memoir.server.auth import current_user, memoir_of
+from memoir.server.routing import JsonRoute
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["usage"])
+router = APIRouter(prefix="/api", tags=["usage"], route_class=JsonRoute)
 
 
 @router.get("/usage")

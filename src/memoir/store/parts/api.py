@@ -16,20 +16,22 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memoir.errors import NotFound
+from memoir.errors import ConfigError, NotFound
 from memoir.model import Event, Session, build_exchanges
 from memoir.store.codec import (
     EVENT_COLS,
     SESSION_COLS,
     event_from_row,
+    scrub_deep,
     session_from_row,
     session_params,
 )
 from memoir.store.db import Db
 from memoir.store.sql_common import Dialect
 from memoir.store.values import ApiMessage, IngestBatch
+from memoir.store.write_retry import scrub_batch
 
-__all__ = ["ApiPart", "AppendResult"]
+__all__ = ["ApiPart", "AppendResult", "check_storable"]
 
 _SESSION_INSERT = (
     f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -70,6 +72,12 @@ class ApiPart:
         return session_from_row(row), created
 
     def append(self, session_id: str, messages: Sequence[ApiMessage]) -> AppendResult:
+        """Store the messages not stored already, all or none. ``ConfigError`` naming the
+        first message that stores nothing (no text, parts or tool calls: its id would be
+        recorded with no event, and a later real message of that id skipped). Text is
+        scrubbed as sync scrubs it (lone surrogates, NUL), client ids too."""
+        check_storable(messages)
+        messages = [_scrub_id(m) for m in messages]
         d = self._d
         with self._db.write() as conn:
             row = conn.execute(
@@ -102,6 +110,9 @@ class ApiPart:
                     ids.append((session_id, cid, last))
                 added += 1
             if events:
+                events = list(
+                    scrub_batch(IngestBatch(session=session, events=tuple(events))).events
+                )
                 tail = self._open_tail(conn, session_id)
                 exchanges = [x for x in build_exchanges([*tail, *events]) if x.last_ordinal > base]
                 touched = replace(session, updated_at=datetime.now(UTC))
@@ -169,3 +180,17 @@ class ApiPart:
             "SELECT message_id, ordinal FROM api_messages WHERE session_id = ?", (session_id,)
         )
         return {str(r[0]): int(r[1]) for r in rows}
+
+
+def check_storable(messages: Sequence[ApiMessage]) -> None:
+    """``ConfigError`` naming the first message (by its index) that makes no event."""
+    for n, message in enumerate(messages):
+        if not message.events:
+            raise ConfigError(f"message {n} has no content: send text, content parts or tool calls")
+
+
+def _scrub_id(message: ApiMessage) -> ApiMessage:
+    cid = message.client_id
+    if cid is None or scrub_deep(cid) == cid:
+        return message
+    return replace(message, client_id=scrub_deep(cid))

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from memoir.errors import NotFound
+from memoir.errors import MemoirError, NotFound
+from memoir.store.codec import from_iso
 from memoir.store.db import Db, Part, Tx
 from memoir.store.memory_rows import (
     ITEM_COLS,
@@ -27,9 +28,12 @@ from memoir.store.memory_text import ItemText
 from memoir.store.parts.item_writes import ItemWriter
 from memoir.store.query_text import ParsedQuery
 
-__all__ = ["ItemFilter", "MemoryItemsPart"]
+__all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "ImportCounts", "ItemFilter", "MemoryItemsPart"]
 
 _PAGE = 500
+MIN_PREFIX = 4  # an item id prefix names an item from this many characters on
+MAX_ROWS = 2**62  # a limit from here on is no limit
+MAX_ID_CHARS = 64  # no item id is longer: a longer reference names nothing
 VECTOR_CACHE = 50_000  # item vectors a process keeps per embedder (~75 MB at 384 dims)
 
 
@@ -141,7 +145,7 @@ class MemoryItemsPart(Part):
         return sorted(rows, key=lambda i: standing_key(i, standing))
 
     def _select(self, f: ItemFilter, order: str, limit: int | None) -> list[MemoryItemRow]:
-        page = f" LIMIT {max(0, int(limit))}" if limit is not None else ""
+        page = _limit(limit)
         with self._db.ro() as tx:
             where, params = f.sql(tx)
             rows = tx.run(
@@ -158,14 +162,30 @@ class MemoryItemsPart(Part):
                 out[item.id] = item
         return out
 
-    def get(self, item_id: str) -> MemoryItemRow | None:
-        """The item ``item_id`` names: itself, or the one item it is a prefix of."""
-        rows = self._db.rows(f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?", (item_id,))
-        if not rows and len(item_id) >= 4:
+    def get(self, item_id: str, *, owner: str | None = None) -> MemoryItemRow | None:
+        """The item ``item_id`` names: itself, or the one item it is a literal,
+        case-sensitive prefix of (at least :data:`MIN_PREFIX` characters); only
+        ``owner``'s when given. None when there is none; a ``MemoirError`` listing them
+        when the prefix names several."""
+        if not item_id or len(item_id) > MAX_ID_CHARS or "\x00" in item_id:
+            return None  # no item has such an id (and the database never sees it)
+        mine, params = (" AND owner = ?", [owner]) if owner is not None else ("", [])
+        rows = self._db.rows(
+            f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?{mine}", [item_id, *params]
+        )
+        if not rows and len(item_id) >= MIN_PREFIX:
             rows = self._db.rows(
-                f"SELECT {ITEM_COLS} FROM memory_items WHERE id LIKE ? LIMIT 2", (item_id + "%",)
+                f"SELECT {ITEM_COLS} FROM memory_items WHERE substr(id, 1, ?) = ?{mine} "
+                "ORDER BY id LIMIT 6",
+                [len(item_id), item_id, *params],
             )
-            rows = rows if len(rows) == 1 else []
+            if len(rows) > 1:
+                shown = ", ".join(str(r[0]) for r in rows[:5]) + (", …" if len(rows) > 5 else "")
+                many = f"{len(rows)}+" if len(rows) > 5 else str(len(rows))
+                raise MemoirError(
+                    f"memory item prefix {item_id!r} matches {many} items ({shown}); "
+                    "give more of the id"
+                )
         found = self._with_sources(rows)
         return found[0] if found else None
 
@@ -189,19 +209,6 @@ class MemoryItemsPart(Part):
         items.sort(key=lambda i: (i.valid_from or i.created_at, i.created_at, i.id))
         return items
 
-    def _predecessors(self, item_id: str) -> list[str]:
-        found: list[str] = []
-        frontier = [item_id]
-        with self._db.ro() as tx:
-            while frontier:
-                marks = ", ".join("?" for _ in frontier)
-                rows = tx.run(
-                    f"SELECT id FROM memory_items WHERE superseded_by IN ({marks})", frontier
-                )
-                frontier = [str(r[0]) for r in rows if str(r[0]) not in found and r[0] != item_id]
-                found += frontier
-        return found
-
     def rank_text(self, query: ParsedQuery, f: ItemFilter, limit: int) -> list[str]:
         """Ids of the items matching the full-text query within ``f``, best first."""
         with self._db.ro() as tx:
@@ -210,7 +217,7 @@ class MemoryItemsPart(Part):
 
     def ids(self, f: ItemFilter, limit: int | None = None) -> list[str]:
         """Ids within ``f``, newest first."""
-        page = f" LIMIT {max(0, int(limit))}" if limit is not None else ""
+        page = _limit(limit)
         with self._db.ro() as tx:
             where, params = f.sql(tx)
             rows = tx.run(
@@ -331,40 +338,44 @@ class MemoryItemsPart(Part):
         and vector of them, and write a tombstone of each quote's evidence fingerprint
         (the same words of the same event are never extracted again). What was said stays
         in the transcript. Returns the items deleted."""
+        with self._db.tx() as tx:
+            return self._forget_in(tx, list(item_ids), datetime.now(UTC))
+
+    def _forget_in(self, tx: Tx, item_ids: Sequence[str], now: datetime) -> list[MemoryItemRow]:
+        """:meth:`forget_many` inside ``tx`` (reading what ``tx`` already wrote)."""
         doomed: dict[str, MemoryItemRow] = {}
         for item_id in item_ids:
             if item_id in doomed:
                 continue
             # it and what it superseded (not what superseded it: that stays current)
-            doomed.update(self.by_ids([item_id, *self._predecessors(item_id)]))
+            wanted = [item_id, *_predecessors_in(tx, item_id)]
+            doomed.update({i.id: i for i in _items_in(tx, wanted)})
         if not doomed:
             return []
-        now = datetime.now(UTC)
-        with self._db.tx() as tx:
-            ids = list(doomed)
-            for start in range(0, len(ids), _PAGE):
-                chunk = ids[start : start + _PAGE]
-                marks = ", ".join("?" for _ in chunk)
-                for table, column in (
-                    ("memory_sources", "item_id"),
-                    ("memory_vectors", "item_id"),
-                    ("memory_items", "id"),
-                ):
-                    tx.run(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
-            self.text.drop(tx, ids)
-            tx.many(
-                "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (owner, fingerprint) DO NOTHING",
-                [
-                    (
-                        item.owner,
-                        evidence_fingerprint(s.session_id, s.ordinal, s.quote),
-                        tx.time(now),
-                    )
-                    for item in doomed.values()
-                    for s in item.sources
-                ],
-            )
+        ids = list(doomed)
+        for start in range(0, len(ids), _PAGE):
+            chunk = ids[start : start + _PAGE]
+            marks = ", ".join("?" for _ in chunk)
+            for table, column in (
+                ("memory_sources", "item_id"),
+                ("memory_vectors", "item_id"),
+                ("memory_items", "id"),
+            ):
+                tx.run(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
+        self.text.drop(tx, ids)
+        tx.many(
+            "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (owner, fingerprint) DO NOTHING",
+            [
+                (
+                    item.owner,
+                    evidence_fingerprint(s.session_id, s.ordinal, s.quote),
+                    tx.time(now),
+                )
+                for item in doomed.values()
+                for s in item.sources
+            ],
+        )
         return list(doomed.values())
 
     def tombstoned(self, owner: str, fingerprints: Iterable[str]) -> set[str]:
@@ -398,20 +409,87 @@ class MemoryItemsPart(Part):
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def add_tombstones(self, stones: Sequence[tuple[str, str]]) -> None:
-        now = datetime.now(UTC)
         with self._db.tx() as tx:
-            tx.many(
-                "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (owner, fingerprint) DO NOTHING",
-                [(o, f, tx.time(now)) for o, f in stones],
-            )
+            _add_tombstones(tx, stones, datetime.now(UTC))
 
     # import --------------------------------------------------------------------------
     def save(self, items: Sequence[MemoryItemRow]) -> list[str]:
-        """Write items outside an extraction (an import): each saved, merged or chained
-        as a settlement would; the ids holding them."""
+        """Write items outside an extraction: each saved, merged or chained as a
+        settlement would; the ids holding them."""
         with self._db.tx() as tx:
             return [self.writer.save(tx, item) for item in items]
+
+    def import_all(
+        self, items: Sequence[MemoryItemRow], stones: Sequence[tuple[str, str]]
+    ) -> ImportCounts:
+        """An export read into this store in ONE transaction (all or nothing): the
+        tombstones written; the items here whose every quote they name forgotten; each
+        item's quotes forgotten here left out (an item with none left is not written);
+        the rest saved (new, merged into the live item saying the same, or already here);
+        then an imported item's end (``superseded_by``, ``valid_until``) closes the live
+        copy of it here. A ``superseded_by`` naming no item of the export nor of this
+        store is a ``MemoirError`` (and nothing is written)."""
+        now = datetime.now(UTC)
+        counts = ImportCounts(tombstones=len(stones))
+        with self._db.tx() as tx:
+            _add_tombstones(tx, stones, now)
+            owners = sorted({o for o, _ in stones})
+            if owners:  # an item here whose every quote the export forgot goes here too
+                stale = [
+                    i.id for i in self._owned_in(tx, owners) if i.sources and _all_tombstoned(tx, i)
+                ]
+                counts.forgot_here = len(self._forget_in(tx, stale, now))
+            ids = {r.id for r in items}
+            held: dict[str, str] = {}
+            for row in items:
+                missing = row.superseded_by and row.superseded_by not in ids
+                if missing and not tx.run(
+                    "SELECT 1 FROM memory_items WHERE id = ?", (row.superseded_by,)
+                ):
+                    raise MemoirError(
+                        f"item {row.id} is superseded by {row.superseded_by}, which is "
+                        "neither in the export nor here"
+                    )
+                prints = {
+                    evidence_fingerprint(s.session_id, s.ordinal, s.quote): s for s in row.sources
+                }
+                gone = _tombstoned_in(tx, row.owner, prints)
+                if len(gone) == len(prints):
+                    counts.forgotten += 1
+                    continue
+                row = replace(row, sources=tuple(s for f, s in prints.items() if f not in gone))
+                held[row.id] = self._import_one(tx, row, counts)
+            for row in items:  # what the export says ended, ends here too
+                if row.id in held and (row.superseded_by or row.valid_until):
+                    _close(tx, held[row.id], row, held)
+        return counts
+
+    def _import_one(self, tx: Tx, row: MemoryItemRow, counts: ImportCounts) -> str:
+        if tx.run("SELECT 1 FROM memory_items WHERE id = ?", (row.id,)):
+            counts.already += 1
+            return row.id
+        scope_key = row.scope_key or (row.project if row.scope == "project" else "")
+        twin = tx.run(
+            "SELECT i.id, (SELECT count(*) FROM memory_sources s WHERE s.item_id = i.id) "
+            "FROM memory_items i WHERE i.owner = ? AND i.scope_key = ? AND i.normalized = ? "
+            "AND i.superseded_by IS NULL",
+            (row.owner, scope_key, row.normalized),
+        )
+        got = self.writer.save(tx, row)
+        if got == row.id:
+            counts.items += 1
+            return got
+        quotes = tx.run("SELECT count(*) FROM memory_sources WHERE item_id = ?", (got,))
+        if twin and str(twin[0][0]) == got and int(twin[0][1]) == int(quotes[0][0]):
+            counts.already += 1  # merged before: nothing it lacked
+        else:
+            counts.merged += 1
+        return got
+
+    def _owned_in(self, tx: Tx, owners: Sequence[str]) -> list[MemoryItemRow]:
+        marks = ", ".join("?" for _ in owners)
+        rows = tx.run(f"SELECT id FROM memory_items WHERE owner IN ({marks})", list(owners))
+        return _items_in(tx, [str(r[0]) for r in rows])
 
     # switches --------------------------------------------------------------------------
     def project_disabled(self, project: str) -> bool:
@@ -446,3 +524,104 @@ class MemoryItemsPart(Part):
                 ):
                     sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote, op))
         return [item_from_row(r, tuple(sources[r[0]])) for r in rows]
+
+
+@dataclass(slots=True)
+class ImportCounts:
+    """What :meth:`MemoryItemsPart.import_all` did with an export's lines."""
+
+    items: int = 0  # saved as new items
+    merged: int = 0  # joined a live item saying the same (quotes it lacked appended)
+    already: int = 0  # here already (the same id, or merged before with every quote)
+    forgotten: int = 0  # every quote forgotten here (left out)
+    tombstones: int = 0
+    forgot_here: int = 0  # items here the export's tombstones forgot
+
+
+def _add_tombstones(tx: Tx, stones: Sequence[tuple[str, str]], now: datetime) -> None:
+    tx.many(
+        "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (owner, fingerprint) DO NOTHING",
+        [(o, f, tx.time(now)) for o, f in stones],
+    )
+
+
+def _tombstoned_in(tx: Tx, owner: str, fingerprints: Iterable[str]) -> set[str]:
+    wanted = sorted(set(fingerprints))
+    out: set[str] = set()
+    for start in range(0, len(wanted), _PAGE):
+        chunk = wanted[start : start + _PAGE]
+        marks = ", ".join("?" for _ in chunk)
+        out |= {
+            str(r[0])
+            for r in tx.run(
+                f"SELECT fingerprint FROM memory_tombstones WHERE owner = ? "
+                f"AND fingerprint IN ({marks})",
+                (owner, *chunk),
+            )
+        }
+    return out
+
+
+def _all_tombstoned(tx: Tx, item: MemoryItemRow) -> bool:
+    prints = {evidence_fingerprint(s.session_id, s.ordinal, s.quote) for s in item.sources}
+    return _tombstoned_in(tx, item.owner, prints) == prints
+
+
+def _items_in(tx: Tx, ids: Sequence[str]) -> list[MemoryItemRow]:
+    """The items of ``ids`` with their sources, as ``tx`` sees them."""
+    out: list[MemoryItemRow] = []
+    for start in range(0, len(ids), _PAGE):
+        chunk = list(ids[start : start + _PAGE])
+        marks = ", ".join("?" for _ in chunk)
+        rows = tx.run(f"SELECT {ITEM_COLS} FROM memory_items WHERE id IN ({marks})", chunk)
+        sources: dict[str, list[MemorySourceRow]] = defaultdict(list)
+        for item_id, sid, ordinal, quote, op in tx.run(
+            "SELECT item_id, session_id, ordinal, quote, operation_id FROM memory_sources "
+            f"WHERE item_id IN ({marks}) ORDER BY item_id, n",
+            chunk,
+        ):
+            sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote, op))
+        out += [item_from_row(r, tuple(sources[r[0]])) for r in rows]
+    return out
+
+
+def _predecessors_in(tx: Tx, item_id: str) -> list[str]:
+    found: list[str] = []
+    frontier = [item_id]
+    while frontier:
+        marks = ", ".join("?" for _ in frontier)
+        rows = tx.run(f"SELECT id FROM memory_items WHERE superseded_by IN ({marks})", frontier)
+        frontier = [str(r[0]) for r in rows if str(r[0]) not in found and r[0] != item_id]
+        found += frontier
+    return found
+
+
+def _close(tx: Tx, here: str, row: MemoryItemRow, held: dict[str, str]) -> None:
+    """The live item ``here`` (holding the imported ``row``) ended as ``row`` did: it is
+    superseded by the item here holding ``row``'s successor, its validity closed."""
+    live = tx.run(
+        "SELECT valid_until FROM memory_items WHERE id = ? AND superseded_by IS NULL", (here,)
+    )
+    if not live:
+        return  # ended here already (or the row was saved ended)
+    successor = held.get(row.superseded_by, row.superseded_by) if row.superseded_by else None
+    start = tx.run("SELECT valid_from FROM memory_items WHERE id = ?", (successor,))
+    if successor == here or (successor is not None and not start):
+        return  # the successor is this item, or was not imported (forgotten here)
+    until = row.valid_until or (from_iso(start[0][0]) if start else None)
+    if successor is not None:
+        tx.run(
+            "UPDATE memory_items SET superseded_by = ?, valid_until = ? WHERE id = ?",
+            (successor, tx.time(until or datetime.now(UTC)), here),
+        )
+    elif live[0][0] is None and until is not None:
+        tx.run("UPDATE memory_items SET valid_until = ? WHERE id = ?", (tx.time(until), here))
+
+
+def _limit(limit: int | None) -> str:
+    """A LIMIT clause; a limit past any table's size reads everything (a 64-bit integer
+    is all SQLite and PostgreSQL take)."""
+    if limit is None or limit >= MAX_ROWS:
+        return ""
+    return f" LIMIT {max(0, int(limit))}"

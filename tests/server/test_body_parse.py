@@ -1,0 +1,65 @@
+"""The JSON reader of bodies and cursors, as a table: what it takes, and why it refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memoir.server.body import depth_over, parse_json
+
+DEPTHS = [
+    pytest.param(1, 0, False, id="scalar"),
+    pytest.param([], 1, False, id="empty-list-at-1"),
+    pytest.param([], 0, True, id="empty-list-over-0"),
+    pytest.param({"a": [{"b": 1}]}, 3, False, id="three-at-3"),
+    pytest.param({"a": [{"b": 1}]}, 2, True, id="three-over-2"),
+    pytest.param([1, [2, [3]], {"x": {}}], 3, False, id="widest-branch-counts"),
+]
+
+
+@pytest.mark.parametrize(("value", "limit", "over"), DEPTHS)
+def test_depth_over(value: Any, limit: int, over: bool) -> None:
+    assert depth_over(value, limit) is over
+
+
+def test_depth_of_a_very_deep_value_is_measured_without_recursion() -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert depth_over(deep, 64) and not depth_over(deep, 100_001)
+
+
+READ = [
+    pytest.param(b'{"a": 1}', {"a": 1}, id="object"),
+    pytest.param('"\\ud800 x"', "? x", id="lone-surrogate-scrubbed"),
+    pytest.param(b'{"k\\udfff": "\\u0000"}', {"k?": "\ufffd"}, id="keys-and-nul"),
+    pytest.param('"\\ud83d\\ude00"', "\U0001f600", id="a-whole-pair-is-kept"),
+    pytest.param("[" * 64 + "]" * 64, None, id="at-the-limit"),
+]
+
+
+@pytest.mark.parametrize(("raw", "value"), READ)
+def test_parse_json_reads(raw: bytes | str, value: Any) -> None:
+    got = parse_json(raw)
+    if value is not None:
+        assert got == value
+
+
+REFUSED = [
+    pytest.param(b"", "Expecting value", id="empty"),
+    pytest.param(b"\xff", "not UTF-8 text (byte 0)", id="not-utf8"),
+    pytest.param("\ufeff{}", "BOM", id="bom"),
+    pytest.param("[" * 65 + "]" * 65, "nested deeper than 64 levels", id="over-the-limit"),
+    pytest.param("[" * 50_000 + "]" * 50_000, "nested deeper than 64", id="past-recursion"),
+    pytest.param("[NaN]", "NaN is not a JSON number", id="nan"),
+    pytest.param("-Infinity", "-Infinity is not a JSON number", id="minus-infinity"),
+    pytest.param('{"a": 1,}', "line 1, column 9", id="says-where"),
+]
+
+
+@pytest.mark.parametrize(("raw", "says"), REFUSED)
+def test_parse_json_refuses(raw: bytes | str, says: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_json(raw)
+    assert says in str(caught.value), str(caught.value)
