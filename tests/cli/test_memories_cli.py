@@ -12,8 +12,8 @@ import memoir.cli.cmd_compact
 import memoir.cli.cmd_memories
 import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
+from cli_run import synced_runner
 from memoir.cli.app import app
-from memoir.demo.make_corpus import corpus_sources
 
 CODEX = "0199f1a2-3b4c-7d5e-8f6a-7b8c9d0e1f10"
 WEBSHOP = "3f2a9c1e-5b7d-4e8a-9c0f-1a2b3c4d5e01"
@@ -22,12 +22,7 @@ LONG = "8d0e6b2f-1c3a-4f5e-8a9b-7c6d5e4f3a02"
 
 @pytest.fixture
 def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("MEMOIR_HOME", str(home))
-    monkeypatch.setenv("MEMOIR_SOURCES", ":".join(str(p) for p in corpus_sources()))
-    runner = CliRunner()
-    done = runner.invoke(app, ["sync", "--no-summaries", "--json"])
-    assert done.exit_code == 0, done.output
-    return runner
+    return synced_runner(home, monkeypatch)
 
 
 def _json(cli: CliRunner, *args: str) -> dict:

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 import memoir.cli.cmd_memories
 import memoir.cli.cmd_sync  # noqa: F401
+from cli_run import synced_runner
 from memoir.cli.app import app
-from memoir.demo.make_corpus import corpus_sources
 from memoir.errors import UsageError
 
 WEBSHOP = "3f2a9c1e-5b7d-4e8a-9c0f-1a2b3c4d5e01"
@@ -22,11 +22,7 @@ WEBSHOP = "3f2a9c1e-5b7d-4e8a-9c0f-1a2b3c4d5e01"
 
 @pytest.fixture
 def cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
-    monkeypatch.setenv("MEMOIR_HOME", str(home))
-    monkeypatch.setenv("MEMOIR_SOURCES", ":".join(str(p) for p in corpus_sources()))
-    runner = CliRunner()
-    assert runner.invoke(app, ["sync", "--no-summaries", "--json"]).exit_code == 0
-    return runner
+    return synced_runner(home, monkeypatch)
 
 
 def _json(cli: CliRunner, *args: str) -> dict:

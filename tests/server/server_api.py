@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi.testclient import TestClient
 
 from memoir.app import Memoir
 
-__all__ = ["Api"]
+__all__ = ["Api", "error_message"]
 
 
 @dataclass
@@ -23,3 +24,13 @@ class Api:
         r = self.client.post("/api/sessions", json={"id": session_id}, headers=headers)
         assert r.status_code == 201, r.text
         return session_id
+
+
+def error_message(r: Any, status: int, code: str) -> str:
+    """The message of an error response, after checking its status and its one shape."""
+    assert r.status_code == status, r.text
+    body = r.json()
+    assert set(body) == {"error"} and body["error"]["code"] == code, body
+    message: str = body["error"]["message"]
+    assert message
+    return message

@@ -12,18 +12,9 @@ import pytest
 
 from memoir.server.body import MAX_DEPTH
 
-from .server_api import Api
+from .server_api import Api, error_message
 
 JSON = {"Content-Type": "application/json"}
-
-
-def _error(r: Any, status: int, code: str) -> str:
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] == code, body
-    message: str = body["error"]["message"]
-    assert message
-    return message
 
 
 def _post(api: Api, path: str, raw: bytes, headers: dict[str, str] | None = None) -> Any:
@@ -117,7 +108,7 @@ NOT_JSON = [
 @pytest.mark.parametrize(("raw", "says"), NOT_JSON)
 def test_a_body_that_is_not_json_is_one_422(api: Api, raw: bytes, says: str) -> None:
     sid = api.make_session()
-    message = _error(_post(api, f"/api/sessions/{sid}/events", raw), 422, "invalid_request")
+    message = error_message(_post(api, f"/api/sessions/{sid}/events", raw), 422, "invalid_request")
     assert message.startswith("the body is not valid JSON: ") and says in message, message
     _nothing_stored(api, sid)
 
@@ -131,12 +122,14 @@ def test_the_depth_limit_is_exact_on_compact(api: Api) -> None:
         msg = '{"role":"user","content":"hi","extra":' + _nested(extra_depth) + "}"
         return ('{"window":1000,"messages":[' + msg + "]}").encode()
 
-    message = _error(_post(api, f"/api/sessions/{sid}/compact", body(800)), 422, "invalid_request")
+    message = error_message(
+        _post(api, f"/api/sessions/{sid}/compact", body(800)), 422, "invalid_request"
+    )
     assert message == f"the body is not valid JSON: it is nested deeper than {MAX_DEPTH} levels"
     # body object 1, messages 2, the message 3, then the extra key's arrays
     assert _post(api, f"/api/sessions/{sid}/compact", body(MAX_DEPTH - 3)).status_code == 200
     too_deep = _post(api, f"/api/sessions/{sid}/compact", body(MAX_DEPTH - 2))
-    _error(too_deep, 422, "invalid_request")
+    error_message(too_deep, 422, "invalid_request")
 
 
 WRONG_TYPES = [
@@ -153,10 +146,10 @@ def test_valid_json_not_sent_as_json_is_415(api: Api, headers: dict[str, str]) -
     r = api.client.post(
         f"/api/sessions/{sid}/events", content=raw, headers={**api.alice, **headers}
     )
-    assert "application/json" in _error(r, 415, "unsupported_media_type")
+    assert "application/json" in error_message(r, 415, "unsupported_media_type")
     _nothing_stored(api, sid)
     r = api.client.post("/api/sessions", content=b'{"id": "t1"}', headers={**api.alice, **headers})
-    _error(r, 415, "unsupported_media_type")
+    error_message(r, 415, "unsupported_media_type")
 
 
 def test_json_subtypes_and_charset_are_json(api: Api) -> None:
@@ -168,7 +161,7 @@ def test_json_subtypes_and_charset_are_json(api: Api) -> None:
 def test_an_optional_body_may_be_left_out_with_no_content_type(api: Api) -> None:
     sid = api.make_session()
     r = api.client.post(f"/api/sessions/{sid}/remember", headers=api.alice)
-    assert "no user message" in _error(r, 409, "conflict")  # the route's own answer
+    assert "no user message" in error_message(r, 409, "conflict")  # the route's own answer
 
 
 # 4 -- messages that store nothing -------------------------------------------------------
@@ -188,7 +181,7 @@ def test_a_message_with_no_content_is_refused_by_index(api: Api, empty: dict[str
     sid = api.make_session()
     batch = [{"id": "ok", "role": "user", "content": "fine"}, {"id": "e1", **empty}]
     r = api.client.post(f"/api/sessions/{sid}/events", json={"messages": batch}, headers=api.alice)
-    assert _error(r, 422, "invalid_request").startswith("message 1 has no content")
+    assert error_message(r, 422, "invalid_request").startswith("message 1 has no content")
     _nothing_stored(api, sid)  # the batch is all or nothing
     later = [{"id": "e1", "role": "user", "content": "now with text"}]
     r = api.client.post(f"/api/sessions/{sid}/events", json={"messages": later}, headers=api.alice)
@@ -238,7 +231,7 @@ BAD_TIMES = [
 def test_a_timestamp_that_is_not_a_time_is_refused(api: Api, when: bytes) -> None:
     sid = api.make_session()
     raw = b'{"messages": [{"role": "user", "content": "x", "timestamp": ' + when + b"}]}"
-    message = _error(_post(api, f"/api/sessions/{sid}/events", raw), 422, "invalid_request")
+    message = error_message(_post(api, f"/api/sessions/{sid}/events", raw), 422, "invalid_request")
     assert message.startswith("messages.0.timestamp: not a time"), message
     _nothing_stored(api, sid)
 
@@ -247,7 +240,7 @@ def test_a_timestamp_that_is_not_a_time_is_refused(api: Api, when: bytes) -> Non
 def test_non_json_numbers_are_refused_as_not_json(api: Api, when: bytes) -> None:
     sid = api.make_session()
     raw = b'{"messages": [{"role": "user", "content": "x", "timestamp": ' + when + b"}]}"
-    message = _error(_post(api, f"/api/sessions/{sid}/events", raw), 422, "invalid_request")
+    message = error_message(_post(api, f"/api/sessions/{sid}/events", raw), 422, "invalid_request")
     assert "is not a JSON number" in message
     _nothing_stored(api, sid)
 

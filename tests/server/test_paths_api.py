@@ -4,19 +4,10 @@ deep, a trailing slash, a regeneration with nothing to summarize."""
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 import pytest
 
-from .server_api import Api
-
-
-def _error(r: Any, status: int, code: str) -> str:
-    assert r.status_code == status, r.text
-    body = r.json()
-    assert set(body) == {"error"} and body["error"]["code"] == code, body
-    message: str = body["error"]["message"]
-    return message
+from .server_api import Api, error_message
 
 
 def _with_events(api: Api, sid: str = "s1", n: int = 3) -> str:
@@ -80,7 +71,7 @@ def test_a_cursor_not_from_this_api_is_422(api: Api, cursor: str, order: str) ->
     r = api.client.get(
         "/api/sessions", params={"cursor": cursor, "order": order}, headers=api.alice
     )
-    assert _error(r, 422, "invalid_request") == "cursor: not a cursor this API gave"
+    assert error_message(r, 422, "invalid_request") == "cursor: not a cursor this API gave"
 
 
 @pytest.mark.parametrize(
@@ -89,14 +80,14 @@ def test_a_cursor_not_from_this_api_is_422(api: Api, cursor: str, order: str) ->
 def test_a_trailing_slash_is_404_not_a_redirect(api: Api, path: str) -> None:
     r = api.client.get(path, headers={**api.alice, "Host": "evil.example"}, follow_redirects=False)
     assert "location" not in r.headers
-    _error(r, 404, "not_found")
+    error_message(r, 404, "not_found")
 
 
 def test_regenerating_a_session_with_no_events_is_409_and_queues_nothing(api: Api) -> None:
     sid = api.make_session()
     r = api.client.post(f"/api/sessions/{sid}/summary/regenerate", headers=api.alice)
-    assert "nothing to summarize" in _error(r, 409, "summary_failed")
+    assert "nothing to summarize" in error_message(r, 409, "summary_failed")
     assert api.memoir.summary_job("alice", sid) is None
     # another user's session is still 404 (not told apart from one that does not exist)
     r = api.client.post(f"/api/sessions/{sid}/summary/regenerate", headers=api.bob)
-    _error(r, 404, "not_found")
+    error_message(r, 404, "not_found")

@@ -380,21 +380,8 @@ class MemoryItemsPart(Part):
 
     def tombstoned(self, owner: str, fingerprints: Iterable[str]) -> set[str]:
         """Which of ``fingerprints`` were forgotten by ``owner``."""
-        wanted = sorted(set(fingerprints))
-        out: set[str] = set()
         with self._db.ro() as tx:
-            for start in range(0, len(wanted), _PAGE):
-                chunk = wanted[start : start + _PAGE]
-                marks = ", ".join("?" for _ in chunk)
-                out |= {
-                    str(r[0])
-                    for r in tx.run(
-                        f"SELECT fingerprint FROM memory_tombstones WHERE owner = ? "
-                        f"AND fingerprint IN ({marks})",
-                        (owner, *chunk),
-                    )
-                }
-        return out
+            return _tombstoned_in(tx, owner, fingerprints)
 
     def tombstones(self) -> int:
         return int(self._db.rows("SELECT count(*) FROM memory_tombstones")[0][0])
