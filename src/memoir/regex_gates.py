@@ -98,7 +98,7 @@ def gate_of(pattern: re.Pattern[str]) -> Gate | None:
     }
     if not clauses:
         return None
-    return Gate(tuple(sorted(clauses, key=_selectivity)), folded)
+    return Gate(tuple(sorted(clauses, key=lambda k: (_selectivity(k), k))), folded)
 
 
 Clause = frozenset[str]
