@@ -806,8 +806,9 @@ class Memoir:
         """Queue a full regeneration of the summary of ``user``'s session (job kind
         ``summary``), or return the one already queued or running (a duplicate request is the
         same job). ``NotFound`` for a session ``user`` does not own; ``OversizedHistory``
-        (pointing to incremental compression) beyond ``MEMOIR_EPISODE_MAX_FULL_TOKENS``;
-        ``AdmissionUnavailable`` while the configured Redis cannot be reached."""
+        (pointing to incremental compression) beyond ``MEMOIR_EPISODE_MAX_FULL_TOKENS`` or
+        past the 24 episodes a full run takes at most; ``AdmissionUnavailable`` while the
+        configured Redis cannot be reached."""
         from memoir.jobs import Job
         from memoir.store import ensure_writable
         from memoir.summaries.session import EpisodeSettings, check_full_regeneration

@@ -25,11 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from memoir.errors import NotFound, SummaryError
+from memoir.ingest.detect import Format
 from memoir.model import Session
 from memoir.store.parts import SummariesPart
 from memoir.store.port import Store
 from memoir.store.values import SummaryRow
-from memoir.summaries.coverage import TRAILER_BYTES, coverage_after, indexed_through
+from memoir.summaries.coverage import (
+    TRAILER_BYTES,
+    ArchiveTail,
+    coverage_after,
+    indexed_through,
+)
 from memoir.summaries.database import DatabaseSummaryStore
 from memoir.summaries.files import SUMMARY_SUFFIX, summary_path_for
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
@@ -53,6 +59,8 @@ __all__ = [
     "summary_problems",
     "summary_updated_at",
 ]
+
+_TAIL_CHUNK_BYTES = 1024 * 1024  # read at a time past the offset, looking for a newline
 
 COUNT_KEYS = ("summarized", "stale", "pending", "errored", "given_up", "empty")
 
@@ -109,32 +117,48 @@ def coverage_before_reading(summaries: SummaryStore, store: Store, session_id: s
     """What a summary of the events about to be read may say it covers, measured before
     they are read: a sync that appends meanwhile must leave its part uncovered (and the
     conversation due again). On files, no more than the bytes the index has read from the
-    transcript (the archive may already hold a line whose events are not committed yet)."""
+    transcript (the archive may already hold a line whose events are not committed yet),
+    and the bytes past that which hold nothing to index (:func:`indexed_through`)."""
     located = _locate(summaries, store, session_id)
     if located is None:
         return None
     where, conv = located
     amount = conv.current
     if where.unit != "events":
-        offsets = [s.offset for s in store.ingest.sources().values() if s.session_id == session_id]
-        if offsets:
-            offset = max(offsets)
-            tail = _archive_tail(conv.archive_path, offset, amount)
-            amount = min(amount, indexed_through(offset, amount, tail))
+        sources = [s for s in store.ingest.sources().values() if s.session_id == session_id]
+        if sources:
+            source = max(sources, key=lambda s: s.offset)
+            lines = source.parser_state.get("format") != Format.GENERIC_LIST.value
+            tail = _archive_tail(conv.archive_path, source.offset, amount, lines=lines)
+            through = indexed_through(
+                source.offset, amount, tail, lines=lines, recorded=source.size
+            )
+            amount = min(amount, through)
     return amount
 
 
-def _archive_tail(path: Path | None, offset: int, size: int) -> bytes:
-    """The archive's bytes from ``offset`` to ``size`` when they are few (a JSON list's
-    closing bracket), else nothing: enough for :func:`indexed_through` to decide."""
-    if path is None or not 0 < size - offset <= TRAILER_BYTES:
-        return b""
+def _archive_tail(path: Path | None, offset: int, size: int, *, lines: bool) -> ArchiveTail:
+    """What the archive holds from ``offset`` to ``size``, enough for
+    :func:`indexed_through` to decide: a few bytes (a JSON list's closing bracket) read
+    whole; for a transcript read line by line, read on in chunks — none kept — up to the
+    first newline (the rest of a line is all an index that read the file to its end can
+    have left). Nothing for a longer tail of a JSON list, or when the archive cannot be
+    read."""
+    past = size - offset
+    if path is None or past <= 0 or (past > TRAILER_BYTES and not lines):
+        return ArchiveTail()
     try:
         with open(path, "rb") as archived:
             archived.seek(offset)
-            return archived.read(size - offset)
+            start = archived.read(min(past, TRAILER_BYTES))
+            read, newline, chunk = len(start), b"\n" in start, start
+            while chunk and not newline and read < past:
+                chunk = archived.read(min(past - read, _TAIL_CHUNK_BYTES))
+                read += len(chunk)
+                newline = b"\n" in chunk
     except OSError:
-        return b""
+        return ArchiveTail()
+    return ArchiveTail(read, start, newline)
 
 
 def forget_summary(archive_dir: Path, rows: SummariesPart, session_id: str, project: str) -> bool:

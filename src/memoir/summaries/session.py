@@ -35,8 +35,10 @@ from memoir.store.claims import summary_claim
 from memoir.store.port import Store
 from memoir.store.values import TraceRow
 from memoir.summaries.episodic.cache import CACHE_TTL_S, EpisodeCache, StoreEpisodeCache
+from memoir.summaries.episodic.plan import full_run_refusal
 from memoir.summaries.episodic.summarizer import (
     DEFAULT_EPISODE_TOKENS,
+    DEFAULT_MAX_EPISODES,
     DEFAULT_MAX_FULL_TOKENS,
     EpisodicSummarizer,
     EpisodicSummary,
@@ -68,12 +70,15 @@ RunMode = Literal["auto", "full", "incremental"]
 @dataclass(frozen=True, slots=True)
 class EpisodeSettings:
     """How an episodic summarizer is built (``MEMOIR_EPISODE_*``); ``retries`` per call
-    after the first, ``cache_ttl_s`` how long finished episodes are kept."""
+    after the first, ``cache_ttl_s`` how long finished episodes are kept. ``max_episodes``,
+    the most episodes a full run takes, is no setting: it keeps a full run's calls within
+    the attempt budget, and ``MEMOIR_EPISODE_TOKENS`` (fewer, larger episodes) moves it."""
 
     concurrency: int = 4
     attempt_budget: int = 32
     episode_tokens: int = DEFAULT_EPISODE_TOKENS
     max_full_tokens: int = DEFAULT_MAX_FULL_TOKENS
+    max_episodes: int = DEFAULT_MAX_EPISODES
     retries: int = 2
     cache_ttl_s: float = CACHE_TTL_S
 
@@ -110,6 +115,7 @@ def episodic_summarizer(
         attempt_budget=settings.attempt_budget,
         episode_tokens=settings.episode_tokens,
         max_full_tokens=settings.max_full_tokens,
+        max_episodes=settings.max_episodes,
         retries=settings.retries,
         cache_ttl_s=settings.cache_ttl_s,
     )
@@ -172,21 +178,26 @@ def _round_window(pending: list[Event], max_tokens: int) -> list[Event]:
 def check_full_regeneration(
     store: Store, session_id: str, episodes: EpisodeSettings = EpisodeSettings()
 ) -> None:
-    """Raise ``OversizedHistory`` (pointing to incremental summarization) when a full
-    regeneration of the session is beyond ``MEMOIR_EPISODE_MAX_FULL_TOKENS``: checked
-    before a regeneration job is queued, with no model call."""
-    tokens, count, fits = full_run_size(
+    """Raise ``OversizedHistory`` when a full regeneration of the session is beyond what one
+    full run takes — ``MEMOIR_EPISODE_MAX_FULL_TOKENS``, or more episodes than
+    ``EpisodeSettings.max_episodes`` — naming the limit passed and pointing to incremental
+    summarization: checked before a regeneration job is queued, with no model call."""
+    tokens, count, _ = full_run_size(
         store.events.of(session_id),
         episode_tokens=episodes.episode_tokens,
         max_full_tokens=episodes.max_full_tokens,
+        max_episodes=episodes.max_episodes,
     )
-    if not fits:
-        raise OversizedHistory(
-            f"session {session_id} is {tokens:,} tokens in {count} episodes, beyond the "
-            f"full-regeneration guard (MEMOIR_EPISODE_MAX_FULL_TOKENS={episodes.max_full_tokens:,}"
-            "); use incremental compression instead (memoir summarize --incremental), which "
-            "summarizes the history part by part and merges each part in"
-        )
+    why = full_run_refusal(
+        tokens,
+        count,
+        max_tokens=episodes.max_full_tokens,
+        max_episodes=episodes.max_episodes,
+        episode_tokens=episodes.episode_tokens,
+        incremental="memoir summarize --incremental",
+    )
+    if why is not None:
+        raise OversizedHistory(f"session {session_id} is {why}")
 
 
 def find_previous(

@@ -19,6 +19,7 @@ __all__ = [
     "Action",
     "Episode",
     "build_episodes",
+    "full_run_refusal",
     "next_action",
     "pack",
     "retry_delay",
@@ -129,8 +130,9 @@ def run_scope(
 ) -> int | None:
     """How many leading episodes one run summarizes. A full run takes all of them or,
     beyond ``max_tokens`` / ``max_episodes``, none (None: refuse, point to incremental
-    mode). An incremental run takes the longest prefix within both limits (at least one
-    episode), and the caller runs again for the rest."""
+    mode; :func:`full_run_refusal` says which limit). An incremental run takes the longest
+    prefix within both limits (at least one episode), and the caller runs again for the
+    rest."""
     if not incremental:
         if sum(sizes) > max_tokens or len(sizes) > max_episodes:
             return None
@@ -142,6 +144,46 @@ def run_scope(
         taken += 1
         total += size
     return taken
+
+
+def full_run_refusal(
+    tokens: int,
+    episodes: int,
+    *,
+    max_tokens: int,
+    max_episodes: int,
+    episode_tokens: int,
+    incremental: str,
+) -> str | None:
+    """Why a full run over ``episodes`` episodes of ``tokens`` in all is refused (as
+    :func:`run_scope` refuses it) — the limit it passes, and what to do — or None when it
+    passes neither; ``incremental`` names the way to ask for an incremental run. The
+    episode cap is fixed (it keeps a full run's calls within the attempt budget); past it
+    alone, fewer and larger episodes (``MEMOIR_EPISODE_TOKENS``) would do too: the size
+    suggested leaves a tenth to spare, since episodes are cut only between messages."""
+    over_tokens, over_episodes = tokens > max_tokens, episodes > max_episodes
+    if not (over_tokens or over_episodes):
+        return None
+    guard = "MEMOIR_EPISODE_MAX_FULL_TOKENS"
+    cap = f"more than the {max_episodes} episodes a full regeneration takes at most"
+    if over_tokens:
+        reason = f"beyond the full-regeneration guard of {max_tokens:,} tokens ({guard})" + (
+            f" and {cap}" if over_episodes else ""
+        )
+    else:
+        reason = f"{cap} (a fixed cap; the tokens are within {guard}={max_tokens:,})"
+    advice = (
+        f"use incremental compression instead ({incremental}), which summarizes the "
+        "history part by part and merges each part in"
+    )
+    if not over_tokens:
+        enough = math.ceil(tokens * 1.1 / max(1, max_episodes) / 1000) * 1000
+        enough = max(enough, episode_tokens + 1000)
+        advice += (
+            f", or make episodes larger and fewer: MEMOIR_EPISODE_TOKENS={enough:,} "
+            f"(now {episode_tokens:,})"
+        )
+    return f"{tokens:,} tokens in {episodes} episodes, {reason}; {advice}"
 
 
 class Action(StrEnum):

@@ -40,7 +40,7 @@ from memoir.summaries.episodic.cache import (
 )
 from memoir.summaries.episodic.calls import Answer, Caller, Cancelled
 from memoir.summaries.episodic.history import normalise
-from memoir.summaries.episodic.plan import Episode, build_episodes, run_scope
+from memoir.summaries.episodic.plan import Episode, build_episodes, full_run_refusal, run_scope
 from memoir.summaries.episodic.prompts import episode_request, half_request, merge_request
 from memoir.summaries.episodic.shape import render_summary
 from memoir.summaries.episodic.text import split_point
@@ -52,7 +52,7 @@ Mode = Literal["full", "incremental"]
 
 DEFAULT_EPISODE_TOKENS = 10_000
 DEFAULT_MAX_FULL_TOKENS = 200_000
-DEFAULT_MAX_EPISODES = 24
+DEFAULT_MAX_EPISODES = 24  # the most episodes a full run takes (not a setting: see run_scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +183,15 @@ class EpisodicSummarizer:
             ),
         )
         if take is None:
-            raise OversizedHistory(
-                f"the history is {sum(sizes):,} tokens in {len(sizes)} episodes, beyond the "
-                f"full-regeneration guard ({self.max_full_tokens:,} tokens, "
-                f"{self.max_episodes} episodes); use incremental mode (--incremental), "
-                "which summarizes it part by part and merges each part in"
+            why = full_run_refusal(
+                sum(sizes),
+                len(sizes),
+                max_tokens=self.max_full_tokens,
+                max_episodes=self.max_episodes,
+                episode_tokens=self.episode_tokens,
+                incremental="--incremental",
             )
+            raise OversizedHistory(f"the history is {why}")
         if take + 1 > self.attempt_budget:
             raise BudgetExhausted(
                 f"{take} episodes and a merge need at least {take + 1} calls but the attempt "
