@@ -7,6 +7,7 @@ from typing import Any
 from store_builders import ingest
 
 from memoir.store import SearchFilters, Store
+from memoir.store.health import SessionDamage
 
 TURNS = [
     ("alpha question about wal", "alpha answer", "Bash"),
@@ -109,3 +110,39 @@ def test_orphan_embeddings_and_sources_are_found(store: Store) -> None:
 def test_repair_of_an_empty_store(store: Store) -> None:
     assert store.index.repair() == 0
     assert store.stats()["index_rows"] == 0
+
+
+THREE = [*TURNS, ("gamma question about yaks", "gamma answer", None)]
+
+
+def test_a_lost_exchange_row_is_found_and_rebuilt_from_the_events(store: Store) -> None:
+    from memoir.ingest.mend import rebuild_exchanges
+
+    ingest(store, "s1", THREE)
+    kept = {x.id: x for x in store.exchanges.of("s1")}
+    lost = "s1:7"
+    assert lost in kept
+    raw(store, "DELETE FROM embeddings WHERE exchange_id = ?", (lost,))
+    drop_index_row(store, lost)
+    raw(store, "DELETE FROM exchanges WHERE id = ?", (lost,))
+    problems = store.integrity_problems()
+    assert f"1 exchange rows lost (their events belong to no exchange): {lost}" in problems
+    assert store.damaged_sessions() == SessionDamage(exchanges_lost=("s1",))
+
+    assert rebuild_exchanges(store, "s1") is True
+    assert store.integrity_problems() == []
+    assert {x.id: x for x in store.exchanges.of("s1")} == kept
+    assert [h.exchange_id for h in store.index.search("yaks", SearchFilters(), 10)] == [lost]
+    assert store.damaged_sessions() == SessionDamage()
+    assert rebuild_exchanges(store, "nobody") is False
+
+
+def test_missing_events_name_the_session_to_read_again(store: Store) -> None:
+    ingest(store, "s1", THREE)
+    ingest(store, "s2", TURNS)
+    raw(store, "DELETE FROM events WHERE session_id = ? AND ordinal = 3", ("s1",))
+    assert store.damaged_sessions() == SessionDamage(events_lost=("s1",))
+    # the prompt of an exchange gone with its exchange row: its events are not whole either
+    raw(store, "DELETE FROM events WHERE session_id = ? AND ordinal = 1", ("s2",))
+    raw(store, "DELETE FROM exchanges WHERE id = ?", ("s2:1",))
+    assert store.damaged_sessions() == SessionDamage(events_lost=("s1", "s2"))

@@ -58,7 +58,7 @@ from memoir.summaries.persist import summary_findings
 from memoir.summaries.policy import SummaryPolicy
 from memoir.summaries.summary_pass import PassProgress
 
-__all__ = ["demo", "stats", "sync_command", "verify"]
+__all__ = ["demo", "empty_scan_line", "stats", "sync_command", "verify"]
 
 
 @contextmanager
@@ -279,6 +279,8 @@ def sync_command(
     for folder in source or []:
         if not folder.is_dir():
             raise typer.BadParameter(f"{folder} is not a folder", param_hint="--source")
+    if not source:
+        _check_sources(settings.sources)
     if settings.sync_disabled:
         _note("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done", as_json, "disabled")
         return
@@ -348,8 +350,7 @@ def sync_command(
         return
     if report.files_scanned == 0:
         roots = source or settings.sources
-        where = ", ".join(str(r) for r in roots) if roots else "no sources configured"
-        console.print(f"no transcripts found ({where}); pass --source DIR or set MEMOIR_SOURCES")
+        console.print(empty_scan_line([str(r) for r in roots], len(report.symlinks_left_out)))
     console.print(_table(report, summaries, embedded))
     rows = (summaries or {}).get("rows") or []
     if rows:
@@ -384,6 +385,30 @@ def sync_command(
             "not be read (above); everything else is synced, and the next sync tries them again"
         )
         raise typer.Exit(1)
+
+
+def _check_sources(sources: tuple[Path, ...] | list[Path]) -> None:
+    """A source in MEMOIR_SOURCES that is there but is no folder is refused, as ``--source``
+    refuses it (one missing is reported by the sync: a typo, or a folder not made yet)."""
+    for folder in sources:
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ConfigError(
+                f"MEMOIR_SOURCES names {folder}, which is not a folder; name the folders "
+                "your transcripts are in"
+            )
+
+
+def empty_scan_line(roots: list[str], left_out: int) -> str:
+    """What ``memoir sync`` says when it found no transcript to read under ``roots``
+    (``left_out``: symlinked transcripts it found and left out, listed after it)."""
+    if not roots:
+        return (
+            "no transcripts found (no sources configured); pass --source DIR or set MEMOIR_SOURCES"
+        )
+    where = ", ".join(roots)
+    if left_out:
+        return f"no transcripts read under {where}: {left_out} left out (listed below)"
+    return f"no transcripts (*.jsonl, *.json) found under {where}"
 
 
 def _tell_left_out(report: SyncReport) -> None:
@@ -464,6 +489,8 @@ def verify(
             console.print(
                 f"[yellow]{item.kind}[/yellow] {escape(item.where)} {escape(item.detail)}"
             )
+        for note in report.unrepaired:
+            err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         console.print(
             f"verify: {state}; {report.sources_checked} transcripts indexed, "

@@ -13,6 +13,7 @@ archived because it is called ``*.json``.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -62,6 +63,14 @@ class _Links:
             return False
         return os.path.join(source, os.path.relpath(target, self.root)) in seen
 
+    def broken(self, path: str) -> bool:
+        """``path`` is a symlink whose target cannot be read as a file (it does not exist,
+        or the links loop): named in ``left_out``, as a link left out is."""
+        why = broken_link(path)
+        if why is not None:
+            self.left_out.append(f"{source_key(path)}: {why}")
+        return why is not None
+
     def allows(self, path: str) -> bool:
         if self.follow:
             return True
@@ -78,8 +87,26 @@ class _Links:
         return inside
 
 
+def broken_link(path: str) -> str | None:
+    """Why the symlink ``path`` leads to no file: a dangling link (its target does not
+    exist) or a loop of links; None when it leads somewhere."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"a dangling symlink (its target {source_key(target)} does not exist)"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop (it leads back to itself)"
+        return None  # not readable: read (and reported) as any other file
+    return None
+
+
 def _walk(
-    folder: str, skip: set[str], errors: list[str], links: _Links
+    folder: str, skip: set[str], errors: list[str], links: _Links, unread: list[str]
 ) -> Iterator[tuple[str, int, int]]:
     try:
         entries = list(os.scandir(folder))
@@ -87,12 +114,15 @@ def _walk(
         return  # removed while we walked: nothing to read, nothing lost
     except OSError as exc:
         errors.append(f"{source_key(folder)}: folder not readable: {exc.strerror or exc}")
+        unread.append(folder)
         return
     for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
                 if not entry.name.startswith(".") and entry.path not in skip:
-                    yield from _walk(entry.path, skip, errors, links)
+                    yield from _walk(entry.path, skip, errors, links, unread)
+            elif transcript_name(entry.name) and entry.is_symlink() and links.broken(entry.path):
+                continue
             elif transcript_name(entry.name) and entry.is_file():
                 st = entry.stat()
                 if entry.is_symlink():
@@ -111,14 +141,17 @@ def scan(
     errors: list[str] | None = None,
     follow_symlinks: bool = False,
     left_out: list[str] | None = None,
+    unreadable: list[str] | None = None,
 ) -> Iterator[tuple[str, str, int, int]]:
     """(path, source root, size, mtime_ns) of every transcript file under ``sources`` (each
     once). Plain strings: the nothing-to-do sync builds no Path objects. A folder that
     cannot be listed, or a source that does not exist, is noted in ``errors`` (when given)
     and passed over; a symlinked transcript pointing out of its source, unless
-    ``follow_symlinks``, in ``left_out``."""
+    ``follow_symlinks``, in ``left_out`` (so is a dangling symlink or a symlink loop);
+    folders that could not be listed, in ``unreadable`` too (``verify`` lists them)."""
     errors = [] if errors is None else errors
     left_out = [] if left_out is None else left_out
+    unreadable = [] if unreadable is None else unreadable
     skip_set = {str(p) for p in skip}
     seen: set[str] = set()
     for source in sources:
@@ -130,7 +163,10 @@ def scan(
             base = os.path.dirname(root)
         elif os.path.isdir(root):
             links = _Links(os.path.realpath(root), follow_symlinks, left_out)
-            found, base = _walk(root, skip_set, errors, links), root
+            found, base = _walk(root, skip_set, errors, links, unreadable), root
+        elif os.path.exists(root):  # a device, a pipe, a socket: nothing to walk or read
+            errors.append(f"{root}: source is not a folder (nor a transcript file)")
+            continue
         else:  # a source named in MEMOIR_SOURCES with a typo would otherwise pass unseen
             errors.append(f"{root}: source not found (no such file or folder)")
             continue

@@ -169,6 +169,7 @@ def plan_file(
     owners: dict[str, str],
     key: str | None = None,
     known: Callable[[str], SourceState | None] = lambda _path: None,
+    reread: bool = False,
 ) -> Plan | Skip:
     """``key`` is the path the index knows the transcript by (default: the file read).
     ``owners`` maps session ids to the paths that hold them; ``known`` gives the index's
@@ -179,9 +180,11 @@ def plan_file(
     When the other path is still there and the two agree on the bytes they share, it is
     the same transcript synced from two folders (:func:`_held_elsewhere`): left out as a
     duplicate, or read on from the other's state when it is the copy that grew. Otherwise
-    it is a different transcript and gets a session id of its own (``clash_with``)."""
+    it is a different transcript and gets a session id of its own (``clash_with``).
+    ``reread``: the stored events are damaged (``verify --repair``): read the file again
+    from its start under the session id the index knows, as a rewritten one is."""
     path = key or source_key(cand.path)
-    if state is not None and not is_rewritten(fd, cand.size, state):
+    if state is not None and not reread and not is_rewritten(fd, cand.size, state):
         ps = dict(state.parser_state)
         fmt = Format(ps.get("format", Format.CLAUDE.value))
         identity = Identity(

@@ -97,6 +97,7 @@ class SyncReport:
     files_reset: int = 0
     files_ignored: int = 0
     files_indexed_elsewhere: int = 0  # a replica sharing the database wrote it first
+    files_vanished: int = 0  # found by the scan, deleted before it was read
     bytes_indexed: int = 0
     events_added: int = 0
     exchanges_added: int = 0
@@ -181,12 +182,14 @@ def sync(
         run.owners.pop(sid, None)
     roots = settings.sources if sources is None else as_paths(sources)
     todo: list[Candidate] = []
+    unread: list[str] = []
     found = scan(
         roots,
         skip=[settings.home],
         errors=report.errors,
         follow_symlinks=follow_symlinks,
         left_out=report.symlinks_left_out,
+        unreadable=unread,
     )
     for key, root, size, mtime_ns in found:
         report.files_scanned += 1
@@ -198,6 +201,7 @@ def sync(
             report.files_ignored += 1
         else:
             todo.append(Candidate(Path(key), Path(root), size, mtime_ns))
+    _note_unread_folders(run.ignored, [str(r) for r in roots], unread)
     with store.bulk_writes():  # memory that does not grow with the database
         _ingest_all(run, todo, states, progress)
     run.ignored.save()
@@ -224,9 +228,14 @@ def _ingest_all(
         except ConcurrentWrite as exc:  # a replica sharing the database indexed it first
             log.info("sync: %s", exc)
             report.files_indexed_elsewhere += 1
-        except OSError as exc:  # vanished or unreadable: the next sync tries again
-            report.errors.append(f"{name}: {exc.strerror or exc}")
-            run.ignored.add(IgnoredFile(name, cand.size, cand.mtime_ns, "unreadable"))
+        except OSError as exc:
+            if vanished(exc, cand.path):  # deleted since the scan: nothing left to read,
+                # and what was synced of it stays (as for a folder gone from the walk)
+                log.info("sync: %s: gone since the scan", name)
+                report.files_vanished += 1
+            else:  # unreadable: the next sync tries again, verify lists it meanwhile
+                report.errors.append(f"{name}: {exc.strerror or exc}")
+                run.ignored.add(IgnoredFile(name, cand.size, cand.mtime_ns, "unreadable"))
         except StoreError:
             raise  # the database is unusable: every further file would fail the same way
         except Exception as exc:  # a bug on one file must not stop the others
@@ -235,6 +244,36 @@ def _ingest_all(
         done_bytes += cand.size
     if progress is not None and todo:
         progress(SyncProgress(len(todo), len(todo), total, total, ""))
+
+
+UNREADABLE_FOLDER = "unreadable_folder"  # the IgnoredFile reason of a folder not listed
+
+
+def _note_unread_folders(ignored: IgnoredFiles, roots: list[str], unread: list[str]) -> None:
+    """Remember the folders this walk could not list (``verify`` lists them); forget those
+    remembered before that are under a walked source and were listed this time."""
+    now = {source_key(folder) for folder in unread}
+    walked = [os.path.abspath(root) for root in roots]
+    for item in list(ignored.items.values()):
+        if item.reason != UNREADABLE_FOLDER or item.path in now:
+            continue
+        if any(_under(item.path, root) for root in walked):
+            ignored.discard(item.path)
+    for folder in sorted(now):
+        ignored.add(IgnoredFile(folder, 0, 0, UNREADABLE_FOLDER))
+
+
+def _under(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # different drives, or one relative
+        return False
+
+
+def vanished(exc: OSError, path: str | os.PathLike[str]) -> bool:
+    """``exc``, raised reading ``path``, says it is gone (it, or a folder above it, was
+    deleted since the scan) — not that it could not be read."""
+    return isinstance(exc, (FileNotFoundError, NotADirectoryError)) and not os.path.lexists(path)
 
 
 def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
@@ -249,10 +288,16 @@ def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
 
 
 def ingest_file(
-    run: _Run, cand: Candidate, state: SourceState | None, *, key: str | None = None
+    run: _Run,
+    cand: Candidate,
+    state: SourceState | None,
+    *,
+    key: str | None = None,
+    reread: bool = False,
 ) -> None:
     """Archive and index one changed transcript (known to the index as ``key``, by default
-    its own path; ``verify --repair`` reads an archived copy in place of a lost source)."""
+    its own path; ``verify --repair`` reads an archived copy in place of a lost source, and
+    with ``reread`` reads it again from its start: its stored events are damaged)."""
     with open(cand.path, "rb") as fp:
         fd = fp.fileno()
         st = os.fstat(fd)
@@ -266,6 +311,7 @@ def ingest_file(
             owners=run.owners,
             key=key,
             known=run.store.ingest.source,
+            reread=reread,
         )
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
@@ -661,9 +707,11 @@ def index_file(
     root: Path,
     observer: SyncObserver,
     key: str | None = None,
+    reread: bool = False,
 ) -> SyncReport:
     """Index one file outside a sync walk (``verify --repair`` re-reads archived copies).
-    ``key`` is the source path the index knows it by; by default the file itself."""
+    ``key`` is the source path the index knows it by; by default the file itself;
+    ``reread``: read it again from its start (see :func:`ingest_file`)."""
     began = time.perf_counter()
     run, states = _new_run(settings, store, observer)
     report = run.report
@@ -674,6 +722,7 @@ def index_file(
         Candidate(path, root, st.st_size, st.st_mtime_ns),
         states.get(key or str(path)),
         key=key,
+        reread=reread,
     )
     run.ignored.save()
     report.duration_s = time.perf_counter() - began

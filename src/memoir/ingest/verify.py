@@ -2,10 +2,11 @@
 
 Problems, damage (``memoir verify`` exits 1 when there is any):
 
-- ``store``: what the store's own integrity check reports (orphan rows, index drift);
+- ``store``: what the store's own integrity check reports (orphan rows, index drift,
+  exchange rows lost, events missing);
 - ``unreadable_file``: a file under the sources that is a one-document JSON transcript too
   large to be read whole, or that the last sync could not read (permissions, an I/O
-  error);
+  error), or a folder the last sync could not list;
 - ``archive_missing`` / ``archive_short``: the archived copy is gone or shorter than what
   was indexed;
 - ``index_behind_archive``: the archived copy holds bytes the index never read;
@@ -22,17 +23,24 @@ fault, not damage. ``ignored_file``: a file under the sources that is no transcr
 (``binary``, or ``unknown_format``: text in no format Memoir reads), which sync passes over
 and counts as ignored; nothing of it was ever meant to be indexed.
 
-``repair`` rebuilds the store's search index, re-indexes archived copies the index is
+``repair`` rebuilds the exchanges of sessions whose events belong to no exchange from
+those events, reads again from its start (archived copy, else source) each transcript
+whose stored events are damaged (:mod:`memoir.ingest.mend`), rebuilds the store's search
+index, re-indexes archived copies the index is
 behind on or has lost (an orphaned copy through a sync of the sources first, so a source
 that is still there keeps its one identity; from the archive itself when the source is
 gone), re-copies a missing archive from its source when the source still exists and makes
 every path too open owner-only; what
 that re-indexing rewrites or removes is told to the ``observer``, as a sync tells it.
+``VerifyReport.repaired`` counts the problems found before the repair that are gone after
+it (:func:`fixed`), never the work done; what it could not mend, and why, is in
+``VerifyReport.unrepaired``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,13 +48,14 @@ from typing import Any
 from memoir.config import Settings
 from memoir.ingest.archive import in_archive
 from memoir.ingest.ignored import IgnoredFiles
+from memoir.ingest.mend import rebuild_exchanges, reread_session
 from memoir.ingest.observer import SyncObserver
-from memoir.ingest.sync import MAX_JSON_BYTES, ignored_path, index_file, sync
+from memoir.ingest.sync import MAX_JSON_BYTES, UNREADABLE_FOLDER, ignored_path, index_file, sync
 from memoir.private import DIR_MODE, FILE_MODE, loose_modes, make_private
 from memoir.store.port import Store
 from memoir.store.values import SourceState
 
-__all__ = ["Problem", "VerifyReport", "verify"]
+__all__ = ["Problem", "VerifyReport", "fixed", "verify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +71,8 @@ class VerifyReport:
     warnings: list[Problem] = field(default_factory=list)
     sources_checked: int = 0
     archive_files: int = 0
-    repaired: int = 0
+    repaired: int = 0  # problems found before the repair and gone after it
+    unrepaired: list[str] = field(default_factory=list)  # what repair could not mend, why
 
     @property
     def ok(self) -> bool:
@@ -115,6 +125,7 @@ def _known(settings: Settings, states: dict[str, SourceState]) -> set[str]:
 _UNREAD = {
     "unreadable": "the last sync could not read it",
     "too_large": f"a one-document JSON transcript over {MAX_JSON_BYTES // 2**20} MiB",
+    UNREADABLE_FOLDER: "a folder the last sync could not list (its transcripts were not read)",
 }
 
 
@@ -159,12 +170,48 @@ def _collect(settings: Settings, store: Store, report: VerifyReport) -> None:
         report.problems.append(Problem("mode_too_open", str(path), detail))
 
 
+_COUNTED = re.compile(r"^\d+ ([^:]*)")
+
+
+def _key(problem: Problem) -> tuple[str, str, str]:
+    """What stays the same while a problem is not mended: its kind and place, and for a
+    store problem (``"3 orphan index rows …: a, b"``) what it is, without count or sample."""
+    if problem.kind == "store":
+        found = _COUNTED.match(problem.detail)
+        return problem.kind, problem.where, found.group(1) if found else problem.detail
+    return problem.kind, problem.where, ""
+
+
+def fixed(before: list[Problem], after: list[Problem]) -> int:
+    """How many of ``before`` (found before a repair) are gone from ``after``."""
+    still = {_key(p) for p in after}
+    return sum(1 for p in before if _key(p) not in still)
+
+
+def _mend_sessions(
+    settings: Settings, store: Store, report: VerifyReport, observer: SyncObserver
+) -> None:
+    """Sessions with lost exchange rows or damaged events (see :mod:`memoir.ingest.mend`);
+    then the search index, rebuilt whole, when the store still reports a problem."""
+    damage = store.damaged_sessions()
+    for sid in damage.events_lost:
+        if not reread_session(settings, store, sid, observer):
+            report.unrepaired.append(
+                f"session {sid}: events are missing and no archived copy or source of its "
+                "transcript is left to read them again from; they cannot be restored"
+            )
+    for sid in damage.exchanges_lost:
+        rebuild_exchanges(store, sid)
+    if store.integrity_problems():
+        store.index.repair()
+
+
 def _repair(settings: Settings, store: Store, report: VerifyReport, observer: SyncObserver) -> None:
     for problem in report.problems:
-        if problem.kind == "mode_too_open" and make_private(Path(problem.where)):
-            report.repaired += 1
+        if problem.kind == "mode_too_open":
+            make_private(Path(problem.where))
     if any(p.kind == "store" for p in report.problems):
-        report.repaired += store.index.repair()
+        _mend_sessions(settings, store, report, observer)
     orphans = [p for p in report.problems if p.kind == "orphan_archive"]
     if orphans:
         # An archived copy nothing refers to is usually a sync that stopped between the
@@ -174,22 +221,19 @@ def _repair(settings: Settings, store: Store, report: VerifyReport, observer: Sy
         sync(settings, store, observer=observer)
         known = _known(settings, store.ingest.sources())
         for problem in orphans:
-            if problem.where in known:
-                report.repaired += 1
-            else:
+            if problem.where not in known:
                 archived = Path(problem.where)
                 index_file(settings, store, archived, root=settings.archive_dir, observer=observer)
-                report.repaired += 1
     by_archive = {
         _archived(settings, s.archive_path): s
         for s in store.ingest.sources().values()
         if s.archive_path
     }
     for problem in report.problems:
-        if problem.kind in ("orphan_archive", "mode_too_open"):
+        state = by_archive.get(problem.where)
+        if state is None:
             continue
-        elif problem.kind == "index_behind_archive":
-            state = by_archive[problem.where]
+        if problem.kind == "index_behind_archive":
             if os.path.exists(state.path):
                 _reindex_source(settings, store, state, observer)
             else:
@@ -201,12 +245,14 @@ def _repair(settings: Settings, store: Store, report: VerifyReport, observer: Sy
                     observer=observer,
                     key=state.path,
                 )
-            report.repaired += 1
         elif problem.kind in ("archive_missing", "archive_short"):
-            state = by_archive[problem.where]
             if os.path.exists(state.path):
                 _reindex_source(settings, store, state, observer)
-                report.repaired += 1
+            else:
+                report.unrepaired.append(
+                    f"{problem.where}: its source {state.path} is gone too; nothing holds "
+                    "the bytes to copy again"
+                )
 
 
 def _reindex_source(
@@ -224,10 +270,10 @@ def verify(
     report = VerifyReport()
     _collect(settings, store, report)
     if repair and report.problems:
-        repaired = report.repaired
         _repair(settings, store, report, observer)
         after = VerifyReport()
         _collect(settings, store, after)
-        after.repaired = repaired + report.repaired
+        after.repaired = fixed(report.problems, after.problems)
+        after.unrepaired = report.unrepaired
         return after
     return report

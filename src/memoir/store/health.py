@@ -3,13 +3,19 @@
 ``index_keys`` names the relation holding one row per index entry and its key column
 (the exchange ``pk``): SQLite's FTS5 shadow table ``exchange_fts_docsize(id)``,
 PostgreSQL's ``exchange_search(exchange_pk)``.
+
+:func:`damaged_sessions` names the sessions whose derived rows a repair can mend, by
+what it takes: exchanges rebuilt from the session's events (events the exchange rows lost
+track of), or the session's transcript read again (events themselves are missing).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from memoir.store.db import Tx
 
-__all__ = ["integrity_problems", "stats"]
+__all__ = ["SessionDamage", "damaged_sessions", "integrity_problems", "stats"]
 
 SAMPLE = 5
 
@@ -35,6 +41,25 @@ def stats(tx: Tx, index_table: str, index_key: str) -> dict[str, int]:
     return out
 
 
+# a user prompt opens an exchange (``memoir.model.exchange``): one with no exchange row
+# starting at it means every event of that exchange belongs to no exchange
+_PROMPTS_WITHOUT_EXCHANGE = (
+    "SELECT v.session_id, v.ordinal FROM events v WHERE v.kind = 'user_text' "
+    "AND v.author = 'user' AND NOT EXISTS (SELECT 1 FROM exchanges e "
+    "WHERE e.session_id = v.session_id AND e.first_ordinal = v.ordinal)"
+)
+_BROKEN_SPANS = (
+    "SELECT e.id, e.session_id FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM events v "
+    "WHERE v.session_id = e.session_id AND v.ordinal = e.first_ordinal) OR NOT EXISTS "
+    "(SELECT 1 FROM events v WHERE v.session_id = e.session_id "
+    "AND v.ordinal = e.last_ordinal)"
+)
+_GAPS = (
+    "SELECT session_id FROM events GROUP BY session_id "
+    "HAVING min(ordinal) <> 1 OR count(*) <> max(ordinal)"
+)
+
+
 def _checks(index_table: str, index_key: str) -> list[tuple[str, str]]:
     """(what is wrong, SELECT of the offending keys)."""
     return [
@@ -49,17 +74,15 @@ def _checks(index_table: str, index_key: str) -> list[tuple[str, str]]:
             f"(SELECT 1 FROM {index_table} d WHERE d.{index_key} = e.pk)",
         ),
         (
-            "exchanges whose event span is missing",
-            "SELECT e.id FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM events v WHERE "
-            "v.session_id = e.session_id AND v.ordinal = e.first_ordinal) OR NOT EXISTS "
-            "(SELECT 1 FROM events v WHERE v.session_id = e.session_id "
-            "AND v.ordinal = e.last_ordinal)",
+            "exchange rows lost (their events belong to no exchange)",
+            "SELECT p.session_id || ':' || CAST(p.ordinal AS TEXT) "
+            f"FROM ({_PROMPTS_WITHOUT_EXCHANGE}) AS p",
         ),
         (
-            "sessions with gaps in their event ordinals",
-            "SELECT session_id FROM events GROUP BY session_id "
-            "HAVING min(ordinal) <> 1 OR count(*) <> max(ordinal)",
+            "exchanges whose event span is missing",
+            f"SELECT b.id FROM ({_BROKEN_SPANS}) AS b",
         ),
+        ("sessions with gaps in their event ordinals", _GAPS),
         (
             "events of unknown sessions",
             "SELECT DISTINCT v.session_id FROM events v WHERE NOT EXISTS "
@@ -93,3 +116,23 @@ def integrity_problems(tx: Tx, index_table: str, index_key: str) -> list[str]:
             more = ", …" if count > len(sample) else ""
             problems.append(f"{count} {label}: {', '.join(sample)}{more}")
     return problems
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDamage:
+    """Sessions whose derived rows are damaged, by what mends them: ``exchanges_lost``,
+    sessions whose events are whole but some belong to no exchange (rebuild the exchanges
+    from the events); ``events_lost``, sessions with gaps in their ordinals or exchanges
+    whose events are gone (read the transcript again). A session in both is only in
+    ``events_lost``: reading it again rebuilds its exchanges too."""
+
+    exchanges_lost: tuple[str, ...] = ()
+    events_lost: tuple[str, ...] = ()
+
+
+def damaged_sessions(tx: Tx) -> SessionDamage:
+    """The sessions :class:`SessionDamage` describes, each in sorted order."""
+    events_lost = {str(r[0]) for r in tx.run(_GAPS)}
+    events_lost |= {str(r[1]) for r in tx.run(_BROKEN_SPANS)}
+    lost = {str(r[0]) for r in tx.run(_PROMPTS_WITHOUT_EXCHANGE)} - events_lost
+    return SessionDamage(tuple(sorted(lost)), tuple(sorted(events_lost)))

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
+from memoir.store.health import SessionDamage
 from memoir.store.parts import (
     ApiPart,
     CachePart,
@@ -87,3 +88,6 @@ class Store(Protocol):
     def schema_version(self) -> int: ...
     def stats(self) -> dict[str, int]: ...
     def integrity_problems(self) -> list[str]: ...
+    def damaged_sessions(self) -> SessionDamage:
+        """Sessions whose exchanges or events are damaged, by what repairs them."""
+        ...

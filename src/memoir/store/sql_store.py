@@ -71,3 +71,7 @@ class SqlStore:
     def integrity_problems(self) -> list[str]:
         with self._db.ro() as tx:
             return health.integrity_problems(tx, *self._index_keys)
+
+    def damaged_sessions(self) -> health.SessionDamage:
+        with self._db.ro() as tx:
+            return health.damaged_sessions(tx)
