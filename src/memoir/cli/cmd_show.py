@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from memoir.cli.app import app, console, open_memoir, print_json, printable, resolve_session
-from memoir.errors import MemoirError, NotFound
+from memoir.errors import MemoirError
 from memoir.model import Event, EventKind, Exchange, exchanges_around, speaker_of
 from memoir.summaries.persist import read_summary_body
 
@@ -105,17 +105,16 @@ def _flush(pending: Text) -> Text:
 
 def _resolve(store: Any, target: str) -> tuple[str, str | None]:
     """The session ``target`` names, and the exchange when it is an exchange id
-    (``SESSION:N``, the session part may be a unique prefix)."""
-    if store.sessions.get(target) is not None:
-        return target, None
-    head, sep, tail = target.rpartition(":")
-    if sep and head and tail.isdigit():
-        sid = resolve_session(store.sessions, head)
-        exchange = f"{sid}:{tail}"
-        if store.exchanges.get(exchange) is None:
-            raise NotFound(f"no exchange {target!r}: session {sid} has no exchange :{tail}")
-        return sid, exchange
-    return resolve_session(store.sessions, target), None
+    (``SESSION:N``, the session part may be a unique prefix; read as an exchange before
+    the whole string is taken as a session id: :func:`memoir.mcp.refs.read_target`)."""
+    from memoir.mcp.refs import read_target
+
+    return read_target(
+        target,
+        resolve=lambda ref: resolve_session(store.sessions, ref),
+        is_session=lambda sid: store.sessions.get(sid) is not None,
+        is_exchange=lambda xid: store.exchanges.get(xid) is not None,
+    )
 
 
 def _mask(text: str) -> str:

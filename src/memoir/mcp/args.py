@@ -41,12 +41,23 @@ class Args:
         return None if value is None else value
 
     def text(
-        self, name: str, *, required: bool = False, max_chars: int = 500, strip: bool = True
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        max_chars: int = 500,
+        strip: bool = True,
+        blank: str | None = None,
     ) -> str | None:
+        """A string argument (None when left out). A blank one is refused when ``required``
+        or when ``blank`` says what to give instead (a filter: an empty one dropped would
+        widen the call to everything); otherwise it reads as left out."""
         value = self._get(name)
         if value is None or (isinstance(value, str) and not value.strip()):
             if required:
                 raise ConfigError(f"{self.tool} needs {name!r} (a non-empty string)")
+            if blank is not None and value is not None:
+                raise ConfigError(f"{name} is empty: {blank}, or leave {name} out")
             return None
         if not isinstance(value, str):
             raise ConfigError(f"{name} must be a string, not {_kind(value)}")
@@ -81,11 +92,18 @@ class Args:
             raise ConfigError(f"{name} must be true or false, not {_kind(value)}")
         return value
 
-    def choice(self, name: str, options: Iterable[str], *, default: str | None) -> str | None:
+    def choice(
+        self, name: str, options: Iterable[str], *, default: str | None, blank_ok: bool = True
+    ) -> str | None:
+        """One of ``options`` (``default`` when left out; a blank string too, unless
+        ``blank_ok`` is false: a filter given as "" is refused, as the CLI refuses it)."""
+        raw = self._get(name)
         value = self.text(name, max_chars=100)
+        allowed = list(options)
+        if value is None and raw is not None and not blank_ok:
+            raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {raw!r}")
         if value is None:
             return default
-        allowed = list(options)
         if value not in allowed:
             raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
         return value

@@ -16,7 +16,7 @@ from memoir.mcp.bounds import (
     shorten,
 )
 from memoir.mcp.home import Home
-from memoir.mcp.refs import known_project, session_id
+from memoir.mcp.refs import PROJECT_BLANK, SESSION_BLANK, known_project, session_id
 
 if TYPE_CHECKING:
     from memoir.search.hits import SearchMode
@@ -34,15 +34,17 @@ def search(home: Home, args: Args) -> dict[str, Any]:
     assert query is not None
     mode = args.choice("mode", ("text", "vector", "hybrid"), default=None)
     limit = args.integer("limit", default=10, low=1, high=50)
-    project = args.text("project", max_chars=300)
-    session = args.text("session", max_chars=300)
-    after = args.text("after", max_chars=40)
-    before = args.text("before", max_chars=40)
+    # a filter given empty is refused, never dropped (that would search everything)
+    project = args.text("project", max_chars=300, blank=PROJECT_BLANK)
+    session = args.text("session", max_chars=300, blank=SESSION_BLANK)
+    after = args.text("after", max_chars=40, blank="give a date such as 2026-03-05")
+    before = args.text("before", max_chars=40, blank="give a date such as 2026-03-05")
+    harnesses = ("claude-code", "codex", "generic", "api")
     filters = SearchFilters(
         project=known_project(home, project) if project else None,
         session_id=session_id(home, session) if session else None,
-        harness=args.choice("harness", ("claude-code", "codex", "generic", "api"), default=None),
-        role=args.choice("role", ("user", "assistant", "tool"), default=None),
+        harness=args.choice("harness", harnesses, default=None, blank_ok=False),
+        role=args.choice("role", ("user", "assistant", "tool"), default=None, blank_ok=False),
         after=parse_when(after, option="after") if after else None,
         before=parse_when(before, end_of_day=True, option="before") if before else None,
         include_subagents=args.flag("include_subagents", default=False),

@@ -15,7 +15,7 @@ from memoir.errors import Busy, ConfigError, MemoirError, NotFound
 from memoir.mcp.args import Args
 from memoir.mcp.bounds import MAX_QUERY_CHARS, fit_items, shorten
 from memoir.mcp.home import Home
-from memoir.mcp.refs import known_project, session_id
+from memoir.mcp.refs import PROJECT_BLANK, SESSION_BLANK, known_project, session_id
 from memoir.mcp.tools import KINDS
 
 if TYPE_CHECKING:
@@ -64,9 +64,9 @@ def _items_json(memoir: Memoir, items: list[MemoryItemRow]) -> list[dict[str, An
 def memories(home: Home, args: Args) -> dict[str, Any]:
     query = args.text("query", max_chars=MAX_QUERY_CHARS)
     keys = args.words("keys")
-    project = args.text("project", max_chars=300)
-    session = args.text("session", max_chars=300)
-    kind = args.choice("kind", KINDS, default=None)
+    project = args.text("project", max_chars=300, blank=PROJECT_BLANK)
+    session = args.text("session", max_chars=300, blank=SESSION_BLANK)
+    kind = args.choice("kind", KINDS, default=None, blank_ok=False)
     limit = args.integer("limit", default=20, low=1, high=100) or 20
     memoir = home.memoir()
     found = recall_items(
@@ -97,7 +97,7 @@ def memories(home: Home, args: Args) -> dict[str, Any]:
 
 
 def remember(home: Home, args: Args) -> dict[str, Any]:
-    ref = args.text("session", max_chars=300)
+    ref = args.text("session", max_chars=300, blank=SESSION_BLANK)  # not "this session"
     turn = args.integer("turn", default=None, low=1, high=2**53)
     memoir = home.memoir()
     if not memoir.store.read_only:  # (remember then says it cannot write)

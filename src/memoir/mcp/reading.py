@@ -26,7 +26,7 @@ from memoir.mcp.bounds import (
     shorten,
 )
 from memoir.mcp.home import Home
-from memoir.mcp.refs import session_id
+from memoir.mcp.refs import read_target, session_id
 from memoir.model import Author, Event, EventKind, exchanges_around, spoken_text
 from memoir.model.exchange import TERMINAL_ESCAPE
 
@@ -126,21 +126,16 @@ def _more(ref: str, after: int) -> str:
 
 def _resolve(home: Home, ref: str) -> tuple[str, str | None]:
     """The session ``ref`` names, and the exchange when it is an exchange id (``SESSION:N``,
-    the session part may be a unique prefix)."""
+    the session part may be a unique prefix; read as an exchange before the whole string
+    is taken as a session id: :func:`memoir.mcp.refs.read_target`)."""
     store = home.memoir().store
-    if store.sessions.get(ref) is not None:
-        return ref, None
-    head, sep, tail = ref.rpartition(":")
-    if sep and head and tail.isdigit():
-        sid = session_id(home, head)
-        exchange = f"{sid}:{tail}"
-        if store.exchanges.get(exchange) is None:
-            raise NotFound(
-                f"no exchange {ref!r}: session {sid} has no exchange :{tail} "
-                "(exchange ids come from search hits)"
-            )
-        return sid, exchange
-    return session_id(home, ref), None
+    return read_target(
+        ref,
+        resolve=lambda part: session_id(home, part),
+        is_session=lambda sid: store.sessions.get(sid) is not None,
+        is_exchange=lambda xid: store.exchanges.get(xid) is not None,
+        hint=" (exchange ids come from search hits)",
+    )
 
 
 def _page(

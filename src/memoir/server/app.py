@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.server import errors
+from memoir.server import docs, errors
 from memoir.server.middleware import DEFAULT_MAX_BODY, RequestMiddleware
 from memoir.server.routes import ROUTERS
 from memoir.server.web import router as web_router
@@ -51,11 +51,15 @@ def create_app(
         # /api/sessions/ is not /api/sessions: a 404, never a redirect built from the
         # Host header the client sent
         redirect_slashes=False,
+        # served from this server (memoir.server.docs): FastAPI's pages load from a CDN
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.memoir = memoir
     errors.install(app)
     for router in ROUTERS:
         app.include_router(router)
+    app.include_router(docs.router)
     app.include_router(web_router)
     app.add_middleware(RequestMiddleware, max_body=max_body)
     return app

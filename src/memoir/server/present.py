@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +28,7 @@ __all__ = [
     "encode_cursor",
     "event_json",
     "exchange_json",
+    "page_after",
     "session_info_json",
     "session_json",
 ]
@@ -118,3 +120,26 @@ def decode_cursor(cursor: str) -> Any:
         return parse_json(base64.urlsafe_b64decode(padded.encode()))
     except (binascii.Error, ValueError):
         raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave") from None
+
+
+_ORDINAL = re.compile(r"[0-9]{1,18}")  # ASCII digits (str.isdigit takes "²"), no sign
+
+
+def page_after(after: int | None, cursor: str | None) -> int:
+    """The ordinal a page of a session's events or exchanges starts after: ``cursor`` (the
+    previous page's ``next_cursor``, as on every list) or ``after`` (the same ordinal,
+    given as a number), 0 when neither. 422 for a cursor this API did not give, or for
+    both given naming different pages. Pure."""
+    if cursor is None:
+        return 0 if after is None else after
+    if not _ORDINAL.fullmatch(cursor):
+        raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
+    at = int(cursor)
+    if after is not None and after != at:
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"after={after} and cursor={cursor} name different pages: give one of them "
+            "(cursor: the previous page's next_cursor)",
+        )
+    return at

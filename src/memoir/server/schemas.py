@@ -11,7 +11,9 @@ from memoir.ingest.records import parse_ts
 
 __all__ = ["CompactBody", "EventsBody", "Message", "NewSession", "RememberBody"]
 
-_ID = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+# no ":": an exchange id is SESSION:N, so a session id holding one could be read as
+# another session's exchange (`memoir show`, the MCP `read` tool)
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 
 class _Body(BaseModel):
@@ -19,10 +21,28 @@ class _Body(BaseModel):
 
 
 class NewSession(_Body):
-    id: str | None = Field(default=None, pattern=_ID, description="Your id for it (else new).")
+    id: str | None = Field(
+        default=None,
+        pattern=_ID,
+        description="Your id for it (else new): letters, digits, `.`, `_` and `-`, at most "
+        "128 characters; no `:` (exchange ids are `SESSION:N`).",
+    )
     project: str | None = Field(default=None, min_length=1, max_length=200)
     incognito: bool = False
     memory_disabled: bool = False
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _no_colon(cls, value: object) -> object:
+        # said plainly, before the pattern's "should match ^[A-Za-z0-9]…" would
+        if isinstance(value, str) and ":" in value:
+            raise PydanticCustomError(
+                "session_id",
+                "a session id may not contain ':' (exchange ids are SESSION:N, so "
+                "'{value}' would read as an exchange of another session); use '-' or '.'",
+                {"value": value[:140]},
+            )
+        return value
 
 
 class Message(_Body):

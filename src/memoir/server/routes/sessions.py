@@ -19,6 +19,7 @@ from memoir.server.present import (
     encode_cursor,
     event_json,
     exchange_json,
+    page_after,
     session_info_json,
     session_json,
 )
@@ -185,20 +186,26 @@ def append_events(
 @router.get("/{session_id}/events")
 def read_events(
     session_id: str,
-    after: int = Query(0, ge=0, description="Events with an ordinal past this one."),
+    after: int | None = Query(
+        None, ge=0, description="Events with an ordinal past this one (0: from the start)."
+    ),
+    cursor: str | None = Query(
+        None, max_length=40, description="`next_cursor` of the previous page."
+    ),
     limit: int = Query(200, ge=1, le=1000),
     reveal: bool = Query(False, description=REVEAL),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     memoir.user_session(user, session_id)
+    start = page_after(after, cursor)
     last = memoir.store.events.last_ordinal(session_id)
     # ordinals are dense (1, 2, 3 …): the range after..after+limit is one page; past the
     # last ordinal there is nothing (an `after` of any size is an empty page, as for
     # exchanges, and never reaches the database beyond the last ordinal)
     events = (
-        memoir.store.events.of(session_id, after=after, upto=min(after + limit, last))
-        if after < last
+        memoir.store.events.of(session_id, after=start, upto=min(start + limit, last))
+        if start < last
         else []
     )
     page = events[:limit]
@@ -212,14 +219,20 @@ def read_events(
 @router.get("/{session_id}/exchanges")
 def read_exchanges(
     session_id: str,
-    after: int = Query(0, ge=0, description="Exchanges opening past this ordinal."),
+    after: int | None = Query(
+        None, ge=0, description="Exchanges opening past this ordinal (0: from the start)."
+    ),
+    cursor: str | None = Query(
+        None, max_length=40, description="`next_cursor` of the previous page."
+    ),
     limit: int = Query(100, ge=1, le=1000),
     reveal: bool = Query(False, description=REVEAL),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     memoir.user_session(user, session_id)
-    rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > after]
+    start = page_after(after, cursor)
+    rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > start]
     page = rest[:limit]
     return {
         "data": {"exchanges": [exchange_json(x, reveal=reveal) for x in page]},
