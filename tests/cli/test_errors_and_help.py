@@ -108,6 +108,9 @@ BAD_VALUES = [
     (["search", ""], "QUERY '' has no words to search for"),
     (["memories", "search", "   "], "QUERY '   ' has no words to search for"),
     (["search", "x", "--after", "blah"], "--after: 'blah' is not a date"),
+    (["search", "x", "--after", "2026-13-01"], "--after: '2026-13-01' is not a date"),
+    (["search", "x", "--after", "2026-05-02", "--before", "2026-05-01"], "the date range is empty"),
+    (["memories", "search", "x", "--as-of", "blah"], "--as-of: 'blah' is not a date"),
 ]
 
 
@@ -130,7 +133,7 @@ def test_under_json_an_error_is_json_on_stderr_with_the_same_status(
     code, out, err = run_cli([*argv, "--json"], capsys)
     assert (code, out) == (2, "")
     document = json.loads(err)
-    assert document["error"]["code"] in ("usage", "config")
+    assert document["error"]["code"] == "usage"  # a bad argument, not a bad MEMOIR_* setting
     assert says in document["error"]["message"]
 
 

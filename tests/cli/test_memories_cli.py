@@ -90,6 +90,23 @@ def test_list_show_search_export_and_forget(cli: CliRunner, tmp_path: Path) -> N
     assert len(_json(cli, "memories", "list", "--json")["items"]) == 1
 
 
+def test_search_plainly_lists_each_item_with_its_quotes_and_exchanges(cli: CliRunner) -> None:
+    _json(cli, "remember", WEBSHOP[:8], "--json")
+    _json(cli, "remember", CODEX[:8], "--json")
+    found = _json(cli, "memories", "search", "python version", "--json")["items"]
+    out = cli.invoke(app, ["memories", "search", "python version"])  # soft-wrapped lines
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert (
+        lines[0] == f"{len(found)} {'memory' if len(found) == 1 else 'memories'} for "
+        "'python version', best first"
+    )
+    assert lines[1].startswith(f" 1. {found[0]['id'][:8]} decision · project · keys: ")
+    assert lines[2].strip() == "We decided to support Python 3.11 and newer only."
+    quote = "“We decided to support Python 3.11 and newer only.” — " + f"{CODEX}:7"
+    assert lines[3].strip() == quote
+
+
 def listed_kind(items: list[dict], kind: str) -> str:
     return next(i["content"][:6] for i in items if i["kind"] == kind)
 

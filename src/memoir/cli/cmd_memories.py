@@ -247,17 +247,43 @@ def search(
             history=history,
             limit=limit,
         )
-        items = [r.item for r in found]
+        rows = _json_items(memoir, [r.item for r in found])
         if as_json:
-            rows = _json_items(memoir, items)
             for row, r in zip(rows, found, strict=True):
                 row["score"] = round(r.score, 6)
             print_json({"query": query, "items": rows})
             return
-    if not items:
+    if not rows:
         console.print(f"No memory answers {escape(query)!r}.")
         return
-    console.print(_table(items, f"memories for {escape(query)!r}"))
+    noun = "memory" if len(rows) == 1 else "memories"
+    console.print(f"[bold]{len(rows)} {noun} for {escape(query)!r}[/bold], best first")
+    for rank, row in enumerate(rows, 1):
+        _print_ranked(rank, row)
+
+
+_QUOTES_SHOWN = 3  # the rest are one `memoir memories show ID` away
+
+
+def _print_ranked(rank: int, row: dict[str, Any]) -> None:
+    """One recalled item: its rank, id, kind, scope and keys, its words, and the quotes it
+    came from with the exchange holding each (masked, as the JSON is)."""
+    state = "" if row["superseded_by"] is None else f" · superseded by {row['superseded_by'][:8]}"
+    console.print(
+        f"{rank:>2}. [bold]{row['id'][:8]}[/bold] {row['kind']} · {row['scope']} · "
+        f"keys: {escape(', '.join(row['keys']))}{state}",
+        soft_wrap=True,
+    )
+    console.print(f"    {escape(row['content'])}", soft_wrap=True)
+    sources = row["sources"]
+    for src in sources[:_QUOTES_SHOWN]:
+        where = src["exchange_id"] or src["session_id"]
+        console.print(
+            f"      “{escape(src['quote'])}” — {escape(where)}", style="dim", soft_wrap=True
+        )
+    if len(sources) > _QUOTES_SHOWN:
+        more = len(sources) - _QUOTES_SHOWN
+        console.print(f"      … {more} more (memoir memories show {row['id'][:8]})", style="dim")
 
 
 def _when(raw: str | None) -> datetime | None:

@@ -23,7 +23,7 @@ import re
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 
-from memoir.errors import ConfigError
+from memoir.errors import UsageError
 
 __all__ = ["parse_when"]
 
@@ -39,22 +39,22 @@ _LAST = datetime.max.replace(tzinfo=UTC)
 def parse_when(
     value: str, *, end_of_day: bool = False, option: str = "date", now: datetime | None = None
 ) -> datetime:
-    """The instant ``value`` names; raise ConfigError naming ``option``. ``end_of_day``:
+    """The instant ``value`` names; raise UsageError naming ``option``. ``end_of_day``:
     the value is an upper bound — return the first instant after it (after the whole
     period when it names one). ``now``: what relative words count from (default: now)."""
     text = value.strip()
     if not text:
-        raise ConfigError(f"{option}: empty date; use YYYY-MM-DD, an ISO datetime or words")
+        raise UsageError(f"{option}: empty date; use YYYY-MM-DD, an ISO datetime or words")
     start, period = _read(text, now)
     if start is None:
-        raise ConfigError(
+        raise UsageError(
             f"{option}: {value!r} is not a date; use YYYY-MM-DD, YYYY-MM, an ISO datetime "
             "such as 2024-05-01T14:30, or words such as yesterday or '2 weeks ago'"
         )
     try:
         start = start.replace(tzinfo=UTC) if start.tzinfo is None else start.astimezone(UTC)
     except (OverflowError, ValueError) as exc:  # year 0 or 10000 once in UTC
-        raise ConfigError(
+        raise UsageError(
             f"{option}: date out of range: {value!r} falls outside the years 1 to 9999 in UTC"
         ) from exc
     return _after(start, period) if end_of_day else start

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memoir.errors import ConfigError
+from memoir.errors import UsageError
 from memoir.model import Event, Exchange, Harness, Session
 
 __all__ = [
@@ -143,34 +143,32 @@ class SearchFilters:
         for name in ("project", "session_id", "harness", "role", "user"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be a string, not {type(value).__name__} {value!r}")
+                raise UsageError(f"{name} must be a string, not {type(value).__name__} {value!r}")
             if value is not None:
                 object.__setattr__(self, name, without_surrogates(value))
         harnesses = [h.value for h in Harness]
         if self.harness is not None and self.harness not in harnesses:
-            raise ConfigError(
-                f"harness must be one of {', '.join(harnesses)}, not {self.harness!r}"
-            )
+            raise UsageError(f"harness must be one of {', '.join(harnesses)}, not {self.harness!r}")
         if not isinstance(self.include_subagents, bool):
-            raise ConfigError(
+            raise UsageError(
                 f"include_subagents must be True or False, not {self.include_subagents!r}"
             )
         for name in ("after", "before"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, datetime):
-                raise ConfigError(
+                raise UsageError(
                     f"{name} must be a datetime, not {type(value).__name__} {value!r} "
                     "(memoir.search.parse_when reads ISO text)"
                 )
             if value is not None and value.tzinfo is None:
                 object.__setattr__(self, name, value.replace(tzinfo=UTC))
         if self.after is not None and self.before is not None and self.after >= self.before:
-            raise ConfigError(
+            raise UsageError(
                 f"the date range is empty: after {self.after.isoformat()} is not earlier "
                 f"than before {self.before.isoformat()}"
             )
         if self.role is not None and self.role not in SEARCH_ROLES:
-            raise ConfigError(f"role must be one of {', '.join(SEARCH_ROLES)}, not {self.role!r}")
+            raise UsageError(f"role must be one of {', '.join(SEARCH_ROLES)}, not {self.role!r}")
 
 
 @dataclass(frozen=True, slots=True)
