@@ -4,7 +4,12 @@ FastAPI's own page loads Swagger UI from a CDN; Memoir runs offline, so its file
 from the ``swagger-ui-bundle`` package (the ``server`` extra) under ``/docs/assets/`` —
 only the three the page loads, read once per process. Without that package, ``/docs`` is
 a small page of its own listing the routes of the OpenAPI schema (no script, no other
-host). ReDoc has no offline copy to serve: ``/redoc`` is not served."""
+host). ReDoc has no offline copy to serve: ``/redoc`` is not served.
+
+Both answers carry the page's own security headers (a Content-Security-Policy with no
+inline script and no other host): FastAPI's Swagger page starts Swagger UI from an inline
+script, so this one is a document of its own whose start-up script is one more asset,
+``/docs/assets/start.js``."""
 
 from __future__ import annotations
 
@@ -13,10 +18,10 @@ from functools import lru_cache
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 
 from memoir.server.errors import ApiError
+from memoir.server.web.pages import SECURITY_HEADERS
 
 __all__ = ["ASSETS", "router"]
 
@@ -26,6 +31,21 @@ ASSETS = {  # what the page loads: its name under /docs/assets/ → media type
     "favicon-32x32.png": "image/png",
 }
 _PREFIX = "/docs/assets/"
+START = "start.js"  # Swagger UI's start-up, served as a file (no inline script)
+_START_JS = b"""window.addEventListener("load", function () {
+  var root = document.getElementById("swagger-ui");
+  window.ui = SwaggerUIBundle({
+    url: root.getAttribute("data-openapi"),
+    dom_id: "#swagger-ui",
+    layout: "BaseLayout",
+    deepLinking: true,
+    showExtensions: true,
+    showCommonExtensions: true,
+    persistAuthorization: false,
+    presets: [SwaggerUIBundle.presets.apis, SwaggerUIBundle.SwaggerUIStandalonePreset]
+  });
+});
+"""
 
 router = APIRouter(include_in_schema=False)
 
@@ -48,24 +68,38 @@ def docs(request: Request) -> Response:
     openapi_url = request.app.openapi_url or "/openapi.json"
     title = f"{request.app.title} API"
     if _bundle() is None:
-        return HTMLResponse(_route_list(title, openapi_url, request.app.openapi()))
-    return get_swagger_ui_html(
-        openapi_url=openapi_url,
-        title=title,
-        swagger_js_url=_PREFIX + "swagger-ui-bundle.js",
-        swagger_css_url=_PREFIX + "swagger-ui.css",
-        swagger_favicon_url=_PREFIX + "favicon-32x32.png",
-        swagger_ui_parameters={"persistAuthorization": False},
-    )
+        page = _route_list(title, openapi_url, request.app.openapi())
+    else:
+        page = _swagger_page(title, openapi_url)
+    return HTMLResponse(page, headers=SECURITY_HEADERS)
 
 
 @router.get(_PREFIX + "{name}")
 def asset(name: str) -> Response:
     files = _bundle()
-    if files is None or name not in files:  # only the files named above, never a path
+    if files is None or (name not in files and name != START):  # only these, never a path
         raise ApiError(404, "not_found", f"no docs asset {name!r}")
-    return Response(
-        files[name], media_type=ASSETS[name], headers={"Cache-Control": "max-age=86400"}
+    if name == START:
+        body, media_type = _START_JS, "text/javascript; charset=utf-8"
+    else:
+        body, media_type = files[name], ASSETS[name]
+    headers = {"Cache-Control": "max-age=86400", **SECURITY_HEADERS}
+    return Response(body, media_type=media_type, headers=headers)
+
+
+def _swagger_page(title: str, openapi_url: str) -> str:
+    """Swagger UI's document: its files and its start-up script from ``/docs/assets/``,
+    the schema's address in a data attribute. Pure."""
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        f"<link rel='stylesheet' href='{_PREFIX}swagger-ui.css'>"
+        f"<link rel='icon' type='image/png' href='{_PREFIX}favicon-32x32.png'>"
+        "</head><body>"
+        f"<div id='swagger-ui' data-openapi='{html.escape(openapi_url, quote=True)}'></div>"
+        f"<script src='{_PREFIX}swagger-ui-bundle.js'></script>"
+        f"<script src='{_PREFIX}{START}'></script>"
+        "</body></html>"
     )
 
 
