@@ -1,8 +1,9 @@
 """``/docs``: Swagger UI over ``/openapi.json``, served from this server only.
 
 FastAPI's own page loads Swagger UI from a CDN; Memoir runs offline, so its files come
-from the ``swagger-ui-bundle`` package (the ``server`` extra) under ``/docs/assets/`` —
-only the three the page loads, read once per process. Without that package, ``/docs`` is
+from the ``fastapi-swagger`` package (the ``server`` extra: Swagger UI 5, which reads the
+OpenAPI 3.1 FastAPI writes; the ``swagger-ui-bundle`` package's 4.x cannot) under
+``/docs/assets/`` — only the three the page loads, read once per process. Without it, ``/docs`` is
 a small page of its own listing the routes of the OpenAPI schema (no script, no other
 host). ReDoc has no offline copy to serve: ``/redoc`` is not served.
 
@@ -42,7 +43,7 @@ _START_JS = b"""window.addEventListener("load", function () {
     showExtensions: true,
     showCommonExtensions: true,
     persistAuthorization: false,
-    presets: [SwaggerUIBundle.presets.apis, SwaggerUIBundle.SwaggerUIStandalonePreset]
+    presets: [SwaggerUIBundle.presets.apis]
   });
 });
 """
@@ -52,14 +53,14 @@ router = APIRouter(include_in_schema=False)
 
 @lru_cache(maxsize=1)
 def _bundle() -> dict[str, bytes] | None:
-    """The Swagger UI files by name, or None without the ``swagger-ui-bundle`` package."""
+    """The Swagger UI files by name, or None without the ``fastapi-swagger`` package (its
+    files are package data: read, never imported, so it patches nothing)."""
+    from importlib import resources
+
     try:
-        from swagger_ui_bundle import swagger_ui_path
-    except ImportError:
-        return None
-    try:
-        return {name: (swagger_ui_path / name).read_bytes() for name in ASSETS}
-    except OSError:
+        folder = resources.files("fastapi_swagger") / "resources"
+        return {name: (folder / name).read_bytes() for name in ASSETS}
+    except (ImportError, OSError):
         return None
 
 
@@ -118,6 +119,6 @@ def _route_list(title: str, openapi_url: str, schema: dict[str, Any]) -> str:
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
         f"</title></head><body><h1>{html.escape(title)}</h1><p>The schema: "
-        f"<a href='{link}'>{link}</a> (install <code>swagger-ui-bundle</code> for the "
+        f"<a href='{link}'>{link}</a> (install <code>fastapi-swagger</code> for the "
         f"interactive page).</p><table>{''.join(rows)}</table></body></html>"
     )
