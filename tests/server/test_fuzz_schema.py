@@ -1,11 +1,13 @@
-"""A fuzz pass over the served OpenAPI schema (schemathesis, on SQLite): every operation,
-generated valid and invalid requests with a valid Bearer key, and no answer is a 5xx."""
+"""A fuzz pass over the served OpenAPI schema (schemathesis, on SQLite and PostgreSQL):
+every operation, generated valid and invalid requests with a valid Bearer key, and no
+answer is a 5xx — on PostgreSQL too, whose driver refuses bytes SQLite stores (NUL)."""
 
 from __future__ import annotations
 
 import itertools
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +29,21 @@ OWNED = "owned"  # a session of the fuzzing user's, with events
 EXAMPLES = int(os.environ.get("MEMOIR_TEST_FUZZ_EXAMPLES", "25"))
 
 
-@pytest.fixture
-def served(home: Path) -> Iterator[tuple[Any, dict[str, str]]]:
-    """The app over a Memoir on SQLite (summaries as rows, the offline model) and the
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def served(request: pytest.FixtureRequest, home: Path) -> Iterator[tuple[Any, dict[str, str]]]:
+    """The app over a Memoir on each backend (summaries as rows, the offline model) and the
     Authorization header of its one user, who owns a session with events."""
-    memoir = Memoir.open(
-        Settings.from_env(
-            {"MEMOIR_HOME": str(home), "MEMOIR_LLM": "offline"},
-            sources=(),
-            summary_store="database",
-        )
-    )
+    with ExitStack() as stack:
+        env = {"MEMOIR_HOME": str(home), "MEMOIR_LLM": "offline"}
+        if request.param == "postgres":
+            from conftest import fresh_pg_schema
+
+            env["MEMOIR_DATABASE_URL"] = stack.enter_context(fresh_pg_schema())
+        yield from _served(env)
+
+
+def _served(env: dict[str, str]) -> Iterator[tuple[Any, dict[str, str]]]:
+    memoir = Memoir.open(Settings.from_env(env, sources=(), summary_store="database"))
     try:
         auth = {"Authorization": f"Bearer {memoir.store.users.add('alice')}"}
         app = create_app(memoir)

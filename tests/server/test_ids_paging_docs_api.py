@@ -10,6 +10,7 @@ import pytest
 
 from memoir.server.errors import ApiError
 from memoir.server.present import page_after
+from memoir.server.web.pages import SECURITY_HEADERS
 
 from .server_api import Api, error_message
 
@@ -115,22 +116,26 @@ def test_page_after_refuses(after: int | None, cursor: str) -> None:
     assert caught.value.status == 422
 
 
-_URL = re.compile(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url:\s*'([^']+)'""")
+_URL = re.compile(r"""(?:src|href|data-openapi)\s*=\s*["']([^"']+)["']|url:\s*'([^']+)'""")
 
 
 def test_docs_load_nothing_from_another_host(api: Api) -> None:
     r = api.client.get("/docs")
     assert r.status_code == 200 and "text/html" in r.headers["content-type"]
     page = r.text
-    assert "SwaggerUIBundle" in page  # the real Swagger UI, not the fallback list
+    assert "swagger-ui-bundle.js" in page  # the real Swagger UI, not the fallback list
+    assert "<script>" not in page  # no inline script: the page's policy holds here too
+    assert r.headers["content-security-policy"] == SECURITY_HEADERS["Content-Security-Policy"]
     others = [u for u in re.findall(r"https?://[^\s\"'<>)]+", page)]
     assert others == [], others
     refs = [a or b for a, b in _URL.findall(page)]
     assert "/openapi.json" in refs
     assert {u for u in refs if u.endswith((".js", ".css"))} == {
         "/docs/assets/swagger-ui-bundle.js",
+        "/docs/assets/start.js",
         "/docs/assets/swagger-ui.css",
     }
+    assert b"SwaggerUIBundle(" in api.client.get("/docs/assets/start.js").content
     for ref in refs:
         got = api.client.get(ref)
         assert got.status_code == 200 and got.content, ref

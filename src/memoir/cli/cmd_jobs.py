@@ -64,7 +64,17 @@ def list_jobs(
         console.print("No jobs.")
         return
     table = Table(title="jobs")
-    for name in ("id", "kind", "user", "session", "state", "progress", "created", "error"):
+    for name in (
+        "id",
+        "kind",
+        "user",
+        "session",
+        "state",
+        "progress",
+        "worker",
+        "created",
+        "error",
+    ):
         table.add_column(name)
     for j in found:
         table.add_row(
@@ -72,8 +82,9 @@ def list_jobs(
             j.kind,
             j.user,
             j.session_id,
-            j.state,
+            f"stalled (no heartbeat for {j.heartbeat_age_s:g} s)" if j.stalled else j.state,
             f"{j.phase} {j.completed}/{j.total}" if j.phase else "",
+            j.worker or "",
             j.created_at.isoformat(timespec="seconds") if j.created_at else "",
             j.error,
         )

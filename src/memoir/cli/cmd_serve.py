@@ -103,7 +103,7 @@ def _start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[th
         thread = threading.Thread(
             target=memoir.run_worker,
             args=(stop,),
-            kwargs={"worker_id": f"serve-{n + 1}"},
+            # no name: each worker takes host:pid:random (two replicas never share one)
             name=f"memoir-worker-{n + 1}",
             daemon=True,
         )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -15,7 +16,11 @@ __all__ = [
     "ending",
     "is_active",
     "should_abort",
+    "stalled",
+    "worker_gone",
 ]
+
+STALLED_BEATS = 3  # heartbeats missed before a running job is reported as stalled
 
 _ACTIVE = ("queued", "running")
 
@@ -53,6 +58,34 @@ def abandoned(
         return False
     last = heartbeat_at or claimed_at or created_at
     return now - last > timedelta(seconds=abandon_s)
+
+
+def stalled(
+    state: str,
+    heartbeat_at: datetime | None,
+    claimed_at: datetime | None,
+    created_at: datetime,
+    now: datetime,
+    heartbeat_s: float,
+) -> bool:
+    """A running job whose worker missed :data:`STALLED_BEATS` heartbeats: shown as
+    stalled (nobody may be working on it) long before it is :func:`abandoned`."""
+    if state != "running":
+        return False
+    last = heartbeat_at or claimed_at or created_at
+    return now - last > timedelta(seconds=STALLED_BEATS * heartbeat_s)
+
+
+def worker_gone(claimed_by: str | None, host: str, alive: Callable[[int], bool]) -> bool:
+    """Is ``claimed_by`` (``host:pid:random``, :func:`memoir.jobs.worker.default_worker_id`)
+    a worker of this ``host`` whose process is gone? ``alive(pid)`` says whether a process
+    runs. Another host's worker, or an id of another shape, is never judged here."""
+    if not claimed_by:
+        return False
+    parts = claimed_by.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+        return False
+    return not alive(int(parts[1]))
 
 
 def should_abort(started: datetime, now: datetime, abort_s: float) -> bool:

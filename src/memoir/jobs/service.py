@@ -62,7 +62,7 @@ class JobService:
         the configured admission store cannot be reached."""
         active = self.jobs.active(user, session_id, kind)
         if active is not None:  # a duplicate: no admission needed (nor Redis up)
-            return Job.from_row(active)
+            return self.seen(active)
         key = admission_key(self._prefix, kind, user, session_id)
         # the key outlives any run: a job is abandoned (and its key due to go) by then
         ttl_s = self.timing.abandon_s + self.timing.heartbeat_s
@@ -117,20 +117,24 @@ class JobService:
         self._let_go(admission_key(self._prefix, job.kind, job.user, job.session_id), job.id)
 
     # reads ------------------------------------------------------------------------------
+    def seen(self, row: JobRow) -> Job:
+        """The job a row holds as a reader sees it now: stalled or not, its heartbeat's age."""
+        return Job.from_row(row, now=self._clock(), heartbeat_s=self.timing.heartbeat_s)
+
     def get(self, job_id: str) -> Job | None:
         row = self.jobs.get(job_id)
-        return None if row is None else Job.from_row(row)
+        return None if row is None else self.seen(row)
 
     def latest(self, user: str, session_id: str, kind: str | None = None) -> Job | None:
         """The newest job of ``user`` on ``session_id`` (of ``kind``), whatever its state."""
         row = self.jobs.latest(user, session_id, kind)
-        return None if row is None else Job.from_row(row)
+        return None if row is None else self.seen(row)
 
     def list(
         self, *, state: str | None = None, user: str | None = None, limit: int = 100
     ) -> builtins.list[Job]:
         """Jobs newest first, of one state and/or one user."""
-        return [Job.from_row(r) for r in self.jobs.find(state=state, user=user, limit=limit)]
+        return [self.seen(r) for r in self.jobs.find(state=state, user=user, limit=limit)]
 
     # changes ----------------------------------------------------------------------------
     def cancel(self, job_id: str) -> Job:

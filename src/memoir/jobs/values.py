@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memoir.config import Settings, check_job_intervals
+from memoir.jobs.decisions import stalled
 from memoir.store.job_rows import JobRow
 
 __all__ = ["ABANDONED", "Job", "JobState", "JobTiming"]
@@ -34,13 +35,29 @@ class Job:
     heartbeat_at: datetime | None = None
     attempts: int = 0
     data: dict[str, Any] = field(default_factory=dict)
+    worker: str | None = None  # the worker holding it (host:pid:random), while it runs
+    stalled: bool = False  # running, and its worker missed three heartbeats
+    heartbeat_age_s: float | None = None  # seconds since its last heartbeat, while running
 
     @property
     def active(self) -> bool:
         return self.state in ("queued", "running")
 
     @classmethod
-    def from_row(cls, row: JobRow) -> Job:
+    def from_row(
+        cls, row: JobRow, *, now: datetime | None = None, heartbeat_s: float | None = None
+    ) -> Job:
+        """The job a row holds; with ``now`` and ``heartbeat_s``, also whether it has
+        stalled and how old its last heartbeat is."""
+        age: float | None = None
+        is_stalled = False
+        if now is not None and row.state == "running":
+            last = row.heartbeat_at or row.claimed_at or row.created_at
+            age = round(max((now - last).total_seconds(), 0.0), 1)
+            if heartbeat_s is not None:
+                is_stalled = stalled(
+                    row.state, row.heartbeat_at, row.claimed_at, row.created_at, now, heartbeat_s
+                )
         return cls(
             id=row.id,
             kind=row.kind,
@@ -57,10 +74,14 @@ class Job:
             heartbeat_at=row.heartbeat_at,
             attempts=row.attempts,
             data=dict(row.data),
+            worker=row.claimed_by if row.state == "running" else None,
+            stalled=is_stalled,
+            heartbeat_age_s=age,
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The job as an API shows it (no claim details: those are the workers')."""
+        """The job as an API shows it: its worker's id while one holds it, and whether it
+        has stalled (no heartbeat for three intervals: the worker may be dead)."""
 
         def iso(t: datetime | None) -> str | None:
             return None if t is None else t.isoformat()
@@ -79,6 +100,9 @@ class Job:
             "started_at": iso(self.started_at),
             "finished_at": iso(self.finished_at),
             "heartbeat_at": iso(self.heartbeat_at),
+            "worker": self.worker,
+            "stalled": self.stalled,
+            "heartbeat_age_s": self.heartbeat_age_s,
         }
 
 

@@ -11,9 +11,12 @@ in the job's data.
 While a handler runs, a thread heartbeats every ``heartbeat_s``. Once the handler returns,
 :func:`memoir.jobs.decisions.ending` decides: completed, failed, released to the queue (the
 worker is stopping: another worker resumes it, its finished episodes cached), or nothing
-(superseded). On start-up a worker puts abandoned jobs back in the queue (resuming them
-rather than waiting for a user's retry); while it runs it fails, every ``heartbeat_s``,
-jobs whose worker died (:data:`memoir.jobs.values.ABANDONED`).
+(superseded). On start-up a worker puts back in the queue, at once, the running jobs of
+workers of its own host whose process is gone (a replica restarted after ``kill -9``), and
+the jobs abandoned anywhere (no heartbeat for ``abandon_s``: another host's dead worker,
+which only time can tell); while it runs it fails, every ``heartbeat_s``, jobs whose worker
+died (:data:`memoir.jobs.values.ABANDONED`). The claim's fence keeps a superseded writer
+out either way.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.errors import MemoirError, StoreError
-from memoir.jobs.decisions import Ending, ending
+from memoir.jobs.decisions import Ending, ending, worker_gone
 from memoir.jobs.errors import JobAborted, Superseded
 from memoir.jobs.service import JobService
 from memoir.jobs.values import ABANDONED, Job
@@ -47,6 +50,17 @@ def _now() -> datetime:
 def default_worker_id() -> str:
     """host:pid:random — unique per worker, readable in ``memoir jobs show``."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def process_alive(pid: int) -> bool:
+    """Does a process ``pid`` run on this host (any user's)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it runs, as another user
+        return True
+    return True
 
 
 class JobProgress:
@@ -146,9 +160,11 @@ class Worker:
                 stop.wait(self.poll_s)
 
     def start_up(self) -> list[Job]:
-        """Put jobs abandoned by a dead worker back in the queue (this worker takes them
-        next, its episodes cached); the jobs resumed."""
-        rows = self.service.jobs.abandon(
+        """Put jobs of dead workers back in the queue (this worker takes them next, their
+        episodes cached): at once those of this host's workers whose process is gone,
+        after ``abandon_s`` those of any other; the jobs resumed."""
+        rows = self.take_over_local()
+        rows += self.service.jobs.abandon(
             self._clock(), self.timing.abandon_s, error=ABANDONED, requeue=True
         )
         for row in rows:
@@ -159,6 +175,19 @@ class Worker:
                 extra={"job_id": row.id},
             )
         return [Job.from_row(r) for r in rows]
+
+    def take_over_local(self, alive: Callable[[int], bool] = process_alive) -> list[JobRow]:
+        """Running jobs claimed by a worker of this host whose process is gone, released to
+        the queue (fenced on that worker's claim: one another worker took meanwhile stays
+        its own); the rows released, as they were."""
+        host = socket.gethostname()
+        released = []
+        for row in self.service.jobs.find(state="running", limit=1000):
+            if not worker_gone(row.claimed_by, host, alive) or row.claimed_by is None:
+                continue
+            if self.service.jobs.release(row.id, row.claimed_by, row.source_hash or ""):
+                released.append(row)
+        return released
 
     def sweep(self) -> list[Job]:
         """Fail jobs whose worker stopped heartbeating (``abandon_s``); the jobs failed."""

@@ -1,7 +1,9 @@
 """What every request passes through, as plain ASGI: a request id (the client's
 ``X-Request-Id`` when it sent a sane one, else a new one; echoed on the answer and named in
-the log line), the body size limit (413 before the application reads anything) and one
-structured access log line per request."""
+the log line), the body size limit (413 before the application reads anything), a 400 for a
+NUL byte in the path, the query or a header (no database can store it in a text column, and
+PostgreSQL's driver refuses it outright: the caller's error on every backend, never an
+outage), and one structured access log line per request."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from memoir.server.errors import error_body
 
-__all__ = ["DEFAULT_MAX_BODY", "JsonFormatter", "RequestMiddleware"]
+__all__ = ["DEFAULT_MAX_BODY", "JsonFormatter", "RequestMiddleware", "nul_in_request"]
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -45,6 +47,21 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False)
 
 
+def nul_in_request(scope: Scope) -> str | None:
+    """Which part of the request holds a NUL byte (``path``, ``query`` or ``header NAME``),
+    or None. The path is the decoded one (``%00`` arrives as NUL); the query is checked
+    raw and percent-encoded. Pure."""
+    if "\x00" in scope.get("path", "") or "\x00" in scope.get("root_path", ""):
+        return "path"
+    query: bytes = scope.get("query_string", b"")
+    if b"\x00" in query or b"%00" in query.lower():
+        return "query"
+    for name, value in scope.get("headers", ()):
+        if b"\x00" in value or b"\x00" in name:
+            return f"header {name.decode('latin-1', 'replace')}"
+    return None
+
+
 class RequestMiddleware:
     def __init__(self, app: Any, *, max_body: int = DEFAULT_MAX_BODY) -> None:
         self.app = app
@@ -72,6 +89,11 @@ class RequestMiddleware:
             await send(message)
 
         try:
+            if (where := nul_in_request(scope)) is not None:
+                await self._refuse(
+                    send_with_id, 400, "bad_request", f"the request's {where} holds a NUL byte"
+                )
+                return
             body = await self._read_body(headers, receive)
             if body is None:
                 await self._too_large(send_with_id)
@@ -125,13 +147,18 @@ class RequestMiddleware:
 
     async def _too_large(self, send: Any) -> None:
         limit = f"{self.max_body / 1024 / 1024:g} MB"
-        payload = json.dumps(
-            error_body("body_too_large", f"the request body is over the {limit} limit")
-        ).encode()
+        await self._refuse(
+            send, 413, "body_too_large", f"the request body is over the {limit} limit"
+        )
+
+    async def _refuse(self, send: Any, status: int, code: str, message: str) -> None:
+        """An error answer before the application runs, in the usual shape; the
+        connection is closed (the body may be unread)."""
+        payload = json.dumps(error_body(code, message)).encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": status,
                 "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(payload)).encode()),

@@ -18,7 +18,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from memoir.config import mask_url
-from memoir.errors import Busy, MigrationError, ReadOnly, StoreError
+from memoir.errors import Busy, ConfigError, MemoirError, MigrationError, ReadOnly, StoreError
 from memoir.store import postgres_search
 from memoir.store.claims import claim_key
 from memoir.store.codec import to_utc
@@ -208,7 +208,7 @@ class PostgresStore(SqlStore):
                 "show and stats work; changing it needs a writable connection)"
             ) from exc
         except psycopg.Error as exc:
-            raise StoreError(f"postgres: {_first_line(exc)}") from exc
+            raise _translated(exc) from exc
 
     @contextmanager
     def _tx(self) -> Iterator[Tx]:
@@ -263,7 +263,16 @@ class _AdvisoryClaims:
                     with suppress(psycopg.Error):  # else it ends with the connection
                         conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         except psycopg.Error as exc:
-            raise StoreError(f"postgres: {_first_line(exc)}") from exc
+            raise _translated(exc) from exc
+
+
+def _translated(exc: psycopg.Error) -> MemoirError:
+    """A driver error as Memoir's: text PostgreSQL cannot hold (a NUL byte, which psycopg
+    refuses before sending) is the caller's input error, as a bad argument is; anything
+    else is the store's."""
+    if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
+        return ConfigError("text holding a NUL byte (\\x00) cannot be stored or looked up")
+    return StoreError(f"postgres: {_first_line(exc)}")
 
 
 def _first_line(exc: BaseException) -> str:

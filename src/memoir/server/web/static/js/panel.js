@@ -145,6 +145,10 @@ export function mountPanel(root, sessionId, { signal }) {
           : "Queued — waiting for a worker.";
       }
       case "running":
+        if (job.stalled) {
+          const age = Math.round(job.heartbeat_age_s || 0);
+          return `Stalled — its worker has sent no heartbeat for ${num(age)} s and may have stopped; another worker takes it over once the claim expires.`;
+        }
         if (job.phase === "episodes") return `Summarizing episodes: ${num(job.completed)} of ${num(job.total)}`;
         if (job.phase === "merge") return job.completed >= job.total ? "Saving the summary…" : "Merging the episodes into one summary…";
         return "Reading the conversation…";
