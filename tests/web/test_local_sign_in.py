@@ -167,7 +167,9 @@ def test_without_links_a_page_key_or_token_opens_nothing(synced: Memoir) -> None
         assert c.post("/api/login", json={}).status_code == 422
         key = synced.store.users.new_key("local")
         assert INFRA in _ids(
-            c.get("/api/sessions", params={"limit": 100}, headers={"Authorization": f"Bearer {key}"})
+            c.get(
+                "/api/sessions", params={"limit": 100}, headers={"Authorization": f"Bearer {key}"}
+            )
         )
 
 
