@@ -137,7 +137,7 @@ def test_a_link_signs_in_as_local_once_from_this_machine(synced: Memoir) -> None
     with _client(app, "127.0.0.1") as c:
         assert c.get("/api/sessions").status_code == 401  # nothing without a key
         assert _ids(c.get("/api/sessions", headers={"Authorization": f"Bearer {alice}"})) == set()
-        r = c.post("/api/login", json={"token": token})
+        r = c.post("/login", json={"token": token})
         assert r.status_code == 200, r.text
         assert r.json()["data"]["user"] == "local"
         page = {"Authorization": f"Bearer {r.json()['data']['key']}"}
@@ -145,26 +145,26 @@ def test_a_link_signs_in_as_local_once_from_this_machine(synced: Memoir) -> None
         assert INFRA in listed and len(listed) == 14  # the whole demo corpus
         exchanges = c.get(f"/api/sessions/{INFRA}/exchanges", headers=page).json()["data"]
         assert "PgBouncer" in str(exchanges)
-        again = c.post("/api/login", json={"token": token})
+        again = c.post("/login", json={"token": token})
         assert again.status_code == 401 and "used already" in again.json()["error"]["message"]
-        assert c.post("/api/logout", headers=page).json() == {"data": {"ended": True}}
+        assert c.post("/logout", headers=page).json() == {"data": {"ended": True}}
         ended = c.get("/api/sessions", headers=page)
         assert ended.status_code == 401 and "has ended" in ended.json()["error"]["message"]
     with _client(app, "192.168.1.20") as c:  # a live token from elsewhere is refused
-        r = c.post("/api/login", json={"token": spare})
+        r = c.post("/login", json={"token": spare})
         assert r.status_code == 401 and "no sign-in links" in r.json()["error"]["message"]
     with _client(app, "::1") as c:  # … and still works here: it was not spent
-        assert c.post("/api/login", json={"token": spare}).status_code == 200
+        assert c.post("/login", json={"token": spare}).status_code == 200
 
 
 def test_without_links_a_page_key_or_token_opens_nothing(synced: Memoir) -> None:
     app = create_app(synced)  # create_app alone (a server not on loopback): no links
     with _client(app, "127.0.0.1") as c:
-        r = c.post("/api/login", json={"token": "anything-at-all"})
+        r = c.post("/login", json={"token": "anything-at-all"})
         assert r.status_code == 401
         bogus = {"Authorization": f"Bearer {PAGE_KEY_PREFIX}made-up"}
         assert c.get("/api/sessions", headers=bogus).status_code == 401
-        assert c.post("/api/login", json={}).status_code == 422
+        assert c.post("/login", json={}).status_code == 422
         key = synced.store.users.new_key("local")
         assert INFRA in _ids(
             c.get(
@@ -222,7 +222,7 @@ def test_serve_on_a_non_loopback_address_prints_no_link(tmp_path: Path) -> None:
             base = f"http://127.0.0.1:{port}"
             _started(proc, base, log)
             assert httpx.get(f"{base}/api/sessions").status_code == 401
-            r = httpx.post(f"{base}/api/login", json={"token": "guess"})
+            r = httpx.post(f"{base}/login", json={"token": "guess"})
             assert r.status_code == 401 and "no sign-in links" in r.text
             key = memoir_cli("users", "key", "local", env=env).strip()
             listed = httpx.get(

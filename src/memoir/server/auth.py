@@ -12,7 +12,7 @@ A sign-in link is how the person who runs ``memoir serve`` on a loopback address
 their own (``local``) sessions on the page without making a key: ``memoir serve`` prints
 ``http://127.0.0.1:PORT/#login=TOKEN``. The token sits in the URL's fragment, which a
 browser never sends, so it reaches no request line or access log; the page takes it out of
-the address bar and history at once and trades it (``POST /api/login``) for a page key.
+the address bar and history at once and trades it (``POST /login``) for a page key.
 The token works once, for :data:`LINK_TTL_S` seconds, and only from a loopback client.
 """
 

@@ -1,5 +1,6 @@
-"""The page's side of a sign-in link (:mod:`memoir.server.auth`): ``POST /api/login``
-trades the link's one-time token for a page key, ``POST /api/logout`` ends a page key."""
+"""The page's side of a sign-in link (:mod:`memoir.server.auth`): ``POST /login`` trades
+the link's one-time token for a page key, ``POST /logout`` ends a page key. They sit outside
+``/api``, where every route needs a key."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memoir.server.auth import PAGE_KEY_PREFIX, is_loopback, sign_in_links
 from memoir.server.errors import ApiError
-from memoir.server.routing import JsonRoute
+from memoir.server.routing import JsonRoute, errors
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["sign-in"], route_class=JsonRoute)
+router = APIRouter(tags=["sign-in"], route_class=JsonRoute)
 
 
 class LoginBody(BaseModel):
@@ -23,7 +24,7 @@ class LoginBody(BaseModel):
     token: str = Field(..., min_length=1, max_length=200, description="The link's `#login=`.")
 
 
-@router.post("/login")
+@router.post("/login", responses=errors(401, 413, 415, 422))
 def login(body: LoginBody, request: Request) -> dict[str, Any]:
     """Trade a sign-in link's one-time token (what `memoir serve` prints when it listens on
     a loopback address) for a key of the page, valid until the server stops. The token

@@ -149,7 +149,7 @@ async function signInWithLink(token) {
   window.history.replaceState(null, "", window.location.pathname + window.location.search);
   clear(document.getElementById("main")).append(h("p", { class: "muted" }, "Signing in…"));
   try {
-    const answer = await api("/api/login", { method: "POST", body: { token }, anonymous: true });
+    const answer = await api("/login", { method: "POST", body: { token }, anonymous: true });
     setKey(answer.data.key);
     signInMessage = "";
     announce(`Signed in as ${answer.data.user}`);
@@ -173,7 +173,7 @@ window.addEventListener("memoir:signed-out", (event) => {
 document.querySelector(".signout").addEventListener("click", () => {
   const key = getKey();
   // a key the page got from a sign-in link ends on the server too (an API key is left alone)
-  if (key) api("/api/logout", { method: "POST", key }).catch(() => {});
+  if (key) api("/logout", { method: "POST", key }).catch(() => {});
   clearKey();
   signInMessage = "";
   announce("Signed out");
@@ -188,7 +188,7 @@ async function signInWithLink(token) {
   window.history.replaceState(null, "", window.location.pathname + window.location.search);
   clear(document.getElementById("main")).append(h("p", { class: "muted" }, "Signing in…"));
   try {
-    const answer = await api("/api/login", { method: "POST", body: { token }, anonymous: true });
+    const answer = await api("/login", { method: "POST", body: { token }, anonymous: true });
     setKey(answer.data.key);
     signInMessage = "";
     announce(`Signed in as ${answer.data.user}`);
