@@ -88,7 +88,8 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    """The README's steps on a fresh home: demo, remember, serve (on a free port)."""
+    """The README's steps on a fresh home: demo (`--home` for the path `--keep` prints),
+    remember, serve (`--port 0`: a free port, which the link names)."""
     require_browser()
     home = tmp_path / "demo-home"
     env = _env(tmp_path, home)
@@ -135,6 +136,8 @@ def test_the_printed_link_shows_your_own_sessions_transcripts_and_memories(
     served: Served, chromium: Any, screens: Screens
 ) -> None:
     link = served.link()
+    # the line the README quotes (on the port asked for: 0 picks a free one here)
+    assert f"Sign in to your own sessions (user local): {link}\n" in served.printed
     errors: list[str] = []
     page = _page(chromium, errors)
     page.goto(link)

@@ -53,7 +53,7 @@ def serve(
             f"memoir serve needs the server extra: {install_hint('server')} ({exc})"
         ) from exc
     from memoir.app import Memoir
-    from memoir.server.auth import SignInLinks, is_loopback, link_url
+    from memoir.server.auth import LINK_TTL_S, SignInLinks, is_loopback, link_url
     from memoir.server.middleware import JsonFormatter
     from memoir.store.parts.users import LOCAL
 
@@ -75,8 +75,12 @@ def serve(
 
         def announce(bound: int) -> None:
             url = link_url(host, bound, links.issue(LOCAL))
-            print(f"Your sessions on the page (user {LOCAL}), signed in: {url}", flush=True)
-            print("  (the link works once, for 15 minutes)", flush=True)
+            print(f"Sign in to your own sessions (user {LOCAL}): {url}", flush=True)
+            print(
+                f"  (the link works once, within {LINK_TTL_S // 60} minutes; "
+                f"a key for later: memoir users key {LOCAL})",
+                flush=True,
+            )
 
     config = uvicorn.Config(
         web,
