@@ -12,11 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memoir.server.auth import PAGE_KEY_PREFIX, is_loopback, sign_in_links
 from memoir.server.errors import ApiError
-from memoir.server.routing import JsonRoute, errors
+from memoir.server.routing import JsonRoute
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["sign-in"], route_class=JsonRoute)
+# the page's own calls, left out of the OpenAPI schema as the page's paths are
+router = APIRouter(route_class=JsonRoute, include_in_schema=False)
 
 
 class LoginBody(BaseModel):
@@ -24,7 +25,7 @@ class LoginBody(BaseModel):
     token: str = Field(..., min_length=1, max_length=200, description="The link's `#login=`.")
 
 
-@router.post("/login", responses=errors(401, 413, 415, 422))
+@router.post("/login")
 def login(body: LoginBody, request: Request) -> dict[str, Any]:
     """Trade a sign-in link's one-time token (what `memoir serve` prints when it listens on
     a loopback address) for a key of the page, valid until the server stops. The token
