@@ -1,7 +1,8 @@
 """`memoir hook install | uninstall | status`: the Claude Code SessionStart hook.
 
 The hook runs ``<absolute path of memoir> sync --background >/dev/null 2>&1`` (led by
-``MEMOIR_HOME=…`` / ``MEMOIR_SOURCES=…`` when those were set for the install) whenever
+``MEMOIR_HOME=…`` / ``MEMOIR_SOURCES=…`` when those were set for the install; the path is
+this memoir's, :func:`memoir_command`, so the hook needs no PATH) whenever
 Claude Code starts or resumes a session (silent: a SessionStart hook's output would land in
 the agent's context; the background sync logs to ``<home>/logs/``). Installing merges into
 Claude Code's settings file (other hooks and settings are kept; installing twice changes
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ __all__ = [
     "default_settings_path",
     "hook_command",
     "is_memoir_hook",
+    "memoir_command",
     "pinned_settings",
     "remove_hook",
 ]
@@ -53,19 +54,29 @@ def default_settings_path() -> Path:
     return Path.home() / ".claude" / "settings.json"
 
 
+def memoir_command() -> tuple[str, ...]:
+    """How to start this very memoir from anywhere, PATH or not: the absolute path of the
+    ``memoir`` script that is running (a venv's ``bin/memoir``; pipx's or uv's
+    ``~/.local/bin/memoir``, a link their upgrades keep), else the ``memoir`` script beside
+    this interpreter, else this interpreter with ``-m memoir.cli``. Never another memoir
+    found on PATH. Links are not resolved: a venv's ``python`` is one, and resolving it
+    would leave the venv."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if Path(argv0).name == "memoir" and Path(argv0).is_file():
+        return (os.path.abspath(argv0),)
+    beside = Path(os.path.abspath(sys.executable)).with_name("memoir")
+    if beside.is_file():
+        return (str(beside),)
+    return (os.path.abspath(sys.executable), "-m", "memoir.cli")
+
+
 def hook_command(pinned: dict[str, str] | None = None) -> str:
-    """The hook's command line, with the memoir executable's absolute path, led by the
-    ``pinned`` environment variables (the home and sources this install was made for: the
-    hook runs in Claude Code's environment, not the shell's)."""
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    """The hook's command line, with this memoir's absolute path (:func:`memoir_command`),
+    led by the ``pinned`` environment variables (the home and sources this install was made
+    for: the hook runs in Claude Code's environment, not the shell's)."""
     env = "".join(f"{k}={shlex.quote(v)} " for k, v in sorted((pinned or {}).items()))
-    if argv0 is not None and argv0.name == "memoir" and argv0.exists():
-        exe = str(argv0.resolve())
-    elif found := shutil.which("memoir"):
-        exe = str(Path(found).resolve())
-    else:
-        return f"{env}{shlex.quote(sys.executable)} -m memoir.cli {HOOK_ARGS}{QUIET}"
-    return f"{env}{shlex.quote(exe)} {HOOK_ARGS}{QUIET}"
+    exe = " ".join(shlex.quote(part) for part in memoir_command())
+    return f"{env}{exe} {HOOK_ARGS}{QUIET}"
 
 
 def pinned_settings(settings: Settings) -> dict[str, str]:

@@ -4,16 +4,20 @@
 (the ``mcp`` extra). ``install --codex`` writes the server's entry into Codex CLI's
 ``$CODEX_HOME/config.toml`` (``~/.codex``): merged with what is there, the previous file
 kept as ``config.toml.memoir.bak``, written atomically; installing twice changes nothing.
-``install --claude`` prints how to install the Claude Code plugin (``integrations/
-claude-code`` in the repository), which bundles this server, the session-start sync hook
-and a skill saying when to search.
+``install --claude`` writes the Claude Code plugin (``integrations/claude-code`` in the
+repository: this server, the session-start sync hook and a skill saying when to search)
+into ``<home>/claude-code-plugin`` and prints how to add it to Claude Code.
+
+Both record how to start the memoir that installs them — its absolute path, or its
+interpreter with ``-m memoir.cli`` (:func:`memoir.cli.cmd_hook.memoir_command`) — so an
+agent starts it whatever its PATH holds (a venv's ``bin``, pipx's or uv's tools).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,7 @@ from memoir.config import Settings
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 
-__all__ = ["codex_config_path", "memoir_executable", "plugin_dir"]
+__all__ = ["PLUGIN_FOLDER", "codex_config_path", "plugin_dir"]
 
 mcp_app = typer.Typer(
     help="Serve Memoir's tools to an agent over MCP on stdio (search, read, summary, "
@@ -35,6 +39,7 @@ mcp_app = typer.Typer(
 app.add_typer(mcp_app, name="mcp")
 
 BACKUP_SUFFIX = ".memoir.bak"
+PLUGIN_FOLDER = "claude-code-plugin"  # under the home: where --claude writes the plugin
 
 
 @mcp_app.callback(invoke_without_command=True)
@@ -55,19 +60,6 @@ def serve(ctx: typer.Context) -> None:
     run(settings, workdir)
 
 
-def memoir_executable() -> str:
-    """The absolute path of this memoir executable (an agent's PATH may not hold it)."""
-    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
-    if argv0 is not None and argv0.name == "memoir" and argv0.exists():
-        return str(argv0.resolve())
-    if found := shutil.which("memoir"):
-        return str(Path(found).resolve())
-    beside = Path(sys.executable).with_name("memoir")
-    if beside.exists():
-        return str(beside)
-    raise ConfigError("cannot find the memoir executable on PATH; install memoir first")
-
-
 def codex_config_path() -> Path:
     home = os.environ.get("CODEX_HOME")
     return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
@@ -81,10 +73,10 @@ def plugin_dir() -> Path | None:
 
 def _install_codex(path: Path) -> dict[str, Any]:
     from memoir.atomic import write_text_atomic
-    from memoir.cli.cmd_hook import pinned_settings
+    from memoir.cli.cmd_hook import memoir_command, pinned_settings
     from memoir.mcp.codex import CodexEntry, with_entry
 
-    entry = CodexEntry.make(memoir_executable(), pinned_settings(Settings.from_env()))
+    entry = CodexEntry.make(memoir_command(), pinned_settings(Settings.from_env()))
     path = path.resolve()  # through a symlink (a dotfiles checkout) to the file it names
     try:
         text = path.read_text(encoding="utf-8")
@@ -110,40 +102,103 @@ def _install_codex(path: Path) -> dict[str, Any]:
     }
 
 
-def _claude_steps() -> list[str]:
-    where = plugin_dir()
-    if where is None:
-        return [
-            "The plugin lives in the Memoir repository at integrations/claude-code:",
-            "  git clone <memoir repository> && cd memoir",
-            "  claude plugin marketplace add ./integrations/claude-code",
-            "  claude plugin install memoir@memoir",
-        ]
-    return [
-        f"claude plugin marketplace add {where}",
-        "claude plugin install memoir@memoir",
-        f"(or for one session: claude --plugin-dir {where})",
-        "memoir must be on the PATH Claude Code starts commands with.",
-    ]
+def _read_plugin(folder: Path) -> dict[str, str]:
+    """The plugin's files (relative path → text); hidden editor and cache files skipped."""
+    files: dict[str, str] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if not path.is_file() or "__pycache__" in rel or rel.endswith(("~", ".swp", ".pyc")):
+            continue
+        try:
+            files[rel] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+    return files
+
+
+def _install_claude(source: Path | None, target: Path | None) -> dict[str, Any]:
+    from memoir.atomic import write_text_atomic
+    from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command, pinned_settings
+    from memoir.mcp.claude_plugin import installed_files, is_plugin
+    from memoir.private import private_dir
+
+    settings = Settings.from_env()
+    source = source or plugin_dir()
+    if source is None:
+        raise ConfigError(
+            "the plugin's files live in the Memoir repository: clone it, then run "
+            "memoir mcp install --claude --from ./memoir/integrations/claude-code"
+        )
+    target = (target or settings.home / PLUGIN_FOLDER).expanduser().absolute()
+    pinned = pinned_settings(settings)
+    files = installed_files(
+        _read_plugin(source.expanduser()),
+        mcp_argv=(*memoir_command(), "mcp"),
+        hook=hook_command(pinned),
+        env=pinned,
+        is_memoir_hook=is_memoir_hook,
+    )
+    there = _read_plugin(target) if target.is_dir() else {}
+    if there and not is_plugin(there):
+        raise ConfigError(
+            f"{target} holds files that are not Memoir's plugin; give --dir a new folder"
+        )
+    changed = False
+    for rel, text in files.items():
+        if there.get(rel) != text:
+            private_dir((target / rel).parent)  # the home's folders are owner-only
+            write_text_atomic(target / rel, text, tag="memoir", keep_mode=False)
+            changed = True
+    for rel in set(there) - set(files):  # dropped from the plugin since the last install
+        (target / rel).unlink()
+        changed = True
+    return {
+        "plugin": str(target),
+        "changed": changed,
+        "command": _mcp_command(files),
+        "steps": [
+            f"claude plugin marketplace add {target}",
+            "claude plugin install memoir@memoir",
+            f"(or for one session: claude --plugin-dir {target})",
+        ],
+    }
+
+
+def _mcp_command(files: dict[str, str]) -> list[str]:
+    """The MCP server's command line in a plugin's files."""
+    entry = json.loads(files[".mcp.json"])["mcpServers"]["memoir"]
+    return [entry["command"], *entry.get("args", [])]
 
 
 @mcp_app.command("install")
 def install(
     codex: bool = typer.Option(False, "--codex", help="Write the entry into Codex's config."),
-    claude: bool = typer.Option(False, "--claude", help="Print how to install the plugin."),
+    claude: bool = typer.Option(
+        False, "--claude", help="Write the Claude Code plugin, pointing at this memoir."
+    ),
     config: Path | None = typer.Option(
         None, "--config", help="Codex config file (default $CODEX_HOME/config.toml)."
     ),
+    source: Path | None = typer.Option(
+        None,
+        "--from",
+        help="The plugin folder to install from (default: this checkout's "
+        "integrations/claude-code).",
+    ),
+    target: Path | None = typer.Option(
+        None, "--dir", help=f"Where to write the plugin (default <home>/{PLUGIN_FOLDER})."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Wire the MCP server into an agent: Codex CLI's config.toml, or the Claude Code plugin."""
+    """Wire the MCP server into an agent: Codex CLI's config.toml, or the Claude Code plugin,
+    each starting this memoir by its absolute path (no PATH needed)."""
     if not codex and not claude:
         raise ConfigError("say which agent: memoir mcp install --codex, or --claude")
     out: dict[str, Any] = {}
     if codex:
         out["codex"] = _install_codex(config or codex_config_path())
     if claude:
-        out["claude"] = {"plugin": str(plugin_dir() or ""), "steps": _claude_steps()}
+        out["claude"] = _install_claude(source, target)
     if as_json:
         print_json(out)
         return
@@ -156,6 +211,9 @@ def install(
         else:
             console.print(f"Codex: already installed in {done['config']}", soft_wrap=True)
     if claude:
-        console.print("Claude Code: install the plugin with", soft_wrap=True)
-        for step in out["claude"]["steps"]:
+        done = out["claude"]
+        what = "written to" if done["changed"] else "already up to date in"
+        console.print(f"Claude Code: the plugin is {what} {done['plugin']}", soft_wrap=True)
+        console.print("  add it to Claude Code (once):", soft_wrap=True)
+        for step in done["steps"]:
             console.print(f"  {step}", soft_wrap=True, markup=False)

@@ -1,5 +1,10 @@
 """`memoir serve`: the HTTP API (FastAPI under uvicorn), with background workers in the
-same process on request (`--workers N`)."""
+same process on request (`--workers N`).
+
+On a loopback address (the default 127.0.0.1) it prints, once it listens, a sign-in link
+to the page for ``local`` — the owner of the sessions synced from this machine — on stdout:
+the token in it works once, for 15 minutes (:mod:`memoir.server.auth`). On any other
+address it prints none: ``local``'s data then needs a key (``memoir users key local``)."""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -35,8 +40,10 @@ def serve(
     ),
     log_level: str = typer.Option("info", "--log-level", help="debug | info | warning."),
 ) -> None:
-    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs). Same settings as the
-    CLI; SIGTERM stops admitting requests and lets running ones finish."""
+    """Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) and the web page. On a
+    loopback address, print a one-time sign-in link to the page for your own synced
+    sessions (user `local`). Same settings as the CLI; SIGTERM stops admitting requests and
+    lets running ones finish."""
     try:
         import uvicorn
 
@@ -46,7 +53,9 @@ def serve(
             f"memoir serve needs the server extra: {install_hint('server')} ({exc})"
         ) from exc
     from memoir.app import Memoir
+    from memoir.server.auth import LINK_TTL_S, SignInLinks, is_loopback, link_url
     from memoir.server.middleware import JsonFormatter
+    from memoir.store.parts.users import LOCAL
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
@@ -59,8 +68,22 @@ def serve(
     memoir.recover_memories_in_background()  # what a killed process left, run eventually
     stop = threading.Event()
     threads = _start_workers(memoir, workers, stop)
+    web = create_app(memoir)
+    announce: Callable[[int], None] | None = None
+    if is_loopback(host):
+        links = web.state.sign_in_links = SignInLinks()
+
+        def announce(bound: int) -> None:
+            url = link_url(host, bound, links.issue(LOCAL))
+            print(f"Sign in to your own sessions (user {LOCAL}): {url}", flush=True)
+            print(
+                f"  (the link works once, within {LINK_TTL_S // 60} minutes; "
+                f"a key for later: memoir users key {LOCAL})",
+                flush=True,
+            )
+
     config = uvicorn.Config(
-        create_app(memoir),
+        web,
         host=host,
         port=port,
         log_config=None,
@@ -68,7 +91,7 @@ def serve(
         timeout_graceful_shutdown=30,
         lifespan="on",
     )
-    server = _server_class(uvicorn)(config)
+    server = _server_class(uvicorn, announce)(config)
     try:
         server.run()  # SIGINT / SIGTERM: stop accepting, finish running requests, return
     finally:
@@ -78,12 +101,18 @@ def serve(
         memoir.close()
 
 
-def _server_class(uvicorn: Any) -> Any:
+def _server_class(uvicorn: Any, announce: Callable[[int], None] | None = None) -> Any:
     """uvicorn's server, except that a SIGTERM/SIGINT it shut down gracefully for is not
     raised again once it has (uvicorn re-raises it, which would end this process before the
-    workers are stopped and the store closed): ``memoir serve`` then exits 0."""
+    workers are stopped and the store closed): ``memoir serve`` then exits 0. Once it
+    listens, ``announce`` is called with the port it bound (``--port 0`` picks one)."""
 
     class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if announce is not None and self.started and self.servers:
+                announce(int(self.servers[0].sockets[0].getsockname()[1]))
+
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             with super().capture_signals():

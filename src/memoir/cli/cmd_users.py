@@ -1,4 +1,7 @@
-"""`memoir users add|list|revoke`: the users of `memoir serve` and their API keys."""
+"""`memoir users add|key|list|revoke`: the users of `memoir serve` and their API keys.
+
+`local` owns the sessions synced from this machine: `users add` refuses the name, `users
+key local` makes it a key (for the page over a non-loopback address, or another client)."""
 
 from __future__ import annotations
 
@@ -24,6 +27,20 @@ def add(
         key = memoir.store.users.add(name, label=label)
     typer.echo(key)  # stdout holds the key alone: KEY=$(memoir users add NAME)
     typer.echo(f"the API key of {name}, shown once: only its hash is stored", err=True)
+
+
+@users_app.command("key")
+def key(
+    name: str = typer.Argument(..., help="An existing user, or `local` (your synced sessions)."),
+    label: str = typer.Option("", "--label", help="What this key is for (shown in list)."),
+) -> None:
+    """Print a new API key for an existing user, or for `local` — the owner of the sessions
+    synced from this machine — once: only its hash is stored. Earlier keys stay valid
+    (`memoir users revoke NAME` ends them all)."""
+    with open_memoir() as memoir:
+        made = memoir.store.users.new_key(name, label=label)
+    typer.echo(made)  # stdout holds the key alone: KEY=$(memoir users key local)
+    typer.echo(f"a new API key of {name}, shown once: only its hash is stored", err=True)
 
 
 @users_app.command("list")

@@ -58,10 +58,16 @@ class CodexEntry:
     tool_timeout_sec: int = 120
 
     @classmethod
-    def make(cls, command: str, pinned: Mapping[str, str] | None = None) -> CodexEntry:
-        """The entry running ``command mcp``, with ``pinned`` variables set (the home and
-        sources this install was made for)."""
-        return cls(command=command, env=tuple(sorted((pinned or {}).items())))
+    def make(
+        cls, command: str | Sequence[str], pinned: Mapping[str, str] | None = None
+    ) -> CodexEntry:
+        """The entry running ``command mcp`` — ``command`` a program, or a program and its
+        first arguments (``python -m memoir.cli``) — with ``pinned`` variables set (the home
+        and sources this install was made for)."""
+        argv = (command,) if isinstance(command, str) else tuple(command)
+        return cls(
+            command=argv[0], args=(*argv[1:], "mcp"), env=tuple(sorted((pinned or {}).items()))
+        )
 
     @property
     def env_vars(self) -> tuple[str, ...]:

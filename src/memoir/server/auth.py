@@ -1,7 +1,30 @@
-"""Bearer keys → users. A missing, malformed, unknown or revoked key is 401; a route then
-sees only its user's data (another user's session is 404, like one that does not exist)."""
+"""Who a request is. A missing, malformed, unknown or revoked key is 401; a route then sees
+only its user's data (another user's session is 404, like one that does not exist).
+
+Two kinds of key are accepted as ``Authorization: Bearer KEY``:
+
+- an API key (``mk_…``, from ``memoir users add NAME`` / ``memoir users key NAME``): its
+  hash is in the database, it lasts until revoked;
+- a page key (``mp_…``) the page got for a sign-in link (:class:`SignInLinks`): held in
+  this process's memory only, it lasts until the server stops.
+
+A sign-in link is how the person who runs ``memoir serve`` on a loopback address reaches
+their own (``local``) sessions on the page without making a key: ``memoir serve`` prints
+``http://127.0.0.1:PORT/#login=TOKEN``. The token sits in the URL's fragment, which a
+browser never sends, so it reaches no request line or access log; the page takes it out of
+the address bar and history at once and trades it (``POST /login``) for a page key.
+The token works once, for :data:`LINK_TTL_S` seconds, and only from a loopback client.
+"""
 
 from __future__ import annotations
+
+import hashlib
+import ipaddress
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -9,14 +32,96 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from memoir.app import Memoir
 from memoir.server.errors import ApiError
 
-__all__ = ["current_user", "memoir_of"]
+__all__ = [
+    "LINK_TTL_S",
+    "PAGE_KEY_PREFIX",
+    "SignInLinks",
+    "current_user",
+    "is_loopback",
+    "link_url",
+    "memoir_of",
+    "sign_in_links",
+]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `memoir users add NAME`.")
+
+LINK_TTL_S = 15 * 60
+PAGE_KEY_PREFIX = "mp_"
+
+
+def is_loopback(host: str) -> bool:
+    """Is ``host`` (an address to listen on, or a client's address) this machine only?
+    ``localhost`` and loopback IPs are; wildcard addresses (``0.0.0.0``, ``::``), other
+    names and other addresses are not."""
+    name = host.strip().lower().removeprefix("[").removesuffix("]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def link_url(host: str, port: int, token: str) -> str:
+    """The sign-in link for a server listening on ``host``:``port``."""
+    name = host.strip().removeprefix("[").removesuffix("]")
+    if ":" in name:  # an IPv6 address goes in brackets
+        name = f"[{name}]"
+    return f"http://{name}:{port}/#login={token}"
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class SignInLinks:
+    """One-time sign-in tokens and the page keys they were traded for, in memory (by their
+    hashes: a dump of the process's memory shows no usable token of the past)."""
+
+    ttl_s: float = LINK_TTL_S
+    clock: Callable[[], float] = time.monotonic
+    _tokens: dict[str, tuple[str, float]] = field(default_factory=dict)  # hash → user, expiry
+    _keys: dict[str, str] = field(default_factory=dict)  # hash → user
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def issue(self, user: str) -> str:
+        """A new one-time token signing in as ``user``."""
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            self._tokens[_digest(token)] = (user, self.clock() + self.ttl_s)
+        return token
+
+    def redeem(self, token: str) -> tuple[str, str] | None:
+        """(user, a new page key) for a live token, which is spent; None for a token that
+        is unknown, spent or expired."""
+        with self._lock:
+            found = self._tokens.pop(_digest(token), None)
+            if found is None or self.clock() > found[1]:
+                return None
+            key = PAGE_KEY_PREFIX + secrets.token_urlsafe(32)
+            self._keys[_digest(key)] = found[0]
+            return found[0], key
+
+    def user_for(self, key: str) -> str | None:
+        with self._lock:
+            return self._keys.get(_digest(key))
+
+    def forget(self, key: str) -> bool:
+        """End a page key (signing out); whether it was live."""
+        with self._lock:
+            return self._keys.pop(_digest(key), None) is not None
 
 
 def memoir_of(request: Request) -> Memoir:
     memoir: Memoir = request.app.state.memoir
     return memoir
+
+
+def sign_in_links(request: Request) -> SignInLinks | None:
+    """The server's sign-in links (``memoir serve`` on loopback sets them), else None."""
+    links = getattr(request.app.state, "sign_in_links", None)
+    return links if isinstance(links, SignInLinks) else None
 
 
 def current_user(
@@ -25,7 +130,19 @@ def current_user(
 ) -> str:
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(401, "unauthorized", "send an API key: Authorization: Bearer KEY")
-    user = memoir_of(request).store.users.user_for(credentials.credentials)
+    key = credentials.credentials
+    if key.startswith(PAGE_KEY_PREFIX):
+        links = sign_in_links(request)
+        user = links.user_for(key) if links is not None else None
+        if user is None:
+            raise ApiError(
+                401,
+                "unauthorized",
+                "this sign-in has ended (signed out, or memoir serve restarted); open the "
+                "new link memoir serve printed",
+            )
+    else:
+        user = memoir_of(request).store.users.user_for(key)
     if user is None:
         raise ApiError(401, "unauthorized", "unknown or revoked API key")
     request.state.user = user

@@ -1,5 +1,9 @@
 """Users of the HTTP service and their API keys: a key is shown once, when it is made;
-only its SHA-256 hash is stored, so a stolen database holds no usable key."""
+only its SHA-256 hash is stored, so a stolen database holds no usable key.
+
+:data:`LOCAL` owns every session synced from this machine. It is reserved — :meth:`UsersPart.add`
+refuses the name, so nobody creates it by accident as a user of their own — but
+:meth:`UsersPart.new_key` makes it a key, so its owner can read those sessions over the API."""
 
 from __future__ import annotations
 
@@ -13,9 +17,10 @@ from memoir.errors import ConfigError, NotFound
 from memoir.store.codec import from_iso
 from memoir.store.db import Part
 
-__all__ = ["KEY_PREFIX", "UserInfo", "UsersPart", "hash_key"]
+__all__ = ["KEY_PREFIX", "LOCAL", "UserInfo", "UsersPart", "hash_key"]
 
 KEY_PREFIX = "mk_"
+LOCAL = "local"  # the owner of every session synced from this machine
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}")
 
 
@@ -40,15 +45,30 @@ class UsersPart(Part):
                 f"a user name is 1-100 letters, digits or _ . @ - (starting with a letter "
                 f"or digit), not {name!r}"
             )
-        if name == "local":  # the owner of every session synced from this machine
-            raise ConfigError("'local' is the owner of synced sessions; choose another name")
+        if name == LOCAL:
+            raise ConfigError(
+                "'local' is the owner of synced sessions; choose another name "
+                "(`memoir users key local` makes a key for it)"
+            )
+        return self._key(name, label, create=True)
+
+    def new_key(self, name: str, *, label: str = "") -> str:
+        """A new API key for an existing user, or for :data:`LOCAL` (whose row is made on
+        its first key); returned once and never stored. ``NotFound`` for another name."""
+        return self._key(name, label, create=name == LOCAL)
+
+    def _key(self, name: str, label: str, *, create: bool) -> str:
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         now = datetime.now(UTC)
         with self._db.tx() as tx:
-            tx.run(
-                "INSERT INTO users (name, created_at) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                (name, tx.time(now)),
-            )
+            if create:
+                tx.run(
+                    "INSERT INTO users (name, created_at) VALUES (?, ?) "
+                    "ON CONFLICT (name) DO NOTHING",
+                    (name, tx.time(now)),
+                )
+            elif not tx.run("SELECT name FROM users WHERE name = ?", (name,)):
+                raise NotFound(f"no user {name!r}: memoir users add {name}")
             tx.run(
                 "INSERT INTO api_keys (key_hash, user_name, label, created_at) VALUES (?, ?, ?, ?)",
                 (hash_key(key), name, label, tx.time(now)),

@@ -1,5 +1,6 @@
 // The API under /api with the caller's key. The key lives in this tab's session storage
-// (gone when the tab closes) and travels only in the Authorization header, never in a URL.
+// (gone when the tab closes) and travels only in the Authorization header, never in a URL
+// (a sign-in link's one-time token rides in the fragment, which no request carries).
 
 const KEY = "memoir.apiKey";
 
@@ -34,11 +35,12 @@ function signedOut(message) {
 }
 
 /**
- * `api(path, {method, body, timeoutMs, signal, key})` → the parsed JSON body.
+ * `api(path, {method, body, timeoutMs, signal, key, anonymous})` → the parsed JSON body.
  * `signal` aborts it (the view went away: rejects with an AbortError, not an ApiError).
+ * `anonymous` sends no key (and a 401 then signs nobody out).
  */
-export async function api(path, { method = "GET", body, timeoutMs = 15000, signal, key } = {}) {
-  const useKey = key || getKey();
+export async function api(path, { method = "GET", body, timeoutMs = 15000, signal, key, anonymous = false } = {}) {
+  const useKey = anonymous ? null : key || getKey();
   const headers = { Accept: "application/json" };
   if (useKey) headers.Authorization = `Bearer ${useKey}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -78,7 +80,7 @@ export async function api(path, { method = "GET", body, timeoutMs = 15000, signa
   if (!response.ok) {
     const error = payload && payload.error ? payload.error : {};
     const message = error.message || `The server answered ${response.status}.`;
-    if (response.status === 401 && !key) signedOut(message);
+    if (response.status === 401 && !key && !anonymous) signedOut(message);
     throw new ApiError(response.status, error.code || "error", message);
   }
   return payload;

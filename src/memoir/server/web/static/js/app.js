@@ -93,8 +93,10 @@ function loginView(main) {
   const form = h("form", { method: "post", action: "/", novalidate: true },
     h("label", { for: "api-key" }, "API key", input),
     h("p", { id: "key-help", class: "muted" },
-      "Make one with ", h("code", null, "memoir users add NAME"),
-      ". Sessions synced from this machine belong to the user ", h("code", null, "local"),
+      "Your own sessions (synced from this machine, user ", h("code", null, "local"),
+      "): open the sign-in link ", h("code", null, "memoir serve"),
+      " printed, or make a key with ", h("code", null, "memoir users key local"),
+      ". Another user: ", h("code", null, "memoir users add NAME"),
       ". The key is kept in this tab only and sent in the Authorization header."),
     problem, submit);
   form.addEventListener("submit", async (event) => {
@@ -139,7 +141,28 @@ document.addEventListener("click", (event) => {
 window.addEventListener("popstate", () => {
   // back or forward between anchors of one page: the view follows the hash (hashchange)
   if (getKey() && shown === window.location.pathname + window.location.search) return;
-  render({ focus: false });
+  /**
+ * A sign-in link (`memoir serve` prints `/#login=TOKEN`): the token leaves the address bar
+ * and this history entry first, then is traded once for a key of the page.
+ */
+async function signInWithLink(token) {
+  window.history.replaceState(null, "", window.location.pathname + window.location.search);
+  clear(document.getElementById("main")).append(h("p", { class: "muted" }, "Signing in…"));
+  try {
+    const answer = await api("/login", { method: "POST", body: { token }, anonymous: true });
+    setKey(answer.data.key);
+    signInMessage = "";
+    announce(`Signed in as ${answer.data.user}`);
+  } catch (error) {
+    clearKey();
+    signInMessage = error.message;
+  }
+  render({ focus: true });
+}
+
+const link = /^#login=([A-Za-z0-9_-]{1,200})$/.exec(window.location.hash);
+if (link) signInWithLink(link[1]);
+else render({ focus: false });
 });
 
 window.addEventListener("memoir:signed-out", (event) => {
@@ -148,10 +171,34 @@ window.addEventListener("memoir:signed-out", (event) => {
 });
 
 document.querySelector(".signout").addEventListener("click", () => {
+  const key = getKey();
+  // a key the page got from a sign-in link ends on the server too (an API key is left alone)
+  if (key) api("/logout", { method: "POST", key }).catch(() => {});
   clearKey();
   signInMessage = "";
   announce("Signed out");
   render({ focus: true });
 });
 
-render({ focus: false });
+/**
+ * A sign-in link (`memoir serve` prints `/#login=TOKEN`): the token leaves the address bar
+ * and this history entry first, then is traded once for a key of the page.
+ */
+async function signInWithLink(token) {
+  window.history.replaceState(null, "", window.location.pathname + window.location.search);
+  clear(document.getElementById("main")).append(h("p", { class: "muted" }, "Signing in…"));
+  try {
+    const answer = await api("/login", { method: "POST", body: { token }, anonymous: true });
+    setKey(answer.data.key);
+    signInMessage = "";
+    announce(`Signed in as ${answer.data.user}`);
+  } catch (error) {
+    clearKey();
+    signInMessage = error.message;
+  }
+  render({ focus: true });
+}
+
+const link = /^#login=([A-Za-z0-9_-]{1,200})$/.exec(window.location.hash);
+if (link) signInWithLink(link[1]);
+else render({ focus: false });
