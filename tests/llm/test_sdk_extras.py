@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
         ("offline", set(), None),  # the default needs no SDK
     ],
 )
-def test_which_extra_a_provider_needs(provider: str, installed: set[str], expected: str | None) -> None:
+def test_which_extra_a_provider_needs(
+    provider: str, installed: set[str], expected: str | None
+) -> None:
     said = sdk_missing(provider, find=lambda name: object() if name in installed else None)
     if expected is None:
         assert said is None

@@ -110,7 +110,9 @@ def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
     )
 
 
-def sdk_missing(provider: str, find: Callable[[str], object] = importlib.util.find_spec) -> str | None:
+def sdk_missing(
+    provider: str, find: Callable[[str], object] = importlib.util.find_spec
+) -> str | None:
     """The one line saying which extra to install when ``provider``'s official SDK is not
     installed (the SDKs are extras: the default model is offline); None when it is."""
     if provider not in _KEY_VARS:
@@ -120,10 +122,7 @@ def sdk_missing(provider: str, find: Callable[[str], object] = importlib.util.fi
             return None
     except (ImportError, ValueError):  # a broken install counts as none
         pass
-    return (
-        f"the {provider} model needs its SDK, which is not installed: "
-        f"{install_hint(provider)}"
-    )
+    return f"the {provider} model needs its SDK, which is not installed: {install_hint(provider)}"
 
 
 def _require_sdk(provider: str) -> None:
