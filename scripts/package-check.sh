@@ -5,7 +5,8 @@
 #      the web page's assets, py.typed) is in the wheel;
 #   3. the wheel installed with its dependencies (the base install: no extra, no dev tool)
 #      into a fresh venv, and `memoir demo` run from it with a temp HOME and MEMOIR_HOME and
-#      nothing else of this environment, outside the checkout; its output checked.
+#      nothing else of this environment, outside the checkout; its output checked;
+#   4. the base install's time and size reported (the provider SDKs are extras).
 # Usage: scripts/package-check.sh [PYTHON]   (PYTHON: the one that has `build`; .venv's)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,5 +66,7 @@ expect "compaction.* → .* tokens"
 expect "memoir remember.* → [1-9][0-9]* item"
 [ -f "$work/demo-home/memoir.db" ] || fail "memoir demo left no database in --home"
 [ ! -e "$work/home/.memoir" ] || fail "memoir demo wrote into MEMOIR_HOME"
+size=$(du -sm "$work/venv" | cut -f1)
 echo "package-check: ok in $(($(date +%s) - start)) s (build $((built - start)) s," \
-  "fresh venv + install $((installed - built)) s, demo $(($(date +%s) - installed)) s)"
+  "fresh venv + install $((installed - built)) s, demo $(($(date +%s) - installed)) s);" \
+  "the base install is ${size} MB (no extra: no provider SDK)"

@@ -15,11 +15,13 @@ primary key is used.
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from memoir.config import Settings
+from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 from memoir.llm.port import Model
 
@@ -91,6 +93,7 @@ def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
         return OfflineModel()
     if key is None:  # pragma: no cover - check_settings runs first
         raise _missing_key(spec, "MEMOIR_LLM", fallback=False)
+    _require_sdk(spec.provider)
     if spec.provider == "openai":
         from memoir.llm.openai_provider import OpenAIModel
 
@@ -107,14 +110,36 @@ def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
     )
 
 
+def sdk_missing(
+    provider: str, find: Callable[[str], object] = importlib.util.find_spec
+) -> str | None:
+    """The one line saying which extra to install when ``provider``'s official SDK is not
+    installed (the SDKs are extras: the default model is offline); None when it is."""
+    if provider not in _KEY_VARS:
+        return None
+    try:
+        if find(provider) is not None:
+            return None
+    except (ImportError, ValueError):  # a broken install counts as none
+        pass
+    return f"the {provider} model needs its SDK, which is not installed: {install_hint(provider)}"
+
+
+def _require_sdk(provider: str) -> None:
+    if (missing := sdk_missing(provider)) is not None:
+        raise ConfigError(missing)
+
+
 def check_settings(settings: Settings, env: Mapping[str, str] | None = None) -> None:
     """Fail at start-up, in one line naming the variable, on a bad model configuration."""
     env = os.environ if env is None else env
     primary = parse_spec(settings.llm, "MEMOIR_LLM")
+    _require_sdk(primary.provider)
     if primary.provider != "offline" and not settings.llm_api_key:
         raise _missing_key(primary, "MEMOIR_LLM", fallback=False)
     if settings.llm_fallback:
         spec = parse_spec(settings.llm_fallback, "MEMOIR_LLM_FALLBACK")
+        _require_sdk(spec.provider)
         if spec.provider != "offline" and _key_for(spec, settings, primary, env) is None:
             raise _missing_key(spec, "MEMOIR_LLM_FALLBACK", fallback=True)
 
