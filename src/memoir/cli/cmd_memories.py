@@ -137,7 +137,8 @@ def list_items(
         console.print(
             "No memories match these filters."
             if filtered
-            else "No memories yet (`memoir remember SESSION`, or compact a session)."
+            else "No memories yet (`memoir sync` extracts them from sessions once idle; "
+            "`memoir remember SESSION` at once)."
         )
         return
     console.print(_table(items, f"{len(items)} memories"))
