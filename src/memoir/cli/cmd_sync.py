@@ -362,7 +362,8 @@ def sync_command(
     ),
     detached: bool = typer.Option(False, "--detached", hidden=True),
 ) -> None:
-    """Archive and index new or grown transcripts, then refresh due summaries."""
+    """Archive and index new or grown transcripts, then refresh due summaries and keep
+    memories from the sessions gone idle."""
     settings = Settings.from_env()
     for folder in source or []:
         if not folder.is_dir():
