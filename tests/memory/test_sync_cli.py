@@ -341,3 +341,25 @@ def test_the_mcp_memories_tool_answers_from_what_sync_kept(
         (item,) = json.loads(reply.content[0].text)["items"]
         assert item["content"] == LINTER
         assert [s["quote"] for s in item["sources"]] == [LINTER]
+
+
+def test_the_background_sync_is_handed_the_memory_limit(
+    home: Path, source: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's command returns once the detached sync is started; that sync gets the
+    memory limit it was given (the memory pass runs there, never in the hook)."""
+    import memoir.cli.cmd_sync as cmd_sync
+
+    started: list[list[str]] = []
+
+    class Started:
+        def __init__(self, argv: list[str], **_: Any) -> None:
+            started.append(argv)
+
+    monkeypatch.setattr(cmd_sync.subprocess, "Popen", Started)
+    _transcript(source, SID, LINTER)
+    out = _json(capsys, "sync", "--background", "--memory-limit", "3")
+    assert out["started"] is True
+    (argv,) = started
+    assert argv[argv.index("sync") :] == ["sync", "--memory-limit", "3", "--embed", "--detached"]
+    assert not (home / "archive").exists()  # nothing done in the foreground
