@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories, RecoveryReport
     from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
-    from memoir.memory.runner import Outcome
+    from memoir.memory.runner import MemoryParts, Outcome
+    from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
     from memoir.model import Event, Exchange, Session
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
@@ -264,20 +265,25 @@ class Memoir:
         if self._memories is None:
             from memoir.llm.tokens import counter_for, encoding_for_model
             from memoir.memory.memories import Memories
-            from memoir.memory.runner import MemoryParts, Runner
+            from memoir.memory.runner import Runner
 
             model = self.memory_model()
-            parts = MemoryParts(
-                self.store.sessions,
-                self.store.events,
-                self.store.checkpoints,
-                self.store.memory,
-                self.store.memory_items,
-            )
+            parts = self._memory_parts()
             counter = counter_for(encoding_for_model(model.name))
             runner = Runner(parts, model, counter, embedder=self._item_embedder)
             self._memories = Memories(parts, self.store.claims, runner)
         return self._memories
+
+    def _memory_parts(self) -> MemoryParts:
+        from memoir.memory.runner import MemoryParts
+
+        return MemoryParts(
+            self.store.sessions,
+            self.store.events,
+            self.store.checkpoints,
+            self.store.memory,
+            self.store.memory_items,
+        )
 
     def remember(self, session_id: str, turn: int | None = None) -> Outcome:
         """What the user asked to keep, extracted now (``memoir remember``): the outcome
@@ -496,6 +502,68 @@ class Memoir:
         thread = threading.Thread(target=recover, name="memoir-memory-recovery", daemon=True)
         thread.start()
         return thread
+
+    def memory_from_sync(self) -> tuple[bool, str]:
+        """Whether ``memoir sync`` extracts memories from the sessions it syncs, and why:
+        ``MEMOIR_MEMORY_FROM_SYNC`` (or the argument) when set, else off while
+        ``memoir memories off`` has it stored in the home, else on."""
+        origin = self.settings.origins.get("memory_from_sync", "default")
+        if origin.startswith(("env", "argument")):
+            return self.settings.memory_from_sync, origin
+        if self.settings.memory_sync_switch.exists():
+            return False, "stored by `memoir memories off`"
+        return True, "default"
+
+    def set_memory_from_sync(self, enabled: bool) -> tuple[bool, str]:
+        """Switch memory from sync off (or on again) for this home, as ``memoir memories
+        off`` / ``on`` with no session or project do; ``remember``, compaction and the
+        agent's ``extract`` still extract. The switch now in effect, and why (an
+        environment variable outranks what is stored)."""
+        switch = self.settings.memory_sync_switch
+        if enabled:
+            switch.unlink(missing_ok=True)
+        else:
+            from memoir.private import private_file
+
+            self.settings.ensure_home()
+            with private_file(switch, "wb") as out:
+                out.write(b"memory from sync is off: `memoir memories on` removes this file\n")
+        return self.memory_from_sync()
+
+    def remember_from_sync(
+        self,
+        *,
+        limit: int | None = None,
+        progress: Callable[[MemoryPassProgress], None] | None = None,
+    ) -> MemoryPassReport:
+        """The memory pass ``memoir sync`` runs after its summary pass: the new ranges of
+        synced sessions gone quiet (the summaries' quiescence rule), newest first, at most
+        ``limit`` (default ``MEMOIR_MEMORY_LIMIT``) through their lanes; denied ones
+        settle as denials (``memoir.memory.sync_pass``). Off (nothing read): the report's
+        ``off`` says why."""
+        import time
+
+        from memoir.ingest.plan import excluded
+        from memoir.memory.sync_pass import MemoryPassReport, run_memory_pass
+        from memoir.store import ensure_writable
+        from memoir.summaries.policy import SummaryPolicy, is_quiescent
+
+        limit = self.settings.memory_limit if limit is None else limit
+        whole_number("limit", limit, 0)
+        on, why = self.memory_from_sync()
+        if not on:
+            return MemoryPassReport(off=why)
+        ensure_writable(self.store, "memory from sync")
+        policy, now = SummaryPolicy.from_settings(self.settings), int(time.time() * 1000)
+        patterns = self.settings.exclude_projects
+        return run_memory_pass(
+            self._memory_parts(),
+            self.memories,
+            limit=limit,
+            quiet=lambda at: is_quiescent(at, policy, now),
+            excluded=lambda project: excluded(project, patterns),
+            progress=progress,
+        )
 
     def set_incognito(self, session: str, incognito: bool = True) -> None:
         """Mark a session incognito (or not): nothing said in it while incognito is ever

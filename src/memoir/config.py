@@ -19,6 +19,7 @@ from memoir.errors import ConfigError
 from memoir.private import private_dir
 
 __all__ = [
+    "MEMORY_SYNC_OFF",
     "MS_PER_HOUR",
     "Settings",
     "as_paths",
@@ -31,6 +32,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MS_PER_HOUR = 3_600_000
+# the file in the home `memoir memories off` (no target) writes: no memory from sync
+MEMORY_SYNC_OFF = "memory-from-sync.off"
 
 
 def hours_to_ms(hours: float) -> int:
@@ -68,6 +71,9 @@ class Settings:
     summary_max_attempts: int = 5
     summary_limit: int = 10
     summary_store: str = "files"  # "files" (archive, episodic-memory compatible) | "database"
+    # memory from sync: `memoir sync` extracts the quiet sessions' new ranges, this many a run
+    memory_from_sync: bool = True
+    memory_limit: int = 10
     # episodes
     episode_concurrency: int = 4
     episode_attempt_budget: int = 32
@@ -111,7 +117,7 @@ class Settings:
                 f"summary_store must be 'files' or 'database', not {self.summary_store!r}"
             )
         for name in _WHOLE_NUMBERS:
-            whole_number(name, getattr(self, name), 0 if name == "summary_limit" else 1)
+            whole_number(name, getattr(self, name), 0 if name in _ZERO_OK else 1)
         for name in _NUMBERS:
             value = getattr(self, name)
             if (
@@ -126,6 +132,10 @@ class Settings:
         tail = self.compact_tail_ratio
         if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0.0 <= tail < 0.75:
             raise ConfigError(f"compact_tail_ratio must be in [0, 0.75), not {tail!r}")
+        if not isinstance(self.memory_from_sync, bool):
+            raise ConfigError(
+                f"memory_from_sync must be True or False, not {self.memory_from_sync!r}"
+            )
         if self.redact not in ("on", "off"):
             raise ConfigError(f"MEMOIR_REDACT must be 'on' or 'off', not {self.redact!r}")
         check_job_intervals(
@@ -155,6 +165,11 @@ class Settings:
     @property
     def sqlite_path(self) -> Path:
         return self.home / "memoir.db"
+
+    @property
+    def memory_sync_switch(self) -> Path:
+        """The file that, present, switches memory from sync off (`memoir memories off`)."""
+        return self.home / MEMORY_SYNC_OFF
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -207,6 +222,12 @@ class Settings:
             values["summary_store"] = v
         if (v := take("embedder", "MEMOIR_EMBEDDER")) is not None:
             values["embedder"] = v
+        if (v := take("memory_from_sync", "MEMOIR_MEMORY_FROM_SYNC")) is not None:
+            if (on := _switch(v)) is not None:
+                values["memory_from_sync"] = on
+            else:
+                _warn_once(f"MEMOIR_MEMORY_FROM_SYNC={v!r} is not on or off; ignored")
+                origins["memory_from_sync"] = f"default (MEMOIR_MEMORY_FROM_SYNC={v!r} ignored)"
         values["sync_disabled"] = _truthy(env.get("MEMOIR_SYNC_DISABLED"))
         if values["sync_disabled"]:
             origins["sync_disabled"] = "env MEMOIR_SYNC_DISABLED"
@@ -241,6 +262,7 @@ class Settings:
                 5,
             ),
             ("summary_limit", ("MEMOIR_SUMMARY_LIMIT",), 10),  # 0: no model summaries
+            ("memory_limit", ("MEMOIR_MEMORY_LIMIT",), 10),  # 0: no memory from sync
             ("episode_concurrency", ("MEMOIR_EPISODE_CONCURRENCY",), 4),
             ("episode_attempt_budget", ("MEMOIR_EPISODE_ATTEMPT_BUDGET",), 32),
             ("llm_retry_budget", ("MEMOIR_LLM_RETRY_BUDGET",), 3),
@@ -248,7 +270,7 @@ class Settings:
             ("episode_max_full_tokens", ("MEMOIR_EPISODE_MAX_FULL_TOKENS",), 200_000),
         ):
             if (v := take(name, *keys)) is not None:
-                least = 0 if name == "summary_limit" else 1
+                least = 0 if name in _ZERO_OK else 1
                 values[name] = _whole_number(
                     v, default_i, origins[name].removeprefix("env "), name, origins, least
                 )
@@ -268,6 +290,11 @@ class Settings:
         values.update(overrides)
         for name in overrides:
             origins[name] = "argument"
+        if "memory_from_sync" not in values:  # unset: `memoir memories off` may have stored it
+            where = Path(str(values.get("home") or _default_home())).expanduser()
+            if (where / MEMORY_SYNC_OFF).exists():
+                values["memory_from_sync"] = False
+                origins["memory_from_sync"] = "stored by `memoir memories off`"
         known = {f.name for f in fields(cls)}
         unknown = set(values) - known
         if unknown:
@@ -316,11 +343,13 @@ _WHOLE_NUMBERS = (
     "llm_retry_budget",
     "summary_max_attempts",
     "summary_limit",
+    "memory_limit",
     "episode_concurrency",
     "episode_attempt_budget",
     "episode_tokens",
     "episode_max_full_tokens",
 )
+_ZERO_OK = ("summary_limit", "memory_limit")
 _NUMBERS = ("llm_timeout_s", "summary_quiescence_hours", "summary_error_retry_hours")
 
 
@@ -381,6 +410,16 @@ def as_paths(value: object, name: str = "sources") -> tuple[Path, ...]:
 
 def _truthy(raw: str | None) -> bool:
     return raw is not None and raw.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _switch(raw: str) -> bool | None:
+    """An on/off setting: 1/true/yes/on or 0/false/no/off; None for anything else."""
+    word = raw.strip().lower()
+    if word in ("1", "true", "yes", "on"):
+        return True
+    if word in ("0", "false", "no", "off"):
+        return False
+    return None
 
 
 def _non_negative_float(

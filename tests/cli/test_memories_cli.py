@@ -128,8 +128,8 @@ def test_off_for_a_session_denies_and_on_allows_again(cli: CliRunner) -> None:
     receipts = _json(cli, "memories", "receipts", "--json")["receipts"]
     assert [(r["outcome"], r["model_calls"]) for r in receipts] == [("policy_denied", 0)]
     assert cli.invoke(app, ["memories", "on", "--session", CODEX[:8]]).exit_code == 0
-    both = cli.invoke(app, ["memories", "off"])
-    assert "--session SESSION or --project PROJECT" in str(both.exception)
+    both = cli.invoke(app, ["memories", "off", "--session", CODEX[:8], "--project", "x"])
+    assert "--session SESSION or --project PROJECT, not both" in str(both.exception)
 
 
 def test_compact_a_stored_session_then_recover_extracts_its_range(cli: CliRunner) -> None:

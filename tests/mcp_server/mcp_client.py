@@ -115,6 +115,6 @@ def build_demo(home: Path, user_home: Path) -> Path:
 
     sources = os.pathsep.join(str(p) for p in corpus_sources())
     env = base_env(user_home, MEMOIR_HOME=str(home), MEMOIR_SOURCES=sources)
-    run_cli(env, "sync")
+    run_cli({**env, "MEMOIR_MEMORY_LIMIT": "0"}, "sync")  # the tour's sync keeps no memory
     run_cli(env, "remember", WEBSHOP[:8])
     return home

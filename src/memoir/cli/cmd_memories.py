@@ -137,7 +137,8 @@ def list_items(
         console.print(
             "No memories match these filters."
             if filtered
-            else "No memories yet (`memoir remember SESSION`, or compact a session)."
+            else "No memories yet (`memoir sync` extracts them from sessions once idle; "
+            "`memoir remember SESSION` at once)."
         )
         return
     console.print(_table(items, f"{len(items)} memories"))
@@ -464,8 +465,11 @@ def _confirm(question: str) -> bool:
 
 
 def _switch(enabled: bool, session: str | None, project: str | None) -> None:
-    if (session is None) == (project is None):
-        raise ConfigError("give --session SESSION or --project PROJECT")
+    if session is not None and project is not None:
+        raise ConfigError("give --session SESSION or --project PROJECT, not both")
+    if session is None and project is None:
+        _switch_sync(enabled)
+        return
     with open_memoir(existing=True) as memoir:
         if project is not None:
             project = _project(memoir, project)  # NotFound unless it names one
@@ -477,21 +481,46 @@ def _switch(enabled: bool, session: str | None, project: str | None) -> None:
     console.print(f"Memory extraction for {escape(what)}: {state}.")
 
 
+def _switch_sync(enabled: bool) -> None:
+    """The home-wide switch of memory from sync (no session, no project named)."""
+    with open_memoir() as memoir:
+        on, why = memoir.set_memory_from_sync(enabled)
+    if on != enabled:  # an environment variable outranks the stored switch
+        err_console.print(
+            f"Memory from sync stays {'on' if on else 'off'}: {escape(why)} decides "
+            f"(unset it, or set it to {'on' if enabled else 'off'})."
+        )
+        raise typer.Exit(1)
+    if on:
+        console.print(
+            "Memory from sync: on. `memoir sync` (and the hook's background sync) extract "
+            "memories from sessions once they are idle."
+        )
+    else:
+        console.print(
+            "Memory from sync: off. `memoir sync` no longer extracts memories; `memoir "
+            "remember`, compaction and the agent's extract still do (`memoir memories on` "
+            "switches it back)."
+        )
+
+
 @memories.command()
 def off(
-    session: str | None = typer.Option(None, "--session"),
-    project: str | None = typer.Option(None, "--project"),
+    session: str | None = typer.Option(None, "--session", help="Only this session."),
+    project: str | None = typer.Option(None, "--project", help="Only this project."),
 ) -> None:
-    """Stop extracting memories from a session or a project."""
+    """Stop extracting memories: from a session or a project (every trigger), or with
+    neither, from what `memoir sync` reads (home-wide; `remember` still works)."""
     _switch(False, session, project)
 
 
 @memories.command()
 def on(
-    session: str | None = typer.Option(None, "--session"),
-    project: str | None = typer.Option(None, "--project"),
+    session: str | None = typer.Option(None, "--session", help="Only this session."),
+    project: str | None = typer.Option(None, "--project", help="Only this project."),
 ) -> None:
-    """Extract memories from a session or a project again (from now on)."""
+    """Extract memories again, from now on: from a session or a project, or with neither,
+    from what `memoir sync` reads."""
     _switch(True, session, project)
 
 

@@ -1,7 +1,9 @@
 """`memoir sync`, `stats`, `verify` and `demo`: the archive and index commands.
 
 ``sync`` takes a single-instance lock (a second sync exits 0 at once), archives and indexes
-what changed, then runs the summary pass (unless ``--no-summaries``) and ends with a table.
+what changed, then runs the summary pass and the memory pass — memory work a killed process
+left, then the new ranges of sessions gone quiet (both unless ``--no-summaries``) — and ends
+with a table.
 With ``--embed`` it then lets go of the sync lock and computes the missing embeddings under
 the embed lock (skipped when no embedder is installed, or another process embeds).
 ``--background`` starts a detached sync at low CPU priority that logs to
@@ -53,6 +55,7 @@ from memoir.ingest.lock import sync_lock, sync_lock_to_read
 from memoir.ingest.sync import SyncProgress, SyncReport, sync
 from memoir.ingest.verify import Problem
 from memoir.ingest.verify import verify as verify_home
+from memoir.memory.sync_pass import MemoryPassProgress
 from memoir.private import private_dir, private_file
 from memoir.summaries.persist import summary_findings
 from memoir.summaries.policy import SummaryPolicy
@@ -133,6 +136,53 @@ def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, An
     return out
 
 
+@contextmanager
+def _memory_bar(enabled: bool) -> Iterator[Callable[[MemoryPassProgress], None] | None]:
+    """The memory pass's bar on stderr (gone when done), drawn from its first report."""
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("remembering"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[name]}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    tasks: list[TaskID] = []
+
+    def update(p: MemoryPassProgress) -> None:
+        name = escape(f"{p.session_id[:8]} {p.project}"[:48]) if p.session_id else ""
+        if not tasks:
+            tasks.append(bar.add_task("memories", total=p.total, name=name))
+        bar.update(tasks[0], completed=p.done, total=p.total, name=name, refresh=True)
+
+    with bar:
+        yield update
+
+
+def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any] | None:
+    """Extract memories from the synced sessions gone quiet (``Memoir.remember_from_sync``);
+    its report as a dict, or None on a read-only store. An error — a store failure, a model
+    that cannot be built or used — is reported, never raised: the sync is done."""
+    if memoir.store.read_only:
+        return None
+    try:
+        with _memory_bar(bar) as progress:
+            report = memoir.remember_from_sync(limit=limit, progress=progress)
+    except ConfigError as exc:
+        return {"error": str(exc), "setting": True}
+    except MemoirError as exc:
+        return {"error": str(exc)}
+    out = dict(report.as_dict())
+    if report.stopped:
+        out["error"] = f"the memory pass stopped: {report.stopped}"
+        out["setting"] = True
+    return out
+
+
 def _memory_recovery(memoir: Any) -> dict[str, Any] | None:
     """Run memory work left unsettled (by a killed process or a failed model); its report
     as a dict, or None on a read-only store. An error is reported, never raised."""
@@ -171,8 +221,36 @@ _SUMMARY_ROWS = (
 )
 
 
+# the memory pass's counts in the sync table
+_MEMORY_ROWS = (
+    ("mined", "sessions mined for memories"),
+    ("items", "memory items saved"),
+    ("failed", "memory extractions failed (tried again next sync)"),
+    ("denied", "sessions denied memory (incognito, switched off)"),
+    ("active", "sessions still active (mined once idle)"),
+    ("deferred", "sessions left for the next sync (memory limit reached)"),
+    ("busy", "sessions whose memory another process is writing"),
+)
+
+
+def _memory_rows(table: Table, memory: dict[str, Any]) -> None:
+    """The memory pass in the sync table: what it did (a count only when not 0, but the
+    sessions mined always), or that it is off, or its error."""
+    if memory.get("off"):
+        table.add_row("memories from sync", f"off ({escape(str(memory['off']))})")
+        return
+    for key, name in _MEMORY_ROWS:
+        if key == "mined" or memory.get(key):
+            table.add_row(name, str(memory.get(key, 0)))
+    if "error" in memory:
+        table.add_row("memories", f"[red]{escape(str(memory['error']))}[/red]")
+
+
 def _table(
-    report: SyncReport, summaries: dict[str, Any] | None, embedded: dict[str, Any] | None
+    report: SyncReport,
+    summaries: dict[str, Any] | None,
+    embedded: dict[str, Any] | None,
+    memory: dict[str, Any] | None = None,
 ) -> Table:
     table = Table(title="memoir sync", show_header=False)
     table.add_column("what")
@@ -199,6 +277,8 @@ def _table(
                 table.add_row(name, str(summaries[key]))
         if "error" in summaries:
             table.add_row("summaries", f"[red]{escape(str(summaries['error']))}[/red]")
+    if memory is not None:
+        _memory_rows(table, memory)
     if embedded is not None:
         if "error" in embedded:
             table.add_row("embeddings", f"[red]{escape(str(embedded['error']))}[/red]")
@@ -254,7 +334,15 @@ def sync_command(
         min=0,
         help="Most summaries to write (default MEMOIR_SUMMARY_LIMIT).",
     ),
-    no_summaries: bool = typer.Option(False, "--no-summaries", help="Index only."),
+    memory_limit: int | None = typer.Option(
+        None,
+        "--memory-limit",
+        min=0,
+        help="Most quiet sessions to extract memories from (default MEMOIR_MEMORY_LIMIT).",
+    ),
+    no_summaries: bool = typer.Option(
+        False, "--no-summaries", help="Index only: no summaries, no memories."
+    ),
     background: bool = typer.Option(False, "--background", help="Run detached and return."),
     embed: bool | None = typer.Option(
         None,
@@ -274,7 +362,8 @@ def sync_command(
     ),
     detached: bool = typer.Option(False, "--detached", hidden=True),
 ) -> None:
-    """Archive and index new or grown transcripts, then refresh due summaries."""
+    """Archive and index new or grown transcripts, then refresh due summaries and keep
+    memories from the sessions gone idle."""
     settings = Settings.from_env()
     for folder in source or []:
         if not folder.is_dir():
@@ -289,6 +378,8 @@ def sync_command(
         argv = [arg for path in source or [] for arg in ("--source", str(path.resolve()))]
         if summary_limit is not None:
             argv += ["--summary-limit", str(summary_limit)]
+        if memory_limit is not None:
+            argv += ["--memory-limit", str(memory_limit)]
         if no_summaries:
             argv.append("--no-summaries")
         if purge_excluded:
@@ -326,10 +417,13 @@ def sync_command(
         # keeps two passes from writing the same summary
         with open_memoir() as memoir:
             summaries = _summary_pass(memoir, limit, bar=not as_json and err_console.is_terminal)
-    memories = None
-    if not no_summaries:  # memory work a killed process left (checkpoints, queued, pending)
+    memories = mined = None
+    if not no_summaries:  # memory work a killed process left (checkpoints, queued, pending),
+        # then the new ranges of the sessions gone quiet, at most the memory limit of them
+        most = settings.memory_limit if memory_limit is None else memory_limit
         with open_memoir() as memoir:
             memories = _memory_recovery(memoir)
+            mined = _memory_pass(memoir, most, bar=not as_json and err_console.is_terminal)
     embedded = None
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
         with open_memoir() as memoir:
@@ -340,6 +434,7 @@ def sync_command(
                 **report.as_dict(),
                 "summaries": summaries,
                 "memories": memories,
+                "memory_pass": mined,
                 "embeddings": embedded,
             }
         )
@@ -351,7 +446,7 @@ def sync_command(
     if report.files_scanned == 0:
         roots = source or settings.sources
         console.print(empty_scan_line([str(r) for r in roots], len(report.symlinks_left_out)))
-    console.print(_table(report, summaries, embedded))
+    console.print(_table(report, summaries, embedded, mined))
     rows = (summaries or {}).get("rows") or []
     if rows:
         table = Table(title="summaries")
@@ -376,6 +471,8 @@ def sync_command(
         err_console.print(f"error: embeddings not computed: {escape(embedded['error'])}")
     if summaries is not None and summaries.get("setting"):
         err_console.print(f"error: summaries not written: {escape(summaries['error'])}")
+    if mined is not None and mined.get("error"):
+        err_console.print(f"error: memories not extracted: {escape(mined['error'])}")
     if any(part is not None and part.get("setting") for part in (summaries, embedded)):
         raise typer.Exit(2)
     if report.errors:

@@ -6,6 +6,9 @@
   ``"accepted"``, run in the background after the turn.
 - :meth:`Memories.on_checkpoint` — a compaction checkpoint was persisted: dispatched
   fire-and-forget (no I/O on the compaction's thread).
+- :meth:`Memories.after_sync` — ``memoir sync`` found a synced session gone quiet with
+  events past its cursor: queued durably, then run in the caller's thread (the sync pass,
+  :mod:`memoir.memory.sync_pass`, which the hook's sync already runs in the background).
 - :meth:`Memories.recover` — run everything left unsettled (checkpoints past the cursor,
   queued operations, pending failures): what a long-lived process does at start-up and
   ``memoir memories recover`` does on demand.
@@ -25,7 +28,7 @@ from memoir.store.memory_rows import MemoryItemRow, MemoryOpRow
 from memoir.store.port import Claims
 from memoir.store.values import CheckpointRow
 
-__all__ = ["Memories", "RecoveryReport", "checkpoint_op", "turn_choices"]
+__all__ = ["Memories", "RecoveryReport", "checkpoint_op", "sync_op", "turn_choices"]
 
 
 def checkpoint_op(row: CheckpointRow) -> MemoryOpRow:
@@ -42,6 +45,21 @@ def checkpoint_op(row: CheckpointRow) -> MemoryOpRow:
         coverage_through=row.memory_boundary,
         context_through=int(context) if context is not None else row.memory_boundary,
         request={"checkpoint_id": row.id, "disposition": row.disposition, "window": window},
+    )
+
+
+def sync_op(session_id: str, cursor: int, through: int, at: datetime) -> MemoryOpRow:
+    """The operation a sync pass queues for a quiet session: ``(cursor, through]`` frozen
+    (the events stored when it looked), its identity the pair, so the same look twice (a
+    sync killed after queueing it, then the next sync) is one operation. Pure: no I/O."""
+    return MemoryOpRow(
+        operation_id=operation_id(session_id, Trigger.SYNC, f"{cursor}-{through}"),
+        session_id=session_id,
+        trigger=Trigger.SYNC.value,
+        anchor=f"{cursor}-{through}",
+        enqueued_at=at,
+        coverage_through=through,
+        context_through=through,
     )
 
 
@@ -128,6 +146,29 @@ class Memories:
     def on_checkpoint(self, row: CheckpointRow) -> None:
         """A compaction checkpoint was persisted: dispatch its extraction and return."""
         self.lane.dispatch(row.session_id, checkpoint_op(row))
+
+    def after_sync(self, session_id: str, cursor: int, through: int) -> Outcome | None:
+        """Extract what a quiet session said past ``cursor`` up to event ``through``: the
+        operation is made durable first, then the session's lane runs in this thread
+        (queued work of the session ahead of it, a pending failure retried first). The
+        operation's outcome, or None when another process holds the lane (the operation
+        stays queued: that process, or the next recovery, runs it)."""
+        op = sync_op(session_id, cursor, through, datetime.now(UTC))
+        self.parts.memory.enqueue(op)
+        try:
+            results = self.lane.drain(session_id)
+        except Busy:
+            return None
+        found = results.get(op.operation_id)
+        if found is not None:
+            return found
+        done = self.parts.memory.receipt(op.operation_id)
+        if done is not None:  # settled before (a replay) or by another process meanwhile
+            return Outcome(receipt=done, items=self._items_of(op.operation_id))
+        if not results:
+            return Outcome(waiting="not_run")
+        last = list(results.values())[-1]  # the lane stopped before it: at a failure
+        return Outcome(pending=last.pending, waiting=last.waiting, error=last.error)
 
     # recovery ----------------------------------------------------------------------------
     def recover(self) -> RecoveryReport:

@@ -133,6 +133,11 @@ _TASKS: dict[Trigger, str] = {
         'every durable item of the citable user turns in "items" (status complete), or '
         'answer not_applicable when there is none. Leave "incidental" empty.'
     ),
+    Trigger.SYNC: (
+        "This part of the conversation has gone quiet and is read for what to keep. Put "
+        'every durable item of the citable user turns in "items" (status complete), or '
+        'answer not_applicable when there is none. Leave "incidental" empty.'
+    ),
     Trigger.INCIDENTAL: (
         "This is the first part of a longer stretch of conversation. Put every durable "
         'item of the citable user turns in "items" (status complete), or answer '

@@ -2,7 +2,8 @@
 
 - :class:`Trigger` — why an extraction runs: the user asked (``remember``), the agent judged
   something worth keeping (``extract``), a compaction checkpoint was persisted
-  (``compaction``), or the first half of a split range (``incidental``).
+  (``compaction``), ``memoir sync`` found a synced session gone quiet with events past its
+  cursor (``sync``), or the first half of a split range (``incidental``).
 - :class:`Range` — what one extraction covers, at event granularity:
   ``(after_cursor, coverage_through]`` is the range (the cursor advances to
   ``coverage_through``, nothing further); ``(coverage_through, context_through]`` is a
@@ -15,8 +16,8 @@
 
 Items of a ``remember`` or ``extract`` answer the request (a failing one fails the range);
 ``incidental`` items are what else the range holds (a failing one is dropped and
-counted). For ``compaction`` and ``incidental`` triggers nothing was requested: every item
-is treated as incidental (:attr:`Trigger.requests_items`).
+counted). For ``compaction``, ``sync`` and ``incidental`` triggers nothing was requested:
+every item is treated as incidental (:attr:`Trigger.requests_items`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Trigger(StrEnum):
     REMEMBER = "remember"
     EXTRACT = "extract"
     COMPACTION = "compaction"
+    SYNC = "sync"  # a synced session went quiet: its new range, read by the sync pass
     INCIDENTAL = "incidental"  # the first half of a split range
 
     @property
