@@ -67,8 +67,9 @@ from memoir.llm.offline.rank import keywords
 from memoir.llm.offline.text import content_words, split_sentences
 from memoir.llm.tokens import counter_for, request_tokens
 from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
-from memoir.memory.cues import fold, prose_line, statement
+from memoir.memory.cues import fold, reading
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
+from memoir.memory.own_words import own_lines
 from memoir.memory.prompt import proposal_json, read_request
 from memoir.memory.values import (
     MAX_INCIDENTAL,
@@ -168,18 +169,22 @@ def _updates(item: ProposedItem, known: Sequence[KnownItem]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """A sentence picked from a user event: ``text`` is exact, ``kind`` its cue's."""
+    """A sentence picked from a user event: ``text`` is exact (the quote), ``kind`` its
+    cue's, ``content`` the words to keep ("Remember that X" keeps X; else ``text``)."""
 
     ordinal: int
     text: str
     kind: ItemKind
+    content: str = ""
+
+    @property
+    def kept(self) -> str:
+        return self.content or self.text
 
 
 def _sentences(turn: SliceTurn) -> list[str]:
     out = []
-    for line in turn.text.split("\n"):
-        if not prose_line(line):
-            continue
+    for line in own_lines(turn.text):
         for piece in split_sentences(line):
             piece = piece.strip()
             mark = _LIST_MARK.match(piece)
@@ -197,9 +202,9 @@ def extract_turns(turns: Sequence[SliceTurn]) -> list[Statement]:
         if turn.role != "user" or not turn.citable:
             continue
         for sentence in _sentences(turn):
-            kind = statement(sentence)
-            if kind is not None and sentence in turn.text and not has_secret(sentence):
-                found.append(Statement(turn.ordinal, sentence, kind))
+            read = reading(sentence)
+            if read is not None and sentence in turn.text and not has_secret(sentence):
+                found.append(Statement(turn.ordinal, sentence, read.kind, read.kept(sentence)))
     return found
 
 
@@ -215,7 +220,7 @@ def _keys(text: str, kind: ItemKind) -> tuple[str, ...]:
 
 def _item(group: list[Statement]) -> ProposedItem:
     first = group[0]
-    content = " ".join(unicodedata.normalize("NFC", first.text).split())
+    content = " ".join(unicodedata.normalize("NFC", first.kept).split())
     folded = fold(content)
     project = _PROJECT.search(folded) or (
         first.kind is ItemKind.DECISION and _WE_DECISION.search(folded)
@@ -236,7 +241,7 @@ def _item(group: list[Statement]) -> ProposedItem:
 def _items(found: Sequence[Statement], limit: int) -> tuple[ProposedItem, ...]:
     groups: dict[str, list[Statement]] = {}
     for s in found:
-        group = groups.setdefault(fold(s.text), [])
+        group = groups.setdefault(fold(s.kept), [])
         if all((g.ordinal, g.text) != (s.ordinal, s.text) for g in group):
             group.append(s)
     return tuple(_item(g) for g in list(groups.values())[:limit])
