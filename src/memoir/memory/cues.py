@@ -22,12 +22,17 @@ __all__ = ["MAX_WORDS", "MIN_WORDS", "Reading", "fold", "prose_line", "reading",
 
 MIN_WORDS, MAX_WORDS = 2, 80
 
+# words that open a sentence without being part of it ("Oh, and …", "btw …", "OK so …")
+_LEAD = (
+    r"(?:(?:oh|ok|okay|also|and|btw|by the way|one more thing|actually|hey|so|but|just"
+    r"|alright|right|yes|yeah|no|sure|cool|great|thanks|thank you)\s*[,:;.!-]?\s+)*"
+)
 _TIME = (
     r"(?:tomorrow|tonight|next (?:week|month|year|weekend|spring|summer|fall|autumn"
     r"|winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this (?:weekend"
     r"|spring|summer|fall|autumn|winter|year|month)|in (?:january|february|march|april|may"
-    r"|june|july|august|september|october|november|december|\d+ (?:days?|weeks?|months?"
-    r"|years?)))"
+    r"|june|july|august|september|october|november|december|q[1-4]|\d+ (?:days?|weeks?"
+    r"|months?|years?))|next quarter|this quarter)"
 )
 _PRONOUN = r"(?!(?:it|this|that|these|those|them|your|you|the idea|how|what|when)\b)"
 # after a leading "always" / "never": a verb in its base form ("always run", "never push"),
@@ -36,6 +41,16 @@ _IMPERATIVE = (
     r"(?!(?:the|a|an|this|that|these|those|same|so|such|some\w*|any\w*|my|your|his|her|its"
     r"|our|their|one|been|was|is|are|were|had|has|happens|when|with|again|ever|mind|gonna"
     r"|going|fun|easy|good|bad|too|more|less|fails|works)\b)(?![a-z]*[^su\W]s\b)\w+"
+)
+# "when you get a chance, …" is a request for now, not a standing rule
+_NOT_NOW = (
+    r"(?!(?:get|have|can|could|want|like|are done|are finished|finish|don't mind|do not mind"
+    r"|see this|read this)\b)"
+)
+# the main clause of "whenever X, <do this>": an imperative, not a statement or a favour
+_INSTRUCTED = (
+    r"(?:please )?(?!(?:i|we|you|it|they|he|she|this|that|there|let|feel|tell|ping|lmk"
+    r"|thanks|thank)\b)[a-z]+"
 )
 _NOT_FACT = (
     r"(?!(?:question|problem|issue|point|guess|concern|bad|mistake|fault|understanding|idea"
@@ -51,9 +66,10 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
                 r"\bwe(?:'ll| will|'re going to| are going to) (?:use|go with|stick with"
                 r"|keep using|switch to|move to|adopt)\b",
                 r"\blet's (?:go with|use|stick with|keep using|switch to)\b",
-                r"\bwe(?: have|'ve)? (?:switched|migrated|moved) (?:over )?(?:to|from)\b",
+                r"\bwe(?: have|'ve|'re| are)? (?:switched|migrated|moved|switching|migrating"
+                r"|moving) (?:over )?(?:to|from|off)\b",
                 r"\b(?:we're|we are|i'm|i am) going with\b",
-                r"\bthe decision is\b",
+                r"\bthe decision is\b|\bdecision (?:is )?made\b",
             ),
         ),
         (
@@ -61,7 +77,8 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
             (
                 rf"\bi (?:really |much |strongly |generally |usually |absolutely )?(?:prefer"
                 rf"|like|love|enjoy|adore|hate|dislike|detest|can't stand|cannot stand) {_PRONOUN}",
-                rf"\bi (?:don't|do not) (?:really )?(?:like|enjoy|want|love) {_PRONOUN}",
+                rf"\bi (?:really |just |honestly )?(?:don't|do not) (?:really )?(?:like|enjoy|want|love)"
+                rf" {_PRONOUN}",
                 r"\bi(?:'d| would) (?:rather|prefer)\b",
                 r"\bmy (?:favou?rite|preferred)\b",
                 r"\bi(?:'m| am) (?:a (?:big |huge )?fan of|not a fan of|fond of)\b",
@@ -75,6 +92,8 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
                 r"\b(?:i|we) intend to\b|\bi(?:'m| am) hoping to\b",
                 r"\b(?:my|our|the) (?:goal|plan) is\b",
                 rf"\b(?:i|we)(?:'ll| will|'m going to| am going to|'re going to) .*\b{_TIME}\b",
+                rf"^{_TIME},? (?:i|we)(?:'ll| will|'m going to| am going to|'re going to)\b",
+                rf"\b(?:i|we) (?:want|hope|would like|'d like) to .*\b{_TIME}\b",
             ),
         ),
         (
@@ -86,6 +105,17 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
                 r"\byou (?:should|must|to|need to|have to) (?:always|never)\b",
                 rf"\bwe (?:should |must |need to |have to )?(?:always|never) {_IMPERATIVE}",
                 r"\bfrom now on\b|\bremember to \w+|\bmust (?:always|never|not)\b",
+                r"\b(?:going|moving) forward\b|\bin (?:the )?future\b|\bfrom here on\b",
+                rf"^(?:every time|each time|whenever) [^,]{{2,80}}, {_INSTRUCTED}",
+                rf"^(?:when|if) you {_NOT_NOW}[^,]{{2,80}}, {_INSTRUCTED}",
+                r"\b(?:so|please) (?:please )?(?:always|never|don't|do not) (?!worry|forget|know"
+                r"|think|understand|see|get|mind|care|bother)\w+",
+                r"^(?:please )?(?:use|prefer|avoid|write|keep|put|name|format|run)\b.*\b(?:in this"
+                r" (?:repo|repository|project|codebase|code base|team|org|company)|everywhere"
+                r"|in all (?:\w+ )?(?:files|repos|projects|code))\b",
+                r"\b(?:we|i) (?:can't|cannot|can not|must not|mustn't|are not allowed to|aren't"
+                r" allowed to|may not) (?:use|ship|include|depend on|add|store|log|send|share"
+                r"|deploy|expose)\b",
                 r"\b(?:i'm|i am) allergic\b|\ballergic to\b",
                 r"\bi (?:can't|cannot|can not|don't|do not) (?:eat|drink|have) \w+",
                 r"\bi(?:'m| am) (?:a )?(?:vegetarian|vegan|gluten[- ]free|lactose intolerant"
@@ -105,8 +135,24 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
                 r"\bi(?:'m| am) from\b|\bi(?:'m| am) \d+ years old\b",
                 r"\bi(?:'m| am) (?:married|single|divorced|engaged|retired|pregnant)\b",
                 r"\bi have (?:a|an|two|three|four|\d+) (?!question|problem|issue|error|idea"
-                r"|bug|doubt|suggestion|request|quick)\w+",
+                r"|bug|doubt|suggestion|request|quick|meeting|call|minute|moment|break|sec)\w+",
                 r"\bi(?:'ve| have) been \w+ing (?:for|since)\b",
+                r"\bi(?:'m| am) (?:currently |still )?(?:learning|training|studying|saving up"
+                r"|practi[cs]ing)\b",
+                r"\bi(?:'m| am) the (?:\w+ )?(?:maintainer|owner|author|lead|manager|admin"
+                r"|founder|cto|ceo|only)\b",
+                r"\b(?:we're|we are|i'm|i am) on (?:python|node|java|ruby|go|rust|php|\.net"
+                r"|windows|mac|macos|linux|ubuntu|debian|fedora|arch|v?\d)",
+                r"\bis my (?:wife|husband|partner|sister|brother|mom|mother|dad|father|son"
+                r"|daughter|kid|child|(?:best )?friend|boss|manager|colleague|cousin|aunt|uncle"
+                r"|grandma|grandmother|grandpa|grandfather|niece|nephew|girlfriend|boyfriend"
+                r"|fianc[eé]e?|roommate|neighbou?r|dog|cat)\b",
+                rf"^{_LEAD}our {_NOT_FACT}(?:[\w-]+ ){{1,3}}(?:is|are|uses|runs|has|have|lives"
+                r"|needs|targets|deploys|ships)\b",
+                rf"^{_LEAD}this (?:repo|repository|project|codebase|app|service|team) (?:uses|is"
+                r"|runs|has|needs|targets)\b",
+                r"\b(?:i|we) \w+ (?:\w+ ){0,3}every (?:day|morning|evening|night|week|weekend"
+                r"|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday|other)\b",
                 r"\b(?:i|we) use\b|\bour (?:team|project|company|stack|app|service|codebase"
                 r"|repo) (?:uses|is|runs|has)\b",
             ),
@@ -126,12 +172,9 @@ _WORK_AT_HAND = re.compile(
     r"|logs|query|endpoint|pr|pull request|migration|repo|package|error|warning|output"
     r"|container|cluster|deploy\w*|install\w*|version|ticket)\b"
 )
-_ANY_CUE = re.compile(
-    r"\b(?:i|we|let's|my|our|always|never|don't|do not|from now|remember|must|allergic"
-    r"|decision|goal|plan)\b"
-)
 _QUESTION = re.compile(
-    r"^(?:what|why|how|when|where|who|which|whose|can|could|would|should|shall|do(?! not)"
+    r"^(?:what|why|how|when(?= (?:do|does|did|is|are|was|were|will|can|should|would|could)\b)"
+    r"|where|who|which|whose|can|could|would|should|shall|do(?! not)"
     r"|does|did|is|are|was|were|will|have|has|am)\b"
 )
 _HEDGE = re.compile(
@@ -141,23 +184,19 @@ _HEDGE = re.compile(
 )
 _PASSING = re.compile(
     r"\b(?:broken|failing|fails|failed|crash\w*|not working|doesn't work|won't work"
-    r"|errors?|exceptions?|bugs?|typo)\b"
+    r"|errors?(?! (?:tracking|handling|reporting|monitoring|budget))|exceptions?|bugs?|typo"
+    r"|dying|slow|stuck|hanging|frozen|laggy|overheating)\b"
 )
 _CODE = re.compile(
     r"[{};]|=>|::|\w\(.*\)|</?[a-z]+>|^\s*(?:\$ |>>>|#include|import \w|from \S+ import "
     r"|def |class |return |SELECT |sudo )"
 )
-# words that open a sentence without being part of it ("Oh, and …", "btw …", "OK so …")
-_LEAD = (
-    r"(?:(?:oh|ok|okay|also|and|btw|by the way|one more thing|actually|hey|so|but|just"
-    r"|alright|right|yes|yeah|no|sure|cool|great|thanks|thank you)\s*[,:;.!-]?\s+)*"
-)
 # a frame that only asks to keep the words after it; "strong" frames keep them even when
 # they carry no cue of their own ("Remember that the staging box is read-only.")
 _FRAME = re.compile(
     r"^\s*" + _LEAD + r"(?:(?P<strong>(?:please\s+)?(?:do\s+)?(?:remember|keep in mind"
-    r"|bear in mind|never forget|(?:don['’]t|do not) forget)|for future reference)"
-    r"|(?P<weak>(?:please\s+)?note|fyi|for the record|just so you know|for context"
+    r"|bear in mind|never forget|(?:don['’]t|do not) forget|note)|for future reference)"
+    r"|(?P<weak>fyi|for the record|just so you know|for context"
     r"|heads[- ]up|p\.?s\.?|important|reminder))"
     r"(?:\s*,?\s+that\b(?!\s+(?:time|day|night|week|weekend|trip|summer|place|one|guy|girl"
     r"|song|movie|show|book|game|party|dinner|story|moment)\b)\s*,?|\s+this\s*:|\s*[:,—–-])\s*",
@@ -247,8 +286,6 @@ def fold(sentence: str) -> str:
 
 
 def _kind(folded: str) -> ItemKind | None:
-    if not _ANY_CUE.search(folded):
-        return None
     kind = next((kind for kind, pattern in _CUES if pattern.search(folded)), None)
     if kind is None and _LIFE_EVENT.search(folded) and not _WORK_AT_HAND.search(folded):
         return ItemKind.FACT
@@ -292,6 +329,13 @@ def _durable(kind: ItemKind, folded: str) -> bool:
     return not _ONE_OFF.search(folded)
 
 
+# "X, keep that in mind": the frame after the words it asks to keep
+_KEEP_TAIL = re.compile(
+    r"[,;:.-]\s*(?:so |and )?(?:please )?(?:keep|bear) (?:that|this|it) in mind\b"
+    r"|[,;:.-]\s*(?:please )?remember (?:that|this)[.!]*$",
+)
+
+
 def reading(sentence: str) -> Reading | None:
     """What durable statement ``sentence`` makes, or None (see the module doc)."""
     frame = _FRAME.match(sentence)
@@ -299,6 +343,7 @@ def reading(sentence: str) -> Reading | None:
         frame = None  # "Remember that." alone: nothing to keep here
     start = frame.end() if frame is not None else 0
     strong = frame is not None and frame.group("strong") is not None
+    strong = strong or bool(_KEEP_TAIL.search(fold(sentence)))
     masked, quoted = _masked(sentence[start:])
     if quoted > 0.5 or not MIN_WORDS <= len(masked.split()) <= MAX_WORDS:
         return None

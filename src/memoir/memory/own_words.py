@@ -37,7 +37,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
 _INDENTED = re.compile(r"^(?:\t| {4,})\S")
 _PROMPT = re.compile(
-    r"^\s*(?:[$%❯➜λ#]\s|>>>|\.\.\.\s|In \[\d+\]:|Out\[\d+\]:|PS [A-Za-z]:\\[^>]*>"
+    r"^\s*(?://|/\*|\*/|<!--|#!|[$%❯➜λ]\s|>>>|\.\.\.\s|In \[\d+\]:|Out\[\d+\]:|PS [A-Za-z]:\\[^>]*>"
     r"|[\w.-]+@[\w.-]+(?::\S*)?\s?[$#%]\s|C:\\[^>]*>)"
 )
 _TABLE = re.compile(r"^\s*\|.*\|\s*$")
