@@ -196,8 +196,7 @@ def _print_table(name: str, rows: Sequence[Labelled], errors: bool) -> None:
     print(f"  {'category':<16}{'msgs':>6}{'items':>7}{'correct':>9}{'expected':>10}{'found':>7}")
     for category, s in by_category(rows).items():
         print(
-            f"  {category:<16}{s.messages:>6}{s.items:>7}{s.correct:>9}{s.expected:>10}"
-            f"{s.found:>7}"
+            f"  {category:<16}{s.messages:>6}{s.items:>7}{s.correct:>9}{s.expected:>10}{s.found:>7}"
         )
     if errors:
         for row_id, quote in result.false_positives:
@@ -220,9 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out: dict[str, Any] = {s: score(rows).to_json() for s, rows in loaded.items()}
         if len(loaded) > 1:
             out["all"] = score(r for rows in loaded.values() for r in rows).to_json()
-        out["categories"] = {
-            s: Counter(r.category for r in rows) for s, rows in loaded.items()
-        }
+        out["categories"] = {s: Counter(r.category for r in rows) for s, rows in loaded.items()}
         json.dump(out, sys.stdout, indent=2)
         print()
         return 0

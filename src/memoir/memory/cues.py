@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memoir.memory.own_words import prose_line
 from memoir.memory.values import ItemKind
 
-__all__ = ["MAX_WORDS", "MIN_WORDS", "Reading", "fold", "prose_line", "reading", "statement"]
+__all__ = ["MAX_WORDS", "MIN_WORDS", "Reading", "fold", "reading", "statement"]
 
 MIN_WORDS, MAX_WORDS = 2, 80
 
@@ -77,8 +76,8 @@ _CUES: tuple[tuple[ItemKind, re.Pattern[str]], ...] = tuple(
             (
                 rf"\bi (?:really |much |strongly |generally |usually |absolutely )?(?:prefer"
                 rf"|like|love|enjoy|adore|hate|dislike|detest|can't stand|cannot stand) {_PRONOUN}",
-                rf"\bi (?:really |just |honestly )?(?:don't|do not) (?:really )?(?:like|enjoy|want|love)"
-                rf" {_PRONOUN}",
+                rf"\bi (?:really |just |honestly )?(?:don't|do not) (?:really )?(?:like|enjoy"
+                rf"|want|love) {_PRONOUN}",
                 r"\bi(?:'d| would) (?:rather|prefer)\b",
                 r"\bmy (?:favou?rite|preferred)\b",
                 r"\bi(?:'m| am) (?:a (?:big |huge )?fan of|not a fan of|fond of)\b",
@@ -263,6 +262,7 @@ _DECIDED_REFERENT = re.compile(
     r"|latter|former|same|new|old) (?:one|option|approach|version)|option \w+|plan \w)"
     r"(?: then| instead| please)?[.!]*$"
 )
+_LEADING = re.compile("^" + _LEAD)
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'"})
 
 
@@ -306,12 +306,17 @@ def _masked(sentence: str) -> tuple[str, float]:
     return masked, quoted / max(1, len(sentence.strip()))
 
 
+def _bare(folded: str) -> str:
+    """The folded sentence without the words that open it ("Also, …", "OK so …")."""
+    return _LEADING.sub("", folded)
+
+
 def _excluded(sentence: str, folded: str) -> bool:
     """Whether the sentence is not a statement of the user's at all: a question, a hedge
     or hypothetical, a complaint, reported speech, code, or a request for work now."""
     if sentence.rstrip(" \"'”’)]").endswith("?") or _CODE.search(sentence):
         return True
-    bare = re.sub("^" + _LEAD, "", folded)
+    bare = _bare(folded)
     if _QUESTION.match(bare) or (_REQUEST.match(bare) and not _STANDING.search(bare)):
         return True
     return any(p.search(folded) for p in (_HEDGE, _HYPOTHETICAL, _COMPLAINT, _REPORTED))
@@ -350,7 +355,7 @@ def reading(sentence: str) -> Reading | None:
     folded = fold(masked)
     if _excluded(masked, folded):
         return None
-    kind = _kind(folded)
+    kind = _kind(_bare(folded))
     if kind is None and strong:
         return Reading(ItemKind.FACT, start)  # asked to be kept: a fact, whatever its cue
     if kind is None or not (strong or _durable(kind, folded)):

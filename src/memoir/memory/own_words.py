@@ -40,6 +40,7 @@ _PROMPT = re.compile(
     r"^\s*(?://|/\*|\*/|<!--|#!|[$%❯➜λ]\s|>>>|\.\.\.\s|In \[\d+\]:|Out\[\d+\]:|PS [A-Za-z]:\\[^>]*>"
     r"|[\w.-]+@[\w.-]+(?::\S*)?\s?[$#%]\s|C:\\[^>]*>)"
 )
+_HASH = re.compile(r"^\s*#")
 _TABLE = re.compile(r"^\s*\|.*\|\s*$")
 _LOG = re.compile(
     r"^\s*\[?(?:\d{4}-\d{2}-\d{2}|\d{2}:\d{2}(?::\d{2})?|\d{2}/\d{2}/\d{4})"
@@ -83,6 +84,11 @@ _NOUNS = (
     r"|readme|changelog|diff|patch|config|yaml|json|html|sql|code|script|function|class"
     r"|notes|minutes|announcement|memo|proposal|spec|statement|bio|summary|article"
 )
+_TECHNICAL = re.compile(
+    r"\b(?:output|logs?|errors?|trace|traceback|stack ?trace|diff|patch|snippet|code|script"
+    r"|config|yaml|json|html|sql|function|class|response)\b",
+    re.IGNORECASE,
+)
 _DETERMINER = r"(?:this|the|that|these|those|his|her|their|my|our|your|an?|attached)"
 _WORK_ON_TEXT = (
     r"proofread|translate|summari[sz]e|rewrite|reword|rephrase|edit|polish|shorten|improve"
@@ -96,7 +102,9 @@ _INTRO = re.compile(
     r"))[^:\n]{1,240}?):(?=\s|$)",
     re.IGNORECASE,
 )
-_SPEAKER = re.compile(r"^\s*(?:\[[^\]\n]{1,25}\]\s*)?(?P<name>[A-Z][\w.'-]{0,20}(?: [A-Z][\w.'-]{0,20})?):\s+\S")
+_SPEAKER = re.compile(
+    r"^\s*(?:\[[^\]\n]{1,25}\]\s*)?(?P<name>[A-Z][\w.'-]{0,20}(?: [A-Z][\w.'-]{0,20})?):\s+\S"
+)
 # labels people write before their own words, never a speaker
 _NOT_SPEAKER = frozenset(
     """note notes remember reminder important ps fyi update edit context background goal
@@ -104,7 +112,7 @@ _NOT_SPEAKER = frozenset(
     preference preferences decision decisions plan plans todo tl;dr tldr summary example
     why what how when where who status result results idea ideas bonus also nb warning
     caveat step steps option options pro pros con cons reason reasons requirement
-    requirements error output input expected actual""".split()
+    requirements error output input expected actual""".split()  # noqa: SIM905
 )
 
 
@@ -189,13 +197,18 @@ def own_lines(text: str) -> list[str]:
         intro = _INTRO.match(line)
         if intro:
             kept[i] = intro.group("intro") + ":"
-            material[i + 1 :] = [True] * (len(lines) - i - 1)
-            break
+            if line[intro.end() + 1 :].strip() or not _TECHNICAL.search(intro.group("intro")):
+                material[i + 1 :] = [True] * (len(lines) - i - 1)
+                break
+            # output, a log or code on the lines below: each line is judged as code or log
+            # (fenced blocks are gone from a slice's text; what follows them is the user's)
     for i in _speakers(lines) | _letter(lines):
         material[i] = True
     for group in _paragraphs(lines):
-        if len(group) >= 2 and sum(material[i] for i in group) * 2 > len(group):
-            for i in group:
+        code = sum(material[i] for i in group)
+        for i in group:
+            # most of the paragraph is code: all of it; a "# …" line beside code: a comment
+            if (len(group) >= 2 and code * 2 > len(group)) or (code and _HASH.match(lines[i])):
                 material[i] = True
     out = []
     for i, line in enumerate(lines):
