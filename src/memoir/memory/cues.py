@@ -353,12 +353,12 @@ def reading(sentence: str) -> Reading | None:
     if quoted > 0.5 or not MIN_WORDS <= len(masked.split()) <= MAX_WORDS:
         return None
     folded = fold(masked)
-    if _excluded(masked, folded):
-        return None
     kind = _kind(_bare(folded))
-    if kind is None and strong:
+    if (kind is None and not strong) or _excluded(masked, folded):
+        return None
+    if kind is None:
         return Reading(ItemKind.FACT, start)  # asked to be kept: a fact, whatever its cue
-    if kind is None or not (strong or _durable(kind, folded)):
+    if not (strong or _durable(kind, folded)):
         return None
     return Reading(kind, start)
 

@@ -194,7 +194,7 @@ def own_lines(text: str) -> list[str]:
         if stripped.startswith(">") or code_or_log(line):
             material[i] = True
             continue
-        intro = _INTRO.match(line)
+        intro = _INTRO.match(line) if ":" in line else None
         if intro:
             kept[i] = intro.group("intro") + ":"
             if line[intro.end() + 1 :].strip() or not _TECHNICAL.search(intro.group("intro")):
