@@ -16,7 +16,8 @@ Modules, in the order data flows:
   localization window and the three-call budget;
 - ``validate`` — deterministic checks of every proposed item;
 - ``decisions`` — retry/discard, policy, lane order, failure classes, outcomes;
-- ``cues`` / ``offline_extractor`` — the offline default extractor (and a Model around it).
+- ``cues`` / ``own_words`` / ``offline_extractor`` — the offline default extractor (and a
+  Model around it).
 
 Layering: imports ``memoir.model``, ``memoir.errors`` and ``memoir.llm`` only.
 """

@@ -1,42 +1,69 @@
 """The offline default extractor: durable statements of the user, by their cues.
 
 Deterministic, no network, linear in the slice. It reads only the citable user turns of
-an evidence slice, line by line (code and log lines skipped), sentence by sentence
-(:func:`memoir.llm.offline.text.split_sentences`), and keeps a sentence that carries a
-cue, taking the kind from the first cue family that matches:
+an evidence slice, and of each only the user's own lines
+(:func:`memoir.memory.own_words.own_lines`: no code, logs, traces, shell prompts,
+blockquotes, pasted emails, letters, chat transcripts or text after "Here's the email:"),
+sentence by sentence (:func:`memoir.llm.offline.text.split_sentences`), and keeps a
+sentence that carries a cue (:func:`memoir.memory.cues.reading`), taking the kind from
+the first cue family that matches:
 
 - decision — "we decided / agreed / settled on / chose", "we'll use / go with / stick
-  with / switch to", "let's go with / use", "we're going with", "the decision is";
+  with / switch to", "let's go with / use", "we're going with", "we switched / are
+  moving to", "the decision is", "decision made";
 - preference — "I prefer / like / love / enjoy / hate / dislike / can't stand", "I don't
   like / want / enjoy", "I'd rather", "my favorite", "I'm a fan of", "I always / never /
   usually …" (a habit);
 - plan — "I plan to / I'm planning to / we plan", "I intend to", "I'm hoping to", "my
-  goal / plan is", "I'll / I'm going to / we'll …" *with* a time ("next month",
-  "tomorrow", "in June", "this summer");
-- constraint — a sentence opening with "always / never / don't / do not" (an
-  instruction), "you should never", "from now on", "please remember to", "I'm allergic",
-  "I can't eat …", "I'm vegetarian / vegan / gluten-free …";
-- fact — "my … is / are / was …", "I live / work / grew up / was born / moved …",
-  "I'm a / an …", "I'm from", "I'm N years old", "I have a / two …", "I've been …ing
-  for", "I use / we use", "our team / project uses", "remember that …", and a life
-  event in the first person ("I adopted a dog", "I just started a pottery class",
-  "I got promoted") unless it is about the work at hand ("I started the server").
+  goal / plan is", "I'll / I'm going to / we'll / I want to …" *with* a time ("next
+  month", "tomorrow", "in June", "in Q3"), or after one ("Next quarter we'll …");
+- constraint — a sentence opening with "always / never + a verb" or "don't / do not"
+  (an instruction), "you should never", "we always / never + a verb", "from now on",
+  "going forward", "in future", "every time / whenever …, <do this>", "when you …,
+  <do this>", "so please don't …", an imperative scoped to "this repo / project" or
+  "everywhere", "we can't / must not use …", "please remember to", "I'm allergic", "I
+  can't eat …", "I'm vegetarian / vegan / gluten-free …";
+- fact — "my … is / are / was …", "our … is / uses / runs …" and "this repo uses …"
+  opening the sentence, "X is my sister / boss / dog …", "I live / work / grew up / was
+  born / moved …", "I'm a / an …", "I'm the maintainer / owner / only …", "I'm from",
+  "I'm N years old", "I have a / two …", "I've been …ing for", "I'm learning / training
+  / studying …", "I'm / we're on Python / Windows / v3 …", "I use / we use", "we … every
+  Tuesday", and a life event in the first person ("I adopted a dog", "I just started a
+  pottery class", "I got promoted") unless it is about the work at hand ("I started the
+  server").
 
-Rejected: questions (ending in "?" or opening with a question word), hedges ("maybe",
-"perhaps", "probably", "might", "I guess", "not sure", "I think we could", "we could",
-"should we", "what if"), code and log lines (low share of letters, code punctuation,
-timestamps, log levels, shell prompts), the passing state of a task ("is broken",
-"failing", "error"), a preference about a pronoun ("I like it / this / your idea"),
-sentences under 2 or over 80 words, and anything holding a secret.
+A frame that only asks to keep what follows is cut from the item's text, never from its
+quote: "Remember that X", "Please remember: X", "Keep in mind that X", "Note that X",
+"Don't forget that X", "For future reference, X" keep X (its first letter upper-cased)
+whether or not X carries a cue, as a fact unless a cue names another kind; "FYI, X",
+"For the record, X", "Just so you know, X" keep X only when X has a cue of its own. "X,
+keep that in mind" keeps the whole sentence. The quote stays the sentence exactly as the
+user wrote it, frame included.
 
-Content is the sentence as the user wrote it (NFC, whitespace collapsed, first person
-kept — no rewriting, so nothing is lost or garbled; "I" is always the user); each item
-quotes the sentence exactly as it stands in the shown event text, and a sentence said
-again later adds a quote (up to 8) instead of a second item. Keys come from
-:func:`memoir.llm.offline.rank.keywords` (lower-cased, 1–6). Scope is ``project`` when
-the sentence names the project, repo, codebase, app, API, branch or CI, or is a "we"
-decision; else ``global``. Temporal is ``point`` for a sentence holding exactly one ISO
-date, else ``undated``.
+Rejected: questions (ending in "?", or opening with a question word or "can you"),
+hedges ("maybe", "probably", "might", "I guess", "not sure", "we could", "should we"),
+hypotheticals ("if I wanted / were / had …", "what if", "suppose", "imagine", "let's
+say", "in theory", "I wish", "I'd / we'd + a verb"), complaints ("ugh", "sigh", "so
+annoying", "tired of", "can't believe", "why does …", "you always …", "always the same
+…"), someone else's words (a cue inside quotation marks, a sentence mostly quoted, "my
+boss said / told me …"), requests for work now ("add / fix / run / explain …", "I need
+you to …", "let's add …") unless they carry a standing marker ("always", "from now on",
+"every time", "by default"), what holds only for the moment ("for now", "this time",
+"temporarily"; "today" and "yet" for instructions), a decision about something only the
+conversation names ("let's go with that"), code in the sentence, the passing state of a
+task ("is broken", "failing", "slow", "error" — not "error tracking"), a preference
+about a pronoun ("I like it / this / your idea"), sentences under 2 or over 80 words,
+and anything holding a secret. None of these apply to what a strong frame asks to keep,
+except the question, hedge, hypothetical, complaint, quotation, request and code rules.
+
+Content is the sentence as the user wrote it, less a frame (NFC, whitespace collapsed,
+first person kept — no rewriting, so nothing is lost or garbled; "I" is always the user);
+each item quotes the sentence exactly as it stands in the shown event text, and the same
+content said again later (with or without a frame) adds a quote (up to 8) instead of a
+second item. Keys come from :func:`memoir.llm.offline.rank.keywords` (lower-cased, 1–6).
+Scope is ``project`` when the sentence names the project, repo, codebase, app, API,
+branch or CI, or is a "we" decision; else ``global``. Temporal is ``point`` for a
+sentence holding exactly one ISO date, else ``undated``.
 
 ``remember``: the items are the requested turn's statements — or, when that turn is only
 "remember that / this", the statements of the nearest earlier user turn of the range —
@@ -44,11 +71,14 @@ and the rest of the range gives up to 10 incidental items. ``extract`` with a tu
 the same; without one, and for ``compaction`` / ``incidental`` ranges, every statement is
 an item.
 
-Misses: facts without a first-person cue ("Ana is my sister" is caught by nothing,
-"my sister is Ana" is), third-person and reported statements, implicit preferences ("ugh,
-semicolons again"), statements split across sentences or turns, references resolved only
-by the assistant's words, non-English text (except what the cues happen to match), and
-dates written in words. It cannot localize an elliptical reference outside the range.
+Misses: facts without a first-person cue ("The main branch is protected", "The API is on
+Fly.io"), a verb after "my …" other than the listed ones ("my daughter starts school in
+September"), "I'm <adjective>" ("I'm left-handed"), instructions without a standing marker
+("Keep memory under 512 MB"), third-person and reported statements, implicit preferences
+("ugh, semicolons again"), a sentence with a semicolon (read as code), statements split
+across sentences or turns, references resolved only by the assistant's words, non-English
+text (except what the cues happen to match), and dates written in words. It cannot
+localize an elliptical reference outside the range.
 
 :class:`OfflineMemoryModel` puts the extractor behind the one model interface: it reads a
 request :func:`memoir.memory.prompt.build_request` made and answers the proposal JSON.
@@ -67,8 +97,9 @@ from memoir.llm.offline.rank import keywords
 from memoir.llm.offline.text import content_words, split_sentences
 from memoir.llm.tokens import counter_for, request_tokens
 from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
-from memoir.memory.cues import fold, prose_line, statement
+from memoir.memory.cues import fold, reading
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
+from memoir.memory.own_words import own_lines
 from memoir.memory.prompt import proposal_json, read_request
 from memoir.memory.values import (
     MAX_INCIDENTAL,
@@ -168,18 +199,22 @@ def _updates(item: ProposedItem, known: Sequence[KnownItem]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """A sentence picked from a user event: ``text`` is exact, ``kind`` its cue's."""
+    """A sentence picked from a user event: ``text`` is exact (the quote), ``kind`` its
+    cue's, ``content`` the words to keep ("Remember that X" keeps X; else ``text``)."""
 
     ordinal: int
     text: str
     kind: ItemKind
+    content: str = ""
+
+    @property
+    def kept(self) -> str:
+        return self.content or self.text
 
 
 def _sentences(turn: SliceTurn) -> list[str]:
     out = []
-    for line in turn.text.split("\n"):
-        if not prose_line(line):
-            continue
+    for line in own_lines(turn.text):
         for piece in split_sentences(line):
             piece = piece.strip()
             mark = _LIST_MARK.match(piece)
@@ -197,9 +232,9 @@ def extract_turns(turns: Sequence[SliceTurn]) -> list[Statement]:
         if turn.role != "user" or not turn.citable:
             continue
         for sentence in _sentences(turn):
-            kind = statement(sentence)
-            if kind is not None and sentence in turn.text and not has_secret(sentence):
-                found.append(Statement(turn.ordinal, sentence, kind))
+            read = reading(sentence)
+            if read is not None and sentence in turn.text and not has_secret(sentence):
+                found.append(Statement(turn.ordinal, sentence, read.kind, read.kept(sentence)))
     return found
 
 
@@ -215,7 +250,7 @@ def _keys(text: str, kind: ItemKind) -> tuple[str, ...]:
 
 def _item(group: list[Statement]) -> ProposedItem:
     first = group[0]
-    content = " ".join(unicodedata.normalize("NFC", first.text).split())
+    content = " ".join(unicodedata.normalize("NFC", first.kept).split())
     folded = fold(content)
     project = _PROJECT.search(folded) or (
         first.kind is ItemKind.DECISION and _WE_DECISION.search(folded)
@@ -236,7 +271,7 @@ def _item(group: list[Statement]) -> ProposedItem:
 def _items(found: Sequence[Statement], limit: int) -> tuple[ProposedItem, ...]:
     groups: dict[str, list[Statement]] = {}
     for s in found:
-        group = groups.setdefault(fold(s.text), [])
+        group = groups.setdefault(fold(s.kept), [])
         if all((g.ordinal, g.text) != (s.ordinal, s.text) for g in group):
             group.append(s)
     return tuple(_item(g) for g in list(groups.values())[:limit])
