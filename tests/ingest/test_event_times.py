@@ -56,9 +56,7 @@ def test_fill_times(
 
 
 def ev(n: int, when: datetime | None, *, inferred: bool = False) -> Event:
-    return Event(
-        "s", n, EventKind.USER_TEXT, Author.USER, f"m{n}", when, time_inferred=inferred
-    )
+    return Event("s", n, EventKind.USER_TEXT, Author.USER, f"m{n}", when, time_inferred=inferred)
 
 
 def test_infer_times_marks_only_what_it_filled() -> None:
@@ -70,7 +68,9 @@ def test_infer_times_marks_only_what_it_filled() -> None:
 def test_an_inferred_time_is_no_anchor_for_another_event() -> None:
     """An event inferred before (the carried open exchange) keeps its time, but the event
     after it takes the next known time, not the guess."""
-    out = infer_times([ev(1, C, inferred=True), ev(2, None), ev(3, B)], before=None, fallback=FALLBACK)
+    out = infer_times(
+        [ev(1, C, inferred=True), ev(2, None), ev(3, B)], before=None, fallback=FALLBACK
+    )
     assert [(e.timestamp, e.time_inferred) for e in out] == [(C, True), (B, True), (B, False)]
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_run import run_cli
 from fastapi.testclient import TestClient
 
+from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir.app import Memoir
 from memoir.config import Settings

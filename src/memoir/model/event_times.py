@@ -68,4 +68,3 @@ def infer_times(
         e if e.timestamp is not None else replace(e, timestamp=at, time_inferred=True)
         for e, at in zip(events, filled, strict=True)
     ]
-

@@ -50,12 +50,12 @@ POSTGRES: tuple[str, ...] = (
 )
 
 
-def backfill(tx: Tx, *, backend: str, now: datetime | None = None) -> int:
-    """Give every stored event without a time the nearest known one (see the module);
-    returns the number of events given one. ``tx`` is the backend's migration transaction."""
+def backfill(tx: Tx, *, backend: str, now: datetime | None = None) -> None:
+    """Give every stored event without a time the nearest known one (see the module).
+    ``tx`` is the backend's migration transaction."""
     sessions = [r[0] for r in tx.run("SELECT DISTINCT session_id FROM events WHERE ts IS NULL")]
     if not sessions:
-        return 0
+        return
     conn = cast(Any, tx).conn  # the backend's driver connection (its migration Tx)
     reindex_session: Callable[[Any, Session], None]
     if backend == "sqlite":
@@ -67,20 +67,20 @@ def backfill(tx: Tx, *, backend: str, now: datetime | None = None) -> int:
 
         reindex_session = postgres_search.reindex_session
     stamp = now or datetime.now(UTC)
-    given = 0
     for sid in sorted(sessions):
-        given += _session(tx, conn, reindex_session, sid, stamp)
-    return given
+        _session(tx, conn, reindex_session, sid, stamp)
 
 
 def _session(
     tx: Tx, conn: Any, reindex_session: Callable[[Any, Session], None], sid: str, now: datetime
-) -> int:
+) -> None:
+    """One session's events, exchanges, session row and index rows (see the module)."""
     rows = tx.run("SELECT ordinal, ts FROM events WHERE session_id = ? ORDER BY ordinal", (sid,))
     ordinals = [int(r[0]) for r in rows]
     own = [from_iso(r[1]) for r in rows]
-    session = session_from_row(tx.run(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (sid,))[0])
-    filled = fill_times(own, before=None, fallback=_fallback(tx, session, now))
+    found = tx.run(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?", (sid,))
+    session = session_from_row(found[0]) if found else None  # None: orphaned events
+    filled = fill_times(own, before=None, fallback=_fallback(tx, sid, session, now))
     tx.many(
         "UPDATE events SET ts = ?, time_inferred = ? WHERE session_id = ? AND ordinal = ?",
         [
@@ -105,6 +105,8 @@ def _session(
                 (tx.time(span[0]), tx.time(span[-1]), pk),
             )
             changed = True
+    if session is None:
+        return
     if session.created_at is None or session.updated_at is None:
         tx.run(
             "UPDATE sessions SET created_at = coalesce(created_at, ?), "
@@ -113,13 +115,14 @@ def _session(
         )
     if changed:
         reindex_session(conn, session)
-    return sum(1 for mine in own if mine is None)
 
 
-def _fallback(tx: Tx, session: Session, now: datetime) -> datetime:
+def _fallback(tx: Tx, sid: str, session: Session | None, now: datetime) -> datetime:
     """The time a session's events that have no known neighbour take (see the module)."""
-    found = tx.run("SELECT max(mtime_ns) FROM sources WHERE session_id = ?", (session.id,))
+    found = tx.run("SELECT max(mtime_ns) FROM sources WHERE session_id = ?", (sid,))
     mtime_ns = found[0][0] if found else None
     if mtime_ns:
         return datetime.fromtimestamp(int(mtime_ns) / 1e9, UTC)
+    if session is None:
+        return now
     return session.updated_at or session.created_at or now
