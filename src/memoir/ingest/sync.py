@@ -5,7 +5,9 @@ skip it without opening it (a sync with nothing to do over ten thousand conversa
 directory walk and one query). Otherwise plan it (:mod:`memoir.ingest.plan`), read it once
 from the indexed offset — every chunk read goes to the archive copy and through the line
 splitter and the format reader — in batches of about :data:`BATCH_BYTES` of lines, so a
-sync's memory does not grow with a transcript's size. Each batch's events, exchanges
+sync's memory does not grow with a transcript's size. Events the transcript gave no time
+are given the nearest known one right after parsing (:mod:`memoir.ingest.times`, which
+carries the last known time across batches). Each batch's events, exchanges
 (the one still open rebuilt together with the new ones), skipped lines and source state
 are committed in a transaction of their own; the source state of a batch that is not the
 last records the offset it reached as the file's size, so a sync stopped between batches
