@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memoir.ingest.detect import Format
 from memoir.ingest.reader import ReadResult
@@ -136,3 +138,30 @@ def test_with_times_carries_times_across_batches(
     assert look.asked == asked
     assert known_before(result.state) == known_after
     assert result.state["format"] == Format.CLAUDE.value  # the reader's state kept
+
+
+_HOURS = st.lists(st.one_of(st.none(), st.integers(min_value=0, max_value=22)), max_size=30)
+
+
+@given(hours=_HOURS, before=st.one_of(st.none(), st.integers(min_value=0, max_value=22)))
+def test_fill_times_takes_the_nearest_known_time(
+    hours: list[int | None], before: int | None
+) -> None:
+    times = [None if h is None else at(h) for h in hours]
+    start = None if before is None else at(before)
+    out = fill_times(times, before=start, fallback=FALLBACK)
+    assert len(out) == len(times)
+    for n, (own, got) in enumerate(zip(times, out, strict=True)):
+        if own is not None:
+            assert got == own
+            continue
+        earlier = [t for t in times[:n] if t is not None]
+        later = [t for t in times[n + 1 :] if t is not None]
+        if earlier:
+            assert got == earlier[-1]
+        elif start is not None:
+            assert got == start
+        elif later:
+            assert got == later[0]
+        else:
+            assert got == FALLBACK

@@ -66,15 +66,7 @@ from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.ingest.records import parse_ts
 from memoir.ingest.times import TimeAhead, with_times
-from memoir.model import (
-    Author,
-    Event,
-    EventKind,
-    Exchange,
-    Session,
-    SessionFlags,
-    build_exchanges,
-)
+from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.exchange import TOOL_EXCERPT_CHARS, tool_piece
 from memoir.private import tighten_home
 from memoir.store import ensure_writable
