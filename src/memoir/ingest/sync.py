@@ -60,6 +60,7 @@ from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
 from memoir.ingest.observer import SyncObserver
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
+from memoir.llm.agent_cli import runs_folder
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.ingest.records import parse_ts
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
@@ -312,6 +313,7 @@ def ingest_file(
             key=key,
             known=run.store.ingest.source,
             reread=reread,
+            agent_runs=runs_folder(run.settings.home),
         )
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
