@@ -60,9 +60,9 @@ from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
 from memoir.ingest.observer import SyncObserver
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
-from memoir.llm.agent_cli import runs_folder
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.ingest.records import parse_ts
+from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.exchange import TOOL_EXCERPT_CHARS, tool_piece
 from memoir.private import tighten_home
