@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.llm.errors import (
+    ContextTooLong,
     ModelError,
     OutOfCredit,
     RateLimited,
@@ -185,6 +186,11 @@ _LOGGED_OUT = re.compile(
     re.I,
 )
 _CREDIT = re.compile(r"credit balance is too low|insufficient[_ ]quota|out of credits?", re.I)
+_CONTEXT = re.compile(
+    r"prompt is too long|context[ _](?:length|window)|maximum context|input is too long"
+    r"|too many (?:input )?tokens",
+    re.I,
+)
 _LIMIT = re.compile(
     r"usage limit|limit reached|rate[_ ]limit|too many requests|hit your (?:usage )?limit", re.I
 )
@@ -211,6 +217,7 @@ _TRY_AGAIN = re.compile(
     re.I,
 )
 _UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+_LOG_IN = "(log the CLI in, then try again)"
 # a usage window (hours away) with no reset time given: past any retry wait
 USAGE_WINDOW_S = 3600.0
 
@@ -242,11 +249,16 @@ def error_for_message(message: str, *, now: float | None = None, **context: Any)
             if _CREDIT.search(text):
                 return OutOfCredit(text, status=status, **context)
             return RateLimited(text, retry_after=_wait_of(text, now), status=status, **context)
-        return error_for_status(status, text, **context)
+        kind = type(error_for_status(status, text))  # the CLI's own words, no "HTTP …:"
+        if kind is Unauthorized:
+            text = f"{text} {_LOG_IN}"
+        return kind(text, status=status, **context)
     if _CREDIT.search(text):
         return OutOfCredit(text, **context)
+    if _CONTEXT.search(text):
+        return ContextTooLong(text, **context)
     if _LOGGED_OUT.search(text):
-        return Unauthorized(f"{text} (log the CLI in, then try again)", **context)
+        return Unauthorized(f"{text} {_LOG_IN}", **context)
     if _LIMIT.search(text):
         return RateLimited(text, retry_after=_wait_of(text, now), **context)
     if _MODEL.search(text):
