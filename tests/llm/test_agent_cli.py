@@ -18,6 +18,7 @@ from memoir.llm.errors import (
     UnknownModel,
 )
 from memoir.llm.factory import ModelSpec, agent_missing, parse_spec
+from memoir.llm.tokens import encoding_for_model
 from memoir.llm.values import ChatMessage, ModelRequest
 
 NOW = 1_767_000_000.0
@@ -194,3 +195,16 @@ def test_unknown_spec_names_the_agents() -> None:
 )
 def test_agent_missing(provider: str, found: str | None, expected: str | None) -> None:
     assert agent_missing(provider, which=lambda _name: found) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "encoding"),
+    [
+        ("codex", "o200k_base"),  # the Codex CLI's default model is a GPT-5
+        ("codex:gpt-5-codex", "o200k_base"),
+        ("claude-code", "cl100k_base"),
+        ("claude-code:sonnet", "cl100k_base"),
+    ],
+)
+def test_agent_models_count_tokens_with_their_family(name: str, encoding: str) -> None:
+    assert encoding_for_model(name) == encoding
