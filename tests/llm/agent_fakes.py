@@ -10,7 +10,9 @@ Python script; the test steers it with environment variables (inherited by the c
   sleeps past any timeout);
 - ``FAKE_AGENT_ANSWER``: the model's answer text;
 - ``FAKE_AGENT_LOG``: a folder where every call leaves ``call-N.json`` with its argv, the
-  stdin it read and its working folder;
+  stdin it read, its working folder and the ``CLAUDECODE`` variable it saw (the fake
+  ``claude`` refuses to start under it, as Claude Code does: "cannot be launched inside
+  another Claude Code session");
 - ``FAKE_AGENT_TRANSCRIPTS``: when set, the call also leaves a session transcript there the
   way the real CLI does (under ``<claude_folder(cwd)>/<session>.jsonl`` for Claude Code, as
   in ``~/.claude/projects``; ``YYYY/MM/DD/rollout-….jsonl`` with a ``session_meta`` line
@@ -71,7 +73,12 @@ if LOG:
     os.makedirs(LOG, exist_ok=True)
     n = len([f for f in os.listdir(LOG) if f.startswith("call-")])
     with open(os.path.join(LOG, f"call-{n}.json"), "w") as fp:
-        json.dump({"argv": sys.argv[1:], "stdin": prompt, "cwd": cwd}, fp)
+        nested = os.environ.get("CLAUDECODE")
+        json.dump({"argv": sys.argv[1:], "stdin": prompt, "cwd": cwd, "nested": nested}, fp)
+if TOOL == "claude" and os.environ.get("CLAUDECODE"):  # what Claude Code itself does
+    sys.stderr.write("Error: Claude Code cannot be launched inside another Claude Code "
+                     "session.\n")
+    sys.exit(1)
 
 def arg(flag, default=None):
     args = sys.argv[1:]

@@ -252,3 +252,15 @@ def test_a_pasted_secret_never_reaches_the_cli(fake: Path, home: Path, spec: str
             assert part.rsplit(".", 1)[-1] not in seen, part
     assert "[redacted:" in str(call["stdin"])
     assert sink.records[0].redacted >= len(SECRETS) - 1
+
+
+def test_claude_code_runs_from_inside_a_claude_code_session(
+    fake: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memoir's MCP server and the hook's sync run under Claude Code, whose environment
+    marks a session; the CLI refuses to start "nested" under that mark."""
+    monkeypatch.setenv("CLAUDECODE", "1")
+    monkeypatch.setenv("CLAUDE_CODE_ENTRYPOINT", "cli")
+    done = _model(home, "claude-code").complete(_request())
+    assert done.text.startswith('{"narrative"')
+    assert calls(fake)[0]["nested"] is None

@@ -26,6 +26,7 @@ lists why), and exits non-zero. Input tokens in the ledger are all three input c
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ PROVIDER = "claude-code"
 # a system prompt longer than this goes on stdin with the prompt, not on the command line
 MAX_SYSTEM_ARG = 16_000
 NO_HOOKS = json.dumps({"disableAllHooks": True})
+NESTING_MARKS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
 
 
 def claude_argv(binary: str, model: str, system: str) -> list[str]:
@@ -100,6 +102,7 @@ class ClaudeCodeModel:
             cwd=self.runs_dir,
             timeout_s=self.timeout_s,
             context=context,
+            env=_child_env(),
         )
         try:
             result = _result_object(run.stdout)
@@ -112,6 +115,14 @@ class ClaudeCodeModel:
                 f"claude printed no complete JSON result: {run.stdout[-200:]!r}", **context
             ) from None
         return completion_of_result(result, run.returncode, run.latency_ms, self.model)
+
+
+def _child_env() -> dict[str, str]:
+    """This process's environment without the marks of a running Claude Code session: Memoir
+    started from inside one (its MCP server, the hook's sync) must still reach the CLI, which
+    refuses to start "nested" when it sees them. The call is no nested session: it shares
+    nothing with the one around it."""
+    return {k: v for k, v in os.environ.items() if k not in NESTING_MARKS}
 
 
 def _result_object(stdout: str) -> dict[str, Any]:
