@@ -2,8 +2,9 @@
 
 One call is one run of ``codex exec --json -`` (non-interactive: answer and exit; ``-``
 reads the prompt from stdin) in a read-only sandbox (``--sandbox read-only``: it cannot
-edit or run anything that writes), with no MCP servers and no notify program
-(``-c mcp_servers={}``, ``-c notify=[]``), no saved session (``--ephemeral``; sync
+edit or run anything that writes), asking for no MCP servers and no notify program
+(``-c mcp_servers={}``, ``-c notify=[]``; a Codex that merges overrides into the user's
+tables still starts the servers configured there), no saved session (``--ephemeral``; sync
 recognises the runs anyway, by their working folder: :mod:`memoir.llm.agent_cli`) and no
 git check (the runs folder is not a repository). Codex takes no system prompt of its own
 here, so Memoir's goes in front of the prompt. ``codex:<model>`` passes ``-m <model>``.
