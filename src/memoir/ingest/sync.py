@@ -66,6 +66,7 @@ from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.ingest.records import parse_ts
 from memoir.ingest.times import TimeAhead, with_times
+from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.exchange import TOOL_EXCERPT_CHARS, tool_piece
 from memoir.private import tighten_home
@@ -316,6 +317,7 @@ def ingest_file(
             key=key,
             known=run.store.ingest.source,
             reread=reread,
+            agent_runs=runs_folder(run.settings.home),
         )
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
