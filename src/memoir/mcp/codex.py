@@ -58,10 +58,14 @@ class CodexEntry:
     tool_timeout_sec: int = 120
 
     @classmethod
-    def make(cls, command: str, pinned: Mapping[str, str] | None = None) -> CodexEntry:
-        """The entry running ``command mcp``, with ``pinned`` variables set (the home and
+    def make(
+        cls, command: str, pinned: Mapping[str, str] | None = None, user: str | None = None
+    ) -> CodexEntry:
+        """The entry running ``command mcp`` (``mcp --user USER`` when ``user`` is given:
+        the server acts for that user only), with ``pinned`` variables set (the home and
         sources this install was made for)."""
-        return cls(command=command, env=tuple(sorted((pinned or {}).items())))
+        args = ("mcp",) if user is None else ("mcp", "--user", user)
+        return cls(command=command, args=args, env=tuple(sorted((pinned or {}).items())))
 
     @property
     def env_vars(self) -> tuple[str, ...]:
