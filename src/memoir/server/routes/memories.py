@@ -148,7 +148,8 @@ def remember(
 ) -> dict[str, Any]:
     """Extract what the user asked to keep from this session now."""
     memoir.user_session(user, session_id)
-    outcome = memoir.remember(session_id, body.turn if body is not None else None)
+    turn = body.turn if body is not None else None
+    outcome = memoir.as_user(user).remember(session_id, turn)
     return {"data": {"outcome": _outcome_json(memoir, outcome)}}
 
 
