@@ -264,7 +264,8 @@ _FAST = {"mcp": "cmd_mcp"}
 def _discover(argv: list[str] | None = None) -> None:
     """Import every ``cmd_*`` module beside this one (each registers its commands), or
     only the one a start-up-sensitive command lives in (``memoir mcp``)."""
-    args = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")]
+    given = list(argv if argv is not None else sys.argv[1:])
+    args = [a for a in given[_global_options(given) :] if not a.startswith("-")]
     if args and args[0] in _FAST:
         importlib.import_module(f"memoir.cli.{_FAST[args[0]]}")
     else:
@@ -273,6 +274,20 @@ def _discover(argv: list[str] | None = None) -> None:
             if info.name.startswith("cmd_"):
                 importlib.import_module(f"memoir.cli.{info.name}")
     tidy_help(app)
+
+
+def _global_options(args: list[str]) -> int:
+    """How many of ``args`` are options of ``memoir`` itself, before the command (``--debug``,
+    ``--user NAME``, ``--user=NAME``). Pure."""
+    n = 0
+    while n < len(args):
+        if args[n] in ("--debug", "--version") or args[n].startswith("--user="):
+            n += 1
+        elif args[n] == "--user" and n + 1 < len(args):
+            n += 2
+        else:
+            break
+    return n
 
 
 # the commands whose words are a query: a word starting with "-" there may be an exclusion
@@ -357,10 +372,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
         _quiet_typer_consoles()
-        args = list(given)
+        lead = _global_options(given)  # memoir --user NAME search …
+        args = list(given[lead:])
         state.command = tuple(_command_path(args)[0])
         if args[:1] in (["search"], ["memories"]):
-            argv = _dash_queries(args)
+            argv = [*given[:lead], *_dash_queries(args)]
         rc = app(args=argv, prog_name="memoir", standalone_mode=False)
         if rc == 130:  # typer's answer to Ctrl-C inside a command
             raise KeyboardInterrupt
