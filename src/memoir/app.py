@@ -754,8 +754,10 @@ class Memoir:
         user's session is not told apart from one that does not exist)."""
         from memoir.errors import NotFound
 
-        found = self.store.sessions.get(session_id) if isinstance(session_id, str) else None
-        if found is None or found.user != user:
+        found = (
+            self.store.sessions.get(session_id, user=user) if isinstance(session_id, str) else None
+        )
+        if found is None:
             raise NotFound(f"no session {session_id!r}")
         return found
 

@@ -118,7 +118,7 @@ def cancel_job(
 def _own_job(memoir: Any, job_id: str) -> Any:
     """The job ``job_id`` of the command's user; another user's is "no job", as one that
     does not exist."""
-    job = memoir.jobs().get(job_id)
-    if job is None or job.user != memoir.user:
+    job = memoir.jobs().get(job_id, user=memoir.user)
+    if job is None:
         raise NotFound(f"no job {job_id!r} (memoir jobs list shows them)")
     return job

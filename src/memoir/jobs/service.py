@@ -117,8 +117,9 @@ class JobService:
         self._let_go(admission_key(self._prefix, job.kind, job.user, job.session_id), job.id)
 
     # reads ------------------------------------------------------------------------------
-    def get(self, job_id: str) -> Job | None:
-        row = self.jobs.get(job_id)
+    def get(self, job_id: str, *, user: str | None = None) -> Job | None:
+        """The job ``job_id`` (of ``user``'s only, when given)."""
+        row = self.jobs.get(job_id, user=user)
         return None if row is None else Job.from_row(row)
 
     def latest(self, user: str, session_id: str, kind: str | None = None) -> Job | None:
