@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from memoir.server import create_app
 
-from .conftest import A, A_SESSION, World
+from .conftest import A_SESSION, A, World
 
 WORDS = "zebra-crossing-7731"  # said in a message, searched for, recalled
 
