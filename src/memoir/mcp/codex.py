@@ -29,6 +29,7 @@ NAME = "memoir"
 # what the server may need from Codex's environment (forwarded when set there)
 FORWARDED = (
     "MEMOIR_HOME",
+    "MEMOIR_USER",  # whom the server acts for, when the entry names no --user
     "MEMOIR_SOURCES",
     "MEMOIR_DATABASE_URL",
     "MEMOIR_LLM",
