@@ -101,10 +101,17 @@ def test_meta_echo_and_tool_answers_are_not_user_speech() -> None:
     )
     events, exchanges = _read(w.bytes())
     kinds = [e.kind for e in events]
-    assert kinds[:3] == [EventKind.META] * 3
-    assert events[1].payload == {"command": "/clear"}
+    assert kinds[:3] == [EventKind.HARNESS] * 3
+    assert [e.author for e in events[:3]] == [Author.SYSTEM] * 3
+    assert events[0].payload == {"harness": "meta", "meta": True}
+    assert events[1].payload == {"harness": "command", "command": "/clear"}
+    assert events[2].payload == {"harness": "command_output"}
+    interrupt = next(e for e in events if "interrupted" in e.text)
+    assert (interrupt.kind, interrupt.payload) == (EventKind.HARNESS, {"harness": "interrupt"})
     assert kinds.count(EventKind.USER_TEXT) == 1
     assert len(exchanges) == 1
+    assert exchanges[0].user_text == "Fix the failing test in parser.py"
+    assert exchanges[0].tool_excerpt.endswith("[Request interrupted by user for tool use]")
     assert exchanges[0].tool_names == ("Read",)
     assert exchanges[0].assistant_text == "Let me look.\n\nFound it."
     thinking = [e for e in events if e.kind is EventKind.THINKING]

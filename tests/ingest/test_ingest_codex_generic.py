@@ -29,7 +29,7 @@ def test_codex_events_and_pairing() -> None:
     result = read_bytes(data, Format.CODEX, session_id=CODEX_ID)
     kinds = [e.kind for e in result.events]
     assert kinds == [
-        EventKind.META,
+        EventKind.HARNESS,
         EventKind.USER_TEXT,
         EventKind.THINKING,
         EventKind.TOOL_CALL,
@@ -38,6 +38,11 @@ def test_codex_events_and_pairing() -> None:
         EventKind.TOOL_RESULT,
         EventKind.ASSISTANT_TEXT,
     ]
+    first = result.events[0]
+    assert (first.author, first.payload) == (
+        Author.SYSTEM,
+        {"role": "user", "harness": "environment_context"},
+    )
     results = [e for e in result.events if e.kind is EventKind.TOOL_RESULT]
     assert [(r.tool_name, r.call_id, r.text) for r in results] == [
         ("shell", "call_1", "memoir\n"),
@@ -109,7 +114,7 @@ def test_generic_jsonl_and_list_agree() -> None:
     ]
     kinds = [e.kind for e in a.events]
     assert kinds == [
-        EventKind.META,
+        EventKind.HARNESS,
         EventKind.USER_TEXT,
         EventKind.TOOL_CALL,
         EventKind.TOOL_RESULT,

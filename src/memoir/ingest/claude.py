@@ -6,11 +6,17 @@ text, thinking, tool_use, tool_result, image); ``summary`` becomes a META event;
 ``file-history-snapshot`` and other bookkeeping records carry no conversation and produce
 nothing. Decisions:
 
-- a ``user`` record with ``isMeta`` is not the user speaking → META;
+- text the CLI wrote under the user's role is HARNESS, never the user's words
+  (:mod:`memoir.model.harness_text`): the local-command caveat, command echoes
+  (``<command-name>``, ``<local-command-stdout>`` …), ``<system-reminder>`` blocks, hook
+  output, ``[Request interrupted by user…]``, image placeholders, a continuation preamble;
+  a message holding such a block beside the user's own words is cut in two (or more)
+  events, in order: the user's part stays USER_TEXT. HARNESS opens no exchange;
+- a ``user`` record with ``isMeta`` is not the user speaking → HARNESS as a whole (shape
+  ``meta`` when its text is of no known shape);
 - a ``user`` record carrying tool_result blocks is the tool answering: its results become
-  TOOL_RESULT events (named after the tool_use they answer) and any text beside them META;
-- command echoes (``<command-name>``, ``<local-command-stdout>`` …) and
-  ``[Request interrupted by user…]`` are META, so they open no exchange;
+  TOOL_RESULT events (named after the tool_use they answer), the harness text beside them
+  HARNESS and any other text META;
 - ``isCompactSummary`` user records (the CLI's own compaction) are COMPACTION markers;
 - one reply spread over several assistant records simply yields consecutive events.
 """
@@ -23,6 +29,7 @@ from typing import Any
 
 from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
+from memoir.model.harness_text import HarnessShape, harness_shape, split_harness
 
 __all__ = ["CLAUDE_IGNORED_TYPES", "CLAUDE_TYPES", "ClaudeReader", "block_text"]
 
@@ -40,17 +47,6 @@ CLAUDE_IGNORED_TYPES = frozenset(
 )
 CLAUDE_TYPES = frozenset({"user", "assistant", "summary", "system"}) | CLAUDE_IGNORED_TYPES
 
-_ECHO_PREFIXES = (
-    "<command-name>",
-    "<command-message>",
-    "<command-args>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<local-command-caveat>",
-    "<bash-input>",
-    "<bash-stdout>",
-    "<bash-stderr>",
-)
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
 
 
@@ -77,9 +73,11 @@ def block_text(content: object) -> str:
     return compact_json(content)
 
 
-def _is_echo(text: str) -> bool:
-    head = text.lstrip()
-    return head.startswith(_ECHO_PREFIXES) or head.startswith("[Request interrupted by user")
+def _harness_payload(text: str, shape: HarnessShape) -> dict[str, Any]:
+    payload: dict[str, Any] = {"harness": shape.value}
+    if shape is HarnessShape.COMMAND and (match := _COMMAND.search(text)):
+        payload["command"] = match.group(1)
+    return payload
 
 
 class ClaudeReader(FormatReader):
@@ -130,17 +128,31 @@ class ClaudeReader(FormatReader):
             self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload=payload)
         return True
 
-    def _user_text(self, text: str, ts: datetime | None, meta: bool) -> None:
+    def _user_text(self, text: str, ts: datetime | None, meta: bool, answering: bool) -> None:
         if _blank(text):
             return
-        if meta:
-            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"meta": True})
-        elif _is_echo(text):
-            match = _COMMAND.search(text)
-            payload = {"command": match.group(1)} if match else {"echo": True}
-            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload=payload)
-        else:
-            self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
+        if meta:  # the record says it is not the user: all of it is harness text
+            shape = harness_shape(text) or HarnessShape.META
+            payload = _harness_payload(text, shape) | {"meta": True}
+            self.sink.emit(EventKind.HARNESS, Author.SYSTEM, text, ts, payload=payload)
+            return
+        pieces = split_harness(text)
+        if all(p.shape is None for p in pieces):  # the common case: kept exactly as written
+            if answering:
+                self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"meta": True})
+            else:
+                self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
+            return
+        for piece in pieces:
+            if piece.shape is not None:
+                payload = _harness_payload(piece.text, piece.shape)
+                self.sink.emit(EventKind.HARNESS, Author.SYSTEM, piece.text, ts, payload=payload)
+            elif answering:
+                self.sink.emit(
+                    EventKind.META, Author.SYSTEM, piece.text, ts, payload={"meta": True}
+                )
+            else:
+                self.sink.emit(EventKind.USER_TEXT, Author.USER, piece.text, ts)
 
     def _user(self, obj: dict[str, Any], message: dict[str, Any], ts: datetime | None) -> bool:
         content = message.get("content")
@@ -150,7 +162,7 @@ class ClaudeReader(FormatReader):
             return True
         meta = bool(obj.get("isMeta"))
         if isinstance(content, str):
-            self._user_text(content, ts, meta)
+            self._user_text(content, ts, meta, answering=False)
             return True
         content = [content] if isinstance(content, dict) else content
         if content is None:
@@ -161,7 +173,7 @@ class ClaudeReader(FormatReader):
         answering = any(b.get("type") == "tool_result" for b in blocks)
         texts = [w for b in blocks if (w := _block_words(b, _USER_BLOCKS)) is not None]
         if texts:
-            self._user_text("\n\n".join(texts), ts, meta or answering)
+            self._user_text("\n\n".join(texts), ts, meta, answering)
         for block in blocks:
             btype = block.get("type")
             if btype == "tool_result":
