@@ -26,6 +26,7 @@ __all__ = ["CODEX_TYPES", "CodexReader"]
 
 CODEX_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
 
+
 def _content_text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -144,7 +145,9 @@ class CodexReader(FormatReader):
                     self.sink.emit(EventKind.USER_TEXT, Author.USER, piece.text, ts)
                 else:
                     payload = {"role": role, "harness": piece.shape.value}
-                    self.sink.emit(EventKind.HARNESS, Author.SYSTEM, piece.text, ts, payload=payload)
+                    self.sink.emit(
+                        EventKind.HARNESS, Author.SYSTEM, piece.text, ts, payload=payload
+                    )
         else:
             self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"role": role})
 

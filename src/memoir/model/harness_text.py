@@ -11,7 +11,7 @@ never memory evidence, never a summary's or a compaction's goal), its shape in
 ``payload["harness"]``.
 
 :func:`split_harness` cuts a message into pieces, in order: each harness block that stands
-on lines of its own (a tagged block, the caveat, an interrupt line) is a piece with its
+at the start of a line (a tagged block, the caveat, an interrupt line) is a piece with its
 :class:`HarnessShape`; what lies between them is the user's (shape None). A message made
 only of a shape that has no closing tag (the caveat, a continuation preamble, an
 AGENTS.md, placeholders, a hook's status line) is one harness piece.
@@ -78,9 +78,10 @@ _TAG_SHAPES: dict[str, HarnessShape] = {
     "task-notification": HarnessShape.TASK_NOTIFICATION,
 }
 _TAGS = "|".join(re.escape(t) for t in sorted(_TAG_SHAPES, key=len, reverse=True))
-# a tagged block opening at the start of a line and closing at the end of one
+# a tagged block opening at the start of a line or right after another tag (Claude Code
+# writes ``<bash-stdout>…</bash-stdout><bash-stderr>…``), never inside a sentence or backticks
 _BLOCK = re.compile(
-    rf"^[ \t]*<(?P<tag>{_TAGS})(?:\s[^>\n]*)?>.*?</(?P=tag)>[ \t]*(?:\n|\Z)",
+    rf"(?:^|(?<=>))[ \t]*<(?P<tag>{_TAGS})(?:\s[^>\n]*)?>.*?</(?P=tag)>[ \t]*\n?",
     re.DOTALL | re.MULTILINE,
 )
 # the caveat and the interrupt notes are lines of their own
