@@ -114,7 +114,7 @@ def test_generic_jsonl_and_list_agree() -> None:
     ]
     kinds = [e.kind for e in a.events]
     assert kinds == [
-        EventKind.HARNESS,
+        EventKind.META,
         EventKind.USER_TEXT,
         EventKind.TOOL_CALL,
         EventKind.TOOL_RESULT,
@@ -176,3 +176,37 @@ def test_generic_media_parts_are_named_attachments() -> None:
         (EventKind.ATTACHMENT, "[attachment]"),
     ]
     assert events[0].text == "what is in these?"
+
+
+def test_codex_harness_blocks_beside_the_users_words() -> None:
+    w = CodexWriter(CODEX_ID)
+    agents = "# AGENTS.md instructions for /home/ann/code/app\n\n<INSTRUCTIONS>\nUse uv.\n</INSTRUCTIONS>"
+    w.context(agents)
+    w.context("<user_instructions>\nAlways run ruff.\n</user_instructions>")
+    w.user("<environment_context>\n  <cwd>/x</cwd>\n</environment_context>\nWhy is CI red?")
+    w.user("<turn_aborted>\nThe user interrupted.\n</turn_aborted>")
+    w.assistant("A flaky test.")
+    result = read_bytes(w.bytes(), Format.CODEX, session_id=CODEX_ID)
+    assert [(e.kind, e.payload.get("harness"), e.text) for e in result.events] == [
+        (EventKind.HARNESS, "user_instructions", agents),
+        (
+            EventKind.HARNESS,
+            "user_instructions",
+            "<user_instructions>\nAlways run ruff.\n</user_instructions>",
+        ),
+        (
+            EventKind.HARNESS,
+            "environment_context",
+            "<environment_context>\n  <cwd>/x</cwd>\n</environment_context>",
+        ),
+        (EventKind.USER_TEXT, None, "Why is CI red?"),
+        (
+            EventKind.HARNESS,
+            "turn_aborted",
+            "<turn_aborted>\nThe user interrupted.\n</turn_aborted>",
+        ),
+        (EventKind.ASSISTANT_TEXT, None, "A flaky test."),
+    ]
+    exchanges = build_exchanges(result.events)
+    assert [x.user_text for x in exchanges] == ["Why is CI red?"]
+    assert "The user interrupted." in exchanges[0].tool_excerpt
