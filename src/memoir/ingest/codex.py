@@ -20,7 +20,6 @@ from typing import Any
 
 from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts, stdlib_loads
 from memoir.model import Author, EventKind, Harness
-from memoir.model.harness_text import split_harness
 
 __all__ = ["CODEX_TYPES", "CodexReader"]
 
@@ -136,18 +135,7 @@ class CodexReader(FormatReader):
             payload = {"model": model} if isinstance(model, str) else {}
             self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=payload)
         elif role == "user":
-            pieces = split_harness(text)
-            if all(p.shape is None for p in pieces):  # kept exactly as written
-                self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
-                return
-            for piece in pieces:
-                if piece.shape is None:
-                    self.sink.emit(EventKind.USER_TEXT, Author.USER, piece.text, ts)
-                else:
-                    payload = {"role": role, "harness": piece.shape.value}
-                    self.sink.emit(
-                        EventKind.HARNESS, Author.SYSTEM, piece.text, ts, payload=payload
-                    )
+            self.user_words(text, ts, harness={"role": role})
         else:
             self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"role": role})
 

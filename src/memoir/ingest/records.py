@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.model import Author, Event, EventKind, Harness
+from memoir.model.harness_text import split_harness
 
 __all__ = [
     "MAX_EVENT_TEXT",
@@ -222,6 +223,28 @@ class FormatReader:
             call_id=call_id if isinstance(call_id, str) else None,
             payload=extra,
         )
+
+    def user_words(
+        self,
+        text: str,
+        ts: datetime | None,
+        payload: dict[str, Any] | None = None,
+        harness: dict[str, Any] | None = None,
+    ) -> None:
+        """A user-role message: USER_TEXT (with ``payload``), kept exactly as written when
+        none of it is harness text; else cut into its pieces, in order — the user's as
+        USER_TEXT, the harness's as HARNESS by the system (``{"harness": shape}`` and
+        ``harness``; :mod:`memoir.model.harness_text`)."""
+        pieces = split_harness(text)
+        if all(p.shape is None for p in pieces):
+            self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts, payload=payload)
+            return
+        for piece in pieces:
+            if piece.shape is None:
+                self.sink.emit(EventKind.USER_TEXT, Author.USER, piece.text, ts, payload=payload)
+            else:
+                note = {"harness": piece.shape.value, **(harness or {})}
+                self.sink.emit(EventKind.HARNESS, Author.SYSTEM, piece.text, ts, payload=note)
 
     def final_state(self) -> dict[str, Any]:
         out = dict(self.state)

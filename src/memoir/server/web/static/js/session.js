@@ -123,13 +123,13 @@ function turn(e) {
       return h("div", attrs("thinking"), block("Thinking", e.text, true));
     case "harness": // the agent's CLI wrote it in the user's place: shown dimmed, never "User"
       return h("div", { ...attrs("harness"), title: "Written by the agent's CLI, not typed by the user" },
-        block(harnessLabel(e), e.text, false));
+        block(harnessTextLabel(e), e.text, false));
     default:
       return h("div", attrs("note"), block(noteLabel(e), e.text, false));
   }
 }
 
-function harnessLabel(e) {
+function harnessTextLabel(e) {
   const shape = e.payload && typeof e.payload.harness === "string" ? e.payload.harness.replace(/_/g, " ") : "";
   return shape ? `Harness · ${shape}` : "Harness";
 }
