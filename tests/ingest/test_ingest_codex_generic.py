@@ -180,7 +180,10 @@ def test_generic_media_parts_are_named_attachments() -> None:
 
 def test_codex_harness_blocks_beside_the_users_words() -> None:
     w = CodexWriter(CODEX_ID)
-    agents = "# AGENTS.md instructions for /home/ann/code/app\n\n<INSTRUCTIONS>\nUse uv.\n</INSTRUCTIONS>"
+    agents = (
+        "# AGENTS.md instructions for /home/ann/code/app\n\n<INSTRUCTIONS>\nUse uv.\n"
+        "</INSTRUCTIONS>"
+    )
     w.context(agents)
     w.context("<user_instructions>\nAlways run ruff.\n</user_instructions>")
     w.user("<environment_context>\n  <cwd>/x</cwd>\n</environment_context>\nWhy is CI red?")
