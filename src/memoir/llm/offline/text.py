@@ -83,7 +83,7 @@ STOPWORDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    role: str  # "user" | "assistant" | "tool" | "system" | "unknown"
+    role: str  # "user" | "assistant" | "tool" | "system" | "harness" | "unknown"
     text: str
     index: int
 
@@ -132,7 +132,7 @@ def parse_turns(transcript: str) -> list[Turn]:
     """Split a transcript into speaker turns (see the module docstring). Harness text in
     a user turn (a command echo, a system reminder, an environment block:
     :mod:`memoir.model.harness_text`) is not the user's: cut from the turn, and a turn
-    that is nothing else is a ``system`` turn — never what the user set out to do."""
+    that is nothing else is a ``harness`` turn: not prose, never what the user set out to do."""
     turns: list[Turn] = []
     role, lines = "unknown", list[str]()
 
@@ -158,7 +158,7 @@ def _own_words(role: str, text: str, index: int) -> Turn:
     if all(p.shape is None for p in pieces):
         return Turn(role, text, index)
     mine = "\n\n".join(p.text for p in pieces if p.shape is None)
-    return Turn(role, mine, index) if mine.strip() else Turn("system", text, index)
+    return Turn(role, mine, index) if mine.strip() else Turn("harness", text, index)
 
 
 def _prose_line(line: str) -> bool:
