@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memoir.model.harness_text import HarnessShape, Piece, harness_shape, split_harness, user_part
 
@@ -92,7 +94,7 @@ WHOLE = [
         "hook-context-reminder",
         "<system-reminder>\nSessionStart hook additional context: "
         "Recent work: invoice export.\n</system-reminder>",
-        H.SYSTEM_REMINDER,
+        H.HOOK,
     ),
     ("hook-context-bare", "UserPromptSubmit hook additional context: branch main", H.HOOK),
     ("interrupt", "[Request interrupted by user]", H.INTERRUPT),
@@ -292,3 +294,39 @@ def test_every_fixture_shape_has_a_row() -> None:
     claude = harness - codex_contexts
     assert claude <= rows, sorted(claude - rows)
     assert {H.CAVEAT, H.COMMAND, H.COMMAND_OUTPUT} <= {found[t] for t in claude}
+
+
+_ALPHABET = st.sampled_from(
+    [
+        "\n",
+        " ",
+        "word",
+        "Fix it.",
+        REMINDER,
+        CLEAR,
+        CAVEAT,
+        "[Image #1]",
+        "<system-reminder>",
+        "</system-reminder>",
+        "[Request interrupted by user]",
+        "`",
+        ">",
+        "<command-name>x",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ALPHABET, max_size=12).map("".join))
+def test_pieces_are_the_texts_own_words_in_order(text: str) -> None:
+    """Whatever the text, its pieces are non-blank substrings of it, in order, and every
+    non-blank stretch of it is in one piece: nothing is invented, nothing dropped."""
+    pieces = split_harness(text)
+    at = 0
+    for piece in pieces:
+        assert piece.text.strip()
+        found = text.find(piece.text, at)
+        assert found >= 0, (piece, text)
+        at = found + len(piece.text)
+    covered = "".join(p.text for p in pieces)
+    assert "".join(covered.split()) == "".join(text.split())

@@ -124,10 +124,18 @@ def _whole(text: str) -> HarnessShape | None:
     return None
 
 
+def _inner(block: str) -> str:
+    """A tagged block's text between its opening and its closing tag."""
+    return block[block.index(">") + 1 : block.rindex("</")]
+
+
 def _blocks(text: str) -> list[tuple[int, int, HarnessShape]]:
     found: list[tuple[int, int, HarnessShape]] = []
     for m in _BLOCK.finditer(text):
-        found.append((m.start(), m.end(), _TAG_SHAPES[m.group("tag")]))
+        shape = _TAG_SHAPES[m.group("tag")]
+        if shape is HarnessShape.SYSTEM_REMINDER and _HOOK_LINE.match(_inner(m.group(0))):
+            shape = HarnessShape.HOOK  # a hook's output, as Claude Code hands it to the model
+        found.append((m.start(), m.end(), shape))
     for m in _LINE.finditer(text):
         if not any(start <= m.start() < end for start, end, _ in found):
             shape = HarnessShape.CAVEAT if m.group("caveat") else HarnessShape.INTERRUPT
@@ -136,34 +144,35 @@ def _blocks(text: str) -> list[tuple[int, int, HarnessShape]]:
 
 
 def split_harness(text: str) -> tuple[Piece, ...]:
-    """``text`` cut into the user's pieces and harness pieces, in order; blank stretches
-    between them dropped, each piece stripped of surrounding blank lines. Consecutive
-    harness blocks of one shape are one piece. () for a blank text."""
+    """``text`` cut into the user's pieces and harness pieces, in order, each a substring
+    of ``text`` without its surrounding line breaks; blank stretches between them
+    dropped. Consecutive harness blocks of one shape (only blank text between them) are
+    one piece. () for a blank text."""
     whole = _whole(text)
     if whole is not None:
         return (Piece(text.strip("\n"), whole),)
-    pieces: list[Piece] = []
+    spans: list[tuple[int, int, HarnessShape | None]] = []
 
-    def add(chunk: str, shape: HarnessShape | None) -> None:
+    def add(start: int, end: int, shape: HarnessShape | None) -> None:
+        chunk = text[start:end]
         if not chunk.strip():
             return
-        chunk = chunk.strip("\n")
         if shape is None and (inner := _whole(chunk)) is not None:
             shape = inner  # a placeholder line between two blocks, a hook line, …
-        if pieces and pieces[-1].shape == shape:
-            pieces[-1] = Piece(f"{pieces[-1].text}\n{chunk}", shape)
+        if spans and spans[-1][2] == shape:
+            spans[-1] = (spans[-1][0], end, shape)
         else:
-            pieces.append(Piece(chunk, shape))
+            spans.append((start, end, shape))
 
     at = 0
     for start, end, shape in _blocks(text):
         if start < at:
             continue
-        add(text[at:start], None)
-        add(text[start:end], shape)
+        add(at, start, None)
+        add(start, end, shape)
         at = end
-    add(text[at:], None)
-    return tuple(pieces)
+    add(at, len(text), None)
+    return tuple(Piece(text[a:b].strip("\n"), shape) for a, b, shape in spans)
 
 
 def harness_shape(text: str) -> HarnessShape | None:
