@@ -29,7 +29,7 @@ from typing import Any
 
 from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
-from memoir.model.harness_text import HarnessShape, harness_shape, split_harness
+from memoir.model.harness_text import HarnessShape, harness_shape
 
 __all__ = ["CLAUDE_IGNORED_TYPES", "CLAUDE_TYPES", "ClaudeReader", "block_text"]
 
@@ -73,11 +73,11 @@ def block_text(content: object) -> str:
     return compact_json(content)
 
 
-def _harness_payload(text: str, shape: HarnessShape) -> dict[str, Any]:
-    payload: dict[str, Any] = {"harness": shape.value}
+def _command_note(text: str, shape: HarnessShape) -> dict[str, Any]:
+    """A slash command's echo also names the command (``{"command": "/clear"}``)."""
     if shape is HarnessShape.COMMAND and (match := _COMMAND.search(text)):
-        payload["command"] = match.group(1)
-    return payload
+        return {"command": match.group(1)}
+    return {}
 
 
 class ClaudeReader(FormatReader):
@@ -133,26 +133,10 @@ class ClaudeReader(FormatReader):
             return
         if meta:  # the record says it is not the user: all of it is harness text
             shape = harness_shape(text) or HarnessShape.META
-            payload = _harness_payload(text, shape) | {"meta": True}
+            payload = {"harness": shape.value, **_command_note(text, shape), "meta": True}
             self.sink.emit(EventKind.HARNESS, Author.SYSTEM, text, ts, payload=payload)
             return
-        pieces = split_harness(text)
-        if all(p.shape is None for p in pieces):  # the common case: kept exactly as written
-            if answering:
-                self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"meta": True})
-            else:
-                self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
-            return
-        for piece in pieces:
-            if piece.shape is not None:
-                payload = _harness_payload(piece.text, piece.shape)
-                self.sink.emit(EventKind.HARNESS, Author.SYSTEM, piece.text, ts, payload=payload)
-            elif answering:
-                self.sink.emit(
-                    EventKind.META, Author.SYSTEM, piece.text, ts, payload={"meta": True}
-                )
-            else:
-                self.sink.emit(EventKind.USER_TEXT, Author.USER, piece.text, ts)
+        self.user_words(text, ts, note=_command_note, spoken=not answering)
 
     def _user(self, obj: dict[str, Any], message: dict[str, Any], ts: datetime | None) -> bool:
         content = message.get("content")

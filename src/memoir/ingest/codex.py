@@ -135,7 +135,7 @@ class CodexReader(FormatReader):
             payload = {"model": model} if isinstance(model, str) else {}
             self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=payload)
         elif role == "user":
-            self.user_words(text, ts, harness={"role": role})
+            self.user_words(text, ts, note=lambda _text, _shape: {"role": "user"})
         else:
             self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"role": role})
 
