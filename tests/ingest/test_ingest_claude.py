@@ -307,3 +307,58 @@ def test_text_beside_tool_results_is_harness_or_meta() -> None:
         (EventKind.META, "queued words"),
         (EventKind.TOOL_RESULT, "ok"),
     ]
+
+
+def _hook_record(atype: str, **fields: object) -> dict[str, object]:
+    """An attachment record as Claude Code 2.1 writes a hook's output on a line of its own."""
+    record: dict[str, object] = {
+        "type": "attachment",
+        "attachment": {"type": atype, "hookName": "UserPromptSubmit", **fields},
+        "timestamp": "2026-10-08T11:29:48.550Z",
+        "sessionId": SID,
+    }
+    return record
+
+
+def test_hook_attachment_records_are_harness_text() -> None:
+    w = ClaudeWriter(SID)
+    w.user("Ship the invoice export fix.")
+    w.records.append(
+        _hook_record("hook_additional_context", content=["ticket INV-42 is open"])
+        | {
+            "rendered": [
+                {
+                    "content": "<system-reminder>\nUserPromptSubmit hook additional context: "
+                    "ticket INV-42 is open\n</system-reminder>"
+                }
+            ]
+        }
+    )
+    w.records.append(_hook_record("hook_success", stdout='{"ok": true}'))
+    w.records.append(_hook_record("skill_listing", content=["pdf"]))  # not a hook: unread
+    w.assistant("Done.")
+    result = read_bytes(w.bytes(), Format.CLAUDE, session_id=SID)
+    hooks = [(e.kind, e.text, e.payload) for e in result.events if e.kind is EventKind.HARNESS]
+    assert hooks == [
+        (
+            EventKind.HARNESS,
+            "<system-reminder>\nUserPromptSubmit hook additional context: ticket INV-42 is "
+            "open\n</system-reminder>",
+            {
+                "harness": "hook",
+                "attachment": "hook_additional_context",
+                "hook": "UserPromptSubmit",
+            },
+        ),
+        (
+            EventKind.HARNESS,
+            '{"ok": true}',
+            {"harness": "hook", "attachment": "hook_success", "hook": "UserPromptSubmit"},
+        ),
+    ]
+    assert [(s.reason, s.detail) for s in result.skipped] == [
+        ("unknown_type", "attachment of type skill_listing")
+    ]
+    (exchange,) = build_exchanges(result.events)
+    assert exchange.user_text == "Ship the invoice export fix."
+    assert "INV-42" in exchange.tool_excerpt  # searched with the exchange it came in

@@ -17,6 +17,8 @@ nothing. Decisions:
 - a ``user`` record carrying tool_result blocks is the tool answering: its results become
   TOOL_RESULT events (named after the tool_use they answer), the harness text beside them
   HARNESS and any other text META;
+- an ``attachment`` record of a hook (``attachment.type`` ``hook_…``: its additional
+  context, its output) is HARNESS; other attachment records are not read (archived);
 - ``isCompactSummary`` user records (the CLI's own compaction) are COMPACTION markers;
 - one reply spread over several assistant records simply yields consecutive events.
 """
@@ -27,7 +29,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
+from memoir.ingest.records import SMALL_INPUT, FormatReader, bounded, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
 from memoir.model.harness_text import HarnessShape, harness_shape
 
@@ -45,7 +47,9 @@ CLAUDE_IGNORED_TYPES = frozenset(
         "pr-link",
     }
 )
-CLAUDE_TYPES = frozenset({"user", "assistant", "summary", "system"}) | CLAUDE_IGNORED_TYPES
+CLAUDE_TYPES = (
+    frozenset({"user", "assistant", "summary", "system", "attachment"}) | CLAUDE_IGNORED_TYPES
+)
 
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
 
@@ -116,7 +120,38 @@ class ClaudeReader(FormatReader):
             payload = {"record": "system", "subtype": subtype}
             self.sink.emit(event_kind, Author.SYSTEM, text, ts, payload=payload)
             return True
+        if kind == "attachment":
+            return self._attachment(obj)
         return isinstance(kind, str) and kind in CLAUDE_IGNORED_TYPES
+
+    def _attachment(self, obj: dict[str, Any]) -> bool:
+        """A hook's output, written (Claude Code 2.1) as a record of its own: HARNESS
+        text (the ``rendered`` text the model was given, else the hook's content or
+        stdout). Other attachment records stay unknown (their bytes archived)."""
+        attachment = obj.get("attachment")
+        atype = attachment.get("type") if isinstance(attachment, dict) else None
+        if not isinstance(attachment, dict) or not str(atype).startswith("hook_"):
+            return self.unknown(f"attachment of type {atype}")
+        ts = parse_ts(obj.get("timestamp"))
+        self.note_time(ts)
+        rendered = obj.get("rendered")
+        parts = (
+            [r.get("content") for r in rendered if isinstance(r, dict)]
+            if isinstance(rendered, list)
+            else []
+        )
+        if not any(isinstance(p, str) and p.strip() for p in parts):
+            content = attachment.get("content", attachment.get("stdout"))
+            parts = content if isinstance(content, list) else [content]
+        text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+        if not text:
+            return True
+        body, cut = bounded(text)
+        payload: dict[str, Any] = {"harness": HarnessShape.HOOK.value, "attachment": atype}
+        if isinstance(hook := attachment.get("hookName"), str):
+            payload["hook"] = hook
+        self.sink.emit(EventKind.HARNESS, Author.SYSTEM, body, ts, payload=payload | cut)
+        return True
 
     def _sidechain(self, kind: str, message: dict[str, Any], ts: datetime | None) -> bool:
         """A subagent's record written inline in its parent's transcript (older Claude Code
