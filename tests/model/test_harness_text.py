@@ -190,6 +190,16 @@ def test_whole_text_shape(text: str, shape: HarnessShape | None) -> None:
 # (id, text, the pieces in order)
 MIXED = [
     (
+        "tag-in-prose-then-block",
+        f"see `<system-reminder>x` above\n{REMINDER}",
+        [("see `<system-reminder>x` above", None), (REMINDER, H.SYSTEM_REMINDER)],
+    ),
+    (
+        "indented-block",
+        f"Fix it.\n  {REMINDER}",
+        [("Fix it.", None), (f"  {REMINDER}", H.SYSTEM_REMINDER)],
+    ),
+    (
         "request-then-reminder",
         f"Add a retry to the export job.\n\n{REMINDER}",
         [("Add a retry to the export job.", None), (REMINDER, H.SYSTEM_REMINDER)],

@@ -78,11 +78,13 @@ _TAG_SHAPES: dict[str, HarnessShape] = {
     "task-notification": HarnessShape.TASK_NOTIFICATION,
 }
 _TAGS = "|".join(re.escape(t) for t in sorted(_TAG_SHAPES, key=len, reverse=True))
-# a tagged block opening at the start of a line or right after another tag (Claude Code
-# writes ``<bash-stdout>…</bash-stdout><bash-stderr>…``), never inside a sentence or backticks
+# a tagged block; it counts only where it opens a line (after spaces) or right after
+# another tag (Claude Code writes ``<bash-stdout>…</bash-stdout><bash-stderr>…``), never
+# inside a sentence or backticks (:func:`_opens`). Led by its literal ``<``, so the engine
+# skips from one ``<`` to the next: a 1 MB pasted log costs a scan, not a match per byte.
 _BLOCK = re.compile(
-    rf"(?:^|(?<=>))[ \t]*<(?P<tag>{_TAGS})(?:\s[^>\n]*)?>.*?</(?P=tag)>[ \t]*\n?",
-    re.DOTALL | re.MULTILINE,
+    rf"<(?P<tag>{_TAGS})(?:\s[^>\n]*)?>.*?</(?P=tag)>[ \t]*\n?",
+    re.DOTALL,
 )
 # the caveat and the interrupt notes are lines of their own
 _LINE = re.compile(
@@ -104,11 +106,11 @@ _HOOK_LINE = re.compile(
     r"|PostToolUse|Stop|SubagentStop|PreCompact|Notification)(?::\S+)?"
     r" hook (?:success|additional context|error|blocking error|stopped continuation):"
 )
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = (
     r"\[(?:image|file|document|pdf)(?:\s*#\d+)?(?::[^\]\n]{0,300})?\]"
-    r"|\[Pasted text(?: #\d+)?(?: \+\d+ lines)?\]",
-    re.IGNORECASE,
+    r"|\[Pasted text(?: #\d+)?(?: \+\d+ lines)?\]"
 )
+_PLACEHOLDERS_ONLY = re.compile(rf"\s*(?:(?:{_PLACEHOLDER})\s*)+", re.IGNORECASE)
 
 
 def _whole(text: str) -> HarnessShape | None:
@@ -119,7 +121,7 @@ def _whole(text: str) -> HarnessShape | None:
         return HarnessShape.INSTRUCTIONS
     if _HOOK_LINE.match(text):
         return HarnessShape.HOOK
-    if text.strip() and not _PLACEHOLDER.sub("", text).strip():
+    if _PLACEHOLDERS_ONLY.fullmatch(text):
         return HarnessShape.PLACEHOLDER
     return None
 
@@ -129,13 +131,30 @@ def _inner(block: str) -> str:
     return block[block.index(">") + 1 : block.rindex("</")]
 
 
+def _opens(text: str, at: int) -> int | None:
+    """Where a block found at ``at`` starts when it stands where a harness block stands:
+    the start of its line (its indentation included), or ``at`` right after a ``>``."""
+    line = text.rfind("\n", 0, at) + 1
+    if not text[line:at].strip(" \t"):
+        return line
+    return at if text[at - 1] == ">" else None
+
+
 def _blocks(text: str) -> list[tuple[int, int, HarnessShape]]:
     found: list[tuple[int, int, HarnessShape]] = []
-    for m in _BLOCK.finditer(text):
+    at = 0
+    while (m := _BLOCK.search(text, at)) is not None:
+        start = _opens(text, m.start())
+        if start is None:  # a tag in prose: look on from just after its ``<``
+            at = m.start() + 1
+            continue
         shape = _TAG_SHAPES[m.group("tag")]
         if shape is HarnessShape.SYSTEM_REMINDER and _HOOK_LINE.match(_inner(m.group(0))):
             shape = HarnessShape.HOOK  # a hook's output, as Claude Code hands it to the model
-        found.append((m.start(), m.end(), shape))
+        found.append((start, m.end(), shape))
+        at = m.end()
+    if "Caveat: The messages below" not in text and "[Request interrupted by user" not in text:
+        return found
     for m in _LINE.finditer(text):
         if not any(start <= m.start() < end for start, end, _ in found):
             shape = HarnessShape.CAVEAT if m.group("caveat") else HarnessShape.INTERRUPT
