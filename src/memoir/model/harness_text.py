@@ -12,9 +12,9 @@ never memory evidence, never a summary's or a compaction's goal), its shape in
 
 :func:`split_harness` cuts a message into pieces, in order: each harness block that stands
 at the start of a line (a tagged block, the caveat, an interrupt line) is a piece with its
-:class:`HarnessShape`; what lies between them is the user's (shape None). A message made
-only of a shape that has no closing tag (the caveat, a continuation preamble, an
-AGENTS.md, placeholders, a hook's status line) is one harness piece.
+:class:`HarnessShape`; what lies between them is the user's (shape None). A message that
+opens with a continuation preamble, an AGENTS.md header or a hook's status line, or holds
+nothing but placeholders, is one harness piece (those shapes have no end to cut at).
 
 What is not harness: a tag named in prose or inside backticks ("why does Claude add
 ``<system-reminder>``?"), a tag that opens but never closes, text that merely starts with
