@@ -212,6 +212,7 @@ _STYLE = {
     EventKind.ATTACHMENT: ("attachment", "dim"),
     EventKind.META: ("meta", "dim"),
     EventKind.COMPACTION: ("compaction", "yellow"),
+    EventKind.HARNESS: ("harness", "dim"),  # the CLI's words in the user's place
 }
 
 
@@ -222,6 +223,8 @@ def _event_text(e: Event, full: bool, reveal: bool, out: Text, memories: list[st
     label, style = _STYLE[e.kind]
     if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
         label = f"{label} {e.tool_name}"
+    elif e.kind is EventKind.HARNESS and isinstance(shape := e.payload.get("harness"), str):
+        label = f"{label} · {shape}"
     elif speaker := speaker_of(e):
         label = f"{label} · {speaker}"
     if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
@@ -236,7 +239,7 @@ def _event_text(e: Event, full: bool, reveal: bool, out: Text, memories: list[st
     if memories:
         out.append(f"  ◆ memory {', '.join(m[:8] for m in memories)}", style="bold cyan")
     out.append("\n")
-    out.append(printable(text) + "\n\n")
+    out.append(printable(text) + "\n\n", style="dim" if e.kind is EventKind.HARNESS else "")
 
 
 def _rule(title: str) -> None:
