@@ -83,6 +83,7 @@ HOME = {
     "demo",
     "memories recover",
     "users add",
+    "users key",
     "users list",
     "users revoke",
     "hook install",
