@@ -24,7 +24,15 @@ from web.conftest import require_browser
 from web.site import CHROMIUM_ARGS, chromium_path
 
 from .loop import MEMOIR, Home, wait_for
-from .transcripts import CAVEAT, ENV_CONTEXT, QUERY, RULE, write_claude_session, write_codex_session
+from .transcripts import (
+    CAVEAT,
+    ENV_CONTEXT,
+    QUERY,
+    RULE,
+    write_claude_session,
+    write_codex_session,
+    write_near_misses,
+)
 
 # the offline model and no embeddings extra in the subprocesses' own settings: what `make demo`
 # gives a new user (the fresh-findable tests cover the embeddings extra per write path)
@@ -80,6 +88,11 @@ def test_the_daily_loop(agent: str, tmp_path: Path) -> None:
     home = Home(tmp_path / "me")
     home.user_home.mkdir()
     ended = datetime.now(UTC) - timedelta(days=1)  # quiet since yesterday
+    # weeks of older sessions near the query, synced and embedded before today's
+    near = write_near_misses(home.user_home, ended=ended)
+    home.run("sync")
+    home.run("embed")
+    assert {h["session_id"] for h in home.json("search", QUERY, "--mode", "vector")} == set(near)
     # 1. the agent writes a transcript; it reaches the archive the way the user set it up
     if agent == "claude-code":
         home.run("hook", "install")

@@ -20,6 +20,7 @@ __all__ = [
     "RULE",
     "write_claude_session",
     "write_codex_session",
+    "write_near_misses",
 ]
 
 QUERY = "invoice export timing out"
@@ -250,3 +251,53 @@ def write_codex_session(user_home: Path, *, ended: datetime) -> tuple[str, Path]
     )
     _old(path, ended)
     return sid, path
+
+
+# sessions from weeks before, about neighbouring things: each shares words with the query
+# and its meaning, none is about the export timing out
+NEAR_MISSES = (
+    ("The invoice PDF export puts the totals in the wrong column.", "Fixed the column order."),
+    ("Our export of customer data to CSV is slow; can we stream it?", "Streamed it in chunks."),
+    ("The payment webhook keeps timing out on retries.", "Raised the webhook timeout."),
+    ("Nightly backups to the bucket take two hours now.", "Compressed them first."),
+)
+
+
+def write_near_misses(user_home: Path, *, ended: datetime) -> list[str]:
+    """Older Claude Code sessions near the query (the ids, oldest first)."""
+    folder = user_home / ".claude" / "projects" / "-home-me-billing"
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for n, (ask, answer) in enumerate(NEAR_MISSES):
+        sid = str(uuid.uuid4())
+        at = ended - timedelta(days=len(NEAR_MISSES) - n)
+        lines = [
+            {
+                "type": "user",
+                "sessionId": sid,
+                "cwd": "/home/me/billing",
+                "uuid": f"{sid}-u",
+                "parentUuid": None,
+                "timestamp": _stamp(at),
+                "message": {"role": "user", "content": ask},
+            },
+            {
+                "type": "assistant",
+                "sessionId": sid,
+                "cwd": "/home/me/billing",
+                "uuid": f"{sid}-a",
+                "parentUuid": f"{sid}-u",
+                "timestamp": _stamp(at + timedelta(minutes=1)),
+                "message": {
+                    "id": f"msg_{n}",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": answer}],
+                },
+            },
+        ]
+        path = folder / f"{sid}.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        _old(path, at + timedelta(minutes=1))
+        ids.append(sid)
+    return ids
