@@ -41,8 +41,9 @@ Thread-safe: the plugin instances are never mutated.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from detect_secrets.filters import heuristic
@@ -82,7 +83,8 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from memoir.regex_gates import Gate, admitted_lines, fold, gate_of, match_starts, prefixes_of
+from memoir.regex_gates import Gate, Needles, fold, gate_of, match_starts, prefixes_of
+from memoir.secret_rules import load_rules, rule_hits
 
 __all__ = [
     "BASE64_LIMIT",
@@ -100,6 +102,7 @@ __all__ = [
 
 BASE64_LIMIT = 4.5  # detect-secrets' documented defaults
 HEX_LIMIT = 3.0
+_RULE_RANK = 1  # gitleaks-format rules: after detect-secrets' own detectors, before keywords
 _MIN_GROUP = 8  # a captured group shorter than this is a prefix ("ghp"), not the secret
 
 _SPECIFIC: tuple[RegexBasedDetector, ...] = tuple(
@@ -284,6 +287,47 @@ def _matches_from(regex: re.Pattern[str], line: str, starts: list[int]) -> list[
     return out
 
 
+@cache
+def _needles() -> Needles:
+    """Every gate's strings in one automaton (loaded on first use: reading and compiling
+    the gitleaks-format rules takes ~0.1 s): tag ``("g", i)`` for ``_GATED[i]``'s first
+    clause, ``("k", 0)`` for the keyword gate's, ``("r", n)`` for rule ``n``'s keywords."""
+    needles: list[tuple[str, tuple[str, int]]] = []
+    for i, (_plugin, _regex, gate) in enumerate(_GATED):
+        if gate is not None:
+            needles += [(s, ("g", i)) for s in gate.clauses[0]]
+    if _KEYWORD_GATE is not None:
+        needles += [(s, ("k", 0)) for s in _KEYWORD_GATE.clauses[0]]
+    for n, rule in enumerate(load_rules()):
+        needles += [(k, ("r", n)) for k in rule.keywords]
+    return Needles(needles)
+
+
+@cache
+def _keywordless() -> tuple[int, ...]:
+    return tuple(n for n, rule in enumerate(load_rules()) if not rule.keywords)
+
+
+def _rule_findings(
+    lines: list[tuple[int, str]], admitted: dict[int, set[int]]
+) -> list[tuple[int, int, int, str]]:
+    """The hits of the gitleaks-format rules as ``(start, -end, rank, kind)``: rule ``n``
+    runs on the lines ``admitted[n]`` (those holding one of its keywords, as gitleaks
+    reads a fragment), and the rules with no keyword on every line."""
+    rules = load_rules()
+    out: list[tuple[int, int, int, str]] = []
+    todo: dict[int, Iterable[int]] = dict.fromkeys(_keywordless(), range(len(lines)))
+    todo.update(admitted)
+    for n in sorted(todo):
+        rule = rules[n]
+        kind = rule.id.replace("-", "_")
+        for i in sorted(todo[n]):
+            offset, line = lines[i]
+            for start, end in rule_hits(rule, line):
+                out.append((offset + start, -(offset + end), _RULE_RANK, kind))
+    return out
+
+
 def _high_entropy(plugin: HighEntropyStringsPlugin, value: str) -> bool:
     return bool(value) and plugin.calculate_shannon_entropy(value) > plugin.entropy_limit
 
@@ -404,17 +448,29 @@ def _find(text: str, *, gates: bool) -> list[Finding]:
     every: list[_Gated] = [(plugin, regex, None) for plugin, regex, _ in _GATED]
     per_line: list[list[_Gated]] = [every] * len(lines)
     keyworded: set[int] | None = None  # None: every line
-    folded = fold(text) if gates else text
-    if gates and len(folded) == len(text):  # fold keeps lengths (tested); else ungated
-        starts = [offset for offset, _ in lines]
+    rules_on: dict[int, set[int]] = {}  # rule index: the lines holding one of its keywords
+    starts = [offset for offset, _ in lines]
+    found = _needles().lines_of(text, fold(text), starts)
+    if gates:
         ungated = [g for g in _GATED if g[2] is None]
         per_line = [list(ungated) for _ in lines]
-        for entry in _GATED:
-            if entry[2] is not None:
-                for n in admitted_lines(entry[2], text, folded, starts):
-                    per_line[n].append(entry)
-        if _KEYWORD_GATE is not None:
-            keyworded = admitted_lines(_KEYWORD_GATE, text, folded, starts)
+        keyworded = set()
+    for n, tags in found.items():
+        line = lines[n][1]
+        for family, i in sorted(tags):
+            if family == "r":
+                rules_on.setdefault(i, set()).add(n)
+            elif not gates:
+                continue
+            elif family == "k":
+                if (
+                    _KEYWORD_GATE is not None
+                    and _KEYWORD_GATE.admits(line)
+                    and keyworded is not None
+                ):
+                    keyworded.add(n)
+            elif (gate := _GATED[i][2]) is not None and gate.admits(line):
+                per_line[n].append(_GATED[i])
     raw: list[tuple[int, int, int, str]] = []  # (start, -end, rank, kind)
     for n, (offset, line) in enumerate(lines):
         keywords = keyworded is None or n in keyworded
@@ -425,7 +481,8 @@ def _find(text: str, *, gates: bool) -> list[Finding]:
                     end = _pem_block_end(text, offset + end)
                 else:
                     start, end = offset + start, offset + end
-                raw.append((start, -end, rank, kind_of(plugin)))
+                raw.append((start, -end, rank if rank == 0 else rank + 1, kind_of(plugin)))
+    raw += _rule_findings(lines, rules_on)
     findings: list[Finding] = []
     for start, neg_end, _rank, kind in sorted(raw):
         end = -neg_end
@@ -516,7 +573,8 @@ def redact(text: str) -> Redacted:
     counts: dict[str, int] = {}
     at = 0
     for f in findings:
-        if f.start < at:  # overlaps one already replaced
+        if f.start < at:  # overlaps one already replaced: its tail goes too
+            at = max(at, f.end)
             continue
         parts.append(text[at : f.start])
         parts.append(placeholder(f.kind))
