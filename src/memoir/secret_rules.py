@@ -156,8 +156,40 @@ class Rule:
     allows: tuple[Allow, ...] = ()
 
 
+# gitleaks ends most token rules with this, made for code; a token in a URL's query, at the
+# end of a sentence or inside JSON-escaped tool output ends on other characters too
+_GITLEAKS_TAIL = "(?:[\\x60'\"\\s;]|\\\\[nr]|$)"
+_TAIL = "(?:[\\x60'\"\\s;.,:!?&)\\]}<>|]|\\\\[nrt]|$)"
+# a word boundary also holds right after a JSON escape (``\n``, ``\t``, ``\r``): in
+# escaped tool output a token starts right after one
+_BOUNDARY = r"(?:\b|(?<=\\[nrt]))"
+
+
 def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(to_python(pattern), re.ASCII)
+    """A rule's regex for text: in Python syntax (:func:`to_python`), its token tail and
+    word boundaries widened for URLs, prose and JSON-escaped text."""
+    python = to_python(pattern.replace(_GITLEAKS_TAIL, _TAIL))
+    return re.compile(_widen_boundaries(python), re.ASCII)
+
+
+def _widen_boundaries(pattern: str) -> str:
+    """``pattern`` with each ``\\b`` outside a class replaced by :data:`_BOUNDARY`."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            pair = pattern[i : i + 2]
+            out.append(_BOUNDARY if pair == r"\b" and not in_class else pair)
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _allows(raw: list[dict[str, Any]]) -> tuple[Allow, ...]:

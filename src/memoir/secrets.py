@@ -102,7 +102,12 @@ __all__ = [
 
 BASE64_LIMIT = 4.5  # detect-secrets' documented defaults
 HEX_LIMIT = 3.0
-_RULE_RANK = 1  # gitleaks-format rules: after detect-secrets' own detectors, before keywords
+# a span two detectors find is named by the first: detect-secrets' specific detectors (0),
+# the gitleaks-format rules for one service (1), its keyword (2) and entropy (3) plugins,
+# then the rules on a keyword and any value (4)
+_RULE_RANK = 1
+_GENERIC_RANK = 4
+_GENERIC_RULES = frozenset({"generic-api-key", "password-in-prose"})
 _MIN_GROUP = 8  # a captured group shorter than this is a prefix ("ghp"), not the secret
 
 _SPECIFIC: tuple[RegexBasedDetector, ...] = tuple(
@@ -321,10 +326,11 @@ def _rule_findings(
     for n in sorted(todo):
         rule = rules[n]
         kind = rule.id.replace("-", "_")
+        rank = _GENERIC_RANK if rule.id in _GENERIC_RULES else _RULE_RANK
         for i in sorted(todo[n]):
             offset, line = lines[i]
             for start, end in rule_hits(rule, line):
-                out.append((offset + start, -(offset + end), _RULE_RANK, kind))
+                out.append((offset + start, -(offset + end), rank, kind))
     return out
 
 
@@ -521,6 +527,39 @@ _NAMES = {
     "telegram_bot_token": "Telegram bot token",
     "twilio_api_key": "Twilio key",
     "secret_keyword": "secret",
+    # gitleaks-format rules (memoir.secret_rules); any other is named by its id
+    "anthropic_api_key": "Anthropic key",
+    "anthropic_admin_api_key": "Anthropic key",
+    "anthropic_key": "Anthropic key",
+    "openai_api_key": "OpenAI key",
+    "openai_key": "OpenAI key",
+    "openai_legacy_key": "OpenAI key",
+    "github_pat": "GitHub token",
+    "github_fine_grained_pat": "GitHub token",
+    "github_oauth": "GitHub token",
+    "github_app_token": "GitHub token",
+    "github_refresh_token": "GitHub token",
+    "gitlab_pat": "GitLab token",
+    "gcp_api_key": "Google API key",
+    "google_oauth_client_secret": "Google OAuth secret",
+    "huggingface_access_token": "Hugging Face token",
+    "npm_access_token": "npm token",
+    "pypi_upload_token": "PyPI token",
+    "databricks_api_token": "Databricks token",
+    "digitalocean_pat": "DigitalOcean token",
+    "digitalocean_access_token": "DigitalOcean token",
+    "shopify_access_token": "Shopify token",
+    "shopify_shared_secret": "Shopify secret",
+    "linear_api_key": "Linear key",
+    "notion_api_token": "Notion token",
+    "notion_secret_token": "Notion token",
+    "slack_webhook_url": "Slack webhook",
+    "stripe_access_token": "Stripe key",
+    "sendgrid_api_token": "SendGrid key",
+    "azure_storage_connection_string": "Azure storage key",
+    "jwt": "JSON web token",
+    "generic_api_key": "secret",
+    "password_in_prose": "password",
     "base64_high_entropy_string": "random token",
     "hex_high_entropy_string": "random token",
 }
