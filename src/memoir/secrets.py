@@ -272,7 +272,12 @@ def _keyword(
         for m in matches:
             start, end = m.span(group)
             value = line[start:end].strip()
-            if value and not any(ch.isspace() for ch in value) and _kept(value, line, _KEYWORD):
+            if (
+                value
+                and not any(ch.isspace() for ch in value)
+                and not _DOTTED.match(value.strip("'\"`"))  # settings.api_key: code
+                and _kept(value, line, _KEYWORD)
+            ):
                 found.append((_KEYWORD, start, end))
     return found
 
