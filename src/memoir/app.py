@@ -21,6 +21,7 @@ from memoir.store import Store, open_store
 if TYPE_CHECKING:
     from memoir.compaction import Compactor
     from memoir.ingest.observer import SyncObserver
+    from memoir.ingest.rescan import RescanReport
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.jobs import Job, JobProgress, JobService
@@ -628,7 +629,16 @@ class Memoir:
         """Check the index against the archive (``memoir.ingest.verify``)."""
         from memoir.ingest.verify import verify
 
-        return verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
+        report = verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
+        report.secret_rescan = self.rescan_secrets().as_dict()
+        return report
+
+    def rescan_secrets(self, budget: int | None = None) -> RescanReport:
+        """Re-scan derived text with this version's secret detector, a bounded share a run
+        (``memoir.ingest.rescan``); what ``memoir verify`` reports."""
+        from memoir.ingest.rescan import BUDGET, rescan
+
+        return rescan(self.store.rescan, self.summary_store(), budget=budget or BUDGET)
 
     # sessions from code: read one, feed one, count what the home holds ------------------
     def session(self, session_id: str) -> Session:

@@ -477,6 +477,8 @@ def verify(
             policy = SummaryPolicy.from_settings(memoir.settings)
             findings = summary_findings(memoir.summary_store(), policy)
             report.warnings.extend(Problem(f.kind, f.where, f.detail) for f in findings)
+            rescanned = memoir.rescan_secrets()
+            report.secret_rescan = rescanned.as_dict()
     except Busy:
         again = "verify --repair" if repair else "verify"
         raise Busy(f"a memoir sync is running; run {again} again when it is done") from None
@@ -491,6 +493,11 @@ def verify(
             )
         for note in report.unrepaired:
             err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
+        changed = {t: n["changed"] for t, n in rescanned.run.items() if n["changed"]}
+        if changed or not rescanned.finished:
+            what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing"
+            left = "done" if rescanned.finished else "more at the next verify"
+            console.print(f"secret re-scan: masked or forgot {what} ({left})")
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         console.print(
             f"verify: {state}; {report.sources_checked} transcripts indexed, "

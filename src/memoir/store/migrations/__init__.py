@@ -30,6 +30,7 @@ from memoir.store.migrations import (
     v013_memory_recall,
     v014_project_names,
     v015_usage_redactions,
+    v016_secret_rescan,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -129,6 +130,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v015_usage_redactions.NAME,
         v015_usage_redactions.SQLITE,
         v015_usage_redactions.POSTGRES,
+    ),
+    Migration(
+        v016_secret_rescan.VERSION,
+        v016_secret_rescan.NAME,
+        v016_secret_rescan.SQLITE,
+        v016_secret_rescan.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
