@@ -21,6 +21,7 @@ import json
 import random
 import string
 import warnings
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,16 @@ def test_a_quote_of_the_placeholder_the_model_saw_is_refused(said: str) -> None:
 
 
 # -- through the CLI, with a remote model ---------------------------------------------------
+
+
+@pytest.fixture
+def wire() -> Iterator[WireServer]:
+    """A local server speaking OpenAI's wire format (tests/llm/wire.py)."""
+    server = WireServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def _transcript(folder: Path) -> Path:
