@@ -635,10 +635,19 @@ class Memoir:
 
     def rescan_secrets(self, budget: int | None = None) -> RescanReport:
         """Re-scan derived text with this version's secret detector, a bounded share a run
-        (``memoir.ingest.rescan``); what ``memoir verify`` reports."""
-        from memoir.ingest.rescan import BUDGET, rescan
+        (``memoir.ingest.rescan``); what ``memoir verify`` reports. One process at a time
+        (another's run is left to finish), and none on a read-only store."""
+        from memoir.errors import Busy
+        from memoir.ingest.rescan import BUDGET, RescanReport, rescan
+        from memoir.secrets import detector_id
 
-        return rescan(self.store.rescan, self.summary_store(), budget=budget or BUDGET)
+        if self.store.read_only:
+            return RescanReport(detector_id(), skipped="the store is read-only")
+        try:
+            with self.store.claims.hold("secret-rescan", "a secret re-scan is running"):
+                return rescan(self.store.rescan, self.summary_store(), budget=budget or BUDGET)
+        except Busy as exc:
+            return RescanReport(detector_id(), skipped=str(exc))
 
     # sessions from code: read one, feed one, count what the home holds ------------------
     def session(self, session_id: str) -> Session:

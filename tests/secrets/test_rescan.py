@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
+from memoir.config import Settings
 from memoir.ingest.rescan import rescan
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.store import IngestBatch, Store
@@ -196,3 +197,16 @@ def test_memoir_verify_shows_the_rescan_and_cleans_a_summary_file(
 
     code, out, err = run_cli(["verify", "--json"], capsys)
     assert json.loads(out)["secret_rescan"]["run"]["summaries"] == {"scanned": 0, "changed": 0}
+
+
+def test_a_second_process_leaves_the_rescan_to_the_one_running_it(settings: Settings) -> None:
+    from memoir.app import Memoir
+
+    with Memoir.open(settings) as memoir, Memoir.open(settings) as other:
+        with other.store.claims.hold("secret-rescan", "busy"):
+            report = memoir.rescan_secrets()
+        assert report.skipped == "a secret re-scan is running"
+        assert report.run == {} and not report.finished
+        assert memoir.store.rescan.states() == {}
+        done = memoir.rescan_secrets()
+        assert done.skipped is None and done.finished

@@ -494,7 +494,7 @@ def verify(
         for note in report.unrepaired:
             err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
         changed = {t: n["changed"] for t, n in rescanned.run.items() if n["changed"]}
-        if changed or not rescanned.finished:
+        if changed or (not rescanned.finished and rescanned.skipped is None):
             what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing"
             left = "done" if rescanned.finished else "more at the next verify"
             console.print(f"secret re-scan: masked or forgot {what} ({left})")

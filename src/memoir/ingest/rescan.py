@@ -42,12 +42,14 @@ class SummaryTexts(Protocol):
 @dataclass
 class RescanReport:
     """``run``: per target, rows read and changed by this run; ``total``: the same since
-    the detector changed; ``done``: targets fully re-scanned with ``detector``."""
+    the detector changed; ``done``: targets fully re-scanned with ``detector``;
+    ``skipped``: why nothing was scanned."""
 
     detector: str
     run: dict[str, dict[str, int]] = field(default_factory=dict)
     total: dict[str, dict[str, int]] = field(default_factory=dict)
     done: list[str] = field(default_factory=list)
+    skipped: str | None = None  # why this run scanned nothing (read-only, another's run)
 
     @property
     def finished(self) -> bool:
