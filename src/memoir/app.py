@@ -550,7 +550,7 @@ class Memoir:
         from memoir.ingest.sync import sync
 
         with sync_lock(self.settings.home):
-            return sync(
+            report = sync(
                 self.settings,
                 self.store,
                 observer=self.sync_observer(),
@@ -559,6 +559,8 @@ class Memoir:
                 purge_excluded=purge_excluded,
                 follow_symlinks=follow_symlinks,
             )
+        self.rescan_secrets()  # derived text an older detector let through (bounded)
+        return report
 
     def summary_store(self) -> SummaryStore:
         """Where this home keeps summaries (``MEMOIR_SUMMARY_STORE``): archive files beside
@@ -630,12 +632,19 @@ class Memoir:
         from memoir.ingest.verify import verify
 
         report = verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
-        report.secret_rescan = self.rescan_secrets().as_dict()
+        report.secret_rescan = self.secret_rescan(run=repair).as_dict()
         return report
+
+    def secret_rescan(self, *, run: bool) -> RescanReport:
+        """With ``run``, :meth:`rescan_secrets`; else where the re-scan stands (read only)."""
+        from memoir.ingest.rescan import state_report
+
+        return self.rescan_secrets() if run else state_report(self.store.rescan.states())
 
     def rescan_secrets(self, budget: int | None = None) -> RescanReport:
         """Re-scan derived text with this version's secret detector, a bounded share a run
-        (``memoir.ingest.rescan``); what ``memoir verify`` reports. One process at a time
+        (``memoir.ingest.rescan``): after every sync, and by ``memoir verify --repair``;
+        ``memoir verify`` reports where it stands. One process at a time
         (another's run is left to finish), and none on a read-only store."""
         from memoir.errors import Busy
         from memoir.ingest.rescan import BUDGET, RescanReport, rescan

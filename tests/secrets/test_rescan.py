@@ -164,13 +164,14 @@ def test_a_rescan_killed_half_way_resumes_and_counts_each_row_once(
     assert not _holds(_stored_text(store))
 
 
-def test_memoir_verify_shows_the_rescan_and_cleans_a_summary_file(
+def test_an_upgrade_s_next_sync_cleans_a_summary_file_and_verify_counts_it(
     home: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from memoir.demo.builders import ClaudeWriter
+    from memoir.ingest import rescan as rescan_module
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))
     writer = ClaudeWriter(SID, cwd="/home/ann/code/staging")
@@ -179,24 +180,33 @@ def test_memoir_verify_shows_the_rescan_and_cleans_a_summary_file(
     path = tmp_path / "src" / "projects" / "-home-ann-code-staging" / f"{SID}.jsonl"
     path.parent.mkdir(parents=True)
     path.write_bytes(writer.bytes())
-    code, out, err = run_cli(["sync", "--source", str(path.parents[1]), "--json"], capsys)
+    sync = ["sync", "--source", str(path.parents[1]), "--json"]
+    code, out, err = run_cli(sync, capsys)
     assert code == 0, err
-    (summary,) = (home / "archive").rglob(f"{SID}*summary*")
-    old = summary.read_text(encoding="utf-8")
-    summary.write_text(old + f"\nThe user's key is {KEY}.\n", encoding="utf-8")  # an old one
-
     code, out, err = run_cli(["verify", "--json"], capsys)
+    assert json.loads(out)["secret_rescan"]["finished"] is True  # the sync scanned it all
+    (summary,) = (home / "archive").rglob(f"{SID}*summary*")
+    # a summary an older version wrote, its detector blind to the key; then an upgrade
+    summary.write_text(summary.read_text(encoding="utf-8") + f"\nThe key is {KEY}.\n")
+    monkeypatch.setattr(rescan_module, "detector_id", lambda: "upgraded-detector")
+
+    code, out, err = run_cli(["verify", "--json"], capsys)  # a plain verify writes nothing
     assert code == 0, out + err
+    assert json.loads(out)["secret_rescan"]["finished"] is False
+    assert KEY in summary.read_text(encoding="utf-8")
+
+    code, out, err = run_cli(sync, capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["verify", "--json"], capsys)
     rescanned = json.loads(out)["secret_rescan"]
-    assert rescanned["finished"] is True
-    assert rescanned["run"]["summaries"] == {"scanned": 1, "changed": 1}
+    assert rescanned["detector"] == "upgraded-detector" and rescanned["finished"] is True
+    assert rescanned["total"]["summaries"] == {"scanned": 1, "changed": 1}
     text = summary.read_text(encoding="utf-8")
-    assert KEY not in text and "The user's key is [redacted: Anthropic key]." in text
+    assert KEY not in text and "The key is [redacted: Anthropic key]." in text
     (transcript,) = (home / "archive").rglob(f"{SID}.jsonl")
     assert KEY in transcript.read_text(encoding="utf-8")  # the archive keeps the bytes
-
-    code, out, err = run_cli(["verify", "--json"], capsys)
-    assert json.loads(out)["secret_rescan"]["run"]["summaries"] == {"scanned": 0, "changed": 0}
+    code, out, err = run_cli(["verify"], capsys)
+    assert "secret re-scan of derived text: masked or forgot 1 summaries (done)" in out
 
 
 def test_a_second_process_leaves_the_rescan_to_the_one_running_it(settings: Settings) -> None:

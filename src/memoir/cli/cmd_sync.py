@@ -330,6 +330,8 @@ def sync_command(
     if not no_summaries:  # memory work a killed process left (checkpoints, queued, pending)
         with open_memoir() as memoir:
             memories = _memory_recovery(memoir)
+    with open_memoir() as memoir:  # derived text an older secret detector let through
+        memoir.rescan_secrets()  # (bounded; one query once done)
     embedded = None
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
         with open_memoir() as memoir:
@@ -477,7 +479,7 @@ def verify(
             policy = SummaryPolicy.from_settings(memoir.settings)
             findings = summary_findings(memoir.summary_store(), policy)
             report.warnings.extend(Problem(f.kind, f.where, f.detail) for f in findings)
-            rescanned = memoir.rescan_secrets()
+            rescanned = memoir.secret_rescan(run=repair)  # a plain verify writes nothing
             report.secret_rescan = rescanned.as_dict()
     except Busy:
         again = "verify --repair" if repair else "verify"
@@ -493,11 +495,11 @@ def verify(
             )
         for note in report.unrepaired:
             err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
-        changed = {t: n["changed"] for t, n in rescanned.run.items() if n["changed"]}
-        if changed or (not rescanned.finished and rescanned.skipped is None):
-            what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing"
-            left = "done" if rescanned.finished else "more at the next verify"
-            console.print(f"secret re-scan: masked or forgot {what} ({left})")
+        changed = {t: n["changed"] for t, n in rescanned.total.items() if n["changed"]}
+        if changed or not rescanned.finished:
+            what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing yet"
+            left = "done" if rescanned.finished else "the rest at the next sync"
+            console.print(f"secret re-scan of derived text: masked or forgot {what} ({left})")
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         console.print(
             f"verify: {state}; {report.sources_checked} transcripts indexed, "

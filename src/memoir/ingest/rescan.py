@@ -9,6 +9,10 @@ one with :func:`~memoir.secrets.mask_json`). A memory item whose content or quot
 one is forgotten, as extraction refuses such an item (a quote stays an exact substring of
 its stored message, and no credential is stored).
 
+When: at the end of every ``memoir sync`` (and ``memoir verify --repair``), one process at
+a time; a plain ``memoir verify`` reports where it stands (:func:`state_report`) and writes
+nothing. Once every target is done with the current detector a run costs one query.
+
 Bounded and resumable: a run reads at most ``budget`` rows; each page's changes and its
 cursor are written in one transaction (summaries: the summary first, then the cursor — a
 summary masked twice is the same), so a run killed half-way resumes after the last page
@@ -24,7 +28,7 @@ from typing import Any, Protocol
 from memoir.secrets import detector_id, has_secret, mask, mask_json
 from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
 
-__all__ = ["BUDGET", "PAGE", "RescanReport", "SummaryTexts", "rescan"]
+__all__ = ["BUDGET", "PAGE", "RescanReport", "SummaryTexts", "rescan", "state_report"]
 
 BUDGET = 5000  # rows read per run at most
 PAGE = 100
@@ -57,6 +61,21 @@ class RescanReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "finished": self.finished}
+
+
+def state_report(states: dict[str, RescanState], detector: str | None = None) -> RescanReport:
+    """Where the re-scan stands, from the stored ``states`` (nothing is read or written):
+    a target scanned with another detector counts as not started."""
+    detector = detector or detector_id()
+    report = RescanReport(detector)
+    for target in (*TABLE_TARGETS, SUMMARIES):
+        state = states.get(target)
+        if state is None or state.detector != detector:
+            state = RescanState(target, detector)
+        report.total[target] = {"scanned": state.scanned, "changed": state.changed}
+        if state.done:
+            report.done.append(target)
+    return report
 
 
 def masked_text(text: str) -> str:

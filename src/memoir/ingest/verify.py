@@ -14,11 +14,11 @@ Problems, damage (``memoir verify`` exits 1 when there is any):
 - ``mode_too_open``: a folder or file under the home that others could read (Memoir keeps
   them owner-only: ``0700`` / ``0600``, :mod:`memoir.private`), with its mode.
 
-Each run also re-scans derived text (summaries, checkpoints, cached answers, memory
-items) with this version's secret detector, a bounded share at a time
-(:mod:`memoir.ingest.rescan`); ``secret_rescan`` counts what this run read and changed, the
-totals since the detector changed, and whether every target is done. It is no problem:
-derived text, never the archive.
+``secret_rescan`` says where the re-scan of derived text (summaries, checkpoints, cached
+answers, memory items) with this version's secret detector stands
+(:mod:`memoir.ingest.rescan`: each sync does a bounded share, ``--repair`` one more): what
+it read and changed since the detector changed, and whether every target is done. It is
+no problem: derived text, never the archive.
 
 Warnings (listed and counted; exit 0, or 3 under ``--strict``): ``skipped_line``, a
 transcript line the reader passed over — malformed JSON, NUL bytes, oversized, a record
