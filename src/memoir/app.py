@@ -647,11 +647,14 @@ class Memoir:
         ``memoir verify`` reports where it stands. One process at a time
         (another's run is left to finish), and none on a read-only store."""
         from memoir.errors import Busy
-        from memoir.ingest.rescan import BUDGET, RescanReport, rescan
-        from memoir.secrets import detector_id
+        from memoir.ingest.rescan import BUDGET, RescanReport, rescan, state_report
+        from memoir.secret_rules import detector_id
 
         if self.store.read_only:
             return RescanReport(detector_id(), skipped="the store is read-only")
+        standing = state_report(self.store.rescan.states())
+        if standing.finished:  # the common case: one query, no detector loaded
+            return standing
         try:
             with self.store.claims.hold("secret-rescan", "a secret re-scan is running"):
                 return rescan(self.store.rescan, self.summary_store(), budget=budget or BUDGET)

@@ -37,9 +37,11 @@ from importlib import resources
 from typing import Any
 
 __all__ = [
+    "DETECTOR_REVISION",
     "GITLEAKS_VERSION",
     "Allow",
     "Rule",
+    "detector_id",
     "load_rules",
     "rule_hits",
     "shannon_entropy",
@@ -242,6 +244,27 @@ def load_rules() -> tuple[Rule, ...]:
                 rule.allows + top,
             )
     return tuple(by_id.values())
+
+
+# raised when the detector's own logic (memoir.secrets) changes what it finds; the rule
+# files and detect-secrets' version are in detector_id already
+DETECTOR_REVISION = 2
+
+
+@cache
+def detector_id() -> str:
+    """A short id of what :mod:`memoir.secrets` finds: its rule files, detect-secrets'
+    version and :data:`DETECTOR_REVISION`. Stored derived text scanned with another id is
+    re-scanned (:mod:`memoir.ingest.rescan`). Cheap: it imports no detector."""
+    import hashlib
+    from importlib import metadata
+
+    seed = f"{DETECTOR_REVISION}:{metadata.version('detect-secrets')}"
+    digest = hashlib.sha256(seed.encode())
+    folder = resources.files("memoir") / "data"
+    for name in RULE_FILES:
+        digest.update((folder / name).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _secret_span(rule: Rule, m: re.Match[str]) -> tuple[int, int]:

@@ -84,7 +84,7 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from memoir.regex_gates import Gate, Needles, fold, gate_of, match_starts, prefixes_of
-from memoir.secret_rules import RULE_FILES, load_rules, rule_hits
+from memoir.secret_rules import detector_id, load_rules, rule_hits
 
 __all__ = [
     "BASE64_LIMIT",
@@ -502,26 +502,6 @@ def _find(text: str, *, gates: bool) -> list[Finding]:
             continue
         findings.append(Finding(kind, start, end))
     return findings
-
-
-# raised when this module's own logic changes what it finds (the rule files and the
-# detect-secrets version are in detector_id already)
-_DETECTOR_REVISION = 2
-
-
-@cache
-def detector_id() -> str:
-    """A short id of what the detector finds: its rule files, detect-secrets' version and
-    this module's revision. Stored derived text scanned with another id is re-scanned
-    (:mod:`memoir.ingest.rescan`)."""
-    import hashlib
-    from importlib import metadata, resources
-
-    digest = hashlib.sha256(f"{_DETECTOR_REVISION}:{metadata.version('detect-secrets')}".encode())
-    folder = resources.files("memoir") / "data"
-    for name in RULE_FILES:
-        digest.update((folder / name).read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def has_secret(text: str) -> bool:

@@ -25,7 +25,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from memoir.secrets import detector_id, has_secret, mask, mask_json
+from memoir.secret_rules import detector_id
 from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
 
 __all__ = ["BUDGET", "PAGE", "RescanReport", "SummaryTexts", "rescan", "state_report"]
@@ -81,6 +81,8 @@ def state_report(states: dict[str, RescanState], detector: str | None = None) ->
 def masked_text(text: str) -> str:
     """``text`` with its secrets masked; a JSON document has its strings masked one by one
     (it stays JSON)."""
+    from memoir.secrets import has_secret, mask, mask_json  # the detector loads on use
+
     if not text or not has_secret(text):
         return text
     if text[:1] in "{[":
@@ -131,6 +133,8 @@ def rescan(
 
 
 def _table_page(part: RescanPart, state: RescanState, size: int) -> tuple[RescanState, int, int]:
+    from memoir.secrets import has_secret
+
     rows = part.page(state.target, state.cursor, size)
     updates: dict[str, str] = {}
     forget: list[str] = []
@@ -158,6 +162,8 @@ def _summary_page(
     if summaries is None:  # no summary store here: nothing to scan
         return replace(state, done=True), 0, 0
     pending = [c for c in listed if c.session_id > state.cursor][:size]
+    from memoir.secrets import mask
+
     changed = 0
     for conversation in pending:
         full = summaries.refresh(conversation)
