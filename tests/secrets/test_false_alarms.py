@@ -139,3 +139,21 @@ ORDINARY = [
 def test_ordinary_text_stays_as_it_is(text: str) -> None:
     assert find_secrets(text) == []
     assert mask(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("my password is hunter2", "hunter2"),
+        ("the token: ab-1", None),  # too short to be one
+        ("the token: kebab-case-name7", "kebab-case-name7"),
+        ("my password is required", None),
+        ("the password is 12 characters long", None),
+        ("the staging API key is in 1Password", None),
+        ("pwd: /home/ann/src", None),
+        ("my password for the staging database is Tr0ub4dor&3.", "Tr0ub4dor&3"),
+    ],
+)
+def test_a_password_told_in_prose(text: str, secret: str | None) -> None:
+    spans = [text[f.start : f.end] for f in find_secrets(text)]
+    assert spans == ([secret] if secret else [])
