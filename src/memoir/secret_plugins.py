@@ -148,6 +148,11 @@ _ASSIGNED = re.compile(
 _SEPARATORS = " \t;&|"
 _CODE_VALUE = re.compile(r"[()\[\]{}<>,]")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+# a key naming an id, right before a quoted value: "id": / 'item_id': / sessionId=
+_ID_KEY = re.compile(
+    r"""(?:^|[^A-Za-z0-9])(?:(?:[A-Za-z0-9]*_)?(?:id|Id|ID)|[a-z][A-Za-z0-9]*(?:Id|ID))"""
+    r"""["']?[ \t]*[:=][ \t]*$"""
+)
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 
 
@@ -283,9 +288,11 @@ def _entropy(line: str, *, quoted: bool = True) -> list[tuple[BasePlugin, int, i
     for plugin in _ENTROPY:
         for m in plugin.regex.finditer(line) if quoted else ():  # (quote)(value)(quote)
             value = m.group(2)
+            if _ID_KEY.search(line, 0, m.start(1)):
+                continue  # the value of an id key ({"id": "3089bc67…"}): a name, not a secret
             if _high_entropy(plugin, value) and _kept(value, line, plugin):
                 found.append((plugin, m.start(2), m.end(2)))
-        if env is not None:
+        if env is not None and not _ID_KEY.search(line[: env.start("value")].rstrip("'\"")):
             value = env.group("value")
             charset: Any = plugin.charset
             in_charset = all(ch in charset for ch in value)

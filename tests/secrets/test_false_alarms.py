@@ -132,6 +132,10 @@ ORDINARY = [
     "The monkey keyboard has a pass key",
     "version 1.5.0 of detect-secrets, pip install -U memoir",
     "the API returned 401 Unauthorized, the token was 3 days old",
+    # ids in JSON or code: a memory item's id shown to the extraction model, a session id
+    '{"id": "3089bc67dcd27469", "kind": "fact", "keys": ["home"], "content": "I live here."}',
+    "{'item_id': '9f8e7d6c5b4a3928', 'n': 1}",
+    'sessionId="5ec7e7a1d0c4b3a2f1e0"',
 ]
 
 
