@@ -124,6 +124,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (14, "project-names"),
             (15, "usage-redactions"),
             (16, "event-times"),
+            (17, "secret-rescan"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"

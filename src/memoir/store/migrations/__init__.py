@@ -31,6 +31,7 @@ from memoir.store.migrations import (
     v014_project_names,
     v015_usage_redactions,
     v016_event_times,
+    v017_secret_rescan,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -138,6 +139,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v016_event_times.POSTGRES,
         sqlite_after=lambda tx: v016_event_times.backfill(tx, backend="sqlite"),
         postgres_after=lambda tx: v016_event_times.backfill(tx, backend="postgres"),
+    ),
+    Migration(
+        v017_secret_rescan.VERSION,
+        v017_secret_rescan.NAME,
+        v017_secret_rescan.SQLITE,
+        v017_secret_rescan.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
