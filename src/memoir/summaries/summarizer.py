@@ -23,7 +23,7 @@ from memoir.llm.port import Model, TokenCounter
 from memoir.llm.tokens import default_counter
 from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
-from memoir.model import Event, Exchange, build_exchanges
+from memoir.model import Event, EventKind, Exchange, build_exchanges
 from memoir.summaries.episodic.cache import EpisodeCache
 from memoir.summaries.episodic.summarizer import EpisodicSummarizer
 
@@ -83,12 +83,44 @@ def tiny_summary(exchange: Exchange) -> str:
     return " ".join(parts)
 
 
-def render_transcript(exchanges: Sequence[Exchange]) -> str:
+_TARGET_KEYS = ("command", "file_path", "path", "notebook_path")
+_NO_BRACKETS = str.maketrans("()[]", "    ")  # the marker's own delimiters
+
+
+def _tool_target(event: Event) -> str | None:
+    """The file or command a tool call touched (its input's first such argument)."""
+    args = event.payload.get("input") if isinstance(event.payload, dict) else None
+    if not isinstance(args, dict):
+        return None
+    for key in _TARGET_KEYS:
+        value = args.get(key)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            line = " ".join(value.strip().splitlines()[0].split())
+            return line[:120].translate(_NO_BRACKETS).strip() or None
+    return None
+
+
+def _tools_line(ex: Exchange, events: Sequence[Event]) -> str:
+    """``[tools: Read (tests/x.py), Grep, Bash (pytest -q)]``: each tool called in the
+    exchange, with the file or command it touched when it named one."""
+    named: list[str] = []
+    for ev in events:
+        if ev.kind is EventKind.TOOL_CALL and ex.first_ordinal <= ev.ordinal <= ex.last_ordinal:
+            target = _tool_target(ev)
+            item = f"{ev.tool_name or 'tool'} ({target})" if target else (ev.tool_name or "tool")
+            if item not in named:
+                named.append(item)
+    return f"[tools: {', '.join(named or ex.tool_names)}]"
+
+
+def render_transcript(exchanges: Sequence[Exchange], events: Sequence[Event] = ()) -> str:
     blocks = []
     for ex in exchanges:
         block = [f"User: {quote_speaker_lines(ex.user_text.strip())}"]
         if ex.tool_names:
-            block.append(f"[tools: {', '.join(ex.tool_names)}]")
+            block.append(_tools_line(ex, events))
         if ex.assistant_text.strip():
             block.append(f"Assistant: {quote_speaker_lines(ex.assistant_text.strip())}")
         blocks.append("\n".join(block))
@@ -129,7 +161,7 @@ def summarize_conversation(
         return None
     if _is_tiny(exchanges):
         return SummaryText(tiny_summary(exchanges[0]), "none")
-    transcript = render_transcript(exchanges)
+    transcript = render_transcript(exchanges, events)
     counter = counter or default_counter()
     if counter.count(transcript) <= SHORT_TOKEN_BUDGET:
         try:
