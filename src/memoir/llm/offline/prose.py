@@ -69,7 +69,8 @@ _GREETING = re.compile(
     r"night)|wow|oh|ah|ok(?:ay)?|sure|great|cool|nice|awesome|perfect|sounds good|no problem|"
     r"you'?re welcome|bye|see you|see ya|take care|talk (?:soon|later)|glad|congrats|"
     r"congratulations|haha|lol|yes|yeah|yep|no|nope|right|exactly|absolutely|totally|"
-    r"how (?:are|have) you|what'?s up|long time)\b",
+    r"how (?:are|have) you|what'?s up|long time|(?:good|nice|great|glad|so good) to (?:see|hear|"
+    r"meet|talk|chat)|that'?s (?:great|awesome|amazing|so|really|cool|nice|wonderful))\b",
     re.IGNORECASE,
 )
 _REQUEST = re.compile(
@@ -121,6 +122,8 @@ _THIRD_PERSON_VERB = re.compile(
     r"^(?P<verb>love|like|want|need|have|feel|think|enjoy|hope|plan|try|work|live|go|do|"
     r"prefer|hate|miss|wish|know|keep|get|make|take|find|see|use)\b"
 )
+_OWN = re.compile(r"\b(?:my|me|myself|I'm|I)\b")
+_THEIR = {"my": "their", "me": "them", "myself": "themselves", "I'm": "they're", "I": "they"}
 _VERB_S = {"have": "has", "do": "does", "go": "goes", "try": "tries", "wish": "wishes",
            "miss": "misses"}  # fmt: skip
 
@@ -283,6 +286,7 @@ def _third_person(text: str, name: str | None) -> str:
                 word = verb.group("verb")
                 conj = _VERB_S.get(word, word + "s")
                 rest = " " + conj + rest.lstrip()[len(word) :]
+        rest = _OWN.sub(lambda w: _THEIR[w.group(0)], rest)
         return replacement.format(name=name) + rest
     return text
 
@@ -327,7 +331,12 @@ def _goal(r: _Reading) -> tuple[str, list[Sentence], bool]:
     first = firsts[0]
     same_turn = [s for s in firsts if s.turn == first.turn]
     asking = next((s for s in same_turn if _ASKS.search(s.text)), None)
-    if asking is None or asking is first:
+    if asking is None:  # no request: a talk, its most central opening sentence leads
+        ranked = [s for _, s in rank_sentences(users) if not is_filler(s.text)]
+        early = [s for s in ranked if s.position <= users[len(users) // 2].position] or ranked
+        lead = next((s for s in early if not s.text.rstrip().endswith("?")), first)
+        return _trim(_third_person(lead.text, r.speaker(lead)), HEADLINE_GOAL_WORDS), [lead], False
+    if asking is first:
         used = [first]
         text = _imperative(first.text) if asking is first else first.text
         goal = _trim(_third_person(text, r.speaker(first)), HEADLINE_GOAL_WORDS)
