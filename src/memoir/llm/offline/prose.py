@@ -29,10 +29,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memoir.llm.offline.analysis import finish, near_duplicate
-from memoir.llm.offline.rank import rank_sentences
+from memoir.llm.offline.rank import cue, rank_sentences
 from memoir.llm.offline.text import (
     Sentence,
     Turn,
@@ -54,6 +54,7 @@ __all__ = [
     "summarize_lines",
 ]
 
+EMPTY = "A short exchange with nothing to keep."
 HEADLINE_GOAL_WORDS = 30
 HEADLINE_OUTCOME_WORDS = 32
 SENTENCE_WORDS = 36
@@ -94,7 +95,7 @@ _OUTCOME = re.compile(
 )
 _FIX_TASK = re.compile(r"\b(?:fix|bug|fails?|failing|flaky|error|broken|crash|wrong)\w*", re.I)
 _OPEN = re.compile(
-    r"\b(?:still (?:fails|failing|broken|need|to do)|not yet|todo|to do|next step|remaining|"
+    r"\b(?:still (?:fails|failing|broken|need|to do|open)|remains? open|open question|not yet|todo|to do|next step|remaining|"
     r"follow[- ]up|tomorrow|later|pending|unresolved|haven'?t|have not|left to)\b",
     re.IGNORECASE,
 )
@@ -154,6 +155,7 @@ class ProseSummary:
     ran: tuple[str, ...]
     still_open: str | None
     status: str | None  # "fixed" | "done" | "open" | "abandoned" | None (not a task)
+    short: str = ""  # the headline without its outcome (for a tight budget)
 
     def render(self) -> str:
         lines = [self.headline] if self.headline else []
@@ -330,25 +332,31 @@ def _goal(r: _Reading) -> tuple[str, list[Sentence], bool]:
         return "", [], False
     first = firsts[0]
     same_turn = [s for s in firsts if s.turn == first.turn]
-    asking = next((s for s in same_turn if _ASKS.search(s.text)), None)
-    if asking is None:  # no request: a talk, its most central opening sentence leads
-        ranked = [s for _, s in rank_sentences(users) if not is_filler(s.text)]
-        early = [s for s in ranked if s.position <= users[len(users) // 2].position] or ranked
-        lead = next((s for s in early if not s.text.rstrip().endswith("?")), first)
-        return _trim(_third_person(lead.text, r.speaker(lead)), HEADLINE_GOAL_WORDS), [lead], False
+    asking = next((s for s in same_turn if _asks(s.text)), None)
+    if asking is None:  # no request: a talk, opened by its first substantive sentence
+        goal = _trim(_third_person(first.text, r.speaker(first)), HEADLINE_GOAL_WORDS)
+        return goal, [first], False
     if asking is first:
         used = [first]
         text = _imperative(first.text) if asking is first else first.text
         goal = _trim(_third_person(text, r.speaker(first)), HEADLINE_GOAL_WORDS)
         return goal, used, asking is first
-    if asking.position - first.position == 1 and (
-        len(first.text.split()) + len(asking.text.split()) <= HEADLINE_GOAL_WORDS + 6
-    ):
+    if len(first.text.split()) + len(asking.text.split()) <= HEADLINE_GOAL_WORDS + 6:
         setup = _trim(first.text, HEADLINE_GOAL_WORDS)
         ask = _imperative(asking.text)
         ask = ask[:1].lower() + ask[1:] if ask != asking.text else _trim(ask, 20)
         return f"{setup}: {_trim(ask, 20)}", [first, asking], True
     return _trim(_imperative(asking.text), HEADLINE_GOAL_WORDS), [asking], True
+
+
+def _asks(text: str) -> bool:
+    """A request or a question of the user's own (not one it quotes)."""
+    text = text.strip()
+    if text[:1] in "\"'“‘«":
+        return False
+    return bool(_REQUEST.match(text)) or (text.endswith("?") and bool(_ASKS.search(text))) or (
+        text.endswith("?") and len(text.split()) >= 5
+    )
 
 
 def _outcome(r: _Reading, used: set[int]) -> Sentence | None:
@@ -415,7 +423,8 @@ def summarize_lines(
     """The prose summary of a conversation given as lines and actions (pure)."""
     r = _Reading.of(lines)
     goal, goal_used, task = _goal(r)
-    task = task or bool(actions)
+    users = [s for s in r.sentences if s.role in ("user", "unknown")]
+    task = task or bool(actions) or any(_REQUEST.match(s.text.strip()) for s in users)
     used = {s.position for s in goal_used}
     outcome = _outcome(r, used)
     if outcome is not None:
@@ -433,7 +442,7 @@ def summarize_lines(
         if status and headline:
             headline = f"{headline} — {status}: {end}"
         elif headline:
-            headline = f"{headline}. {end[:1].upper()}{end[1:]}"
+            headline = f"{headline} — {end}"
         else:
             headline = end
     elif status and headline:
@@ -449,38 +458,72 @@ def summarize_lines(
     if body_words is None:
         prose_words = sum(len(s.text.split()) for s in r.sentences)
         body_words = max(MIN_BODY_WORDS, min(MAX_BODY_WORDS, int(prose_words * BODY_SHARE)))
-    body = tuple(r.said(s) for s in _central(r, body_words, used, said))
+    decided = [
+        s for _, s in rank_sentences(r.sentences)
+        if cue("decision", s.text) and s.position not in used and not near_duplicate(s.text, said)
+    ][:2]  # fmt: skip
+    for s in decided:
+        used.add(s.position)
+        said.append(frozenset(content_words(s.text)))
+    central = _central(r, max(0, body_words - sum(len(s.text.split()) for s in decided)), used, said)
+    body = tuple(r.said(s) for s in sorted([*decided, *central], key=lambda s: s.position))
+    short = finish(f"{goal} — {status}" if status and goal else goal) if goal else headline
     return ProseSummary(
-        headline, body, _dedupe(actions, "file"), _dedupe(actions, "command"), still_open, status
+        headline,
+        body,
+        _dedupe(actions, "file"),
+        _dedupe(actions, "command"),
+        still_open,
+        status,
+        short,
     )
 
 
 def prose_summary(
     transcript: str, max_tokens: int, count: Callable[[str], int], previous: str = ""
 ) -> str:
-    """The prose summary of a transcript in the prompt convention that fits ``max_tokens``
-    (body sentences are dropped from the least central up when it does not)."""
+    """The prose summary of a transcript in the prompt convention that fits ``max_tokens``:
+    when it does not, the earlier summary's sentences go first, then body sentences from
+    the last, what remains, the files and commands, the headline's outcome, and last the
+    goal's words (clipped with "…")."""
     lines, actions = read_transcript(transcript)
     summary = summarize_lines(lines, actions)
-    earlier = _earlier(previous)
-    text = _with_earlier(summary.render(), earlier)
-    body = list(summary.body)
-    while count(text) > max_tokens and (body or earlier):
+    return _fit(summary, _earlier(previous), max_tokens, count) or EMPTY
+
+
+def _fit(
+    summary: ProseSummary, earlier: list[str], max_tokens: int, count: Callable[[str], int]
+) -> str:
+    def render(s: ProseSummary, before: list[str]) -> str:
+        return _with_earlier(s.render(), before)
+
+    current = summary
+    text = render(current, earlier)
+    while count(text) > max_tokens:
         if earlier:
             earlier = earlier[:-1]
+        elif current.body:
+            current = replace(current, body=current.body[:-1])
+        elif current.still_open:
+            current = replace(current, still_open=None)
+        elif current.ran or current.touched:
+            current = replace(current, ran=(), touched=())
+        elif current.short and current.headline != current.short:
+            current = replace(current, headline=current.short, short="")
         else:
-            body.pop()
-        trimmed = ProseSummary(
-            summary.headline, tuple(body), summary.touched, summary.ran, summary.still_open,
-            summary.status,
-        )  # fmt: skip
-        text = _with_earlier(trimmed.render(), earlier)
+            words = current.headline.rstrip(".…").split()
+            if len(words) <= 1:
+                return text if count(text) <= max_tokens else ""
+            current = replace(current, headline=" ".join(words[: len(words) * 2 // 3]) + "…")
+        text = render(current, earlier)
     return text
 
 
 def _earlier(previous: str) -> list[str]:
-    first = next((ln.strip() for ln in previous.splitlines() if ln.strip()), "")
-    return [first] if first else []
+    """Sentences of a previous summary carried forward (a keyword line of format 1 never)."""
+    from memoir.llm.offline.summary import _previous_sentences
+
+    return _previous_sentences(previous, limit=4)
 
 
 def _with_earlier(text: str, earlier: list[str]) -> str:
