@@ -59,8 +59,8 @@ HEADLINE_GOAL_WORDS = 30
 HEADLINE_OUTCOME_WORDS = 32
 SENTENCE_WORDS = 36
 MIN_BODY_WORDS = 30
-MAX_BODY_WORDS = 90
-BODY_SHARE = 0.12  # of the conversation's prose words, between the two bounds above
+MAX_BODY_WORDS = 110
+BODY_SHARE = 0.16  # of the conversation's prose words, between the two bounds above
 MAX_ACTIONS = 6
 
 _PROSE_ROLES = ("user", "assistant", "unknown", "system")
@@ -123,8 +123,17 @@ _THIRD_PERSON_VERB = re.compile(
     r"^(?P<verb>love|like|want|need|have|feel|think|enjoy|hope|plan|try|work|live|go|do|"
     r"prefer|hate|miss|wish|know|keep|get|make|take|find|see|use)\b"
 )
-_OWN = re.compile(r"\b(?:my|me|myself|I'm|I)\b")
-_THEIR = {"my": "their", "me": "them", "myself": "themselves", "I'm": "they're", "I": "they"}
+# a reply's reaction to what the other side said ("You have such a caring heart",
+# "That sounds great"): it answers, it tells nothing new
+_REACTION = re.compile(
+    r"^(?:you|your|you'?re|you'?ve|that(?:'?s| is| was| sounds| looks)|this (?:sounds|looks)|"
+    r"it (?:sounds|looks)|sounds|looks|what a|so (?:cool|great|glad|happy|sorry)|"
+    r"i'?m (?:so )?(?:glad|happy|sorry|proud)|wow|aww?|omg)\b",
+    re.IGNORECASE,
+)
+_OWN = re.compile(r"\b(?:my|me|myself|I'm|I've|I'd|I'll|I)\b")
+_THEIR = {"my": "their", "me": "them", "myself": "themselves", "I'm": "they're", "I": "they",
+          "I've": "they've", "I'd": "they'd", "I'll": "they'll"}  # fmt: skip
 _VERB_S = {"have": "has", "do": "does", "go": "goes", "try": "tries", "wish": "wishes",
            "miss": "misses"}  # fmt: skip
 
@@ -290,7 +299,29 @@ def _third_person(text: str, name: str | None) -> str:
                 rest = " " + conj + rest.lstrip()[len(word) :]
         rest = _OWN.sub(lambda w: _THEIR[w.group(0)], rest)
         return replacement.format(name=name) + rest
-    return text
+    return _reported(text, name)
+
+
+_FIRST_MENTION = re.compile(r"\b(?:I'm|I've|I'd|I'll|I|my|me|myself)\b")
+_NAMED = {"I'm": "{n} is", "I've": "{n} has", "I'd": "{n} would", "I'll": "{n} will",
+          "I": "{n}", "my": "{n}'s", "me": "{n}", "myself": "{n}"}  # fmt: skip
+
+
+def _reported(text: str, name: str) -> str:
+    """A sentence with the speaker's "I" further in: its first "I"/"my"/"me" names the
+    speaker ("…so I went" → "…so Caroline went"), the later ones become they/their/them."""
+    m = _FIRST_MENTION.search(text)
+    if m is None:
+        return text
+    word = m.group(0)
+    rest = text[m.end() :]
+    if word == "I":
+        verb = _THIRD_PERSON_VERB.match(rest.lstrip())
+        if verb:
+            conj = _VERB_S.get(verb.group("verb"), verb.group("verb") + "s")
+            rest = " " + conj + rest.lstrip()[len(verb.group("verb")) :]
+    rest = _OWN.sub(lambda w: _THEIR[w.group(0)], rest)
+    return text[: m.start()] + _NAMED[word].format(n=name) + rest
 
 
 def _imperative(text: str) -> str:
@@ -334,6 +365,7 @@ def _goal(r: _Reading) -> tuple[str, list[Sentence], bool]:
     same_turn = [s for s in firsts if s.turn == first.turn]
     asking = next((s for s in same_turn if _asks(s.text)), None)
     if asking is None:  # no request: a talk, opened by its first substantive sentence
+        first = next((s for s in firsts if not _REACTION.match(s.text)), first)
         goal = _trim(_third_person(first.text, r.speaker(first)), HEADLINE_GOAL_WORDS)
         return goal, [first], False
     if asking is first:
@@ -366,7 +398,8 @@ def _outcome(r: _Reading, used: set[int]) -> Sentence | None:
     late = helpers[len(helpers) // 3 :]
     for s in reversed(late):
         if s.position not in used and _OUTCOME.search(s.text) and not s.text.endswith("?"):
-            return s
+            if not _REACTION.match(s.text):
+                return s
     last_turn = helpers[-1].turn
     finals = [s for s in helpers if s.turn == last_turn and s.position not in used]
     finals = [s for s in finals if not s.text.endswith("?")] or finals
@@ -395,6 +428,8 @@ def _central(r: _Reading, budget: int, used: set[int], said: list[frozenset[str]
     total = 0
     for _, s in rank_sentences(r.sentences):
         if s.position in used or is_filler(s.text) or s.text.rstrip().endswith("?"):
+            continue
+        if _REACTION.match(s.text):  # said to the other person about what they said
             continue
         if near_duplicate(s.text, said):
             continue
