@@ -13,6 +13,7 @@ Failures raise (a ModelError or SummaryError); the caller records them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,8 +71,9 @@ def _clip(text: str, limit: int) -> str:
     return cut.rstrip(" ,.;:") + "…"
 
 
-def tiny_summary(exchange: Exchange) -> str:
-    """A deterministic one-exchange summary (no model call)."""
+def tiny_summary(exchange: Exchange, events: Sequence[Event] = ()) -> str:
+    """A deterministic one-exchange summary (no model call); the tools it used name the
+    file or command they touched when ``events`` are given."""
     asked = _clip(exchange.user_text, 200) or "(no text)"
     parts = [f"A single exchange: the user asked “{asked}”."]
     if exchange.assistant_text.strip():
@@ -79,17 +81,30 @@ def tiny_summary(exchange: Exchange) -> str:
     else:
         parts.append("It ended without a reply.")
     if exchange.tool_names:
-        parts.append(f"Tools used: {', '.join(exchange.tool_names)}.")
+        used = _tools_line(exchange, events)[len("[tools: ") : -1]
+        parts.append(f"Tools used: {used}.")
     return " ".join(parts)
 
 
 _TARGET_KEYS = ("command", "file_path", "path", "notebook_path")
+_PATCHED = re.compile(r"\*\*\* (?:Update|Add|Delete) File: ([^\n]+)")
 _NO_BRACKETS = str.maketrans("()[]", "    ")  # the marker's own delimiters
 
 
 def _tool_target(event: Event) -> str | None:
     """The file or command a tool call touched (its input's first such argument)."""
-    args = event.payload.get("input") if isinstance(event.payload, dict) else None
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    args = payload.get("input")
+    raw = payload.get("arguments")  # Codex: a JSON string, or the command line itself
+    if args is None and isinstance(raw, str):
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = {"command": raw}
+    if isinstance(args, dict) and isinstance(args.get("input"), str):  # apply_patch
+        patched = _PATCHED.search(args["input"])
+        if patched:
+            return patched.group(1).strip().translate(_NO_BRACKETS).strip() or None
     if not isinstance(args, dict):
         return None
     for key in _TARGET_KEYS:
@@ -160,7 +175,7 @@ def summarize_conversation(
     if not exchanges:
         return None
     if _is_tiny(exchanges):
-        return SummaryText(tiny_summary(exchanges[0]), "none")
+        return SummaryText(tiny_summary(exchanges[0], events), "none")
     transcript = render_transcript(exchanges, events)
     counter = counter or default_counter()
     if counter.count(transcript) <= SHORT_TOKEN_BUDGET:

@@ -267,7 +267,10 @@ def lines_of_events(events: Sequence[object]) -> tuple[list[Line], list[Action]]
         kind = getattr(ev, "kind", None)
         if kind is EventKind.TOOL_CALL:
             payload = getattr(ev, "payload", {}) or {}
-            found = _target(str(getattr(ev, "tool_name", "") or ""), payload.get("input"))
+            args = payload.get("input")
+            if args is None and isinstance(payload.get("arguments"), str):
+                args = _parse_args(payload["arguments"]) or {"command": payload["arguments"]}
+            found = _target(str(getattr(ev, "tool_name", "") or ""), args)
             if found is None:
                 found = _target("", _parse_args(str(getattr(ev, "text", ""))))
             if found:
@@ -473,7 +476,9 @@ def summarize_lines(
         said.append(frozenset(content_words(outcome.text)))
         said_end = _OUTCOME_LABEL.sub("", outcome.text.strip())
         end = _trim(_third_person(said_end, r.speaker(outcome)), HEADLINE_OUTCOME_WORDS)
-        end = end[:1].lower() + end[1:] if status and end[1:2].islower() else end
+        head = end.split(" ", 1)[0]
+        if status and head[1:].isalpha() and head[1:].islower():  # "All 8 tests" → "all 8…"
+            end = end[:1].lower() + end[1:]
         if status and headline:
             headline = f"{headline} — {status}: {end}"
         elif headline:
