@@ -177,12 +177,18 @@ def _lines(*pairs: tuple[str, str]) -> list[Line]:
     ("turns", "actions", "status"),
     [
         (
-            (("user", "Can you fix the failing login test?"), ("assistant", "Fixed: the test passes now.")),
+            (
+                ("user", "Can you fix the failing login test?"),
+                ("assistant", "Fixed: the test passes now."),
+            ),
             (),
             "fixed",
         ),
         (
-            (("user", "Please add a dark mode toggle."), ("assistant", "Added the toggle to the settings page.")),
+            (
+                ("user", "Please add a dark mode toggle."),
+                ("assistant", "Added the toggle to the settings page."),
+            ),
             (),
             "done",
         ),
@@ -204,12 +210,18 @@ def _lines(*pairs: tuple[str, str]) -> list[Line]:
             "abandoned",
         ),
         (
-            (("user", "I went to a concert with my sister yesterday."), ("assistant", "That sounds wonderful.")),
+            (
+                ("user", "I went to a concert with my sister yesterday."),
+                ("assistant", "That sounds wonderful."),
+            ),
             (),
             None,  # a talk, not a task: no status
         ),
         (
-            (("user", "The cache layer is slow on big pages."), ("assistant", "Replaced the lock with a read-write lock.")),
+            (
+                ("user", "The cache layer is slow on big pages."),
+                ("assistant", "Replaced the lock with a read-write lock."),
+            ),
             (Action("file", "cache.py"),),
             "done",  # tools used make it a task
         ),
@@ -259,7 +271,11 @@ def test_a_summary_fits_its_budget_by_dropping_the_least_first() -> None:
 @pytest.mark.parametrize(
     ("body", "current", "action"),
     [
-        ("This conversation was about utc, test and coupon.\nKey points: …", 100, Decision.RESUMMARIZE),
+        (
+            "This conversation was about utc, test and coupon.\nKey points: …",
+            100,
+            Decision.RESUMMARIZE,
+        ),
         ("The conversation was about invoices. It started with: …", 100, Decision.RESUMMARIZE),
         ("Fix the flaky checkout test — fixed: all 8 tests pass.", 100, Decision.CURRENT),
         ("Fix the flaky checkout test — fixed: all 8 tests pass.", 150, Decision.RESUMMARIZE),

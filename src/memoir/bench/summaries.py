@@ -32,7 +32,11 @@ from memoir.llm.offline.summary import text_summary
 from memoir.llm.offline.text import split_sentences
 from memoir.llm.tokens import TiktokenCounter
 from memoir.model import Event, build_exchanges, spoken_text
-from memoir.summaries.summarizer import SUMMARY_MAX_TOKENS, render_transcript, summarize_conversation
+from memoir.summaries.summarizer import (
+    SUMMARY_MAX_TOKENS,
+    render_transcript,
+    summarize_conversation,
+)
 
 __all__ = ["METHODS", "SEED", "SessionScore", "SummariesReport", "cut_words", "run_summaries"]
 
@@ -73,9 +77,7 @@ class SummariesReport:
         return {
             "sessions": len(self.sessions),
             "length_ratio": round(self.length_ratio, 3),
-            "methods": {
-                m: {k: round(self.mean(m, k), 4) for k in METRICS} for m in METHODS
-            },
+            "methods": {m: {k: round(self.mean(m, k), 4) for k in METRICS} for m in METHODS},
             "rougeL_vs_lead": round(self.mean("prose", "rougeL") / lead, 3) if lead else None,
             "keyword_rougeL_vs_lead": (
                 round(self.mean("keyword", "rougeL") / lead, 3) if lead else None

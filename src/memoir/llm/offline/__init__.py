@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from memoir.llm.errors import Truncated
+from memoir.llm.offline.prose import prose_summary
 from memoir.llm.offline.structured import (
     DROP_ORDER,
     episode_object,
@@ -36,7 +37,6 @@ from memoir.llm.offline.structured import (
     half_object,
     merge_object,
 )
-from memoir.llm.offline.prose import prose_summary
 from memoir.llm.offline.text import material_of
 from memoir.llm.offline.work import work_summary
 from memoir.llm.tokens import TiktokenCounter, counter_for, request_tokens

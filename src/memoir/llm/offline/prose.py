@@ -95,8 +95,9 @@ _OUTCOME = re.compile(
 )
 _FIX_TASK = re.compile(r"\b(?:fix|bug|fails?|failing|flaky|error|broken|crash|wrong)\w*", re.I)
 _OPEN = re.compile(
-    r"\b(?:still (?:fails|failing|broken|need|to do|open)|remains? open|open question|not yet|todo|to do|next step|remaining|"
-    r"follow[- ]up|tomorrow|later|pending|unresolved|haven'?t|have not|left to)\b",
+    r"\b(?:still (?:fails|failing|broken|need|to do|open)|remains? open|open question|not yet|"
+    r"todo|to do|next step|remaining|follow[- ]up|tomorrow|later|pending|unresolved|"
+    r"haven'?t|have not|left to)\b",
     re.IGNORECASE,
 )
 _ABANDONED = re.compile(
@@ -107,13 +108,17 @@ _ABANDONED = re.compile(
 # a file, not a folder a search was scoped to ("shop", "."): a name with an extension
 _FILE = re.compile(r"[^/.\s]\.\w{1,10}$|(?:^|/)(?:Makefile|Dockerfile|\.[\w.-]+)$")
 # a label an outcome sentence opens with ("Done: …", "Found it: …")
-_OUTCOME_LABEL = re.compile(r"^(?:done|fixed|found it|all set|ok(?:ay)?|great|good)[:,!.]\s+(?=\S)", re.I)
+_OUTCOME_LABEL = re.compile(
+    r"^(?:done|fixed|found it|all set|ok(?:ay)?|great|good)[:,!.]\s+(?=\S)", re.I
+)
 _TOOLS_MARK = re.compile(r"^\[tools: (?P<list>[^\]\n]*)\]\s*$", re.MULTILINE)
 _NAME_PREFIX = re.compile(r"^(?P<name>[A-Z][\w'’.-]{1,30}(?: [A-Z][\w'’.-]{1,30})?):\s+(?=\S)")
 _FIRST_PERSON = (
     (re.compile(r"^I'?m\b|^I am\b"), "{name} is"),
-    (re.compile(r"^I'?ve\b|^I have\b(?= (?:been|got|a|an|the|to|no|some|just|always|never))"),
-     "{name} has"),
+    (
+        re.compile(r"^I'?ve\b|^I have\b(?= (?:been|got|a|an|the|to|no|some|just|always|never))"),
+        "{name} has",
+    ),
     (re.compile(r"^I'?d\b"), "{name} would"),
     (re.compile(r"^I'?ll\b"), "{name} will"),
     (re.compile(r"^My\b"), "{name}'s"),
@@ -285,7 +290,7 @@ def lines_of_events(events: Sequence[object]) -> tuple[list[Line], list[Action]]
 
 
 def _third_person(text: str, name: str | None) -> str:
-    """"I went to…" said by Caroline → "Caroline went to…" (only a sentence that opens
+    """ "I went to…" said by Caroline → "Caroline went to…" (only a sentence that opens
     with the speaker's "I"/"My"; anything else is kept as said)."""
     if not name:
         return text
@@ -328,7 +333,7 @@ def _reported(text: str, name: str) -> str:
 
 
 def _imperative(text: str) -> str:
-    """"Can you find out why it's flaky?" → "Find out why it's flaky"."""
+    """ "Can you find out why it's flaky?" → "Find out why it's flaky"."""
     m = _REQUEST.match(text)
     if m is None:
         return text
@@ -389,8 +394,10 @@ def _asks(text: str) -> bool:
     text = text.strip()
     if text[:1] in "\"'“‘«":
         return False
-    return bool(_REQUEST.match(text)) or (text.endswith("?") and bool(_ASKS.search(text))) or (
-        text.endswith("?") and len(text.split()) >= 5
+    return (
+        bool(_REQUEST.match(text))
+        or (text.endswith("?") and bool(_ASKS.search(text)))
+        or (text.endswith("?") and len(text.split()) >= 5)
     )
 
 
@@ -400,9 +407,9 @@ def _outcome(r: _Reading, used: set[int]) -> Sentence | None:
         return None
     late = helpers[len(helpers) // 3 :]
     for s in reversed(late):
-        if s.position not in used and _OUTCOME.search(s.text) and not s.text.endswith("?"):
-            if not _REACTION.match(s.text):
-                return s
+        fresh = s.position not in used and not s.text.endswith("?")
+        if fresh and _OUTCOME.search(s.text) and not _REACTION.match(s.text):
+            return s
     last_turn = helpers[-1].turn
     finals = [s for s in helpers if s.turn == last_turn and s.position not in used]
     finals = [s for s in finals if not s.text.endswith("?")] or finals
@@ -426,7 +433,9 @@ def _status(r: _Reading, outcome: Sentence | None, goal: str, task: bool) -> str
     return None
 
 
-def _central(r: _Reading, budget: int, used: set[int], said: list[frozenset[str]]) -> list[Sentence]:
+def _central(
+    r: _Reading, budget: int, used: set[int], said: list[frozenset[str]]
+) -> list[Sentence]:
     chosen: list[Sentence] = []
     total = 0
     for _, s in rank_sentences(r.sentences):
@@ -505,7 +514,9 @@ def summarize_lines(
     for s in decided:
         used.add(s.position)
         said.append(frozenset(content_words(s.text)))
-    central = _central(r, max(0, body_words - sum(len(s.text.split()) for s in decided)), used, said)
+    central = _central(
+        r, max(0, body_words - sum(len(s.text.split()) for s in decided)), used, said
+    )
     body = tuple(r.said(s) for s in sorted([*decided, *central], key=lambda s: s.position))
     short = finish(f"{goal} — {status}" if status and goal else goal) if goal else headline
     return ProseSummary(
