@@ -77,7 +77,7 @@ CODING = [
         "claude/projects/-home-ann-blog/0e1f2a3b-4c5d-4e6f-9a7b-8c9d0e1f2a09.jsonl",
         "Generate an RSS feed for the blog",
         "layouts/base.html",
-        "Added `<link rel=",
+        "done: added `<link rel=",
     ),
     (
         f"{CODEX}/15/rollout-2025-10-15T14-00-00-0199f1a2-3b4c-7d5e-8f6a-7b8c9d0e1f10.jsonl",
@@ -94,7 +94,7 @@ CODING = [
     (
         f"{CODEX}/18/rollout-2025-10-18T14-00-00-0199f3c4-5d6e-7f7a-8b8c-9d0e1f2a3b12.jsonl",
         "Explique-moi pourquoi la requête des meilleures ventes est lente",
-        None,  # the agent touched nothing: it explained, then wrote the migration in prose
+        "EXPLAIN ANALYZE",
         "Migration `0042_top_sellers_view.sql` écrite",
     ),
 ]

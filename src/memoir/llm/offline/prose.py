@@ -86,6 +86,15 @@ _ASKS = re.compile(
     r"find out|figure out|set up|write|make|build|debug|refactor|migrate|update)\b",
     re.IGNORECASE,
 )
+# a sentence that opens with a verb telling the assistant what to do: a request
+_IMPERATIVE = re.compile(
+    r"^(?:(?:also|now|then|so|ok(?:ay)?|and)[,]?\s+)?(?:add|fix|write|generate|create|make|"
+    r"build|explain|translate|migrate|update|remove|delete|refactor|implement|set up|find|"
+    r"compare|research|review|check|show|summari[sz]e|rename|move|convert|investigate|debug|"
+    r"optimi[sz]e|speed up|port|upgrade|install|deploy|document|test|draft|design|plan|"
+    r"tell me|give me|help)\b",
+    re.IGNORECASE,
+)
 _OUTCOME = re.compile(
     r"\b(?:fixed|fixes|resolved|solved|pass|passes|passed|passing|green|works now|now works|"
     r"is working|done|finished|merged|committed|pushed|deployed|shipped|added|updated|"
@@ -136,6 +145,7 @@ _REACTION = re.compile(
     r"i'?m (?:so )?(?:glad|happy|sorry|proud)|wow|aww?|omg)\b",
     re.IGNORECASE,
 )
+_YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
 _OWN = re.compile(r"\b(?:my|me|myself|I'm|I've|I'd|I'll|I)\b")
 _THEIR = {"my": "their", "me": "them", "myself": "themselves", "I'm": "they're", "I": "they",
           "I've": "they've", "I'd": "they'd", "I'll": "they'll"}  # fmt: skip
@@ -395,7 +405,7 @@ def _asks(text: str) -> bool:
     if text[:1] in "\"'“‘«":
         return False
     return (
-        bool(_REQUEST.match(text))
+        bool(_REQUEST.match(text) or _IMPERATIVE.match(text))
         or (text.endswith("?") and bool(_ASKS.search(text)))
         or (text.endswith("?") and len(text.split()) >= 5)
     )
@@ -436,13 +446,22 @@ def _status(r: _Reading, outcome: Sentence | None, goal: str, task: bool) -> str
 def _central(
     r: _Reading, budget: int, used: set[int], said: list[frozenset[str]]
 ) -> list[Sentence]:
+    """The most central sentences within ``budget`` words, in conversation order: first
+    those that tell something (no question, no filler, not a reply's reaction), then —
+    only while the budget lasts — those said to the other person ("you…")."""
+    ranked = [
+        s
+        for _, s in rank_sentences(r.sentences)
+        if s.position not in used
+        and not is_filler(s.text)
+        and not s.text.rstrip().endswith("?")
+        and not _REACTION.match(s.text)
+    ]
+    telling = [s for s in ranked if not _YOU.search(s.text)]
+    addressed = [s for s in ranked if _YOU.search(s.text)]
     chosen: list[Sentence] = []
     total = 0
-    for _, s in rank_sentences(r.sentences):
-        if s.position in used or is_filler(s.text) or s.text.rstrip().endswith("?"):
-            continue
-        if _REACTION.match(s.text):  # said to the other person about what they said
-            continue
+    for s in telling + addressed:
         if near_duplicate(s.text, said):
             continue
         words = min(SENTENCE_WORDS, len(s.text.split()))
@@ -471,9 +490,9 @@ def summarize_lines(
     r = _Reading.of(lines)
     goal, goal_used, task = _goal(r)
     users = [s for s in r.sentences if s.role in ("user", "unknown")]
-    task = task or bool(actions) or any(_REQUEST.match(s.text.strip()) for s in users)
+    task = task or bool(actions) or any(_asks(s.text) and not s.text.endswith("?") for s in users)
     used = {s.position for s in goal_used}
-    outcome = _outcome(r, used)
+    outcome = _outcome(r, used) if task else None
     if outcome is not None:
         used.add(outcome.position)
     status = _status(r, outcome, goal, task)
