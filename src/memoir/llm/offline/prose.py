@@ -456,6 +456,7 @@ def _central(
         and not is_filler(s.text)
         and not s.text.rstrip().endswith("?")
         and not _REACTION.match(s.text)
+        and not s.text.lstrip().startswith("[")  # a marker ("[photo: …]"), not what was said
     ]
     telling = [s for s in ranked if not _YOU.search(s.text)]
     addressed = [s for s in ranked if _YOU.search(s.text)]
