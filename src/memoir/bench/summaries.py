@@ -56,6 +56,7 @@ class SessionScore:
     session: int
     reference_words: int
     summary_words: int
+    keyword_words: int  # the format-1 summary at its own length
     scores: dict[str, dict[str, float]]  # method → metric → F1
 
 
@@ -72,11 +73,17 @@ class SummariesReport:
         ratios = [s.summary_words / max(1, s.reference_words) for s in self.sessions]
         return sum(ratios) / len(ratios) if ratios else 0.0
 
+    @property
+    def keyword_length_ratio(self) -> float:
+        ratios = [s.keyword_words / max(1, s.reference_words) for s in self.sessions]
+        return sum(ratios) / len(ratios) if ratios else 0.0
+
     def to_json(self) -> dict[str, Any]:
         lead = self.mean("lead", "rougeL")
         return {
             "sessions": len(self.sessions),
             "length_ratio": round(self.length_ratio, 3),
+            "keyword_length_ratio": round(self.keyword_length_ratio, 3),
             "methods": {m: {k: round(self.mean(m, k), 4) for k in METRICS} for m in METHODS},
             "rougeL_vs_lead": round(self.mean("prose", "rougeL") / lead, 3) if lead else None,
             "keyword_rougeL_vs_lead": (
@@ -153,7 +160,9 @@ def run_summaries(
                 for method, text in candidates.items()
             }
             report.sessions.append(
-                SessionScore(conv.name, number, len(reference.split()), n, scores)
+                SessionScore(
+                    conv.name, number, len(reference.split()), n, len(keyword.split()), scores
+                )
             )
         if progress is not None:
             progress(f"{conv.name}: {len(report.sessions)} sessions scored so far")

@@ -188,7 +188,8 @@ def summaries(
     console.print(table)
     console.print(
         f"ROUGE-L {summary['rougeL_vs_lead']}× lead (keyword: "
-        f"{summary['keyword_rougeL_vs_lead']}×); length {summary['length_ratio']}× the reference"
+        f"{summary['keyword_rougeL_vs_lead']}× at the same length); length "
+        f"{summary['length_ratio']}× the reference (keyword: {summary['keyword_length_ratio']}×)"
     )
 
 

@@ -63,6 +63,7 @@ MAX_BODY_WORDS = 110
 BODY_SHARE = 0.16  # of the conversation's prose words, between the two bounds above
 MAX_ACTIONS = 6
 
+_CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _PROSE_ROLES = ("user", "assistant", "unknown", "system")
 
 _GREETING = re.compile(
@@ -199,6 +200,10 @@ class ProseSummary:
 
 def is_filler(text: str) -> bool:
     """A sentence that carries nothing to keep: a greeting, thanks, a yes, or too short."""
+    if _IMPERATIVE.match(text.strip()) or _REQUEST.match(text.strip()):
+        return False  # "Fix the parser." is short, and all the user wanted
+    if _CJK_TEXT.search(text):  # no spaces between words: count characters
+        return len(text.strip()) < 6
     words = text.split()
     if len(words) < 4:
         return True
