@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memoir.llm.offline.analysis import finish, near_duplicate
-from memoir.llm.offline.rank import cue, rank_sentences
 from memoir.llm.offline.prose import is_filler
+from memoir.llm.offline.rank import cue, rank_sentences
 from memoir.llm.offline.text import clip_words, content_words, split_sentences
 from memoir.llm.offline.work_read import Run, Work, read_work
 
