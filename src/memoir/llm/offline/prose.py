@@ -41,7 +41,7 @@ from memoir.llm.offline.text import (
     parse_turns,
     sentences_of,
 )
-from memoir.llm.transcript import opens_turn
+from memoir.llm.transcript import NAMED_LINE, opens_turn
 
 __all__ = [
     "Action",
@@ -91,9 +91,8 @@ _ASKS = re.compile(
 _IMPERATIVE = re.compile(
     r"^(?:(?:also|now|then|so|ok(?:ay)?|and)[,]?\s+)?(?:add|fix|write|generate|create|make|"
     r"build|explain|translate|migrate|update|remove|delete|refactor|implement|set up|find|"
-    r"compare|research|review|check|show|summari[sz]e|rename|move|convert|investigate|debug|"
-    r"optimi[sz]e|speed up|port|upgrade|install|deploy|document|test|draft|design|plan|"
-    r"tell me|give me|help)\b",
+    r"compare|research|review|summari[sz]e|rename|convert|investigate|debug|"
+    r"optimi[sz]e|speed up|upgrade|install|deploy|document|draft|design)\b",
     re.IGNORECASE,
 )
 _OUTCOME = re.compile(
@@ -256,7 +255,12 @@ def read_transcript(transcript: str) -> tuple[list[Line], list[Action]]:
             kind = "command" if tool.lower() in ("bash", "shell", "exec", "run") else "file"
             if kind == "command" or _FILE.search(target):
                 actions.append(Action(kind, target))
-    turns = [t for t in parse_turns(transcript) if t.role in _PROSE_ROLES]
+    # "Ana (user): …" → "User: Ana: …", the prefix form named speakers take in a turn
+    unnamed = "\n".join(
+        NAMED_LINE.sub(lambda m: f"{m.group('role').capitalize()}: {m.group('name')}: ", ln, 1)
+        for ln in transcript.splitlines()
+    )
+    turns = [t for t in parse_turns(unnamed) if t.role in _PROSE_ROLES]
     return _named([(t.role, t.text) for t in turns]), actions
 
 
@@ -320,7 +324,7 @@ def _third_person(text: str, name: str | None) -> str:
                 word = verb.group("verb")
                 conj = _VERB_S.get(word, word + "s")
                 rest = " " + conj + rest.lstrip()[len(word) :]
-        rest = _OWN.sub(lambda w: _THEIR[w.group(0)], rest)
+        rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
         return replacement.format(name=name) + rest
     return _reported(text, name)
 
@@ -328,6 +332,16 @@ def _third_person(text: str, name: str | None) -> str:
 _FIRST_MENTION = re.compile(r"\b(?:I'm|I've|I'd|I'll|I|my|me|myself)\b")
 _NAMED = {"I'm": "{n} is", "I've": "{n} has", "I'd": "{n} would", "I'll": "{n} will",
           "I": "{n}", "my": "{n}'s", "me": "{n}", "myself": "{n}"}  # fmt: skip
+
+
+_THEY_VERB = re.compile(r"\bthey (was|is|has|am|wasn't|isn't|hasn't)\b")
+_PLURAL = {"was": "were", "is": "are", "has": "have", "am": "are", "wasn't": "weren't",
+           "isn't": "aren't", "hasn't": "haven't"}  # fmt: skip
+
+
+def _agree(text: str) -> str:
+    """ "they was" → "they were" (after "I" became "they")."""
+    return _THEY_VERB.sub(lambda m: "they " + _PLURAL[m.group(1)], text)
 
 
 def _reported(text: str, name: str) -> str:
@@ -343,7 +357,7 @@ def _reported(text: str, name: str) -> str:
         if verb:
             conj = _VERB_S.get(verb.group("verb"), verb.group("verb") + "s")
             rest = " " + conj + rest.lstrip()[len(verb.group("verb")) :]
-    rest = _OWN.sub(lambda w: _THEIR[w.group(0)], rest)
+    rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
     return text[: m.start()] + _NAMED[word].format(n=name) + rest
 
 
@@ -388,7 +402,8 @@ def _goal(r: _Reading) -> tuple[str, list[Sentence], bool]:
     same_turn = [s for s in firsts if s.turn == first.turn]
     asking = next((s for s in same_turn if _asks(s.text)), None)
     if asking is None:  # no request: a talk, opened by its first substantive sentence
-        first = next((s for s in firsts if not _REACTION.match(s.text)), first)
+        telling = (s for s in firsts if not _REACTION.match(s.text) and not s.text.endswith("?"))
+        first = next(telling, first)
         goal = _trim(_third_person(first.text, r.speaker(first)), HEADLINE_GOAL_WORDS)
         return goal, [first], False
     if asking is first:
@@ -412,7 +427,7 @@ def _asks(text: str) -> bool:
     return (
         bool(_REQUEST.match(text) or _IMPERATIVE.match(text))
         or (text.endswith("?") and bool(_ASKS.search(text)))
-        or (text.endswith("?") and len(text.split()) >= 5)
+        or (text.endswith("?") and len(text.split()) >= 8)
     )
 
 
@@ -423,6 +438,7 @@ def _outcome(r: _Reading, used: set[int]) -> Sentence | None:
     late = helpers[len(helpers) // 3 :]
     for s in reversed(late):
         fresh = s.position not in used and not s.text.endswith("?")
+        fresh = fresh and not s.text.lstrip().startswith("[")  # a marker, not an outcome
         if fresh and _OUTCOME.search(s.text) and not _REACTION.match(s.text):
             return s
     last_turn = helpers[-1].turn
@@ -496,7 +512,9 @@ def summarize_lines(
     r = _Reading.of(lines)
     goal, goal_used, task = _goal(r)
     users = [s for s in r.sentences if s.role in ("user", "unknown")]
-    task = task or bool(actions) or any(_asks(s.text) and not s.text.endswith("?") for s in users)
+    early = {ln for ln in sorted({s.turn for s in users})[:3]}  # the user's first turns
+    task = task or bool(actions)
+    task = task or any(_asks(s.text) and not s.text.endswith("?") for s in users if s.turn in early)
     used = {s.position for s in goal_used}
     outcome = _outcome(r, used) if task else None
     if outcome is not None:
