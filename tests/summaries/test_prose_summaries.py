@@ -8,6 +8,7 @@ demo corpus and the shared Claude Code fixtures) and the summary path the pass u
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from memoir.llm.offline.prose import (
     prose_summary,
     summarize_lines,
 )
+from memoir.llm.offline.structured import merge_object
 from memoir.llm.tokens import TiktokenCounter
 from memoir.summaries.policy import Action as Decision
 from memoir.summaries.policy import SummaryPolicy, decide
@@ -286,3 +288,34 @@ def test_a_summary_of_the_old_format_is_redone(body: str, current: int, action: 
     state = SummaryState.real(body, 100)
     assert decide(state, current, SummaryPolicy(), now_ms=10**13) is action
     assert (state.format < SUMMARY_FORMAT) is body.endswith(("…",))
+
+
+# -- the episodic merge ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("narratives", "first"),
+    [
+        (
+            [
+                "Fix the flaky checkout test — open: the coupon check reads local time.",
+                "Switch the coupon window to UTC — fixed: all 8 checkout tests pass.",
+            ],
+            "Fix the flaky checkout test — fixed: all 8 checkout tests pass.",
+        ),
+        (  # one part: its own headline
+            ["Add a dark mode toggle — done: added the toggle."],
+            "Add a dark mode toggle — done: added the toggle.",
+        ),
+        (  # a talk has no ending to carry: the first part leads as it is
+            ["Ana hiked to the glacier lake.", "Bo made a blue bowl — done: it holds fruit."],
+            "Ana hiked to the glacier lake.",
+        ),
+    ],
+)
+def test_a_merged_summary_opens_with_the_goal_and_how_the_latest_part_ended(
+    narratives: list[str], first: str
+) -> None:
+    episodes = "\n".join(json.dumps({"narrative": n}) for n in narratives)
+    merged = merge_object("", episodes)["narrative"]
+    assert merged.startswith(first), merged

@@ -191,7 +191,19 @@ def _merge_narrative(prev: list[dict[str, Any]], episodes: list[dict[str, Any]])
         chosen.append(ended)
     if not chosen:
         return "No earlier summary or episode content was provided."
+    if firsts and firsts[-1]:  # the goal it started with, and how the latest part ended
+        chosen[0] = _goal_and_end(chosen[0], firsts[-1][0])
     return " ".join(finish(s) for s in chosen[:MERGE_NARRATIVE])
+
+
+_ENDS = " — "  # a prose headline: "<goal> — <status>: <outcome>"
+
+
+def _goal_and_end(first: str, latest: str) -> str:
+    """The first headline's goal with the latest headline's ending (when both have one)."""
+    if _ENDS not in first or _ENDS not in latest or first == latest:
+        return first
+    return f"{first.split(_ENDS, 1)[0]}{_ENDS}{latest.split(_ENDS, 1)[1]}"
 
 
 # -- extraction ------------------------------------------------------------------------
