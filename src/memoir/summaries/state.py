@@ -76,6 +76,7 @@ class SummaryState:
     failure: Failure | None = None
     message: str | None = None
     model: str | None = None
+    written_format: int | None = None  # known without the body (the scan cache's rows)
 
     @classmethod
     def missing(cls) -> SummaryState:
@@ -104,7 +105,10 @@ class SummaryState:
 
     @property
     def format(self) -> int:
-        """The summary format of the body (:data:`SUMMARY_FORMAT`)."""
+        """The summary format of the body (:data:`SUMMARY_FORMAT`): read from the body, or
+        as recorded when the body was not kept (``written_format``)."""
+        if self.written_format is not None:
+            return self.written_format
         return 1 if self.body.lstrip().startswith(_FORMAT_1_OPENINGS) else SUMMARY_FORMAT
 
     @property
