@@ -381,9 +381,12 @@ def test_demo_tours_the_bundled_corpus(cli: CliRunner, tmp_path: Path) -> None:
     assert "memoir search" in result.stdout and "PgBouncer" in result.stdout
     assert (tmp_path / "demo" / "archive" / "-home-ann-code-webshop").is_dir()
     assert "summary pass (offline model): 14 conversations summarized, 0 failed" in result.stdout
-    assert "summary of the top hit's conversation: This conversation was about" in " ".join(
-        result.stdout.split()
-    )
+    # issue 38: the summary opens with the goal the user stated and how it ended
+    assert (
+        "summary of the top hit's conversation: The checkout test "
+        "`test_order_total_with_discount` fails about one run in five on CI: find out why "
+        "it's flaky — fixed: all 8 checkout tests pass."
+    ) in " ".join(result.stdout.split())
     assert "window: summary," in " ".join(result.stdout.split())
     summaries = list((tmp_path / "demo" / "archive").rglob("*-summary.txt"))
     assert len(summaries) == 14

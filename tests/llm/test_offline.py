@@ -90,7 +90,9 @@ def test_summary_of_claude_code_fixture_names_its_topic(claude_fixtures: Path) -
     # the conversation: why the assistant is tentative, and how to fix the instructions
     assert "instructions" in text
     assert "tentative" in text or "proactiveness" in text
-    assert text.startswith("this conversation was about")
+    # issue 38: the first sentence is the user's goal, never a keyword list
+    assert text.startswith("lately, i've noticed you being very tentative")
+    assert "this conversation was about" not in text
     assert completion.offline and completion.provider == "offline"
     assert completion.stop_reason is StopReason.END
 
@@ -98,12 +100,12 @@ def test_summary_of_claude_code_fixture_names_its_topic(claude_fixtures: Path) -
 def test_summary_names_topic_decisions_and_ending() -> None:
     text = MODEL.complete(ask(CONVERSATION, Purpose.SUMMARY, max_tokens=400)).text
     lines = text.splitlines()
-    assert "postgresql" in lines[0].lower() or "invoices" in lines[0].lower()
-    assert any(
-        line.startswith("It started with the user: I'm building a billing") for line in lines
-    )
-    assert any(line.startswith("Decisions:") and "pgx" in line for line in lines)
-    assert any(line.startswith("Where it ended:") for line in lines)
+    # issue 38: the goal the user stated and how it ended (open), then what was decided
+    # and what remains
+    assert lines[0].startswith("I'm building a billing service in Go"), text
+    assert " — open" in lines[0]
+    assert "Let's use pgx as the driver." in text
+    assert lines[-1].startswith("Still open:") and "retry policy" in lines[-1]
     assert '"rows"' not in text  # tool output is not prose
 
 
@@ -447,7 +449,8 @@ def test_a_rolling_summary_carries_no_old_topic_line() -> None:
         meta=RequestMeta(purpose=Purpose.COMPACTION),
     )
     text = MODEL.complete(request).text
-    assert text.count("was about") == 1 and "The lexer is done." in text
+    # the old topic line is not carried, and there is none any more (issue 38)
+    assert "was about" not in text and "The lexer is done." in text
 
 
 def test_a_german_topic_line_names_the_subject() -> None:
@@ -459,9 +462,9 @@ def test_a_german_topic_line_names_the_subject() -> None:
         "Assistant: Das Datenbankmodul nutzt jetzt libpq aus dem Image."
     )
     first = MODEL.complete(ask(transcript, Purpose.SUMMARY)).text.splitlines()[0]
-    topic = first.removeprefix("This conversation was about ").rstrip(".")
-    words = {w for phrase in topic.replace(" and ", ", ").split(", ") for w in phrase.split()}
-    assert not words & {"das", "den", "ich", "der", "die", "und", "warum"}, first
+    # issue 38: the first line is the user's own question and how it ended, not keywords
+    assert first.startswith("Warum schlägt der Docker-Build fehl"), first
+    assert "libpq" in first, first
 
 
 CAVEAT = (
@@ -484,10 +487,9 @@ def test_the_summary_goal_is_never_harness_text() -> None:
     """A transcript whose user turns carry a caveat, a command echo and a system reminder
     (as one rendered by another tool would): the summary starts with the real request."""
     text = MODEL.complete(ask(HARNESS_TALK, Purpose.SUMMARY, max_tokens=400)).text
-    started = next(x for x in text.splitlines() if x.startswith("It started with the user: "))
-    assert started == (
-        "It started with the user: The nightly invoice export to the Zephyrine bucket keeps "
-        "timing out, find out why."
-    )
+    first = text.splitlines()[0]
+    assert first.startswith(
+        "The nightly invoice export to the Zephyrine bucket keeps timing out"
+    ), first
     for words in ("Caveat", "DO NOT respond", "French", "opus", "command-name"):
         assert words not in text, words

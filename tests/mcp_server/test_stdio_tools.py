@@ -66,7 +66,9 @@ def test_search_finds_the_session_a_known_query_names(
     assert hits[0]["project"] == "-home-ann-code-infra"
     assert hits[0]["timestamp"] == "2025-10-14T09:02:20+00:00"
     assert "PgBouncer now sits between the API and Postgres" in hits[0]["snippet"]
-    assert hits[0]["summary"].startswith("This conversation was about")
+    # issue 38: the goal the user stated first, then how it ended
+    assert hits[0]["summary"].startswith("Under the load test the API logs `QueuePool limit")
+    assert "— done: PgBouncer now sits between the API and Postgres" in hits[0]["summary"]
     with Memoir.at(demo_home, embedder="none") as memoir:  # the library's own answers
         direct = memoir.search("PgBouncer transaction pooling", mode="text", limit=10)
         (coupon_top,) = memoir.search("flaky coupon timezone", limit=1)

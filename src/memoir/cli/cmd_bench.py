@@ -16,7 +16,7 @@ from memoir.distribution import install_hint
 from memoir.errors import ConfigError, UsageError
 from memoir.search.embedder import load_embedder
 
-__all__ = ["bench_app", "compaction", "locomo", "memories"]
+__all__ = ["bench_app", "compaction", "locomo", "memories", "summaries"]
 
 bench_app = typer.Typer(
     help="Benchmarks: retrieval and long-term memory quality on LoCoMo, compaction retention.",
@@ -157,6 +157,39 @@ def memories(
         f"{summary['cited_observation_turns']} of {summary['observation_turns']} observation "
         f"turns cited ({summary['own_observation_turns']} spoken by the user); "
         f"{summary['cited_turns']} turns cited in all"
+    )
+
+
+@bench_app.command("summaries")
+def summaries(
+    directory: Path = typer.Argument(
+        ..., exists=True, file_okay=False, help="Folder of LoCoMo *.json conversations."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """ROUGE-1/2/L F1 of the offline session summaries against LoCoMo's reference
+    session summaries, next to baselines cut to the same length (lead, random sentences,
+    the keyword-led summary of format 1)."""
+    from memoir.bench.summaries import METHODS, run_summaries
+
+    report = run_summaries(
+        directory, progress=None if as_json else lambda line: err_console.print(line, style="dim")
+    )
+    summary = report.to_json()
+    if as_json:
+        print_json(summary)
+        return
+    table = Table(title=f"LoCoMo session summaries, {summary['sessions']} sessions (ROUGE F1)")
+    for header in ("summary", "ROUGE-1", "ROUGE-2", "ROUGE-L"):
+        table.add_column(header, justify="left" if header == "summary" else "right")
+    for method in METHODS:
+        row = summary["methods"][method]
+        table.add_row(method, *(f"{row[k]:.3f}" for k in ("rouge1", "rouge2", "rougeL")))
+    console.print(table)
+    console.print(
+        f"ROUGE-L {summary['rougeL_vs_lead']}× lead (keyword: "
+        f"{summary['keyword_rougeL_vs_lead']}× at the same length); length "
+        f"{summary['length_ratio']}× the reference (keyword: {summary['keyword_length_ratio']}×)"
     )
 
 

@@ -29,7 +29,7 @@ from memoir.summaries.scan_cache import (
     state_of,
     unpack_settled,
 )
-from memoir.summaries.state import Coverage, SummaryKind, SummaryState
+from memoir.summaries.state import SUMMARY_FORMAT, Coverage, SummaryKind, SummaryState
 from memoir.summaries.tail import last_exchange_time
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["SUMMARY_SUFFIX", "FileSummaryStore", "is_settled", "summary_path_for"]
 
 SUMMARY_SUFFIX = "-summary.txt"
+_FORMAT_CHARS = 40  # of a body: enough to tell its summary format
 _HEAD = 4096
 
 
@@ -56,6 +57,7 @@ def is_settled(state: SummaryState, current: int) -> bool:
         and state.failure is None
         and state.coverage is not None
         and current <= state.coverage.amount
+        and state.format >= SUMMARY_FORMAT  # an older format is redone (issue 38)
     )
 
 
@@ -83,7 +85,10 @@ def _read_state(path: Path, *, head_only: bool) -> SummaryState:
         return SummaryState.missing()
     text = data.decode("utf-8", errors="replace")
     if head_only and text.startswith(COVERAGE_PREFIX):
-        text = text.partition("\n")[0] + "\n"  # header only; the body is read on refresh
+        # the header and the body's first words (its format: SummaryState.format); the
+        # whole body is read on refresh
+        header, _, body = text.partition("\n")
+        text = header + "\n" + body[:_FORMAT_CHARS]
     return parse_summary_file(text)
 
 

@@ -13,8 +13,13 @@ from memoir.model import Event
 from memoir.store.port import Store
 from memoir.summaries.episodic.cache import CACHE_TTL_S, EpisodeCache
 from memoir.summaries.port import SummaryStore
-from memoir.summaries.session import EpisodeSettings, episodic_summarizer, summarize_session
-from memoir.summaries.state import SummaryState
+from memoir.summaries.session import (
+    EpisodeSettings,
+    RunMode,
+    episodic_summarizer,
+    summarize_session,
+)
+from memoir.summaries.state import SUMMARY_FORMAT, SummaryState
 from memoir.summaries.summarizer import LongPath, SummaryText, clean_summary
 
 __all__ = ["episode_cache_ttl_s", "session_long_path"]
@@ -34,12 +39,16 @@ def session_long_path(
     ``state`` is its summary as the pass found it; ``episodes`` the pass's episode
     settings (their cache TTL from :func:`episode_cache_ttl_s`)."""
 
+    # a summary of an older format is written afresh, never merged into
+    outdated = state.format < SUMMARY_FORMAT
+    mode: RunMode = "full" if outdated else "auto"
+
     def run(events: Sequence[Event]) -> SummaryText:
         # it retries itself, inside its attempt budget, as `memoir summarize` does
         summarizer = episodic_summarizer(model, fallback, cache, episodes)
         # the summary pass already holds this session's summary claim
         run = summarize_session(
-            store, summaries, session_id, mode="auto", summarizer=summarizer, claim=False
+            store, summaries, session_id, mode=mode, summarizer=summarizer, claim=False
         )
         if run.summary is None:  # the growth held no new event: keep the body, restamp
             if state.has_body:

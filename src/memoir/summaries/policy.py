@@ -12,6 +12,9 @@ errored, floor elapsed since lastAttempt       RETRY
 errored, floor not elapsed                     BACKOFF
 legacy (no header, or corrupt header JSON)     STAMP_BASELINE (no model call)
 real, resummary attempts ≥ max                 GIVE_UP (permanent, body kept)
+real, older summary format, no resummary       RESUMMARIZE (even without growth)
+real, older format, resummary floor elapsed    RETRY_RESUMMARY
+real, older format, floor not elapsed          BACKOFF
 real, current ≤ covered (no growth / shrink)   CURRENT
 real, grown, no resummary state                RESUMMARIZE
 real, grown, floor elapsed since lastAttempt   RETRY_RESUMMARY
@@ -30,7 +33,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from memoir.config import Settings, hours_to_ms
-from memoir.summaries.state import Failure, SummaryKind, SummaryState
+from memoir.summaries.state import SUMMARY_FORMAT, Failure, SummaryKind, SummaryState
 
 __all__ = [
     "FUTURE_SLACK_MS",
@@ -107,7 +110,8 @@ def decide(state: SummaryState, current: int, policy: SummaryPolicy, now_ms: int
     if failure is not None and failure.attempts >= policy.max_attempts:
         return Action.GIVE_UP
     covered = state.coverage.amount if state.coverage is not None else 0
-    if current <= covered:
+    outdated = state.format < SUMMARY_FORMAT
+    if current <= covered and not outdated:
         return Action.CURRENT
     if failure is None:
         return Action.RESUMMARIZE

@@ -43,9 +43,10 @@ __all__ = [
 
 FULL_RESCAN_MS = 3_600_000
 HOT_DIR_NS = 3_000_000_000
-_VERSION = 3
+_VERSION = 4  # 4: rows carry the summary format (issue 38); a v3 cache is read afresh
 
-# [session_id, kind, covered | None, attempts | None, last_attempt_ms | None]
+
+# [session_id, kind, covered | None, attempts | None, last_attempt_ms | None, format]
 Row = list[Any]
 
 
@@ -58,15 +59,17 @@ def row_of(session_id: str, state: SummaryState) -> Row:
         cov,
         failure.attempts if failure else None,
         failure.last_attempt_ms if failure else None,
+        state.format,
     ]
 
 
 def state_of(row: Row) -> SummaryState:
-    _, kind, cov, attempts, last = row
+    _, kind, cov, attempts, last, written = row
     return SummaryState(
         SummaryKind(kind),
         coverage=Coverage(int(cov)) if cov is not None else None,
         failure=Failure(int(attempts), int(last or 0)) if attempts is not None else None,
+        written_format=int(written),
     )
 
 

@@ -21,7 +21,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-__all__ = ["Coverage", "Failure", "SummaryKind", "SummaryState"]
+__all__ = ["SUMMARY_FORMAT", "Coverage", "Failure", "SummaryKind", "SummaryState"]
+
+# The offline summary's format: 1 opened with a keyword list ("This conversation was
+# about …", an episodic merge's "The conversation was about …"); 2 opens with the goal and
+# how it ended (issue 38). A body of an older format is redone (policy.decide:
+# RESUMMARIZE), bounded per run like any re-summary. The format is read from the body
+# itself (its opening is unmistakable), so the episodic-memory-compatible file header and
+# the database row need no new field, and summaries a remote model wrote are left alone.
+SUMMARY_FORMAT = 2
+_FORMAT_1_OPENINGS = ("This conversation was about ", "The conversation was about ")
 
 
 class SummaryKind(StrEnum):
@@ -67,6 +76,7 @@ class SummaryState:
     failure: Failure | None = None
     message: str | None = None
     model: str | None = None
+    written_format: int | None = None  # known without the body (the scan cache's rows)
 
     @classmethod
     def missing(cls) -> SummaryState:
@@ -92,6 +102,14 @@ class SummaryState:
     @classmethod
     def errored(cls, attempts: int, last_attempt_ms: int, message: str = "") -> SummaryState:
         return cls(SummaryKind.ERRORED, failure=Failure(attempts, last_attempt_ms), message=message)
+
+    @property
+    def format(self) -> int:
+        """The summary format of the body (:data:`SUMMARY_FORMAT`): read from the body, or
+        as recorded when the body was not kept (``written_format``)."""
+        if self.written_format is not None:
+            return self.written_format
+        return 1 if self.body.lstrip().startswith(_FORMAT_1_OPENINGS) else SUMMARY_FORMAT
 
     @property
     def has_body(self) -> bool:

@@ -13,6 +13,7 @@ Failures raise (a ModelError or SummaryError); the caller records them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from memoir.llm.port import Model, TokenCounter
 from memoir.llm.tokens import default_counter
 from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
-from memoir.model import Event, Exchange, build_exchanges
+from memoir.model import Event, EventKind, Exchange, build_exchanges
 from memoir.summaries.episodic.cache import EpisodeCache
 from memoir.summaries.episodic.summarizer import EpisodicSummarizer
 
@@ -70,8 +71,9 @@ def _clip(text: str, limit: int) -> str:
     return cut.rstrip(" ,.;:") + "…"
 
 
-def tiny_summary(exchange: Exchange) -> str:
-    """A deterministic one-exchange summary (no model call)."""
+def tiny_summary(exchange: Exchange, events: Sequence[Event] = ()) -> str:
+    """A deterministic one-exchange summary (no model call); the tools it used name the
+    file or command they touched when ``events`` are given."""
     asked = _clip(exchange.user_text, 200) or "(no text)"
     parts = [f"A single exchange: the user asked “{asked}”."]
     if exchange.assistant_text.strip():
@@ -79,16 +81,61 @@ def tiny_summary(exchange: Exchange) -> str:
     else:
         parts.append("It ended without a reply.")
     if exchange.tool_names:
-        parts.append(f"Tools used: {', '.join(exchange.tool_names)}.")
+        used = _tools_line(exchange, events)[len("[tools: ") : -1]
+        parts.append(f"Tools used: {used}.")
     return " ".join(parts)
 
 
-def render_transcript(exchanges: Sequence[Exchange]) -> str:
+_TARGET_KEYS = ("command", "file_path", "path", "notebook_path")
+_PATCHED = re.compile(r"\*\*\* (?:Update|Add|Delete) File: ([^\n]+)")
+_NO_BRACKETS = str.maketrans("()[]", "    ")  # the marker's own delimiters
+
+
+def _tool_target(event: Event) -> str | None:
+    """The file or command a tool call touched (its input's first such argument)."""
+    payload = event.payload if isinstance(event.payload, dict) else {}
+    args = payload.get("input")
+    raw = payload.get("arguments")  # Codex: a JSON string, or the command line itself
+    if args is None and isinstance(raw, str):
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = {"command": raw}
+    if isinstance(args, dict) and isinstance(args.get("input"), str):  # apply_patch
+        patched = _PATCHED.search(args["input"])
+        if patched:
+            return patched.group(1).strip().translate(_NO_BRACKETS).strip() or None
+    if not isinstance(args, dict):
+        return None
+    for key in _TARGET_KEYS:
+        value = args.get(key)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            line = " ".join(value.strip().splitlines()[0].split())
+            return line[:120].translate(_NO_BRACKETS).strip() or None
+    return None
+
+
+def _tools_line(ex: Exchange, events: Sequence[Event]) -> str:
+    """``[tools: Read (tests/x.py), Grep, Bash (pytest -q)]``: each tool called in the
+    exchange, with the file or command it touched when it named one."""
+    named: list[str] = []
+    for ev in events:
+        if ev.kind is EventKind.TOOL_CALL and ex.first_ordinal <= ev.ordinal <= ex.last_ordinal:
+            target = _tool_target(ev)
+            item = f"{ev.tool_name or 'tool'} ({target})" if target else (ev.tool_name or "tool")
+            if item not in named:
+                named.append(item)
+    return f"[tools: {', '.join(named or ex.tool_names)}]"
+
+
+def render_transcript(exchanges: Sequence[Exchange], events: Sequence[Event] = ()) -> str:
     blocks = []
     for ex in exchanges:
         block = [f"User: {quote_speaker_lines(ex.user_text.strip())}"]
         if ex.tool_names:
-            block.append(f"[tools: {', '.join(ex.tool_names)}]")
+            block.append(_tools_line(ex, events))
         if ex.assistant_text.strip():
             block.append(f"Assistant: {quote_speaker_lines(ex.assistant_text.strip())}")
         blocks.append("\n".join(block))
@@ -128,8 +175,8 @@ def summarize_conversation(
     if not exchanges:
         return None
     if _is_tiny(exchanges):
-        return SummaryText(tiny_summary(exchanges[0]), "none")
-    transcript = render_transcript(exchanges)
+        return SummaryText(tiny_summary(exchanges[0], events), "none")
+    transcript = render_transcript(exchanges, events)
     counter = counter or default_counter()
     if counter.count(transcript) <= SHORT_TOKEN_BUDGET:
         try:

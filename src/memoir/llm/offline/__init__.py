@@ -3,9 +3,11 @@
 It reads the material of the prompt (``<transcript>…</transcript>``, else the last user
 message; see :mod:`memoir.llm.offline.text`) and answers by ``request.meta.purpose``:
 
-- SUMMARY, COMPACTION, OTHER (no JSON): an extractive summary — what the conversation
-  was about, how it started, its most central sentences, decisions, open questions and
-  where it ended — built from whole sentences within ``max_tokens``.
+- SUMMARY, COMPACTION, OTHER (no JSON): the prose summary (:mod:`.prose`) — first the
+  goal the user stated and how it ended, then the most central sentences in order, the
+  files and commands the agent touched and what remains — the conversation's own
+  sentences within ``max_tokens``. (:func:`.summary.text_summary`, the keyword-led
+  summary of summary format 1, stays callable: the summaries bench's baseline.)
 - COMPACTION that gives the headings it wants (``<summary_format>``, as the compaction
   engine's request does): the summary of the work (:mod:`.work`) — goals and
   constraints, decisions, files touched, commands run and their outcomes, open errors,
@@ -27,6 +29,7 @@ import time
 from typing import Any
 
 from memoir.llm.errors import Truncated
+from memoir.llm.offline.prose import prose_summary
 from memoir.llm.offline.structured import (
     DROP_ORDER,
     episode_object,
@@ -34,7 +37,6 @@ from memoir.llm.offline.structured import (
     half_object,
     merge_object,
 )
-from memoir.llm.offline.summary import text_summary
 from memoir.llm.offline.text import material_of
 from memoir.llm.offline.work import work_summary
 from memoir.llm.tokens import TiktokenCounter, counter_for, request_tokens
@@ -91,7 +93,7 @@ class OfflineModel:
         if purpose is Purpose.COMPACTION and material_of(request, "summary_format").strip():
             text = work_summary(material, request.max_tokens, self._raw.count, previous)
         if not text:
-            text = text_summary(material, request.max_tokens, self._raw.count, previous)
+            text = prose_summary(material, request.max_tokens, self._raw.count, previous)
         if self._raw.count(text) > request.max_tokens:
             raise self._truncated(text, request)
         return text

@@ -159,18 +159,3 @@ class Analysis:
                 if name and name not in names and not common:
                     names.append(name)
         return names[:limit]
-
-    def narrative(self, sentences: int) -> str:
-        """2–3 (or 1) sentences: what it was about, the central point, where it ended."""
-        parts = [f"The conversation was about {topic_phrase(self.keywords[:3])}."]
-        opening = self.opening(30, single=True) if sentences >= 2 else None
-        if opening:
-            parts.append(f"It started with: {opening}")
-        if sentences >= 3:
-            end = self.ending()
-            if end is not None and end.position not in self.used:
-                self.used.add(end.position)
-                parts.append(f"It ended with: {finish(clip_words(end.text, 30))}")
-            else:
-                parts.extend(f"Key point: {c}" for c in self.central(1, 30))
-        return " ".join(parts)

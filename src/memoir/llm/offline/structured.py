@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any
 
 from memoir.llm.offline.analysis import Analysis, finish, topic_phrase
+from memoir.llm.offline.prose import read_transcript, summarize_lines
 from memoir.llm.offline.rank import cue, keywords
 from memoir.llm.offline.text import clip_words, parse_turns, sentences_of, split_sentences
 
@@ -63,7 +64,7 @@ def episode_object(transcript: str) -> dict[str, Any]:
     }
     lists["facts"] = a.central(PER_LIST)
     _cap_total(lists, ALL_ITEMS)
-    return _shape(a.narrative(3), lists, a.keywords[:6])
+    return _shape(_narrative(transcript, 3), lists, a.keywords[:6])
 
 
 def half_object(transcript: str) -> dict[str, Any]:
@@ -76,7 +77,17 @@ def half_object(transcript: str) -> dict[str, Any]:
     }
     lists["facts"] = a.central(1)
     _cap_total(lists, 4)
-    return _shape(a.narrative(1), lists, a.keywords[:4])
+    return _shape(_narrative(transcript, 1), lists, a.keywords[:4])
+
+
+def _narrative(transcript: str, sentences: int) -> str:
+    """The prose summary's headline (the goal and how it ended), then up to
+    ``sentences - 1`` of its central sentences (:mod:`memoir.llm.offline.prose`)."""
+    lines, actions = read_transcript(transcript)
+    prose = summarize_lines(lines, actions, body_words=24 * max(0, sentences - 1))
+    parts = [prose.headline, *prose.body[: max(0, sentences - 1)]]
+    text = " ".join(p for p in parts if p)
+    return text or "A short exchange with nothing to keep."
 
 
 # -- merge -----------------------------------------------------------------------------
@@ -169,7 +180,8 @@ def _merge_narrative(prev: list[dict[str, Any]], episodes: list[dict[str, Any]])
     ended = next((x for x in reversed(last) if x.startswith(_ENDED)), None)
     room = MERGE_NARRATIVE - (1 if ended else 0)
     for sents in firsts:
-        # skip the generic "was about" opener when the episode has a more specific line
+        # an episode's first sentence is its headline (a summary of format 1 opened with a
+        # generic "was about" line instead: the next one is more specific)
         pick = sents[1] if len(sents) > 1 and "was about" in sents[0] else (sents or [""])[0]
         if chosen:  # a later episode goes on with the story; it did not start it again
             pick = _STARTED.sub("Then: ", pick)
@@ -179,7 +191,19 @@ def _merge_narrative(prev: list[dict[str, Any]], episodes: list[dict[str, Any]])
         chosen.append(ended)
     if not chosen:
         return "No earlier summary or episode content was provided."
+    if firsts and firsts[-1]:  # the goal it started with, and how the latest part ended
+        chosen[0] = _goal_and_end(chosen[0], firsts[-1][0])
     return " ".join(finish(s) for s in chosen[:MERGE_NARRATIVE])
+
+
+_ENDS = " — "  # a prose headline: "<goal> — <status>: <outcome>"
+
+
+def _goal_and_end(first: str, latest: str) -> str:
+    """The first headline's goal with the latest headline's ending (when both have one)."""
+    if _ENDS not in first or _ENDS not in latest or first == latest:
+        return first
+    return f"{first.split(_ENDS, 1)[0]}{_ENDS}{latest.split(_ENDS, 1)[1]}"
 
 
 # -- extraction ------------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""The text summary of the offline model (SUMMARY, COMPACTION, anything without JSON).
+"""The keyword-led text summary of summary format 1 — no longer what the offline model
+writes (that is :mod:`memoir.llm.offline.prose`); kept as ``memoir bench summaries``'
+baseline ("today's summary") and for its helper that reads a previous summary's sentences.
 
 Lines, each made of whole sentences so the summary never ends mid-sentence::
 

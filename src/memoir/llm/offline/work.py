@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memoir.llm.offline.analysis import finish, near_duplicate
+from memoir.llm.offline.prose import is_filler
 from memoir.llm.offline.rank import cue, rank_sentences
 from memoir.llm.offline.text import clip_words, content_words, split_sentences
 from memoir.llm.offline.work_read import Run, Work, read_work
@@ -56,6 +57,7 @@ _CONSTRAINT = re.compile(
 _REASON = re.compile(r"\b(?:because|since|so that|due to|the reason)\b", re.IGNORECASE)
 _HEADING = re.compile(r"^(?P<name>[A-Z][a-z]+(?: [a-z]+){0,3}):\s*(?P<rest>.*)$")
 _ITEM_WORDS = 45
+_GOAL_WORDS = 90  # a goal or constraint is the user's whole sentence up to this
 _LIMITS = {"Goals and constraints": 16, "Decisions": 12, "Commands run": 24, "Key facts": 16}
 
 
@@ -159,7 +161,11 @@ def _sentence_items(work: Work) -> list[Item]:
     users = work.user
     first_turn = users[0].turn if users else None
     for s in users:
-        text = finish(clip_words(s.text, _ITEM_WORDS))
+        # whole sentences of the user's (issue 38): a goal is not cut mid-clause; only a
+        # wall of text is clipped; a greeting or a "thanks" is no goal
+        text = finish(clip_words(s.text, _GOAL_WORDS))
+        if is_filler(s.text) and not _CONSTRAINT.search(s.text):
+            continue
         if s.turn == first_turn or _CONSTRAINT.search(s.text):
             items.append(Item("Goals and constraints", text, 0, s.position, s.position))
         elif len(s.text.split()) >= 4:  # a request ("ok, continue" is none)

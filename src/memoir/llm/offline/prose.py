@@ -1,0 +1,628 @@
+"""The offline summary a person would keep: what the conversation was for and how it
+ended first, then the sentences that carry it, all the conversation's own words.
+
+No language model runs here: every sentence is selected from the conversation (trimmed
+and de-duplicated), never generated. The summary reads::
+
+    <headline: the goal the user stated — how it ended: the assistant's outcome sentence>
+    <the most central other sentences, in the order they were said>
+    Touched: <files the agent read or changed>; ran: <commands>.
+    Still open: <what remains, when the end says so>
+
+The headline is the first sentence of every summary (the one search hits, the demo and
+the page show). The goal is the user's first substantive sentence — a request ("can you
+find out why…") turned into the imperative, after the sentence that sets it up when that
+one has no request of its own. The outcome is the latest assistant sentence with an
+outcome cue ("fixed", "passes", "found it", "the cause is"), else the assistant's last
+substantive sentence; the status (fixed, done, open, abandoned) comes from cues at the
+end, and is said only for a task (a request, or tools used).
+
+Where a source named its speakers (a group chat: ``Caroline: I went…``), a sentence that
+opens with "I" is reported in the speaker's name ("Caroline went…"), as a summary is
+written. The structured input is :class:`Line` and :class:`Action`
+(:func:`summarize_lines`); :func:`read_transcript` reads the prompt convention's transcript
+(the offline model's only input) into it, and :func:`lines_of_events` reads events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from memoir.llm.offline.analysis import finish, near_duplicate
+from memoir.llm.offline.rank import cue, rank_sentences
+from memoir.llm.offline.text import (
+    Sentence,
+    Turn,
+    clip_words,
+    content_words,
+    parse_turns,
+    sentences_of,
+)
+from memoir.llm.transcript import NAMED_LINE, opens_turn
+
+__all__ = [
+    "Action",
+    "Line",
+    "ProseSummary",
+    "is_filler",
+    "lines_of_events",
+    "prose_summary",
+    "read_transcript",
+    "summarize_lines",
+]
+
+EMPTY = "A short exchange with nothing to keep."
+HEADLINE_GOAL_WORDS = 30
+HEADLINE_OUTCOME_WORDS = 32
+SENTENCE_WORDS = 36
+MIN_BODY_WORDS = 30
+MAX_BODY_WORDS = 110
+BODY_SHARE = 0.16  # of the conversation's prose words, between the two bounds above
+MAX_ACTIONS = 6
+
+_CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_PROSE_ROLES = ("user", "assistant", "unknown", "system")
+
+_GREETING = re.compile(
+    r"^(?:hey|hi|hello|hiya|yo|thanks|thank you|thx|cheers|good (?:morning|evening|afternoon|"
+    r"night)|wow|oh|ah|ok(?:ay)?|sure|great|cool|nice|awesome|perfect|sounds good|no problem|"
+    r"you'?re welcome|bye|see you|see ya|take care|talk (?:soon|later)|glad|congrats|"
+    r"congratulations|haha|lol|yes|yeah|yep|no|nope|right|exactly|absolutely|totally|"
+    r"how (?:are|have) you|what'?s up|long time|(?:good|nice|great|glad|so good) to (?:see|hear|"
+    r"meet|talk|chat)|that'?s (?:great|awesome|amazing|so|really|cool|nice|wonderful))\b",
+    re.IGNORECASE,
+)
+_REQUEST = re.compile(
+    r"^(?:(?:hey|hi|ok(?:ay)?|so|now|also|and|but|well)[,!.]?\s+)*"
+    r"(?:(?:can|could|would|will) you(?: please)?|please|pls|i (?:want|need|would like|'d like)"
+    r" (?:you )?to|i'?d like (?:you )?to|help me(?: to)?|let'?s|we (?:need|have|want) to)\s+",
+    re.IGNORECASE,
+)
+_ASKS = re.compile(
+    r"\b(?:can you|could you|would you|please|help me|i want|i need|i'?d like|let'?s|"
+    r"we need|how (?:do|can|should) (?:i|we)|why (?:does|is|do|did)|fix|add|implement|"
+    r"find out|figure out|set up|write|make|build|debug|refactor|migrate|update)\b",
+    re.IGNORECASE,
+)
+# a sentence that opens with a verb telling the assistant what to do: a request
+_IMPERATIVE = re.compile(
+    r"^(?:(?:also|now|then|so|ok(?:ay)?|and)[,]?\s+)?(?:add|fix|write|generate|create|make|"
+    r"build|explain|translate|migrate|update|remove|delete|refactor|implement|set up|find|"
+    r"compare|research|review|summari[sz]e|rename|convert|investigate|debug|"
+    r"optimi[sz]e|speed up|upgrade|install|deploy|document|draft|design)\b",
+    re.IGNORECASE,
+)
+_OUTCOME = re.compile(
+    r"\b(?:fixed|fixes|resolved|solved|pass|passes|passed|passing|green|works now|now works|"
+    r"is working|done|finished|merged|committed|pushed|deployed|shipped|added|updated|"
+    r"switched|replaced|removed|renamed|found it|the (?:root )?cause|the culprit|turned out|"
+    r"the problem (?:is|was)|the issue (?:is|was)|because|now (?:uses|sits|runs|returns))\b",
+    re.IGNORECASE,
+)
+_FIX_TASK = re.compile(r"\b(?:fix|bug|fails?|failing|flaky|error|broken|crash|wrong)\w*", re.I)
+_OPEN = re.compile(
+    r"\b(?:still (?:fails|failing|broken|need|to do|open)|remains? open|open question|not yet|"
+    r"todo|to do|next step|remaining|follow[- ]up|tomorrow|later|pending|unresolved|"
+    r"haven'?t|have not|left to)\b",
+    re.IGNORECASE,
+)
+_ABANDONED = re.compile(
+    r"\b(?:never ?mind|forget (?:it|about it)|give up|giving up|abandon\w*|drop (?:it|this)|"
+    r"not worth|let'?s (?:leave|stop|park) (?:it|this|here))\b",
+    re.IGNORECASE,
+)
+# a file, not a folder a search was scoped to ("shop", "."): a name with an extension
+_FILE = re.compile(r"[^/.\s]\.\w{1,10}$|(?:^|/)(?:Makefile|Dockerfile|\.[\w.-]+)$")
+# a label an outcome sentence opens with ("Done: …", "Found it: …")
+_OUTCOME_LABEL = re.compile(
+    r"^(?:done|fixed|found it|all set|ok(?:ay)?|great|good)[:,!.]\s+(?=\S)", re.I
+)
+_TOOLS_MARK = re.compile(r"^\[tools: (?P<list>[^\]\n]*)\]\s*$", re.MULTILINE)
+_NAME_PREFIX = re.compile(r"^(?P<name>[A-Z][\w'’.-]{1,30}(?: [A-Z][\w'’.-]{1,30})?):\s+(?=\S)")
+_FIRST_PERSON = (
+    (re.compile(r"^I'?m\b|^I am\b"), "{name} is"),
+    (
+        re.compile(r"^I'?ve\b|^I have\b(?= (?:been|got|a|an|the|to|no|some|just|always|never))"),
+        "{name} has",
+    ),
+    (re.compile(r"^I'?d\b"), "{name} would"),
+    (re.compile(r"^I'?ll\b"), "{name} will"),
+    (re.compile(r"^My\b"), "{name}'s"),
+    (re.compile(r"^I\b(?! think| guess| mean| know| feel| hope| wonder| bet)"), "{name}"),
+)
+_THIRD_PERSON_VERB = re.compile(
+    r"^(?P<verb>love|like|want|need|have|feel|think|enjoy|hope|plan|try|work|live|go|do|"
+    r"prefer|hate|miss|wish|know|keep|get|make|take|find|see|use)\b"
+)
+# a reply's reaction to what the other side said ("You have such a caring heart",
+# "That sounds great"): it answers, it tells nothing new
+_REACTION = re.compile(
+    r"^(?:you|your|you'?re|you'?ve|that(?:'?s| is| was| sounds| looks)|this (?:sounds|looks)|"
+    r"it (?:sounds|looks)|sounds|looks|what a|so (?:cool|great|glad|happy|sorry)|"
+    r"i'?m (?:so )?(?:glad|happy|sorry|proud)|wow|aww?|omg)\b",
+    re.IGNORECASE,
+)
+_YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+_OWN = re.compile(r"\b(?:my|me|myself|I'm|I've|I'd|I'll|I)\b")
+_THEIR = {"my": "their", "me": "them", "myself": "themselves", "I'm": "they're", "I": "they",
+          "I've": "they've", "I'd": "they'd", "I'll": "they'll"}  # fmt: skip
+_VERB_S = {"have": "has", "do": "does", "go": "goes", "try": "tries", "wish": "wishes",
+           "miss": "misses"}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One turn of prose: who (``user``, ``assistant``, ``unknown``, ``system``), the
+    speaker's name when the source gave one, and the text."""
+
+    role: str
+    text: str
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """What the agent touched: a file (``kind="file"``) or a command (``"command"``)."""
+
+    kind: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProseSummary:
+    headline: str
+    body: tuple[str, ...]
+    touched: tuple[str, ...]
+    ran: tuple[str, ...]
+    still_open: str | None
+    status: str | None  # "fixed" | "done" | "open" | "abandoned" | None (not a task)
+    short: str = ""  # the headline without its outcome (for a tight budget)
+
+    def render(self) -> str:
+        lines = [self.headline] if self.headline else []
+        if self.body:
+            lines.append(" ".join(self.body))
+        done = []
+        if self.touched:
+            done.append("Touched " + ", ".join(self.touched))
+        if self.ran:
+            done.append("ran " + "; ".join(f"`{c}`" for c in self.ran))
+        if done:
+            lines.append("; ".join(done) + ".")
+        if self.still_open:
+            lines.append(f"Still open: {self.still_open}")
+        return "\n".join(lines)
+
+
+def is_filler(text: str) -> bool:
+    """A sentence that carries nothing to keep: a greeting, thanks, a yes, or too short."""
+    if _IMPERATIVE.match(text.strip()) or _REQUEST.match(text.strip()):
+        return False  # "Fix the parser." is short, and all the user wanted
+    if _CJK_TEXT.search(text):  # no spaces between words: count characters
+        return len(text.strip()) < 6
+    words = text.split()
+    if len(words) < 4:
+        return True
+    return bool(_GREETING.match(text.strip(" *_\"'“"))) and len(words) <= 9
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def _target(tool: str, args: object) -> Action | None:
+    if not isinstance(args, dict):
+        return None
+    for key in ("command", "cmd"):
+        value = args.get(key)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            return Action("command", clip_words(value.strip().splitlines()[0], 10))
+    for key in ("file_path", "path", "notebook_path", "filename", "file"):
+        value = args.get(key)
+        if isinstance(value, str) and _FILE.search(value.strip()) and len(value) < 200:
+            return Action("file", value.strip())
+    return None
+
+
+def _parse_args(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def read_transcript(transcript: str) -> tuple[list[Line], list[Action]]:
+    """The prose lines and the agent's actions of a transcript in the prompt convention:
+    ``Assistant called Bash: {json}`` turns and ``[tools: Read (path), Bash (cmd)]``
+    markers give the actions; a ``Name: `` prefix that leads two or more turns names
+    their speaker."""
+    actions: list[Action] = []
+    for raw in transcript.splitlines():
+        m = opens_turn(raw)
+        called = m.groupdict().get("called") if m else None
+        if m and called:
+            tool = called.split()[-1]
+            found = _target(tool, _parse_args(raw[m.end() :].strip()))
+            if found:
+                actions.append(found)
+    for mark in _TOOLS_MARK.finditer(transcript):
+        for item in re.finditer(r"(\w[\w.-]*) \(([^()]{1,200})\)", mark.group("list")):
+            tool, target = item.group(1), item.group(2)
+            kind = "command" if tool.lower() in ("bash", "shell", "exec", "run") else "file"
+            if kind == "command" or _FILE.search(target):
+                actions.append(Action(kind, target))
+    # "Ana (user): …" → "User: Ana: …", the prefix form named speakers take in a turn
+    unnamed = "\n".join(
+        NAMED_LINE.sub(lambda m: f"{m.group('role').capitalize()}: {m.group('name')}: ", ln, 1)
+        for ln in transcript.splitlines()
+    )
+    turns = [t for t in parse_turns(unnamed) if t.role in _PROSE_ROLES]
+    return _named([(t.role, t.text) for t in turns]), actions
+
+
+def _named(turns: Sequence[tuple[str, str]]) -> list[Line]:
+    heads = [_NAME_PREFIX.match(text) for _, text in turns]
+    counts: dict[str, int] = {}
+    for m in heads:
+        if m:
+            counts[m.group("name")] = counts.get(m.group("name"), 0) + 1
+    names = {n for n, c in counts.items() if c >= 2}
+    lines = []
+    for (role, text), m in zip(turns, heads, strict=True):
+        if m and m.group("name") in names:
+            lines.append(Line(role, text[m.end() :], m.group("name")))
+        else:
+            lines.append(Line(role, text))
+    return lines
+
+
+def lines_of_events(events: Sequence[object]) -> tuple[list[Line], list[Action]]:
+    """Lines and actions of :class:`memoir.model.Event` values (user and assistant text;
+    tool calls' file and command arguments)."""
+    from memoir.model import EventKind, speaker_of
+
+    lines: list[Line] = []
+    actions: list[Action] = []
+    for ev in events:
+        kind = getattr(ev, "kind", None)
+        if kind is EventKind.TOOL_CALL:
+            payload = getattr(ev, "payload", {}) or {}
+            args = payload.get("input")
+            if args is None and isinstance(payload.get("arguments"), str):
+                args = _parse_args(payload["arguments"]) or {"command": payload["arguments"]}
+            found = _target(str(getattr(ev, "tool_name", "") or ""), args)
+            if found is None:
+                found = _target("", _parse_args(str(getattr(ev, "text", ""))))
+            if found:
+                actions.append(found)
+        elif kind in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
+            role = "user" if kind is EventKind.USER_TEXT else "assistant"
+            lines.append(Line(role, str(getattr(ev, "text", "")), speaker_of(ev)))  # type: ignore[arg-type]
+    return lines, actions
+
+
+# -- selecting -------------------------------------------------------------------------
+
+
+def _third_person(text: str, name: str | None) -> str:
+    """ "I went to…" said by Caroline → "Caroline went to…" (only a sentence that opens
+    with the speaker's "I"/"My"; anything else is kept as said)."""
+    if not name:
+        return text
+    for pattern, replacement in _FIRST_PERSON:
+        m = pattern.match(text)
+        if m is None:
+            continue
+        rest = text[m.end() :]
+        if replacement == "{name}":
+            verb = _THIRD_PERSON_VERB.match(rest.lstrip())
+            if verb:
+                word = verb.group("verb")
+                conj = _VERB_S.get(word, word + "s")
+                rest = " " + conj + rest.lstrip()[len(word) :]
+        rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
+        return replacement.format(name=name) + rest
+    return _reported(text, name)
+
+
+_FIRST_MENTION = re.compile(r"\b(?:I'm|I've|I'd|I'll|I|my|me|myself)\b")
+_NAMED = {"I'm": "{n} is", "I've": "{n} has", "I'd": "{n} would", "I'll": "{n} will",
+          "I": "{n}", "my": "{n}'s", "me": "{n}", "myself": "{n}"}  # fmt: skip
+
+
+_THEY_VERB = re.compile(r"\bthey (was|is|has|am|wasn't|isn't|hasn't)\b")
+_PLURAL = {"was": "were", "is": "are", "has": "have", "am": "are", "wasn't": "weren't",
+           "isn't": "aren't", "hasn't": "haven't"}  # fmt: skip
+
+
+def _agree(text: str) -> str:
+    """ "they was" → "they were" (after "I" became "they")."""
+    return _THEY_VERB.sub(lambda m: "they " + _PLURAL[m.group(1)], text)
+
+
+def _reported(text: str, name: str) -> str:
+    """A sentence with the speaker's "I" further in: its first "I"/"my"/"me" names the
+    speaker ("…so I went" → "…so Caroline went"), the later ones become they/their/them."""
+    m = _FIRST_MENTION.search(text)
+    if m is None:
+        return text
+    word = m.group(0)
+    rest = text[m.end() :]
+    if word == "I":
+        verb = _THIRD_PERSON_VERB.match(rest.lstrip())
+        if verb:
+            conj = _VERB_S.get(verb.group("verb"), verb.group("verb") + "s")
+            rest = " " + conj + rest.lstrip()[len(verb.group("verb")) :]
+    rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
+    return text[: m.start()] + _NAMED[word].format(n=name) + rest
+
+
+def _imperative(text: str) -> str:
+    """ "Can you find out why it's flaky?" → "Find out why it's flaky"."""
+    m = _REQUEST.match(text)
+    if m is None:
+        return text
+    rest = text[m.end() :].rstrip(" ?")
+    return rest[:1].upper() + rest[1:] if rest else text
+
+
+def _trim(text: str, words: int) -> str:
+    return clip_words(text, words).rstrip(" .!?;:,")
+
+
+@dataclass
+class _Reading:
+    lines: list[Line]
+    turns: list[Turn]
+    sentences: list[Sentence]
+
+    @classmethod
+    def of(cls, lines: Sequence[Line]) -> _Reading:
+        turns = [Turn(ln.role, ln.text, n) for n, ln in enumerate(lines)]
+        return cls(list(lines), turns, sentences_of(turns, roles=_PROSE_ROLES))
+
+    def speaker(self, s: Sentence) -> str | None:
+        return self.lines[s.turn].speaker
+
+    def said(self, s: Sentence, words: int = SENTENCE_WORDS) -> str:
+        return finish(clip_words(_third_person(s.text.strip(), self.speaker(s)), words))
+
+
+def _goal(r: _Reading) -> tuple[str, list[Sentence], bool]:
+    """The goal sentence(s), the sentences used and whether the user asked for something."""
+    users = [s for s in r.sentences if s.role in ("user", "unknown")] or r.sentences
+    firsts = [s for s in users if not is_filler(s.text)]
+    if not firsts:
+        return "", [], False
+    first = firsts[0]
+    same_turn = [s for s in firsts if s.turn == first.turn]
+    asking = next((s for s in same_turn if _asks(s.text)), None)
+    if asking is None:  # no request: a talk, opened by its first substantive sentence
+        telling = (s for s in firsts if not _REACTION.match(s.text) and not s.text.endswith("?"))
+        first = next(telling, first)
+        goal = _trim(_third_person(first.text, r.speaker(first)), HEADLINE_GOAL_WORDS)
+        return goal, [first], False
+    if asking is first:
+        used = [first]
+        text = _imperative(first.text) if asking is first else first.text
+        goal = _trim(_third_person(text, r.speaker(first)), HEADLINE_GOAL_WORDS)
+        return goal, used, asking is first
+    if len(first.text.split()) + len(asking.text.split()) <= HEADLINE_GOAL_WORDS + 6:
+        setup = _trim(first.text, HEADLINE_GOAL_WORDS)
+        ask = _imperative(asking.text)
+        ask = ask[:1].lower() + ask[1:] if ask != asking.text else _trim(ask, 20)
+        return f"{setup}: {_trim(ask, 20)}", [first, asking], True
+    return _trim(_imperative(asking.text), HEADLINE_GOAL_WORDS), [asking], True
+
+
+def _asks(text: str) -> bool:
+    """A request or a question of the user's own (not one it quotes)."""
+    text = text.strip()
+    if text[:1] in "\"'“‘«":
+        return False
+    return (
+        bool(_REQUEST.match(text) or _IMPERATIVE.match(text))
+        or (text.endswith("?") and bool(_ASKS.search(text)))
+        or (text.endswith("?") and len(text.split()) >= 8)
+    )
+
+
+def _outcome(r: _Reading, used: set[int]) -> Sentence | None:
+    helpers = [s for s in r.sentences if s.role == "assistant" and not is_filler(s.text)]
+    if not helpers:
+        return None
+    late = helpers[len(helpers) // 3 :]
+    for s in reversed(late):
+        fresh = s.position not in used and not s.text.endswith("?")
+        fresh = fresh and not s.text.lstrip().startswith("[")  # a marker, not an outcome
+        if fresh and _OUTCOME.search(s.text) and not _REACTION.match(s.text):
+            return s
+    last_turn = helpers[-1].turn
+    finals = [s for s in helpers if s.turn == last_turn and s.position not in used]
+    finals = [s for s in finals if not s.text.endswith("?")] or finals
+    return finals[0] if finals else None
+
+
+def _status(r: _Reading, outcome: Sentence | None, goal: str, task: bool) -> str | None:
+    if not task:
+        return None
+    tail = r.sentences[-6:]
+    if any(_ABANDONED.search(s.text) for s in tail if s.role in ("user", "unknown")):
+        return "abandoned"
+    late_assistant = [s for s in tail if s.role == "assistant"]
+    if any(_OPEN.search(s.text) for s in late_assistant[-3:]):
+        return "open"
+    if outcome is not None and _OUTCOME.search(outcome.text):
+        return "fixed" if _FIX_TASK.search(goal) else "done"
+    last = r.lines[-1] if r.lines else None
+    if last is not None and last.role in ("user", "unknown"):
+        return "open"
+    return None
+
+
+def _central(
+    r: _Reading, budget: int, used: set[int], said: list[frozenset[str]]
+) -> list[Sentence]:
+    """The most central sentences within ``budget`` words, in conversation order: first
+    those that tell something (no question, no filler, not a reply's reaction), then —
+    only while the budget lasts — those said to the other person ("you…")."""
+    ranked = [
+        s
+        for _, s in rank_sentences(r.sentences)
+        if s.position not in used
+        and not is_filler(s.text)
+        and not s.text.rstrip().endswith("?")
+        and not _REACTION.match(s.text)
+        and not s.text.lstrip().startswith("[")  # a marker ("[photo: …]"), not what was said
+    ]
+    telling = [s for s in ranked if not _YOU.search(s.text)]
+    addressed = [s for s in ranked if _YOU.search(s.text)]
+    chosen: list[Sentence] = []
+    total = 0
+    for s in telling + addressed:
+        if near_duplicate(s.text, said):
+            continue
+        words = min(SENTENCE_WORDS, len(s.text.split()))
+        if total + words > budget:
+            if total + 8 > budget:
+                break
+            continue
+        chosen.append(s)
+        said.append(frozenset(content_words(s.text)))
+        total += words
+    return sorted(chosen, key=lambda s: s.position)
+
+
+def _dedupe(actions: Sequence[Action], kind: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for a in actions:
+        if a.kind == kind and a.target not in out:
+            out.append(a.target)
+    return tuple(out[:MAX_ACTIONS] if kind == "file" else out[-MAX_ACTIONS // 2 :])
+
+
+def summarize_lines(
+    lines: Sequence[Line], actions: Sequence[Action] = (), *, body_words: int | None = None
+) -> ProseSummary:
+    """The prose summary of a conversation given as lines and actions (pure)."""
+    r = _Reading.of(lines)
+    goal, goal_used, task = _goal(r)
+    users = [s for s in r.sentences if s.role in ("user", "unknown")]
+    early = {ln for ln in sorted({s.turn for s in users})[:3]}  # the user's first turns
+    task = task or bool(actions)
+    task = task or any(_asks(s.text) and not s.text.endswith("?") for s in users if s.turn in early)
+    used = {s.position for s in goal_used}
+    outcome = _outcome(r, used) if task else None
+    if outcome is not None:
+        used.add(outcome.position)
+    status = _status(r, outcome, goal, task)
+    said = [frozenset(content_words(s.text)) for s in goal_used]
+    headline = goal
+    if outcome is not None and near_duplicate(outcome.text, said):
+        outcome = None
+    if outcome is not None:
+        said.append(frozenset(content_words(outcome.text)))
+        said_end = _OUTCOME_LABEL.sub("", outcome.text.strip())
+        end = _trim(_third_person(said_end, r.speaker(outcome)), HEADLINE_OUTCOME_WORDS)
+        head = end.split(" ", 1)[0]
+        if status and head[1:].isalpha() and head[1:].islower():  # "All 8 tests" → "all 8…"
+            end = end[:1].lower() + end[1:]
+        if status and headline:
+            headline = f"{headline} — {status}: {end}"
+        elif headline:
+            headline = f"{headline} — {end}"
+        else:
+            headline = end
+    elif status and headline:
+        headline = f"{headline} — {status}"
+    headline = finish(headline) if headline else ""
+    still_open = None
+    if status == "open":
+        late = [s for s in r.sentences[-8:] if _OPEN.search(s.text) and s.position not in used]
+        if late:
+            still_open = r.said(late[-1])
+            used.add(late[-1].position)
+            said.append(frozenset(content_words(late[-1].text)))
+    if body_words is None:
+        prose_words = sum(len(s.text.split()) for s in r.sentences)
+        body_words = max(MIN_BODY_WORDS, min(MAX_BODY_WORDS, int(prose_words * BODY_SHARE)))
+    decided = [
+        s for _, s in rank_sentences(r.sentences)
+        if cue("decision", s.text) and s.position not in used and not near_duplicate(s.text, said)
+    ][:2]  # fmt: skip
+    for s in decided:
+        used.add(s.position)
+        said.append(frozenset(content_words(s.text)))
+    central = _central(
+        r, max(0, body_words - sum(len(s.text.split()) for s in decided)), used, said
+    )
+    body = tuple(r.said(s) for s in sorted([*decided, *central], key=lambda s: s.position))
+    short = finish(f"{goal} — {status}" if status and goal else goal) if goal else headline
+    return ProseSummary(
+        headline,
+        body,
+        _dedupe(actions, "file"),
+        _dedupe(actions, "command"),
+        still_open,
+        status,
+        short,
+    )
+
+
+def prose_summary(
+    transcript: str, max_tokens: int, count: Callable[[str], int], previous: str = ""
+) -> str:
+    """The prose summary of a transcript in the prompt convention that fits ``max_tokens``:
+    when it does not, the earlier summary's sentences go first, then body sentences from
+    the last, what remains, the files and commands, the headline's outcome, and last the
+    goal's words (clipped with "…")."""
+    lines, actions = read_transcript(transcript)
+    summary = summarize_lines(lines, actions)
+    return _fit(summary, _earlier(previous), max_tokens, count) or EMPTY
+
+
+def _fit(
+    summary: ProseSummary, earlier: list[str], max_tokens: int, count: Callable[[str], int]
+) -> str:
+    def render(s: ProseSummary, before: list[str]) -> str:
+        return _with_earlier(s.render(), before)
+
+    current = summary
+    text = render(current, earlier)
+    while count(text) > max_tokens:
+        if earlier:
+            earlier = earlier[:-1]
+        elif current.body:
+            current = replace(current, body=current.body[:-1])
+        elif current.still_open:
+            current = replace(current, still_open=None)
+        elif current.ran or current.touched:
+            current = replace(current, ran=(), touched=())
+        elif current.short and current.headline != current.short:
+            current = replace(current, headline=current.short, short="")
+        else:
+            words = current.headline.rstrip(".…").split()
+            if len(words) <= 1:
+                return text if count(text) <= max_tokens else ""
+            current = replace(current, headline=" ".join(words[: len(words) * 2 // 3]) + "…")
+        text = render(current, earlier)
+    return text
+
+
+def _earlier(previous: str) -> list[str]:
+    """Sentences of a previous summary carried forward (a keyword line of format 1 never)."""
+    from memoir.llm.offline.summary import _previous_sentences
+
+    return _previous_sentences(previous, limit=4)
+
+
+def _with_earlier(text: str, earlier: list[str]) -> str:
+    if not earlier:
+        return text
+    head, _, rest = text.partition("\n")
+    lines = [head, "Earlier: " + " ".join(finish(e) for e in earlier)]
+    return "\n".join(lines + ([rest] if rest else []))
