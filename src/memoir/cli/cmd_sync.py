@@ -317,6 +317,7 @@ def sync_command(
                     purge_excluded=purge_excluded,
                     follow_symlinks=follow_symlinks,
                 )
+            memoir.embed_written(report.sessions_touched)  # found by meaning at once
     except Busy:
         _note("another memoir sync is running; leaving it to finish", as_json, "busy")
         return

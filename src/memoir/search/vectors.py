@@ -54,6 +54,11 @@ class VectorMatrix:
         index = _row_index(self)
         return [index[i] for i in ids if i in index]
 
+    def without(self, ids: list[str]) -> set[str]:
+        """Those of ``ids`` that have no vector here."""
+        index = _row_index(self)
+        return {i for i in ids if i not in index}
+
     def session_mask(self, session_ids: list[str]) -> np.ndarray:
         """A boolean per row: does its exchange belong to one of ``session_ids``? (An
         exchange id is its session id, ``:``, an ordinal.)"""

@@ -67,6 +67,49 @@ class EmbeddingsPart:
                 )
         return [(r[1], _embed_text(r)) for r in rows]
 
+    def missing_in(
+        self, model: str, session_ids: Sequence[str], limit: int, *, with_tokens: bool = False
+    ) -> list[tuple[str, str]]:
+        """Exchanges of these sessions without a vector for ``model`` (``with_tokens``: or
+        without token states), at most ``limit``, each session's latest first: what a
+        write just stored (embedding on write), found through the sessions' index."""
+        complete = " AND m.tokens IS NOT NULL" if with_tokens else ""
+        out: list[tuple[str, str]] = []
+        with self._db.ro() as tx:
+            for session_id in dict.fromkeys(session_ids):
+                if len(out) >= limit:
+                    break
+                rows = tx.run(
+                    "SELECT e.pk, e.id, e.user_text, e.assistant_text, e.tool_excerpt "
+                    "FROM exchanges e WHERE e.session_id = ? AND NOT EXISTS (SELECT 1 FROM "
+                    f"embeddings m WHERE m.model = ? AND m.exchange_id = e.id{complete}) "
+                    "ORDER BY e.first_ordinal DESC LIMIT ?",
+                    (session_id, model, limit - len(out)),
+                )
+                out += [(r[1], _embed_text(r)) for r in rows]
+        return out
+
+    def previous_texts(self, exchange_ids: Sequence[str]) -> dict[str, str]:
+        """For each of these exchanges that has one, the embedded text of the exchange
+        before it in its session (what leads its own text when it is embedded): one
+        indexed probe per exchange, never a whole session read."""
+        wanted = list(dict.fromkeys(exchange_ids))
+        out: dict[str, str] = {}
+        with self._db.ro() as tx:
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                rows = tx.run(
+                    "SELECT x.id, p.pk, p.id, p.user_text, p.assistant_text, p.tool_excerpt "
+                    "FROM exchanges x JOIN exchanges p ON p.session_id = x.session_id "
+                    "AND p.first_ordinal = (SELECT max(q.first_ordinal) FROM exchanges q "
+                    "WHERE q.session_id = x.session_id AND q.first_ordinal < x.first_ordinal) "
+                    f"WHERE x.id IN ({marks})",
+                    chunk,
+                )
+                out.update((str(r[0]), _embed_text(r[1:])) for r in rows)
+        return out
+
     def backlog_count(self, model: str, *, with_tokens: bool = False) -> int:
         """How many exchanges :meth:`backlog` would hand out in all (a progress bar's
         total; two counts, not a read of the rows)."""
