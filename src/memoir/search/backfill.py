@@ -101,12 +101,15 @@ def embed_written(
     embedder: Embedder,
     session_ids: Sequence[str],
     *,
-    max_items: int = WRITE_MAX,
+    max_items: int | None = None,
     batch: int = DEFAULT_BATCH,
 ) -> int:
     """Embedding on write: embed what a write just stored in ``session_ids`` (each
-    session's latest exchanges without a vector first), at most ``max_items``, in batches;
+    session's latest exchanges without a vector first), at most ``max_items`` (default
+    :data:`WRITE_MAX`), in batches;
     returns how many were stored. What is left over waits for :func:`embed_backlog`."""
+    if max_items is None:
+        max_items = WRITE_MAX
     if max_items <= 0 or not session_ids:
         return 0
     with_tokens = isinstance(embedder, TokenEmbedder)
