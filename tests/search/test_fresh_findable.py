@@ -134,7 +134,7 @@ def test_a_fresh_exact_match_ranks_in_the_default_mode_where_text_ranks_it(
     assert (fresh in stored) is memoir.settings.embed_on_write
     if not memoir.settings.embed_on_write:
         assert memoir.embed_pending().embedded >= 1
-        assert [h.exchange_id for h in memoir.search(QUERY, limit=7)][0] == fresh
+        assert memoir.search(QUERY, limit=7)[0].exchange_id == fresh
 
 
 def test_a_failing_embedder_never_fails_the_write(
@@ -200,3 +200,12 @@ def test_the_cli_sync_embeds_on_write(
     assert hits[0]["session_id"] == session
     with Memoir.at(home) as memoir:
         assert f"{session}:1" in memoir.store.embeddings.vectors("hash-256", [f"{session}:1"])
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [(None, True), ("1", True), ("on", True), ("0", False), ("off", False), ("False", False)],
+)
+def test_the_embed_on_write_setting(raw: str | None, expected: bool) -> None:
+    env = {} if raw is None else {"MEMOIR_EMBED_ON_WRITE": raw}
+    assert Settings.from_env(env).embed_on_write is expected

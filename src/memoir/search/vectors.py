@@ -21,7 +21,7 @@ import numpy as np
 
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
 from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse
-from memoir.search.matrix_load import patched, read_whole
+from memoir.search.matrix_load import patched, read_whole, write_files
 from memoir.search.reads import VectorReads
 
 __all__ = [
@@ -174,10 +174,11 @@ def _coarse_for(directory: Path | None, model: str, vectors: VectorMatrix) -> Co
 
 def prepare_files(store: VectorReads, model: str) -> bool:
     """Write the model's cached matrix files now (after ``memoir embed``), so the next
-    search process reads them instead of the database; False when this store keeps none."""
+    search process reads them instead of the database — a page of vectors at a time, so
+    the embedding process never holds the whole matrix; False when this store keeps none."""
     if store.cache_dir is None:
         return False
-    matrix_for(store, model)
+    write_files(store, model, store.cache_dir)
     return True
 
 

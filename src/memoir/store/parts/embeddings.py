@@ -6,7 +6,7 @@ read whole again (:mod:`memoir.search.vectors`)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -213,6 +213,27 @@ class EmbeddingsPart:
         if not rows:
             return [], b"", 0
         return [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
+
+    def pages(self, model: str, size: int) -> Iterator[tuple[list[str], bytes, int]]:
+        """Every ``model`` vector, ``size`` at a time in exchange-id order: (exchange ids,
+        their float32 rows end to end, dim) per page, each page its own read — what
+        writes a matrix file without holding the whole matrix."""
+        after = ""
+        while True:
+            rows = self._db.rows(
+                "SELECT exchange_id, dim, vec FROM embeddings WHERE model = ? AND "
+                "exchange_id > ? ORDER BY exchange_id LIMIT ?",
+                (model, after, size),
+            )
+            if not rows:
+                return
+            yield [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
+            after = str(rows[-1][0])
+
+    def count(self, model: str) -> int:
+        """How many ``model`` vectors there are."""
+        rows = self._db.rows("SELECT count(*) FROM embeddings WHERE model = ?", (model,))
+        return int(rows[0][0]) if rows else 0
 
     def models(self) -> list[str]:
         """The models exchanges have vectors of: one index probe per model ever written
