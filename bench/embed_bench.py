@@ -140,7 +140,7 @@ def measure(locomo: Path, work: Path, copies: int, threads: int) -> dict[str, An
     corpus = work / f"corpus-{copies}"
     files, size = build_corpus(locomo, corpus, copies)
     home = work / f"home-{copies}"
-    env = environment(home, corpus)
+    env = environment(home, corpus, MEMOIR_EMBED_ON_WRITE="0")  # all left to memoir embed
     synced, _, _ = run([*MEMOIR, "sync", "--no-summaries", "--json"], env)
     exchanges = int(synced["exchanges_added"])
     texts = work / f"texts-{copies}.json"
@@ -223,7 +223,10 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="embed-bench-", dir=args.dir))
     try:
-        rows = [measure(args.locomo, work, c, args.threads) for c in args.copies or [1, 3]]
+        rows = []
+        for copies in args.copies or [1, 3]:
+            rows.append(measure(args.locomo, work, copies, args.threads))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
         cost = write_cost(args.locomo, work, (args.copies or [1, 3])[0])
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -190,8 +190,9 @@ class Memoir:
                 max_items=max_items,
                 progress=progress,
             )
-            if result.embedded:  # the next search maps the matrix from a file
-                prepare_files(self.store, embedder.name)
+            # the next search maps the matrix from a file (vectors embedded on write
+            # since it was written included; nothing is written while a patch will do)
+            prepare_files(self.store, embedder.name)
         return result
 
     def embed_written(self, session_ids: Sequence[str]) -> int:

@@ -228,3 +228,27 @@ def test_memoir_embed_writes_the_matrix_file_a_page_at_a_time(
 
 def _all(store: Store) -> list[tuple[str, str]]:
     return store.embeddings.backlog("nothing-embedded", 1000)
+
+
+def test_a_few_vectors_embedded_on_write_patch_the_file_instead_of_rewriting_it(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.search import matrix_file, vectors
+    from memoir.store import open_store
+
+    monkeypatch.setattr(matrix_file, "FILE_MIN_ROWS", 1)
+    filled = open_store(settings)
+    fill(filled)
+    embedder = HashEmbedder(dim=16)
+    embed_backlog(filled, embedder, max_items=5)
+    assert vectors.prepare_files(filled, embedder.name)
+    assert filled.cache_dir is not None
+    written = matrix_file.cached_generations(filled.cache_dir, embedder.name)
+    embed_backlog(filled, embedder)  # the sixth, as a write embeds it
+    vectors.prepare_files(filled, embedder.name)
+    assert matrix_file.cached_generations(filled.cache_dir, embedder.name) == written
+    vectors.invalidate()
+    loaded = vectors.matrix_for(filled, embedder.name)  # the file, patched from the log
+    assert loaded.size == 6
+    assert loaded.generation == filled.embeddings.generation(embedder.name)
+    filled.close()

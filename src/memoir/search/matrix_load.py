@@ -119,7 +119,7 @@ def write_files(store: VectorReads, model: str, directory: Path) -> bool:
         return False
     log_end = store.embeddings.log_end(model)  # before the read, as for read_whole
     count = store.embeddings.count(model)
-    if count < matrix_file.FILE_MIN_ROWS:
+    if count < matrix_file.FILE_MIN_ROWS or _patchable(store, model, directory, count):
         return False
     try:
         with store.claims.hold(f"vectors:{model}", "the vector matrix is being cached"):
@@ -134,6 +134,19 @@ def write_files(store: VectorReads, model: str, directory: Path) -> bool:
             return True
     except (Busy, ReadOnly):
         return False
+
+
+def _patchable(store: VectorReads, model: str, directory: Path, count: int) -> bool:
+    """Whether the newest file can be patched to the current vectors (few changes logged
+    since it was written): the next search patches it, no new file is needed."""
+    generations = cached_generations(directory, model)
+    if not generations:
+        return False
+    log_end = read_log_end(directory, model, generations[0])
+    changes = None if log_end is None else store.embeddings.changes(model, log_end)
+    if changes is None:
+        return False
+    return len(changes[1]) <= max(PATCH_MIN, REWRITE_SHARE * count)
 
 
 def _trim_log(store: VectorReads, model: str, directory: Path, log_end: int | None) -> None:
