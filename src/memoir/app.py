@@ -579,8 +579,8 @@ class Memoir:
                 purge_excluded=purge_excluded,
                 follow_symlinks=follow_symlinks,
             )
-            self.embed_written(report.sessions_touched)
-            return report
+        self.embed_written(report.sessions_touched)  # after the lock: no sync waits on it
+        return report
 
     def summary_store(self) -> SummaryStore:
         """Where this home keeps summaries (``MEMOIR_SUMMARY_STORE``): archive files beside
