@@ -19,8 +19,16 @@ from fastapi.testclient import TestClient
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter
+from memoir.search import backfill
 from memoir.server import create_app
 from memoir.store.port import Store
+
+
+@pytest.fixture(autouse=True)
+def _embedding_on_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On, as it is outside the test suite (tests/conftest.py turns it off)."""
+    monkeypatch.setattr(backfill, "WRITE_MAX", 256)
+
 
 QUERY = "invoice export timing out"
 FRESH_PROMPT = "the nightly invoice export to the Zephyrine bucket keeps timing out"

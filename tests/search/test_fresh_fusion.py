@@ -19,7 +19,11 @@ from memoir.search.late import pack_tokens, rerank
 from memoir.search.minilm import ATTENTION_BUDGET, BATCH, MAX_TOKENS, chunks
 from memoir.store.port import Store
 
-T, V = 0, 1  # the text list, the vector list
+
+@pytest.fixture(autouse=True)
+def _embedding_on_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On, as it is outside the test suite (tests/conftest.py turns it off)."""
+    monkeypatch.setattr(backfill, "WRITE_MAX", 256)
 
 
 @pytest.mark.parametrize(
