@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from memoir.config import Settings
+from memoir.search import backfill
 from memoir.store.port import Store
+
+# Embedding on write is off in the test process (a write embeds none of its exchanges):
+# with the embeddings extra installed, every sync and append of every test would run
+# MiniLM. tests/search/test_fresh_*.py turn it back on for what they test.
+backfill.WRITE_MAX = 0
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CLAUDE_FIXTURES = FIXTURES / "claude-code"

@@ -226,9 +226,30 @@ class Memoir:
                 max_items=max_items,
                 progress=progress,
             )
-            if result.embedded:  # the next search maps the matrix from a file
-                prepare_files(self.store, embedder.name)
+            # the next search maps the matrix from a file (vectors embedded on write
+            # since it was written included; nothing is written while a patch will do)
+            prepare_files(self.store, embedder.name)
         return result
+
+    def embed_written(self, session_ids: Sequence[str]) -> int:
+        """Embedding on write: embed the newest exchanges of ``session_ids`` that have no
+        vector yet (at most ``memoir.search.backfill.WRITE_MAX``), so a search by meaning
+        finds them the moment the write returns; how many were embedded. Nothing when
+        ``MEMOIR_EMBED_ON_WRITE`` is off, no embedder is configured or installed, or the
+        store is read-only. A failure is logged, never raised: the write is done, and
+        ``memoir embed`` picks up what is left."""
+        if not self.settings.embed_on_write or not session_ids or self.store.read_only:
+            return 0
+        from memoir.search.backfill import embed_written
+
+        try:
+            embedder = self._writing_embedder()
+            if embedder is None:
+                return 0
+            return embed_written(self.store, embedder, session_ids)
+        except Exception:  # any embedder or store failure: the write it follows stands
+            logging.getLogger(__name__).warning("embedding on write failed", exc_info=True)
+            return 0
 
     def _writing_embedder(self) -> Embedder | None:
         """The configured embedder, for a call that stores what it makes: the test fake
@@ -671,6 +692,7 @@ class Memoir:
                 follow_symlinks=follow_symlinks,
             )
         self.rescan_secrets()  # derived text an older detector let through (bounded)
+        self.embed_written(report.sessions_touched)  # after the lock: no sync waits on it
         return report
 
     def summary_store(self) -> SummaryStore:
@@ -920,7 +942,10 @@ class Memoir:
                 f"session {session_id!r} is read from a {found.harness.value} transcript; "
                 "messages are appended only to sessions fed from code or the HTTP API"
             )
-        return self.store.api.append(session_id, api_messages(session_id, messages))
+        result = self.store.api.append(session_id, api_messages(session_id, messages))
+        if result.added:
+            self.embed_written([session_id])
+        return result
 
     def archive_session(self, user: str, session_id: str) -> Session:
         """Mark a session of ``user`` archived (kept and searchable, never extracted)."""

@@ -85,6 +85,9 @@ class Settings:
     compact_tail_ratio: float = 0.5
     # search
     embedder: str = "auto"  # "auto" | "none" | "minilm" | "hash"
+    embed_on_write: bool = (
+        True  # sync and append embed what they stored (memoir.search.backfill.embed_written)
+    )
     # jobs: admission across replicas (None: a bounded in-process store), worker intervals
     redis_url: str | None = None
     job_heartbeat_s: float = 10.0
@@ -228,6 +231,8 @@ class Settings:
             else:
                 _warn_once(f"MEMOIR_MEMORY_FROM_SYNC={v!r} is not on or off; ignored")
                 origins["memory_from_sync"] = f"default (MEMOIR_MEMORY_FROM_SYNC={v!r} ignored)"
+        if (v := take("embed_on_write", "MEMOIR_EMBED_ON_WRITE")) is not None:
+            values["embed_on_write"] = v.lower() not in ("0", "false", "no", "off")
         values["sync_disabled"] = _truthy(env.get("MEMOIR_SYNC_DISABLED"))
         if values["sync_disabled"]:
             origins["sync_disabled"] = "env MEMOIR_SYNC_DISABLED"

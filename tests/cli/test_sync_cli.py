@@ -319,6 +319,8 @@ def test_sync_embeds_only_when_asked(
     cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    # the catch-up pass alone (embedding on write: tests/search/test_fresh_findable.py)
+    monkeypatch.setenv("MEMOIR_EMBED_ON_WRITE", "0")
     plain = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
     assert plain["embeddings"] is None  # the interactive sync stays fast
     report = _json(cli, "sync", "--source", str(source), "--json", "--no-summaries", "--embed")
@@ -344,6 +346,7 @@ def test_sync_table_reports_what_was_embedded(
     cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
+    monkeypatch.setenv("MEMOIR_EMBED_ON_WRITE", "0")  # what the catch-up embedded
     result = cli.invoke(app, ["sync", "--source", str(source), "--no-summaries", "--embed"])
     assert result.exit_code == 0, result.output
     assert re.search(r"exchanges embedded\s+.\s*3", result.stdout)
@@ -352,6 +355,7 @@ def test_sync_table_reports_what_was_embedded(
 def test_background_sync_returns_and_logs(home: Path, source: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
     env.update(MEMOIR_HOME=str(home), MEMOIR_SOURCES=str(source), MEMOIR_EMBEDDER="hash")
+    env.update(MEMOIR_EMBED_ON_WRITE="0")  # the catch-up pass embeds all three
     out = subprocess.run(
         [sys.executable, "-m", "memoir.cli", "sync", "--background", "--no-summaries"],
         capture_output=True,

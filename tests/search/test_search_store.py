@@ -386,8 +386,11 @@ def test_hybrid_reranks_its_head_with_the_stored_token_states(
     embed_backlog(filled, embedder)
     seen: dict[str, object] = {}
 
-    def spy(ranked: list[str], query_tokens: np.ndarray, stored: dict[str, bytes]) -> list[str]:
+    def spy(
+        ranked: list[str], query_tokens: np.ndarray, stored: dict[str, bytes], **more: object
+    ) -> list[str]:
         seen.update(ranked=list(ranked), stored=dict(stored), width=query_tokens.shape[1])
+        assert more == {"stand_in": set()}  # every exchange here has its vector
         return list(reversed(ranked))
 
     monkeypatch.setattr(engine, "rerank", spy)

@@ -411,6 +411,8 @@ def sync_command(
     except Busy:
         _note("another memoir sync is running; leaving it to finish", as_json, "busy")
         return
+    with open_memoir() as memoir:  # found by meaning at once; after the lock, as below
+        memoir.embed_written(report.sessions_touched)
     summaries = None
     if not no_summaries:  # after the sync lock is let go: model calls can take minutes, and
         # the next sync (a new session's hook) must not wait; each session's summary claim

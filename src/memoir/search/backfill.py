@@ -1,9 +1,13 @@
-"""Embedding catch-up, off the sync's critical path.
+"""Embedding: on write, and the catch-up.
 
+A write (sync, append) calls :func:`embed_written` for the sessions it stored: their
+newest exchanges without a vector are embedded at once, at most :data:`WRITE_MAX`.
 ``memoir embed`` (or a background step after sync) calls :func:`embed_backlog`: it asks the
 store for exchanges that have no vector for this model yet, embeds them in batches and
 stores the vectors, one transaction per batch — an interrupted run keeps what it finished
-and the next run continues where it stopped.
+and the next run continues where it stopped. Memory stays flat in the corpus's size: one
+batch of texts, vectors and token states at a time, and each text's context read by a
+probe for its previous exchange.
 
 The text embedded for an exchange is the exchange preceded by the tail of the one before it
 in the same session (:func:`context_text`): a turn alone is often too short or too
@@ -22,21 +26,30 @@ the missing ones: :data:`memoir.store.index_doc.EMBED_RECIPE`, which must be rai
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 
 import numpy as np
 
 from memoir.search.embedder import Embedder, TokenEmbedder
 from memoir.search.late import pack_tokens
 from memoir.search.vectors import invalidate
-from memoir.store.index_doc import embedding_text
 from memoir.store.port import Store
 
-__all__ = ["DEFAULT_BATCH", "PREVIOUS_CHARS", "BackfillResult", "context_text", "embed_backlog"]
+__all__ = [
+    "DEFAULT_BATCH",
+    "PREVIOUS_CHARS",
+    "WRITE_MAX",
+    "BackfillResult",
+    "context_text",
+    "embed_backlog",
+    "embed_written",
+]
 
 DEFAULT_BATCH = 128
+# most exchanges one write embeds (a first sync of a large archive embeds its latest
+# turns; `memoir embed` the rest): ~5 s of MiniLM on one core
+WRITE_MAX = 256
 # how much of the previous exchange leads an exchange's embedded text: its end (the reply
 # this exchange answers), short enough to leave most of MiniLM's 256-token window to the
 # exchange itself
@@ -71,21 +84,7 @@ def embed_backlog(
         rows = store.embeddings.backlog(embedder.name, want, with_tokens=with_tokens)
         if not rows:
             break
-        texts = _with_context(store, rows)
-        blobs: list[bytes | None] | None = None
-        if isinstance(embedder, TokenEmbedder):
-            pooled, states = embedder.embed_with_tokens(texts)
-            blobs = [pack_tokens(s) for s in states]
-        else:
-            pooled = embedder.embed(texts)
-        vectors = np.ascontiguousarray(pooled, np.float32)
-        stored = store.embeddings.put(  # a row a sync changed meanwhile is not stored:
-            embedder.name,  # it stays in the backlog and the next batch embeds it anew
-            [(exchange_id, vectors[n].tobytes()) for n, (exchange_id, _) in enumerate(rows)],
-            embedder.dim,
-            blobs,
-            embedded_from=[text for _, text in rows],
-        )
+        stored = _embed_rows(store, embedder, rows)
         done += stored
         batches += 1
         if progress is not None:
@@ -97,6 +96,52 @@ def embed_backlog(
     return BackfillResult(embedder.name, done, batches, complete)
 
 
+def embed_written(
+    store: Store,
+    embedder: Embedder,
+    session_ids: Sequence[str],
+    *,
+    max_items: int | None = None,
+    batch: int = DEFAULT_BATCH,
+) -> int:
+    """Embedding on write: embed what a write just stored in ``session_ids`` (each
+    session's latest exchanges without a vector first), at most ``max_items`` (default
+    :data:`WRITE_MAX`), in batches;
+    returns how many were stored. What is left over waits for :func:`embed_backlog`."""
+    if max_items is None:
+        max_items = WRITE_MAX
+    if max_items <= 0 or not session_ids:
+        return 0
+    with_tokens = isinstance(embedder, TokenEmbedder)
+    rows = store.embeddings.missing_in(
+        embedder.name, session_ids, max_items, with_tokens=with_tokens
+    )
+    done = 0
+    for start in range(0, len(rows), batch):
+        done += _embed_rows(store, embedder, rows[start : start + batch])
+    return done
+
+
+def _embed_rows(store: Store, embedder: Embedder, rows: list[tuple[str, str]]) -> int:
+    """Embed ``rows`` (exchange id, its text), each led by its previous exchange, and store
+    the vectors (with token states when the embedder has them); how many were stored."""
+    texts = _with_context(store, rows)
+    blobs: list[bytes | None] | None = None
+    if isinstance(embedder, TokenEmbedder):
+        pooled, states = embedder.embed_with_tokens(texts)
+        blobs = [pack_tokens(s) for s in states]
+    else:
+        pooled = embedder.embed(texts)
+    vectors = np.ascontiguousarray(pooled, np.float32)
+    return store.embeddings.put(  # a row a sync changed meanwhile is not stored:
+        embedder.name,  # it stays in the backlog and the next batch embeds it anew
+        [(exchange_id, vectors[n].tobytes()) for n, (exchange_id, _) in enumerate(rows)],
+        embedder.dim,
+        blobs,
+        embedded_from=[text for _, text in rows],
+    )
+
+
 def context_text(text: str, previous: str | None) -> str:
     """What is embedded for an exchange: the tail of the previous exchange's text, then
     its own."""
@@ -106,11 +151,7 @@ def context_text(text: str, previous: str | None) -> str:
 
 
 def _with_context(store: Store, rows: list[tuple[str, str]]) -> list[str]:
-    """The backlog rows' texts, each led by its session's previous exchange."""
-    found = store.exchanges.many([xid for xid, _ in rows])
-    previous: dict[str, str] = {}
-    for session_id in {ex.session_id for ex in found.values()}:
-        for before, exchange in pairwise(store.exchanges.of(session_id)):
-            if exchange.id in found:
-                previous[exchange.id] = embedding_text(before)
+    """The rows' texts, each led by its session's previous exchange (read per row, not
+    per session: a batch costs the same in a session of ten exchanges or ten thousand)."""
+    previous = store.embeddings.previous_texts([xid for xid, _ in rows])
     return [context_text(text, previous.get(xid)) for xid, text in rows]

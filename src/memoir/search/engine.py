@@ -22,7 +22,7 @@ from datetime import datetime
 import numpy as np
 
 from memoir.errors import MemoirError
-from memoir.fusion import rrf
+from memoir.fusion import rrf, stand_in_ranks
 from memoir.model import Exchange, Session
 from memoir.search.context import neighbour_smoothed
 from memoir.search.embedder import Embedder, TokenEmbedder
@@ -116,15 +116,23 @@ class _Search:
         self.passes = filter_predicate(request.filters)
 
 
+def _usable_vectors(run: _Search, embedder: Embedder | None) -> VectorMatrix | None:
+    """The embedder's vectors in the store, None when there are none of its width."""
+    if embedder is None:
+        return None
+    vectors = matrix_for(run.store, embedder.name)
+    return None if vectors.size == 0 or vectors.dim != embedder.dim else vectors
+
+
 def _vector_ranking(
     run: _Search,
     embedder: Embedder,
+    vectors: VectorMatrix | None,
     pool: int,
     feedback: list[str] | None = None,
     query_vector: np.ndarray | None = None,
 ) -> list[tuple[str, float]]:
-    vectors = matrix_for(run.store, embedder.name)
-    if vectors.size == 0 or vectors.dim != embedder.dim:
+    if vectors is None:
         return []
     if query_vector is None:
         (query_vector,) = embedder.embed_query([run.request.meaning])
@@ -291,11 +299,12 @@ def _rank(run: _Search, pool: int) -> _Ranking:
     vector_ranked: list[tuple[str, float]] = []
     query_tokens: np.ndarray | None = None
     query_vector: np.ndarray | None = None
+    vectors = _usable_vectors(run, embedder) if chosen in ("vector", "hybrid") else None
     if chosen in ("vector", "hybrid") and embedder is not None:
         feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
         if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
             query_vector, query_tokens = embedder.query_with_tokens(request.meaning)
-        vector_ranked = _vector_ranking(run, embedder, pool, feedback, query_vector)
+        vector_ranked = _vector_ranking(run, embedder, vectors, pool, feedback, query_vector)
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
     memory_rank: list[str] = []
@@ -314,13 +323,20 @@ def _rank(run: _Search, pool: int) -> _Ranking:
     elif chosen == "vector":
         ranked = vector_ranked
     else:
+        # a text match with no vector yet (stored a moment ago, not embedded) is a
+        # text-only candidate: its text rank stands in for the vector rank it cannot have
+        unvectored = set(text_rank) if vectors is None else vectors.without(text_rank)
         lists, weights = [text_rank, vector_rank], list(HYBRID_WEIGHTS)
+        stand_ins: list[dict[str, int]] = [{}, stand_in_ranks(text_rank, unvectored)]
         if memory_rank:
             lists.append(memory_rank)
             weights.append(MEMORY_WEIGHT)
-        ranked = rrf(lists, k=HYBRID_K, weights=weights)
+            stand_ins.append({})
+        ranked = rrf(lists, k=HYBRID_K, weights=weights, stand_ins=stand_ins)
         if query_tokens is not None and embedder is not None and vector_rank:
-            ranked = _reranked(run.store.embeddings, embedder.name, ranked, query_tokens)
+            ranked = _reranked(
+                run.store.embeddings, embedder.name, ranked, query_tokens, unvectored
+            )
     return _Ranking(
         _dated(request.query, ranked, run.lookup),
         text_hits,
@@ -366,14 +382,16 @@ def _reranked(
     model: str,
     ranked: list[tuple[str, float]],
     query_tokens: np.ndarray,
+    unvectored: set[str],
 ) -> list[tuple[str, float]]:
-    """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`).
-    The fused scores are handed out again in the new order, so scores still descend."""
+    """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`;
+    ``unvectored`` exchanges, with no vector yet, keep their place there). The fused
+    scores are handed out again in the new order, so scores still descend."""
     head = [i for i, _ in ranked[:RERANK_DEPTH]]
     stored = embeddings.token_states(model, head)
     if not stored:
         return ranked
-    order = rerank([i for i, _ in ranked], query_tokens, stored)
+    order = rerank([i for i, _ in ranked], query_tokens, stored, stand_in=unvectored)
     return list(zip(order, sorted((s for _, s in ranked), reverse=True), strict=True))
 
 

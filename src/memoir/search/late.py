@@ -17,12 +17,12 @@ LoCoMo it lifts hybrid recall@10 while neither order alone is as good
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
 from memoir.errors import StoreError
-from memoir.fusion import rrf
+from memoir.fusion import rrf, stand_in_ranks
 
 __all__ = ["RERANK_DEPTH", "RERANK_K", "maxsim", "pack_tokens", "rerank", "unpack_tokens"]
 
@@ -72,10 +72,13 @@ def rerank(
     query_tokens: np.ndarray,
     stored: Mapping[str, bytes],
     depth: int = RERANK_DEPTH,
+    stand_in: Collection[str] = (),
 ) -> list[str]:
     """``ranked`` with its first ``depth`` ids re-ordered by fusing their current order
     with their MaxSim order; the rest unchanged. An id without stored tokens (or with an
-    unreadable blob) keeps only its share from the current order."""
+    unreadable blob) keeps only its share from the current order — unless it is in
+    ``stand_in`` (exchanges with no vector at all, not embedded yet): those count at their
+    current place in the MaxSim order too, neither pushed down nor lifted."""
     head = list(ranked[:depth])
     if query_tokens.size == 0 or len(head) < 2:
         return list(ranked)
@@ -91,5 +94,6 @@ def rerank(
     if not scores:
         return list(ranked)
     by_tokens = sorted(scores, key=lambda i: -scores[i])
-    fused = [i for i, _ in rrf([head, by_tokens], k=RERANK_K)]
+    waiting = stand_in_ranks(head, {i for i in stand_in if i not in scores})
+    fused = [i for i, _ in rrf([head, by_tokens], k=RERANK_K, stand_ins=[{}, waiting])]
     return fused + list(ranked[depth:])

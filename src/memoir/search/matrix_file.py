@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
-from memoir.atomic import write_atomic, write_text_atomic
+from memoir.atomic import temp_for, write_atomic, write_text_atomic
 from memoir.private import private_dir
 
 __all__ = [
@@ -35,6 +38,7 @@ __all__ = [
     "read_matrix",
     "write_coarse",
     "write_matrix",
+    "write_matrix_pages",
 ]
 
 log = logging.getLogger(__name__)
@@ -130,26 +134,84 @@ def write_matrix(
         private_dir(directory)
         write_text_atomic(ids_path, "\n".join(ids))
         _save(_path(directory, model, generation, "npy"), matrix)
-        log_path = _path(directory, model, generation, "log")
-        if log_end is not None:
-            write_text_atomic(log_path, str(log_end))
-        else:
-            log_path.unlink(missing_ok=True)
-        parts = "|".join(re.escape(p) for p in _PARTS)
-        # temp files are ".<name>.<pid>.tmp" (memoir.atomic); before, "<name>.<pid>.tmp"
-        mine = re.compile(
-            r"\.?" + re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?"
-        )
-        legacy = re.compile(re.escape(_legacy_stem(model)) + r"-g\d+\.(" + parts + r")")
-        for old in directory.iterdir():
-            found = mine.fullmatch(old.name)
-            # other generations, and what a crashed (or concurrent: it then skips its
-            # cache) writer left half-done; and this model's files named before the hash
-            stale = found is not None and (int(found.group(1)) != generation or found.group(3))
-            if stale or legacy.fullmatch(old.name):
-                old.unlink(missing_ok=True)
+        _finish(directory, model, generation, log_end)
     except OSError as exc:
         log.warning("could not cache the vector matrix in %s: %s", directory, exc)
+
+
+def write_matrix_pages(
+    directory: Path,
+    model: str,
+    generation: int,
+    count: int,
+    pages: Iterable[tuple[list[str], bytes, int]],
+    log_end: int | None = None,
+) -> bool:
+    """:func:`write_matrix` for a matrix of ``count`` rows read a page at a time (ids,
+    float32 rows end to end, dim): memory stays one page whatever the matrix's size.
+    Nothing is published (False) when the pages do not add up to ``count`` rows of one
+    width, or an id holds a line break."""
+    if count < FILE_MIN_ROWS:
+        return False
+    rows_path = _path(directory, model, generation, "npy")
+    ids_path = _path(directory, model, generation, "ids")
+    rows_tmp, ids_tmp = temp_for(rows_path), temp_for(ids_path)
+    try:
+        private_dir(directory)
+        written, width = 0, 0
+        with _private_open(rows_tmp) as rows_out, _private_open(ids_tmp) as ids_out:
+            for ids, blob, dim in pages:
+                if not ids:
+                    continue
+                if written == 0:
+                    width = dim
+                    header = {"descr": "<f4", "fortran_order": False, "shape": (count, dim)}
+                    np.lib.format.write_array_header_1_0(rows_out, header)
+                if dim != width or len(blob) != 4 * dim * len(ids) or written + len(ids) > count:
+                    break
+                if any("\n" in i for i in ids):
+                    break
+                rows_out.write(blob)
+                ids_out.write((b"\n" if written else b"") + "\n".join(ids).encode("utf-8"))
+                written += len(ids)
+        if written != count:
+            rows_tmp.unlink(missing_ok=True)
+            ids_tmp.unlink(missing_ok=True)
+            return False
+        os.replace(ids_tmp, ids_path)
+        os.replace(rows_tmp, rows_path)
+        _finish(directory, model, generation, log_end)
+        return True
+    except OSError as exc:
+        rows_tmp.unlink(missing_ok=True)
+        ids_tmp.unlink(missing_ok=True)
+        log.warning("could not cache the vector matrix in %s: %s", directory, exc)
+        return False
+
+
+def _private_open(path: Path) -> BinaryIO:
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
+
+
+def _finish(directory: Path, model: str, generation: int, log_end: int | None) -> None:
+    """Record where the log ended for a matrix just written, and remove the files of the
+    model's other generations (and what crashed writers left)."""
+    log_path = _path(directory, model, generation, "log")
+    if log_end is not None:
+        write_text_atomic(log_path, str(log_end))
+    else:
+        log_path.unlink(missing_ok=True)
+    parts = "|".join(re.escape(p) for p in _PARTS)
+    # temp files are ".<name>.<pid>.tmp" (memoir.atomic); before, "<name>.<pid>.tmp"
+    mine = re.compile(r"\.?" + re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?")
+    legacy = re.compile(re.escape(_legacy_stem(model)) + r"-g\d+\.(" + parts + r")")
+    for old in directory.iterdir():
+        found = mine.fullmatch(old.name)
+        # other generations, and what a crashed (or concurrent: it then skips its
+        # cache) writer left half-done; and this model's files named before the hash
+        stale = found is not None and (int(found.group(1)) != generation or found.group(3))
+        if stale or legacy.fullmatch(old.name):
+            old.unlink(missing_ok=True)
 
 
 def read_coarse(

