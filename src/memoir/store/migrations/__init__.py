@@ -30,6 +30,7 @@ from memoir.store.migrations import (
     v013_memory_recall,
     v014_project_names,
     v015_usage_redactions,
+    v017_index_folded_in_python,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -129,6 +130,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v015_usage_redactions.NAME,
         v015_usage_redactions.SQLITE,
         v015_usage_redactions.POSTGRES,
+    ),
+    Migration(
+        v017_index_folded_in_python.VERSION,
+        v017_index_folded_in_python.NAME,
+        v017_index_folded_in_python.SQLITE,
+        v017_index_folded_in_python.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
