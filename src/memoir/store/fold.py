@@ -52,7 +52,7 @@ def fold_accents(text: str) -> str:
 # FTS5's tokenizer reads it, and accents as above; SQL's ``translate(text, punctuation ||
 # ACCENTED, spaces || PLAIN)`` in Python, where it costs a fraction of the server's time
 _PUNCTUATION = str.maketrans(string.punctuation, " " * len(string.punctuation))
-_INDEX_TRANSLATION = {**_TRANSLATION, **_PUNCTUATION}
+_INDEX_TRANSLATION: dict[int, str | int | None] = {**_TRANSLATION, **_PUNCTUATION}
 
 
 def fold_index_text(text: str) -> str:

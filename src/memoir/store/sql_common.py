@@ -14,7 +14,6 @@ an :class:`IngestWrites`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
@@ -80,35 +79,23 @@ def pg_sql(sql: str) -> str:
     return sql.replace("?", "%s")
 
 
-def _no_pipeline(conn: Any) -> AbstractContextManager[Any]:
-    return nullcontext()
-
-
-def _pg_pipeline(conn: Any) -> AbstractContextManager[Any]:
-    return conn.pipeline()  # type: ignore[no-any-return]
-
-
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """How a backend's driver takes SQL written with ``?`` placeholders: its placeholder
-    style (``dialect(sql)``), how it binds a timestamp, the clause that locks the rows
+    style (``dialect(sql)``), how it binds a timestamp, and the clause that locks the rows
     a read returns for the rest of the transaction (none where the write transaction
-    already serializes, as SQLite's ``BEGIN IMMEDIATE`` does), and ``pipeline(conn)``: a
-    block in which statements are sent without waiting for each one's result (psycopg's
-    pipeline mode: the client waits only where it reads a result; a statement's
-    ``rowcount`` is not known until then). SQLite runs in-process: nothing to save there."""
+    already serializes, as SQLite's ``BEGIN IMMEDIATE`` does)."""
 
     placeholders: Callable[[str], str]
     time: TimeEncoder
     row_lock: str = ""
-    pipeline: Callable[[Any], AbstractContextManager[Any]] = _no_pipeline
 
     def __call__(self, sql: str) -> str:
         return self.placeholders(sql)
 
 
 SQLITE = Dialect(sqlite_sql, to_iso)
-POSTGRES = Dialect(pg_sql, to_utc, " FOR UPDATE", _pg_pipeline)
+POSTGRES = Dialect(pg_sql, to_utc, " FOR UPDATE")
 
 
 def tx_dialect(tx: Tx) -> Dialect:

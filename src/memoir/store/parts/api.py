@@ -7,9 +7,9 @@ the client ids already stored are read under that lock, then the events, the exc
 they open or grow (with their index rows) and the client ids are written together. Two
 concurrent appends to one session therefore take turns: no ordinal is handed out twice,
 and a retried batch finds its ids and stores nothing again. On PostgreSQL the transaction
-runs in psycopg's pipeline mode (:attr:`~memoir.store.sql_common.Dialect.pipeline`): the
-reads under the lock are sent together and the writes are not waited for one by one, so
-an append costs a fixed handful of round trips whatever the batch's size.
+runs in psycopg's pipeline mode (:attr:`~memoir.store.db.Db.batch`): the reads under the
+lock are sent together and the writes are not waited for one by one, so an append costs
+a fixed handful of round trips whatever the batch's size.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class ApiPart:
         check_storable(messages)
         messages = [_scrub_id(m) for m in messages]
         d = self._d
-        with self._db.write() as conn, d.pipeline(conn):
+        with (self._db.batch or self._db.write)() as conn:
             row = conn.execute(
                 d(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?{d.row_lock}"), (session_id,)
             ).fetchone()
