@@ -759,8 +759,10 @@ class Memoir:
         Messages are the OpenAI / Anthropic chat shape: ``{"role", "content"}``, content a
         string or a list of text blocks, roles user, assistant, system, developer, tool
         (with OpenAI ``tool_calls`` / ``tool_call_id``), optionally a ``name`` (the
-        speaker), a ``timestamp`` and your own ``id``. They are stored as events, with the
-        exchanges they open or grow and their index rows, in one transaction, and are
+        speaker), a ``timestamp`` (without one: the nearest one sent with it, else the time
+        it is stored, marked ``time_inferred``) and your own ``id``. They are stored as
+        events, with the exchanges they open or grow and their index rows, in one
+        transaction, and are
         searchable at once. A message whose ``id`` the session has stored already is
         skipped, so a retried batch stores nothing twice; a message without one is added
         every time. Returns ``added``, ``skipped`` and the session's ``last_ordinal``.

@@ -5,6 +5,7 @@ archive (issue #24, item 3)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.config import Settings
 from memoir.ingest import detect
+from memoir.ingest import sync as sync_module
 from memoir.ingest.sync import sync
+from memoir.store import codec, sql_common
 from memoir.store.migrations.v014_project_names import old_safe
 from memoir.store.sqlite_store import SQLiteStore
 
@@ -52,6 +55,14 @@ def source(tmp_path: Path) -> Path:
     return root
 
 
+_PRE_V16_EVENT_INSERT = """
+INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
+    source_offset, source_line, payload, text)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (session_id, ordinal) DO NOTHING
+"""
+
+
 def _json(cli: CliRunner, *args: str) -> object:
     result = cli.invoke(app, list(args))
     assert result.exit_code == 0, result.output
@@ -72,9 +83,13 @@ def test_two_cyrillic_folders_are_two_projects(cli: CliRunner, source: Path) -> 
 def test_a_home_synced_before_v14_upgrades_and_verifies_clean(
     cli: CliRunner, source: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # an older Memoir: the old names, the schema at v13
+    # an older Memoir: the old names, the schema at v13, events without time_inferred
+    # (v16) stored without a time when the chat gave none
     with monkeypatch.context() as old:
         old.setattr(detect, "project_name", old_safe)
+        old.setattr(sql_common, "EVENT_INSERT", _PRE_V16_EVENT_INSERT)
+        old.setattr(sql_common, "event_params", lambda e, enc: codec.event_params(e, enc)[:11])
+        old.setattr(sync_module, "with_times", lambda result, *_a, **_k: result)
         store = SQLiteStore(settings.sqlite_path, target_version=13)
         try:
             report = sync(settings, store, observer=_Quiet(), sources=[source])
@@ -90,6 +105,12 @@ def test_a_home_synced_before_v14_upgrades_and_verifies_clean(
     assert isinstance(verified, dict) and verified["ok"], verified
     hits = _json(cli, "search", "ledgers", "--project", "проект", "--mode", "text", "--json")
     assert isinstance(hits, list) and [h["session_id"] for h in hits] == ["first"]
+    # v16 gave the untimed events the file's mtime as the sync saw it, marked inferred
+    shown = _json(cli, "show", "first", "--json")
+    assert isinstance(shown, dict)
+    mtime = (source / "проект" / "first.jsonl").stat().st_mtime
+    stamps = {(e["timestamp"], e["time_inferred"]) for e in shown["events"]}
+    assert stamps == {(datetime.fromtimestamp(mtime, UTC).isoformat(), True)}
 
     # grown, rewritten and new transcripts after the upgrade
     with open(source / "проект" / "first.jsonl", "a", encoding="utf-8") as fp:

@@ -14,8 +14,17 @@ from memoir.model import (
     build_exchanges,
 )
 from memoir.store import IngestBatch, SourceState, Store
+from memoir.store.codec import event_params
 
-__all__ = ["T0", "batch", "conversation", "ingest", "session", "source"]
+__all__ = [
+    "T0",
+    "apply_before_v16",
+    "batch",
+    "conversation",
+    "ingest",
+    "session",
+    "source",
+]
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -137,3 +146,18 @@ def ingest(
 ) -> None:
     s = session(sid, **session_kw)  # type: ignore[arg-type]
     store.ingest.apply(batch(s, conversation(sid, turns, start=start)))
+
+
+def apply_before_v16(store: Store, made: IngestBatch) -> None:
+    """Write ``made`` into a store at a schema before v16, whose events have no
+    ``time_inferred`` column: the batch without its events, then the events as such a
+    Memoir wrote them."""
+    from dataclasses import replace
+
+    store.ingest.apply(replace(made, events=()))
+    with store._db.tx() as tx:  # type: ignore[attr-defined]
+        tx.many(
+            "INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id, "
+            "source_offset, source_line, payload, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [event_params(e, tx.time)[:11] for e in made.events],
+        )

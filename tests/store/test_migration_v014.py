@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from store_builders import T0, batch, conversation, source
+from store_builders import T0, apply_before_v16, batch, conversation, source
 
 from conftest import fresh_pg_schema
 from memoir.model import Harness, Session
@@ -111,7 +111,7 @@ def _stored(
             archive_path=f"/home/ann/.memoir/archive/{project}/{sid}.jsonl",
             parser_state={"format": "generic", "project": project, "subagent": False},
         )
-    store.ingest.apply(batch(session, events, source=src))
+    apply_before_v16(store, batch(session, events, source=src))
 
 
 def _fill_v13(store: Store) -> None:

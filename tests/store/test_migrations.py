@@ -52,7 +52,7 @@ def fill_v1(run: Run, enc: Callable[[Any], Any], mark: str) -> None:
         run(
             f"INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id, "
             f"source_offset, source_line, payload, text) VALUES ({q(11)})",
-            event_params(e, enc),
+            event_params(e, enc)[:11],  # v1 had no time_inferred (v16)
         )
     for x in EXCHANGES:
         run(
@@ -83,7 +83,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == list(range(1, 16))
+    assert [m.version for m in pending(0)] == list(range(1, 17))
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -123,6 +123,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (13, "memory-recall"),
             (14, "project-names"),
             (15, "usage-redactions"),
+            (16, "event-times"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"

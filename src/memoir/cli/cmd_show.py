@@ -193,6 +193,7 @@ def _event_json(e: Event, memories: list[str]) -> dict[str, Any]:
         "author": e.author.value,
         "text": e.text,
         "timestamp": e.timestamp.isoformat() if e.timestamp else None,
+        "time_inferred": e.time_inferred,  # the source gave none: the nearest known time
         "tool_name": e.tool_name,
         "call_id": e.call_id,
         "payload": e.payload,
@@ -226,6 +227,8 @@ def _event_text(e: Event, full: bool, reveal: bool, out: Text, memories: list[st
     else:
         text = e.text if reveal else _mask(e.text)
     when = f"{e.timestamp:%Y-%m-%d %H:%M}" if e.timestamp else ""
+    if when and e.time_inferred:  # the source gave it no time: the nearest known one
+        when = f"~{when}"
     out.append(printable(label), style=style)
     out.append(f" #{e.ordinal} {when}", style="dim")
     if memories:

@@ -7,7 +7,9 @@ ones whose size and mtime the index already has (stat only), plans the rest
 (:mod:`memoir.ingest.plan`: resume, re-index a rewritten file, or leave it out), reads each
 one once from the indexed byte offset — every chunk goes to the archive copy
 (:mod:`memoir.ingest.archive`) and through the line splitter (:mod:`memoir.ingest.lines`) into
-a format reader (:mod:`memoir.ingest.reader`) — rebuilds the exchange that was still open,
+a format reader (:mod:`memoir.ingest.reader`) — gives the events their source left
+without a time the nearest known one (:mod:`memoir.ingest.times`), rebuilds the exchange
+that was still open,
 and commits everything for that file in one ``store.ingest.apply`` transaction. What was
 derived from a conversation (its summary) is not ingest's: the caller passes a
 :class:`SyncObserver`, told the moment a transcript is rewritten or a conversation removed.

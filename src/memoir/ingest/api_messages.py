@@ -1,22 +1,36 @@
 """OpenAI-style messages sent over the HTTP API, as the events the generic reader makes of
 them: one :class:`~memoir.store.values.ApiMessage` per message, carrying the client's id
-for it. Ordinals are placeholders; the store numbers the events when it appends them."""
+for it. Ordinals are placeholders; the store numbers the events when it appends them.
+
+A message sent without a ``timestamp`` takes the nearest one of the messages sent with it
+(the one before, else the one after), else the time it is stored
+(:func:`memoir.model.infer_times`), marked ``time_inferred``. Messages stored by earlier
+appends are not consulted: a message is posted when it is said or later, so the time it
+arrives is a closer bound than an older message's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from memoir.errors import ConfigError
 from memoir.ingest.generic import GENERIC_ROLES, GenericReader
 from memoir.ingest.records import EventSink
+from memoir.model import infer_times
 from memoir.store.values import ApiMessage
 
 __all__ = ["api_messages"]
 
 
-def api_messages(session_id: str, messages: Sequence[Mapping[str, Any]]) -> list[ApiMessage]:
-    """Each message (``{role, content, …, id?}``) as its events, in order. ``ConfigError``
+def api_messages(
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    stored_at: datetime | None = None,
+) -> list[ApiMessage]:
+    """Each message (``{role, content, …, id?}``) as its events, in order, each with a time
+    (``stored_at``, default now, for those with no known neighbour). ``ConfigError``
     naming the first message that is not one: not a mapping, a role the generic reader does
     not know, an ``id`` that is not a non-empty string of at most 200 characters (what the
     HTTP API's schema lets through always passes)."""
@@ -25,14 +39,18 @@ def api_messages(session_id: str, messages: Sequence[Mapping[str, Any]]) -> list
     sink = EventSink(session_id, 1)
     reader = GenericReader(sink, {})
     out: list[ApiMessage] = []
+    spans: list[tuple[int, int]] = []
     for message in messages:
         start = len(sink.events)
         reader.handle(dict(message))
+        spans.append((start, len(sink.events)))
+    events = infer_times(sink.events, before=None, fallback=stored_at or datetime.now(UTC))
+    for message, (start, end) in zip(messages, spans, strict=True):
         client_id = message.get("id")
         out.append(
             ApiMessage(
                 client_id=str(client_id) if client_id is not None else None,
-                events=tuple(sink.events[start:]),
+                events=tuple(events[start:end]),
             )
         )
     return out

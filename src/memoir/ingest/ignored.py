@@ -1,7 +1,8 @@
 """Files sync looked at and deliberately left out of the index.
 
-A binary file, a file in no known format, a file in an excluded project and a conversation
-carrying the do-not-index marker are remembered in ``<home>/state/ingest-ignored.json``
+A binary file, a file in no known format, a file in an excluded project, a conversation
+carrying the do-not-index marker and one of Memoir's own model calls through the user's
+agent CLI (``memoir_agent``) are remembered in ``<home>/state/ingest-ignored.json``
 with the size and mtime seen, so the next sync skips them on ``stat`` alone (no session
 rows exist for them, hence no source state in the store). ``verify`` lists them.
 """
@@ -24,6 +25,7 @@ class IgnoredFile:
     size: int
     mtime_ns: int
     # "binary" | "unknown_format" | "excluded" | "no_index" | "unreadable" | "too_large"
+    # | "memoir_agent"
     reason: str
     session_id: str | None = None
     project: str | None = None

@@ -31,7 +31,8 @@ FIRST_LINE_SCAN = 64 * 1024 * 1024  # how far past an over-long first line detec
 
 @dataclass(frozen=True, slots=True)
 class Skip:
-    reason: str  # "binary" | "unknown_format" | "excluded" | "empty" | "duplicate"
+    # "binary" | "unknown_format" | "excluded" | "empty" | "duplicate" | "memoir_agent"
+    reason: str
     session_id: str | None = None
     project: str | None = None
     same_as: str | None = None  # a duplicate: the path that holds the session
@@ -87,6 +88,12 @@ def _inside(path: str, folder: Path) -> bool:
         )
     except ValueError:  # different drives
         return False
+
+
+def _own_run(cwd: str, agent_runs: Path) -> bool:
+    """``cwd`` is in Memoir's agent runs folder (as given, or with its links resolved:
+    the CLI reports the physical path)."""
+    return _inside(cwd, agent_runs) or _inside(cwd, Path(os.path.realpath(agent_runs)))
 
 
 def _suffixed(identity: Identity, path: str) -> Identity:
@@ -170,6 +177,7 @@ def plan_file(
     key: str | None = None,
     known: Callable[[str], SourceState | None] = lambda _path: None,
     reread: bool = False,
+    agent_runs: Path | None = None,
 ) -> Plan | Skip:
     """``key`` is the path the index knows the transcript by (default: the file read).
     ``owners`` maps session ids to the paths that hold them; ``known`` gives the index's
@@ -182,7 +190,10 @@ def plan_file(
     duplicate, or read on from the other's state when it is the copy that grew. Otherwise
     it is a different transcript and gets a session id of its own (``clash_with``).
     ``reread``: the stored events are damaged (``verify --repair``): read the file again
-    from its start under the session id the index knows, as a rewritten one is."""
+    from its start under the session id the index knows, as a rewritten one is.
+    ``agent_runs``: the folder Memoir runs the user's agent CLI in when it is the model
+    (``MEMOIR_LLM=claude-code`` / ``codex``): a transcript whose working folder is in it
+    is one of Memoir's own calls, never the user's (``memoir_agent``)."""
     path = key or source_key(cand.path)
     if state is not None and not reread and not is_rewritten(fd, cand.size, state):
         ps = dict(state.parser_state)
@@ -232,6 +243,8 @@ def plan_file(
     if fmt in (Format.BINARY, Format.UNKNOWN):
         return Skip(fmt.value if fmt is Format.BINARY else "unknown_format")
     identity = identify(fmt, head_records(head), cand.path, cand.root)
+    if agent_runs is not None and identity.cwd and _own_run(identity.cwd, agent_runs):
+        return Skip("memoir_agent", identity.session_id, identity.project)
     clash: str | None = None
     if state is not None:  # rewritten: keep the session id the index knows it by
         identity = Identity(state.session_id, identity.project, identity.subagent, identity.cwd)

@@ -5,7 +5,9 @@ skip it without opening it (a sync with nothing to do over ten thousand conversa
 directory walk and one query). Otherwise plan it (:mod:`memoir.ingest.plan`), read it once
 from the indexed offset — every chunk read goes to the archive copy and through the line
 splitter and the format reader — in batches of about :data:`BATCH_BYTES` of lines, so a
-sync's memory does not grow with a transcript's size. Each batch's events, exchanges
+sync's memory does not grow with a transcript's size. Events the transcript gave no time
+are given the nearest known one right after parsing (:mod:`memoir.ingest.times`, which
+carries the last known time across batches). Each batch's events, exchanges
 (the one still open rebuilt together with the new ones), skipped lines and source state
 are committed in a transaction of their own; the source state of a batch that is not the
 last records the offset it reached as the file's size, so a sync stopped between batches
@@ -48,6 +50,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,8 @@ from memoir.ingest.observer import SyncObserver
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
 from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
 from memoir.ingest.records import parse_ts
+from memoir.ingest.times import TimeAhead, with_times
+from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.exchange import TOOL_EXCERPT_CHARS, tool_piece
 from memoir.private import tighten_home
@@ -312,6 +317,7 @@ def ingest_file(
             key=key,
             known=run.store.ingest.source,
             reread=reread,
+            agent_runs=runs_folder(run.settings.home),
         )
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
@@ -367,8 +373,9 @@ def _ingest(
         carry=_stored_open_exchange(run.store, sid, open_from, last),
     )
     read = _reader(plan, fp, cand.size, copy)
+    ahead = TimeAhead(str(cand.path), plan.fmt, sid, cand.size)
     while True:
-        result = read(cur)
+        result = with_times(read(cur), cur.state, mtime_ns=cand.mtime_ns, ahead=ahead)
         if _has_marker(result.events):
             if copy is not None:
                 copy.abort()
@@ -593,7 +600,25 @@ def _exchanges(cur: _Cursor, events: tuple[Event, ...]) -> tuple[list[Exchange],
     return built, _needed(_last_group(everything))
 
 
-def _session(store: Store, plan: Plan, state: dict[str, Any], *, reset: bool) -> Session:
+def _earliest(*times: datetime | None) -> datetime | None:
+    return min((t for t in times if t is not None), default=None)
+
+
+def _latest(*times: datetime | None) -> datetime | None:
+    return max((t for t in times if t is not None), default=None)
+
+
+def _session(
+    store: Store,
+    plan: Plan,
+    state: dict[str, Any],
+    events: Sequence[Event] = (),
+    *,
+    reset: bool,
+) -> Session:
+    """The session row a batch writes; its times span the transcript's known times and
+    those inferred for the batch's events (a file with no time of its own has only those)."""
+    times = [e.timestamp for e in events if e.time_inferred]
     existing = None if reset else store.sessions.get(plan.identity.session_id)
     flags = existing.flags if existing is not None else SessionFlags()
     if plan.identity.subagent and not flags.subagent:
@@ -605,8 +630,8 @@ def _session(store: Store, plan: Plan, state: dict[str, Any], *, reset: bool) ->
         source_path=plan.path,
         flags=flags,
         cwd=state.get("cwd") if isinstance(state.get("cwd"), str) else None,
-        created_at=parse_ts(state.get("first_at")),
-        updated_at=parse_ts(state.get("last_at")),
+        created_at=_earliest(parse_ts(state.get("first_at")), *times),
+        updated_at=_latest(parse_ts(state.get("last_at")), *times),
     )
     if existing is not None:
         session = replace(session, user=existing.user)
@@ -646,7 +671,7 @@ def _commit(
         parser_state=state,
     )
     batch = IngestBatch(
-        session=_session(run.store, plan, state, reset=reset),
+        session=_session(run.store, plan, state, result.events, reset=reset),
         events=result.events,
         exchanges=tuple(exchanges),
         source=source,

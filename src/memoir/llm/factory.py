@@ -1,5 +1,6 @@
 """Models from settings: ``MEMOIR_LLM`` = ``offline`` | ``openai:<model>`` |
-``anthropic:<model>`` (``MEMOIR_LLM_FALLBACK`` the same form), ``MEMOIR_LLM_BASE_URL``,
+``anthropic:<model>`` | ``claude-code[:<model>]`` | ``codex[:<model>]``
+(``MEMOIR_LLM_FALLBACK`` the same form), ``MEMOIR_LLM_BASE_URL``,
 ``MEMOIR_LLM_API_KEY`` (else ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``),
 ``MEMOIR_LLM_TIMEOUT_S`` (per request, default 120, 0 = none) and
 ``MEMOIR_LLM_RETRY_BUDGET`` (attempts per call for RateLimited / Transient, default 3).
@@ -11,12 +12,17 @@ A fallback of another provider than the primary needs its own key: Settings carr
 key, so the fallback provider's conventional variable (``OPENAI_API_KEY`` /
 ``ANTHROPIC_API_KEY``) is read from the environment here; when it is the same provider the
 primary key is used.
+
+``claude-code`` and ``codex`` are the user's own coding agent, run as a command under the
+login it already has (:mod:`memoir.llm.agent_cli`): they need no key, but their command
+(``claude`` / ``codex``) must be on PATH; without a model they use the CLI's default.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -28,14 +34,23 @@ from memoir.llm.port import Model
 __all__ = [
     "PROVIDERS",
     "ModelSpec",
+    "agent_missing",
     "check_settings",
     "fallback_from_settings",
     "model_from_settings",
     "parse_spec",
 ]
 
-PROVIDERS = ("offline", "openai", "anthropic")
+PROVIDERS = ("offline", "openai", "anthropic", "claude-code", "codex")
 _KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# the user's own coding agent: its command, and how to get it
+_AGENTS = {
+    "claude-code": (
+        "claude",
+        "npm install -g @anthropic-ai/claude-code, then run claude to log in",
+    ),
+    "codex": ("codex", "npm install -g @openai/codex, then run codex login"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,23 +60,29 @@ class ModelSpec:
 
     @property
     def name(self) -> str:
-        return self.provider if self.provider == "offline" else f"{self.provider}:{self.model}"
+        if self.provider == "offline" or not self.model:
+            return self.provider
+        return f"{self.provider}:{self.model}"
 
 
 def parse_spec(raw: str, variable: str = "MEMOIR_LLM") -> ModelSpec:
-    """``offline`` | ``openai:<model>`` | ``anthropic:<model>`` → ModelSpec."""
+    """``offline`` | ``openai:<model>`` | ``anthropic:<model>`` | ``claude-code[:<model>]``
+    | ``codex[:<model>]`` → ModelSpec (an agent without a model: ``model`` is "")."""
     text = raw.strip()
     provider, sep, model = text.partition(":")
     provider = provider.strip().lower()
     model = model.strip()
     if provider == "offline" and not model:
         return ModelSpec("offline", "offline")
+    if provider in _AGENTS:
+        return ModelSpec(provider, model)
     if provider in ("openai", "anthropic") and sep and model:
         return ModelSpec(provider, model)
     if provider in ("openai", "anthropic"):
         raise ConfigError(f"{variable}={raw!r} names no model; use {provider}:<model>")
     raise ConfigError(
-        f"{variable}={raw!r} is not a model; use offline, openai:<model> or anthropic:<model>"
+        f"{variable}={raw!r} is not a model; use offline, openai:<model>, anthropic:<model>, "
+        "claude-code[:<model>] or codex[:<model>]"
     )
 
 
@@ -91,6 +112,8 @@ def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
         from memoir.llm.offline import OfflineModel
 
         return OfflineModel()
+    if spec.provider in _AGENTS:
+        return _agent(spec, settings)
     if key is None:  # pragma: no cover - check_settings runs first
         raise _missing_key(spec, "MEMOIR_LLM", fallback=False)
     _require_sdk(spec.provider)
@@ -110,6 +133,38 @@ def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
     )
 
 
+def _agent(spec: ModelSpec, settings: Settings) -> Model:
+    from memoir.llm.agent_cli import runs_folder
+
+    command, _ = _AGENTS[spec.provider]
+    binary = shutil.which(command) or command
+    runs = runs_folder(settings.home)
+    if spec.provider == "claude-code":
+        from memoir.llm.claude_code_provider import ClaudeCodeModel
+
+        return ClaudeCodeModel(
+            spec.model, runs_dir=runs, timeout_s=_timeout(settings), binary=binary
+        )
+    from memoir.llm.codex_provider import CodexModel
+
+    return CodexModel(spec.model, runs_dir=runs, timeout_s=_timeout(settings), binary=binary)
+
+
+def agent_missing(provider: str, which: Callable[[str], str | None] = shutil.which) -> str | None:
+    """The one line saying the agent CLI ``provider`` runs is not on PATH; None when it is
+    (or ``provider`` is no agent)."""
+    if provider not in _AGENTS:
+        return None
+    command, how = _AGENTS[provider]
+    if which(command) is not None:
+        return None
+    return f"the {provider} model runs the {command} command, which is not on PATH: {how}"
+
+
+def _needs_key(provider: str) -> bool:
+    return provider != "offline" and provider not in _AGENTS
+
+
 def sdk_missing(
     provider: str, find: Callable[[str], object] = importlib.util.find_spec
 ) -> str | None:
@@ -126,7 +181,7 @@ def sdk_missing(
 
 
 def _require_sdk(provider: str) -> None:
-    if (missing := sdk_missing(provider)) is not None:
+    if (missing := sdk_missing(provider) or agent_missing(provider)) is not None:
         raise ConfigError(missing)
 
 
@@ -135,12 +190,12 @@ def check_settings(settings: Settings, env: Mapping[str, str] | None = None) -> 
     env = os.environ if env is None else env
     primary = parse_spec(settings.llm, "MEMOIR_LLM")
     _require_sdk(primary.provider)
-    if primary.provider != "offline" and not settings.llm_api_key:
+    if _needs_key(primary.provider) and not settings.llm_api_key:
         raise _missing_key(primary, "MEMOIR_LLM", fallback=False)
     if settings.llm_fallback:
         spec = parse_spec(settings.llm_fallback, "MEMOIR_LLM_FALLBACK")
         _require_sdk(spec.provider)
-        if spec.provider != "offline" and _key_for(spec, settings, primary, env) is None:
+        if _needs_key(spec.provider) and _key_for(spec, settings, primary, env) is None:
             raise _missing_key(spec, "MEMOIR_LLM_FALLBACK", fallback=True)
 
 
@@ -161,7 +216,7 @@ def fallback_from_settings(
     check_settings(settings, env)
     primary = parse_spec(settings.llm)
     spec = parse_spec(settings.llm_fallback, "MEMOIR_LLM_FALLBACK")
-    if spec.provider == "offline":
+    if not _needs_key(spec.provider):
         return _build(spec, settings, None)
     key = _key_for(spec, settings, primary, env)
     # the base URL belongs to the primary provider; a fallback elsewhere uses its default

@@ -215,11 +215,12 @@ def request_tokens(request: ModelRequest, counter: TokenCounter | None = None) -
 
 
 def encoding_for_model(model: str) -> str:
-    """The encoding that counts ``model`` best: o200k for GPT-4o/4.1/5 and o-series,
-    cl100k for everything else (other vendors' tokenizers are not public; cl100k is a
-    close, documented stand-in)."""
+    """The encoding that counts ``model`` best: o200k for GPT-4o/4.1/5, the o-series and
+    Codex (``MEMOIR_LLM=codex`` without a model), cl100k for everything else (other
+    vendors' tokenizers are not public; cl100k is a close, documented stand-in)."""
     name = model.split(":", 1)[-1].split("/")[-1].lower()
-    if name.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")):
+    o200k = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o", "codex")
+    if name.startswith(o200k):  # "codex": the Codex CLI's default model, a GPT-5
         return "o200k_base"
     return "cl100k_base"
 

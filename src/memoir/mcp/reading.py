@@ -184,6 +184,8 @@ def event_json(event: Event, tools: str = "short") -> dict[str, Any] | None:
         out["exchange"] = f"{event.session_id}:{event.ordinal}"
     if event.timestamp is not None:
         out["at"] = event.timestamp.isoformat(timespec="seconds")
+        if event.time_inferred:  # the source gave none: the nearest known time
+            out["at_inferred"] = True
     if event.tool_name:
         out["tool"] = clip(event.tool_name)
     if event.kind in _TOOLS and "\x1b" in text:

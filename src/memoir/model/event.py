@@ -42,7 +42,11 @@ class Event:
     """One durable event of a session.
 
     ``ordinal`` is per-session, starting at 1, strictly increasing, never reused.
-    ``timestamp`` is timezone-aware UTC (or None when the source had none).
+    ``timestamp`` is timezone-aware UTC (or None when the source had none and none was
+    inferred yet). ``time_inferred``: the source gave this event no time of its own, and
+    ``timestamp`` is the nearest known one (:func:`memoir.model.event_times.infer_times`:
+    the events around it, else the transcript file's modification time, else the time it
+    was stored).
     ``tool_name``/``call_id`` are set for tool calls and results (a result carries the
     call id of the call it answers). ``payload`` holds what the source had beyond text
     (tool input as a dict, ``is_error``, model name, …) and must be JSON-serialisable.
@@ -64,6 +68,7 @@ class Event:
     payload: dict[str, Any] = field(default_factory=dict)
     source_offset: int | None = None
     source_line: int | None = None
+    time_inferred: bool = False
 
 
 MAX_SPEAKER_CHARS = 64

@@ -88,6 +88,7 @@ def event_json(e: Event, *, reveal: bool = False) -> dict[str, Any]:
         "author": str(e.author),
         "text": e.text if reveal else mask(e.text),
         "timestamp": _iso(e.timestamp),
+        "time_inferred": e.time_inferred,
         "tool_name": e.tool_name,
         "call_id": e.call_id,
         "payload": e.payload if reveal else mask_json(e.payload),

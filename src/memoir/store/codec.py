@@ -62,7 +62,7 @@ __all__ = [
 # column lists in the order the *_from_row functions read them
 EVENT_COLS = (
     "session_id, ordinal, kind, author, ts, tool_name, call_id, source_offset, "
-    "source_line, payload, text"
+    "source_line, payload, text, time_inferred"
 )
 EXCHANGE_COLS = (
     "id, session_id, first_ordinal, last_ordinal, started_at, ended_at, line_start, "
@@ -186,7 +186,7 @@ def session_from_row(row: Any) -> Session:
 
 def event_from_row(row: Any) -> Event:
     """Row: session_id, ordinal, kind, author, ts, tool_name, call_id, source_offset,
-    source_line, payload, text."""
+    source_line, payload, text, time_inferred."""
     return Event(
         session_id=row[0],
         ordinal=row[1],
@@ -199,6 +199,7 @@ def event_from_row(row: Any) -> Event:
         source_line=row[8],
         payload=loads(row[9]) if row[9] is not None else {},
         text=row[10],
+        time_inferred=bool(row[11]),
     )
 
 
@@ -295,6 +296,7 @@ def event_params(e: Event, enc: TimeEncoder) -> tuple[Any, ...]:
         e.source_line,
         dumps(e.payload) if e.payload else None,
         scrub(e.text),
+        e.time_inferred,
     )
 
 

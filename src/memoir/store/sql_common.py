@@ -133,8 +133,8 @@ ON CONFLICT (id) DO UPDATE SET
 """
 EVENT_INSERT = """
 INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
-    source_offset, source_line, payload, text)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    source_offset, source_line, payload, text, time_inferred)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (session_id, ordinal) DO NOTHING
 """
 SOURCE_UPSERT = """

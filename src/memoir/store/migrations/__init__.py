@@ -30,6 +30,7 @@ from memoir.store.migrations import (
     v013_memory_recall,
     v014_project_names,
     v015_usage_redactions,
+    v016_event_times,
     v017_index_folded_in_python,
 )
 
@@ -130,6 +131,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         v015_usage_redactions.NAME,
         v015_usage_redactions.SQLITE,
         v015_usage_redactions.POSTGRES,
+    ),
+    Migration(
+        v016_event_times.VERSION,
+        v016_event_times.NAME,
+        v016_event_times.SQLITE,
+        v016_event_times.POSTGRES,
+        sqlite_after=lambda tx: v016_event_times.backfill(tx, backend="sqlite"),
+        postgres_after=lambda tx: v016_event_times.backfill(tx, backend="postgres"),
     ),
     Migration(
         v017_index_folded_in_python.VERSION,

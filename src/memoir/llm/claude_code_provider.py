@@ -1,0 +1,205 @@
+"""The ``claude-code`` provider: the installed Claude Code CLI, under the user's own login.
+
+One call is one run of ``claude -p --output-format json`` (print mode: answer and exit)
+with the prompt on stdin and no tools (``--tools ""``), no MCP servers but none
+(``--strict-mcp-config``), no hooks (``disableAllHooks``: Memoir's own SessionStart hook
+would start a sync from inside a sync) and no saved session (``--no-session-persistence``;
+sync recognises the runs anyway, by their working folder: :mod:`memoir.llm.agent_cli`).
+Memoir's system prompt replaces Claude Code's own (``--system-prompt``); ``claude-code:<model>``
+passes ``--model <model>`` (an alias such as ``sonnet`` or a full model id).
+
+The JSON result object (one object on stdout when the run ends)::
+
+    {"type": "result", "subtype": "success", "is_error": false, "result": "<answer>",
+     "session_id": "…", "num_turns": 1, "duration_ms": …, "total_cost_usd": 0.0123,
+     "stop_reason": "end_turn",            (newer versions)
+     "usage": {"input_tokens": …, "cache_creation_input_tokens": …,
+               "cache_read_input_tokens": …, "output_tokens": …},
+     "modelUsage": {"<model id>": {"inputTokens": …, "outputTokens": …, "costUSD": …}}}
+
+A failed run says so with ``is_error: true`` (the message in ``result``, e.g. ``Invalid API
+key · Please run /login`` or ``API Error: 429 …``) or an ``error_*`` subtype (``errors``
+lists why), and exits non-zero. Input tokens in the ledger are all three input counts
+(``input_tokens`` leaves out what was read from or written to the prompt cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from memoir.llm.agent_cli import (
+    NEUTRAL_SYSTEM,
+    error_for_message,
+    first_line,
+    prompt_of,
+    run_agent,
+    system_of,
+)
+from memoir.llm.errors import BadResponse
+from memoir.llm.mapping import completion_or_error, stop_reason_of
+from memoir.llm.values import Completion, ModelRequest, Usage
+
+__all__ = ["ClaudeCodeModel", "claude_argv", "completion_of_result"]
+
+PROVIDER = "claude-code"
+# a system prompt longer than this goes on stdin with the prompt, not on the command line
+MAX_SYSTEM_ARG = 16_000
+NO_HOOKS = json.dumps({"disableAllHooks": True})
+NESTING_MARKS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
+
+
+def claude_argv(binary: str, model: str, system: str) -> list[str]:
+    """The command line of one call (the prompt is not on it: it goes on stdin)."""
+    argv = [
+        binary,
+        "-p",
+        "--output-format",
+        "json",
+        "--tools",
+        "",
+        "--strict-mcp-config",
+        "--no-session-persistence",
+        "--settings",
+        NO_HOOKS,
+        "--system-prompt",
+        system,
+    ]
+    if model:
+        argv += ["--model", model]
+    return argv
+
+
+class ClaudeCodeModel:
+    """Claude through the user's Claude Code CLI. Thread-safe (one process per call)."""
+
+    def __init__(
+        self,
+        model: str = "",
+        *,
+        runs_dir: Path,
+        timeout_s: float | None = 120.0,
+        binary: str = "claude",
+    ) -> None:
+        self.model = model
+        self.name = f"{PROVIDER}:{model}" if model else PROVIDER
+        self.runs_dir = runs_dir
+        self.timeout_s = timeout_s
+        self.binary = binary
+
+    def complete(self, request: ModelRequest) -> Completion:
+        context: dict[str, Any] = {"provider": PROVIDER, "model": self.model or "default"}
+        system = system_of(request)
+        if len(system) > MAX_SYSTEM_ARG:
+            prompt, system = prompt_of(request, with_system=True), NEUTRAL_SYSTEM
+        else:
+            prompt = prompt_of(request, with_system=False)
+        run = run_agent(
+            claude_argv(self.binary, self.model, system),
+            prompt,
+            cwd=self.runs_dir,
+            timeout_s=self.timeout_s,
+            context=context,
+            env=_child_env(),
+        )
+        try:
+            result = _result_object(run.stdout)
+        except ValueError:
+            if run.returncode != 0:
+                raise error_for_message(
+                    first_line(run.stderr) or first_line(run.stdout), **context
+                ) from None
+            raise BadResponse(
+                f"claude printed no complete JSON result: {run.stdout[-200:]!r}", **context
+            ) from None
+        return completion_of_result(result, run.returncode, run.latency_ms, self.model)
+
+
+def _child_env() -> dict[str, str]:
+    """This process's environment without the marks of a running Claude Code session: Memoir
+    started from inside one (its MCP server, the hook's sync) must still reach the CLI, which
+    refuses to start "nested" when it sees them. The call is no nested session: it shares
+    nothing with the one around it."""
+    return {k: v for k, v in os.environ.items() if k not in NESTING_MARKS}
+
+
+def _result_object(stdout: str) -> dict[str, Any]:
+    """The result object: the whole output, or (stream-json, or a banner before it) the
+    last line that is one. ValueError when there is none (cut short, or not JSON)."""
+    text = stdout.strip()
+    candidates = [text, *reversed(text.splitlines())] if text else []
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("type") == "result":
+            return value
+    raise ValueError("no result object")
+
+
+def _count(usage: dict[str, Any], field: str) -> int:
+    value = usage.get(field)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _usage_of(result: dict[str, Any]) -> Usage:
+    usage = result.get("usage")
+    if not isinstance(usage, dict):
+        return Usage()
+    fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return Usage(sum(_count(usage, f) for f in fields), _count(usage, "output_tokens"))
+
+
+def _model_of(result: dict[str, Any], asked: str) -> str:
+    """The model that answered: the ``modelUsage`` entry with the most output tokens."""
+    per_model = result.get("modelUsage")
+    if isinstance(per_model, dict) and per_model:
+        return max(
+            per_model,
+            key=lambda k: (
+                _count(per_model[k], "outputTokens") if isinstance(per_model[k], dict) else 0
+            ),
+        )
+    return asked or "default"
+
+
+def completion_of_result(
+    result: dict[str, Any], returncode: int, latency_ms: float, asked: str
+) -> Completion:
+    """A Completion from Claude Code's result object, or the ModelError it reports."""
+    usage = _usage_of(result)
+    model = _model_of(result, asked)
+    session = result.get("session_id") if isinstance(result.get("session_id"), str) else None
+    context: dict[str, Any] = {
+        "provider": PROVIDER,
+        "model": model,
+        "request_id": session,
+        "usage": usage,
+    }
+    subtype = str(result.get("subtype") or "")
+    said_text = result.get("result")
+    text = said_text if isinstance(said_text, str) else ""
+    if result.get("is_error") or subtype != "success" or returncode != 0:
+        errors = result.get("errors")
+        said = text or (
+            "; ".join(map(str, errors)) if isinstance(errors, list) and errors else subtype
+        )
+        raise error_for_message(first_line(said) or f"claude exited {returncode}", **context)
+    raw_stop = result.get("stop_reason") if isinstance(result.get("stop_reason"), str) else None
+    completion = completion_or_error(
+        text=text,
+        stop=stop_reason_of(raw_stop),
+        usage=usage,
+        model=model,
+        provider=PROVIDER,
+        request_id=session,
+        latency_ms=latency_ms,
+        raw_stop=raw_stop,
+    )
+    cost = result.get("total_cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        completion.extra["cost_usd"] = float(cost)
+    return completion
