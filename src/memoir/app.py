@@ -829,18 +829,34 @@ class Memoir:
     def _append(
         self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
     ) -> AppendResult:
+        from memoir.errors import NotFound
         from memoir.ingest.api_messages import api_messages
         from memoir.model import Harness
         from memoir.store import ensure_writable
+        from memoir.store.values import ApiMessage
 
         ensure_writable(self.store, "appending events")
-        found = self.user_session(user, session_id)
-        if found.harness is not Harness.API:
-            raise ConfigError(
-                f"session {session_id!r} is read from a {found.harness.value} transcript; "
-                "messages are appended only to sessions fed from code or the HTTP API"
-            )
-        return self.store.api.append(session_id, api_messages(session_id, messages))
+        if not isinstance(session_id, str):
+            raise NotFound(f"no session {session_id!r}")
+        made: Sequence[ApiMessage] = []
+        malformed: Exception | None = None
+        try:  # a malformed message is told after the session's errors, as it always was
+            made = api_messages(session_id, messages)
+        except Exception as exc:  # raised again by check()
+            malformed = exc
+
+        def check(found: Session) -> None:  # on the row the append locks: no read of its own
+            if found.user != user:
+                raise NotFound(f"no session {session_id!r}")
+            if found.harness is not Harness.API:
+                raise ConfigError(
+                    f"session {session_id!r} is read from a {found.harness.value} transcript; "
+                    "messages are appended only to sessions fed from code or the HTTP API"
+                )
+            if malformed is not None:
+                raise malformed
+
+        return self.store.api.append(session_id, made, check=check)
 
     def archive_session(self, user: str, session_id: str) -> Session:
         """Mark a session of ``user`` archived (kept and searchable, never extracted)."""

@@ -19,7 +19,7 @@ from memoir.store.fold import fold_index_text
 
 pytestmark = pytest.mark.postgres
 
-ROUND_TRIPS = 9  # 8 today: the owner check (2), the transaction (6); one spare
+ROUND_TRIPS = 6  # 5 today: the pool's check of the connection, then the transaction (4); one spare
 
 
 def _messages(tag: str, n: int, start: int = 0) -> list[dict[str, Any]]:

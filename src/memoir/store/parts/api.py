@@ -81,27 +81,41 @@ class ApiPart:
             ).fetchone()
         return session_from_row(row), created
 
-    def append(self, session_id: str, messages: Sequence[ApiMessage]) -> AppendResult:
-        """Store the messages not stored already, all or none. ``ConfigError`` naming the
-        first message that stores nothing (no text, parts or tool calls: its id would be
-        recorded with no event, and a later real message of that id skipped). Text is
-        scrubbed as sync scrubs it (lone surrogates, NUL), client ids too."""
-        check_storable(messages)
+    def append(
+        self,
+        session_id: str,
+        messages: Sequence[ApiMessage],
+        *,
+        check: Callable[[Session], None] | None = None,
+    ) -> AppendResult:
+        """Store the messages not stored already, all or none. ``NotFound`` for an unknown
+        session; then ``check`` sees the session as read under the lock and may refuse it
+        (raise: the caller's checks of the session, without a read of their own); then
+        ``ConfigError`` naming the first message that stores nothing (no text, parts or
+        tool calls: its id would be recorded with no event, and a later real message of
+        that id skipped). Text is scrubbed as sync scrubs it (lone surrogates, NUL), client
+        ids too."""
         messages = [_scrub_id(m) for m in messages]
         d = self._d
         with (self._db.batch or self._db.write)() as conn:
-            row = conn.execute(
+            # the session row locked, then read under the lock: the client ids stored
+            # already, the last ordinal, and the events from the opening of the last
+            # exchange on (all of them when it has none: what new events may extend). All
+            # four are sent before any is read: the server runs them in order, so the reads
+            # see what the lock's previous holder committed; one wait in a pipeline
+            locked = conn.execute(
                 d(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?{d.row_lock}"), (session_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no session {session_id!r}")
-            session = session_from_row(row)
-            # read under the lock, the three sent before any is waited for: the client ids
-            # stored already, the last ordinal, and the events from the opening of the last
-            # exchange on (all of them when it has none): what new events may extend
+            )
             stored = self._stored_ids(conn, session_id, [m.client_id for m in messages])
             ordinals = conn.execute(d(_LAST_ORDINAL), (session_id,))
             opened = conn.execute(d(_OPEN_TAIL), (session_id, session_id))
+            row = locked.fetchone()
+            if row is None:
+                raise NotFound(f"no session {session_id!r}")
+            session = session_from_row(row)
+            if check is not None:
+                check(session)
+            check_storable(messages)
             seen = {str(r[0]) for cur in stored for r in cur.fetchall()}
             base = last = int(ordinals.fetchone()[0])
             tail = [event_from_row(r) for r in opened.fetchall()]
