@@ -205,6 +205,7 @@ def bench_append(url: str, args: argparse.Namespace, work: Path) -> dict[str, An
 
 
 def _timed_sync(source: Path, home: Path, url: str | None) -> float:
+    from memoir.app import Memoir
     from memoir.config import Settings
     from memoir.ingest.sync import sync
     from memoir.store import open_store
@@ -212,9 +213,10 @@ def _timed_sync(source: Path, home: Path, url: str | None) -> float:
     home.mkdir(parents=True, exist_ok=True)
     settings = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(source,), database_url=url)
     store = open_store(settings)
+    observer = Memoir(settings, store).sync_observer()  # what `memoir sync` hands it
     try:
         began = time.perf_counter()
-        sync(settings, store)
+        sync(settings, store, observer=observer)
         return time.perf_counter() - began
     finally:
         store.close()
