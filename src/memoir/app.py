@@ -826,6 +826,14 @@ class Memoir:
         result = self._append(user, session_id, messages)
         return result.added, result.skipped
 
+    def append_user_messages(
+        self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
+    ) -> AppendResult:
+        """:meth:`append_messages` with the whole result: ``added``, ``skipped`` and the
+        session's ``last_ordinal`` as this append left it (what the HTTP API answers,
+        without a read of its own)."""
+        return self._append(user, session_id, messages)
+
     def _append(
         self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
     ) -> AppendResult:
