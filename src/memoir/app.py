@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memoir.config import Settings, whole_number
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
+from memoir.model.session import LOCAL_USER
 from memoir.private import tighten_home
 from memoir.store import Store, open_store
 
@@ -44,7 +45,8 @@ if TYPE_CHECKING:
     from memoir.summaries.session import RunMode, SessionRun
     from memoir.summaries.summary_pass import PassProgress, SummaryPassReport
 
-__all__ = ["CONFIGURED", "Memoir"]
+__all__ = ["CONFIGURED", "LOCAL_USER", "Memoir"]
+
 
 CONFIGURED: Literal["configured"] = "configured"
 """The default of a part a call may replace (``search(embedder=…, summaries=…)``): the one
@@ -52,26 +54,51 @@ this home's settings configure."""
 
 
 class Memoir:
-    def __init__(self, settings: Settings, store: Store) -> None:
+    """One home, acting for one user (``user``, default ``local``): every operation that
+    reads or changes stored conversations or memories sees that user's only, unless a
+    call names another user (``as_user``, or a ``user`` argument)."""
+
+    def __init__(self, settings: Settings, store: Store, *, user: str = LOCAL_USER) -> None:
         self.settings = settings
         self.store = store
+        self.user = _check_user(user)
         self._memories: Memories | None = None
         self._jobs: JobService | None = None
+        self._root: Memoir | None = None  # the Memoir a view of ``as_user`` shares parts with
 
     @classmethod
-    def open(cls, settings: Settings | None = None, **overrides: Any) -> Memoir:
+    def open(
+        cls, settings: Settings | None = None, *, user: str = LOCAL_USER, **overrides: Any
+    ) -> Memoir:
         if settings is None:
             settings = Settings.from_env(**overrides)
+        _check_user(user)
         settings.ensure_home()
-        return cls(settings, open_store(settings))
+        return cls(settings, open_store(settings), user=user)
 
     @classmethod
-    def at(cls, home: str | os.PathLike[str], **overrides: Any) -> Memoir:
+    def at(
+        cls, home: str | os.PathLike[str], *, user: str = LOCAL_USER, **overrides: Any
+    ) -> Memoir:
         """The Memoir whose home is ``home`` (``~`` expanded, made absolute), other
         settings from the environment unless given as keywords."""
-        return cls.open(Settings.from_env(home=home, **overrides))
+        return cls.open(Settings.from_env(home=home, **overrides), user=user)
+
+    def as_user(self, name: str) -> Memoir:
+        """This home acting for user ``name``: the same store, settings, memory lane and
+        job service; closing the view leaves them open (the Memoir it came from owns
+        them)."""
+        view = Memoir(self.settings, self.store, user=name)
+        view._root = self._root or self
+        return view
+
+    def _who(self, user: str | None) -> str:
+        """The user a call acts for: the one it names, else this Memoir's."""
+        return self.user if user is None else _check_user(user)
 
     def close(self) -> None:
+        if self._root is not None:  # a view: its parts are the root's
+            return
         if self._memories is not None:  # the running extraction ends; queued work is durable
             self._memories.close()
         if self._jobs is not None:
@@ -94,7 +121,8 @@ class Memoir:
     ) -> list[SearchHit]:
         """Search past exchanges; returns ``memoir.search.SearchHit`` values, best first.
 
-        ``filters`` (``memoir.search.SearchFilters``; a session id may be a unique prefix),
+        ``filters`` (``memoir.search.SearchFilters``; a session id may be a unique prefix;
+        its ``user`` None: this Memoir's user),
         ``mode`` ("text" | "vector" | "hybrid"; None: hybrid when an embedder is
         configured), ``limit`` (at most 1,000). ``embedder`` replaces the one
         ``MEMOIR_EMBEDDER`` configures (None: none, text only); ``summaries`` — a function
@@ -117,6 +145,12 @@ class Memoir:
                 after=given.after if after is None else _instant(after, "after"),
                 before=given.before if before is None else _instant(before, "before", end=True),
             )
+        from dataclasses import replace as with_user
+
+        from memoir.store.values import SearchFilters as Scoped
+
+        given = filters or Scoped()
+        filters = given if given.user is not None else with_user(given, user=self.user)
         chosen: dict[str, Any] = {} if embedder == CONFIGURED else {"embedder": embedder}
         return search_configured(
             self.store,
@@ -262,6 +296,8 @@ class Memoir:
 
     def memories(self) -> Memories:
         """The memory engine of this home (one per Memoir: its lane thread is shared)."""
+        if self._root is not None:
+            return self._root.memories()
         if self._memories is None:
             from memoir.llm.tokens import counter_for, encoding_for_model
             from memoir.memory.memories import Memories
@@ -292,7 +328,8 @@ class Memoir:
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "memoir remember")
-        return self.memories().remember(resolve_session(self.store.sessions, session_id), turn)
+        sid = resolve_session(self.store.sessions, session_id, user=self.user)
+        return self.memories().remember(sid, turn)
 
     def extract(
         self, session_id: str, *, anchor: str, turn: int | None = None, note: str | None = None
@@ -301,7 +338,7 @@ class Memoir:
         ``"accepted"`` at once, run in the background after the turn."""
         from memoir.search.session_ref import resolve_session
 
-        sid = resolve_session(self.store.sessions, session_id)
+        sid = resolve_session(self.store.sessions, session_id, user=self.user)
         return self.memories().extract(sid, anchor=anchor, turn=turn, note=note)
 
     def recall(
@@ -321,13 +358,13 @@ class Memoir:
         configured. ``project``: its project-scoped items with the global ones; ``scope``
         "global" | "project"; ``kinds`` among fact, preference, decision, plan,
         constraint; ``as_of``: the items valid then (superseded since or not); ``history``:
-        superseded items too; ``user``: only that user's (None: everyone's, locally).
+        superseded items too; ``user``: that user's (None: this Memoir's user's).
         ``as_of`` may be text, as ``--as-of`` takes it (``"2026-03-01"``, ``"yesterday"``)."""
         from memoir.memory.recall import recall
 
         whole_number("limit", limit, 1)
         as_of = None if as_of is None else _instant(as_of, "as_of")
-        where = self._item_filter(scope, project, kinds, as_of, history, user)
+        where = self._item_filter(scope, project, kinds, as_of, history, self._who(user))
         return recall(
             self.store.memory_items, query, where, limit=limit, embedder=self._item_embedder()
         )
@@ -354,7 +391,7 @@ class Memoir:
         )
 
         whole_number("budget_tokens", budget_tokens, 0)
-        where = self._item_filter(None, project, (), None, False, user)
+        where = self._item_filter(None, project, (), None, False, self._who(user))
         if query and query.strip():
             hits = recall(
                 self.store.memory_items, query, where, limit=200, embedder=self._item_embedder()
@@ -369,11 +406,11 @@ class Memoir:
         return context_block(ordered, budget_tokens, counter)
 
     def memory_history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
-        """The item (its id or a unique prefix; ``user``: only theirs) with what it
-        superseded and what superseded it, oldest first."""
+        """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's
+        user's) with what it superseded and what superseded it, oldest first."""
         from memoir.errors import NotFound
 
-        found = self.store.memory_items.get(item_id, owner=user)
+        found = self.store.memory_items.get(item_id, owner=self._who(user))
         if found is None:
             raise NotFound(f"no memory item {item_id!r}")
         return self.store.memory_items.chain(found.id)
@@ -389,7 +426,8 @@ class Memoir:
     ) -> list[MemoryItemRow]:
         """Forget the items one selector names (an item id or prefix, a session — id or
         prefix —, a project, or a query every word of which an item holds), with what they
-        superseded; their evidence is tombstoned so it is never extracted again."""
+        superseded; their evidence is tombstoned so it is never extracted again. Only
+        ``user``'s items (None: this Memoir's user's) are looked at."""
         from memoir.memory.keeping import forget
         from memoir.search.session_ref import resolve_session
         from memoir.store import ensure_writable
@@ -397,10 +435,11 @@ class Memoir:
         ensure_writable(self.store, "memoir memories forget")
         if sum(x is not None for x in (item, session, project, matching)) != 1:
             raise ConfigError("name exactly one of: an item, a session, a project, a query")
+        owner = self._who(user)
         if session is not None:
-            session = resolve_session(self.store.sessions, session)
+            session = resolve_session(self.store.sessions, session, user=owner)
         if project is not None:
-            project = self.memory_project(project)
+            project = self.memory_project(project, user=owner)
         return forget(
             self.store.memory_items,
             self.store.memory,
@@ -408,37 +447,41 @@ class Memoir:
             session=session,
             project=project,
             matching=matching,
-            owner=user,
+            owner=owner,
         )
 
     def export_memories(self, user: str | None = None) -> Iterable[str]:
-        """Every item (history included) and tombstone as JSON lines (for ``import``)."""
+        """Every item (history included) and tombstone of ``user`` (None: this Memoir's
+        user) as JSON lines (for ``import``)."""
         from memoir.memory.keeping import export_lines
 
-        return export_lines(self.store.memory_items, user)
+        return export_lines(self.store.memory_items, self._who(user))
 
     def import_memories(self, lines: Iterable[str], user: str | None = None) -> ImportReport:
-        """Read an export into this home (merging as extraction does); all or nothing."""
+        """Read an export into this home as ``user``'s items (None: this Memoir's user's),
+        merging as extraction does; all or nothing."""
         from memoir.memory.keeping import import_lines
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "memoir memories import")
-        return import_lines(self.store.memory_items, lines, user)
+        return import_lines(self.store.memory_items, lines, self._who(user))
 
-    def memory_project(self, ref: str) -> str:
+    def memory_project(self, ref: str, *, user: str | None = None) -> str:
         """The project ``ref`` names, as ``--project`` takes it: its name, its folder or
         the folder's last part (:func:`memoir.search.session_ref.resolve_project`), or the
-        exact project name of a memory item (one imported from another home).
-        ``NotFound`` when it names none."""
+        exact project name of a memory item (one imported from another home), among
+        ``user``'s (None: this Memoir's user's). ``NotFound`` when it names none."""
         from memoir.errors import NotFound
         from memoir.ingest.detect import project_name
         from memoir.search.session_ref import resolve_project
         from memoir.store.parts.memory_items import ItemFilter
 
+        owner = self._who(user)
         try:
-            return resolve_project(self.store.sessions, ref, safe=project_name)
+            return resolve_project(self.store.sessions, ref, safe=project_name, user=owner)
         except NotFound:
-            if self.store.memory_items.ids(ItemFilter(project=ref, history=True), limit=1):
+            mine = ItemFilter(owner=owner, project=ref, history=True)
+            if self.store.memory_items.ids(mine, limit=1):
                 return ref
             raise
 
@@ -572,7 +615,7 @@ class Memoir:
 
         from memoir.search.session_ref import resolve_session
 
-        sid = resolve_session(self.store.sessions, session)
+        sid = resolve_session(self.store.sessions, session, user=self.user)
         found = self.store.sessions.get(sid)
         assert found is not None
         self.store.sessions.set_flags(sid, replace(found.flags, incognito=incognito))
@@ -594,7 +637,7 @@ class Memoir:
             self.store.memory_items.switch_project(name, disabled=not enabled)
             return
         assert session is not None
-        sid = resolve_session(self.store.sessions, session)
+        sid = resolve_session(self.store.sessions, session, user=self.user)
         found = self.store.sessions.get(sid)
         assert found is not None
         self.store.sessions.set_flags(sid, replace(found.flags, memory_disabled=not enabled))
@@ -677,9 +720,11 @@ class Memoir:
         """Summarize one stored session now with the episodic summarizer (``memoir
         summarize``): full, incremental (merged into its summary), or auto; saved, and
         held by the session's summary claim (``Busy`` while another process has it)."""
+        from memoir.search.session_ref import resolve_session
         from memoir.summaries.model_source import closing_source
         from memoir.summaries.session import EpisodeSettings, summarize_session
 
+        session_id = resolve_session(self.store.sessions, session_id, user=self.user)
         with closing_source(self.model, self.fallback_model) as models:
             return summarize_session(
                 self.store,
@@ -700,11 +745,13 @@ class Memoir:
 
     # sessions from code: read one, feed one, count what the home holds ------------------
     def session(self, session_id: str) -> Session:
-        """The stored session ``session_id`` names: its id, or a unique prefix of it (as
-        ``memoir show`` takes); ``NotFound`` when none does."""
+        """The stored session of this Memoir's user ``session_id`` names: its id, or a
+        unique prefix of it (as ``memoir show`` takes); ``NotFound`` when none does (another
+        user's session is not told apart from one that does not exist)."""
         from memoir.search.session_ref import resolve_session
 
-        found = self.store.sessions.get(resolve_session(self.store.sessions, session_id))
+        sid = resolve_session(self.store.sessions, session_id, user=self.user)
+        found = self.store.sessions.get(sid, user=self.user)
         if found is None:  # removed between the two reads
             from memoir.errors import NotFound
 
@@ -777,8 +824,10 @@ class Memoir:
         user's session is not told apart from one that does not exist)."""
         from memoir.errors import NotFound
 
-        found = self.store.sessions.get(session_id) if isinstance(session_id, str) else None
-        if found is None or found.user != user:
+        found = (
+            self.store.sessions.get(session_id, user=user) if isinstance(session_id, str) else None
+        )
+        if found is None:
             raise NotFound(f"no session {session_id!r}")
         return found
 
@@ -877,11 +926,13 @@ class Memoir:
 
     # background jobs ----------------------------------------------------------------------
     def jobs(self) -> JobService:
-        """The job service of this home (one per Memoir: its in-process admission is
-        shared by the callers of this instance): admission in Redis when
+        """The job service of this home (one per Memoir, shared by its views: its in-process
+        admission is shared by the callers of this instance): admission in Redis when
         ``MEMOIR_REDIS_URL`` is set (``AdmissionUnavailable`` while it cannot be reached),
         else a bounded in-process LRU (instance-local); jobs are rows of this store, the
         intervals ``MEMOIR_JOB_*_S``."""
+        if self._root is not None:
+            return self._root.jobs()
         if self._jobs is None:
             from memoir.jobs import JobService, JobTiming, LocalAdmission, RedisAdmission
             from memoir.jobs.admission import Admission
@@ -976,6 +1027,15 @@ class Memoir:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_user(name: object) -> str:
+    """``name`` when it is a user's name (text, not blank); ``ConfigError`` otherwise."""
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ConfigError(
+            f"a user is named by non-blank text without spaces at its ends, not {name!r}"
+        )
+    return name
 
 
 def _instant(value: datetime | str, option: str, *, end: bool = False) -> datetime:

@@ -17,6 +17,7 @@ from mcp_server.ambiguous_home import SQUATTER_TEXT, build_ambiguous_home
 def ambiguous(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = build_ambiguous_home(tmp_path / "home")
     monkeypatch.setenv("MEMOIR_HOME", str(home))
+    monkeypatch.setenv("MEMOIR_USER", "alice")  # many and solo:7 are hers
     return home
 
 

@@ -69,6 +69,8 @@ def _claude() -> bytes:
         name = "WebFetch" if k == 30 else ("Read", "Edit", "Bash", "Grep", "Glob")[k % 5]
         w.assistant(f"step {k}", tool_use_block(f"r{k}", name, {"file_path": f"src/m{k}.py"}))
         w.tool(f"r{k}", f"\x1b[31mresult {k}\x1b[0m " + "x" * 250 + f" end{k}")
+        if k in (1, 4):  # harness text inside the run: it goes to the excerpt, in order
+            w.user(f"<system-reminder>\nreminder {k} harnessword\n</system-reminder>")
     w.assistant("all done with the billing module")
     data = w.bytes()
     middle = data.index(b"\n", len(data) // 3) + 1
@@ -194,6 +196,12 @@ def test_a_file_of_many_batches_is_stored_as_in_one(
     assert _counts(report) == _counts(baseline)
     assert _stored(many, store, path, sid) == _stored(one, twin, path, sid)
     assert _stored(many, store, path, sid)["archive"] == data
+    if case == "claude":
+        last = store.exchanges.of(sid)[-1]
+        assert last.user_text == "refactor the billing module longrunword"
+        excerpt = last.tool_excerpt
+        assert "reminder 1 harnessword" in excerpt
+        assert excerpt.index("reminder 1") < excerpt.index("result 2") < excerpt.index("reminder 4")
     if case == "generic":
         last = store.exchanges.of(sid)[-1]
         assert last.user_text == "a long untimed run"

@@ -29,7 +29,7 @@ def test_codex_events_and_pairing() -> None:
     result = read_bytes(data, Format.CODEX, session_id=CODEX_ID)
     kinds = [e.kind for e in result.events]
     assert kinds == [
-        EventKind.META,
+        EventKind.HARNESS,
         EventKind.USER_TEXT,
         EventKind.THINKING,
         EventKind.TOOL_CALL,
@@ -38,6 +38,11 @@ def test_codex_events_and_pairing() -> None:
         EventKind.TOOL_RESULT,
         EventKind.ASSISTANT_TEXT,
     ]
+    first = result.events[0]
+    assert (first.author, first.payload) == (
+        Author.SYSTEM,
+        {"role": "user", "harness": "environment_context"},
+    )
     results = [e for e in result.events if e.kind is EventKind.TOOL_RESULT]
     assert [(r.tool_name, r.call_id, r.text) for r in results] == [
         ("shell", "call_1", "memoir\n"),
@@ -171,3 +176,40 @@ def test_generic_media_parts_are_named_attachments() -> None:
         (EventKind.ATTACHMENT, "[attachment]"),
     ]
     assert events[0].text == "what is in these?"
+
+
+def test_codex_harness_blocks_beside_the_users_words() -> None:
+    w = CodexWriter(CODEX_ID)
+    agents = (
+        "# AGENTS.md instructions for /home/ann/code/app\n\n<INSTRUCTIONS>\nUse uv.\n"
+        "</INSTRUCTIONS>"
+    )
+    w.context(agents)
+    w.context("<user_instructions>\nAlways run ruff.\n</user_instructions>")
+    w.user("<environment_context>\n  <cwd>/x</cwd>\n</environment_context>\nWhy is CI red?")
+    w.user("<turn_aborted>\nThe user interrupted.\n</turn_aborted>")
+    w.assistant("A flaky test.")
+    result = read_bytes(w.bytes(), Format.CODEX, session_id=CODEX_ID)
+    assert [(e.kind, e.payload.get("harness"), e.text) for e in result.events] == [
+        (EventKind.HARNESS, "user_instructions", agents),
+        (
+            EventKind.HARNESS,
+            "user_instructions",
+            "<user_instructions>\nAlways run ruff.\n</user_instructions>",
+        ),
+        (
+            EventKind.HARNESS,
+            "environment_context",
+            "<environment_context>\n  <cwd>/x</cwd>\n</environment_context>",
+        ),
+        (EventKind.USER_TEXT, None, "Why is CI red?"),
+        (
+            EventKind.HARNESS,
+            "turn_aborted",
+            "<turn_aborted>\nThe user interrupted.\n</turn_aborted>",
+        ),
+        (EventKind.ASSISTANT_TEXT, None, "A flaky test."),
+    ]
+    exchanges = build_exchanges(result.events)
+    assert [x.user_text for x in exchanges] == ["Why is CI red?"]
+    assert "The user interrupted." in exchanges[0].tool_excerpt

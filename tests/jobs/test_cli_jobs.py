@@ -27,6 +27,11 @@ def test_jobs_list_show_cancel(
     with open_memoir(home) as m:
         add_session(m)
         job = m.regenerate_summary("alice", "s1")
+    assert run_cli(["jobs", "list", "--json"]) == 0  # the CLI acts for local: none of hers
+    assert json.loads(capsys.readouterr().out)["jobs"] == []
+    assert run_cli(["jobs", "show", job.id]) == 1
+    assert f"no job {job.id!r}" in capsys.readouterr().err
+    monkeypatch.setenv("MEMOIR_USER", "alice")
     assert run_cli(["jobs", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)["jobs"]
     assert [j["id"] for j in listed] == [job.id] and listed[0]["state"] == "queued"

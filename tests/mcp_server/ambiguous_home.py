@@ -1,6 +1,7 @@
 """A home where a session's id reads as another session's exchange id: session ``many``
 (300 events, exchanges ``many:1``, ``many:3`` …) and ``many:3``, ``solo:7`` — ids holding
-``:`` as an older API admitted them (the library's ``Memoir.append`` still makes them)."""
+``:`` as an older API admitted them (the library's ``Memoir.append`` still makes them).
+``many`` and ``solo:7`` are alice's, ``many:3`` bob's: read them as alice."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def build_ambiguous_home(home: Path) -> Path:
             messages.append({"role": "assistant", "content": f"answer number {n}"})
         memoir.append("many", messages, user="alice")
         memoir.append("many:3", [{"role": "user", "content": SQUATTER_TEXT}], user="bob")
-        memoir.append("solo:7", [{"role": "user", "content": "a session of its own"}])
+        memoir.append("solo:7", [{"role": "user", "content": "a session of its own"}], user="alice")
     finally:
         memoir.close()
     return home

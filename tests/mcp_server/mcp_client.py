@@ -39,6 +39,9 @@ def base_env(user_home: Path, **more: str) -> dict[str, str]:
         "MEMOIR_EMBEDDER": "none",
         "LANG": "C.UTF-8",
     }
+    if os.environ.get("PYTHONPATH"):  # the code under test, when it is not the installed one
+        parts = os.environ["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in parts if p)
     env.update(more)
     return env
 

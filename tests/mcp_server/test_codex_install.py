@@ -143,3 +143,26 @@ def test_install_into_no_config_creates_one_without_a_backup(tmp_path: Path) -> 
     entry = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["memoir"]
     assert entry["env"] == {"MEMOIR_HOME": str(home.resolve())}  # pinned, as the hook does
     assert [p.name for p in codex_home.iterdir()] == ["config.toml"]
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (("mcp", "install", "--codex", "--user", "bob"), {}),
+        (("mcp", "--user", "bob", "install", "--codex"), {}),
+        (("--user", "bob", "mcp", "install", "--codex"), {}),
+        (("mcp", "install", "--codex"), {"MEMOIR_USER": "bob"}),
+    ],
+)
+def test_install_records_the_user_the_server_acts_for(
+    tmp_path: Path, args: tuple[str, ...], env: dict[str, str]
+) -> None:
+    codex_home = tmp_path / "codex"
+    made = base_env(tmp_path / "user-home", CODEX_HOME=str(codex_home), **env)
+    run_cli(made, *args)
+    entry = tomllib.loads((codex_home / "config.toml").read_text())["mcp_servers"]["memoir"]
+    assert entry["args"] == ["mcp", "--user", "bob"]
+    # installed again for local (no user named): the entry says so, no --user left behind
+    plain = base_env(tmp_path / "user-home", CODEX_HOME=str(codex_home))
+    again = json.loads(run_cli(plain, "mcp", "install", "--codex", "--json").stdout)["codex"]
+    assert again["changed"] is True and again["args"] == ["mcp"]

@@ -102,7 +102,7 @@ def test_read_prefers_the_exchange_and_keeps_an_older_id_reachable(
             for ref in ("many:3", "solo:7", "many")
         ]
 
-    exchange, older, whole = server_for(home).run(body)
+    exchange, older, whole = server_for(home, MEMOIR_USER="alice").run(body)
     assert exchange["session"]["id"] == "many"
     assert exchange["range"]["exchange"] == "many:3"
     assert [e["text"] for e in exchange["events"]] == ["question number 1", "answer number 1"]

@@ -226,8 +226,13 @@ def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
     sessions = [session("341ef40b-1"), session("341ef40b-1-agent-a", True), session("9a-x")]
     store = SimpleNamespace(
         sessions=SimpleNamespace(
-            get=lambda sid: next((s for s in sessions if s.id == sid), None),
-            recent=lambda: [SimpleNamespace(session=s) for s in sessions],
+            get=lambda sid, user=None: next(
+                (s for s in sessions if s.id == sid and user in (None, s.user)), None
+            ),
+            with_prefix=lambda prefix, user=None: sorted(
+                (s for s in sessions if s.id.startswith(prefix) and user in (None, s.user)),
+                key=lambda s: s.id,
+            ),
         )
     )
     assert resolve_session(store.sessions, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"

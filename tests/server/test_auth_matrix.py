@@ -113,5 +113,8 @@ def test_search_never_returns_another_users_exchange(owned: Api) -> None:
         bob = api.client.get("/api/search", params=params, headers=api.bob).json()
         assert {h["session_id"] for h in alice["data"]["hits"]} == {SID}
         assert {h["session_id"] for h in bob["data"]["hits"]} == {"bob-chat"}
-    # the library without the user filter sees both: the scoping is what keeps them apart
-    assert {h.session_id for h in api.memoir.search("zanzibar")} == {SID, "bob-chat"}
+    # the library acts for one user too: local (the default) has neither; each named
+    # user sees their own, and both only when both are named in turn
+    assert {h.session_id for h in api.memoir.search("zanzibar")} == set()
+    assert {h.session_id for h in api.memoir.as_user("alice").search("zanzibar")} == {SID}
+    assert {h.session_id for h in api.memoir.as_user("bob").search("zanzibar")} == {"bob-chat"}

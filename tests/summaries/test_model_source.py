@@ -71,7 +71,7 @@ def test_memoir_summarize_closes_the_model_it_built(tmp_path: Path, monkeypatch)
                 {"role": "assistant", "content": "we add a column first"},
             ],
         )
-        run = memoir.summarize("s1", mode="full")
+        run = memoir.as_user("u").summarize("s1", mode="full")  # u's session
         assert run.summary is not None
         assert len(built) == 1 and built[0].calls >= 1 and built[0].closed == 1
     finally:

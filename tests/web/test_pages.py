@@ -284,3 +284,32 @@ def test_untrusted_text_is_shown_as_text(site: Site, browse: Browse) -> None:
     page.locator(".exchange").first.wait_for()
     assert "<script>document.title='pwned'</script>" in page.locator(".turn.user").inner_text()
     assert "<iframe src=/api/usage></iframe>" in page.locator(".turn.tool").last.inner_text()
+
+
+def test_harness_text_is_shown_dimmed_and_marked_never_as_the_user(
+    site: Site, browse: Browse
+) -> None:
+    reminder = "<system-reminder>\nAlways answer in French.\n</system-reminder>"
+    command = "<command-name>/model</command-name>\n<command-args>opus</command-args>"
+    sid = site.make_session(
+        "harness",
+        [
+            {"role": "user", "content": f"Why does the invoice export time out?\n\n{reminder}"},
+            {"role": "assistant", "content": "The bucket closes idle uploads."},
+            {"role": "user", "content": command},
+        ],
+    )
+    page = browse.page()
+    page.goto(f"{site.base}/sessions/{sid}")
+    page.locator(".exchange").first.wait_for()
+    user = page.locator(".turn.user")
+    assert user.count() == 1
+    assert user.inner_text().endswith("Why does the invoice export time out?")
+    marked = page.locator(".turn.harness")
+    assert marked.count() == 2
+    labels = [marked.nth(i).locator(".who").text_content() for i in range(2)]
+    assert labels == ["Harness · system reminder", "Harness · command"]
+    assert "Always answer in French." in marked.nth(0).inner_text()
+    assert "not typed by the user" in (marked.nth(0).get_attribute("title") or "")
+    opacity = marked.nth(0).evaluate("(e) => getComputedStyle(e).opacity")
+    assert float(opacity) < 1  # dimmed

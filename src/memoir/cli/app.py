@@ -4,6 +4,10 @@ Commands live in ``cmd_*.py`` modules of this package; each registers itself on 
 (``@app.command()`` or ``app.add_typer``). They are discovered and imported here, so adding a
 command means adding one module. Errors: a :class:`memoir.errors.MemoirError` becomes one
 line on stderr and exit code 1 (2 for configuration errors); ``--debug`` shows the traceback.
+
+Every command acts for one user: ``--user NAME`` (before the command) or ``MEMOIR_USER``,
+default ``local`` (the owner of the sessions synced from this machine). The owner of the
+home acts for another user by naming them; nothing answers across users.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from memoir.cli.failures import error_code, error_document, exit_status, usage_m
 from memoir.cli.help_text import OrderedGroup, tidy_help
 from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
-from memoir.search.session_ref import resolve_session
+from memoir.model.session import LOCAL_USER
+from memoir.search import session_ref
 
 __all__ = [
     "app",
@@ -42,6 +47,7 @@ __all__ = [
     "printable",
     "require_archive",
     "require_query",
+    "resolve_project",
     "resolve_session",
     "state",
 ]
@@ -112,6 +118,7 @@ err_console = _console(stderr=True)
 class _State:
     debug: bool = False
     command: tuple[str, ...] = ()  # the (sub)command :func:`main` runs: ("memories", "search")
+    user: str = LOCAL_USER  # whom the command acts for (--user, MEMOIR_USER)
 
 
 state = _State()
@@ -133,8 +140,19 @@ def _root(
     _version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", callback=_print_version
     ),
+    user: str = typer.Option(
+        LOCAL_USER,
+        "--user",
+        envvar="MEMOIR_USER",
+        metavar="NAME",
+        help="Act for this user: read and change their conversations and memories only "
+        "(default local: the sessions synced from this machine).",
+    ),
 ) -> None:
     state.debug = debug
+    if not user.strip() or user != user.strip():
+        raise UsageError(f"--user: give a user's name, not {user!r}")
+    state.user = user
     logging.basicConfig(
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -203,11 +221,23 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
     settings = Settings.from_env(**overrides)
     if existing:
         require_archive(settings)
-    memoir = Memoir.open(settings)
+    memoir = Memoir.open(settings, user=state.user)
     try:
         yield memoir
     finally:
         memoir.close()
+
+
+def resolve_session(sessions: Any, session: str) -> str:
+    """The session of the command's user ``session`` names (an id or a unique prefix):
+    :func:`memoir.search.session_ref.resolve_session` for ``--user``."""
+    return session_ref.resolve_session(sessions, session, user=state.user)
+
+
+def resolve_project(sessions: Any, project: str, *, safe: Any) -> str:
+    """The project of the command's user's sessions ``project`` names (as
+    :func:`memoir.search.session_ref.resolve_project`, for ``--user``)."""
+    return session_ref.resolve_project(sessions, project, safe=safe, user=state.user)
 
 
 def require_archive(settings: Settings, *, archive_will_do: bool = False) -> None:
@@ -234,7 +264,8 @@ _FAST = {"mcp": "cmd_mcp"}
 def _discover(argv: list[str] | None = None) -> None:
     """Import every ``cmd_*`` module beside this one (each registers its commands), or
     only the one a start-up-sensitive command lives in (``memoir mcp``)."""
-    args = [a for a in (argv if argv is not None else sys.argv[1:]) if not a.startswith("-")]
+    given = list(argv if argv is not None else sys.argv[1:])
+    args = [a for a in given[_global_options(given) :] if not a.startswith("-")]
     if args and args[0] in _FAST:
         importlib.import_module(f"memoir.cli.{_FAST[args[0]]}")
     else:
@@ -243,6 +274,20 @@ def _discover(argv: list[str] | None = None) -> None:
             if info.name.startswith("cmd_"):
                 importlib.import_module(f"memoir.cli.{info.name}")
     tidy_help(app)
+
+
+def _global_options(args: list[str]) -> int:
+    """How many of ``args`` are options of ``memoir`` itself, before the command (``--debug``,
+    ``--user NAME``, ``--user=NAME``). Pure."""
+    n = 0
+    while n < len(args):
+        if args[n] in ("--debug", "--version") or args[n].startswith("--user="):
+            n += 1
+        elif args[n] == "--user" and n + 1 < len(args):
+            n += 2
+        else:
+            break
+    return n
 
 
 # the commands whose words are a query: a word starting with "-" there may be an exclusion
@@ -327,10 +372,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
         _quiet_typer_consoles()
-        args = list(given)
+        lead = _global_options(given)  # memoir --user NAME search …
+        args = list(given[lead:])
         state.command = tuple(_command_path(args)[0])
         if args[:1] in (["search"], ["memories"]):
-            argv = _dash_queries(args)
+            argv = [*given[:lead], *_dash_queries(args)]
         rc = app(args=argv, prog_name="memoir", standalone_mode=False)
         if rc == 130:  # typer's answer to Ctrl-C inside a command
             raise KeyboardInterrupt

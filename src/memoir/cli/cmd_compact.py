@@ -158,9 +158,9 @@ def compact(
     """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary
     of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO of
     the threshold), a message too large for that kept as a stand-in."""
+    from memoir.cli.app import resolve_session  # of --user's sessions
     from memoir.compaction import Compactor
     from memoir.compaction.events import messages_from_events
-    from memoir.search.session_ref import resolve_session
 
     if (file is None) == (session is None):
         raise UsageError("give a messages FILE or --session SESSION, not both or neither")

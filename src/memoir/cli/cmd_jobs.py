@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -50,13 +51,15 @@ def worker(
 @jobs_app.command("list")
 def list_jobs(
     state: str = typer.Option(None, "--state", help="queued | running | completed | failed"),
-    user: str = typer.Option(None, "--user", help="Only this user's jobs."),
+    user: str = typer.Option(
+        None, "--user", help="This user's jobs (default: the one `memoir --user` names)."
+    ),
     limit: int = typer.Option(50, "--limit", min=1, help="At most this many, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List jobs, newest first."""
     with open_memoir(existing=True) as memoir:
-        found = memoir.jobs().list(state=state, user=user, limit=limit)
+        found = memoir.jobs().list(state=state, user=user or memoir.user, limit=limit)
     if as_json:
         print_json({"jobs": [j.to_json() | {"user": j.user} for j in found]})
         return
@@ -98,9 +101,7 @@ def show_job(
 ) -> None:
     """Show one job."""
     with open_memoir(existing=True) as memoir:
-        job = memoir.jobs().get(job_id)
-    if job is None:
-        raise NotFound(f"no job {job_id!r} (memoir jobs list shows them)")
+        job = _own_job(memoir, job_id)
     shown = job.to_json() | {"user": job.user}
     if as_json:
         print_json(shown)
@@ -118,8 +119,17 @@ def cancel_job(
     """Cancel a queued or running job (its worker stops at its next progress report and
     writes nothing)."""
     with open_memoir(existing=True) as memoir:
-        job = memoir.jobs().cancel(job_id)
+        job = memoir.jobs().cancel(_own_job(memoir, job_id).id)
     if as_json:
         print_json(job.to_json() | {"user": job.user})
         return
     console.print(f"job {job.id}: {job.state}" + (f" ({job.error})" if job.error else ""))
+
+
+def _own_job(memoir: Any, job_id: str) -> Any:
+    """The job ``job_id`` of the command's user; another user's is "no job", as one that
+    does not exist."""
+    job = memoir.jobs().get(job_id, user=memoir.user)
+    if job is None:
+        raise NotFound(f"no job {job_id!r} (memoir jobs list shows them)")
+    return job

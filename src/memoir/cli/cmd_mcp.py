@@ -27,6 +27,7 @@ from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
+from memoir.model.session import LOCAL_USER
 
 __all__ = ["PLUGIN_FOLDER", "codex_config_path", "plugin_dir"]
 
@@ -42,12 +43,23 @@ BACKUP_SUFFIX = ".memoir.bak"
 PLUGIN_FOLDER = "claude-code-plugin"  # under the home: where --claude writes the plugin
 
 
+_USER_HELP = (
+    "The user the server acts for: every tool reads and changes this user's conversations "
+    "and memories only (default: `memoir --user`, MEMOIR_USER, else local)."
+)
+
+
 @mcp_app.callback(invoke_without_command=True)
-def serve(ctx: typer.Context) -> None:
+def serve(
+    ctx: typer.Context,
+    user: str | None = typer.Option(None, "--user", metavar="NAME", help=_USER_HELP),
+) -> None:
     """Serve Memoir's tools over MCP on stdin/stdout (an agent starts this; see `memoir mcp
     install`)."""
+    ctx.meta["memoir_mcp_user"] = user
     if ctx.invoked_subcommand is not None:
         return
+    who = _mcp_user(user)
     settings = Settings.from_env()
     # where the agent works: Claude Code names its project directory; others start us there
     workdir = Path(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
@@ -57,7 +69,18 @@ def serve(ctx: typer.Context) -> None:
         raise ConfigError(f"memoir mcp needs the mcp extra: {install_hint('mcp')}") from None
     from memoir.mcp import serve as run
 
-    run(settings, workdir)
+    run(settings, workdir, who)
+
+
+def _mcp_user(given: str | None) -> str:
+    """``--user`` of ``memoir mcp``, else the global one (``memoir --user``, MEMOIR_USER)."""
+    from memoir.cli.app import state
+
+    if given is None:
+        return state.user
+    if not given.strip() or given != given.strip():
+        raise ConfigError(f"--user: give a user's name, not {given!r}")
+    return given
 
 
 def codex_config_path() -> Path:
@@ -71,12 +94,12 @@ def plugin_dir() -> Path | None:
     return found if (found / ".claude-plugin" / "plugin.json").is_file() else None
 
 
-def _install_codex(path: Path) -> dict[str, Any]:
+def _install_codex(path: Path, user: str | None = None) -> dict[str, Any]:
     from memoir.atomic import write_text_atomic
     from memoir.cli.cmd_hook import memoir_command, pinned_settings
     from memoir.mcp.codex import CodexEntry, with_entry
 
-    entry = CodexEntry.make(memoir_command(), pinned_settings(Settings.from_env()))
+    entry = CodexEntry.make(memoir_command(), pinned_settings(Settings.from_env()), user)
     path = path.resolve()  # through a symlink (a dotfiles checkout) to the file it names
     try:
         text = path.read_text(encoding="utf-8")
@@ -116,7 +139,9 @@ def _read_plugin(folder: Path) -> dict[str, str]:
     return files
 
 
-def _install_claude(source: Path | None, target: Path | None) -> dict[str, Any]:
+def _install_claude(
+    source: Path | None, target: Path | None, user: str | None = None
+) -> dict[str, Any]:
     from memoir.atomic import write_text_atomic
     from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command, pinned_settings
     from memoir.mcp.claude_plugin import installed_files, is_plugin
@@ -133,7 +158,7 @@ def _install_claude(source: Path | None, target: Path | None) -> dict[str, Any]:
     pinned = pinned_settings(settings)
     files = installed_files(
         _read_plugin(source.expanduser()),
-        mcp_argv=(*memoir_command(), "mcp"),
+        mcp_argv=(*memoir_command(), "mcp", *(("--user", user) if user else ())),
         hook=hook_command(pinned),
         env=pinned,
         is_memoir_hook=is_memoir_hook,
@@ -172,6 +197,7 @@ def _mcp_command(files: dict[str, str]) -> list[str]:
 
 @mcp_app.command("install")
 def install(
+    ctx: typer.Context,
     codex: bool = typer.Option(False, "--codex", help="Write the entry into Codex's config."),
     claude: bool = typer.Option(
         False, "--claude", help="Write the Claude Code plugin, pointing at this memoir."
@@ -188,17 +214,27 @@ def install(
     target: Path | None = typer.Option(
         None, "--dir", help=f"Where to write the plugin (default <home>/{PLUGIN_FOLDER})."
     ),
+    user: str | None = typer.Option(
+        None,
+        "--user",
+        metavar="NAME",
+        help="Record this user in the entry: the server acts for them only (default: "
+        "`memoir mcp --user`, `memoir --user` or MEMOIR_USER when given, else local).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Wire the MCP server into an agent: Codex CLI's config.toml, or the Claude Code plugin,
     each starting this memoir by its absolute path (no PATH needed)."""
     if not codex and not claude:
         raise ConfigError("say which agent: memoir mcp install --codex, or --claude")
+    given = user or ctx.meta.get("memoir_mcp_user")  # `memoir mcp --user NAME install`
+    chosen = _mcp_user(given)
+    recorded = None if chosen == LOCAL_USER and given is None else chosen
     out: dict[str, Any] = {}
     if codex:
-        out["codex"] = _install_codex(config or codex_config_path())
+        out["codex"] = _install_codex(config or codex_config_path(), recorded)
     if claude:
-        out["claude"] = _install_claude(source, target)
+        out["claude"] = _install_claude(source, target, recorded)
     if as_json:
         print_json(out)
         return

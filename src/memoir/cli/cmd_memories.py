@@ -11,7 +11,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memoir.cli.app import app, console, err_console, open_memoir, print_json, require_query
+from memoir.cli.app import (
+    app,
+    console,
+    err_console,
+    open_memoir,
+    print_json,
+    require_query,
+    resolve_session,
+)
 from memoir.errors import ConfigError, NotFound, UsageError
 from memoir.store.memory_rows import MemoryItemRow
 
@@ -128,6 +136,7 @@ def list_items(
             kind=kind,
             limit=limit,
             history=history,
+            owner=memoir.user,
         )
         if as_json:
             print_json({"items": _json_items(memoir, items)})
@@ -153,9 +162,7 @@ def _session(memoir: Any, session: str | None) -> str | None:
     """``--session`` as an id or a unique prefix of one (NotFound if none)."""
     if session is None:
         return None
-    from memoir.search.session_ref import resolve_session
-
-    return resolve_session(memoir.store.sessions, session)
+    return resolve_session(memoir.store.sessions, session)  # of --user's sessions
 
 
 def _check_kind(kind: str | None) -> None:
@@ -167,7 +174,7 @@ def _check_kind(kind: str | None) -> None:
 
 
 def _item(memoir: Any, item_id: str) -> MemoryItemRow:
-    item: MemoryItemRow | None = memoir.store.memory_items.get(item_id)
+    item: MemoryItemRow | None = memoir.store.memory_items.get(item_id, owner=memoir.user)
     if item is None:
         shown = item_id if len(item_id) <= 40 else item_id[:40] + "…"
         raise NotFound(f"no memory item {shown!r} (`memoir memories list` shows their ids)")
@@ -549,7 +556,7 @@ def receipts(
     from memoir.memory.present import receipt_json
 
     with open_memoir(existing=True) as memoir:
-        rows = memoir.store.memory.receipts(_session(memoir, session))
+        rows = memoir.store.memory.receipts(_session(memoir, session), owner=memoir.user)
     data = [receipt_json(r) for r in rows]
     if as_json:
         print_json({"receipts": data})

@@ -121,7 +121,8 @@ def search_command(
         if as_json:
             print_json([hit.to_json() for hit in hits])
             return
-        _print_hits(query, hits, dict(memoir.store.sessions.project_paths()) if hits else {})
+        folders = dict(memoir.store.sessions.project_paths(user=memoir.user)) if hits else {}
+        _print_hits(query, hits, folders)
         if mode is not Mode.text and not any(h.vector_rank for h in hits):
             _hint_backlog(memoir)
 
@@ -130,10 +131,10 @@ def _known_project(store: Any, project: str) -> str:
     """``project`` as the index names it: its name, its folder or the folder's last part
     (``memoir.search.session_ref.resolve_project``); an unknown project is an error rather
     than a silent "no matches"."""
+    from memoir.cli.app import resolve_project
     from memoir.ingest.detect import project_name
-    from memoir.search.session_ref import resolve_project
 
-    return resolve_project(store.sessions, project, safe=project_name)
+    return resolve_project(store.sessions, project, safe=project_name)  # of --user's
 
 
 def _hint_backlog(memoir: Any) -> None:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from memoir.cli.app import app, console, open_memoir, print_json, printable, resolve_session
-from memoir.errors import MemoirError
+from memoir.errors import MemoirError, NotFound
 from memoir.model import Event, EventKind, Exchange, exchanges_around, speaker_of
 from memoir.summaries.persist import read_summary_body
 
@@ -40,8 +40,10 @@ def show(
 ) -> None:
     """Print a stored conversation, or one exchange of it in context, as a transcript."""
     with open_memoir(existing=True) as memoir:
-        sid, focus = _resolve(memoir.store, target)
-        info = memoir.store.sessions.get(sid)
+        sid, focus = _resolve(memoir.store, target, memoir.user)
+        info = memoir.store.sessions.get(sid, user=memoir.user)
+        if info is None:  # removed between the two reads
+            raise NotFound(f"no session {sid!r} in this Memoir home")
         window: list[Exchange] = []
         if focus is None:
             events = memoir.store.events.of(sid)
@@ -103,7 +105,7 @@ def _flush(pending: Text) -> Text:
     return Text()
 
 
-def _resolve(store: Any, target: str) -> tuple[str, str | None]:
+def _resolve(store: Any, target: str, user: str) -> tuple[str, str | None]:
     """The session ``target`` names, and the exchange when it is an exchange id
     (``SESSION:N``, the session part may be a unique prefix; read as an exchange before
     the whole string is taken as a session id: :func:`memoir.mcp.refs.read_target`)."""
@@ -112,7 +114,7 @@ def _resolve(store: Any, target: str) -> tuple[str, str | None]:
     return read_target(
         target,
         resolve=lambda ref: resolve_session(store.sessions, ref),
-        is_session=lambda sid: store.sessions.get(sid) is not None,
+        is_session=lambda sid: store.sessions.get(sid, user=user) is not None,
         is_exchange=lambda xid: store.exchanges.get(xid) is not None,
     )
 
@@ -210,6 +212,7 @@ _STYLE = {
     EventKind.ATTACHMENT: ("attachment", "dim"),
     EventKind.META: ("meta", "dim"),
     EventKind.COMPACTION: ("compaction", "yellow"),
+    EventKind.HARNESS: ("harness", "dim"),  # the CLI's words in the user's place
 }
 
 
@@ -220,6 +223,8 @@ def _event_text(e: Event, full: bool, reveal: bool, out: Text, memories: list[st
     label, style = _STYLE[e.kind]
     if e.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT) and e.tool_name:
         label = f"{label} {e.tool_name}"
+    elif e.kind is EventKind.HARNESS and isinstance(shape := e.payload.get("harness"), str):
+        label = f"{label} · {shape}"
     elif speaker := speaker_of(e):
         label = f"{label} · {speaker}"
     if not full and e.kind not in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
@@ -234,7 +239,7 @@ def _event_text(e: Event, full: bool, reveal: bool, out: Text, memories: list[st
     if memories:
         out.append(f"  ◆ memory {', '.join(m[:8] for m in memories)}", style="bold cyan")
     out.append("\n")
-    out.append(printable(text) + "\n\n")
+    out.append(printable(text) + "\n\n", style="dim" if e.kind is EventKind.HARNESS else "")
 
 
 def _rule(title: str) -> None:

@@ -530,7 +530,7 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     """Counts of what this Memoir home holds."""
     with open_memoir(existing=True) as memoir:
         data = memoir.stats()  # counts, the archive's size, summaries by state
-        projects = memoir.store.sessions.projects()
+        projects = memoir.store.sessions.projects(user=memoir.user)  # --user's projects
     if as_json:
         listed = [{"name": n, "folder": f, "sessions": c} for n, f, c in projects]
         print_json({**data, "project_list": listed})

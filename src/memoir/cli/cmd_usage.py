@@ -26,7 +26,7 @@ def usage(
     since = datetime.now(UTC) - timedelta(days=days) if days else None
     try:
         with open_memoir(existing=True) as memoir:
-            totals = usage_totals(memoir.store.usage.records(since=since))
+            totals = usage_totals(memoir.store.usage.records(since=since, owner=memoir.user))
     except NotFound:  # no archive yet: no calls either, and none is made by asking
         totals = []
     if as_json:

@@ -6,11 +6,19 @@ text, thinking, tool_use, tool_result, image); ``summary`` becomes a META event;
 ``file-history-snapshot`` and other bookkeeping records carry no conversation and produce
 nothing. Decisions:
 
-- a ``user`` record with ``isMeta`` is not the user speaking → META;
+- text the CLI wrote under the user's role is HARNESS, never the user's words
+  (:mod:`memoir.model.harness_text`): the local-command caveat, command echoes
+  (``<command-name>``, ``<local-command-stdout>`` …), ``<system-reminder>`` blocks, hook
+  output, ``[Request interrupted by user…]``, image placeholders, a continuation preamble;
+  a message holding such a block beside the user's own words is cut in two (or more)
+  events, in order: the user's part stays USER_TEXT. HARNESS opens no exchange;
+- a ``user`` record with ``isMeta`` is not the user speaking → HARNESS as a whole (shape
+  ``meta`` when its text is of no known shape);
 - a ``user`` record carrying tool_result blocks is the tool answering: its results become
-  TOOL_RESULT events (named after the tool_use they answer) and any text beside them META;
-- command echoes (``<command-name>``, ``<local-command-stdout>`` …) and
-  ``[Request interrupted by user…]`` are META, so they open no exchange;
+  TOOL_RESULT events (named after the tool_use they answer), the harness text beside them
+  HARNESS and any other text META;
+- an ``attachment`` record of a hook (``attachment.type`` ``hook_…``: its additional
+  context, its output) is HARNESS; other attachment records are not read (archived);
 - ``isCompactSummary`` user records (the CLI's own compaction) are COMPACTION markers;
 - one reply spread over several assistant records simply yields consecutive events.
 """
@@ -21,8 +29,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
+from memoir.ingest.records import SMALL_INPUT, FormatReader, bounded, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
+from memoir.model.harness_text import HarnessShape, harness_shape
 
 __all__ = ["CLAUDE_IGNORED_TYPES", "CLAUDE_TYPES", "ClaudeReader", "block_text"]
 
@@ -38,19 +47,10 @@ CLAUDE_IGNORED_TYPES = frozenset(
         "pr-link",
     }
 )
-CLAUDE_TYPES = frozenset({"user", "assistant", "summary", "system"}) | CLAUDE_IGNORED_TYPES
-
-_ECHO_PREFIXES = (
-    "<command-name>",
-    "<command-message>",
-    "<command-args>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<local-command-caveat>",
-    "<bash-input>",
-    "<bash-stdout>",
-    "<bash-stderr>",
+CLAUDE_TYPES = (
+    frozenset({"user", "assistant", "summary", "system", "attachment"}) | CLAUDE_IGNORED_TYPES
 )
+
 _COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
 
 
@@ -77,9 +77,11 @@ def block_text(content: object) -> str:
     return compact_json(content)
 
 
-def _is_echo(text: str) -> bool:
-    head = text.lstrip()
-    return head.startswith(_ECHO_PREFIXES) or head.startswith("[Request interrupted by user")
+def _command_note(text: str, shape: HarnessShape) -> dict[str, Any]:
+    """A slash command's echo also names the command (``{"command": "/clear"}``)."""
+    if shape is HarnessShape.COMMAND and (match := _COMMAND.search(text)):
+        return {"command": match.group(1)}
+    return {}
 
 
 class ClaudeReader(FormatReader):
@@ -118,7 +120,38 @@ class ClaudeReader(FormatReader):
             payload = {"record": "system", "subtype": subtype}
             self.sink.emit(event_kind, Author.SYSTEM, text, ts, payload=payload)
             return True
+        if kind == "attachment":
+            return self._attachment(obj)
         return isinstance(kind, str) and kind in CLAUDE_IGNORED_TYPES
+
+    def _attachment(self, obj: dict[str, Any]) -> bool:
+        """A hook's output, written (Claude Code 2.1) as a record of its own: HARNESS
+        text (the ``rendered`` text the model was given, else the hook's content or
+        stdout). Other attachment records stay unknown (their bytes archived)."""
+        attachment = obj.get("attachment")
+        atype = attachment.get("type") if isinstance(attachment, dict) else None
+        if not isinstance(attachment, dict) or not str(atype).startswith("hook_"):
+            return self.unknown(f"attachment of type {atype}")
+        ts = parse_ts(obj.get("timestamp"))
+        self.note_time(ts)
+        rendered = obj.get("rendered")
+        parts = (
+            [r.get("content") for r in rendered if isinstance(r, dict)]
+            if isinstance(rendered, list)
+            else []
+        )
+        if not any(isinstance(p, str) and p.strip() for p in parts):
+            content = attachment.get("content", attachment.get("stdout"))
+            parts = content if isinstance(content, list) else [content]
+        text = "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+        if not text:
+            return True
+        body, cut = bounded(text)
+        payload: dict[str, Any] = {"harness": HarnessShape.HOOK.value, "attachment": atype}
+        if isinstance(hook := attachment.get("hookName"), str):
+            payload["hook"] = hook
+        self.sink.emit(EventKind.HARNESS, Author.SYSTEM, body, ts, payload=payload | cut)
+        return True
 
     def _sidechain(self, kind: str, message: dict[str, Any], ts: datetime | None) -> bool:
         """A subagent's record written inline in its parent's transcript (older Claude Code
@@ -130,17 +163,15 @@ class ClaudeReader(FormatReader):
             self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload=payload)
         return True
 
-    def _user_text(self, text: str, ts: datetime | None, meta: bool) -> None:
+    def _user_text(self, text: str, ts: datetime | None, meta: bool, answering: bool) -> None:
         if _blank(text):
             return
-        if meta:
-            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"meta": True})
-        elif _is_echo(text):
-            match = _COMMAND.search(text)
-            payload = {"command": match.group(1)} if match else {"echo": True}
-            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload=payload)
-        else:
-            self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
+        if meta:  # the record says it is not the user: all of it is harness text
+            shape = harness_shape(text) or HarnessShape.META
+            payload = {"harness": shape.value, **_command_note(text, shape), "meta": True}
+            self.sink.emit(EventKind.HARNESS, Author.SYSTEM, text, ts, payload=payload)
+            return
+        self.user_words(text, ts, note=_command_note, spoken=not answering)
 
     def _user(self, obj: dict[str, Any], message: dict[str, Any], ts: datetime | None) -> bool:
         content = message.get("content")
@@ -150,7 +181,7 @@ class ClaudeReader(FormatReader):
             return True
         meta = bool(obj.get("isMeta"))
         if isinstance(content, str):
-            self._user_text(content, ts, meta)
+            self._user_text(content, ts, meta, answering=False)
             return True
         content = [content] if isinstance(content, dict) else content
         if content is None:
@@ -161,7 +192,7 @@ class ClaudeReader(FormatReader):
         answering = any(b.get("type") == "tool_result" for b in blocks)
         texts = [w for b in blocks if (w := _block_words(b, _USER_BLOCKS)) is not None]
         if texts:
-            self._user_text("\n\n".join(texts), ts, meta or answering)
+            self._user_text("\n\n".join(texts), ts, meta, answering)
         for block in blocks:
             btype = block.get("type")
             if btype == "tool_result":

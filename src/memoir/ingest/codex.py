@@ -6,9 +6,11 @@ the conversation (messages, reasoning, tool calls and their outputs paired by
 ``call_id``); ``event_msg`` lines duplicate response items for the UI and are ignored;
 ``compacted`` is the CLI's own compaction → a COMPACTION event.
 
-User-role messages that are harness context (``<environment_context>``,
-``<user_instructions>``, AGENTS.md instructions) are META, not the user speaking;
-``developer``/``system`` messages are META too.
+Text the CLI put in user-role messages (``<environment_context>``, ``<user_instructions>``,
+the AGENTS.md it pastes in, ``<turn_aborted>``, ``<user_shell_command>``, image
+placeholders; :mod:`memoir.model.harness_text`) is HARNESS, not the user speaking; a
+message holding such a block beside the user's words is cut in two events, the user's part
+USER_TEXT. ``developer``/``system`` messages are META.
 """
 
 from __future__ import annotations
@@ -22,14 +24,6 @@ from memoir.model import Author, EventKind, Harness
 __all__ = ["CODEX_TYPES", "CodexReader"]
 
 CODEX_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
-
-_CONTEXT_PREFIXES = (
-    "<environment_context>",
-    "<user_instructions>",
-    "<turn_aborted>",
-    "# AGENTS.md instructions",
-    "<user_shell_command>",
-)
 
 
 def _content_text(content: object) -> str:
@@ -140,8 +134,8 @@ class CodexReader(FormatReader):
             model = self.state.get("model")
             payload = {"model": model} if isinstance(model, str) else {}
             self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=payload)
-        elif role == "user" and not text.lstrip().startswith(_CONTEXT_PREFIXES):
-            self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts)
+        elif role == "user":
+            self.user_words(text, ts, note=lambda _text, _shape: {"role": "user"})
         else:
             self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"role": role})
 

@@ -2,7 +2,10 @@
 
 A file is either a JSON list of messages or JSONL with one message a line. A message is
 ``{role, content, tool_calls?, tool_call_id?, name?, timestamp?}``; ``content`` is a string
-or a list of parts (``{type: "text", text}``, image parts). Roles: ``user`` → USER_TEXT,
+or a list of parts (``{type: "text", text}``, image parts). Roles: ``user`` → USER_TEXT
+(harness text an agent's CLI or SDK left in it — a ``<system-reminder>``, a command echo —
+cut out as HARNESS, :mod:`memoir.model.harness_text`; this reader also reads what the HTTP
+API and MCP append),
 ``assistant`` → ASSISTANT_TEXT plus one TOOL_CALL per ``tool_calls`` entry, ``tool`` (or
 ``function``) → TOOL_RESULT named after the call it answers, ``system``/``developer`` →
 META. A user or assistant message's ``name`` (a person in a group chat, one agent of
@@ -69,8 +72,8 @@ class GenericReader(FormatReader):
         speaker = clean_speaker(obj.get("name")) if role in ("user", "assistant") else None
         said = {"speaker": speaker} if speaker else None
         if role == "user":
-            if text:
-                self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts, payload=said)
+            if text:  # harness text an agent's SDK left in it is cut out (records.py)
+                self.user_words(text, ts, payload=said)
             for shown in others:
                 self.sink.emit(EventKind.ATTACHMENT, Author.USER, shown, ts)
         elif role == "assistant":

@@ -1,4 +1,5 @@
-"""What every format reader shares: JSON decoding, timestamps, bounded text, event emission.
+"""What every format reader shares: JSON decoding, timestamps, bounded text, event emission,
+and the cut of harness text out of a user-role message (:meth:`FormatReader.user_words`).
 
 Tool calls: the event text is the call's input as compact JSON (Claude Code) or its
 argument string (Codex, generic), cut at 64 KiB; inputs up to 2 KiB are also kept in the
@@ -14,10 +15,12 @@ JSON-serialisable ``state`` dict that is stored as ``SourceState.parser_state``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from memoir.model import Author, Event, EventKind, Harness
+from memoir.model.harness_text import HarnessShape, split_harness
 
 __all__ = [
     "MAX_EVENT_TEXT",
@@ -222,6 +225,40 @@ class FormatReader:
             call_id=call_id if isinstance(call_id, str) else None,
             payload=extra,
         )
+
+    def user_words(
+        self,
+        text: str,
+        ts: datetime | None,
+        payload: dict[str, Any] | None = None,
+        *,
+        note: Callable[[str, HarnessShape], dict[str, Any]] | None = None,
+        spoken: bool = True,
+    ) -> None:
+        """A user-role message: USER_TEXT (with ``payload``), kept exactly as written when
+        none of it is harness text; else cut into its pieces, in order — the user's as
+        USER_TEXT, the harness's as HARNESS by the system, payload ``{"harness": shape}``
+        and what ``note(piece, shape)`` adds (:mod:`memoir.model.harness_text`). Not
+        ``spoken`` (text beside a tool's answer), the user's pieces are META instead."""
+        pieces = split_harness(text)
+        if all(p.shape is None for p in pieces):
+            self._words(text, ts, payload, spoken)
+            return
+        for piece in pieces:
+            if piece.shape is None:
+                self._words(piece.text, ts, payload, spoken)
+            else:
+                extra = note(piece.text, piece.shape) if note is not None else {}
+                said = {"harness": piece.shape.value, **extra}
+                self.sink.emit(EventKind.HARNESS, Author.SYSTEM, piece.text, ts, payload=said)
+
+    def _words(
+        self, text: str, ts: datetime | None, payload: dict[str, Any] | None, spoken: bool
+    ) -> None:
+        if spoken:
+            self.sink.emit(EventKind.USER_TEXT, Author.USER, text, ts, payload=payload)
+        else:
+            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"meta": True})
 
     def final_state(self) -> dict[str, Any]:
         out = dict(self.state)

@@ -68,7 +68,7 @@ from memoir.ingest.records import parse_ts
 from memoir.ingest.times import TimeAhead, with_times
 from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
-from memoir.model.exchange import TOOL_EXCERPT_CHARS, tool_piece
+from memoir.model.exchange import EXCERPTED, TOOL_EXCERPT_CHARS, tool_piece
 from memoir.private import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
@@ -559,7 +559,7 @@ def _needed(group: list[Event]) -> list[Event]:
         ev = group[at]
         if ev.kind is EventKind.ASSISTANT_TEXT or _opens(ev):
             keep[at] = True
-        elif ev.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT):
+        elif ev.kind in EXCERPTED:
             if ev.kind is EventKind.TOOL_CALL and ev.tool_name and ev.tool_name not in tools:
                 tools.add(ev.tool_name)
                 keep[at] = True

@@ -121,8 +121,9 @@ class JobService:
         """The job a row holds as a reader sees it now: stalled or not, its heartbeat's age."""
         return Job.from_row(row, now=self._clock(), heartbeat_s=self.timing.heartbeat_s)
 
-    def get(self, job_id: str) -> Job | None:
-        row = self.jobs.get(job_id)
+    def get(self, job_id: str, *, user: str | None = None) -> Job | None:
+        """The job ``job_id`` (of ``user``'s only, when given)."""
+        row = self.jobs.get(job_id, user=user)
         return None if row is None else self.seen(row)
 
     def latest(self, user: str, session_id: str, kind: str | None = None) -> Job | None:

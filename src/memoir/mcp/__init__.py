@@ -19,13 +19,16 @@ from memoir.config import Settings
 from memoir.mcp.bounds import MAX_RESULT_CHARS
 from memoir.mcp.home import Home
 from memoir.mcp.tools import TOOLS, ToolSpec
+from memoir.model.session import LOCAL_USER
 
 __all__ = ["MAX_RESULT_CHARS", "TOOLS", "Home", "ToolSpec", "serve"]
 
 
-def serve(settings: Settings, workdir: Path | None = None) -> None:
+def serve(settings: Settings, workdir: Path | None = None, user: str = LOCAL_USER) -> None:
     """Serve Memoir's tools over stdio until the client closes stdin (needs the ``mcp``
-    extra; ``workdir`` is where the agent works: ``remember``'s current conversation)."""
+    extra; ``workdir`` is where the agent works: ``remember``'s current conversation).
+    Every tool acts for ``user`` only: it reads, lists, changes and forgets that user's
+    conversations and memories, and no tool takes a user argument."""
     from memoir.mcp.server import serve as run
 
-    run(settings, workdir)
+    run(settings, workdir, user)

@@ -29,6 +29,7 @@ NAME = "memoir"
 # what the server may need from Codex's environment (forwarded when set there)
 FORWARDED = (
     "MEMOIR_HOME",
+    "MEMOIR_USER",  # whom the server acts for, when the entry names no --user
     "MEMOIR_SOURCES",
     "MEMOIR_DATABASE_URL",
     "MEMOIR_LLM",
@@ -59,14 +60,19 @@ class CodexEntry:
 
     @classmethod
     def make(
-        cls, command: str | Sequence[str], pinned: Mapping[str, str] | None = None
+        cls,
+        command: str | Sequence[str],
+        pinned: Mapping[str, str] | None = None,
+        user: str | None = None,
     ) -> CodexEntry:
         """The entry running ``command mcp`` — ``command`` a program, or a program and its
-        first arguments (``python -m memoir.cli``) — with ``pinned`` variables set (the home
-        and sources this install was made for)."""
+        first arguments (``python -m memoir.cli``); ``mcp --user USER`` when ``user`` is
+        given (the server acts for that user only) — with ``pinned`` variables set (the
+        home and sources this install was made for)."""
         argv = (command,) if isinstance(command, str) else tuple(command)
+        mcp = ("mcp",) if user is None else ("mcp", "--user", user)
         return cls(
-            command=argv[0], args=(*argv[1:], "mcp"), env=tuple(sorted((pinned or {}).items()))
+            command=argv[0], args=(*argv[1:], *mcp), env=tuple(sorted((pinned or {}).items()))
         )
 
     @property

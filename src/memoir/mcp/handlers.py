@@ -48,6 +48,7 @@ def search(home: Home, args: Args) -> dict[str, Any]:
         after=parse_when(after, option="after") if after else None,
         before=parse_when(before, end_of_day=True, option="before") if before else None,
         include_subagents=args.flag("include_subagents", default=False),
+        user=home.user,  # the server's user's conversations only, in the query
     )
     chosen = cast("SearchMode | None", mode)
     memoir = home.memoir()
@@ -92,7 +93,7 @@ def summary(home: Home, args: Args) -> dict[str, Any]:
     assert ref is not None
     sid = session_id(home, ref)
     memoir = home.memoir()
-    info = memoir.store.sessions.get(sid)
+    info = memoir.store.sessions.get(sid, user=home.user)
     store = memoir.summary_store()
     state = read_summary_state(store, memoir.store, sid)
     updated = memoir.summary_updated_at(sid)

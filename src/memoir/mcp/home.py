@@ -1,4 +1,5 @@
-"""The Memoir home a server answers from, opened on the first tool call.
+"""The Memoir home a server answers from, opened on the first tool call, acting for the one
+user the server was started for (``memoir mcp --user NAME``; no tool takes a user).
 
 Opening the store is left until a tool needs it, so the ``initialize`` round trip pays only
 for the SDK's import. A home with no archive yet is not created: each call answers "run
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from memoir.config import Settings
 from memoir.errors import NotFound
+from memoir.model.session import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
@@ -23,11 +25,16 @@ __all__ = ["Home"]
 class Home:
     """``settings``: read once at the edge (``memoir mcp``). ``workdir``: the directory the
     agent works in (Claude Code's project directory, else the server's working
-    directory), where ``remember`` looks for the current conversation."""
+    directory), where ``remember`` looks for the current conversation. ``user``: whose
+    conversations and memories every tool reads and changes (default ``local``, the owner
+    of the sessions synced from this machine)."""
 
-    def __init__(self, settings: Settings, workdir: Path | None = None) -> None:
+    def __init__(
+        self, settings: Settings, workdir: Path | None = None, user: str = LOCAL_USER
+    ) -> None:
         self.settings = settings
         self.workdir = workdir
+        self.user = user
         self._memoir: Memoir | None = None
         self._lock = threading.Lock()
 
@@ -45,7 +52,7 @@ class Home:
                         f"no Memoir archive at {self.settings.home} yet; run `memoir sync` "
                         "to make one (or set MEMOIR_HOME to the home you use)"
                     )
-                self._memoir = Memoir.open(self.settings)
+                self._memoir = Memoir.open(self.settings, user=self.user)
             return self._memoir
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from memoir.mcp.bounds import MAX_QUERY_CHARS, fit_items, shorten
 from memoir.mcp.home import Home
 from memoir.mcp.refs import PROJECT_BLANK, SESSION_BLANK, known_project, session_id
 from memoir.mcp.tools import KINDS
+from memoir.model.session import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
@@ -41,7 +42,7 @@ def recall_items(
     wanted = " ".join([query or "", *keys]).strip()
     kinds = (kind,) if kind else ()
     pool = limit if session_id is None else max(limit * 10, 200)
-    hits = memoir.recall(wanted, project=project, kinds=kinds, limit=pool)
+    hits = memoir.recall(wanted, project=project, kinds=kinds, limit=pool, user=memoir.user)
     items = [h.item for h in hits]
     if session_id is not None:
         items = [i for i in items if any(s.session_id == session_id for s in i.sources)]
@@ -100,7 +101,9 @@ def remember(home: Home, args: Args) -> dict[str, Any]:
     ref = args.text("session", max_chars=300, blank=SESSION_BLANK)  # not "this session"
     turn = args.integer("turn", default=None, low=1, high=2**53)
     memoir = home.memoir()
-    if not memoir.store.read_only:  # (remember then says it cannot write)
+    # sessions synced from this machine's transcripts are the local user's: another
+    # user's server does not sync them (its conversations come from the API)
+    if not memoir.store.read_only and home.user == LOCAL_USER:
         try:  # what the user said a moment ago is in the transcript, not yet in the index
             memoir.sync()
         except Busy:
@@ -133,7 +136,7 @@ def _current_session(home: Home, memoir: Memoir) -> str:
     if home.workdir is None:
         raise ConfigError("remember needs `session` here (a session_id from `search`)")
     here = os.path.realpath(home.workdir)
-    for info in memoir.store.sessions.recent(limit=500):
+    for info in memoir.store.sessions.recent(limit=500, user=home.user):
         found = info.session
         if found.cwd and not found.flags.subagent and os.path.realpath(found.cwd) == here:
             return found.id
@@ -147,7 +150,7 @@ def forget(home: Home, args: Args) -> dict[str, Any]:
     ref = args.text("id", required=True, max_chars=200)
     assert ref is not None
     store = home.memoir().store
-    item = store.memory_items.get(ref)
+    item = store.memory_items.get(ref, owner=home.user)  # another user's: as none at all
     if item is None:
         raise NotFound(f"no memory item {ref!r} (the `memories` tool lists their ids)")
     store.memory_items.forget(item.id)

@@ -54,7 +54,7 @@ def read(home: Home, args: Args) -> dict[str, Any]:
     tools = args.choice("tools", ("short", "full", "none"), default="short") or "short"
     store = home.memoir().store
     sid, focus = _resolve(home, ref)
-    info = store.sessions.get(sid)
+    info = store.sessions.get(sid, user=home.user)
     if info is None:  # removed between the two reads
         raise NotFound(f"no session {sid!r} in this Memoir home")
     range_: dict[str, Any]
@@ -132,7 +132,7 @@ def _resolve(home: Home, ref: str) -> tuple[str, str | None]:
     return read_target(
         ref,
         resolve=lambda part: session_id(home, part),
-        is_session=lambda sid: store.sessions.get(sid) is not None,
+        is_session=lambda sid: store.sessions.get(sid, user=home.user) is not None,
         is_exchange=lambda xid: store.exchanges.get(xid) is not None,
         hint=" (exchange ids come from search hits)",
     )

@@ -26,6 +26,7 @@ from memoir.mcp.bounds import MAX_RESULT_CHARS, to_text
 from memoir.mcp.dispatch import call
 from memoir.mcp.home import Home
 from memoir.mcp.tools import INSTRUCTIONS, TOOLS, ToolSpec
+from memoir.model.session import LOCAL_USER
 
 __all__ = ["answer", "build_server", "serve"]
 
@@ -92,9 +93,9 @@ def build_server(home: Home) -> Server[Any, Any]:
     return server
 
 
-def serve(settings: Settings, workdir: Path | None = None) -> None:
-    """Answer MCP requests on stdin/stdout until the client closes stdin."""
-    home = Home(settings, workdir)
+def serve(settings: Settings, workdir: Path | None = None, user: str = LOCAL_USER) -> None:
+    """Answer MCP requests on stdin/stdout, for ``user``, until the client closes stdin."""
+    home = Home(settings, workdir, user)
     server = build_server(home)
 
     async def run() -> None:

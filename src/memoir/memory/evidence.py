@@ -16,8 +16,10 @@ Rules, applied to the durable events of ``(after_cursor, context_through]``:
 - **Assistant text** (``ASSISTANT_TEXT`` by the assistant) is interpretation context: shown,
   never citable; attachment references and fenced code removed.
 - Everything else — tool calls and their inputs, tool results, thinking, attachments,
-  meta, compaction markers, and user-kind events not authored by the user — is excluded
-  entirely: not sanitized, not summarized, not counted into the request.
+  meta, compaction markers, harness text (``HARNESS``: what the agent's CLI wrote in the
+  user's place, told apart at ingest by :mod:`memoir.model.harness_text`), and user-kind
+  events not authored by the user — is excluded entirely: not sanitized, not summarized,
+  not counted into the request.
 
 A turn whose text is empty after removal is left out. The slice keeps event order; a
 :class:`SliceTurn` marks whether it opens a conversational turn (a user event after a

@@ -189,14 +189,22 @@ def context_block(
 ) -> ContextBlock:
     """The block of ``ordered`` items (most relevant first) within ``budget_tokens``,
     counted on the rendered text: each item goes in if the whole block still fits, else it
-    is skipped and the next one tried. Nothing fits (or nothing to say): an empty block."""
+    is skipped and the next one tried; an item saying what one before it said (the same
+    kind and words, in another project's scope) is left out. Nothing fits (or nothing to
+    say): an empty block. The caller chooses whose items ``ordered`` holds: one user's."""
     if budget_tokens < 0:
         raise MemoirError(f"the budget must be 0 or more tokens, got {budget_tokens}")
     lines: list[str] = []
     taken: list[str] = []
-    tokens = counter.count(CONTEXT_HEADER)
-    misses = 0
+    said: set[tuple[str, str]] = set()  # one line per statement: the same words kept in two
+    tokens = counter.count(CONTEXT_HEADER)  # projects' scopes are one line, the first
+    misses = repeats = 0
     for item in ordered:
+        statement = (item.kind, item.normalized or " ".join(item.content.split()).casefold())
+        if statement in said:
+            repeats += 1
+            continue
+        said.add(statement)
         line = _line(item)
         if tokens + counter.count(line) > budget_tokens + _JOIN_SLACK:
             misses += 1  # cannot fit: not worth an exact count
@@ -211,6 +219,6 @@ def context_block(
         if misses >= _GIVE_UP:
             break
     if not lines:
-        return ContextBlock("", 0, (), len(ordered))
+        return ContextBlock("", 0, (), len(ordered) - repeats)
     text = "\n".join([CONTEXT_HEADER, *lines])
-    return ContextBlock(text, tokens, tuple(taken), len(ordered) - len(taken))
+    return ContextBlock(text, tokens, tuple(taken), len(ordered) - repeats - len(taken))

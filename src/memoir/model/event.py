@@ -28,6 +28,10 @@ class EventKind(StrEnum):
     ATTACHMENT = "attachment"
     META = "meta"
     COMPACTION = "compaction"
+    # text the agent's CLI put in a user-role message (a command echo, a system reminder,
+    # an environment block …; :mod:`memoir.model.harness_text`), its shape in
+    # ``payload["harness"]``: archived, searched and shown, never the user's words
+    HARNESS = "harness"
 
 
 class Author(StrEnum):

@@ -4,7 +4,10 @@ Derived from events by :func:`build_exchanges` (pure); a message whose source na
 speaker reads ``"Name: text"`` there (:func:`~memoir.model.event.spoken_text`). An
 exchange's id is the session id plus the ordinal of the user event that opens it, so an
 exchange that grows (new assistant turns appended) keeps its id and is updated in place,
-never duplicated.
+never duplicated. Harness text (:attr:`EventKind.HARNESS`) opens no exchange and is never
+its ``user_text``: inside an exchange it goes to the searched excerpt with the tool
+events; before a session's first prompt it belongs to no exchange (archived and shown,
+not indexed).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import datetime
 from memoir.model.event import Author, Event, EventKind, spoken_text
 
 __all__ = [
+    "EXCERPTED",
     "TERMINAL_ESCAPE",
     "Exchange",
     "build_exchanges",
@@ -47,6 +51,9 @@ class Exchange:
 
 
 TOOL_EXCERPT_CHARS = 2000  # bounded excerpt of tool input/output kept for search
+# what the excerpt takes, in event order: tool calls and results, and the harness text
+# inside the exchange (a command's output, a system reminder) — searched, never the user's
+EXCERPTED = (EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.HARNESS)
 TOOL_PIECE_CHARS = 600  # per tool call or result: its start and its end when longer
 # terminal escape sequences (colours, cursor moves, window titles) in tool output
 TERMINAL_ESCAPE = re.compile(
@@ -113,7 +120,7 @@ def _fold(group: list[Event]) -> Exchange:
             assistant.append(spoken_text(ev))
         elif ev.kind is EventKind.USER_TEXT and ev.author is Author.USER:
             users.append(spoken_text(ev))
-        elif ev.kind in (EventKind.TOOL_CALL, EventKind.TOOL_RESULT):
+        elif ev.kind in EXCERPTED:
             if ev.kind is EventKind.TOOL_CALL and ev.tool_name and ev.tool_name not in tools:
                 tools.append(ev.tool_name)
             if budget > 0 and ev.text:

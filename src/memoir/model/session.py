@@ -6,7 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-__all__ = ["Harness", "Session", "SessionFlags"]
+__all__ = ["LOCAL_USER", "Harness", "Session", "SessionFlags"]
+
+LOCAL_USER = "local"
+"""The owner of every session synced from this machine's transcripts, and the user a
+Memoir, the CLI and the MCP server act for unless told otherwise."""
 
 
 class Harness(StrEnum):
@@ -45,7 +49,7 @@ class Session:
     id: str
     project: str
     harness: Harness
-    user: str = "local"
+    user: str = LOCAL_USER
     source_path: str | None = None
     flags: SessionFlags = field(default_factory=SessionFlags)
     cwd: str | None = None

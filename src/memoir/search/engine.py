@@ -143,7 +143,7 @@ def _filtered_nearest(
     run: _Search, model: str, vectors: VectorMatrix, query_vector: np.ndarray, pool: int
 ) -> list[tuple[str, float]]:
     """The ``pool`` nearest exchanges that pass the filters and hold none of the query's
-    excluded terms. Project, harness, session and date filters are a mask over the
+    excluded terms. Owner, project, harness, session and date filters are a mask over the
     matrix's rows (the store names the sessions that pass and says when each embedded
     exchange happened), so only those rows are scanned, however few; the rest (role,
     subagents) and the exclusions are checked on the candidates, widening the list
@@ -151,7 +151,8 @@ def _filtered_nearest(
     sees every match)."""
     filters, lookup = run.request.filters, run.lookup
     mask: np.ndarray | None = None
-    if filters.project is not None or filters.harness is not None or filters.session_id is not None:
+    named = (filters.project, filters.harness, filters.session_id, filters.user)
+    if any(value is not None for value in named):  # the owner too: before any scoring
         mask = vectors.session_mask(run.store.sessions.ids(filters))
     if filters.after is not None or filters.before is not None:
         dated = time_mask(run.store, model, vectors, filters.after, filters.before)

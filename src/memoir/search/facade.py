@@ -63,7 +63,8 @@ def search_configured(
         if embedder is None and mode in ("vector", "hybrid"):
             raise ConfigError(_no_meaning_search(mode, embedder_setting, store.embeddings.models()))
     if isinstance(filters, SearchFilters) and filters.session_id is not None:
-        filters = replace(filters, session_id=resolve_session(store.sessions, filters.session_id))
+        sid = resolve_session(store.sessions, filters.session_id, user=filters.user)
+        filters = replace(filters, session_id=sid)
     return search(
         store,
         query,

@@ -36,11 +36,13 @@ def project_matches(projects: Sequence[tuple[str, str | None]], ref: str) -> lis
     ]
 
 
-def resolve_project(sessions: SessionsPart, ref: str, *, safe: Callable[[str], str]) -> str:
+def resolve_project(
+    sessions: SessionsPart, ref: str, *, safe: Callable[[str], str], user: str | None = None
+) -> str:
     """The project ``ref`` names (see :func:`project_matches`; ``safe``: how sync made a
-    folder name into a project name, tried too). ``NotFound`` when none; a
-    ``MemoirError`` listing them when several."""
-    projects = sessions.project_paths()
+    folder name into a project name, tried too) among ``user``'s sessions (everyone's
+    with None). ``NotFound`` when none; a ``MemoirError`` listing them when several."""
+    projects = sessions.project_paths(user=user)
     for candidate in dict.fromkeys((ref, safe(ref))):
         found = project_matches(projects, candidate)
         if len(found) == 1:
@@ -58,19 +60,20 @@ def resolve_project(sessions: SessionsPart, ref: str, *, safe: Callable[[str], s
     )
 
 
-def resolve_session(sessions: SessionsPart, session: str) -> str:
-    """The session id ``session`` names: itself, or the one session it is a prefix of (a
-    main session before its subagents, whose ids extend the parent's). ``NotFound`` when
-    none; a ``MemoirError`` listing them when several; ``UsageError`` for an empty one
-    (it would be a prefix of every session)."""
+def resolve_session(sessions: SessionsPart, session: str, *, user: str | None = None) -> str:
+    """The session id ``session`` names among ``user``'s sessions (everyone's with None):
+    itself, or the one session it is a prefix of (a main session before its subagents,
+    whose ids extend the parent's). ``NotFound`` when none — another user's session is
+    not told apart from one that does not exist —; a ``MemoirError`` listing them when
+    several; ``UsageError`` for an empty one (it would be a prefix of every session)."""
     if not session.strip():
         raise UsageError(
             "the session id is empty: give a session id or a unique prefix of it (a "
             "search hit shows its session's id)"
         )
-    if sessions.get(session) is not None:
+    if sessions.get(session, user=user) is not None:
         return session
-    found = [i.session for i in sessions.recent() if i.session.id.startswith(session)]
+    found = sessions.with_prefix(session, user=user)
     main = [s for s in found if not s.flags.subagent]
     matches = [s.id for s in (main if len(main) == 1 else found)]
     if len(matches) == 1:

@@ -28,7 +28,8 @@ from .episode_helpers import Oracle, marked_history, transcript_of
 @pytest.fixture
 def memoir(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("MEMOIR_HOME", str(settings.home))
-    m = Memoir.open(settings)
+    monkeypatch.setenv("MEMOIR_USER", "alice")  # the CLI acts for the sessions' owner
+    m = Memoir.open(settings, user="alice")
     yield m
     m.close()
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from memoir.llm.transcript import opens_turn
 from memoir.llm.values import ModelRequest
+from memoir.model.harness_text import split_harness
 
 __all__ = [
     "Sentence",
@@ -82,7 +83,7 @@ STOPWORDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    role: str  # "user" | "assistant" | "tool" | "system" | "unknown"
+    role: str  # "user" | "assistant" | "tool" | "system" | "harness" | "unknown"
     text: str
     index: int
 
@@ -128,20 +129,36 @@ def _role(match: re.Match[str]) -> str:
 
 
 def parse_turns(transcript: str) -> list[Turn]:
-    """Split a transcript into speaker turns (see the module docstring)."""
+    """Split a transcript into speaker turns (see the module docstring). Harness text in
+    a user turn (a command echo, a system reminder, an environment block:
+    :mod:`memoir.model.harness_text`) is not the user's: cut from the turn, and a turn
+    that is nothing else is a ``harness`` turn: not prose, never what the user set out to do."""
     turns: list[Turn] = []
     role, lines = "unknown", list[str]()
+
+    def close() -> None:
+        if any(x.strip() for x in lines):
+            turns.append(_own_words(role, "\n".join(lines).strip("\n"), len(turns)))
+
     for line in transcript.splitlines():
         m = opens_turn(line)
         if m:
-            if any(x.strip() for x in lines):
-                turns.append(Turn(role, "\n".join(lines).strip("\n"), len(turns)))
+            close()
             role, lines = _role(m), [line[m.end() :]]
         else:
             lines.append(line)
-    if any(x.strip() for x in lines):
-        turns.append(Turn(role, "\n".join(lines).strip("\n"), len(turns)))
+    close()
     return turns
+
+
+def _own_words(role: str, text: str, index: int) -> Turn:
+    if role not in ("user", "unknown"):
+        return Turn(role, text, index)
+    pieces = split_harness(text)
+    if all(p.shape is None for p in pieces):
+        return Turn(role, text, index)
+    mine = "\n\n".join(p.text for p in pieces if p.shape is None)
+    return Turn(role, mine, index) if mine.strip() else Turn("harness", text, index)
 
 
 def _prose_line(line: str) -> bool:

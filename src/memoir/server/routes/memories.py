@@ -97,7 +97,7 @@ def memory_context(
 
 def _own(memoir: Memoir, user: str, item_id: str) -> Any:
     found = memoir.store.memory_items.get(item_id, owner=user)
-    if found is None or found.owner != user:
+    if found is None:
         raise NotFound(f"no memory item {item_id!r}")
     return found
 
@@ -148,7 +148,8 @@ def remember(
 ) -> dict[str, Any]:
     """Extract what the user asked to keep from this session now."""
     memoir.user_session(user, session_id)
-    outcome = memoir.remember(session_id, body.turn if body is not None else None)
+    turn = body.turn if body is not None else None
+    outcome = memoir.as_user(user).remember(session_id, turn)
     return {"data": {"outcome": _outcome_json(memoir, outcome)}}
 
 

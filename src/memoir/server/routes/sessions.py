@@ -3,6 +3,8 @@ exchanges."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from datetime import datetime
 from typing import Any, Literal
 
@@ -25,7 +27,7 @@ from memoir.server.present import (
 )
 from memoir.server.routing import JsonRoute
 from memoir.server.schemas import EventsBody, NewSession
-from memoir.store.values import SessionInfo
+from memoir.store.parts.sessions import RecentKey, RecentQuery
 
 __all__ = ["router"]
 
@@ -107,48 +109,62 @@ def _recent(
     after: str | None,
     before: str | None,
 ) -> dict[str, Any]:
-    """The caller's sessions, most recently active first (the store's order), filtered; a
-    cursor is an offset into that order, so a session active meanwhile may move a page."""
-    since = parse_when(after, option="after") if after else None
-    until = parse_when(before, end_of_day=True, option="before") if before else None
-    offset = 0
-    if cursor is not None:
-        value = decode_cursor(cursor)
-        if not isinstance(value, dict) or not isinstance(value.get("offset"), int):
-            raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
-        offset = max(0, value["offset"])
-    mine = [i for i in memoir.store.sessions.recent() if i.session.user == user]
-    matched = [
-        i
-        for i in mine
-        if (project is None or i.session.project == project)
-        and (harness is None or i.session.harness == harness)
-        and _active_within(i, since, until)
-    ]
-    page = matched[offset : offset + limit]
-    more = offset + limit < len(matched)
+    """The caller's sessions, most recently active first, filtered: the owner, the filters,
+    the order, the page, the total and the facets are the store's queries. The cursor is
+    a keyset (the last session's activity time and id) bound to the caller: another
+    user's cursor is refused as one this API never gave."""
+    query = RecentQuery(
+        project=project,
+        harness=harness.value if harness is not None else None,
+        since=parse_when(after, option="after") if after else None,
+        until=parse_when(before, end_of_day=True, option="before") if before else None,
+    )
+    key = None if cursor is None else _recent_key(cursor, user)
+    page = memoir.store.sessions.listing(user, query, limit=limit, after=key, counted=True)
+    last = page.last_key
     return {
         "data": {
-            "sessions": [session_info_json(i) for i in page],
-            "total": len(matched),
-            "facets": {
-                "projects": sorted({i.session.project for i in mine}),
-                "harnesses": sorted({str(i.session.harness) for i in mine}),
-            },
+            "sessions": [session_info_json(i) for i in page.sessions],
+            "total": page.total,
+            "facets": {"projects": list(page.projects), "harnesses": list(page.harnesses)},
         },
-        "next_cursor": encode_cursor({"offset": offset + limit}) if more else None,
+        "next_cursor": _recent_cursor(last, user) if page.more and last is not None else None,
     }
 
 
-def _active_within(info: SessionInfo, since: datetime | None, until: datetime | None) -> bool:
-    """Did the session's exchanges (first to last) overlap [since, until)?"""
-    if since is None and until is None:
-        return True
-    first = info.first_at or info.last_at
-    last = info.last_at or info.first_at
-    if first is None or last is None:
-        return False
-    return (since is None or last >= since) and (until is None or first < until)
+def _owner_tag(user: str) -> str:
+    """What binds a cursor to its caller: a digest of the user's name (the name itself is
+    not in the cursor)."""
+    return hashlib.sha256(user.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _recent_cursor(key: RecentKey, user: str) -> str:
+    at, sid = key
+    return encode_cursor({"at": at.isoformat() if at else None, "id": sid, "u": _owner_tag(user)})
+
+
+def _recent_key(cursor: str, user: str) -> RecentKey:
+    """The keyset ``cursor`` holds; 422 for one this API did not give ``user``."""
+    value = decode_cursor(cursor)
+    refused = ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
+    if not isinstance(value, dict) or set(value) != {"at", "id", "u"}:
+        raise refused
+    at, sid, tag = value["at"], value["id"], value["u"]
+    if (
+        not isinstance(sid, str)
+        or not isinstance(tag, str)
+        or (at is not None and not isinstance(at, str))
+    ):
+        raise refused
+    if not hmac.compare_digest(tag, _owner_tag(user)):
+        raise refused
+    try:
+        when = None if at is None else datetime.fromisoformat(at)
+    except ValueError:
+        raise refused from None
+    if when is not None and when.tzinfo is None:
+        raise refused
+    return (when, sid)
 
 
 @router.get("/{session_id}")

@@ -26,10 +26,7 @@ def usage(
 ) -> dict[str, Any]:
     """Calls made for the caller (recorded with its name) or for its sessions."""
     since = datetime.now(UTC) - timedelta(days=days) if days else None
-    records = memoir.store.usage.records(since=since)
-    owners: dict[str, bool] = {}
-    mine = [r for r in records if r.user == user or _owns(memoir, user, r.session, owners)]
-    totals = usage_totals(mine)
+    totals = usage_totals(memoir.store.usage.records(since=since, owner=user))
     return {
         "data": {
             "totals": [asdict(t) for t in totals],
@@ -39,13 +36,3 @@ def usage(
             "output_tokens": sum(t.output_tokens for t in totals),
         }
     }
-
-
-def _owns(memoir: Memoir, user: str, session_id: str | None, seen: dict[str, bool]) -> bool:
-    """Is ``session_id`` the caller's? (``seen``: the answers so far, one lookup a session)"""
-    if session_id is None:
-        return False
-    if session_id not in seen:
-        found = memoir.store.sessions.get(session_id)
-        seen[session_id] = found is not None and found.user == user
-    return seen[session_id]

@@ -56,8 +56,10 @@ class JobsPart(Part):
         self._locking = locking
 
     # reads -------------------------------------------------------------------------------
-    def get(self, job_id: str) -> JobRow | None:
-        rows = self._db.rows(f"SELECT {JOB_COLS} FROM jobs WHERE id = ?", (job_id,))
+    def get(self, job_id: str, *, user: str | None = None) -> JobRow | None:
+        """The job ``job_id`` (``user``'s only, when given: another user's is None)."""
+        mine, params = (" AND user_name = ?", (user,)) if user is not None else ("", ())
+        rows = self._db.rows(f"SELECT {JOB_COLS} FROM jobs WHERE id = ?{mine}", (job_id, *params))
         return job_from_row(rows[0]) if rows else None
 
     def latest(self, user: str, session_id: str, kind: str | None = None) -> JobRow | None:

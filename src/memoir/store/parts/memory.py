@@ -138,8 +138,20 @@ class MemoryPart(Part):
         )
         return receipt_from_row(rows[0]) if rows else None
 
-    def receipts(self, session_id: str | None = None) -> list[ReceiptRow]:
-        where, params = ("WHERE session_id = ? ", (session_id,)) if session_id else ("", ())
+    def receipts(
+        self, session_id: str | None = None, *, owner: str | None = None
+    ) -> list[ReceiptRow]:
+        """The receipts of ``session_id`` (all with None), of ``owner``'s sessions only
+        when given, oldest first."""
+        clauses: list[str] = []
+        params: tuple[str, ...] = ()
+        if session_id:
+            clauses.append("session_id = ?")
+            params += (session_id,)
+        if owner is not None:
+            clauses.append("session_id IN (SELECT id FROM sessions WHERE user_name = ?)")
+            params += (owner,)
+        where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         rows = self._db.rows(
             f"SELECT {RECEIPT_COLS} FROM memory_receipts {where}ORDER BY created_at, operation_id",
             params,

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from memoir.llm.port import UsageRecord
+from memoir.model.session import LOCAL_USER
 from memoir.store.codec import stored_time, value_from_row
 from memoir.store.db import Part
 
@@ -39,15 +40,28 @@ class UsagePart(Part):
                 ),
             )
 
-    def records(self, since: datetime | None = None) -> list[UsageRecord]:
+    def records(
+        self, since: datetime | None = None, *, owner: str | None = None
+    ) -> list[UsageRecord]:
+        """The calls recorded (since ``since``), oldest first; ``owner``: those made for
+        that user — recorded with their name, or for one of their sessions; for the local
+        user also the calls the home made for no user and no session (a sync's)."""
+        clauses: list[str] = []
+        params: list[Any] = []
         with self._db.ro() as tx:
-            if since is None:
-                rows = tx.run(f"SELECT {_COLS} FROM usage ORDER BY at, id")
-            else:
-                rows = tx.run(
-                    f"SELECT {_COLS} FROM usage WHERE at >= ? ORDER BY at, id",
-                    (tx.time(since),),
+            if since is not None:
+                clauses.append("at >= ?")
+                params.append(tx.time(since))
+            if owner is not None:
+                mine = owner == LOCAL_USER
+                home = " OR (user_name IS NULL AND session_id IS NULL)" if mine else ""
+                clauses.append(
+                    "(user_name = ? OR session_id IN "
+                    f"(SELECT id FROM sessions WHERE user_name = ?){home})"
                 )
+                params += [owner, owner]
+            where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+            rows = tx.run(f"SELECT {_COLS} FROM usage{where} ORDER BY at, id", params)
         return [_usage(r) for r in rows]
 
 

@@ -121,9 +121,17 @@ function turn(e) {
       return h("div", attrs("tool"), block(`Tool result${e.tool_name ? ` · ${e.tool_name}` : ""}`, e.text, false));
     case "thinking":
       return h("div", attrs("thinking"), block("Thinking", e.text, true));
+    case "harness": // the agent's CLI wrote it in the user's place: shown dimmed, never "User"
+      return h("div", { ...attrs("harness"), title: "Written by the agent's CLI, not typed by the user" },
+        block(harnessTextLabel(e), e.text, false));
     default:
       return h("div", attrs("note"), block(noteLabel(e), e.text, false));
   }
+}
+
+function harnessTextLabel(e) {
+  const shape = e.payload && typeof e.payload.harness === "string" ? e.payload.harness.replace(/_/g, " ") : "";
+  return shape ? `Harness · ${shape}` : "Harness";
 }
 
 function noteLabel(e) {
