@@ -22,6 +22,7 @@ from memoir.store import Store, open_store
 if TYPE_CHECKING:
     from memoir.compaction import Compactor
     from memoir.ingest.observer import SyncObserver
+    from memoir.ingest.rescan import RescanReport
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.jobs import Job, JobProgress, JobService
@@ -660,7 +661,7 @@ class Memoir:
         from memoir.ingest.sync import sync
 
         with sync_lock(self.settings.home):
-            return sync(
+            report = sync(
                 self.settings,
                 self.store,
                 observer=self.sync_observer(),
@@ -669,6 +670,8 @@ class Memoir:
                 purge_excluded=purge_excluded,
                 follow_symlinks=follow_symlinks,
             )
+        self.rescan_secrets()  # derived text an older detector let through (bounded)
+        return report
 
     def summary_store(self) -> SummaryStore:
         """Where this home keeps summaries (``MEMOIR_SUMMARY_STORE``): archive files beside
@@ -741,7 +744,35 @@ class Memoir:
         """Check the index against the archive (``memoir.ingest.verify``)."""
         from memoir.ingest.verify import verify
 
-        return verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
+        report = verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
+        report.secret_rescan = self.secret_rescan(run=repair).as_dict()
+        return report
+
+    def secret_rescan(self, *, run: bool) -> RescanReport:
+        """With ``run``, :meth:`rescan_secrets`; else where the re-scan stands (read only)."""
+        from memoir.ingest.rescan import state_report
+
+        return self.rescan_secrets() if run else state_report(self.store.rescan.states())
+
+    def rescan_secrets(self, budget: int | None = None) -> RescanReport:
+        """Re-scan derived text with this version's secret detector, a bounded share a run
+        (``memoir.ingest.rescan``): after every sync, and by ``memoir verify --repair``;
+        ``memoir verify`` reports where it stands. One process at a time
+        (another's run is left to finish), and none on a read-only store."""
+        from memoir.errors import Busy
+        from memoir.ingest.rescan import BUDGET, RescanReport, rescan, state_report
+        from memoir.secret_rules import detector_id
+
+        if self.store.read_only:
+            return RescanReport(detector_id(), skipped="the store is read-only")
+        standing = state_report(self.store.rescan.states())
+        if standing.finished:  # the common case: one query, no detector loaded
+            return standing
+        try:
+            with self.store.claims.hold("secret-rescan", "a secret re-scan is running"):
+                return rescan(self.store.rescan, self.summary_store(), budget=budget or BUDGET)
+        except Busy as exc:
+            return RescanReport(detector_id(), skipped=str(exc))
 
     # sessions from code: read one, feed one, count what the home holds ------------------
     def session(self, session_id: str) -> Session:

@@ -32,7 +32,7 @@ from re import _constants as c  # type: ignore[attr-defined]
 from re import _parser as parser  # type: ignore[attr-defined]
 from typing import Any
 
-__all__ = ["Gate", "admitted_lines", "fold", "gate_of", "match_starts", "prefixes_of"]
+__all__ = ["Gate", "Needles", "admitted_lines", "fold", "gate_of", "match_starts", "prefixes_of"]
 
 # the characters re's IGNORECASE matches to an ASCII letter besides its two cases (checked
 # against every code point by tests/test_regex_gates.py)
@@ -216,3 +216,45 @@ def match_starts(
             out.add(at)
             at = hay.find(p, at + 1)
     return sorted(out)
+
+
+class Needles:
+    """Many gates' strings found in one pass: an Aho-Corasick automaton over lower-cased
+    needles, each carrying tags. :meth:`lines_of` says, per line of a text, which tags'
+    needles it holds; a case-sensitive gate's needle is looked for lower-cased in the
+    folded text (a superset of the lines holding it), so its caller checks the gate
+    itself on those lines (:meth:`Gate.admits`)."""
+
+    def __init__(self, needles: Sequence[tuple[str, Any]]) -> None:
+        import ahocorasick
+
+        by_needle: dict[str, list[Any]] = {}
+        for needle, tag in needles:
+            by_needle.setdefault(fold(needle), []).append(tag)
+        self._automaton = ahocorasick.Automaton()
+        for needle, tags in by_needle.items():
+            self._automaton.add_word(needle, tuple(tags))
+        if by_needle:
+            self._automaton.make_automaton()
+        self._empty = not by_needle
+
+    def lines_of(self, text: str, folded: str, starts: Sequence[int]) -> dict[int, set[Any]]:
+        """``{line index: tags}`` of the lines (``starts``: each line's offset in
+        ``text``, ascending) holding a needle; ``folded`` is :func:`fold` of ``text`` (when
+        its length differs, each line is folded and searched on its own)."""
+        out: dict[int, set[Any]] = {}
+        if self._empty:
+            return out
+        if len(folded) != len(text):
+            ends = [*starts[1:], len(text)]
+            for n, (start, end) in enumerate(zip(starts, ends, strict=True)):
+                for _end, tags in self._automaton.iter(fold(text[start:end])):
+                    out.setdefault(n, set()).update(tags)
+            return out
+        line, line_end = 0, (starts[1] if len(starts) > 1 else len(text))
+        for end, tags in self._automaton.iter(folded):
+            if end >= line_end:
+                line = bisect_right(starts, end) - 1
+                line_end = starts[line + 1] if line + 1 < len(starts) else len(text)
+            out.setdefault(line, set()).update(tags)
+        return out

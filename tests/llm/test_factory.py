@@ -133,7 +133,8 @@ def test_fallback_of_another_provider_uses_its_own_key(home: Path) -> None:
 def test_facade_model_is_metered_into_the_store(home: Path) -> None:
     with Memoir.open(_settings(home)) as memoir:
         model = memoir.model()
-        assert isinstance(model, Metered) and model.name == "offline"
+        assert isinstance(model, Redacting) and model.name == "offline"  # derived text too
+        assert isinstance(model.inner, Metered)
         request = ModelRequest(
             messages=(ChatMessage("user", "<transcript>User: We chose SQLite.</transcript>"),),
             max_tokens=200,

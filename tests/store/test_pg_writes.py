@@ -1,5 +1,5 @@
 """PostgreSQL writes (issue 37): an append costs a fixed handful of round trips whatever
-its size, and migration v17 (index documents folded in Python, not by the generated
+its size, and migration v18 (index documents folded in Python, not by the generated
 column) leaves every tsvector as it was."""
 
 from __future__ import annotations
@@ -95,15 +95,15 @@ def _tsvectors(store: Any) -> dict[str, tuple[str, ...]]:
     return {r[0]: tuple(r[1:]) for r in rows}
 
 
-def test_v17_keeps_every_tsvector(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_v18_keeps_every_tsvector(monkeypatch: pytest.MonkeyPatch) -> None:
     from memoir.store import postgres_search
     from memoir.store.postgres_store import PostgresStore
 
     with fresh_pg_schema() as old_url, fresh_pg_schema() as new_url:
-        # at v16, written as Memoir wrote before v17: documents unfolded, the column folds
+        # at v17, written as Memoir wrote before v18: documents unfolded, the column folds
         with monkeypatch.context() as m:
             m.setattr(postgres_search, "fold_index_text", lambda text: text)
-            old = PostgresStore(old_url, target_version=16)
+            old = PostgresStore(old_url, target_version=17)
             ingest(old, "s1", TURNS)
             before = _tsvectors(old)
             old.close()

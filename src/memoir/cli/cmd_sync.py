@@ -424,6 +424,8 @@ def sync_command(
         with open_memoir() as memoir:
             memories = _memory_recovery(memoir)
             mined = _memory_pass(memoir, most, bar=not as_json and err_console.is_terminal)
+    with open_memoir() as memoir:  # derived text an older secret detector let through
+        memoir.rescan_secrets()  # (bounded; one query once done)
     embedded = None
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
         with open_memoir() as memoir:
@@ -574,6 +576,8 @@ def verify(
             policy = SummaryPolicy.from_settings(memoir.settings)
             findings = summary_findings(memoir.summary_store(), policy)
             report.warnings.extend(Problem(f.kind, f.where, f.detail) for f in findings)
+            rescanned = memoir.secret_rescan(run=repair)  # a plain verify writes nothing
+            report.secret_rescan = rescanned.as_dict()
     except Busy:
         again = "verify --repair" if repair else "verify"
         raise Busy(f"a memoir sync is running; run {again} again when it is done") from None
@@ -588,6 +592,11 @@ def verify(
             )
         for note in report.unrepaired:
             err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
+        changed = {t: n["changed"] for t, n in rescanned.total.items() if n["changed"]}
+        if changed or not rescanned.finished:
+            what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing yet"
+            left = "done" if rescanned.finished else "the rest at the next sync"
+            console.print(f"secret re-scan of derived text: masked or forgot {what} ({left})")
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         console.print(
             f"verify: {state}; {report.sources_checked} transcripts indexed, "

@@ -14,6 +14,12 @@ Problems, damage (``memoir verify`` exits 1 when there is any):
 - ``mode_too_open``: a folder or file under the home that others could read (Memoir keeps
   them owner-only: ``0700`` / ``0600``, :mod:`memoir.private`), with its mode.
 
+``secret_rescan`` says where the re-scan of derived text (summaries, checkpoints, cached
+answers, memory items) with this version's secret detector stands
+(:mod:`memoir.ingest.rescan`: each sync does a bounded share, ``--repair`` one more): what
+it read and changed since the detector changed, and whether every target is done. It is
+no problem: derived text, never the archive.
+
 Warnings (listed and counted; exit 0, or 3 under ``--strict``): ``skipped_line``, a
 transcript line the reader passed over — malformed JSON, NUL bytes, oversized, a record
 type it does not know (a newer harness version) — or kept with replacement characters for
@@ -73,6 +79,8 @@ class VerifyReport:
     archive_files: int = 0
     repaired: int = 0  # problems found before the repair and gone after it
     unrepaired: list[str] = field(default_factory=list)  # what repair could not mend, why
+    # derived text re-scanned with this version's secret detector (memoir.ingest.rescan)
+    secret_rescan: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,8 +1,10 @@
 """How the configured model is wrapped for use:
 ``Retrying(Redacting(Metered(model, store)))``.
 
-Every model but the offline one is redacted unless ``MEMOIR_REDACT=off``
-(``Settings.redact``): secrets never reach a provider, and each ledger row counts them.
+Every model is redacted unless ``MEMOIR_REDACT=off`` (``Settings.redact``): secrets never
+reach a provider, and each ledger row counts them. The offline model is redacted too:
+what it writes (summaries, episodes, compaction summaries, memory items) is derived text,
+and derived text carries placeholders, never a credential (issue 41).
 
 Metering sits inside the retry loop so that every attempt the provider saw (and may have
 billed) is one ledger row. The offline model is metered too (its rows say ``offline``)
@@ -24,10 +26,10 @@ __all__ = ["wrap", "wrapped_fallback", "wrapped_model"]
 def wrap(model: Model, sink: UsageSink, settings: Settings) -> Model:
     """Meter every call of ``model`` into ``sink``; retry within the settings' budget."""
     metered: Model = Metered(model, sink)
-    if model.name == "offline":
-        return metered
     if settings.redact == "on":
         metered = Redacting(metered)
+    if model.name == "offline":
+        return metered
     return Retrying(metered, RetryPolicy(attempts=max(1, settings.llm_retry_budget)))
 
 

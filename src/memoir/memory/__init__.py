@@ -10,7 +10,8 @@ Modules, in the order data flows:
 - ``values`` — triggers, ranges, proposals, items, receipts, pending failures, operation ids;
 - ``evidence`` — the evidence slice of a range: user text citable, assistant text context,
   everything else excluded;
-- ``secrets`` — one secret detector (``detect-secrets``) returning spans and kinds;
+- ``secrets`` — the one secret detector (:mod:`memoir.secrets`: detect-secrets' plugins and
+  gitleaks' rules) returning spans and kinds;
 - ``prompt`` — the versioned memory prompt, the request, the strict proposal parser;
 - ``request`` — the portable envelope, whole-request preflight, the one split, the
   localization window and the three-call budget;

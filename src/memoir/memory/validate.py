@@ -15,7 +15,12 @@ An item is accepted only if all of these hold (the reason codes in brackets):
   inside the covered range — never the retained tail [``quote_context_only``] — and
   citable [``quote_not_citable``], and an exact substring of that event's shown text
   after the same normalization [``quote_not_found``];
-- no secret in the content or a quote [``sensitive_information``];
+- no secret in the content or a quote [``sensitive_information``]: an item that would
+  store a credential is refused, never kept with a placeholder. A model behind the
+  redacting boundary (:mod:`memoir.llm.redacting`) was shown ``[redacted: …]`` where the
+  credential is; a quote of those words matches the shown (masked) text, not the stored
+  one, and is refused with this reason too — a stored quote stays an exact substring of
+  its stored message, and a credential is never stored;
 - quotes of evidence the user had forgotten are left out, and an item with none left is
   dropped [``forgotten``] (never a range failure: forgetting wins over a remember).
 
@@ -50,7 +55,7 @@ from memoir.memory.values import (
     TemporalType,
     Trigger,
 )
-from memoir.secrets import has_secret
+from memoir.secrets import has_secret, mask
 
 __all__ = [
     "FORGOTTEN",
@@ -225,7 +230,12 @@ def _quote(quote: Quote, slice_: EvidenceSlice) -> Quote | str:
     if not turn.citable or not slice_.range.covers(turn.ordinal):
         return "quote_not_citable"
     exact = locate(quote.text, turn.text)
-    return "quote_not_found" if exact is None else Quote(turn.ordinal, exact)
+    if exact is None:
+        # the words as the model was shown them, a placeholder where a secret is
+        if "[redacted: " in quote.text and locate(quote.text, mask(turn.text)) is not None:
+            return SENSITIVE_INFORMATION
+        return "quote_not_found"
+    return Quote(turn.ordinal, exact)
 
 
 def _quotes(raw: tuple[Quote, ...], slice_: EvidenceSlice) -> tuple[Quote, ...] | str:

@@ -48,7 +48,7 @@ def fold_accents(text: str) -> str:
     return text.translate(_TRANSLATION)
 
 
-# what PostgreSQL's index folds (migration v17): ASCII punctuation read as spaces, as
+# what PostgreSQL's index folds (migration v18): ASCII punctuation read as spaces, as
 # FTS5's tokenizer reads it, and accents as above; SQL's ``translate(text, punctuation ||
 # ACCENTED, spaces || PLAIN)`` in Python, where it costs a fraction of the server's time
 _PUNCTUATION = str.maketrans(string.punctuation, " " * len(string.punctuation))

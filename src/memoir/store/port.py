@@ -32,6 +32,7 @@ from memoir.store.parts import (
     JobsPart,
     MemoryItemsPart,
     MemoryPart,
+    RescanPart,
     SessionsPart,
     SummariesPart,
     TracesPart,
@@ -67,6 +68,7 @@ class Store(Protocol):
     cache: CachePart
     memory: MemoryPart
     memory_items: MemoryItemsPart
+    rescan: RescanPart  # derived text re-scanned with a newer secret detector
     users: UsersPart
     api: ApiPart
     jobs: JobsPart

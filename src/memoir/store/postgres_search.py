@@ -4,7 +4,7 @@
 tsv)`` holds
 the :class:`~memoir.store.index_doc.IndexDoc` strings of each exchange (keyed by
 ``exchanges.pk``), folded in Python as they are written (ASCII punctuation read as spaces,
-as FTS5's tokenizer does, and accents folded: migration v17); ``tsv`` is a stored
+as FTS5's tokenizer does, and accents folded: migration v18); ``tsv`` is a stored
 generated column, the ``english`` tsvectors of the five columns weighted A, B,
 C, D, D (``meta`` and ``context`` share D: a tsvector has four weights), under a GIN index.
 As on SQLite, one query word at least must be in the exchange's own columns (not only in
@@ -34,7 +34,7 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
-from memoir.store.migrations.v017_index_folded_in_python import plain_tsvector_sql
+from memoir.store.migrations.v018_index_folded_in_python import plain_tsvector_sql
 from memoir.store.query_text import ParsedQuery, Term, parse_query
 from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
@@ -86,7 +86,7 @@ def write_index(
     conn: psycopg.Connection[Any], rows: list[tuple[str, IndexDoc]], width: int = 5
 ) -> None:
     """Index rows for exchanges already written, by exchange id, their documents folded
-    as the ``tsv`` column reads them (migration v17; folding is idempotent, so the
+    as the ``tsv`` column reads them (migration v18; folding is idempotent, so the
     ``translate()`` of an older schema's column reads them alike); ``width`` 4 leaves out
     ``context_doc`` (the table of an older schema version, while a migration before v4
     rebuilds it)."""

@@ -59,6 +59,7 @@ class SqlStore:
         writer = ItemWriter(item_text, dialect.row_lock)
         self.memory = parts.MemoryPart(db, writer)
         self.memory_items = parts.MemoryItemsPart(db, item_text, writer)
+        self.rescan = parts.RescanPart(db, self.memory_items)
         self.users = parts.UsersPart(db)
         self.api = parts.ApiPart(db, apply_batch, dialect)
         self.jobs = parts.JobsPart(db, job_locking)

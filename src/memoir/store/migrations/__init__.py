@@ -31,7 +31,8 @@ from memoir.store.migrations import (
     v014_project_names,
     v015_usage_redactions,
     v016_event_times,
-    v017_index_folded_in_python,
+    v017_secret_rescan,
+    v018_index_folded_in_python,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -141,10 +142,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         postgres_after=lambda tx: v016_event_times.backfill(tx, backend="postgres"),
     ),
     Migration(
-        v017_index_folded_in_python.VERSION,
-        v017_index_folded_in_python.NAME,
-        v017_index_folded_in_python.SQLITE,
-        v017_index_folded_in_python.POSTGRES,
+        v017_secret_rescan.VERSION,
+        v017_secret_rescan.NAME,
+        v017_secret_rescan.SQLITE,
+        v017_secret_rescan.POSTGRES,
+    ),
+    Migration(
+        v018_index_folded_in_python.VERSION,
+        v018_index_folded_in_python.NAME,
+        v018_index_folded_in_python.SQLITE,
+        v018_index_folded_in_python.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -11,6 +11,7 @@ from memoir.store.parts.ingest import IngestPart
 from memoir.store.parts.jobs import JobLocking, JobsPart
 from memoir.store.parts.memory import MemoryPart
 from memoir.store.parts.memory_items import MemoryItemsPart
+from memoir.store.parts.rescan import RescanPart, RescanState
 from memoir.store.parts.sessions import SessionsPart
 from memoir.store.parts.summaries import SummariesPart
 from memoir.store.parts.traces import TracesPart
@@ -31,6 +32,8 @@ __all__ = [
     "JobsPart",
     "MemoryItemsPart",
     "MemoryPart",
+    "RescanPart",
+    "RescanState",
     "SessionsPart",
     "SummariesPart",
     "TextEngine",

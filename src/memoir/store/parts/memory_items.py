@@ -341,6 +341,10 @@ class MemoryItemsPart(Part):
         with self._db.tx() as tx:
             return self._forget_in(tx, list(item_ids), datetime.now(UTC))
 
+    def forget_in(self, tx: Tx, item_ids: Sequence[str], now: datetime) -> list[MemoryItemRow]:
+        """:meth:`forget_many` inside ``tx`` (reading what ``tx`` already wrote)."""
+        return self._forget_in(tx, item_ids, now)
+
     def _forget_in(self, tx: Tx, item_ids: Sequence[str], now: datetime) -> list[MemoryItemRow]:
         """:meth:`forget_many` inside ``tx`` (reading what ``tx`` already wrote)."""
         doomed: dict[str, MemoryItemRow] = {}

@@ -1,4 +1,4 @@
-"""v17: PostgreSQL's index documents are stored folded (ASCII punctuation as spaces,
+"""v18: PostgreSQL's index documents are stored folded (ASCII punctuation as spaces,
 accents as their base letter: :func:`memoir.store.fold.fold_index_text`, done in Python
 when a row is written), so the generated ``tsv`` column is the plain weighted
 ``to_tsvector`` of them. Until now the column folded them itself with ``translate()``
@@ -14,7 +14,7 @@ from memoir.store.fold import ACCENTED, PLAIN
 
 __all__ = ["NAME", "POSTGRES", "REINDEX", "SQLITE", "VERSION", "plain_tsvector_sql"]
 
-VERSION = 17
+VERSION = 18
 NAME = "postgres-index-folded-in-python"
 REINDEX = False
 
