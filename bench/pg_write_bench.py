@@ -1,7 +1,7 @@
 """PostgreSQL writes against SQLite's, same process, same run (issue 37, point 1).
 
     PYTHONPATH=src .venv/bin/python bench/pg_write_bench.py --database-url URL
-        [--batches 30] [--batch-size 20] [--rounds 3] [--sync-mb 16] [--sync-files 16]
+        [--batches 40] [--batch-size 20] [--rounds 3] [--sync-mb 16] [--sync-files 16]
         [--profile] [--json]
 
 (a) **Append** — ``Memoir.append_messages(user, session_id, messages)`` with
@@ -253,7 +253,7 @@ def bench_sync(url: str, args: argparse.Namespace, work: Path) -> dict[str, Any]
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--database-url", default=os.environ.get("MEMOIR_TEST_PG_URL"))
-    p.add_argument("--batches", type=int, default=30)
+    p.add_argument("--batches", type=int, default=40)
     p.add_argument("--batch-size", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--sync-mb", type=float, default=16)
