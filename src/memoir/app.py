@@ -928,21 +928,45 @@ class Memoir:
         result = self._append(user, session_id, messages)
         return result.added, result.skipped
 
+    def append_user_messages(
+        self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
+    ) -> AppendResult:
+        """:meth:`append_messages` with the whole result: ``added``, ``skipped`` and the
+        session's ``last_ordinal`` as this append left it (what the HTTP API answers,
+        without a read of its own)."""
+        return self._append(user, session_id, messages)
+
     def _append(
         self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
     ) -> AppendResult:
+        from memoir.errors import NotFound
         from memoir.ingest.api_messages import api_messages
         from memoir.model import Harness
         from memoir.store import ensure_writable
+        from memoir.store.values import ApiMessage
 
         ensure_writable(self.store, "appending events")
-        found = self.user_session(user, session_id)
-        if found.harness is not Harness.API:
-            raise ConfigError(
-                f"session {session_id!r} is read from a {found.harness.value} transcript; "
-                "messages are appended only to sessions fed from code or the HTTP API"
-            )
-        result = self.store.api.append(session_id, api_messages(session_id, messages))
+        if not isinstance(session_id, str):
+            raise NotFound(f"no session {session_id!r}")
+        made: Sequence[ApiMessage] = []
+        malformed: Exception | None = None
+        try:  # a malformed message is told after the session's errors, as it always was
+            made = api_messages(session_id, messages)
+        except Exception as exc:  # raised again by check()
+            malformed = exc
+
+        def check(found: Session) -> None:  # on the row the append locks: no read of its own
+            if found.user != user:
+                raise NotFound(f"no session {session_id!r}")
+            if found.harness is not Harness.API:
+                raise ConfigError(
+                    f"session {session_id!r} is read from a {found.harness.value} transcript; "
+                    "messages are appended only to sessions fed from code or the HTTP API"
+                )
+            if malformed is not None:
+                raise malformed
+
+        result = self.store.api.append(session_id, made, check=check)
         if result.added:
             self.embed_written([session_id])
         return result

@@ -109,12 +109,13 @@ def test_retried_batch_is_stored_once(api: Api) -> None:
     ]
     assert [a["data"]["added"] for a in answers] == [6, 0, 0]
     assert [a["data"]["skipped"] for a in answers] == [0, 6, 6]
+    assert [a["data"]["last_ordinal"] for a in answers] == [6, 6, 6]  # a retry's too
     assert api.memoir.store.events.last_ordinal(sid) == 6
     assert len(api.memoir.store.api.message_ids(sid)) == 6
     # a batch partly new: only the new message is stored
     grown = {"messages": [*batch["messages"], {"role": "user", "content": "new", "id": "r-6"}]}
     r = api.client.post(f"/api/sessions/{sid}/events", json=grown, headers=api.alice).json()
-    assert (r["data"]["added"], r["data"]["skipped"]) == (1, 6)
+    assert (r["data"]["added"], r["data"]["skipped"], r["data"]["last_ordinal"]) == (1, 6, 7)
     assert api.memoir.store.events.last_ordinal(sid) == 7
     # an id repeated within one batch is stored once
     twice = [

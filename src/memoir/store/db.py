@@ -27,12 +27,16 @@ class Tx(Protocol):
 class Db:
     """A backend's transactions, as its parts see them. ``write``/``read`` yield the
     driver's own connection (inside one transaction for ``write``), for SQL written per
-    backend."""
+    backend. ``batch`` (PostgreSQL's; ``write`` where it is None) is a write transaction
+    whose statements are not waited for one by one (psycopg's pipeline mode, ``BEGIN``
+    and ``COMMIT`` included): the client waits where it reads a result, and a statement's
+    ``rowcount`` is not known until then."""
 
     tx: Callable[[], AbstractContextManager[Tx]]
     ro: Callable[[], AbstractContextManager[Tx]]
     write: Callable[[], AbstractContextManager[Any]]
     read: Callable[[], AbstractContextManager[Any]]
+    batch: Callable[[], AbstractContextManager[Any]] | None = None
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self.ro() as tx:

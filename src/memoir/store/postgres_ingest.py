@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import pq
 
 from memoir.store import postgres_search, sql_common
 from memoir.store.sql_common import POSTGRES, SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
@@ -57,7 +58,11 @@ WRITES = IngestWrites(POSTGRES, SESSION_UPSERT, _many, _store_exchanges, index=p
 
 
 def apply_batch(conn: psycopg.Connection[Any], batch: IngestBatch) -> None:
-    sql_common.apply_batch(conn, batch, WRITES)
+    if conn.pgconn.pipeline_status != pq.PipelineStatus.OFF:  # an append's, already
+        sql_common.apply_batch(conn, batch, WRITES)
+        return
+    with conn.pipeline():
+        sql_common.apply_batch(conn, batch, WRITES)
 
 
 def delete_session_rows(conn: psycopg.Connection[Any], session_id: str) -> bool:

@@ -3,8 +3,9 @@
 ``exchange_search(exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, context_doc,
 tsv)`` holds
 the :class:`~memoir.store.index_doc.IndexDoc` strings of each exchange (keyed by
-``exchanges.pk``); ``tsv`` is a stored generated column, the ``english`` tsvectors of the
-five columns (ASCII punctuation read as spaces, as FTS5's tokenizer does) weighted A, B,
+``exchanges.pk``), folded in Python as they are written (ASCII punctuation read as spaces,
+as FTS5's tokenizer does, and accents folded: migration v18); ``tsv`` is a stored
+generated column, the ``english`` tsvectors of the five columns weighted A, B,
 C, D, D (``meta`` and ``context`` share D: a tsvector has four weights), under a GIN index.
 As on SQLite, one query word at least must be in the exchange's own columns (not only in
 ``context``), and an excluded term is tested against its own columns only. A parsed query (see
@@ -25,7 +26,7 @@ from typing import Any
 import psycopg
 
 from memoir.model import Exchange, Session
-from memoir.store.fold import fold_accents
+from memoir.store.fold import fold_accents, fold_index_text
 from memoir.store.index_doc import (
     IndexDoc,
     rewrite_span,
@@ -33,7 +34,7 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
-from memoir.store.migrations.v008_accent_folding import folded_tsvector_sql
+from memoir.store.migrations.v018_index_folded_in_python import plain_tsvector_sql
 from memoir.store.query_text import ParsedQuery, Term, parse_query
 from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
@@ -78,24 +79,22 @@ _INDEX_INSERT_V3 = (
     "SELECT pk, %s, %s, %s, %s FROM exchanges WHERE id = %s"
 )
 # the exchange's own words (all of tsv but ``context``), for excluded terms
-# ('%' doubled: the text goes into parametrised queries)
-_OWN_TSV = (
-    "(ts_filter(d.tsv, '{a,b,c}') || "
-    + folded_tsvector_sql((("d.meta_doc", "D"),)).replace("%", "%%")
-    + ")"
-)
+_OWN_TSV = "(ts_filter(d.tsv, '{a,b,c}') || " + plain_tsvector_sql((("d.meta_doc", "D"),)) + ")"
 
 
 def write_index(
     conn: psycopg.Connection[Any], rows: list[tuple[str, IndexDoc]], width: int = 5
 ) -> None:
-    """Index rows for exchanges already written, by exchange id; ``width`` 4 leaves out
+    """Index rows for exchanges already written, by exchange id, their documents folded
+    as the ``tsv`` column reads them (migration v18; folding is idempotent, so the
+    ``translate()`` of an older schema's column reads them alike); ``width`` 4 leaves out
     ``context_doc`` (the table of an older schema version, while a migration before v4
     rebuilds it)."""
     if rows:
         sql = INDEX_INSERT if width == 5 else _INDEX_INSERT_V3
+        params = [(*(fold_index_text(c) for c in doc.columns()[:width]), xid) for xid, doc in rows]
         with conn.cursor() as cur:
-            cur.executemany(sql, [(*doc.columns()[:width], xid) for xid, doc in rows])
+            cur.executemany(sql, params)
 
 
 def delete_index(conn: psycopg.Connection[Any], pks: list[int]) -> None:

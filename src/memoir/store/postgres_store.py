@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg_pool import ConnectionPool
 
 from memoir.config import mask_url
@@ -120,7 +121,13 @@ class PostgresStore(SqlStore):
     ) -> None:
         self._masked = mask_url(url)
         self._closed = False
-        db = Db(tx=self._tx, ro=self._ro, write=self._writing, read=self._reading)
+        db = Db(
+            tx=self._tx,
+            ro=self._ro,
+            write=self._writing,
+            read=self._reading,
+            batch=self._batching,
+        )
         self._wire(
             db,
             apply_batch=apply_batch,
@@ -209,6 +216,24 @@ class PostgresStore(SqlStore):
             ) from exc
         except psycopg.Error as exc:
             raise _translated(exc) from exc
+
+    @contextmanager
+    def _batching(self) -> Iterator[psycopg.Connection[Any]]:
+        """A write transaction in pipeline mode: ``BEGIN`` goes out with the first
+        statement and ``COMMIT`` with the last writes, so neither costs a round trip of its
+        own. On an error (the server's, raised where a result is read or at the end, or
+        the caller's) the transaction is rolled back."""
+        with self._conn(write=False) as conn:
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    yield conn
+                    conn.execute("COMMIT")
+            except BaseException:
+                if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                    with suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
 
     @contextmanager
     def _tx(self) -> Iterator[Tx]:

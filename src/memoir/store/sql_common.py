@@ -196,19 +196,24 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
     :mod:`memoir.store.sqlite_ingest` for the rules both backends keep)."""
     d = writes.dialect
     check_source_unchanged(conn, d, batch)
-    renamed = upsert_session(conn, d, batch, writes.session_upsert)
+    # the two reads (the session as stored, the stored shapes of the batch's exchanges)
+    # are sent with the first writes and read after them: in a pipeline, one wait
+    stored = _send_session_upsert(conn, d, batch, writes.session_upsert)
     session = batch.session
     if batch.reset:
         path = batch.source.path if batch.source else session.source_path
         delete_session_content(conn, writes, session.id, path)
-    elif renamed:
-        writes.index.reindex_session(conn, session)  # the index's meta column names them
     if batch.moved_from is not None and batch.source is not None:
         move_source(conn, d, batch.moved_from, batch.source.path)
     if batch.events:
         writes.many(conn, d(EVENT_INSERT), [event_params(e, d.time) for e in batch.events])
+    unique = {x.id: x for x in batch.exchanges}
+    shapes = [] if batch.reset else _send_rows_in(conn, d, _SHAPES, list(unique))
+    if _renamed(stored, session) and not batch.reset:
+        writes.index.reindex_session(conn, session)  # the index's meta column names them
     if batch.exchanges:
-        changes = exchange_changes(conn, d, batch.exchanges, fresh=batch.reset)
+        existing = {row[0]: tuple(row[1:]) for cur in shapes for row in cur.fetchall()}
+        changes = _changes(d, unique, existing)
         grown = [c for c in changes if c.old_pk is not None]
         if grown:  # their index rows and embeddings describe the old text
             writes.index.delete_index(conn, [c.old_pk for c in grown if c.old_pk is not None])
@@ -234,6 +239,13 @@ def exchange_changes(
     the session's exchanges were just deleted, every one is new."""
     unique = {x.id: x for x in exchanges}
     existing = {} if fresh else _stored_shapes(conn, dialect, list(unique))
+    return _changes(dialect, unique, existing)
+
+
+def _changes(
+    dialect: Dialect, unique: dict[str, Exchange], existing: dict[str, tuple[Any, ...]]
+) -> list[ExchangeChange]:
+    """:func:`exchange_changes` of the stored shapes ``existing`` (:func:`_stored_shapes`)."""
     out: list[ExchangeChange] = []
     for x in unique.values():
         params = exchange_params(x, dialect.time)
@@ -249,21 +261,28 @@ def _stored_shapes(
     conn: Connection, dialect: Dialect, ids: list[str]
 ) -> dict[str, tuple[Any, ...]]:
     """id → (pk, last ordinal, length of each text) of the stored exchanges of ``ids``."""
-    sql = (
-        "SELECT id, pk, last_ordinal, length(user_text), length(assistant_text), "
-        "length(tool_excerpt) FROM exchanges WHERE id IN ({marks})"
-    )
-    return {row[0]: tuple(row[1:]) for row in rows_in(conn, dialect, sql, ids)}
+    return {row[0]: tuple(row[1:]) for row in rows_in(conn, dialect, _SHAPES, ids)}
+
+
+_SHAPES = (
+    "SELECT id, pk, last_ordinal, length(user_text), length(assistant_text), "
+    "length(tool_excerpt) FROM exchanges WHERE id IN ({marks})"
+)
 
 
 def rows_in(conn: Connection, dialect: Dialect, sql: str, values: Sequence[Any]) -> list[Any]:
     """The rows of ``sql`` for every one of ``values``: it runs once per page of them, its
     ``{marks}`` the placeholders of that page (``x IN ({marks})``)."""
+    return [row for cur in _send_rows_in(conn, dialect, sql, values) for row in cur.fetchall()]
+
+
+def _send_rows_in(conn: Connection, dialect: Dialect, sql: str, values: Sequence[Any]) -> list[Any]:
+    """The cursors of :func:`rows_in`'s statements, all sent, none read yet."""
     out: list[Any] = []
     for at in range(0, len(values), _CHUNK):
         page = tuple(values[at : at + _CHUNK])
         marks = ", ".join("?" * len(page))
-        out.extend(conn.execute(dialect(sql.format(marks=marks)), page).fetchall())
+        out.append(conn.execute(dialect(sql.format(marks=marks)), page))
     return out
 
 
@@ -301,12 +320,28 @@ def check_source_unchanged(conn: Connection, dialect: Dialect, batch: IngestBatc
 def upsert_session(conn: Connection, dialect: Dialect, batch: IngestBatch, upsert: str) -> bool:
     """Check the batch and write its session row (``upsert``: the backend's statement);
     True when the stored session's project or harness changed (index rows name them)."""
+    return _renamed(_send_session_upsert(conn, dialect, batch, upsert), batch.session)
+
+
+def _send_session_upsert(
+    conn: Connection, dialect: Dialect, batch: IngestBatch, upsert: str
+) -> Any:
+    """Check the batch, read its session row as stored and write it (``upsert``); the
+    cursor of the read, not yet read (SQLite's cursor holds its one row from the execute
+    on; in a pipeline the row arrives when it is read)."""
     check_batch(batch)
     session = batch.session
-    before = conn.execute(
+    found = conn.execute(
         dialect("SELECT project, harness FROM sessions WHERE id = ?"), (session.id,)
-    ).fetchone()
+    )
     conn.execute(upsert, session_params(session, dialect.time))
+    return found
+
+
+def _renamed(found: Any, session: Session) -> bool:
+    """Whether the session row read by :func:`_send_session_upsert` names another project
+    or harness than ``session``."""
+    before = found.fetchone()
     return before is not None and tuple(before) != (session.project, str(session.harness))
 
 

@@ -33,6 +33,17 @@ __all__ = [
 _EXCHANGE_COLS = prefixed(EXCHANGE_COLS, "e")
 _SESSION_COLS = prefixed(SESSION_COLS, "s")
 _REBUILD_PAGE = 2000
+# the two exchanges of a session before ordinal ? and the two after ordinal ?
+_NEAR = (
+    f"SELECT * FROM (SELECT e.pk, {_EXCHANGE_COLS} FROM exchanges e WHERE e.session_id = ? "
+    "AND e.first_ordinal {op} ? ORDER BY e.first_ordinal {order} LIMIT 2)"
+)
+_NEIGHBOURS = (
+    _NEAR.format(op="<", order="DESC")
+    + " AS b UNION ALL "
+    + _NEAR.format(op=">", order="ASC")
+    + " AS a"
+)
 
 
 def ordered_exchanges(
@@ -59,33 +70,27 @@ def span_rows(
     span); with the pk of each, by exchange id."""
     lo = min(x.first_ordinal for x in changed)
     hi = max(x.first_ordinal for x in changed)
-    keys = conn.execute(
+    # both statements sent before either is read (one round trip in a pipeline)
+    span = conn.execute(
         dialect(
             "SELECT pk, id FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? AND ? "
             "ORDER BY first_ordinal"
         ),
         (session_id, lo, hi),
-    ).fetchall()
+    )
+    near = conn.execute(dialect(_NEIGHBOURS), (session_id, lo, session_id, hi))
+    keys = span.fetchall()
+    found = [(int(r[0]), exchange_from_row(r[1:])) for r in near.fetchall()]
+    before = sorted(
+        (r for r in found if r[1].first_ordinal < lo), key=lambda r: -r[1].first_ordinal
+    )
+    after = sorted((r for r in found if r[1].first_ordinal > hi), key=lambda r: r[1].first_ordinal)
     pks = {str(i): int(pk) for pk, i in keys}
     known = {x.id: x for x in changed}
     if len(keys) > len(known):  # unchanged exchanges between changed ones
         between = " AND e.first_ordinal BETWEEN ? AND ?"
         for _, x in ordered_exchanges(conn, dialect, session_id, between, (lo, hi)):
             known.setdefault(x.id, x)
-    before = ordered_exchanges(
-        conn,
-        dialect,
-        session_id,
-        " AND e.first_ordinal < ? ORDER BY e.first_ordinal DESC LIMIT 2",
-        (lo,),
-    )
-    after = ordered_exchanges(
-        conn,
-        dialect,
-        session_id,
-        " AND e.first_ordinal > ? ORDER BY e.first_ordinal LIMIT 2",
-        (hi,),
-    )
     pks.update((x.id, pk) for pk, x in before + after)
     ordered = (
         [x for _, x in reversed(before)]

@@ -194,9 +194,10 @@ def append_events(
     """Append OpenAI-style messages. A message whose `id` this session has stored already
     is skipped: retry a batch freely."""
     messages = [m.model_dump(exclude_none=True) for m in body.messages]
-    added, skipped = memoir.append_messages(user, session_id, messages)
-    last = memoir.store.events.last_ordinal(session_id)
-    return {"data": {"added": added, "skipped": skipped, "last_ordinal": last}}
+    done = memoir.append_user_messages(user, session_id, messages)
+    return {
+        "data": {"added": done.added, "skipped": done.skipped, "last_ordinal": done.last_ordinal}
+    }
 
 
 @router.get("/{session_id}/events")

@@ -32,6 +32,7 @@ from memoir.store.migrations import (
     v015_usage_redactions,
     v016_event_times,
     v017_secret_rescan,
+    v018_index_folded_in_python,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -145,6 +146,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v017_secret_rescan.NAME,
         v017_secret_rescan.SQLITE,
         v017_secret_rescan.POSTGRES,
+    ),
+    Migration(
+        v018_index_folded_in_python.VERSION,
+        v018_index_folded_in_python.NAME,
+        v018_index_folded_in_python.SQLITE,
+        v018_index_folded_in_python.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -6,7 +6,10 @@ PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already serializes writers), the next o
 the client ids already stored are read under that lock, then the events, the exchanges
 they open or grow (with their index rows) and the client ids are written together. Two
 concurrent appends to one session therefore take turns: no ordinal is handed out twice,
-and a retried batch finds its ids and stores nothing again.
+and a retried batch finds its ids and stores nothing again. On PostgreSQL the transaction
+runs in psycopg's pipeline mode (:attr:`~memoir.store.db.Db.batch`): the reads under the
+lock are sent together and the writes are not waited for one by one, so an append costs
+a fixed handful of round trips whatever the batch's size.
 """
 
 from __future__ import annotations
@@ -39,7 +42,14 @@ _SESSION_INSERT = (
 )
 
 
-_ID_INSERT = "INSERT INTO api_messages (session_id, message_id, ordinal) VALUES (?, ?, ?)"
+_LAST_ORDINAL = "SELECT coalesce(max(ordinal), 0) FROM events WHERE session_id = ?"
+# the events from the opening of the session's last exchange on (all when it has none)
+_OPEN_TAIL = (
+    f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal >= (SELECT "
+    "coalesce(max(first_ordinal), 0) FROM exchanges WHERE session_id = ?) ORDER BY ordinal"
+)
+_ID_INSERT = "INSERT INTO api_messages (session_id, message_id, ordinal) VALUES "
+_ID_PAGE = 500  # rows per statement: 1,500 parameters, under either driver's limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,29 +81,44 @@ class ApiPart:
             ).fetchone()
         return session_from_row(row), created
 
-    def append(self, session_id: str, messages: Sequence[ApiMessage]) -> AppendResult:
-        """Store the messages not stored already, all or none. ``ConfigError`` naming the
-        first message that stores nothing (no text, parts or tool calls: its id would be
-        recorded with no event, and a later real message of that id skipped). Text is
-        scrubbed as sync scrubs it (lone surrogates, NUL), client ids too."""
-        check_storable(messages)
+    def append(
+        self,
+        session_id: str,
+        messages: Sequence[ApiMessage],
+        *,
+        check: Callable[[Session], None] | None = None,
+    ) -> AppendResult:
+        """Store the messages not stored already, all or none. ``NotFound`` for an unknown
+        session; then ``check`` sees the session as read under the lock and may refuse it
+        (raise: the caller's checks of the session, without a read of their own); then
+        ``ConfigError`` naming the first message that stores nothing (no text, parts or
+        tool calls: its id would be recorded with no event, and a later real message of
+        that id skipped). Text is scrubbed as sync scrubs it (lone surrogates, NUL), client
+        ids too."""
         messages = [_scrub_id(m) for m in messages]
         d = self._d
-        with self._db.write() as conn:
-            row = conn.execute(
+        with (self._db.batch or self._db.write)() as conn:
+            # the session row locked, then read under the lock: the client ids stored
+            # already, the last ordinal, and the events from the opening of the last
+            # exchange on (all of them when it has none: what new events may extend). All
+            # four are sent before any is read: the server runs them in order, so the reads
+            # see what the lock's previous holder committed; one wait in a pipeline
+            locked = conn.execute(
                 d(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?{d.row_lock}"), (session_id,)
-            ).fetchone()
+            )
+            stored = self._stored_ids(conn, session_id, [m.client_id for m in messages])
+            ordinals = conn.execute(d(_LAST_ORDINAL), (session_id,))
+            opened = conn.execute(d(_OPEN_TAIL), (session_id, session_id))
+            row = locked.fetchone()
             if row is None:
                 raise NotFound(f"no session {session_id!r}")
             session = session_from_row(row)
-            seen = self._stored_ids(conn, session_id, [m.client_id for m in messages])
-            base = int(
-                conn.execute(
-                    d("SELECT coalesce(max(ordinal), 0) FROM events WHERE session_id = ?"),
-                    (session_id,),
-                ).fetchone()[0]
-            )
-            last = base
+            if check is not None:
+                check(session)
+            check_storable(messages)
+            seen = {str(r[0]) for cur in stored for r in cur.fetchall()}
+            base = last = int(ordinals.fetchone()[0])
+            tail = [event_from_row(r) for r in opened.fetchall()]
             events: list[Event] = []
             ids: list[tuple[str, str, int]] = []
             added = skipped = 0
@@ -109,28 +134,27 @@ class ApiPart:
                     seen.add(cid)
                     ids.append((session_id, cid, last))
                 added += 1
+            for at in range(0, len(ids), _ID_PAGE):  # one statement, not one per message
+                page = ids[at : at + _ID_PAGE]
+                values = ", ".join(["(?, ?, ?)"] * len(page))
+                conn.execute(d(_ID_INSERT + values), [v for row in page for v in row])
             if events:
                 events = list(
                     scrub_batch(IngestBatch(session=session, events=tuple(events))).events
                 )
-                tail = self._open_tail(conn, session_id)
                 exchanges = [x for x in build_exchanges([*tail, *events]) if x.last_ordinal > base]
                 touched = replace(session, updated_at=datetime.now(UTC))
                 self._apply(
                     conn,
                     IngestBatch(session=touched, events=tuple(events), exchanges=tuple(exchanges)),
                 )
-            for params in ids:
-                conn.execute(
-                    d(_ID_INSERT),
-                    params,
-                )
         return AppendResult(added, skipped, last)
 
-    def _stored_ids(self, conn: Any, session_id: str, wanted: list[str | None]) -> set[str]:
-        """Which of ``wanted`` are stored for the session (500 per statement)."""
+    def _stored_ids(self, conn: Any, session_id: str, wanted: list[str | None]) -> list[Any]:
+        """The cursors (not yet read) of which of ``wanted`` are stored for the session,
+        500 per statement."""
         ids = sorted({w for w in wanted if w is not None})
-        out: set[str] = set()
+        out: list[Any] = []
         for at in range(0, len(ids), 500):
             page = ids[at : at + 500]
             marks = ", ".join("?" * len(page))
@@ -138,27 +162,8 @@ class ApiPart:
                 "SELECT message_id FROM api_messages WHERE session_id = ? "
                 f"AND message_id IN ({marks})"
             )
-            out.update(
-                str(r[0]) for r in conn.execute(self._d(sql), (session_id, *page)).fetchall()
-            )
+            out.append(conn.execute(self._d(sql), (session_id, *page)))
         return out
-
-    def _open_tail(self, conn: Any, session_id: str) -> list[Event]:
-        """The stored events from the opening of the session's last exchange on (all of
-        them when it has none): what new events may extend."""
-        d = self._d
-        start = conn.execute(
-            d("SELECT coalesce(max(first_ordinal), 0) FROM exchanges WHERE session_id = ?"),
-            (session_id,),
-        ).fetchone()[0]
-        rows = conn.execute(
-            d(
-                f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal >= ? "
-                "ORDER BY ordinal"
-            ),
-            (session_id, int(start or 0)),
-        ).fetchall()
-        return [event_from_row(r) for r in rows]
 
     def sessions(
         self, user: str, *, after: tuple[datetime, str] | None = None, limit: int = 50

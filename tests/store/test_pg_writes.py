@@ -1,0 +1,127 @@
+"""PostgreSQL writes (issue 37): an append costs a fixed handful of round trips whatever
+its size, and migration v18 (index documents folded in Python, not by the generated
+column) leaves every tsvector as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pg_round_trips import count_round_trips
+from store_builders import ingest
+
+from conftest import fresh_pg_schema
+from memoir.app import Memoir
+from memoir.store import SearchFilters
+from memoir.store.fold import fold_index_text
+
+pytestmark = pytest.mark.postgres
+
+ROUND_TRIPS = 6  # 5 today: the pool's check of the connection, then the transaction (4); one spare
+
+
+def _messages(tag: str, n: int, start: int = 0) -> list[dict[str, Any]]:
+    return [
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"{tag} message {i}: the deploy checklist for staging, step {i}",
+            "id": f"{tag}-{i}",
+        }
+        for i in range(start, start + n)
+    ]
+
+
+@pytest.fixture
+def memoir(tmp_path: Path) -> Iterator[Memoir]:
+    with fresh_pg_schema() as url:
+        made = Memoir.at(tmp_path / "home", llm="offline", database_url=url)
+        try:
+            yield made
+        finally:
+            made.close()
+
+
+def test_an_append_costs_a_fixed_number_of_round_trips(memoir: Memoir) -> None:
+    memoir.create_session("ann", session_id="s")
+    memoir.append_messages("ann", "s", _messages("s", 20))  # a session with a past
+    with count_round_trips() as twenty:
+        assert memoir.append_messages("ann", "s", _messages("s", 20, 20)) == (20, 0)
+    with count_round_trips() as hundred:
+        assert memoir.append_messages("ann", "s", _messages("s", 100, 40)) == (100, 0)
+    with count_round_trips() as retried:  # every id stored already: nothing written
+        assert memoir.append_messages("ann", "s", _messages("s", 20, 20)) == (0, 20)
+    assert 0 < twenty.count <= ROUND_TRIPS, twenty.lines()
+    assert hundred.count == twenty.count  # not one per message, row or exchange
+    assert 0 < retried.count <= twenty.count
+    stored = memoir.store.events.of("s")
+    assert [e.ordinal for e in stored] == list(range(1, 141))
+    assert memoir.store.api.message_ids("s")["s-139"] == 140
+    exchanges = memoir.store.exchanges.of("s")
+    assert len(exchanges) == 70 and exchanges[28].user_text.startswith("s message 56:")
+    hits = memoir.store.index.search("step 56", SearchFilters(), 3)
+    assert hits and hits[0].exchange_id == exchanges[28].id
+
+
+@pytest.mark.parametrize(
+    ("text", "folded"),
+    [
+        ("app.py's config_file", "app py s config file"),
+        ("Café résumé — naïve über", "Cafe resume — naive uber"),  # the dash is not ASCII
+        ("Ça (coûte) 5€!", "Ca  coute  5€ "),
+        ("日本語のテキスト", "日本語のテキスト"),
+        ("", ""),
+    ],
+)
+def test_fold_index_text(text: str, folded: str) -> None:
+    assert fold_index_text(text) == folded
+    assert fold_index_text(folded) == folded  # idempotent: an older column reads it alike
+
+
+TURNS = [
+    ("Le café de José: résumé of app.py's config_file", "Über-naïve answer (ñandú) §3.", None),
+    ("where's the deploy-checklist?", "In docs/deploy.md — see «staging»", "Bash"),
+    ("Ærø and straße stay", "OK: done.", None),
+]
+
+
+def _tsvectors(store: Any) -> dict[str, tuple[str, ...]]:
+    with store._db.read() as conn:
+        rows = conn.execute(
+            "SELECT x.id, d.tsv::text, d.user_doc, d.assistant_doc, d.tools_doc, d.meta_doc, "
+            "d.context_doc FROM exchange_search d JOIN exchanges x ON x.pk = d.exchange_pk"
+        ).fetchall()
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def test_v18_keeps_every_tsvector(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memoir.store import postgres_search
+    from memoir.store.postgres_store import PostgresStore
+
+    with fresh_pg_schema() as old_url, fresh_pg_schema() as new_url:
+        # at v17, written as Memoir wrote before v18: documents unfolded, the column folds
+        with monkeypatch.context() as m:
+            m.setattr(postgres_search, "fold_index_text", lambda text: text)
+            old = PostgresStore(old_url, target_version=17)
+            ingest(old, "s1", TURNS)
+            before = _tsvectors(old)
+            old.close()
+        assert any("'" in docs[1] or "." in docs[1] for docs in before.values())
+        migrated = PostgresStore(old_url)
+        fresh = PostgresStore(new_url)
+        try:
+            ingest(fresh, "s1", TURNS)
+            after, written = _tsvectors(migrated), _tsvectors(fresh)
+            assert set(after) == set(before) == set(written) and len(after) == 3
+            for xid, (tsv, *docs) in after.items():
+                assert tsv == before[xid][0] == written[xid][0]
+                assert docs == [fold_index_text(d) for d in before[xid][1:]]
+                assert docs == list(written[xid][1:])
+            for store in (migrated, fresh):
+                for query in ("cafe", "José", "resume", "config_file", "nandu", "straße"):
+                    assert store.index.search(query, SearchFilters(), 3), query
+                assert not store.index.search("cafe -resume", SearchFilters(), 3)
+        finally:
+            migrated.close()
+            fresh.close()
