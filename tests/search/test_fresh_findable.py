@@ -105,7 +105,7 @@ def _via_append_messages(memoir: Memoir, tmp: Path) -> str:
 
 
 def _via_http(memoir: Memoir, tmp: Path) -> str:
-    key = memoir.store.users.add("alice")
+    key = memoir.store.users.new_key("local")  # the HTTP user is the one searching here
     headers = {"Authorization": f"Bearer {key}"}
     with TestClient(create_app(memoir), raise_server_exceptions=True) as client:
         made = client.post("/api/sessions", json={"id": "fresh"}, headers=headers)
