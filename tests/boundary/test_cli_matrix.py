@@ -92,6 +92,7 @@ HOME = {
     "mcp install",
     "bench locomo",
     "bench memories",
+    "bench summaries",
     "bench compaction",
 }
 
