@@ -120,3 +120,49 @@ def pg_schema() -> AbstractContextManager[str]:
     from conftest import fresh_pg_schema
 
     return fresh_pg_schema()
+
+
+# a worker process to kill -9 mid-job: its model answers slowly, and says "merged by the
+# dead" in a merge, so a test sees whether anything of it was written
+DOOMED_WORKER = """
+import json, sys, threading
+from memoir.app import Memoir
+from memoir.config import Settings
+from memoir.llm.scripted import ScriptedModel
+from memoir.llm.values import Purpose
+
+opts, delay_s, worker_id = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3] or None
+m = Memoir.open(Settings.from_env(sources=(), **opts))
+
+def answer(request):
+    text = "merged by the dead" if request.meta.purpose is Purpose.MERGE else "an episode"
+    return json.dumps({"narrative": text, "facts": ["a fact"], "keywords": ["k"]})
+
+model = ScriptedModel(default=answer, delay_s=delay_s)
+m.model = lambda: model
+print("ready", flush=True)
+m.run_worker(threading.Event(), worker_id=worker_id)  # None: host:pid:random
+"""
+
+
+def start_doomed_worker(
+    folder: Path, opts: dict[str, Any], *, delay_s: float, worker_id: str | None = None
+) -> tuple[subprocess.Popen[str], Path]:
+    """:data:`DOOMED_WORKER` started on the home of ``opts`` (no MEMOIR_* of this process's
+    environment); the process and the file its stderr goes to."""
+    import os
+    import sys
+
+    script = folder / "worker.py"
+    script.write_text(DOOMED_WORKER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
+    errors = folder / "worker.err"
+    with errors.open("w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), json.dumps(opts), str(delay_s), worker_id or ""],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            env=env,
+        )
+    return proc, errors

@@ -3,11 +3,9 @@ worker's start-up resumes it, reusing the episodes the dead worker finished (cac
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,31 +17,11 @@ from memoir.jobs import ABANDONED, Worker
 from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.persist import read_summary_body
 
-from .helpers import FAST, add_session, open_memoir, pg_schema, reply, wait_for
+from .helpers import FAST, add_session, open_memoir, pg_schema, reply, start_doomed_worker, wait_for
 
 # a claim outlives a heartbeat by far more than a loaded machine stalls a process (CI runs
 # this beside the whole suite on two cores: at 3 s the doomed worker once lost its claim)
 TIMING = {"job_heartbeat_s": 0.1, "job_abort_s": 8.0, "job_claim_s": 8.0, "job_abandon_s": 9.0}
-
-SCRIPT = """
-import json, sys, threading
-from memoir.app import Memoir
-from memoir.config import Settings
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose
-
-opts = json.loads(sys.argv[1])
-m = Memoir.open(Settings.from_env(sources=(), **opts))
-
-def answer(request):
-    text = "merged by the dead" if request.meta.purpose is Purpose.MERGE else "an episode"
-    return json.dumps({"narrative": text, "facts": ["a fact"], "keywords": ["k"]})
-
-model = ScriptedModel(default=answer, delay_s=0.4)
-m.model = lambda: model
-print("ready", flush=True)
-m.run_worker(threading.Event(), worker_id="doomed")
-"""
 
 
 @pytest.mark.parametrize(
@@ -67,18 +45,7 @@ def run(tmp_path: Path, extra: dict[str, Any]) -> None:
     try:
         add_session(m)
         job = m.regenerate_summary("alice", "s1")
-        script = tmp_path / "worker.py"
-        script.write_text(SCRIPT)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
-        errors = tmp_path / "worker.err"
-        with errors.open("w") as err:
-            proc = subprocess.Popen(
-                [sys.executable, str(script), json.dumps(opts)],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                text=True,
-                env=env,
-            )
+        proc, errors = start_doomed_worker(tmp_path, opts, delay_s=0.4, worker_id="doomed")
         # two of four episodes done (each takes 0.4 s), then kill -9
         try:
             wait_for(lambda: (r := m.store.jobs.get(job.id)) and r.completed >= 2, timeout=60)

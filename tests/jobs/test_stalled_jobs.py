@@ -6,12 +6,10 @@ abandon interval — with the claim's fence keeping a superseded writer out."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -28,7 +26,7 @@ from memoir.llm.scripted import ScriptedModel
 from memoir.store.job_rows import JobRow
 from memoir.summaries.persist import read_summary_body
 
-from .helpers import FAST, add_session, open_memoir, pg_schema, reply, wait_for
+from .helpers import FAST, add_session, open_memoir, pg_schema, reply, start_doomed_worker, wait_for
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOST = "box"
@@ -113,26 +111,6 @@ def test_the_job_as_shown_names_its_worker_and_stall() -> None:
 # a dead worker's job taken over by a worker started on its host ------------------------
 TIMING = {"job_heartbeat_s": 0.2, "job_abort_s": 60.0, "job_claim_s": 60.0, "job_abandon_s": 120.0}
 
-SCRIPT = """
-import json, sys, threading
-from memoir.app import Memoir
-from memoir.config import Settings
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose
-
-opts = json.loads(sys.argv[1])
-m = Memoir.open(Settings.from_env(sources=(), **opts))
-
-def answer(request):
-    text = "merged by the dead" if request.meta.purpose is Purpose.MERGE else "an episode"
-    return json.dumps({"narrative": text, "facts": ["a fact"], "keywords": ["k"]})
-
-model = ScriptedModel(default=answer, delay_s=0.5)
-m.model = lambda: model
-print("ready", flush=True)
-m.run_worker(threading.Event())  # its default id: host:pid:random
-"""
-
 
 @pytest.mark.parametrize(
     "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -155,17 +133,7 @@ def _takeover(tmp_path: Path, extra: dict[str, Any]) -> None:
     try:
         add_session(m)
         job = m.regenerate_summary("alice", "s1")
-        script = tmp_path / "worker.py"
-        script.write_text(SCRIPT)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMOIR_")}
-        with (tmp_path / "worker.err").open("w") as err:
-            proc = subprocess.Popen(
-                [sys.executable, str(script), json.dumps(opts)],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                text=True,
-                env=env,
-            )
+        proc, _ = start_doomed_worker(tmp_path, opts, delay_s=0.5)
         wait_for(lambda: (r := m.store.jobs.get(job.id)) and r.completed >= 1, timeout=60)
         running = m.jobs().get(job.id)
         assert running is not None and running.state == "running" and not running.stalled

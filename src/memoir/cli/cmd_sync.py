@@ -88,15 +88,17 @@ def _bar(enabled: bool) -> Iterator[Any]:
 
 
 @contextmanager
-def _summary_bar(enabled: bool) -> Iterator[Callable[[PassProgress], None] | None]:
-    """The summary pass's bar on stderr (gone when done): how many of the conversations
-    due are summarized, and the one being summarized now. Drawn from the first report
-    on, so a pass with nothing to summarize shows nothing."""
+def _pass_bar(
+    enabled: bool, label: str
+) -> Iterator[Callable[[PassProgress | MemoryPassProgress], None] | None]:
+    """A pass's bar on stderr (gone when done): how many of the conversations due are done
+    (``label``: summarizing, remembering), and the one under way. Drawn from the first
+    report on, so a pass with nothing to do shows nothing."""
     if not enabled:
         yield None
         return
     bar = Progress(
-        TextColumn("summarizing"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[name]}"),
@@ -106,10 +108,10 @@ def _summary_bar(enabled: bool) -> Iterator[Callable[[PassProgress], None] | Non
     )
     tasks: list[TaskID] = []
 
-    def update(p: PassProgress) -> None:
+    def update(p: PassProgress | MemoryPassProgress) -> None:
         name = escape(f"{p.session_id[:8]} {p.project}"[:48]) if p.session_id else ""
         if not tasks:
-            tasks.append(bar.add_task("summaries", total=p.total, name=name))
+            tasks.append(bar.add_task(label, total=p.total, name=name))
         # drawn now: one update per conversation, each worth seeing (a model call is slow)
         bar.update(tasks[0], completed=p.done, total=p.total, name=name, refresh=True)
 
@@ -123,7 +125,7 @@ def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, An
     is there to read a start-up error, and agents delete their transcripts) a model that
     cannot be used — is reported; the archive and index written before it stay."""
     try:
-        with _summary_bar(bar) as progress:
+        with _pass_bar(bar, "summarizing") as progress:
             report = memoir.summarize_pending(limit=limit, progress=progress)
     except ConfigError as exc:
         return {"error": str(exc), "setting": True}
@@ -136,33 +138,6 @@ def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, An
     return out
 
 
-@contextmanager
-def _memory_bar(enabled: bool) -> Iterator[Callable[[MemoryPassProgress], None] | None]:
-    """The memory pass's bar on stderr (gone when done), drawn from its first report."""
-    if not enabled:
-        yield None
-        return
-    bar = Progress(
-        TextColumn("remembering"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[name]}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-    )
-    tasks: list[TaskID] = []
-
-    def update(p: MemoryPassProgress) -> None:
-        name = escape(f"{p.session_id[:8]} {p.project}"[:48]) if p.session_id else ""
-        if not tasks:
-            tasks.append(bar.add_task("memories", total=p.total, name=name))
-        bar.update(tasks[0], completed=p.done, total=p.total, name=name, refresh=True)
-
-    with bar:
-        yield update
-
-
 def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any] | None:
     """Extract memories from the synced sessions gone quiet (``Memoir.remember_from_sync``);
     its report as a dict, or None on a read-only store. An error — a store failure, a model
@@ -170,7 +145,7 @@ def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any
     if memoir.store.read_only:
         return None
     try:
-        with _memory_bar(bar) as progress:
+        with _pass_bar(bar, "remembering") as progress:
             report = memoir.remember_from_sync(limit=limit, progress=progress)
     except ConfigError as exc:
         return {"error": str(exc), "setting": True}
