@@ -1,6 +1,6 @@
 """The package's shape: no import cycle anywhere in ``memoir``, and the public names are
-exactly those the README documents (the layers themselves are checked by import-linter,
-``make lint``)."""
+exactly those the library guide (docs/library.md) documents (the layers themselves are
+checked by import-linter, ``make lint``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import grimp
 
 import memoir
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "library.md"
 
 
 def _cycles(graph: grimp.ImportGraph, modules: set[str]) -> list[list[str]]:
@@ -76,10 +76,10 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles(Graph(), {"a", "b", "c", "d"}) == [["a", "b", "c"]]  # type: ignore[arg-type]
 
 
-def test_public_names_are_what_the_readme_documents() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_public_names_are_what_the_library_guide_documents() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
     match = re.search(r"<!-- public-api -->(.*?)<!-- /public-api -->", text, re.DOTALL)
-    assert match is not None, "README.md lists the public names between public-api markers"
+    assert match is not None, "docs/library.md lists the public names between public-api markers"
     documented = sorted(re.findall(r"`(\w+)`", match.group(1)))
     assert sorted(memoir.__all__) == documented
     for name in memoir.__all__:

@@ -1,44 +1,38 @@
-"""The README's library examples run as written on the demo's home, and the front door's
+"""The guides' library examples (docs/library.md, docs/memory.md) run as written on the
+demo's home, with the values they promise, and the front door's
 session calls (``append``, ``session``, ``events``, ``exchanges``, ``stats``) and the
 fake embedder's guard give the values they promise."""
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from memoir.app import Memoir
-from memoir.demo.tour import run_demo
 from memoir.errors import ConfigError, NotFound
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def _block(name: str) -> str:
-    text = README.read_text(encoding="utf-8")
+def _block(page: str, name: str) -> str:
+    text = (DOCS / page).read_text(encoding="utf-8")
     found = re.search(rf"<!-- {name} -->\n```python\n(.*?)```\n<!-- /{name} -->", text, re.S)
-    assert found is not None, f"README.md has a python block between {name} markers"
+    assert found is not None, f"docs/{page} has a python block between {name} markers"
     return found.group(1)
 
 
 @pytest.fixture
-def demo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "demo-home"
-    run_demo(Console(file=io.StringIO()), home)
-    monkeypatch.setenv("MEMOIR_HOME", str(home))
-    monkeypatch.setenv("MEMOIR_EMBEDDER", "none")  # the demo home's vectors are MiniLM's
-    return home
+def demo_home(page_home: Path) -> Path:
+    return page_home  # a copy of the demo's home; MEMOIR_HOME names it, MEMOIR_EMBEDDER=none
 
 
-def test_the_readme_library_example_runs_on_the_demo_home(
+def test_the_library_guide_example_runs_on_the_demo_home(
     demo_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exec(compile(_block("library-example"), "README.md", "exec"), {})
+    exec(compile(_block("library.md", "library-example"), "docs/library.md", "exec"), {})
     out = capsys.readouterr().out
     assert "7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d06" in out  # the PgBouncer conversation
     assert "-home-ann-code-infra 2 exchanges" in out
@@ -47,11 +41,11 @@ def test_the_readme_library_example_runs_on_the_demo_home(
     assert not (Path.home() / ".memoir").exists()  # MEMOIR_HOME honoured
 
 
-def test_the_readme_memory_example_runs_on_the_demo_home(
+def test_the_memory_guide_example_runs_on_the_demo_home(
     demo_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scope: dict[str, object] = {}
-    exec(compile(_block("memory-example"), "README.md", "exec"), scope)
+    exec(compile(_block("memory.md", "memory-example"), "docs/memory.md", "exec"), scope)
     out = capsys.readouterr().out
     assert "From now on, always use timezone-aware datetimes in this repo." in out
     block = scope["block"]
