@@ -208,7 +208,7 @@ def _tools_and_search(command: str, args: list[str], env: dict[str, str], log: P
 
 @pytest.mark.slow
 def test_the_plugin_and_the_hook_start_this_memoir_without_path(tmp_path: Path) -> None:
-    """README: `.venv/bin/memoir mcp install --claude`, or `memoir hook install`; the default
+    """docs/mcp.md: `.venv/bin/memoir mcp install --claude`, or `memoir hook install`; the default
     home (~/.memoir) and sources (~/.claude/projects) of a fresh HOME."""
     user_home = tmp_path / "user-home"
     projects = user_home / ".claude" / "projects"

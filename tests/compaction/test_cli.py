@@ -100,7 +100,7 @@ def test_bad_file_is_one_line_error(
 
 def test_missing_file_and_bad_window(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "compact", str(tmp_path / "none.json"), "--window", "100")
-    assert code == 2 and "none.json does not exist" in err  # a bad argument, as the README says
+    assert code == 2 and "none.json does not exist" in err  # a bad argument, as the docs say
     code, _, err = run(capsys, "compact", str(tmp_path), "--window", "100")
     assert code == 2 and "is a folder" in err
     path = tmp_path / "m.json"

@@ -254,3 +254,15 @@ def test_json_is_json() -> None:  # the guides' ```json blocks are shown, but mu
                     json.loads(body)
                 except ValueError as exc:
                     raise AssertionError(f"{page}:{line}: {exc}") from None
+
+
+def test_the_summary_the_readme_shows_is_the_one_the_demo_stores(page_home: Path) -> None:
+    from memoir import Memoir
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = [body for lang, body, _ in blocks(readme) if lang == "text"]
+    assert len(shown) == 1
+    with Memoir.open() as m:
+        (hit,) = m.search("flaky checkout test", mode="text", limit=1)
+        assert hit.session_id.startswith("3f2a9c1e")
+        assert hit.to_json()["summary"] == shown[0].strip()

@@ -131,7 +131,7 @@ def test_the_daily_loop(agent: str, tmp_path: Path) -> None:
     found = anyio.run(_mcp_search, command, env, tmp_path / "mcp.log")
     assert found and found[0] == sid, found
 
-    # 7. the service and the page, as the README says: `memoir serve` on loopback prints a
+    # 7. the service and the page, as docs/http.md says: `memoir serve` on loopback prints a
     # one-time sign-in link for the local user; scripts use a key of local's own
     key = home.run("users", "key", "local").stdout.strip()
     port = free_port()

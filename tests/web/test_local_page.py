@@ -1,4 +1,4 @@
-"""Your own transcripts on your own page, as the README says: `memoir demo` syncs its corpus
+"""Your own transcripts on your own page, as the docs say: `memoir demo` syncs its corpus
 into a kept home, `memoir remember` keeps an item, `memoir serve` prints a sign-in link, and
 Chromium following that link sees the sessions list, a transcript with its summary, and the
 memory — as the user ``local``, with no key made. The link works once."""
@@ -88,7 +88,7 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    """The README's steps on a fresh home: demo (`--home` for the path `--keep` prints),
+    """The docs' steps on a fresh home: demo (`--home` for the path `--keep` prints),
     remember, serve (`--port 0`: a free port, which the link names)."""
     require_browser()
     home = tmp_path / "demo-home"
@@ -136,7 +136,7 @@ def test_the_printed_link_shows_your_own_sessions_transcripts_and_memories(
     served: Served, chromium: Any, screens: Screens
 ) -> None:
     link = served.link()
-    # the line the README quotes (on the port asked for: 0 picks a free one here)
+    # the line docs/http.md quotes (on the port asked for: 0 picks a free one here)
     assert f"Sign in to your own sessions (user local): {link}\n" in served.printed
     errors: list[str] = []
     page = _page(chromium, errors)
