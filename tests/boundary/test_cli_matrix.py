@@ -31,7 +31,6 @@ COMMANDS: dict[str, list[tuple[str, list[str]]]] = {
         ("session", ["search", "prefer", "--session", "{ref}"]),
         ("project", ["search", "prefer", "--project", "{ref}"]),
     ],
-    "stats": [("wide", ["stats", "--json"])],
     "usage": [("wide", ["usage", "--json"])],
     "jobs list": [("wide", ["jobs", "list", "--json"])],
     "jobs show": [("job", ["jobs", "show", "{ref}"])],
@@ -76,6 +75,7 @@ COMMANDS: dict[str, list[tuple[str, list[str]]]] = {
 HOME = {
     "sync",
     "verify",
+    "stats",  # the home's size and health (archive, index, embeddings): every user's rows
     "embed",
     "worker",
     "serve",
@@ -83,7 +83,8 @@ HOME = {
     "demo",
     "memories recover",
     "users add",
-    "users key",
+    "users key new",
+    "users key rotate",
     "users list",
     "users revoke",
     "hook install",

@@ -506,7 +506,8 @@ def _tell_left_out(report: SyncReport) -> None:
 
 @app.command()
 def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Counts of what this Memoir home holds."""
+    """Counts of what this Memoir home holds, for every user: the home owner's view of its
+    size and health (the project list is `--user`'s)."""
     with open_memoir(existing=True) as memoir:
         data = memoir.stats()  # counts, the archive's size, summaries by state
         projects = memoir.store.sessions.projects(user=memoir.user)  # --user's projects

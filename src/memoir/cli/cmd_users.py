@@ -1,12 +1,16 @@
-"""`memoir users add|key|list|revoke`: the users of `memoir serve` and their API keys.
+"""`memoir users add|key|key rotate|list|revoke`: the users of `memoir serve` and their API
+keys. A key is printed once, alone on stdout; only its hash is stored.
 
 `local` owns the sessions synced from this machine: `users add` refuses the name, `users
 key local` makes it a key (for the page over a non-loopback address, or another client)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.table import Table
+from typer.core import TyperGroup
 
 from memoir.cli.app import app, console, open_memoir, print_json
 
@@ -29,18 +33,53 @@ def add(
     typer.echo(f"the API key of {name}, shown once: only its hash is stored", err=True)
 
 
-@users_app.command("key")
+class _KeyGroup(TyperGroup):
+    """`memoir users key NAME` is `memoir users key new NAME`: a name that is not one of
+    the group's commands is the user of `new`."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["new", *args]
+        return super().parse_args(ctx, args)
+
+
+key_app = typer.Typer(
+    cls=_KeyGroup,
+    help="Make an API key for a user (`memoir users key NAME`), or replace all its keys "
+    "with one new key (`memoir users key rotate NAME`). A key is shown once.",
+)
+users_app.add_typer(key_app, name="key")
+
+_NAME_HELP = "An existing user, or `local` (your synced sessions)."
+_LABEL_HELP = "What this key is for (shown in list)."
+
+
+@key_app.command("new")
 def key(
-    name: str = typer.Argument(..., help="An existing user, or `local` (your synced sessions)."),
-    label: str = typer.Option("", "--label", help="What this key is for (shown in list)."),
+    name: str = typer.Argument(..., help=_NAME_HELP),
+    label: str = typer.Option("", "--label", help=_LABEL_HELP),
 ) -> None:
     """Print a new API key for an existing user, or for `local` — the owner of the sessions
     synced from this machine — once: only its hash is stored. Earlier keys stay valid
-    (`memoir users revoke NAME` ends them all)."""
+    (`memoir users key rotate NAME` replaces them, `memoir users revoke NAME` ends them)."""
     with open_memoir() as memoir:
         made = memoir.store.users.new_key(name, label=label)
     typer.echo(made)  # stdout holds the key alone: KEY=$(memoir users key local)
     typer.echo(f"a new API key of {name}, shown once: only its hash is stored", err=True)
+
+
+@key_app.command("rotate")
+def rotate(
+    name: str = typer.Argument(..., help=_NAME_HELP),
+    label: str = typer.Option("", "--label", help=_LABEL_HELP),
+) -> None:
+    """Print a new API key for a user, once, and revoke every earlier key of it in the same
+    step: from the next request on, on every server reading this home or database, only
+    the new key works."""
+    with open_memoir() as memoir:
+        made = memoir.store.users.rotate(name, label=label)
+    typer.echo(made)  # stdout holds the key alone: KEY=$(memoir users key rotate NAME)
+    typer.echo(f"the new API key of {name}, shown once; its earlier keys are revoked", err=True)
 
 
 @users_app.command("list")

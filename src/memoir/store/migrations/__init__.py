@@ -33,6 +33,7 @@ from memoir.store.migrations import (
     v016_event_times,
     v017_secret_rescan,
     v018_index_folded_in_python,
+    v019_owner_indexes,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -152,6 +153,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v018_index_folded_in_python.NAME,
         v018_index_folded_in_python.SQLITE,
         v018_index_folded_in_python.POSTGRES,
+    ),
+    Migration(
+        v019_owner_indexes.VERSION,
+        v019_owner_indexes.NAME,
+        v019_owner_indexes.SQLITE,
+        v019_owner_indexes.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

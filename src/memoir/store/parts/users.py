@@ -57,7 +57,13 @@ class UsersPart(Part):
         its first key); returned once and never stored. ``NotFound`` for another name."""
         return self._key(name, label, create=name == LOCAL)
 
-    def _key(self, name: str, label: str, *, create: bool) -> str:
+    def rotate(self, name: str, *, label: str = "") -> str:
+        """A new API key for an existing user (or :data:`LOCAL`), every earlier key of it
+        revoked in the same transaction: from the next request on, on every process that
+        reads this store, only the new key works. Returned once and never stored."""
+        return self._key(name, label, create=name == LOCAL, revoke=True)
+
+    def _key(self, name: str, label: str, *, create: bool, revoke: bool = False) -> str:
         key = KEY_PREFIX + secrets.token_urlsafe(32)
         now = datetime.now(UTC)
         with self._db.tx() as tx:
@@ -69,6 +75,11 @@ class UsersPart(Part):
                 )
             elif not tx.run("SELECT name FROM users WHERE name = ?", (name,)):
                 raise NotFound(f"no user {name!r}: memoir users add {name}")
+            if revoke:
+                tx.run(
+                    "UPDATE api_keys SET revoked_at = ? WHERE user_name = ? AND revoked_at IS NULL",
+                    (tx.time(now), name),
+                )
             tx.run(
                 "INSERT INTO api_keys (key_hash, user_name, label, created_at) VALUES (?, ?, ?, ?)",
                 (hash_key(key), name, label, tx.time(now)),

@@ -1,0 +1,122 @@
+"""Keys as operators expect, on both backends: ``memoir users key rotate NAME`` prints one
+new key and ends the old ones, and ``memoir users revoke NAME`` ends them all, on every
+replica at its next request (two servers over one home or database, each with its own
+``Memoir``); a key that never was, a revoked key, a rotated-away key and a key whose user
+is gone all get the same 401, word for word."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+import pytest
+from fastapi.testclient import TestClient
+
+import memoir.cli.cmd_users  # noqa: F401  (registers the command)
+from cli_run import run_cli
+from memoir.app import Memoir
+from memoir.config import Settings
+from memoir.server import create_app
+
+from .conftest import A_SESSION, B_SESSION, A, B, World
+
+
+@contextmanager
+def _replicas(world: World, n: int = 2) -> Iterator[list[TestClient]]:
+    """``n`` servers over the world's home or database, each with a Memoir of its own
+    (the first is the world's): replicas behind one load balancer."""
+    with ExitStack() as stack:
+        clients = []
+        for k in range(n):
+            memoir = world.memoir
+            if k:
+                memoir = stack.enter_context(Memoir.open(Settings.from_env(world.env, sources=())))
+            app = create_app(memoir)
+            clients.append(stack.enter_context(TestClient(app, raise_server_exceptions=False)))
+        yield clients
+
+
+def _get(client: TestClient, key: str, sid: str) -> tuple[int, str]:
+    r = client.get(f"/api/sessions/{sid}", headers={"Authorization": f"Bearer {key}"})
+    return r.status_code, r.text
+
+
+@pytest.fixture
+def cli_env(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
+    for name, value in world.env.items():
+        monkeypatch.setenv(name, value)
+    return world
+
+
+def test_rotate_and_revoke_take_effect_on_every_replica_at_the_next_request(
+    cli_env: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = cli_env
+    old = world.keys[A]
+    code, out, err = run_cli(["users", "key", A, "--label", "laptop"], capsys)
+    assert code == 0, err
+    second = out.strip()
+    with _replicas(world) as replicas:
+        for client in replicas:  # every replica has served both keys: nothing to go stale
+            assert _get(client, old, A_SESSION)[0] == 200
+            assert _get(client, second, A_SESSION)[0] == 200
+        refused = _get(replicas[0], "mk_never-issued", A_SESSION)
+        assert refused[0] == 401
+
+        code, out, err = run_cli(["users", "key", "rotate", A], capsys)
+        assert code == 0 and "shown once" in err and "revoked" in err, err
+        new = out.strip()
+        assert out == new + "\n" and new.startswith("mk_") and new not in (old, second)
+        for client in replicas:
+            assert _get(client, old, A_SESSION) == refused  # dead at once, as a wrong key
+            assert _get(client, second, A_SESSION) == refused
+            status, text = _get(client, new, A_SESSION)
+            assert status == 200 and A_SESSION in text
+            assert _get(client, world.keys[B], B_SESSION)[0] == 200  # Bob's untouched
+        code, out, _ = run_cli(["users", "list", "--json"], capsys)
+        assert code == 0 and '"name": "alice"' in out
+        listed = {u.name: u.keys for u in world.memoir.store.users.list()}
+        assert listed == {A: 1, B: 1}
+
+        code, out, _ = run_cli(["users", "revoke", B], capsys)
+        assert code == 0 and "Revoked 1 key(s) of bob" in out
+        for client in replicas:
+            assert _get(client, world.keys[B], B_SESSION) == refused
+            assert _get(client, new, A_SESSION)[0] == 200  # Alice's new key lives on
+
+
+def test_rotate_refuses_an_unknown_user_and_keeps_local_reachable(
+    cli_env: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(["users", "key", "rotate", "ghost"], capsys)
+    assert code != 0 and out == "" and "no user 'ghost'" in err and "Traceback" not in err
+    assert cli_env.memoir.store.users.user_for(cli_env.keys[A]) == A  # nothing changed
+    code, out, _ = run_cli(["users", "key", "rotate", "local"], capsys)  # made on first key
+    assert code == 0 and cli_env.memoir.store.users.user_for(out.strip()) == "local"
+
+
+def test_a_failed_key_and_an_unknown_user_get_the_same_answer(world: World) -> None:
+    users = world.memoir.store.users
+    revoked = users.new_key(A)
+    users.revoke(A)
+    rotated_away = users.new_key(B)
+    users.rotate(B)
+    orphan = users.add("carol")  # a key whose user is gone (removed from the database)
+    with world.memoir.store._db.tx() as tx:
+        tx.run("DELETE FROM users WHERE name = ?", ("carol",))
+    assert users.user_for(orphan) is None
+    with _replicas(world, 1) as [client]:
+        answers = {
+            name: _get(client, key, sid)
+            for name, key, sid in (
+                ("never issued", "mk_" + "x" * 43, A_SESSION),
+                ("not a key at all", "hunter2", A_SESSION),
+                ("revoked", revoked, A_SESSION),
+                ("rotated away", rotated_away, B_SESSION),
+                ("its user is gone", orphan, A_SESSION),
+                ("another user's, revoked", world.keys[A], B_SESSION),
+            )
+        }
+    assert {status for status, _ in answers.values()} == {401}, answers
+    assert len({text for _, text in answers.values()}) == 1, answers
+    assert "unknown or revoked API key" in answers["revoked"][1]
