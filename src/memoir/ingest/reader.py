@@ -24,16 +24,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from memoir.ingest.aider import read_markdown
 from memoir.ingest.claude import ClaudeReader
 from memoir.ingest.codex import CodexReader
 from memoir.ingest.detect import Format
+from memoir.ingest.gemini import GeminiReader
 from memoir.ingest.generic import GenericReader
 from memoir.ingest.lines import LineReader, RawLine
+from memoir.ingest.opencode import OpenCodeReader
 from memoir.ingest.records import EventSink, FormatReader, loads, stdlib_loads
 from memoir.model import Event
 from memoir.store.values import SkippedLine
 
-__all__ = ["ReadResult", "first_line_number", "read_bytes", "read_lines", "reader_for"]
+__all__ = [
+    "ReadResult",
+    "first_line_number",
+    "read_any",
+    "read_bytes",
+    "read_lines",
+    "reader_for",
+]
 
 _SNAPSHOT_PREFIX = b'{"type":"file-history-snapshot"'
 
@@ -54,6 +64,10 @@ def reader_for(fmt: Format, sink: EventSink, state: dict[str, Any]) -> FormatRea
         return CodexReader(sink, state)
     if fmt is Format.CLAUDE:
         return ClaudeReader(sink, state)
+    if fmt is Format.GEMINI:
+        return GeminiReader(sink, state)
+    if fmt is Format.OPENCODE:
+        return OpenCodeReader(sink, state)
     return GenericReader(sink, state)
 
 
@@ -242,7 +256,7 @@ def read_bytes(
     if max_line is not None:
         kwargs["max_line"] = max_line
     lines = LineReader(io.BytesIO(data), **kwargs)
-    return read_lines(
+    return read_any(
         lines,
         fmt,
         path=path,
@@ -251,4 +265,41 @@ def read_bytes(
         state=state or {},
         offset=offset,
         line_count=line_count,
+    )
+
+
+def read_any(
+    lines: Iterable[RawLine],
+    fmt: Format,
+    *,
+    path: str,
+    session_id: str,
+    next_ordinal: int,
+    state: dict[str, Any],
+    offset: int,
+    line_count: int,
+    max_bytes: int | None = None,
+) -> ReadResult:
+    """:func:`read_lines` for the JSON formats, the Markdown reader for an Aider history."""
+    if fmt is Format.AIDER:
+        return read_markdown(
+            lines,
+            path=path,
+            session_id=session_id,
+            next_ordinal=next_ordinal,
+            state=state,
+            offset=offset,
+            line_count=line_count,
+            max_bytes=max_bytes,
+        )
+    return read_lines(
+        lines,
+        fmt,
+        path=path,
+        session_id=session_id,
+        next_ordinal=next_ordinal,
+        state=state,
+        offset=offset,
+        line_count=line_count,
+        max_bytes=max_bytes,
     )

@@ -37,6 +37,10 @@ What was derived from a conversation is not ingest's to keep: the ``observer``
 (:class:`memoir.ingest.observer.SyncObserver`) is told the moment a transcript is found
 rewritten (after its new rows are committed) or a conversation is removed.
 
+An OpenCode data folder among the sources holds a database, not transcripts: its sessions
+are first exported to JSONL files under ``<home>/sources/opencode/``
+(:mod:`memoir.ingest.opencode_store`), and that folder is walked in its place.
+
 An excluded project (``MEMOIR_EXCLUDE_PROJECTS``) is never read; conversations of it stored
 before it was excluded are listed in ``SyncReport.excluded_kept`` and removed the same way
 only when asked (``purge_excluded``): a pattern that matches more than meant must not
@@ -45,6 +49,7 @@ delete the archive, the one copy of transcripts their agent has since deleted.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -62,8 +67,10 @@ from memoir.ingest.discover import Candidate, scan, source_key
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
 from memoir.ingest.observer import SyncObserver
+from memoir.ingest.opencode_store import export as export_opencode
+from memoir.ingest.opencode_store import is_opencode_dir
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
-from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
+from memoir.ingest.reader import ReadResult, first_line_number, read_any, read_json_list
 from memoir.ingest.records import parse_ts
 from memoir.ingest.times import TimeAhead, with_times
 from memoir.llm.agent_cli import runs_folder
@@ -185,7 +192,8 @@ def sync(
         _purge(run, info.session, [st for st in states.values() if st.session_id == sid])
         states = {key: st for key, st in states.items() if st.session_id != sid}
         run.owners.pop(sid, None)
-    roots = settings.sources if sources is None else as_paths(sources)
+    given = settings.sources if sources is None else as_paths(sources)
+    roots = _opencode_exported(settings, given, report)
     todo: list[Candidate] = []
     unread: list[str] = []
     found = scan(
@@ -212,6 +220,27 @@ def sync(
     run.ignored.save()
     report.duration_s = time.perf_counter() - began
     return report
+
+
+def opencode_out(settings: Settings, data_dir: Path) -> Path:
+    """Where the sessions of the OpenCode data folder ``data_dir`` are exported to."""
+    digest = hashlib.blake2b(str(data_dir).encode(), digest_size=4).hexdigest()
+    return settings.home / "sources" / "opencode" / digest
+
+
+def _opencode_exported(settings: Settings, roots: Iterable[Path], report: SyncReport) -> list[Path]:
+    """``roots`` with each OpenCode data folder exported (:mod:`memoir.ingest.opencode_store`)
+    and replaced by the folder its sessions were written to."""
+    out: list[Path] = []
+    for root in roots:
+        if not is_opencode_dir(root):
+            out.append(root)
+            continue
+        target = opencode_out(settings, Path(os.path.abspath(root)))
+        done = export_opencode(root, target)
+        report.errors.extend(done.errors)
+        out.append(target)
+    return out
 
 
 def _ingest_all(
@@ -439,7 +468,7 @@ def _reader(
     )
 
     def batch(cur: _Cursor) -> ReadResult:
-        return read_lines(
+        return read_any(
             lines,
             plan.fmt,
             path=plan.path,
