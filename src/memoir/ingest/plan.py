@@ -292,6 +292,8 @@ def plan_file(
         "project": identity.project,
         "subagent": identity.subagent,
     }
+    if identity.cwd and fmt in (Format.GEMINI, Format.AIDER):  # their lines do not say it
+        fresh["cwd"] = identity.cwd
     return Plan(
         path,
         fmt,
