@@ -75,6 +75,7 @@ def _gemini(mid: str, **fields: Any) -> dict[str, Any]:
     return {"id": mid, "timestamp": "2026-03-02T09:00:01Z", "type": "gemini", **fields}
 
 
+PASTED = "--- Content from referenced files ---\nx = 1\n--- End of content ---"
 GEMINI_TABLE = [
     ("metadata alone: no event", [META], []),
     (
@@ -156,7 +157,7 @@ GEMINI_TABLE = [
             {
                 "id": "u3",
                 "type": "user",
-                "content": "Fix @a.py\n--- Content from referenced files ---\nx = 1\n--- End of content ---",
+                "content": "Fix @a.py\n" + PASTED,
             },
         ],
         [
@@ -609,9 +610,8 @@ def test_sync_reads_aider_histories_named_in_memoir_sources(
     assert paired[0][2] == paired[1][2] != paired[2][2] == paired[3][2]
     # Aider appends the next chat: the next sync reads on from where it stopped
     with history.open("ab") as out:
-        out.write(
-            b"\n# aider chat started at 2026-03-05 08:00:00\n\n#### Add Wispcombe to the glossary  \n\nDone.\n\n"
-        )
+        out.write(b"\n# aider chat started at 2026-03-05 08:00:00\n\n")
+        out.write(b"#### Add Wispcombe to the glossary  \n\nDone.\n\n")
     again = _json(cli, "sync", "--no-summaries", "--json")
     assert (again["files_reset"], again["events_added"]) == (0, 3)
     assert _found(cli, "Wispcombe") == sid
@@ -624,10 +624,13 @@ def _opencode_db(folder: Path) -> Path:
     db = folder / "opencode.db"
     folder.mkdir(parents=True)
     conn = sqlite3.connect(db)
+    stamps = "time_created INTEGER, time_updated INTEGER"
     conn.executescript(
-        "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, slug TEXT, directory TEXT, title TEXT, version TEXT, time_created INTEGER, time_updated INTEGER);"
-        "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);"
-        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, time_updated INTEGER, data TEXT);"
+        "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT, parent_id TEXT, "
+        f"slug TEXT, directory TEXT, title TEXT, version TEXT, {stamps});"
+        f"CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, {stamps}, data TEXT);"
+        "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, "
+        f"{stamps}, data TEXT);"
     )
     (sfile,) = (storage / "session").rglob("*.json")
     s = json.loads(sfile.read_text())

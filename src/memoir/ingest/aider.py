@@ -24,16 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memoir.ingest.lines import RawLine
-from memoir.ingest.records import EventSink, FormatReader
+from memoir.ingest.records import EventSink, FormatReader, ReadResult
 from memoir.model import Author, EventKind, Harness
 from memoir.model.harness_text import HarnessShape
 from memoir.store.values import SkippedLine
-
-if TYPE_CHECKING:
-    from memoir.ingest.reader import ReadResult
 
 __all__ = ["AIDER_HISTORY", "AiderReader", "line_kind", "read_markdown"]
 
@@ -143,7 +140,6 @@ def read_markdown(
     :func:`memoir.ingest.reader.read_lines`: with ``max_bytes`` it stops between two runs
     of lines once that far past ``offset``, ``more`` set). An unterminated last line
     waits for the next sync."""
-    from memoir.ingest.reader import ReadResult
 
     sink = EventSink(session_id, next_ordinal)
     reader = AiderReader(sink, state)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from memoir.ingest.aider import read_markdown
@@ -32,8 +31,7 @@ from memoir.ingest.gemini import GeminiReader
 from memoir.ingest.generic import GenericReader
 from memoir.ingest.lines import LineReader, RawLine
 from memoir.ingest.opencode import OpenCodeReader
-from memoir.ingest.records import EventSink, FormatReader, loads, stdlib_loads
-from memoir.model import Event
+from memoir.ingest.records import EventSink, FormatReader, ReadResult, loads, stdlib_loads
 from memoir.store.values import SkippedLine
 
 __all__ = [
@@ -46,17 +44,6 @@ __all__ = [
 ]
 
 _SNAPSHOT_PREFIX = b'{"type":"file-history-snapshot"'
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    events: tuple[Event, ...]
-    skipped: tuple[SkippedLine, ...]
-    offset: int  # just past the last line consumed
-    line_count: int  # lines consumed so far (the last consumed line's number)
-    state: dict[str, Any]
-    lines_read: int = 0
-    more: bool = False  # stopped at ``max_bytes``: the lines go on past ``offset``
 
 
 def reader_for(fmt: Format, sink: EventSink, state: dict[str, Any]) -> FormatReader:
