@@ -30,6 +30,8 @@ from memoir.ingest.reader import read_bytes
 GEMINI = FIXTURES / "gemini-cli" / "tmp"
 GEMINI_CHAT = GEMINI / "billing" / "chats" / "session-2026-03-02T09-14-5d2c7e41.jsonl"
 GEMINI_SID = "5d2c7e41-8b0a-4c39-9f7e-2a61c0d4e9b3"
+LEGACY_SID = "7e3f9a10-2b4c-4d6e-8f0a-1b3c5d7e9f20"  # a chat as one JSON document
+(LEGACY_CHAT,) = GEMINI.rglob("session-*.json")
 OPENCODE = FIXTURES / "opencode"
 OPENCODE_SID = "ses_5a1b9e2c7ffe3kQd8VbN2xT4pL"
 AIDER = FIXTURES / "aider" / "ledger"
@@ -443,8 +445,9 @@ DETECT = [
     (
         b'{\n  "sessionId": "s",\n  "projectHash": "p",\n  "messages": []\n}\n',
         "session-x.json",
-        Format.UNKNOWN,
+        Format.GEMINI_JSON,
     ),
+    (b'{\n  "name": "app",\n  "version": "1.0.0"\n}\n', "package.json", Format.UNKNOWN),
 ]
 
 
@@ -476,7 +479,8 @@ def test_gemini_walk_takes_the_chats_only(tmp_path: Path) -> None:
     assert found == [
         f"billing/chats/{GEMINI_SID}/agent-1.jsonl",
         f"billing/chats/{GEMINI_CHAT.name}",
-    ]
+        LEGACY_CHAT.relative_to(GEMINI).as_posix(),
+    ]  # not logs.json, not .project_root
 
 
 def test_identities() -> None:
@@ -553,11 +557,20 @@ def test_sync_reads_gemini_and_opencode_from_their_default_places(
     shutil.copytree(GEMINI, _user_home() / ".gemini" / "tmp")
     shutil.copytree(OPENCODE, _user_home() / ".local" / "share" / "opencode")
     report = _json(cli, "sync", "--no-summaries", "--json")
-    assert report["files_indexed"] == 2, report
+    assert report["files_indexed"] == 3, report
     assert report["lines_skipped"] == 2  # Gemini's broken line, OpenCode's unknown part
     assert report["errors"] == []
     assert _found(cli, "Lumenbridge") == GEMINI_SID
     assert _found(cli, "Quillfeather") == OPENCODE_SID
+    assert _found(cli, "Ossuary") == LEGACY_SID
+    legacy = _json(cli, "show", LEGACY_SID, "--json")
+    assert legacy["session"]["harness"] == "gemini-cli"
+    assert [e["kind"] for e in legacy["events"]] == [
+        "user_text",
+        "tool_call",
+        "tool_result",
+        "assistant_text",
+    ]
     gemini = _json(cli, "show", GEMINI_SID, "--json")
     assert gemini["session"]["harness"] == "gemini-cli"
     assert gemini["session"]["project"] == "-home-ann-code-billing"
@@ -742,3 +755,24 @@ def test_hook_install_gemini_writes_its_settings(cli: CliRunner) -> None:
     assert not (_user_home() / ".claude" / "settings.json").exists()
     assert _json(cli, "hook", "uninstall", "--gemini", "--json")["removed"] == 1
     assert "SessionStart" not in json.loads(path.read_text())["hooks"]
+
+
+def test_a_gemini_chat_document_rewritten_whole_is_read_again(
+    cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / ".gemini" / "tmp"
+    shutil.copytree(GEMINI, root)
+    chat = root / LEGACY_CHAT.relative_to(GEMINI)
+    monkeypatch.setenv("MEMOIR_SOURCES", str(root))
+    _json(cli, "sync", "--no-summaries", "--json")
+    doc = json.loads(chat.read_text())
+    doc["lastUpdated"] = "2025-11-20T16:45:00.000Z"
+    doc["messages"].append(
+        {"id": "9f", "timestamp": "2025-11-20T16:45:00Z", "type": "user", "content": "Thanks!"}
+    )
+    chat.write_text(json.dumps(doc, indent=2))
+    again = _json(cli, "sync", "--no-summaries", "--json")
+    assert (again["files_indexed"], again["files_reset"]) == (1, 1)
+    shown = _json(cli, "show", LEGACY_SID, "--json")
+    texts = [e["text"] for e in shown["events"] if e["kind"] == "user_text"]
+    assert texts == ["List the cron jobs that touch the Ossuary backup volume.", "Thanks!"]

@@ -137,10 +137,9 @@ def read_markdown(
     max_bytes: int | None = None,
 ) -> ReadResult:
     """Read history lines from byte ``offset`` on (the contract of
-    :func:`memoir.ingest.reader.read_lines`: with ``max_bytes`` it stops between two runs
-    of lines once that far past ``offset``, ``more`` set). An unterminated last line
+    :func:`memoir.ingest.reader.read_lines`: with ``max_bytes`` it stops after the line
+    that takes it that far past ``offset``, ``more`` set). An unterminated last line
     waits for the next sync."""
-
     sink = EventSink(session_id, next_ordinal)
     reader = AiderReader(sink, state)
     skipped: list[SkippedLine] = []

@@ -41,6 +41,7 @@ from memoir.ingest.records import loads_lenient
 from memoir.model.names import claude_folder, cwd_project, project_name
 
 __all__ = [
+    "WHOLE_FORMATS",
     "Format",
     "Identity",
     "detect_format",
@@ -60,12 +61,17 @@ class Format(StrEnum):
     CLAUDE = "claude-code"
     CODEX = "codex"
     GEMINI = "gemini-cli"
+    GEMINI_JSON = "gemini-cli-json"  # a chat as one JSON document (Gemini CLI before JSONL)
     OPENCODE = "opencode"
     AIDER = "aider"
     GENERIC_JSONL = "generic"
     GENERIC_LIST = "generic-list"
     BINARY = "binary"
     UNKNOWN = "unknown"
+
+
+# formats read whole (a JSON document cannot be read on from an offset)
+WHOLE_FORMATS = frozenset({Format.GENERIC_LIST, Format.GEMINI_JSON})
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +129,10 @@ def detect_format(head: bytes, name: str = "") -> Format:
         stripped = stripped[3:].lstrip()
     if stripped.startswith(b"["):
         return Format.GENERIC_LIST
-    for obj in head_records(head):
+    records = head_records(head)
+    if stripped.startswith(b"{") and not records and b'"projectHash"' in head[:4096]:
+        return Format.GEMINI_JSON
+    for obj in records:
         found = _record_format(obj)
         if found is not None:
             return found
@@ -206,7 +215,7 @@ def identify(
     """Session id and project of a transcript from its first records (pure);
     ``project_root``: the folder a Gemini CLI chat's project is (its ``.project_root``)."""
     stem = path.name.split(".", 1)[0] if path.name.startswith("rollout-") else path.stem
-    if fmt in (Format.GEMINI, Format.OPENCODE, Format.AIDER):
+    if fmt in (Format.GEMINI, Format.GEMINI_JSON, Format.OPENCODE, Format.AIDER):
         return _agent_identity(fmt, records, path, root, project_root)
     if fmt is Format.CODEX:
         meta: dict[str, Any] = next(

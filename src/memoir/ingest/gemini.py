@@ -1,4 +1,6 @@
-"""Gemini CLI chats (``~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl``).
+"""Gemini CLI chats (``~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl``; before
+JSONL, ``session-*.json``: one document, its metadata and a ``messages`` list of the
+same message records, read whole by :func:`memoir.ingest.reader.read_gemini_document`).
 
 One JSON record a line, appended as the chat goes (Gemini CLI's chat recording):
 
@@ -28,6 +30,7 @@ under ``--- Content from referenced files ---``: that block is HARNESS
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -35,12 +38,26 @@ from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse
 from memoir.model import Author, EventKind, Harness
 from memoir.model.harness_text import HarnessShape
 
-__all__ = ["GeminiReader", "is_gemini_record", "parts_text"]
+__all__ = ["GeminiReader", "document_head", "is_gemini_record", "parts_text"]
 
 MESSAGE_TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 FINAL_STATUSES = frozenset({"success", "error", "cancelled"})
 REFERENCED = "--- Content from referenced files ---"
 _RECENT = 64  # message ids whose taken parts are remembered between lines and syncs
+
+
+_FIELD = re.compile(rb'"(sessionId|projectHash|kind)"\s*:\s*"([^"\\]{1,200})"')
+
+
+def document_head(head: bytes) -> dict[str, str]:
+    """``sessionId``, ``projectHash`` and ``kind`` of a chat written as one JSON document
+    (Gemini CLI before JSONL), read from its first bytes (pure; the document is parsed
+    whole only when it is read)."""
+    found: dict[str, str] = {}
+    for match in _FIELD.finditer(head[:4096]):
+        key = match.group(1).decode()
+        found.setdefault(key, match.group(2).decode("utf-8", "replace"))
+    return found
 
 
 def is_gemini_record(obj: dict[str, Any]) -> bool:
@@ -123,6 +140,10 @@ class GeminiReader(FormatReader):
             dirs = obj.get("directories")
             if isinstance(dirs, list) and dirs and isinstance(dirs[0], str):
                 self.note("cwd", dirs[0])
+            messages = obj.get("messages")  # a whole chat written as one document
+            for message in messages if isinstance(messages, list) else []:
+                if isinstance(message, dict):
+                    self._message(message)
             return True
         if isinstance(obj.get("id"), str) and obj.get("type") in MESSAGE_TYPES:
             self._message(obj)

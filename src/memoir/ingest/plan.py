@@ -17,8 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from memoir.ingest.archive import archive_path, in_archive, span_hashes
-from memoir.ingest.detect import Format, Identity, detect_format, head_records, identify
+from memoir.ingest.detect import (
+    WHOLE_FORMATS,
+    Format,
+    Identity,
+    detect_format,
+    head_records,
+    identify,
+)
 from memoir.ingest.discover import Candidate, source_key
+from memoir.ingest.gemini import document_head
 from memoir.ingest.lines import CHUNK_BYTES
 from memoir.model import Harness
 from memoir.store.values import SourceState
@@ -63,6 +71,7 @@ _HARNESS = {
     Format.CLAUDE: Harness.CLAUDE_CODE,
     Format.CODEX: Harness.CODEX,
     Format.GEMINI: Harness.GEMINI_CLI,
+    Format.GEMINI_JSON: Harness.GEMINI_CLI,
     Format.OPENCODE: Harness.OPENCODE,
     Format.AIDER: Harness.AIDER,
 }
@@ -226,7 +235,7 @@ def plan_file(
             if state.archive_path
             else archive_path(archive_dir, identity.project, identity.session_id)
         )
-        if fmt is Format.GENERIC_LIST:  # re-parsed whole; its known messages are passed over
+        if fmt in WHOLE_FORMATS:  # re-parsed whole; its known messages are passed over
             return Plan(
                 path,
                 fmt,
@@ -260,8 +269,11 @@ def plan_file(
         fmt = detect_format(head)
     if fmt in (Format.BINARY, Format.UNKNOWN):
         return Skip(fmt.value if fmt is Format.BINARY else "unknown_format")
-    records = [] if fmt is Format.AIDER else head_records(head)
-    root_hint = gemini_project_root(cand.path) if fmt is Format.GEMINI else None
+    records: list[dict[str, Any]] = [] if fmt is Format.AIDER else head_records(head)
+    if fmt is Format.GEMINI_JSON:
+        records = [dict(document_head(head))]
+    gemini = fmt in (Format.GEMINI, Format.GEMINI_JSON)
+    root_hint = gemini_project_root(cand.path) if gemini else None
     identity = identify(fmt, records, cand.path, cand.root, root_hint)
     if agent_runs is not None and identity.cwd and _own_run(identity.cwd, agent_runs):
         return Skip("memoir_agent", identity.session_id, identity.project)
@@ -292,7 +304,11 @@ def plan_file(
         "project": identity.project,
         "subagent": identity.subagent,
     }
-    if identity.cwd and fmt in (Format.GEMINI, Format.AIDER):  # their lines do not say it
+    if identity.cwd and fmt in (
+        Format.GEMINI,
+        Format.GEMINI_JSON,
+        Format.AIDER,
+    ):  # their lines do not say it
         fresh["cwd"] = identity.cwd
     return Plan(
         path,

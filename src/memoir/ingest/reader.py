@@ -31,7 +31,14 @@ from memoir.ingest.gemini import GeminiReader
 from memoir.ingest.generic import GenericReader
 from memoir.ingest.lines import LineReader, RawLine
 from memoir.ingest.opencode import OpenCodeReader
-from memoir.ingest.records import EventSink, FormatReader, ReadResult, loads, stdlib_loads
+from memoir.ingest.records import (
+    EventSink,
+    FormatReader,
+    ReadResult,
+    loads,
+    loads_lenient,
+    stdlib_loads,
+)
 from memoir.store.values import SkippedLine
 
 __all__ = [
@@ -39,6 +46,7 @@ __all__ = [
     "first_line_number",
     "read_any",
     "read_bytes",
+    "read_gemini_document",
     "read_lines",
     "reader_for",
 ]
@@ -214,6 +222,41 @@ def read_json_list(
     )
 
 
+def read_gemini_document(
+    data: bytes,
+    *,
+    path: str,
+    session_id: str,
+    next_ordinal: int,
+    state: dict[str, Any],
+    skip: int = 0,
+) -> ReadResult:
+    """A Gemini CLI chat written as one JSON document (``{sessionId, projectHash, …,
+    messages: [...]}``, before Gemini CLI wrote JSONL), parsed whole; its first ``skip``
+    messages, read before, give no events again. Gemini CLI rewrote such a file whole on
+    every change, so a changed one is read again from its start (sync sees it rewritten)."""
+    sink = EventSink(session_id, next_ordinal)
+    reader = GeminiReader(sink, state)
+    try:
+        doc = loads_lenient(data)
+    except ValueError as exc:
+        bad = SkippedLine(path, 1, 0, "malformed_json", str(exc)[:200])
+        return ReadResult((), (bad,), 0, 0, state)
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        bad = SkippedLine(path, 1, 0, "unknown_type", "not a Gemini CLI chat document")
+        return ReadResult((), (bad,), len(data), 1, state)
+    reader.handle({k: v for k, v in doc.items() if k != "messages"})
+    skipped: list[SkippedLine] = []
+    for index, message in enumerate(doc["messages"], start=1):
+        if index <= skip:
+            continue
+        sink.line_offset, sink.line_number = None, index
+        if not isinstance(message, dict) or not reader.handle(message):
+            skipped.append(SkippedLine(path, index, 0, "unknown_type", f"message {index}"))
+    count = len(doc["messages"])
+    return ReadResult(tuple(sink.events), tuple(skipped), len(data), count, reader.final_state())
+
+
 def _list_body_end(data: bytes) -> int:
     """Length of ``data`` without its closing bracket and the blanks around it."""
     body = data.rstrip()
@@ -235,8 +278,9 @@ def read_bytes(
     max_line: int | None = None,
 ) -> ReadResult:
     """Read ``data[offset:]`` (the pure entry point the tests and the demo use)."""
-    if fmt is Format.GENERIC_LIST:
-        return read_json_list(
+    if fmt in (Format.GENERIC_LIST, Format.GEMINI_JSON):
+        parse = read_json_list if fmt is Format.GENERIC_LIST else read_gemini_document
+        return parse(
             data, path=path, session_id=session_id, next_ordinal=next_ordinal, state=state or {}
         )
     kwargs: dict[str, Any] = {"offset": offset, "line": first_line_number(line_count, state or {})}

@@ -62,7 +62,7 @@ from typing import Any
 from memoir.config import Settings, as_paths
 from memoir.errors import ConcurrentWrite, StoreError
 from memoir.ingest.archive import ArchiveCopy, in_archive, is_prefix_of, preserve, span_hashes
-from memoir.ingest.detect import Format
+from memoir.ingest.detect import WHOLE_FORMATS, Format
 from memoir.ingest.discover import Candidate, scan, source_key
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
@@ -70,7 +70,13 @@ from memoir.ingest.observer import SyncObserver
 from memoir.ingest.opencode_store import export as export_opencode
 from memoir.ingest.opencode_store import is_opencode_dir
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
-from memoir.ingest.reader import ReadResult, first_line_number, read_any, read_json_list
+from memoir.ingest.reader import (
+    ReadResult,
+    first_line_number,
+    read_any,
+    read_gemini_document,
+    read_json_list,
+)
 from memoir.ingest.records import parse_ts
 from memoir.ingest.times import TimeAhead, with_times
 from memoir.llm.agent_cli import runs_folder
@@ -351,7 +357,7 @@ def ingest_file(
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
             return
-        if plan.fmt is Format.GENERIC_LIST and cand.size > MAX_JSON_BYTES:
+        if plan.fmt in WHOLE_FORMATS and cand.size > MAX_JSON_BYTES:
             _too_large(run, cand, plan)
             return
         copy = _open_copy(plan, fd, cand)
@@ -440,14 +446,15 @@ def _reader(
     """What reads the next batch of ``plan``'s file from where ``_Cursor`` says: the next
     :data:`BATCH_BYTES` of lines off one line iterator over the file, or a JSON list whole."""
     sid = plan.identity.session_id
-    if plan.fmt is Format.GENERIC_LIST:
+    if plan.fmt in WHOLE_FORMATS:
+        parse = read_json_list if plan.fmt is Format.GENERIC_LIST else read_gemini_document
 
         def whole(cur: _Cursor) -> ReadResult:
             fp.seek(0)
             data = fp.read(size)
             if copy is not None:
                 copy.feed(0, data)
-            return read_json_list(
+            return parse(
                 data,
                 path=plan.path,
                 session_id=sid,
