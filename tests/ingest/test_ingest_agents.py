@@ -776,3 +776,15 @@ def test_a_gemini_chat_document_rewritten_whole_is_read_again(
     shown = _json(cli, "show", LEGACY_SID, "--json")
     texts = [e["text"] for e in shown["events"] if e["kind"] == "user_text"]
     assert texts == ["List the cron jobs that touch the Ossuary backup volume.", "Thanks!"]
+
+
+def test_export_names_an_opencode_file_that_is_not_json(tmp_path: Path) -> None:
+    storage = tmp_path / "oc"
+    shutil.copytree(OPENCODE, storage)
+    bad = storage / "storage" / "part" / "msg_a4e6c1d20003Jd6tUe1MxR7bKf" / "prt_zz.json"
+    bad.write_bytes(b'{"type": "text", "text": "cut sho')
+    done = export(storage, tmp_path / "out")
+    assert done.sessions_written == 1
+    assert done.errors == [f"{bad}: not a JSON object; left out"]
+    (written,) = (tmp_path / "out").rglob("*.jsonl")
+    assert b"Quillfeather" in written.read_bytes()

@@ -144,15 +144,20 @@ def _from_db(db: Path, errors: list[str]) -> Iterator[OpenSession]:
                 "directory": directory,
                 "time": {"created": created},
             }
-            yield OpenSession(info, int(updated or 0), loader=lambda s: _db_messages(conn, s))
+            yield OpenSession(
+                info, int(updated or 0), loader=lambda s: _db_messages(conn, s, db, errors)
+            )
     except sqlite3.Error as exc:
         errors.append(f"{db}: not readable as OpenCode's database: {exc}")
     finally:
         conn.close()
 
 
-def _db_messages(conn: sqlite3.Connection, session: OpenSession) -> None:
-    """Load the messages and parts of ``session``."""
+def _db_messages(
+    conn: sqlite3.Connection, session: OpenSession, db: Path, errors: list[str]
+) -> None:
+    """Load the messages and parts of ``session`` (a row whose data is not a JSON object
+    is left out and named in ``errors``)."""
     sid = session.info["id"]
     parts: dict[str, list[dict[str, Any]]] = {}
     for pid, mid, data in conn.execute(
@@ -160,44 +165,53 @@ def _db_messages(conn: sqlite3.Connection, session: OpenSession) -> None:
     ):
         if (part := _json(data)) is not None:
             parts.setdefault(mid, []).append({"id": pid, **part})
+        else:
+            errors.append(f"{db}: part {pid} is not a JSON object; left out")
     for mid, created, data in conn.execute(
         "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id",
         (sid,),
     ):
-        if (message := _json(data)) is not None:
-            message = {"id": mid, **message}
-            message.setdefault("time", {"created": created})
-            session.messages.append((message, parts.get(mid, [])))
+        if (message := _json(data)) is None:
+            errors.append(f"{db}: message {mid} is not a JSON object; left out")
+            continue
+        message = {"id": mid, **message}
+        message.setdefault("time", {"created": created})
+        session.messages.append((message, parts.get(mid, [])))
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(path: Path, errors: list[str]) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None (and a line in ``errors``) when there is none."""
     try:
-        return _json(path.read_bytes())
-    except OSError:
+        found = _json(path.read_bytes())
+    except OSError as exc:
+        errors.append(f"{path}: not readable: {exc.strerror or exc}")
         return None
+    if found is None:
+        errors.append(f"{path}: not a JSON object; left out")
+    return found
 
 
-def _from_files(storage: Path) -> Iterator[OpenSession]:
+def _from_files(storage: Path, errors: list[str]) -> Iterator[OpenSession]:
     for folder in sorted((storage / "session").glob("*")):
         for file in sorted(folder.glob("*.json")):
-            info = _read(file)
+            info = _read(file, errors)
             if info is None:
                 continue
             info.setdefault("id", file.stem)
             info.setdefault("projectID", folder.name)
             time = info["time"] if isinstance(info.get("time"), dict) else {}
             updated = int(time.get("updated") or time.get("created") or 0)
-            yield OpenSession(info, updated, loader=lambda s: _file_messages(storage, s))
+            yield OpenSession(info, updated, loader=lambda s: _file_messages(storage, s, errors))
 
 
-def _file_messages(storage: Path, session: OpenSession) -> None:
+def _file_messages(storage: Path, session: OpenSession, errors: list[str]) -> None:
     for mfile in sorted((storage / "message" / str(session.info["id"])).glob("*.json")):
-        message = _read(mfile)
+        message = _read(mfile, errors)
         if message is None:
             continue
         message.setdefault("id", mfile.stem)
         pfiles = sorted((storage / "part" / str(message["id"])).glob("*.json"))
-        parts = [p for f in pfiles if (p := _read(f)) is not None]
+        parts = [p for f in pfiles if (p := _read(f, errors)) is not None]
         session.messages.append((message, parts))
     session.messages.sort(key=lambda m: (_created(m[0]), str(m[0].get("id"))))
 
@@ -218,7 +232,7 @@ def load_sessions(data_dir: Path, errors: list[str]) -> Iterator[OpenSession]:
             yield session
     storage = data_dir / "storage"
     if (storage / "session").is_dir():
-        for session in _from_files(storage):
+        for session in _from_files(storage, errors):
             if str(session.info["id"]) not in seen:
                 yield session
 
