@@ -552,12 +552,14 @@ def _found(cli: CliRunner, word: str) -> str:
 
 
 def test_sync_reads_gemini_and_opencode_from_their_default_places(
-    cli: CliRunner, home: Path
+    cli: CliRunner, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shutil.copytree(GEMINI, _user_home() / ".gemini" / "tmp")
     shutil.copytree(OPENCODE, _user_home() / ".local" / "share" / "opencode")
-    report = _json(cli, "sync", "--no-summaries", "--json")
+    monkeypatch.setenv("MEMOIR_SUMMARY_QUIESCENCE_HOURS", "0")
+    report = _json(cli, "sync", "--json")
     assert report["files_indexed"] == 3, report
+    assert report["summaries"]["summarized"] == 3  # summarized like Claude Code's
     assert report["lines_skipped"] == 2  # Gemini's broken line, OpenCode's unknown part
     assert report["errors"] == []
     assert _found(cli, "Lumenbridge") == GEMINI_SID
