@@ -45,9 +45,26 @@ def _default_home() -> Path:
     return Path.home() / ".memoir"
 
 
+def opencode_data_dir() -> Path:
+    """OpenCode's data folder: ``$XDG_DATA_HOME/opencode``, else ``~/.local/share/opencode``."""
+    xdg = os.environ.get("XDG_DATA_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "opencode"
+
+
 def _default_sources() -> tuple[Path, ...]:
+    """The agents' own places, those that exist: Claude Code's projects, Codex's sessions,
+    Gemini CLI's ``tmp`` (its chats) and OpenCode's data folder (its database)."""
     home = Path.home()
-    found = [p for p in (home / ".claude" / "projects", home / ".codex" / "sessions") if p.is_dir()]
+    folders = (
+        home / ".claude" / "projects",
+        home / ".codex" / "sessions",
+        home / ".gemini" / "tmp",
+    )
+    found = [p for p in folders if p.is_dir()]
+    opencode = opencode_data_dir()
+    if (opencode / "opencode.db").is_file() or (opencode / "storage" / "session").is_dir():
+        found.append(opencode)
     return tuple(found)
 
 
@@ -197,7 +214,10 @@ class Settings:
             values["sources"] = tuple(Path(p).expanduser() for p in v.split(os.pathsep) if p)
         else:
             values["sources"] = _default_sources()
-            origins["sources"] = "default (~/.claude/projects, ~/.codex/sessions when present)"
+            origins["sources"] = (
+                "default (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, "
+                "~/.local/share/opencode when present)"
+            )
         if (v := take("exclude_projects", "MEMOIR_EXCLUDE_PROJECTS")) is not None:
             values["exclude_projects"] = tuple(p.strip() for p in v.split(",") if p.strip())
         if (v := take("llm", "MEMOIR_LLM")) is not None:

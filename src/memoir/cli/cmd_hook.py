@@ -1,4 +1,7 @@
-"""`memoir hook install | uninstall | status`: the Claude Code SessionStart hook.
+"""`memoir hook install | uninstall | status`: the Claude Code SessionStart hook, or with
+``--gemini`` Gemini CLI's (``~/.gemini/settings.json``: the same ``hooks.SessionStart``
+shape; no matcher, as Gemini CLI matches session events by exact name and its hook should
+run on ``startup``, ``resume`` and ``clear`` alike).
 
 The hook runs ``<absolute path of memoir> sync --background >/dev/null 2>&1`` (led by
 ``MEMOIR_HOME=…`` / ``MEMOIR_SOURCES=…`` when those were set for the install; the path is
@@ -44,13 +47,16 @@ HOOK_ARGS = "sync --background"
 QUIET = " >/dev/null 2>&1"
 
 hook_app = typer.Typer(
-    help="The Claude Code hook that runs `memoir sync --background` at session start: "
-    "install it, uninstall it, or see its status."
+    help="The Claude Code (or, with --gemini, Gemini CLI) hook that runs "
+    "`memoir sync --background` at session start: install it, uninstall it, or see its status."
 )
 app.add_typer(hook_app, name="hook")
 
 
-def default_settings_path() -> Path:
+def default_settings_path(gemini: bool = False) -> Path:
+    """Claude Code's user settings file, or Gemini CLI's with ``gemini``."""
+    if gemini:
+        return Path.home() / ".gemini" / "settings.json"
     return Path.home() / ".claude" / "settings.json"
 
 
@@ -101,8 +107,11 @@ def is_memoir_hook(entry: object) -> bool:
     return head.endswith(("memoir", "memoir'", "-m memoir.cli"))
 
 
-def add_hook(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], bool]:
-    """Settings with Memoir's hook present exactly once (pure); True when changed."""
+def add_hook(
+    settings: dict[str, Any], command: str, matcher: str | None = HOOK_MATCHER
+) -> tuple[dict[str, Any], bool]:
+    """Settings with Memoir's hook present exactly once (pure); True when changed. A new
+    group gets ``matcher`` (none when None: Gemini CLI's)."""
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError("Claude Code settings: 'hooks' is not an object; fix the file first")
@@ -121,7 +130,13 @@ def add_hook(settings: dict[str, Any], command: str) -> tuple[dict[str, Any], bo
         for entry in ours:
             entry["command"] = command
         return settings, changed
-    groups.append({"matcher": HOOK_MATCHER, "hooks": [{"type": "command", "command": command}]})
+    entry = {"type": "command", "command": command}
+    group: dict[str, Any] = {"hooks": [entry]}
+    if matcher is not None:
+        group = {"matcher": matcher, **group}
+    else:  # Gemini CLI names its hooks (``/hooks disable memoir-sync``)
+        entry["name"] = "memoir-sync"
+    groups.append(group)
     return settings, True
 
 
@@ -177,19 +192,24 @@ def _save(path: Path, data: dict[str, Any]) -> None:
 
 
 _SETTINGS_OPT = typer.Option(
-    None, "--settings", help="Claude Code settings file (default ~/.claude/settings.json)."
+    None,
+    "--settings",
+    help="The agent's settings file (default ~/.claude/settings.json, with --gemini "
+    "~/.gemini/settings.json).",
 )
+_GEMINI_OPT = typer.Option(False, "--gemini", help="Gemini CLI's hook, not Claude Code's.")
 
 
 @hook_app.command("install")
 def install(
     settings: Path | None = _SETTINGS_OPT,
+    gemini: bool = _GEMINI_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Add the SessionStart hook that runs `memoir sync --background`."""
-    path = settings or default_settings_path()
+    path = settings or default_settings_path(gemini)
     command = hook_command(pinned_settings(Settings.from_env()))
-    data, changed = add_hook(_load(path), command)
+    data, changed = add_hook(_load(path), command, None if gemini else HOOK_MATCHER)
     if changed:
         _save(path, data)
     if as_json:
@@ -203,10 +223,11 @@ def install(
 @hook_app.command("uninstall")
 def uninstall(
     settings: Path | None = _SETTINGS_OPT,
+    gemini: bool = _GEMINI_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Remove Memoir's SessionStart hook (other hooks are kept)."""
-    path = settings or default_settings_path()
+    path = settings or default_settings_path(gemini)
     removed = 0
     if path.exists():
         data, removed = remove_hook(_load(path))
@@ -223,10 +244,11 @@ def uninstall(
 @hook_app.command("status")
 def status(
     settings: Path | None = _SETTINGS_OPT,
+    gemini: bool = _GEMINI_OPT,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show whether the hook is installed and the command it runs."""
-    path = settings or default_settings_path()
+    path = settings or default_settings_path(gemini)
     hooks = _load(path).get("hooks") if path.exists() else None
     groups = hooks.get(HOOK_EVENT) if isinstance(hooks, dict) else None
     groups = groups if isinstance(groups, list) else []

@@ -64,7 +64,9 @@ def search_command(
         None, "--session", help="Only this session (its id or a unique prefix)."
     ),
     harness: Harness | None = typer.Option(
-        None, "--harness", help="Only sessions from claude-code, codex, generic or api."
+        None,
+        "--harness",
+        help="Only sessions from claude-code, codex, gemini-cli, opencode, aider, generic or api.",
     ),
     role: Role | None = typer.Option(
         None,

@@ -1,5 +1,5 @@
-"""Ingest: transcript readers (Claude Code, Codex CLI, generic), the archive, ``sync`` and
-``verify``.
+"""Ingest: transcript readers (Claude Code, Codex CLI, Gemini CLI, OpenCode, Aider,
+generic), the archive, ``sync`` and ``verify``.
 
 Data flow: :func:`discover` finds transcript files under the sources;
 :func:`memoir.ingest.sync.sync` skips the

@@ -23,20 +23,25 @@ ASCII-only :func:`safe_name` (they are stored everywhere and never re-derived).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from memoir.ingest.aider import AIDER_HISTORY
 from memoir.ingest.claude import CLAUDE_TYPES
 from memoir.ingest.codex import CODEX_TYPES
+from memoir.ingest.gemini import is_gemini_record
 from memoir.ingest.generic import GENERIC_ROLES
 from memoir.ingest.lines import split_complete_lines
+from memoir.ingest.opencode import is_opencode_record
 from memoir.ingest.records import loads_lenient
 from memoir.model.names import claude_folder, cwd_project, project_name
 
 __all__ = [
+    "WHOLE_FORMATS",
     "Format",
     "Identity",
     "detect_format",
@@ -55,10 +60,18 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._@+=-]")
 class Format(StrEnum):
     CLAUDE = "claude-code"
     CODEX = "codex"
+    GEMINI = "gemini-cli"
+    GEMINI_JSON = "gemini-cli-json"  # a chat as one JSON document (Gemini CLI before JSONL)
+    OPENCODE = "opencode"
+    AIDER = "aider"
     GENERIC_JSONL = "generic"
     GENERIC_LIST = "generic-list"
     BINARY = "binary"
     UNKNOWN = "unknown"
+
+
+# formats read whole (a JSON document cannot be read on from an offset)
+WHOLE_FORMATS = frozenset({Format.GENERIC_LIST, Format.GEMINI_JSON})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +108,10 @@ def _record_format(obj: dict[str, Any]) -> Format | None:
     kind = kind if isinstance(kind, str) else None
     if isinstance(obj.get("payload"), dict) and kind in CODEX_TYPES:
         return Format.CODEX
+    if is_gemini_record(obj):  # before Claude Code: its metadata line has a sessionId too
+        return Format.GEMINI
+    if is_opencode_record(obj):
+        return Format.OPENCODE
     if kind in CLAUDE_TYPES or "sessionId" in obj:
         return Format.CLAUDE
     if isinstance(role, str) and role in GENERIC_ROLES:
@@ -102,13 +119,20 @@ def _record_format(obj: dict[str, Any]) -> Format | None:
     return None
 
 
-def detect_format(head: bytes) -> Format:
+def detect_format(head: bytes, name: str = "") -> Format:
+    """The format of a transcript whose first bytes are ``head`` (and whose file name is
+    ``name``: an Aider history is told by its name, its lines being Markdown)."""
+    if name.endswith(AIDER_HISTORY):
+        return Format.AIDER if b"\x00" not in head[:8192] else Format.BINARY
     stripped = head.lstrip()
     if stripped.startswith(b"\xef\xbb\xbf"):
         stripped = stripped[3:].lstrip()
     if stripped.startswith(b"["):
         return Format.GENERIC_LIST
-    for obj in head_records(head):
+    records = head_records(head)
+    if stripped.startswith(b"{") and not records and b'"projectHash"' in head[:4096]:
+        return Format.GEMINI_JSON
+    for obj in records:
         found = _record_format(obj)
         if found is not None:
             return found
@@ -129,6 +153,50 @@ def project_from_cwd(cwd: str | None) -> str:
     return cwd_project(cwd, "codex")
 
 
+def _agent_identity(
+    fmt: Format, records: list[dict[str, Any]], path: Path, root: Path, project_root: str | None
+) -> Identity:
+    """Gemini CLI: the metadata line's ``sessionId``, the project its ``.project_root``
+    (else its folder under ``tmp``); OpenCode: the session line's id and ``directory``;
+    Aider: the folder holding the history, and an id made of its name and path."""
+    if fmt is Format.AIDER:
+        cwd = str(path.parent)
+        digest = hashlib.blake2b(str(path).encode(), digest_size=4).hexdigest()
+        return Identity(
+            safe_name(f"aider-{path.parent.name}-{digest}"), cwd_project(cwd), False, cwd
+        )
+    if fmt is Format.OPENCODE:
+        info: dict[str, Any] = next(
+            (
+                r["info"]
+                for r in records
+                if isinstance(r.get("info"), dict) and "directory" in r["info"]
+            ),
+            {},
+        )
+        sid = str(info["id"]) if isinstance(info.get("id"), str) else path.stem
+        where = str(info["directory"]) if isinstance(info.get("directory"), str) else None
+        return Identity(
+            safe_name(sid), cwd_project(where, "opencode"), bool(info.get("parentID")), where
+        )
+    meta: dict[str, Any] = next(
+        (r for r in records if is_gemini_record(r) and "sessionId" in r), {}
+    )
+    gid = str(meta["sessionId"]) if isinstance(meta.get("sessionId"), str) else path.stem
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = path.parts
+    folder = (
+        parts[parts.index("chats") - 1] if "chats" in parts[1:] else _folder_project(path, root)
+    )
+    subagent = meta.get("kind") == "subagent" or path.parent.name != "chats"
+    project = (
+        cwd_project(project_root, project_name(folder)) if project_root else project_name(folder)
+    )
+    return Identity(safe_name(gid), project, subagent, project_root)
+
+
 def _folder_project(path: Path, root: Path) -> str:
     try:
         parts = path.relative_to(root).parts
@@ -137,9 +205,18 @@ def _folder_project(path: Path, root: Path) -> str:
     return parts[0] if len(parts) > 1 else (root.name or "default")
 
 
-def identify(fmt: Format, records: list[dict[str, Any]], path: Path, root: Path) -> Identity:
-    """Session id and project of a transcript from its first records (pure)."""
+def identify(
+    fmt: Format,
+    records: list[dict[str, Any]],
+    path: Path,
+    root: Path,
+    project_root: str | None = None,
+) -> Identity:
+    """Session id and project of a transcript from its first records (pure);
+    ``project_root``: the folder a Gemini CLI chat's project is (its ``.project_root``)."""
     stem = path.name.split(".", 1)[0] if path.name.startswith("rollout-") else path.stem
+    if fmt in (Format.GEMINI, Format.GEMINI_JSON, Format.OPENCODE, Format.AIDER):
+        return _agent_identity(fmt, records, path, root, project_root)
     if fmt is Format.CODEX:
         meta: dict[str, Any] = next(
             (

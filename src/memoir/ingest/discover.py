@@ -1,7 +1,10 @@
 """Find transcript files under the sources, with one ``stat`` each (the fast path).
 
-Every ``*.jsonl`` and ``*.json`` file below a source counts; hidden folders (``.git``,
-the archive's ``.replaced``) and the Memoir home itself are not entered. A source that is
+Every ``*.jsonl`` and ``*.json`` file below a source counts, and every Aider history
+(``.aider.chat.history.md``); hidden folders (``.git``, the archive's ``.replaced``) and
+the Memoir home itself are not entered. Under a Gemini CLI folder (``~/.gemini`` or its
+``tmp``) only the chats count (files in a ``chats`` folder): the logs, checkpoints and
+settings beside them are no transcripts. A source that is
 a file is taken as is. Symlinked folders are not followed (no loops). A symlinked
 transcript is followed only when it points inside its source folder or with
 ``follow_symlinks`` (links are taken after the walk, and one that is a second name for a
@@ -19,7 +22,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Candidate", "discover", "scan", "source_key", "transcript_name"]
+from memoir.ingest.aider import AIDER_HISTORY
+
+__all__ = ["Candidate", "chats_only", "discover", "scan", "source_key", "transcript_name"]
 
 _SUFFIXES = (".jsonl", ".json")
 
@@ -44,7 +49,14 @@ def source_key(path: str | Path) -> str:
 
 
 def transcript_name(name: str) -> bool:
-    return name.endswith(_SUFFIXES) and not name.startswith(".")
+    return (name.endswith(_SUFFIXES) and not name.startswith(".")) or name == AIDER_HISTORY
+
+
+def chats_only(root: str) -> bool:
+    """``root`` is Gemini CLI's folder (``.gemini``) or its ``tmp``: only files in a
+    ``chats`` folder under it are transcripts (pure)."""
+    parts = Path(root).parts
+    return parts[-1:] == (".gemini",) or parts[-2:] == (".gemini", "tmp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +118,14 @@ def broken_link(path: str) -> str | None:
 
 
 def _walk(
-    folder: str, skip: set[str], errors: list[str], links: _Links, unread: list[str]
+    folder: str,
+    skip: set[str],
+    errors: list[str],
+    links: _Links,
+    unread: list[str],
+    chats: bool = False,
 ) -> Iterator[tuple[str, int, int]]:
+    """``chats``: only files in a ``chats`` folder (or below one) are taken."""
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
@@ -120,8 +138,11 @@ def _walk(
         try:
             if entry.is_dir(follow_symlinks=False):
                 if not entry.name.startswith(".") and entry.path not in skip:
-                    yield from _walk(entry.path, skip, errors, links, unread)
-            elif transcript_name(entry.name) and entry.is_symlink() and links.broken(entry.path):
+                    inner = chats and entry.name != "chats"
+                    yield from _walk(entry.path, skip, errors, links, unread, inner)
+            elif chats or (
+                transcript_name(entry.name) and entry.is_symlink() and links.broken(entry.path)
+            ):
                 continue
             elif transcript_name(entry.name) and entry.is_file():
                 st = entry.stat()
@@ -163,7 +184,8 @@ def scan(
             base = os.path.dirname(root)
         elif os.path.isdir(root):
             links = _Links(os.path.realpath(root), follow_symlinks, left_out)
-            found, base = _walk(root, skip_set, errors, links, unreadable), root
+            walk = _walk(root, skip_set, errors, links, unreadable, chats_only(root))
+            found, base = walk, root
         elif os.path.exists(root):  # a device, a pipe, a socket: nothing to walk or read
             errors.append(f"{root}: source is not a folder (nor a transcript file)")
             continue

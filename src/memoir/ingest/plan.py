@@ -17,8 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from memoir.ingest.archive import archive_path, in_archive, span_hashes
-from memoir.ingest.detect import Format, Identity, detect_format, head_records, identify
+from memoir.ingest.detect import (
+    WHOLE_FORMATS,
+    Format,
+    Identity,
+    detect_format,
+    head_records,
+    identify,
+)
 from memoir.ingest.discover import Candidate, source_key
+from memoir.ingest.gemini import document_head
 from memoir.ingest.lines import CHUNK_BYTES
 from memoir.model import Harness
 from memoir.store.values import SourceState
@@ -56,11 +64,30 @@ class Plan:
 
     @property
     def harness(self) -> Harness:
-        if self.fmt is Format.CLAUDE:
-            return Harness.CLAUDE_CODE
-        if self.fmt is Format.CODEX:
-            return Harness.CODEX
-        return Harness.GENERIC
+        return _HARNESS.get(self.fmt, Harness.GENERIC)
+
+
+_HARNESS = {
+    Format.CLAUDE: Harness.CLAUDE_CODE,
+    Format.CODEX: Harness.CODEX,
+    Format.GEMINI: Harness.GEMINI_CLI,
+    Format.GEMINI_JSON: Harness.GEMINI_CLI,
+    Format.OPENCODE: Harness.OPENCODE,
+    Format.AIDER: Harness.AIDER,
+}
+
+
+def gemini_project_root(path: Path) -> str | None:
+    """The project folder Gemini CLI wrote in ``.project_root`` beside the ``chats``
+    folder a chat is in (a subagent's is one folder deeper); None when there is none."""
+    for folder in list(path.parents)[:3]:
+        if folder.name == "chats":
+            try:
+                text = (folder.parent / ".project_root").read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            return text or None
+    return None
 
 
 def excluded(project: str, patterns: tuple[str, ...]) -> bool:
@@ -208,7 +235,7 @@ def plan_file(
             if state.archive_path
             else archive_path(archive_dir, identity.project, identity.session_id)
         )
-        if fmt is Format.GENERIC_LIST:  # re-parsed whole; its known messages are passed over
+        if fmt in WHOLE_FORMATS:  # re-parsed whole; its known messages are passed over
             return Plan(
                 path,
                 fmt,
@@ -236,13 +263,18 @@ def plan_file(
     head = os.pread(fd, HEAD_BYTES, 0)
     if not head.strip():
         return Skip("empty")
-    fmt = detect_format(head)
+    fmt = detect_format(head, cand.path.name)
     if fmt is Format.UNKNOWN and (later := _after_first_line(fd, head)) is not None:
         head = later  # the first line alone is longer than the head: its followers decide
         fmt = detect_format(head)
     if fmt in (Format.BINARY, Format.UNKNOWN):
         return Skip(fmt.value if fmt is Format.BINARY else "unknown_format")
-    identity = identify(fmt, head_records(head), cand.path, cand.root)
+    records: list[dict[str, Any]] = [] if fmt is Format.AIDER else head_records(head)
+    if fmt is Format.GEMINI_JSON:
+        records = [dict(document_head(head))]
+    gemini = fmt in (Format.GEMINI, Format.GEMINI_JSON)
+    root_hint = gemini_project_root(cand.path) if gemini else None
+    identity = identify(fmt, records, cand.path, cand.root, root_hint)
     if agent_runs is not None and identity.cwd and _own_run(identity.cwd, agent_runs):
         return Skip("memoir_agent", identity.session_id, identity.project)
     clash: str | None = None
@@ -272,6 +304,12 @@ def plan_file(
         "project": identity.project,
         "subagent": identity.subagent,
     }
+    if identity.cwd and fmt in (
+        Format.GEMINI,
+        Format.GEMINI_JSON,
+        Format.AIDER,
+    ):  # their lines do not say it
+        fresh["cwd"] = identity.cwd
     return Plan(
         path,
         fmt,

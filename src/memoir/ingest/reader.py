@@ -21,32 +21,37 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from memoir.ingest.aider import read_markdown
 from memoir.ingest.claude import ClaudeReader
 from memoir.ingest.codex import CodexReader
 from memoir.ingest.detect import Format
+from memoir.ingest.gemini import GeminiReader
 from memoir.ingest.generic import GenericReader
 from memoir.ingest.lines import LineReader, RawLine
-from memoir.ingest.records import EventSink, FormatReader, loads, stdlib_loads
-from memoir.model import Event
+from memoir.ingest.opencode import OpenCodeReader
+from memoir.ingest.records import (
+    EventSink,
+    FormatReader,
+    ReadResult,
+    loads,
+    loads_lenient,
+    stdlib_loads,
+)
 from memoir.store.values import SkippedLine
 
-__all__ = ["ReadResult", "first_line_number", "read_bytes", "read_lines", "reader_for"]
+__all__ = [
+    "ReadResult",
+    "first_line_number",
+    "read_any",
+    "read_bytes",
+    "read_gemini_document",
+    "read_lines",
+    "reader_for",
+]
 
 _SNAPSHOT_PREFIX = b'{"type":"file-history-snapshot"'
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    events: tuple[Event, ...]
-    skipped: tuple[SkippedLine, ...]
-    offset: int  # just past the last line consumed
-    line_count: int  # lines consumed so far (the last consumed line's number)
-    state: dict[str, Any]
-    lines_read: int = 0
-    more: bool = False  # stopped at ``max_bytes``: the lines go on past ``offset``
 
 
 def reader_for(fmt: Format, sink: EventSink, state: dict[str, Any]) -> FormatReader:
@@ -54,6 +59,10 @@ def reader_for(fmt: Format, sink: EventSink, state: dict[str, Any]) -> FormatRea
         return CodexReader(sink, state)
     if fmt is Format.CLAUDE:
         return ClaudeReader(sink, state)
+    if fmt is Format.GEMINI:
+        return GeminiReader(sink, state)
+    if fmt is Format.OPENCODE:
+        return OpenCodeReader(sink, state)
     return GenericReader(sink, state)
 
 
@@ -213,6 +222,41 @@ def read_json_list(
     )
 
 
+def read_gemini_document(
+    data: bytes,
+    *,
+    path: str,
+    session_id: str,
+    next_ordinal: int,
+    state: dict[str, Any],
+    skip: int = 0,
+) -> ReadResult:
+    """A Gemini CLI chat written as one JSON document (``{sessionId, projectHash, …,
+    messages: [...]}``, before Gemini CLI wrote JSONL), parsed whole; its first ``skip``
+    messages, read before, give no events again. Gemini CLI rewrote such a file whole on
+    every change, so a changed one is read again from its start (sync sees it rewritten)."""
+    sink = EventSink(session_id, next_ordinal)
+    reader = GeminiReader(sink, state)
+    try:
+        doc = loads_lenient(data)
+    except ValueError as exc:
+        bad = SkippedLine(path, 1, 0, "malformed_json", str(exc)[:200])
+        return ReadResult((), (bad,), 0, 0, state)
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        bad = SkippedLine(path, 1, 0, "unknown_type", "not a Gemini CLI chat document")
+        return ReadResult((), (bad,), len(data), 1, state)
+    reader.handle({k: v for k, v in doc.items() if k != "messages"})
+    skipped: list[SkippedLine] = []
+    for index, message in enumerate(doc["messages"], start=1):
+        if index <= skip:
+            continue
+        sink.line_offset, sink.line_number = None, index
+        if not isinstance(message, dict) or not reader.handle(message):
+            skipped.append(SkippedLine(path, index, 0, "unknown_type", f"message {index}"))
+    count = len(doc["messages"])
+    return ReadResult(tuple(sink.events), tuple(skipped), len(data), count, reader.final_state())
+
+
 def _list_body_end(data: bytes) -> int:
     """Length of ``data`` without its closing bracket and the blanks around it."""
     body = data.rstrip()
@@ -234,15 +278,16 @@ def read_bytes(
     max_line: int | None = None,
 ) -> ReadResult:
     """Read ``data[offset:]`` (the pure entry point the tests and the demo use)."""
-    if fmt is Format.GENERIC_LIST:
-        return read_json_list(
+    if fmt in (Format.GENERIC_LIST, Format.GEMINI_JSON):
+        parse = read_json_list if fmt is Format.GENERIC_LIST else read_gemini_document
+        return parse(
             data, path=path, session_id=session_id, next_ordinal=next_ordinal, state=state or {}
         )
     kwargs: dict[str, Any] = {"offset": offset, "line": first_line_number(line_count, state or {})}
     if max_line is not None:
         kwargs["max_line"] = max_line
     lines = LineReader(io.BytesIO(data), **kwargs)
-    return read_lines(
+    return read_any(
         lines,
         fmt,
         path=path,
@@ -251,4 +296,41 @@ def read_bytes(
         state=state or {},
         offset=offset,
         line_count=line_count,
+    )
+
+
+def read_any(
+    lines: Iterable[RawLine],
+    fmt: Format,
+    *,
+    path: str,
+    session_id: str,
+    next_ordinal: int,
+    state: dict[str, Any],
+    offset: int,
+    line_count: int,
+    max_bytes: int | None = None,
+) -> ReadResult:
+    """:func:`read_lines` for the JSON formats, the Markdown reader for an Aider history."""
+    if fmt is Format.AIDER:
+        return read_markdown(
+            lines,
+            path=path,
+            session_id=session_id,
+            next_ordinal=next_ordinal,
+            state=state,
+            offset=offset,
+            line_count=line_count,
+            max_bytes=max_bytes,
+        )
+    return read_lines(
+        lines,
+        fmt,
+        path=path,
+        session_id=session_id,
+        next_ordinal=next_ordinal,
+        state=state,
+        offset=offset,
+        line_count=line_count,
+        max_bytes=max_bytes,
     )

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from memoir.model import Author, Event, EventKind, Harness
 from memoir.model.harness_text import HarnessShape, split_harness
+from memoir.store.values import SkippedLine
 
 __all__ = [
     "MAX_EVENT_TEXT",
@@ -28,6 +30,7 @@ __all__ = [
     "SMALL_INPUT",
     "EventSink",
     "FormatReader",
+    "ReadResult",
     "bounded",
     "compact_json",
     "loads",
@@ -117,6 +120,17 @@ def compact_json(value: object) -> str:
         return _dumps(value)
     except (TypeError, ValueError):
         return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    events: tuple[Event, ...]
+    skipped: tuple[SkippedLine, ...]
+    offset: int  # just past the last line consumed
+    line_count: int  # lines consumed so far (the last consumed line's number)
+    state: dict[str, Any]
+    lines_read: int = 0
+    more: bool = False  # stopped at ``max_bytes``: the lines go on past ``offset``
 
 
 class EventSink:

@@ -37,6 +37,10 @@ What was derived from a conversation is not ingest's to keep: the ``observer``
 (:class:`memoir.ingest.observer.SyncObserver`) is told the moment a transcript is found
 rewritten (after its new rows are committed) or a conversation is removed.
 
+An OpenCode data folder among the sources holds a database, not transcripts: its sessions
+are first exported to JSONL files under ``<home>/sources/opencode/``
+(:mod:`memoir.ingest.opencode_store`), and that folder is walked in its place.
+
 An excluded project (``MEMOIR_EXCLUDE_PROJECTS``) is never read; conversations of it stored
 before it was excluded are listed in ``SyncReport.excluded_kept`` and removed the same way
 only when asked (``purge_excluded``): a pattern that matches more than meant must not
@@ -45,6 +49,7 @@ delete the archive, the one copy of transcripts their agent has since deleted.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -57,13 +62,21 @@ from typing import Any
 from memoir.config import Settings, as_paths
 from memoir.errors import ConcurrentWrite, StoreError
 from memoir.ingest.archive import ArchiveCopy, in_archive, is_prefix_of, preserve, span_hashes
-from memoir.ingest.detect import Format
+from memoir.ingest.detect import WHOLE_FORMATS, Format
 from memoir.ingest.discover import Candidate, scan, source_key
 from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
 from memoir.ingest.lines import LineReader
 from memoir.ingest.observer import SyncObserver
+from memoir.ingest.opencode_store import export as export_opencode
+from memoir.ingest.opencode_store import is_opencode_dir
 from memoir.ingest.plan import Plan, Skip, excluded, plan_file
-from memoir.ingest.reader import ReadResult, first_line_number, read_json_list, read_lines
+from memoir.ingest.reader import (
+    ReadResult,
+    first_line_number,
+    read_any,
+    read_gemini_document,
+    read_json_list,
+)
 from memoir.ingest.records import parse_ts
 from memoir.ingest.times import TimeAhead, with_times
 from memoir.llm.agent_cli import runs_folder
@@ -185,7 +198,8 @@ def sync(
         _purge(run, info.session, [st for st in states.values() if st.session_id == sid])
         states = {key: st for key, st in states.items() if st.session_id != sid}
         run.owners.pop(sid, None)
-    roots = settings.sources if sources is None else as_paths(sources)
+    given = settings.sources if sources is None else as_paths(sources)
+    roots = _opencode_exported(settings, given, report)
     todo: list[Candidate] = []
     unread: list[str] = []
     found = scan(
@@ -212,6 +226,27 @@ def sync(
     run.ignored.save()
     report.duration_s = time.perf_counter() - began
     return report
+
+
+def opencode_out(settings: Settings, data_dir: Path) -> Path:
+    """Where the sessions of the OpenCode data folder ``data_dir`` are exported to."""
+    digest = hashlib.blake2b(str(data_dir).encode(), digest_size=4).hexdigest()
+    return settings.home / "sources" / "opencode" / digest
+
+
+def _opencode_exported(settings: Settings, roots: Iterable[Path], report: SyncReport) -> list[Path]:
+    """``roots`` with each OpenCode data folder exported (:mod:`memoir.ingest.opencode_store`)
+    and replaced by the folder its sessions were written to."""
+    out: list[Path] = []
+    for root in roots:
+        if not is_opencode_dir(root):
+            out.append(root)
+            continue
+        target = opencode_out(settings, Path(os.path.abspath(root)))
+        done = export_opencode(root, target)
+        report.errors.extend(done.errors)
+        out.append(target)
+    return out
 
 
 def _ingest_all(
@@ -322,7 +357,7 @@ def ingest_file(
         if isinstance(plan, Skip):
             _skip_file(run, cand, plan, state)
             return
-        if plan.fmt is Format.GENERIC_LIST and cand.size > MAX_JSON_BYTES:
+        if plan.fmt in WHOLE_FORMATS and cand.size > MAX_JSON_BYTES:
             _too_large(run, cand, plan)
             return
         copy = _open_copy(plan, fd, cand)
@@ -411,14 +446,15 @@ def _reader(
     """What reads the next batch of ``plan``'s file from where ``_Cursor`` says: the next
     :data:`BATCH_BYTES` of lines off one line iterator over the file, or a JSON list whole."""
     sid = plan.identity.session_id
-    if plan.fmt is Format.GENERIC_LIST:
+    if plan.fmt in WHOLE_FORMATS:
+        parse = read_json_list if plan.fmt is Format.GENERIC_LIST else read_gemini_document
 
         def whole(cur: _Cursor) -> ReadResult:
             fp.seek(0)
             data = fp.read(size)
             if copy is not None:
                 copy.feed(0, data)
-            return read_json_list(
+            return parse(
                 data,
                 path=plan.path,
                 session_id=sid,
@@ -439,7 +475,7 @@ def _reader(
     )
 
     def batch(cur: _Cursor) -> ReadResult:
-        return read_lines(
+        return read_any(
             lines,
             plan.fmt,
             path=plan.path,

@@ -25,7 +25,7 @@ from typing import Any
 
 from memoir.ingest.detect import Format
 from memoir.ingest.lines import LineReader
-from memoir.ingest.reader import ReadResult, first_line_number, read_lines
+from memoir.ingest.reader import ReadResult, first_line_number, read_any
 from memoir.ingest.records import parse_ts
 from memoir.model import Event, infer_times
 
@@ -81,7 +81,7 @@ class TimeAhead:
             )
             state, offset, count = after.state, after.offset, after.line_count
             while True:
-                read = read_lines(
+                read = read_any(
                     lines,
                     self._fmt,
                     path=self._path,

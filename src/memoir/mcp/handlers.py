@@ -39,7 +39,7 @@ def search(home: Home, args: Args) -> dict[str, Any]:
     session = args.text("session", max_chars=300, blank=SESSION_BLANK)
     after = args.text("after", max_chars=40, blank="give a date such as 2026-03-05")
     before = args.text("before", max_chars=40, blank="give a date such as 2026-03-05")
-    harnesses = ("claude-code", "codex", "generic", "api")
+    harnesses = ("claude-code", "codex", "gemini-cli", "opencode", "aider", "generic", "api")
     filters = SearchFilters(
         project=known_project(home, project) if project else None,
         session_id=session_id(home, session) if session else None,

@@ -105,7 +105,16 @@ SEARCH = ToolSpec(
         "project": _string("Only this project (named after its folder, e.g. -home-ann-app)."),
         "session": _string("Only this session. " + _SESSION_REF),
         "harness": _string(
-            "Only sessions of this agent.", enum=["claude-code", "codex", "generic", "api"]
+            "Only sessions of this agent.",
+            enum=[
+                "claude-code",
+                "codex",
+                "gemini-cli",
+                "opencode",
+                "aider",
+                "generic",
+                "api",
+            ],
         ),
         "role": _string(
             "Where the words must match: user, assistant or tool.",

@@ -47,6 +47,11 @@ class HarnessShape(StrEnum):
     CONTINUATION = "continuation"  # "This session is being continued from a previous …"
     TASK_NOTIFICATION = "task_notification"  # Claude Code <task-notification>
     META = "meta"  # a record the transcript itself marks as not the user (isMeta)
+    # Gemini CLI's "--- Content from referenced files ---" block (an @path in the prompt);
+    # OpenCode's synthetic text parts; Aider's "> " notes (ingest's readers mark these)
+    REFERENCED_FILES = "referenced_files"
+    SYNTHETIC = "synthetic"
+    CLI_NOTE = "cli_note"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,9 @@ class Harness(StrEnum):
 
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
+    GEMINI_CLI = "gemini-cli"
+    OPENCODE = "opencode"
+    AIDER = "aider"
     GENERIC = "generic"
     API = "api"
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.errors import NotFound, SummaryError
-from memoir.ingest.detect import Format
+from memoir.ingest.detect import WHOLE_FORMATS
 from memoir.model import Session
 from memoir.store.parts import SummariesPart
 from memoir.store.port import Store
@@ -128,7 +128,8 @@ def coverage_before_reading(summaries: SummaryStore, store: Store, session_id: s
         sources = [s for s in store.ingest.sources().values() if s.session_id == session_id]
         if sources:
             source = max(sources, key=lambda s: s.offset)
-            lines = source.parser_state.get("format") != Format.GENERIC_LIST.value
+            whole = {f.value for f in WHOLE_FORMATS}
+            lines = source.parser_state.get("format") not in whole
             tail = _archive_tail(conv.archive_path, source.offset, amount, lines=lines)
             through = indexed_through(
                 source.offset, amount, tail, lines=lines, recorded=source.size

@@ -6,7 +6,7 @@ import { clear, errorBox, exchangeHref, formatTime, h, num, options } from "./do
 
 const MODES = [["", "Default"], ["text", "Words"], ["vector", "Meaning"], ["hybrid", "Words + meaning"]];
 const ROLES = [["", "Anyone"], ["user", "User"], ["assistant", "Assistant"], ["tool", "Tools"]];
-const HARNESSES = [["", "Any harness"], ["claude-code", "Claude Code"], ["codex", "Codex"], ["generic", "Generic JSON"], ["api", "HTTP API"]];
+const HARNESSES = [["", "Any harness"], ["claude-code", "Claude Code"], ["codex", "Codex"], ["gemini-cli", "Gemini CLI"], ["opencode", "OpenCode"], ["aider", "Aider"], ["generic", "Generic JSON"], ["api", "HTTP API"]];
 const FIELDS = ["q", "mode", "project", "harness", "role", "after", "before"];
 const SUMMARY_CHARS = 420;
 

@@ -4,7 +4,7 @@
 import { api } from "./api.js";
 import { ago, clear, errorBox, h, num, options, sessionPath, time } from "./dom.js";
 
-const HARNESSES = [["", "Any harness"], ["claude-code", "Claude Code"], ["codex", "Codex"], ["generic", "Generic JSON"], ["api", "HTTP API"]];
+const HARNESSES = [["", "Any harness"], ["claude-code", "Claude Code"], ["codex", "Codex"], ["gemini-cli", "Gemini CLI"], ["opencode", "OpenCode"], ["aider", "Aider"], ["generic", "Generic JSON"], ["api", "HTTP API"]];
 const FIELDS = ["project", "harness", "after", "before"];
 
 export function harnessLabel(value) {
