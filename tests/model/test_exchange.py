@@ -173,8 +173,15 @@ PIECE = "a" * 300 + " … " + "z" * 300  # a long text's piece: its first and la
         pytest.param([(H, "caveat"), (H, "/clear")], [], id="harness-only-so-far"),
         pytest.param([(M, "preamble"), (U, "go")], [("s1:2", "")], id="no-lead-in"),
         pytest.param(  # a budget of its own: cut at LEAD_EXCERPT_CHARS, never the first's
-            [(H, LONG), (H, LONG), (U, "go"), (RESULT, "x" * 500), (RESULT, "y" * 100)],
-            [("s1:3", f"{'x' * 500}\n{'y' * 100}\n{PIECE}\n{PIECE[: LEAD_EXCERPT_CHARS - 603]}")],
+            [*[(H, LONG)] * 4, (U, "go"), (RESULT, "x" * 500), (RESULT, "y" * 100)],
+            [
+                (
+                    "s1:5",
+                    "\n".join(
+                        ["x" * 500, "y" * 100, *[PIECE] * 3, PIECE[: LEAD_EXCERPT_CHARS - 3 * 603]]
+                    ),
+                )
+            ],
             id="lead-in-budget",
         ),
     ],
@@ -273,10 +280,11 @@ def test_the_open_tail_read_back_from_its_first_ordinal_is_the_same(
 
 
 def test_the_carried_lead_in_is_bounded_by_its_budget() -> None:
-    """A session that opens with a hundred harness records carries the three the first
-    exchange's excerpt takes (1,000 characters of 400-character texts), not all of them."""
+    """A session that opens with a hundred harness records carries the five the first
+    exchange's excerpt takes (2,000 characters of 400-character texts), not all of them."""
+    assert LEAD_EXCERPT_CHARS == 2000
     lead = seq(*[(H, f"{n:03d}" + "h" * 397) for n in range(100)])
     carried = open_tail(lead)
-    assert [e.ordinal for e in carried] == [1, 2, 3]
+    assert [e.ordinal for e in carried] == [1, 2, 3, 4, 5]
     prompt = ev(101, U, Author.USER, "go")
     assert build_exchanges([*carried, prompt]) == build_exchanges([*lead, prompt])

@@ -61,7 +61,7 @@ TOOL_EXCERPT_CHARS = 2000  # bounded excerpt of tool input/output kept for searc
 EXCERPTED = (EventKind.TOOL_CALL, EventKind.TOOL_RESULT, EventKind.HARNESS)
 # the lead-in's harness text, after the first exchange's own excerpt: a budget of its own,
 # so a pasted AGENTS.md never crowds out what the first exchange's tools did
-LEAD_EXCERPT_CHARS = 1000
+LEAD_EXCERPT_CHARS = TOOL_EXCERPT_CHARS
 TOOL_PIECE_CHARS = 600  # per tool call or result: its start and its end when longer
 # terminal escape sequences (colours, cursor moves, window titles) in tool output
 TERMINAL_ESCAPE = re.compile(
