@@ -132,6 +132,11 @@ def test_harness_text_inside_an_exchange_is_searchable_not_the_users(
     assert as_user == []
     found = _json(cli, "search", "Zephyrine", "--role", "user", "--mode", "text", "--json")
     assert [h["exchange_id"] for h in found] == [f"{SID}:4"]
+    # the caveat, the command and its output before the first prompt: the first exchange's
+    lead = _json(cli, "search", "quetzalcoatl", "--mode", "text", "--json")
+    assert [h["exchange_id"] for h in lead] == [f"{SID}:4"]
+    assert "quetzalcoatl" in lead[0]["snippet"]
+    assert _json(cli, "search", "quetzalcoatl", "--mode", "text", "--role", "user", "--json") == []
 
 
 def test_memory_and_summary_never_take_the_harness_for_the_user(

@@ -3,7 +3,7 @@
 - Its events are whole but some belong to no exchange (an exchange row was lost):
   :func:`rebuild_exchanges` builds its exchanges again from its stored events — events are
   the authority — the way a sync builds them, a page of events at a time with the open
-  exchange carried (:func:`memoir.ingest.sync._needed`), and writes them through the one
+  exchange carried (:func:`memoir.model.exchange.open_tail`), and writes them through the one
   ingest write (``store.ingest.apply``): exchanges stored alike are left as they are, the
   missing ones are written with their index rows (and their neighbours' context).
 - Its events themselves are damaged (a gap in its ordinals, an exchange whose events are
@@ -20,8 +20,9 @@ from pathlib import Path
 from memoir.config import Settings
 from memoir.ingest.archive import in_archive
 from memoir.ingest.observer import SyncObserver
-from memoir.ingest.sync import _EVENT_PAGE, _last_group, _needed, index_file
+from memoir.ingest.sync import _EVENT_PAGE, index_file
 from memoir.model import Event, Exchange, Session, build_exchanges
+from memoir.model.exchange import open_tail
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SourceState
 
@@ -45,7 +46,7 @@ def rebuild_exchanges(store: Store, session_id: str) -> bool:
             continue
         everything = [*carry, *page]
         built = build_exchanges(everything)
-        carry = _needed(_last_group(everything))
+        carry = open_tail(everything)
         _write(store, session, built[:-1] if carry else built)
     if carry:
         _write(store, session, build_exchanges(carry))

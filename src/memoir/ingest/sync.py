@@ -18,8 +18,10 @@ commit are cut off by the next sync, which appends them again. The last batch co
 even when it holds no line (it records the file's size and mtime).
 
 The open exchange is carried from batch to batch in memory, reduced to the events
-building it reads (:func:`_needed`): its prompt and replies, the first call of each tool,
-the tool events its bounded excerpt takes, the first and last timestamp, line and event.
+building it reads (:func:`memoir.model.exchange.open_tail`): its prompt and replies, the
+first call of each tool, the tool events its bounded excerpt takes, the first and last
+timestamp, line and event; for the first exchange (or before it), the lead-in's harness
+text its excerpt takes too.
 What stays unbounded is that exchange's own text — one prompt followed by a very long
 agent run is one exchange row, rewritten by every batch it spans.
 
@@ -81,7 +83,7 @@ from memoir.ingest.records import parse_ts
 from memoir.ingest.times import TimeAhead, with_times
 from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
-from memoir.model.exchange import EXCERPTED, TOOL_EXCERPT_CHARS, tool_piece
+from memoir.model.exchange import open_tail
 from memoir.private import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
@@ -381,7 +383,7 @@ class _Cursor:
     # (a replica sharing the database that indexed it meanwhile makes the write refuse,
     # rather than store events twice), then what the previous batch recorded
     expected: int
-    carry: list[Event]  # the exchange still open, as far as building it needs (_needed)
+    carry: list[Event]  # the exchange still open, as far as building it needs (open_tail)
     first: bool = True  # the next batch is the file's first (it resets, it moves the row)
     first_new: int | None = None  # ordinal of the file's first new event
     counted: str | None = None  # id of the last exchange the report counted
@@ -564,55 +566,10 @@ def _purge(run: _Run, session: Session, sources: list[SourceState]) -> None:
     run.report.sessions_removed.append(session.id)
 
 
-def _opens(event: Event) -> bool:
-    return event.kind is EventKind.USER_TEXT and event.author is Author.USER
-
-
-def _last_group(events: Sequence[Event]) -> list[Event]:
-    """The events of the last exchange in ``events`` (from its prompt on); [] when no
-    prompt is among them (events before a session's first prompt belong to no exchange)."""
-    for at in range(len(events) - 1, -1, -1):
-        if _opens(events[at]):
-            return list(events[at:])
-    return []
-
-
-def _needed(group: list[Event]) -> list[Event]:
-    """Of one exchange's events (``group[0]`` its prompt), those ``build_exchanges`` reads,
-    in order: building from them gives the same exchange, and so does building from them
-    and the events that follow. Kept: the first and the last event, every user and
-    assistant text, the first call of each tool, the tool events whose text goes into the
-    excerpt (until its budget is spent), and the first and last event with a timestamp and
-    with a source line. Mirrors :func:`memoir.model.exchange._fold`; the batch tests check
-    that a file read in tiny batches is stored exactly as in one."""
-    if len(group) <= 2:
-        return group
-    keep = [False] * len(group)
-    keep[0] = keep[-1] = True
-    budget = TOOL_EXCERPT_CHARS
-    tools: set[str] = set()
-    for at in range(1, len(group)):
-        ev = group[at]
-        if ev.kind is EventKind.ASSISTANT_TEXT or _opens(ev):
-            keep[at] = True
-        elif ev.kind in EXCERPTED:
-            if ev.kind is EventKind.TOOL_CALL and ev.tool_name and ev.tool_name not in tools:
-                tools.add(ev.tool_name)
-                keep[at] = True
-            if budget > 0 and ev.text:
-                piece = tool_piece(ev.text, json_text=ev.kind is EventKind.TOOL_CALL)
-                budget -= len(piece[:budget])
-                keep[at] = True
-    for has in (lambda e: e.timestamp is not None, lambda e: e.source_line is not None):
-        marked = [at for at, ev in enumerate(group) if has(ev)]
-        if marked:
-            keep[marked[0]] = keep[marked[-1]] = True
-    return [ev for ev, kept in zip(group, keep, strict=True) if kept]
-
-
 def _stored_open_exchange(store: Store, sid: str, open_from: object, last: int) -> list[Event]:
-    """The stored exchange still open (from ordinal ``open_from``), read a page at a time and
-    reduced to what rebuilding it needs: a long one is never held whole."""
+    """The stored exchange still open (from ordinal ``open_from``: its prompt, or the
+    session's lead-in when it is the first or there is none yet), read a page at a time and
+    reduced to what rebuilding it needs (:func:`open_tail`): a long one is never held whole."""
     if not isinstance(open_from, int):
         return []
     carry: list[Event] = []
@@ -621,7 +578,7 @@ def _stored_open_exchange(store: Store, sid: str, open_from: object, last: int) 
         upto = min(after + _EVENT_PAGE, last)
         page = store.events.of(sid, after=after, upto=upto)
         if page:
-            carry = _needed(_last_group([*carry, *page]))
+            carry = open_tail([*carry, *page])
         after = upto
     return carry
 
@@ -633,7 +590,7 @@ def _exchanges(cur: _Cursor, events: tuple[Event, ...]) -> tuple[list[Exchange],
     first_new = events[0].ordinal
     everything = [*cur.carry, *events]
     built = [x for x in build_exchanges(everything) if x.last_ordinal >= first_new]
-    return built, _needed(_last_group(everything))
+    return built, open_tail(everything)
 
 
 def _earliest(*times: datetime | None) -> datetime | None:
@@ -689,8 +646,8 @@ def _commit(
     reset = cur.first and plan.reset
     exchanges, carry = _exchanges(cur, result.events)
     state = dict(result.state)
-    if exchanges:
-        state["open_from"] = exchanges[-1].first_ordinal
+    if carry:  # the open exchange's prompt, or the lead-in that goes with the first
+        state["open_from"] = carry[0].ordinal
     elif reset:
         state.pop("open_from", None)
     source = SourceState(

@@ -43,10 +43,12 @@ _SESSION_INSERT = (
 
 
 _LAST_ORDINAL = "SELECT coalesce(max(ordinal), 0) FROM events WHERE session_id = ?"
-# the events from the opening of the session's last exchange on (all when it has none)
+# the events new ones may extend: from the last exchange's prompt on; all of them while
+# the session has one exchange or none (the first takes the lead-in's harness text)
 _OPEN_TAIL = (
-    f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal >= (SELECT "
-    "coalesce(max(first_ordinal), 0) FROM exchanges WHERE session_id = ?) ORDER BY ordinal"
+    f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal >= (SELECT CASE "
+    "WHEN count(*) > 1 THEN max(first_ordinal) ELSE 0 END FROM exchanges WHERE session_id = ?)"
+    " ORDER BY ordinal"
 )
 _ID_INSERT = "INSERT INTO api_messages (session_id, message_id, ordinal) VALUES "
 _ID_PAGE = 500  # rows per statement: 1,500 parameters, under either driver's limit
@@ -99,8 +101,7 @@ class ApiPart:
         d = self._d
         with (self._db.batch or self._db.write)() as conn:
             # the session row locked, then read under the lock: the client ids stored
-            # already, the last ordinal, and the events from the opening of the last
-            # exchange on (all of them when it has none: what new events may extend). All
+            # already, the last ordinal, and the events new ones may extend (_OPEN_TAIL). All
             # four are sent before any is read: the server runs them in order, so the reads
             # see what the lock's previous holder committed; one wait in a pipeline
             locked = conn.execute(
