@@ -113,13 +113,18 @@ class AsyncMemoir:
     ``Memoir`` you opened (``AsyncMemoir(memoir)``: closing the ``AsyncMemoir`` closes
     it). Anything not mirrored here: ``await memoir.call(Memoir.sync)``."""
 
-    def __init__(
-        self, memoir: Memoir, *, max_workers: int = DEFAULT_WORKERS, _shared: _Shared | None = None
-    ) -> None:
+    def __init__(self, memoir: Memoir, *, max_workers: int = DEFAULT_WORKERS) -> None:
         whole_number("max_workers", max_workers, 1)
         self._memoir = memoir
-        self._shared = _shared if _shared is not None else _Shared(memoir, max_workers)
-        self._view = _shared is not None
+        self._shared = _Shared(memoir, max_workers)
+        self._view = False
+
+    @classmethod
+    def _sharing(cls, memoir: Memoir, shared: _Shared) -> AsyncMemoir:
+        """A view: ``memoir`` (a view of the root's Memoir) on the root's threads."""
+        view = cls.__new__(cls)
+        view._memoir, view._shared, view._view = memoir, shared, True
+        return view
 
     @classmethod
     def open(
@@ -186,7 +191,7 @@ class AsyncMemoir:
             alice = memoir.as_user("alice")
             await alice.recall("editor")
         """
-        return AsyncMemoir(self._memoir.as_user(name), _shared=self._shared)
+        return AsyncMemoir._sharing(self._memoir.as_user(name), self._shared)
 
     async def call(
         self, method: Callable[Concatenate[Memoir, P], T], /, *args: P.args, **kwargs: P.kwargs

@@ -521,3 +521,15 @@ def test_max_workers_must_be_a_whole_number_of_at_least_one(memoir: Memoir) -> N
             AsyncMemoir(memoir, max_workers=bad)  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="max_workers"):
             AsyncMemoir.open(max_workers=bad)  # type: ignore[arg-type]
+
+
+def test_call_runs_any_memoir_method_as_this_one_s_user(memoir: Memoir) -> None:
+    async def main() -> None:
+        async with AsyncMemoir(memoir) as aio:
+            assert await aio.call(Memoir.stats) == memoir.stats()
+            assert (await aio.call(Memoir.session, "s1")).id == "s1"
+            with pytest.raises(NotFound):  # alice's view: s1 is local's
+                await aio.as_user("alice").call(Memoir.session, "s1")
+            assert aio.settings is memoir.settings and aio.memoir is memoir
+
+    _run(main())
