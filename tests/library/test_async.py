@@ -185,11 +185,13 @@ def test_fifty_tasks_share_one_and_the_loop_keeps_ticking(memoir: Memoir) -> Non
     """50 tasks at once, each appending (and retrying) its own messages to one of ten
     sessions, then searching, recalling and building the context block in turns of its
     own: every answer is right, every message is stored exactly once, and a ticker asking
-    to run every 10 ms never waits 250 ms, ticking at least every 100 ms on average.
+    to run every 10 ms never waits 0.5 s, ticking at least every 100 ms on average.
 
-    Run on the loop's thread instead (``_run`` calling the method directly), the loop is
-    blocked for the whole run, and each assertion alone failed (largest gap 0.66-0.89 s on
-    SQLite, 3.2-3.5 s on PostgreSQL; no tick during the run)."""
+    The bounds leave room for a busy machine: at load 9-18 on two cores the largest wait
+    was 20-100 ms (once 252 ms, SQLite at load 18; bench/async_bench.py). Run on the loop's
+    thread instead (``AsyncMemoir._run`` calling the method directly), the loop is blocked
+    for the whole run, and each assertion alone failed: largest wait 0.66-0.89 s on SQLite,
+    3.2-3.5 s on PostgreSQL, no tick during the run."""
     decided = memoir.recall("database")[0].item
 
     async def search() -> None:
@@ -248,7 +250,7 @@ def test_fifty_tasks_share_one_and_the_loop_keeps_ticking(memoir: Memoir) -> Non
     gap = max(b - a for a, b in itertools.pairwise(ticks))
     during = sum(began < t < ended for t in ticks)
     took = ended - began
-    assert gap < 0.25, f"the loop waited {gap:.3f} s in a {took:.2f} s run"
+    assert gap < 0.5, f"the loop waited {gap:.3f} s in a {took:.2f} s run"
     assert during >= took / 0.1, f"{during} ticks in a {took:.2f} s run"
 
 
