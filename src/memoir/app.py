@@ -66,6 +66,8 @@ class Memoir:
         self._memories: Memories | None = None
         self._jobs: JobService | None = None
         self._root: Memoir | None = None  # the Memoir a view of ``as_user`` shares parts with
+        # the memory engine and the job service are made once, whichever thread asks first
+        self._parts_lock = threading.RLock()
 
     @classmethod
     def open(
@@ -320,17 +322,18 @@ class Memoir:
         """The memory engine of this home (one per Memoir: its lane thread is shared)."""
         if self._root is not None:
             return self._root.memories()
-        if self._memories is None:
-            from memoir.llm.tokens import counter_for, encoding_for_model
-            from memoir.memory.memories import Memories
-            from memoir.memory.runner import Runner
+        with self._parts_lock:
+            if self._memories is None:
+                from memoir.llm.tokens import counter_for, encoding_for_model
+                from memoir.memory.memories import Memories
+                from memoir.memory.runner import Runner
 
-            model = self.memory_model()
-            parts = self._memory_parts()
-            counter = counter_for(encoding_for_model(model.name))
-            runner = Runner(parts, model, counter, embedder=self._item_embedder)
-            self._memories = Memories(parts, self.store.claims, runner)
-        return self._memories
+                model = self.memory_model()
+                parts = self._memory_parts()
+                counter = counter_for(encoding_for_model(model.name))
+                runner = Runner(parts, model, counter, embedder=self._item_embedder)
+                self._memories = Memories(parts, self.store.claims, runner)
+            return self._memories
 
     def _memory_parts(self) -> MemoryParts:
         from memoir.memory.runner import MemoryParts
@@ -989,19 +992,20 @@ class Memoir:
         intervals ``MEMOIR_JOB_*_S``."""
         if self._root is not None:
             return self._root.jobs()
-        if self._jobs is None:
-            from memoir.jobs import JobService, JobTiming, LocalAdmission, RedisAdmission
-            from memoir.jobs.admission import Admission
+        with self._parts_lock:
+            if self._jobs is None:
+                from memoir.jobs import JobService, JobTiming, LocalAdmission, RedisAdmission
+                from memoir.jobs.admission import Admission
 
-            admission: Admission = (
-                RedisAdmission(self.settings.redis_url)
-                if self.settings.redis_url
-                else LocalAdmission()
-            )
-            self._jobs = JobService(
-                self.store.jobs, admission, JobTiming.from_settings(self.settings)
-            )
-        return self._jobs
+                admission: Admission = (
+                    RedisAdmission(self.settings.redis_url)
+                    if self.settings.redis_url
+                    else LocalAdmission()
+                )
+                self._jobs = JobService(
+                    self.store.jobs, admission, JobTiming.from_settings(self.settings)
+                )
+            return self._jobs
 
     def regenerate_summary(self, user: str, session_id: str) -> Job:
         """Queue a full regeneration of the summary of ``user``'s session (job kind

@@ -180,3 +180,14 @@ def test_request_tokens_counts_content_and_framing() -> None:
 )
 def test_encoding_for_model(model: str, encoding: str) -> None:
     assert encoding_for_model(model) == encoding
+
+
+def test_one_encoder_per_encoding_serves_every_counter_and_model() -> None:
+    """Building a tiktoken encoder holds the GIL ~0.2 s: a model made per call (the offline
+    model, for each compaction or memory context) must not build one each time."""
+    from memoir.llm.offline import OfflineModel
+
+    first, again = TiktokenCounter("cl100k_base"), TiktokenCounter("cl100k_base")
+    assert first._enc is again._enc
+    assert first._enc is not TiktokenCounter("o200k_base")._enc
+    assert OfflineModel()._raw._enc is OfflineModel()._raw._enc is first._enc

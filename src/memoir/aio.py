@@ -1,0 +1,665 @@
+"""``AsyncMemoir``: the library's front door for asyncio programs (agent loops, async web
+apps), over the same :class:`~memoir.app.Memoir`.
+
+Each call runs the ``Memoir`` method of the same name on a small thread pool of its own
+(``max_workers``, 4 by default), so the event loop never waits on the database, a model or
+a file. The store is safe across threads: SQLite gives each thread its own connection,
+PostgreSQL hands out pooled ones (8; a call holds at most two: a claim and a
+transaction). One ``AsyncMemoir`` is meant to be shared by every task of a program.
+
+``aclose()`` refuses new calls at once (``StoreError``), waits for the calls already
+running, then closes the store. A cancelled call that had not started never runs; one
+already running finishes on its thread and its result is dropped.
+
+Example::
+
+    async with AsyncMemoir.open(home="~/.memoir") as memoir:
+        await memoir.append("chat-1", [{"role": "user", "content": "Deploy on Fridays?"}])
+        hits = await memoir.search("deploy", limit=5)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+from collections.abc import Callable, Generator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
+
+from memoir.app import CONFIGURED, Memoir
+from memoir.config import Settings, whole_number
+from memoir.errors import StoreError
+from memoir.model.session import LOCAL_USER
+
+if TYPE_CHECKING:
+    from memoir.compaction import CompactionResult, Compactor
+    from memoir.compaction.budget import Budget
+    from memoir.jobs import Job
+    from memoir.llm.port import Model, TokenCounter
+    from memoir.memory.recall import ContextBlock, Recalled
+    from memoir.memory.runner import Outcome
+    from memoir.model import Event, Exchange, Session, SessionFlags
+    from memoir.search.embedder import Embedder
+    from memoir.search.engine import SearchMode, SummaryReader
+    from memoir.search.hits import SearchHit
+    from memoir.store.memory_rows import MemoryItemRow
+    from memoir.store.parts.api import AppendResult
+    from memoir.store.values import SearchFilters
+    from memoir.summaries.episodic import Progress as SummaryProgress
+    from memoir.summaries.session import RunMode, SessionRun
+    from memoir.summaries.summary_pass import PassProgress, SummaryPassReport
+
+__all__ = ["DEFAULT_WORKERS", "AsyncCompactor", "AsyncMemoir"]
+
+DEFAULT_WORKERS = 4
+"""Threads an ``AsyncMemoir`` runs its calls on: 4 calls at a time, each holding at most
+two of PostgreSQL's 8 pooled connections; more calls wait their turn off the loop."""
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class _Shared:
+    """What an ``AsyncMemoir`` and its ``as_user`` views share: the sync Memoir that owns
+    the store, the worker threads, and whether it is closing."""
+
+    def __init__(self, memoir: Memoir, max_workers: int) -> None:
+        self.memoir = memoir
+        self.executor = ThreadPoolExecutor(max_workers, thread_name_prefix="memoir-async")
+        self.lock = threading.Lock()
+        self.closing: Future[None] | None = None
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        """``fn(*args, **kwargs)`` queued for a worker thread, in the caller's context
+        (context variables travel, as ``asyncio.to_thread`` carries them)."""
+        context = contextvars.copy_context()
+        call = functools.partial(context.run, fn, *args, **kwargs)
+        with self.lock:  # no call slips in after a close has begun
+            if self.closing is not None:
+                raise StoreError("this AsyncMemoir is closed: open another to go on")
+            return self.executor.submit(call)
+
+    def close(self) -> Future[None]:
+        """Begin closing once (a second ``aclose`` waits for the first): new calls are
+        refused at once; the calls in flight finish; then the store closes."""
+        with self.lock:
+            if self.closing is not None:
+                return self.closing
+            closing: Future[None] = Future()
+            closing.set_running_or_notify_cancel()  # a cancelled waiter cannot cancel it
+            self.closing = closing
+
+        def finish() -> None:
+            try:
+                self.executor.shutdown(wait=True)
+                self.memoir.close()
+            except BaseException as exc:  # told to every aclose that waits
+                closing.set_exception(exc)
+            else:
+                closing.set_result(None)
+
+        threading.Thread(target=finish, name="memoir-async-close", daemon=True).start()
+        return closing
+
+
+class AsyncMemoir:
+    """One home for asyncio code: the methods of :class:`~memoir.app.Memoir` an agent
+    loop calls, as coroutines with the same arguments and results. Share one between
+    tasks; open it with ``async with AsyncMemoir.open(...)`` (or ``await``), or wrap a
+    ``Memoir`` you opened (``AsyncMemoir(memoir)``: closing the ``AsyncMemoir`` closes
+    it). Anything not mirrored here: ``await memoir.call(Memoir.sync)``."""
+
+    def __init__(self, memoir: Memoir, *, max_workers: int = DEFAULT_WORKERS) -> None:
+        whole_number("max_workers", max_workers, 1)
+        self._memoir = memoir
+        self._shared = _Shared(memoir, max_workers)
+        self._view = False
+
+    @classmethod
+    def _sharing(cls, memoir: Memoir, shared: _Shared) -> AsyncMemoir:
+        """A view: ``memoir`` (a view of the root's Memoir) on the root's threads."""
+        view = cls.__new__(cls)
+        view._memoir, view._shared, view._view = memoir, shared, True
+        return view
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings | None = None,
+        *,
+        user: str = LOCAL_USER,
+        max_workers: int = DEFAULT_WORKERS,
+        **overrides: Any,
+    ) -> _Opening:
+        """Open the home the settings name (else the environment's, with ``overrides``
+        such as ``home=``), its store opened and migrated off the loop; as
+        :meth:`Memoir.open`.
+
+        Example::
+
+            async with AsyncMemoir.open(home="/tmp/memoir") as memoir: ...
+            memoir = await AsyncMemoir.open()  # then: await memoir.aclose()
+        """
+        whole_number("max_workers", max_workers, 1)
+        return _Opening(
+            lambda: cls(Memoir.open(settings, user=user, **overrides), max_workers=max_workers)
+        )
+
+    @classmethod
+    def at(
+        cls,
+        home: str | os.PathLike[str],
+        *,
+        user: str = LOCAL_USER,
+        max_workers: int = DEFAULT_WORKERS,
+        **overrides: Any,
+    ) -> _Opening:
+        """The home at ``home``, as :meth:`Memoir.at`.
+
+        Example::
+
+            async with AsyncMemoir.at("~/.memoir") as memoir: ...
+        """
+        whole_number("max_workers", max_workers, 1)
+        return _Opening(
+            lambda: cls(Memoir.at(home, user=user, **overrides), max_workers=max_workers)
+        )
+
+    @property
+    def memoir(self) -> Memoir:
+        """The sync ``Memoir`` the calls run on (for its settings, or a quick pure call)."""
+        return self._memoir
+
+    @property
+    def settings(self) -> Settings:
+        return self._memoir.settings
+
+    @property
+    def user(self) -> str:
+        return self._memoir.user
+
+    def as_user(self, name: str) -> AsyncMemoir:
+        """This home acting for user ``name``, as :meth:`Memoir.as_user`: the same store and
+        worker threads; closing the view leaves them open.
+
+        Example::
+
+            alice = memoir.as_user("alice")
+            await alice.recall("editor")
+        """
+        return AsyncMemoir._sharing(self._memoir.as_user(name), self._shared)
+
+    async def call(
+        self, method: Callable[Concatenate[Memoir, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``method(memoir, *args, **kwargs)`` on a worker thread, ``memoir`` being this
+        one's sync ``Memoir``: any of its methods not mirrored here.
+
+        Example::
+
+            report = await memoir.call(Memoir.sync)
+        """
+        return await self._run(method, self._memoir, *args, **kwargs)
+
+    async def _run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.wrap_future(self._shared.submit(fn, *args, **kwargs))
+
+    async def aclose(self) -> None:
+        """Refuse new calls (``StoreError``), wait for the running ones, close the store.
+        A view of ``as_user`` closes nothing (its root owns the store)."""
+        if self._view:
+            return
+        await asyncio.wrap_future(self._shared.close())
+
+    @property
+    def closed(self) -> bool:
+        """Whether a close has begun (calls are refused from then on)."""
+        return self._shared.closing is not None
+
+    async def __aenter__(self) -> AsyncMemoir:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # conversations: feed, read, search --------------------------------------------------
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        project: str | None = None,
+        user: str = "local",
+    ) -> AppendResult:
+        """Add chat messages to a session, made when new (:meth:`Memoir.append`); a message
+        whose ``id`` is stored already is skipped.
+
+        Example::
+
+            chat = [{"id": "m1", "role": "user", "content": "Where is the checklist?"}]
+            result = await memoir.append("support-42", chat, project="helpdesk")
+        """
+        return await self._run(
+            self._memoir.append, session_id, messages, project=project, user=user
+        )
+
+    async def create_session(
+        self,
+        user: str,
+        *,
+        session_id: str | None = None,
+        project: str | None = None,
+        incognito: bool = False,
+        memory_disabled: bool = False,
+    ) -> tuple[Session, bool]:
+        """A session fed from code, owned by ``user``: (the session, whether it is new), as
+        :meth:`Memoir.create_session`.
+
+        Example::
+
+            session, new = await memoir.create_session("alice", project="helpdesk")
+        """
+        return await self._run(
+            self._memoir.create_session,
+            user,
+            session_id=session_id,
+            project=project,
+            incognito=incognito,
+            memory_disabled=memory_disabled,
+        )
+
+    async def append_messages(
+        self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[int, int]:
+        """Append messages to an existing session of ``user``: (added, skipped), as
+        :meth:`Memoir.append_messages`.
+
+        Example::
+
+            added, skipped = await memoir.append_messages("alice", session.id, chat)
+        """
+        return await self._run(self._memoir.append_messages, user, session_id, messages)
+
+    async def search(
+        self,
+        query: str,
+        *,
+        filters: SearchFilters | None = None,
+        mode: SearchMode | None = None,
+        limit: int = 10,
+        after: datetime | str | None = None,
+        before: datetime | str | None = None,
+        embedder: Embedder | Literal["configured"] | None = CONFIGURED,
+        summaries: SummaryReader | Literal["configured"] | None = CONFIGURED,
+    ) -> list[SearchHit]:
+        """Search past exchanges, best first (:meth:`Memoir.search`). A ``summaries``
+        function given runs on a worker thread.
+
+        Example::
+
+            hits = await memoir.search("deploy checklist", mode="text", after="2 weeks ago")
+        """
+        return await self._run(
+            self._memoir.search,
+            query,
+            filters=filters,
+            mode=mode,
+            limit=limit,
+            after=after,
+            before=before,
+            embedder=embedder,
+            summaries=summaries,
+        )
+
+    async def session(self, session_id: str) -> Session:
+        """The session an id (or a unique prefix) names (:meth:`Memoir.session`).
+
+        Example::
+
+            session = await memoir.session(hits[0].session_id)
+        """
+        return await self._run(self._memoir.session, session_id)
+
+    async def events(
+        self, session_id: str, *, after: int = 0, upto: int | None = None
+    ) -> list[Event]:
+        """The session's events in order (:meth:`Memoir.events`).
+
+        Example::
+
+            newer = await memoir.events("support-42", after=10)
+        """
+        return await self._run(self._memoir.events, session_id, after=after, upto=upto)
+
+    async def exchanges(self, session_id: str) -> list[Exchange]:
+        """The session's exchanges in order (:meth:`Memoir.exchanges`).
+
+        Example::
+
+            turns = await memoir.exchanges("support-42")
+        """
+        return await self._run(self._memoir.exchanges, session_id)
+
+    async def stats(self) -> dict[str, int | str]:
+        """The counts ``memoir stats`` shows (:meth:`Memoir.stats`).
+
+        Example::
+
+            print((await memoir.stats())["sessions"])
+        """
+        return await self._run(self._memoir.stats)
+
+    # long-term memory ---------------------------------------------------------------------
+    async def recall(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        project: str | None = None,
+        kinds: Sequence[str] = (),
+        limit: int = 10,
+        as_of: datetime | str | None = None,
+        history: bool = False,
+        user: str | None = None,
+    ) -> list[Recalled]:
+        """The memory items that best answer ``query`` (:meth:`Memoir.recall`).
+
+        Example::
+
+            for found in await memoir.recall("database", kinds=["decision"]):
+                print(found.item.content)
+        """
+        return await self._run(
+            self._memoir.recall,
+            query,
+            scope=scope,
+            project=project,
+            kinds=kinds,
+            limit=limit,
+            as_of=as_of,
+            history=history,
+            user=user,
+        )
+
+    async def memory_context(
+        self,
+        *,
+        project: str | None = None,
+        budget_tokens: int = 800,
+        query: str | None = None,
+        user: str | None = None,
+    ) -> ContextBlock:
+        """The context block of the most relevant live items, within ``budget_tokens``
+        (:meth:`Memoir.memory_context`): what an agent prepends to its system prompt.
+
+        Example::
+
+            block = await memoir.memory_context(project="helpdesk", budget_tokens=400)
+            system = f"You are a helpful agent.\\n\\n{block.text}"
+        """
+        return await self._run(
+            self._memoir.memory_context,
+            project=project,
+            budget_tokens=budget_tokens,
+            query=query,
+            user=user,
+        )
+
+    async def remember(self, session_id: str, turn: int | None = None) -> Outcome:
+        """Extract what the user asked to keep, now (:meth:`Memoir.remember`).
+
+        Example::
+
+            outcome = await memoir.remember("support-42")
+        """
+        return await self._run(self._memoir.remember, session_id, turn)
+
+    async def forget_memories(
+        self,
+        *,
+        item: str | None = None,
+        session: str | None = None,
+        project: str | None = None,
+        matching: str | None = None,
+        user: str | None = None,
+    ) -> list[MemoryItemRow]:
+        """Forget the items one selector names (:meth:`Memoir.forget_memories`).
+
+        Example::
+
+            gone = await memoir.forget_memories(matching="tabs spaces")
+        """
+        return await self._run(
+            self._memoir.forget_memories,
+            item=item,
+            session=session,
+            project=project,
+            matching=matching,
+            user=user,
+        )
+
+    async def memory_history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
+        """An item with what it superseded and what superseded it
+        (:meth:`Memoir.memory_history`).
+
+        Example::
+
+            chain = await memoir.memory_history(found.item.id)
+        """
+        return await self._run(self._memoir.memory_history, item_id, user)
+
+    # summaries ----------------------------------------------------------------------------
+    async def summarize(
+        self,
+        session_id: str,
+        *,
+        mode: RunMode = "auto",
+        use_cache: bool = True,
+        progress: SummaryProgress | None = None,
+    ) -> SessionRun:
+        """Summarize one stored session now (:meth:`Memoir.summarize`); ``progress`` is
+        called on a worker thread.
+
+        Example::
+
+            run = await memoir.summarize("support-42")
+            print(run.summary.text)
+        """
+        return await self._run(
+            self._memoir.summarize, session_id, mode=mode, use_cache=use_cache, progress=progress
+        )
+
+    async def summarize_pending(
+        self,
+        *,
+        limit: int | None = None,
+        progress: Callable[[PassProgress], None] | None = None,
+    ) -> SummaryPassReport:
+        """The summary pass over idle conversations (:meth:`Memoir.summarize_pending`);
+        ``progress`` is called on a worker thread.
+
+        Example::
+
+            report = await memoir.summarize_pending(limit=5)
+        """
+        return await self._run(self._memoir.summarize_pending, limit=limit, progress=progress)
+
+    async def summary_body(self, session_id: str) -> str | None:
+        """A session's readable summary, or None (:meth:`Memoir.summary_body`).
+
+        Example::
+
+            text = await memoir.summary_body("support-42")
+        """
+        return await self._run(self._memoir.summary_body, session_id)
+
+    async def summary_updated_at(self, session_id: str) -> datetime | None:
+        """When the session's summary was last written (:meth:`Memoir.summary_updated_at`).
+
+        Example::
+
+            when = await memoir.summary_updated_at("support-42")
+        """
+        return await self._run(self._memoir.summary_updated_at, session_id)
+
+    async def regenerate_summary(self, user: str, session_id: str) -> Job:
+        """Queue a full regeneration of a session's summary as a job
+        (:meth:`Memoir.regenerate_summary`).
+
+        Example::
+
+            job = await memoir.regenerate_summary("alice", "support-42")
+        """
+        return await self._run(self._memoir.regenerate_summary, user, session_id)
+
+    async def summary_job(self, user: str, session_id: str) -> Job | None:
+        """The newest summary job of a session (:meth:`Memoir.summary_job`).
+
+        Example::
+
+            job = await memoir.summary_job("alice", "support-42")
+        """
+        return await self._run(self._memoir.summary_job, user, session_id)
+
+    # compaction ---------------------------------------------------------------------------
+    async def compactor(
+        self,
+        *,
+        memory: bool = True,
+        model: Model | None = None,
+        counter: TokenCounter | None = None,
+        tail_budget: int | None = None,
+    ) -> AsyncCompactor:
+        """A compactor for one agent loop, as :meth:`Memoir.compactor`, its calls run off
+        the loop (built off the loop too: the model is made on a worker thread).
+
+        Example::
+
+            compactor = await memoir.compactor()
+            result = await compactor.compact(messages, window=32_000, session_id="chat-1")
+        """
+        made = await self._run(
+            self._memoir.compactor,
+            memory=memory,
+            model=model,
+            counter=counter,
+            tail_budget=tail_budget,
+        )
+        return AsyncCompactor(made, self)
+
+
+class AsyncCompactor:
+    """A :class:`~memoir.compaction.Compactor` for asyncio code: its calls run on the
+    ``AsyncMemoir``'s worker threads, one at a time (a compactor keeps caches of the
+    messages it counted, so it is one per agent loop)."""
+
+    def __init__(self, compactor: Compactor, memoir: AsyncMemoir) -> None:
+        self.compactor = compactor
+        self._memoir = memoir
+        self._turn: asyncio.Lock | None = None
+
+    def budget(self, window: int) -> Budget:
+        """The threshold and budgets for a context ``window`` (pure: no waiting)."""
+        return self.compactor.budget(window)
+
+    async def _one_at_a_time(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        async with self._turn:
+            return await self._memoir._run(fn, *args, **kwargs)
+
+    async def should_compact(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        window: int,
+        session_id: str | None = None,
+        positions: Sequence[int] | None = None,
+    ) -> bool:
+        """Would the context reach the threshold? (``Compactor.should_compact``)
+
+        Example::
+
+            if await compactor.should_compact(messages, window=32_000): ...
+        """
+        return await self._one_at_a_time(
+            self.compactor.should_compact,
+            messages,
+            window=window,
+            session_id=session_id,
+            positions=positions,
+        )
+
+    async def compact(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        window: int,
+        session_id: str | None = None,
+        positions: Sequence[int] | None = None,
+        flags: SessionFlags | None = None,
+    ) -> CompactionResult:
+        """The context to send next, strictly below the threshold (``Compactor.compact``).
+
+        Example::
+
+            messages = (await compactor.compact(messages, window=32_000)).messages
+        """
+        return await self._one_at_a_time(
+            self.compactor.compact,
+            messages,
+            window=window,
+            session_id=session_id,
+            positions=positions,
+            flags=flags,
+        )
+
+    async def compact_events(
+        self,
+        events: Sequence[Event],
+        *,
+        window: int,
+        session_id: str | None = None,
+        flags: SessionFlags | None = None,
+    ) -> CompactionResult:
+        """Compact a stored event history (``Compactor.compact_events``).
+
+        Example::
+
+            events = await memoir.events("chat-1")
+            result = await compactor.compact_events(events, window=32_000)
+        """
+        return await self._one_at_a_time(
+            self.compactor.compact_events,
+            events,
+            window=window,
+            session_id=session_id,
+            flags=flags,
+        )
+
+
+class _Opening:
+    """``AsyncMemoir.open(...)``: awaited, the open ``AsyncMemoir``; used as ``async with``,
+    the same, closed on the way out. The store is opened (and migrated) off the loop."""
+
+    def __init__(self, make: Callable[[], AsyncMemoir]) -> None:
+        self._make = make
+        self._opened: AsyncMemoir | None = None
+
+    async def _open(self) -> AsyncMemoir:
+        return await asyncio.to_thread(self._make)
+
+    def __await__(self) -> Generator[Any, None, AsyncMemoir]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> AsyncMemoir:
+        self._opened = await self._open()
+        return self._opened
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._opened is not None:
+            await self._opened.aclose()
