@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # named lazily (``__getattr__``): asyncio code only pays for 
     from memoir.aio import AsyncMemoir as AsyncMemoir
 
 __all__ = [
+    "AsyncCompactor",
+    "AsyncMemoir",
     "CompactionError",
     "ConfigError",
     "Event",
