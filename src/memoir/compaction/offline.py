@@ -55,6 +55,7 @@ class CompactionTask:
         text = work_summary(self.transcript, max_tokens, count, self.previous)
         return text or prose_summary(self.transcript, max_tokens, count, self.previous)
 
+
 SECTIONS = (
     "Goals and constraints",
     "Decisions",

@@ -339,8 +339,7 @@ class ExtractionTask:
         # the extractor reads what the prompt shows: a turn's role, text and citability
         # (a user's only), a known item's id, content, kind and keys
         turns = tuple(
-            SliceTurn(t.ordinal, t.role, t.text, t.citable and t.role == "user")
-            for t in self.turns
+            SliceTurn(t.ordinal, t.role, t.text, t.citable and t.role == "user") for t in self.turns
         )
         known = tuple(KnownItem(k.id, k.content, k.kind, k.keys) for k in self.known)
         proposal = extract(_slice_of(turns), self.trigger, self.requested_turn, known)

@@ -32,7 +32,6 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from memoir.llm.values import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
