@@ -309,13 +309,8 @@ class Memoir:
 
     # long-term memory ---------------------------------------------------------------------
     def memory_model(self) -> Model:
-        """The model memory extraction asks: the offline extractor for ``MEMOIR_LLM=offline``,
-        else the configured model; metered and retried as every model is."""
-        from memoir.llm.wiring import wrap
-        from memoir.memory.offline_extractor import OfflineMemoryModel
-
-        if self.settings.llm == "offline":
-            return wrap(OfflineMemoryModel(), self.store.usage, self.settings)
+        """The model memory extraction asks: the configured one (offline, it runs the
+        offline extractor on the request's task); metered and retried as every model is."""
         return self.model()
 
     def memories(self) -> Memories:

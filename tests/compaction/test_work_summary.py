@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 
 from memoir.compaction.budget import Budget
+from memoir.compaction.offline import CompactionTask, work_summary
 from memoir.compaction.request import build_summary_request
 from memoir.compaction.standin import StandIns
 from memoir.compaction.tokens import MessageCounter, content_tokens
 from memoir.compaction.validation import summary_problem
 from memoir.llm.offline import OfflineModel
-from memoir.llm.offline.work import work_summary
 from memoir.llm.tokens import default_counter
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.summaries.offline import SummaryTask
 
 from .helpers import assistant, big_text, call, result, user
 
@@ -108,19 +109,23 @@ def test_it_fits_the_budget_and_is_a_valid_summary(max_tokens: int) -> None:
     assert text and summary_problem(text) is None
 
 
-def test_a_compaction_request_without_the_format_keeps_the_extractive_summary() -> None:
+def test_a_summary_task_keeps_the_extractive_summary() -> None:
     request = ModelRequest(
-        messages=(ChatMessage("user", "<transcript>\n[user]\nFix the parser.\n</transcript>"),),
+        messages=(ChatMessage("user", "Summarize."),),
         max_tokens=200,
-        meta=RequestMeta(purpose=Purpose.COMPACTION),
+        meta=RequestMeta(purpose=Purpose.SUMMARY),
+        task=SummaryTask("[user]\nFix the parser."),
     )
     # the prose summary (issue 38: it opens with the goal the user stated, no keyword line)
     assert MODEL.complete(request).text.startswith("Fix the parser")
 
 
 def _transcript(msgs: list[dict[str, Any]]) -> str:
+    task = ask(msgs).request.task
+    assert isinstance(task, CompactionTask)
     content = ask(msgs).request.messages[-1].content
-    return content.split("<transcript>\n", 1)[1].rsplit("\n</transcript>", 1)[0]
+    assert f"<transcript>\n{task.transcript}\n</transcript>" in content  # what a model reads
+    return task.transcript
 
 
 def test_the_goal_of_a_compaction_is_never_harness_text() -> None:

@@ -18,6 +18,7 @@ from memoir.llm.ledger import Metered
 from memoir.llm.port import UsageRecord
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.summaries.offline import SummaryTask
 
 
 def run(args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
@@ -38,6 +39,7 @@ def _fill(home: Path) -> None:
         messages=(ChatMessage("user", "<transcript>User: We picked Redis.</transcript>"),),
         max_tokens=200,
         meta=RequestMeta(purpose=Purpose.SUMMARY),
+        task=SummaryTask("User: We picked Redis."),
     )
     with Memoir.open(settings) as memoir:
         memoir.model().complete(request)

@@ -26,6 +26,7 @@ from memoir.llm.openai_provider import OpenAIModel
 from memoir.llm.redacting import Redacting
 from memoir.llm.retry import Retrying
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.summaries.offline import SummaryTask
 
 
 def _settings(home: Path, **env: str) -> Settings:
@@ -139,6 +140,7 @@ def test_facade_model_is_metered_into_the_store(home: Path) -> None:
             messages=(ChatMessage("user", "<transcript>User: We chose SQLite.</transcript>"),),
             max_tokens=200,
             meta=RequestMeta(purpose=Purpose.SUMMARY, session="s1"),
+            task=SummaryTask("User: We chose SQLite."),
         )
         assert model.complete(request).offline
         records = memoir.store.usage.records()

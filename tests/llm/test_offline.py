@@ -1,5 +1,6 @@
-"""The offline model: useful summaries, valid JSON for every structured prompt, never
-over max_tokens, deterministic, no network."""
+"""The offline model: useful summaries, valid JSON for every structured task, never
+over max_tokens, deterministic, no network — and it answers the request's task, never its
+prompt."""
 
 from __future__ import annotations
 
@@ -11,10 +12,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memoir.compaction.offline import CompactionTask
 from memoir.llm.errors import Truncated
 from memoir.llm.offline import OfflineModel
 from memoir.llm.tokens import default_counter
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta, StopReason
+from memoir.llm.values import (
+    ChatMessage,
+    ModelRequest,
+    OfflineTask,
+    Purpose,
+    RequestMeta,
+    StopReason,
+)
+from memoir.summaries.episodic.offline import EpisodeTask, HalfTask, MergeTask
+from memoir.summaries.offline import SummaryTask
 
 MODEL = OfflineModel()
 LISTS = ("decisions", "facts", "people", "open_threads", "preferences", "state")
@@ -55,22 +66,44 @@ def render_claude(path: Path) -> str:
     return "\n".join(lines)
 
 
-def ask(
-    material: str,
+def task_for(material: str, purpose: Purpose, *, json_mode: bool) -> OfflineTask:
+    """The task each engine sends for ``purpose`` (what the offline model reads)."""
+    if purpose is Purpose.HALF:
+        return HalfTask(material)
+    if purpose is Purpose.MERGE:
+        return MergeTask(())
+    if json_mode or purpose in (Purpose.EPISODE, Purpose.FALLBACK):
+        return EpisodeTask(material)
+    if purpose is Purpose.COMPACTION:
+        return CompactionTask(material)
+    return SummaryTask(material)
+
+
+def request_of(
+    task: OfflineTask,
     purpose: Purpose,
     *,
     max_tokens: int = 1500,
     json_mode: bool = False,
-    tag: bool = True,
+    prompt: str = "Answer the task.",
 ) -> ModelRequest:
-    body = f"Summarize this.\n<transcript>\n{material}\n</transcript>" if tag else material
+    """A request with ``task`` (the usage counts the prompt, as a provider bills it)."""
     return ModelRequest(
-        messages=(ChatMessage("user", body),),
+        messages=(ChatMessage("user", prompt),),
         max_tokens=max_tokens,
         system="You write summaries.",
         json=json_mode,
         meta=RequestMeta(purpose=purpose),
+        task=task,
     )
+
+
+def ask(
+    material: str, purpose: Purpose, *, max_tokens: int = 1500, json_mode: bool = False
+) -> ModelRequest:
+    task = task_for(material, purpose, json_mode=json_mode)
+    prompt = f"Summarize this.\n<transcript>\n{material}\n</transcript>"
+    return request_of(task, purpose, max_tokens=max_tokens, json_mode=json_mode, prompt=prompt)
 
 
 def check_episode_shape(obj: dict[str, Any], *, per_list: int, total: int, kws: int) -> None:
@@ -158,17 +191,8 @@ def test_merge_combines_previous_summary_and_episodes() -> None:
         ),
     ]
     previous = "Earlier, the user set up the repository. CI runs on every push."
-    body = (
-        f"<previous_summary>{previous}</previous_summary>\n"
-        f"<episodes>\n```json\n{episodes[0]}\n```\n{episodes[1]}\n</episodes>"
-    )
-    request = ModelRequest(
-        messages=(ChatMessage("user", body),),
-        max_tokens=2400,
-        json=True,
-        meta=RequestMeta(purpose=Purpose.MERGE),
-    )
-    obj = json.loads(MODEL.complete(request).text)
+    task = MergeTask(tuple(json.loads(e) for e in episodes), previous)
+    obj = json.loads(MODEL.complete(request_of(task, Purpose.MERGE, max_tokens=2400)).text)
     check_episode_shape(obj, per_list=2, total=8, kws=6)
     assert obj["narrative"].startswith("Earlier, the user set up the repository.")
     assert "They moved to Kubernetes." in obj["narrative"]
@@ -178,53 +202,35 @@ def test_merge_combines_previous_summary_and_episodes() -> None:
 
 
 def test_merge_without_material_is_still_valid_json() -> None:
-    request = ModelRequest(
-        messages=(ChatMessage("user", "<episodes></episodes>"),),
-        max_tokens=500,
-        json=True,
-        meta=RequestMeta(purpose=Purpose.MERGE),
-    )
+    request = request_of(MergeTask(()), Purpose.MERGE, max_tokens=500, json_mode=True)
     check_episode_shape(json.loads(MODEL.complete(request).text), per_list=2, total=8, kws=6)
 
 
-def test_extraction_quotes_only_the_users_words() -> None:
-    obj = json.loads(MODEL.complete(ask(CONVERSATION, Purpose.EXTRACTION, json_mode=True)).text)
-    items = obj["items"]
-    assert items and len(items) <= 8
-    user_lines = "\n".join(line for line in CONVERSATION.splitlines() if line.startswith("User:"))
-    assistant_lines = "\n".join(
-        line for line in CONVERSATION.splitlines() if not line.startswith("User:")
-    )
-    for item in items:
-        assert set(item) == {"text", "kind", "evidence"}
-        assert item["evidence"] in user_lines
-        assert item["evidence"] not in assistant_lines
-        assert item["kind"] in ("preference", "instruction", "decision", "fact")
-    by_kind = {i["kind"]: i for i in items}
-    assert by_kind["preference"]["text"].startswith("The user")
-    assert "PostgreSQL" in by_kind["preference"]["evidence"]
-    assert any("cents" in i["evidence"] for i in items)
-    assert not any(i["evidence"].endswith("?") for i in items)
-
-
-def test_extraction_with_no_user_text_is_empty() -> None:
-    transcript = "Assistant: I prefer tabs.\nAssistant: Remember that I always use Vim."
-    obj = json.loads(MODEL.complete(ask(transcript, Purpose.EXTRACTION, json_mode=True)).text)
-    assert obj == {"items": []}
-
-
-def test_fallback_is_the_last_user_message() -> None:
+def test_a_request_without_a_task_is_refused_not_guessed() -> None:
+    """The offline model never reads a prompt: a request with no task is a caller's bug."""
     request = ModelRequest(
         messages=(
-            ChatMessage("user", "Unrelated first message about gardening."),
-            ChatMessage("assistant", "ok"),
-            ChatMessage("user", "We decided to migrate the payroll database to PostgreSQL."),
+            ChatMessage("user", "<transcript>\nUser: We decided to use PostgreSQL.\n</transcript>"),
         ),
         max_tokens=200,
         meta=RequestMeta(purpose=Purpose.SUMMARY),
     )
-    text = MODEL.complete(request).text.lower()
-    assert "payroll" in text and "gardening" not in text
+    with pytest.raises(ValueError, match="carries none"):
+        MODEL.complete(request)
+
+
+def test_the_prompt_is_never_read() -> None:
+    """Two requests with the same task and different prompts get the same answer."""
+    task = SummaryTask(CONVERSATION)
+    plain = MODEL.complete(request_of(task, Purpose.SUMMARY)).text
+    other = ModelRequest(
+        messages=(ChatMessage("user", "<transcript>\nUser: gardening tips\n</transcript>"),),
+        max_tokens=1500,
+        meta=RequestMeta(purpose=Purpose.SUMMARY),
+        task=task,
+    )
+    assert MODEL.complete(other).text == plain
+    assert "gardening" not in plain and "billing service" in plain
 
 
 def test_cjk_conversation() -> None:
@@ -274,7 +280,12 @@ _LINES = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(_LINES, st.sampled_from(list(Purpose)), st.integers(30, 600), st.booleans())
+@given(
+    _LINES,
+    st.sampled_from([p for p in Purpose if p is not Purpose.EXTRACTION]),
+    st.integers(30, 600),
+    st.booleans(),
+)
 def test_any_transcript_gives_valid_output(
     lines: list[tuple[str, str]], purpose: Purpose, max_tokens: int, json_mode: bool
 ) -> None:
@@ -286,13 +297,9 @@ def test_any_transcript_gives_valid_output(
         assert default_counter().count(exc.partial) <= max_tokens
         return
     assert completion.usage.output_tokens <= max_tokens
-    if json_mode or purpose in (Purpose.MERGE, Purpose.EXTRACTION, Purpose.HALF):
+    if json_mode or purpose in (Purpose.MERGE, Purpose.HALF, Purpose.EPISODE, Purpose.FALLBACK):
         obj = json.loads(completion.text)
         assert isinstance(obj, dict)
-        if purpose is Purpose.EXTRACTION:
-            user_text = "\n".join(t for r, t in lines if r in ("User", "Human"))
-            for item in obj["items"]:
-                assert item["evidence"] in user_text or item["evidence"] in transcript
     else:
         assert completion.text.strip()
 
@@ -334,15 +341,7 @@ def test_summary_carries_a_previous_summary_forward() -> None:
         "This conversation was about onboarding and CI.\n"
         "Key points: The team set up GitHub Actions. Tests run on every push."
     )
-    body = (
-        f"<previous_summary>\n{previous}\n</previous_summary>\n"
-        f"<transcript>\n{CONVERSATION}\n</transcript>"
-    )
-    request = ModelRequest(
-        messages=(ChatMessage("user", body),),
-        max_tokens=400,
-        meta=RequestMeta(purpose=Purpose.COMPACTION),
-    )
+    request = request_of(SummaryTask(CONVERSATION, previous), Purpose.SUMMARY, max_tokens=400)
     lines = MODEL.complete(request).text.splitlines()
     earlier = next(line for line in lines if line.startswith("Earlier: "))
     assert "The team set up GitHub Actions." in earlier
@@ -401,22 +400,15 @@ def test_marker_lines_are_not_anyones_words() -> None:
 
 
 def test_a_merged_narrative_tells_the_start_once() -> None:
-    episodes = "\n".join(
-        json.dumps(
-            {
-                "narrative": f"The conversation was about part {k}. It started with: Step {k} "
-                f"of the migration. It ended with: Part {k} is done.",
-                "keywords": [f"part{k}"],
-            }
-        )
+    episodes = tuple(
+        {
+            "narrative": f"The conversation was about part {k}. It started with: Step {k} "
+            f"of the migration. It ended with: Part {k} is done.",
+            "keywords": [f"part{k}"],
+        }
         for k in range(4)
     )
-    request = ModelRequest(
-        messages=(ChatMessage("user", f"<episodes>\n{episodes}\n</episodes>"),),
-        max_tokens=2400,
-        json=True,
-        meta=RequestMeta(purpose=Purpose.MERGE),
-    )
+    request = request_of(MergeTask(episodes), Purpose.MERGE, max_tokens=2400, json_mode=True)
     narrative = json.loads(MODEL.complete(request).text)["narrative"]
     assert narrative.count("It started with") == 1
     assert narrative.startswith("It started with: Step 0 of the migration.")
@@ -438,16 +430,8 @@ def test_a_point_repeated_with_small_changes_is_said_once() -> None:
 
 def test_a_rolling_summary_carries_no_old_topic_line() -> None:
     previous = "This conversation was about parsers and lexers.\nKey points: The lexer is done."
-    body = (
-        f"<previous_summary>{previous}</previous_summary>\n"
-        "<transcript>\nUser: Now write the parser tests.\nAssistant: I wrote ten tests.\n"
-        "</transcript>"
-    )
-    request = ModelRequest(
-        messages=(ChatMessage("user", body),),
-        max_tokens=1500,
-        meta=RequestMeta(purpose=Purpose.COMPACTION),
-    )
+    task = SummaryTask("User: Now write the parser tests.\nAssistant: I wrote ten tests.", previous)
+    request = request_of(task, Purpose.SUMMARY)
     text = MODEL.complete(request).text
     # the old topic line is not carried, and there is none any more (issue 38)
     assert "was about" not in text and "The lexer is done." in text

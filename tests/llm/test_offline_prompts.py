@@ -1,6 +1,6 @@
-"""The offline model answers the codebase's own structured prompts in the shapes their
-parsers accept (episodes, halves, merge) and writes compaction summaries the compaction
-validator accepts."""
+"""The offline model answers the codebase's own requests (their tasks) in the shapes
+their parsers accept (episodes, halves, merge) and writes compaction summaries the
+compaction validator accepts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir.compaction.offline import CompactionTask
 from memoir.llm.offline import OfflineModel
 from memoir.llm.values import RequestMeta
 
@@ -57,6 +58,7 @@ def test_compaction_summary_passes_validation(transcript: str) -> None:
             max_tokens=budget,
             system=system,
             meta=RequestMeta(purpose=Purpose.COMPACTION),
+            task=CompactionTask(transcript),
         )
         completion = MODEL.complete(request)
         assert validation.summary_problem(completion.text, completion.extra) is None

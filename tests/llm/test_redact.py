@@ -101,3 +101,40 @@ def test_joined_assignments_and_mid_line_keys(
 )
 def test_joined_look_alikes_are_kept(text: str) -> None:
     assert redact(text).text == text
+
+
+def test_the_offline_task_is_redacted_with_the_prompt() -> None:
+    """The offline model reads the task, not the prompt: the task's text (strings in
+    fields, tuples and dicts alike) is redacted too, an enum is kept, and the count is the
+    prompt's (the same secret is not counted twice)."""
+    from memoir.llm.offline import OfflineModel
+    from memoir.llm.redacting import Redacting, redact_request
+    from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+    from memoir.memory import ExtractionTask, Trigger
+    from memoir.memory.evidence import SliceTurn
+    from memoir.summaries.episodic.offline import MergeTask
+    from memoir.summaries.offline import SummaryTask
+
+    kind, secret, context = SECRETS[0]
+    said = context.format(secret=secret)
+    tasks = [
+        SummaryTask(f"User: {said}", previous=said),
+        MergeTask(({"narrative": said, "facts": [said]},), said),
+        ExtractionTask(Trigger.REMEMBER, (SliceTurn(1, "user", said, True),), 1),
+    ]
+    for task in tasks:
+        request = ModelRequest(
+            messages=(ChatMessage("user", f"<transcript>\n{said}\n</transcript>"),),
+            max_tokens=800,
+            meta=RequestMeta(purpose=Purpose.SUMMARY),
+            task=task,
+        )
+        done = redact_request(request)
+        assert done.meta.redacted == 1
+        assert secret not in repr(done.task) and placeholder(kind) in repr(done.task)
+        assert type(done.task) is type(task)
+        answer = Redacting(OfflineModel()).complete(request).text
+        assert secret not in answer
+    assert redact_request(request).task.trigger is Trigger.REMEMBER  # type: ignore[union-attr]
+    plain = ModelRequest(messages=(ChatMessage("user", "hi"),), max_tokens=9, task=tasks[0])
+    assert redact_request(plain) is plain  # no secret in the prompt: nothing to redact

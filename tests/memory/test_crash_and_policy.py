@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from memoir.app import Memoir
 from memoir.config import Settings
+from memoir.llm.offline import OfflineModel
 from memoir.llm.values import ModelRequest
-from memoir.memory.offline_extractor import OfflineMemoryModel
 from memoir.model import SessionFlags
 from memoir.store.values import CheckpointRow
 
@@ -159,7 +159,7 @@ def test_a_kill_at_any_commit_point_is_recovered_as_if_it_never_happened(
 
 class Recording:
     def __init__(self) -> None:
-        self.inner = OfflineMemoryModel()
+        self.inner = OfflineModel()
         self.name = "offline"
         self.requests: list[ModelRequest] = []
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from memoir.llm.errors import Truncated
+from memoir.llm.offline import OfflineModel
 from memoir.memory import (
     Envelope,
-    OfflineMemoryModel,
+    ExtractionTask,
     ProposalStatus,
     Range,
     Trigger,
@@ -170,18 +171,18 @@ def test_deterministic() -> None:
 def test_offline_model_answers_through_the_model_interface() -> None:
     s = build_slice(_events(), Range(0, 7, 8))
     env = Envelope(SESSION, Trigger.REMEMBER, "turn-5", s, requested_turn=5)
-    model = OfflineMemoryModel()
-    completion = model.complete(env.request(2000))
+    request = env.request(2000)
+    assert request.task == ExtractionTask(Trigger.REMEMBER, s.turns, 5)
+    completion = OfflineModel().complete(request)
     assert completion.offline and completion.usage.input_tokens > 0
     proposal = parse_proposal(completion.text)
     assert proposal == extract(s, Trigger.REMEMBER, requested_turn=5)
-    assert model.calls == 1
 
 
 def test_offline_model_fits_max_tokens() -> None:
     s = build_slice(_events(), Range(0, 7, 8))
     env = Envelope(SESSION, Trigger.COMPACTION, "ck1", s)
-    small = parse_proposal(OfflineMemoryModel().complete(env.request(120)).text)
+    small = parse_proposal(OfflineModel().complete(env.request(120)).text)
     assert 0 < len(small.items) < 4
     with pytest.raises(Truncated):
-        OfflineMemoryModel().complete(env.request(5))
+        OfflineModel().complete(env.request(5))

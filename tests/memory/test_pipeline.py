@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from memoir.llm.errors import Truncated
+from memoir.llm.offline import OfflineModel
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.tokens import counter_for
 from memoir.llm.values import ModelRequest
 from memoir.memory.memories import Memories, checkpoint_op
-from memoir.memory.offline_extractor import OfflineMemoryModel
 from memoir.memory.runner import MemoryConfig, MemoryParts, Runner
 from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags, build_exchanges
 from memoir.store import IngestBatch, Store
@@ -28,7 +28,7 @@ class Recording:
     """The offline extractor, recording every request it was sent."""
 
     def __init__(self) -> None:
-        self.inner = OfflineMemoryModel()
+        self.inner = OfflineModel()
         self.name = "offline"
         self.requests: list[ModelRequest] = []
 

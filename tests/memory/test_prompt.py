@@ -13,17 +13,20 @@ from memoir.memory import (
     PROMPT_HASH,
     PROMPT_ID,
     PROMPT_VERSION,
+    Envelope,
+    EvidenceSlice,
+    ExtractionTask,
     MalformedProposal,
     Proposal,
     ProposalStatus,
     ProposedItem,
     Quote,
+    Range,
     Trigger,
     build_request,
     parse_proposal,
     proposal_json,
 )
-from memoir.memory.prompt import read_request
 
 from .helpers import turn
 
@@ -231,17 +234,19 @@ def test_request_layout_and_read_back() -> None:
     assert message.content.count("</previous_summary>") == 1
     assert request.meta.purpose is Purpose.EXTRACTION and request.meta.session == "s1"
     assert request.json and request.max_tokens == 900
-    read = read_request(request)
-    assert read.trigger is Trigger.REMEMBER and read.requested_turn == 3
-    assert [(t.ordinal, t.role, t.text, t.citable) for t in read.turns] == [
+    assert '<task>\n{"trigger": "remember", "requested_turn": 3}\n' in message.content
+    shown = message.content.split("<turns>\n", 1)[1].split("\n</turns>", 1)[0]
+    rows = [json.loads(line) for line in shown.splitlines()]
+    assert [(r["ordinal"], r["role"], r["text"], r["citable"]) for r in rows] == [
         (3, "user", "I prefer tabs </turns> really.", True),
         (4, "assistant", "Noted.", False),
     ]
+    assert request.task is None  # only an envelope's request carries the offline task
     assert '"citable": false, "text": "Earlier words."' in message.content  # context only
 
 
-def test_read_request_rejects_foreign_requests() -> None:
-    other = build_request(trigger=Trigger.COMPACTION, turns=(), max_tokens=10)
-    broken = type(other)(messages=(type(other.messages[0])("user", "hello"),), max_tokens=10)
-    with pytest.raises(MalformedProposal):
-        read_request(broken)
+def test_an_envelope_request_carries_its_input_as_the_offline_task() -> None:
+    turns = (turn(3, "I prefer tabs."), turn(4, "Noted.", "assistant", False))
+    s = EvidenceSlice(Range(3, 4, 4), turns)
+    env = Envelope("s1", Trigger.REMEMBER, "turn-3", s, requested_turn=3)
+    assert env.request(900).task == ExtractionTask(Trigger.REMEMBER, turns, 3)

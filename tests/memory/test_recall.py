@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import fresh_pg_schema
+from memoir.llm.offline import OfflineModel
 from memoir.llm.tokens import counter_for
 from memoir.memory.decisions import Work
 from memoir.memory.keeping import export_lines, forget, import_lines
 from memoir.memory.memories import Memories
-from memoir.memory.offline_extractor import OfflineMemoryModel
 from memoir.memory.recall import (
     CONTEXT_HEADER,
     KIND_ORDER,
@@ -72,7 +72,7 @@ def _memories(store: Store) -> Memories:
         store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
     )
     return Memories(
-        parts, store.claims, Runner(parts, OfflineMemoryModel(), COUNTER, MemoryConfig()), wait_s=30
+        parts, store.claims, Runner(parts, OfflineModel(), COUNTER, MemoryConfig()), wait_s=30
     )
 
 
@@ -380,7 +380,7 @@ def test_near_duplicates_merge_with_an_embedder_and_reversed_claims_do_not(
     parts = MemoryParts(
         store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
     )
-    runner = Runner(parts, OfflineMemoryModel(), COUNTER, MemoryConfig(), embedder=lambda: embedder)
+    runner = Runner(parts, OfflineModel(), COUNTER, MemoryConfig(), embedder=lambda: embedder)
     memories = Memories(parts, store.claims, runner, wait_s=30)
     said = ["I prefer tabs over spaces.", "I prefer tabs to spaces.", "I prefer spaces over tabs."]
     for n, text in enumerate(said):

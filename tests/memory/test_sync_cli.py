@@ -22,7 +22,8 @@ from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir import Memoir
 from memoir.demo.builders import ClaudeWriter
-from memoir.memory.offline_extractor import OfflineMemoryModel
+from memoir.llm.offline import OfflineModel
+from memoir.llm.values import Purpose
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 LINTER = "from now on, always run the linter before committing"
@@ -150,20 +151,21 @@ def test_a_sync_killed_while_extracting_is_resumed_by_the_next_without_duplicate
 ) -> None:
     _transcript(source, f"{SID[:-2]}21", "I prefer tabs over spaces.", ago=timedelta(hours=4))
     _transcript(source, f"{SID[:-2]}22", LINTER)
-    real = OfflineMemoryModel.complete
+    real = OfflineModel.complete
     calls: list[int] = []
 
-    def dies_on_the_second(self: OfflineMemoryModel, request: Any) -> Any:
-        calls.append(1)
+    def dies_on_the_second(self: OfflineModel, request: Any) -> Any:
+        if request.meta.purpose is Purpose.EXTRACTION:
+            calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt  # as the process being stopped mid-request
         return real(self, request)
 
-    monkeypatch.setattr(OfflineMemoryModel, "complete", dies_on_the_second)
+    monkeypatch.setattr(OfflineModel, "complete", dies_on_the_second)
     code, _, err = run_cli(["sync"], capsys)
     assert code == 130 and "interrupted" in err
     assert [i["content"] for i in _items(capsys)] == [LINTER]  # the newest ran first
-    monkeypatch.setattr(OfflineMemoryModel, "complete", real)
+    monkeypatch.setattr(OfflineModel, "complete", real)
     resumed = _json(capsys, "sync")
     done = resumed["memories"]["settled"] + resumed["memory_pass"]["mined"]
     assert done == 1  # the queued operation ran once, by recovery or by the pass

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from memoir.llm.errors import Truncated
+from memoir.llm.offline import OfflineModel
 from memoir.llm.tokens import counter_for
 from memoir.llm.values import ModelRequest
 from memoir.memory.memories import Memories, sync_op
-from memoir.memory.offline_extractor import OfflineMemoryModel
 from memoir.memory.runner import MemoryParts, Runner
 from memoir.memory.sync_pass import MemoryPassReport, Verdict, due_order, run_memory_pass, verdict
 from memoir.memory.values import Trigger, operation_id
@@ -94,7 +94,7 @@ class Recording:
     (1-based) to the exception it raises instead."""
 
     def __init__(self, fail_on: dict[int, BaseException] | None = None) -> None:
-        self.inner = OfflineMemoryModel()
+        self.inner = OfflineModel()
         self.name = "offline"
         self.requests: list[ModelRequest] = []
         self.fail_on = fail_on or {}

@@ -32,11 +32,11 @@ from cli_run import run_cli
 from llm.wire import Reply, WireServer, openai_chat
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter
+from memoir.llm.offline import OfflineModel
 from memoir.llm.values import ModelRequest
 from memoir.llm.wiring import wrap
 from memoir.memory import build_slice
 from memoir.memory.memories import Memories
-from memoir.memory.offline_extractor import OfflineMemoryModel
 from memoir.memory.runner import MemoryConfig, MemoryParts, Runner
 from memoir.memory.validate import check_item
 from memoir.memory.values import ProposedItem, Quote, Range
@@ -78,7 +78,7 @@ class Recording:
     """The offline extractor, recording every request it is sent (inside the wiring)."""
 
     def __init__(self) -> None:
-        self.inner = OfflineMemoryModel()
+        self.inner = OfflineModel()
         self.name = "offline"
         self.requests: list[ModelRequest] = []
 

@@ -8,7 +8,6 @@ demo corpus and the shared Claude Code fixtures) and the summary path the pass u
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -24,8 +23,8 @@ from memoir.llm.offline.prose import (
     prose_summary,
     summarize_lines,
 )
-from memoir.llm.offline.structured import merge_object
 from memoir.llm.tokens import TiktokenCounter
+from memoir.summaries.episodic.offline import merge_object
 from memoir.summaries.policy import Action as Decision
 from memoir.summaries.policy import SummaryPolicy, decide
 from memoir.summaries.state import SUMMARY_FORMAT, SummaryState
@@ -316,6 +315,5 @@ def test_a_summary_of_the_old_format_is_redone(body: str, current: int, action: 
 def test_a_merged_summary_opens_with_the_goal_and_how_the_latest_part_ended(
     narratives: list[str], first: str
 ) -> None:
-    episodes = "\n".join(json.dumps({"narrative": n}) for n in narratives)
-    merged = merge_object("", episodes)["narrative"]
+    merged = merge_object("", [{"narrative": n} for n in narratives])["narrative"]
     assert merged.startswith(first), merged

@@ -172,9 +172,9 @@ def _run_one(
 def _extract_memories(store: Store, embedder: Embedder | None) -> None:
     """Every session of the conversation extracted as one range by the offline extractor
     (item vectors stored when an embedder is given)."""
+    from memoir.llm.offline import OfflineModel
     from memoir.llm.tokens import counter_for
     from memoir.memory.decisions import Work
-    from memoir.memory.offline_extractor import OfflineMemoryModel
     from memoir.memory.runner import MemoryConfig, MemoryParts, Runner, Task
     from memoir.memory.values import Trigger
 
@@ -183,7 +183,7 @@ def _extract_memories(store: Store, embedder: Embedder | None) -> None:
     )
     runner = Runner(
         parts,
-        OfflineMemoryModel(),
+        OfflineModel(),
         counter_for("cl100k_base"),
         MemoryConfig(window=128_000, output_reserve=16_000),
         embedder=(lambda: embedder) if embedder is not None else None,

@@ -3,7 +3,9 @@
 The covered messages are rendered as a transcript inside ``<transcript>…</transcript>``
 (a previous checkpoint's summary inside ``<previous_summary>…</previous_summary>``, the
 headings of the summary asked for inside ``<summary_format>…</summary_format>``) in the
-last user message, with ``RequestMeta.purpose = Purpose.COMPACTION``. A tool result's
+last user message, with ``RequestMeta.purpose = Purpose.COMPACTION``; the same transcript
+and summary ride as the request's task for the offline model
+(:class:`memoir.compaction.offline.CompactionTask`). A tool result's
 entry is headed by the call it answers (``[tool result: bash command="pytest -q"]``).
 
 Every message over the per-message cap — of any role, a pasted log in a user message
@@ -25,6 +27,7 @@ from typing import Any
 
 from memoir.compaction.budget import Budget
 from memoir.compaction.describe import call_brief
+from memoir.compaction.offline import CompactionTask
 from memoir.compaction.sequence import Message, content_text
 from memoir.compaction.standin import StandIns
 from memoir.compaction.tokens import MESSAGE_OVERHEAD, tool_call_text
@@ -134,13 +137,16 @@ def build_summary_request(
     entries = t.fit(limit - fixed)
     if entries is None:
         return None
-    content = _user_content(previous_summary, "\n\n".join(entries))
+    transcript = "\n\n".join(entries)
+    content = _user_content(previous_summary, transcript)
+    task = CompactionTask(transcript, previous_summary.strip() if previous_summary else "")
     request = ModelRequest(
         messages=(ChatMessage(role="user", content=content),),
         max_tokens=budget.output_budget,
         system=SUMMARY_SYSTEM,
         temperature=0.0,
         meta=RequestMeta(session=session, purpose=Purpose.COMPACTION),
+        task=task,
     )
     input_tokens = count(SUMMARY_SYSTEM) + count(content) + 2 * MESSAGE_OVERHEAD
     return SummaryPlan(

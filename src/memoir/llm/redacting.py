@@ -6,11 +6,15 @@ kind) before the inner model — and so the provider — sees it. Summaries, epi
 compaction and memory extraction all reach a provider through ``Model.complete``, so this
 is the one place it happens. The number of secrets replaced rides on the request
 (``RequestMeta.redacted``) to the ledger inside; the secrets themselves are never logged.
+The offline model reads the request's task instead of its prompt, so the task's text is
+redacted the same way (it holds the same text: the count is the prompt's).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
+from typing import Any
 
 from memoir.llm.port import Model
 from memoir.llm.values import ChatMessage, Completion, ModelRequest
@@ -34,7 +38,23 @@ def redact_request(request: ModelRequest) -> ModelRequest:
     if not total:
         return request
     meta = replace(request.meta, redacted=request.meta.redacted + total)
-    return replace(request, system=system, messages=tuple(messages), meta=meta)
+    task = _redacted(request.task)
+    return replace(request, system=system, messages=tuple(messages), meta=meta, task=task)
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every string inside it redacted: a str (not a str enum), and the
+    items of a tuple, list or dict and the fields of a dataclass, recursively."""
+    if type(value) is str:
+        return redact(value).text
+    if isinstance(value, tuple | list):
+        return type(value)(_redacted(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: _redacted(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return replace(value, **changes)
+    return value
 
 
 class Redacting:

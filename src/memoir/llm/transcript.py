@@ -5,7 +5,7 @@ The prompt convention every model caller shares puts a conversation inside
 ``Ana (user): …``, ``Assistant called Bash: …``, ``[tool result: Bash]`` …;
 :func:`opens_turn`). A turn's own text can hold a
 line that reads like such a label — a tool printing a chat log, a reply quoting one, a
-pasted transcript — and a reader (a model, or the offline model's parser) would take
+pasted transcript — and a reader (a model, or the offline strategies' reader) would take
 what follows for another speaker's words: a tool's output for the user's. So every line
 of a body that would read as a label (after its first, which follows the turn's own
 label) is quoted with ``"> "`` (:func:`quote_speaker_lines`): the words stay, only who

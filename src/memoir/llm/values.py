@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "ChatMessage",
     "Completion",
     "ModelRequest",
+    "OfflineTask",
     "Purpose",
     "RequestMeta",
     "StopReason",
@@ -54,10 +56,23 @@ class RequestMeta:
     redacted: int = 0  # secrets replaced in this request before a provider saw it
 
 
+class OfflineTask(Protocol):
+    """An engine's structured input for one call, with the engine's offline strategy.
+
+    A provider model reads the prompt; the offline model reads no prompt and asks the task
+    instead: ``answer`` returns the text (its best within ``max_tokens`` as ``count``
+    counts it). Tasks are frozen dataclasses, so redaction can reach their text fields.
+    """
+
+    def answer(self, max_tokens: int, count: Callable[[str], int]) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One call. ``max_tokens`` is the provider output cutoff. ``json`` asks for a JSON
-    object response where the provider supports it (the prompt must still ask for it)."""
+    object response where the provider supports it (the prompt must still ask for it).
+    ``task`` is the same call as structured input, for the offline model
+    (:class:`OfflineTask`); a provider never sees it."""
 
     messages: tuple[ChatMessage, ...]
     max_tokens: int
@@ -65,6 +80,7 @@ class ModelRequest:
     temperature: float = 0.0
     json: bool = False
     meta: RequestMeta = field(default_factory=RequestMeta)
+    task: OfflineTask | None = None
 
 
 @dataclass(frozen=True, slots=True)

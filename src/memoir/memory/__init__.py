@@ -17,8 +17,8 @@ Modules, in the order data flows:
   localization window and the three-call budget;
 - ``validate`` — deterministic checks of every proposed item;
 - ``decisions`` — retry/discard, policy, lane order, failure classes, outcomes;
-- ``cues`` / ``own_words`` / ``offline_extractor`` — the offline default extractor (and a
-  Model around it).
+- ``cues`` / ``own_words`` / ``offline_extractor`` — the offline default extractor (and
+  the task a memory request carries for the offline model).
 
 Layering: imports ``memoir.model``, ``memoir.errors`` and ``memoir.llm`` only.
 """
@@ -51,7 +51,7 @@ from memoir.memory.evidence import (
     has_user_text,
     turn_text,
 )
-from memoir.memory.offline_extractor import OfflineMemoryModel, extract
+from memoir.memory.offline_extractor import ExtractionTask, extract
 from memoir.memory.prompt import (
     PROMPT_HASH,
     PROMPT_ID,
@@ -114,6 +114,7 @@ __all__ = [
     "Envelope",
     "EvidenceSlice",
     "ExtractionError",
+    "ExtractionTask",
     "FailureAction",
     "FailureDecision",
     "Finding",
@@ -121,7 +122,6 @@ __all__ = [
     "LaneOp",
     "MalformedProposal",
     "MemoryItem",
-    "OfflineMemoryModel",
     "PendingFailure",
     "PolicyAction",
     "PolicyStage",

@@ -80,27 +80,24 @@ across sentences or turns, references resolved only by the assistant's words, no
 text (except what the cues happen to match), and dates written in words. It cannot
 localize an elliptical reference outside the range.
 
-:class:`OfflineMemoryModel` puts the extractor behind the one model interface: it reads a
-request :func:`memoir.memory.prompt.build_request` made and answers the proposal JSON.
+:class:`ExtractionTask` is what a memory request carries beside its prompt
+(``ModelRequest.task``, set by :meth:`memoir.memory.request.Envelope.request`): the
+offline model answers it with the proposal JSON; it never reads the prompt.
 """
 
 from __future__ import annotations
 
 import re
-import time
 import unicodedata
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
-from memoir.llm.errors import Truncated
 from memoir.llm.offline.rank import keywords
 from memoir.llm.offline.text import content_words, split_sentences
-from memoir.llm.tokens import counter_for, request_tokens
-from memoir.llm.values import Completion, ModelRequest, StopReason, Usage
 from memoir.memory.cues import fold, reading
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
 from memoir.memory.own_words import own_lines
-from memoir.memory.prompt import proposal_json, read_request
+from memoir.memory.prompt import proposal_json
 from memoir.memory.values import (
     MAX_INCIDENTAL,
     MAX_ITEMS,
@@ -119,7 +116,7 @@ from memoir.secrets import has_secret
 
 __all__ = [
     "KEY_LIMIT",
-    "OfflineMemoryModel",
+    "ExtractionTask",
     "Statement",
     "extract",
     "extract_turns",
@@ -326,38 +323,31 @@ def _extract(slice_: EvidenceSlice, trigger: Trigger, requested_turn: int | None
     return Proposal(status, items, incidental[:MAX_INCIDENTAL])
 
 
-@dataclass
-class OfflineMemoryModel:
-    """The offline extractor behind :class:`memoir.llm.port.Model`: answers a memory
-    request with the proposal JSON, within ``max_tokens`` (incidental items, then items,
-    are dropped from the end to fit; Truncated when not even an empty answer fits)."""
+@dataclass(frozen=True, slots=True)
+class ExtractionTask:
+    """A memory request's structured input: the trigger, the slice's turns, the turn a
+    remember asks for and the live memories shown. Its offline answer is the proposal
+    JSON of :func:`extract`, within ``max_tokens`` (incidental items, then items, are
+    dropped from the end to fit)."""
 
-    name: str = "offline"
-    calls: int = field(default=0)
+    trigger: Trigger
+    turns: tuple[SliceTurn, ...]
+    requested_turn: int | None = None
+    known: tuple[KnownItem, ...] = ()
 
-    def complete(self, request: ModelRequest) -> Completion:
-        started = time.monotonic()
-        read = read_request(request)
-        slice_ = _slice_of(read.turns)
-        proposal = extract(slice_, read.trigger, read.requested_turn, read.known)
-        counter = counter_for("cl100k_base")
+    def answer(self, max_tokens: int, count: Callable[[str], int]) -> str:
+        # the extractor reads what the prompt shows: a turn's role, text and citability
+        # (a user's only), a known item's id, content, kind and keys
+        turns = tuple(
+            SliceTurn(t.ordinal, t.role, t.text, t.citable and t.role == "user") for t in self.turns
+        )
+        known = tuple(KnownItem(k.id, k.content, k.kind, k.keys) for k in self.known)
+        proposal = extract(_slice_of(turns), self.trigger, self.requested_turn, known)
         text = proposal_json(proposal)
-        while counter.count(text) > request.max_tokens and (proposal.items or proposal.incidental):
+        while count(text) > max_tokens and (proposal.items or proposal.incidental):
             proposal = _smaller(proposal)
             text = proposal_json(proposal)
-        usage = Usage(request_tokens(request, counter), counter.count(text))
-        self.calls += 1
-        if usage.output_tokens > request.max_tokens:
-            raise Truncated("offline proposal exceeds max_tokens", partial="", provider="offline")
-        return Completion(
-            text=text,
-            stop_reason=StopReason.END,
-            usage=usage,
-            model="offline",
-            provider="offline",
-            latency_ms=(time.monotonic() - started) * 1000.0,
-            offline=True,
-        )
+        return text
 
 
 def _slice_of(turns: Sequence[SliceTurn]) -> EvidenceSlice:

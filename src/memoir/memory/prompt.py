@@ -32,10 +32,9 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.llm.values import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
 from memoir.memory.errors import MalformedProposal
 from memoir.memory.evidence import SliceTurn
 from memoir.memory.values import (
@@ -52,11 +51,9 @@ __all__ = [
     "PROMPT_ID",
     "PROMPT_VERSION",
     "SYSTEM_PROMPT",
-    "ReadRequest",
     "build_request",
     "parse_proposal",
     "proposal_json",
-    "read_request",
     "render_turns",
     "task_text",
 ]
@@ -185,8 +182,10 @@ def build_request(
     localization: Sequence[SliceTurn] = (),
     session_id: str | None = None,
     known: Sequence[KnownItem] = (),
+    task: OfflineTask | None = None,
 ) -> ModelRequest:
-    """The whole memory request: the memory prompt as system, one user message."""
+    """The whole memory request: the memory prompt as system, one user message (and
+    ``task``, the same input for the offline model)."""
     parts = [f"<task>\n{task_text(trigger, requested_turn, note)}\n</task>"]
     if known:
         lines = "\n".join(
@@ -207,53 +206,8 @@ def build_request(
         temperature=0.0,
         json=True,
         meta=RequestMeta(session=session_id, purpose=Purpose.EXTRACTION),
+        task=task,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ReadRequest:
-    """What :func:`read_request` recovers from a memory request (for the offline model)."""
-
-    trigger: Trigger
-    requested_turn: int | None
-    turns: tuple[SliceTurn, ...]
-    known: tuple[KnownItem, ...] = ()
-
-
-def _section(text: str, tag: str) -> str | None:
-    m = re.search(rf"<{tag}>\n(.*?)\n?</{tag}>", text, re.DOTALL)
-    return m.group(1) if m else None
-
-
-def read_request(request: ModelRequest) -> ReadRequest:
-    """The trigger, requested turn and turns of a request :func:`build_request` made."""
-    content = request.messages[-1].content if request.messages else ""
-    task, body = _section(content, "task"), _section(content, "turns")
-    if task is None or body is None:
-        raise MalformedProposal("not a memory request (no <task> or <turns>)")
-    try:
-        header = json.loads(task.split("\n", 1)[0])
-        turns = []
-        for line in body.splitlines():
-            if line.strip():
-                o = json.loads(line)
-                user = o["role"] == "user"
-                turns.append(
-                    SliceTurn(
-                        int(o["ordinal"]),
-                        "user" if user else "assistant",
-                        str(o["text"]),
-                        bool(o["citable"]) and user,
-                    )
-                )
-        requested = header.get("requested_turn")
-        known = tuple(
-            KnownItem(str(o["id"]), str(o["content"]), str(o["kind"]), tuple(o["keys"]))
-            for o in map(json.loads, (_section(content, "memories") or "").splitlines())
-        )
-        return ReadRequest(Trigger(header["trigger"]), requested, tuple(turns), known)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise MalformedProposal(f"not a memory request: {exc}") from exc
 
 
 # -- the answer ---------------------------------------------------------------------------

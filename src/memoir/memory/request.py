@@ -36,6 +36,7 @@ from memoir.llm.port import TokenCounter
 from memoir.llm.tokens import default_counter, request_tokens
 from memoir.llm.values import ModelRequest
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
+from memoir.memory.offline_extractor import ExtractionTask
 from memoir.memory.prompt import build_request
 from memoir.memory.values import (
     KnownItem,
@@ -136,6 +137,7 @@ class Envelope:
             localization=self.localization,
             session_id=self.session_id,
             known=self.known,
+            task=ExtractionTask(self.trigger, self.slice.turns, self.requested_turn, self.known),
         )
 
 

@@ -27,6 +27,7 @@ from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import Event, EventKind, Exchange, build_exchanges
 from memoir.summaries.episodic.cache import EpisodeCache
 from memoir.summaries.episodic.summarizer import EpisodicSummarizer
+from memoir.summaries.offline import SummaryTask
 
 __all__ = [
     "SHORT_TOKEN_BUDGET",
@@ -203,6 +204,7 @@ def _one_call(
         system=SUMMARY_SYSTEM,
         max_tokens=SUMMARY_MAX_TOKENS,
         meta=RequestMeta(user=user, session=session, purpose=Purpose.SUMMARY),
+        task=SummaryTask(transcript),
     )
     completion = model.complete(request)
     body = _clean(completion.text)

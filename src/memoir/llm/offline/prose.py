@@ -20,8 +20,8 @@ end, and is said only for a task (a request, or tools used).
 Where a source named its speakers (a group chat: ``Caroline: I went…``), a sentence that
 opens with "I" is reported in the speaker's name ("Caroline went…"), as a summary is
 written. The structured input is :class:`Line` and :class:`Action`
-(:func:`summarize_lines`); :func:`read_transcript` reads the prompt convention's transcript
-(the offline model's only input) into it, and :func:`lines_of_events` reads events.
+(:func:`summarize_lines`); :func:`read_transcript` reads a rendered transcript (what the
+summary and compaction tasks carry) into it.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ __all__ = [
     "Line",
     "ProseSummary",
     "is_filler",
-    "lines_of_events",
     "prose_summary",
     "read_transcript",
     "summarize_lines",
@@ -278,31 +277,6 @@ def _named(turns: Sequence[tuple[str, str]]) -> list[Line]:
         else:
             lines.append(Line(role, text))
     return lines
-
-
-def lines_of_events(events: Sequence[object]) -> tuple[list[Line], list[Action]]:
-    """Lines and actions of :class:`memoir.model.Event` values (user and assistant text;
-    tool calls' file and command arguments)."""
-    from memoir.model import EventKind, speaker_of
-
-    lines: list[Line] = []
-    actions: list[Action] = []
-    for ev in events:
-        kind = getattr(ev, "kind", None)
-        if kind is EventKind.TOOL_CALL:
-            payload = getattr(ev, "payload", {}) or {}
-            args = payload.get("input")
-            if args is None and isinstance(payload.get("arguments"), str):
-                args = _parse_args(payload["arguments"]) or {"command": payload["arguments"]}
-            found = _target(str(getattr(ev, "tool_name", "") or ""), args)
-            if found is None:
-                found = _target("", _parse_args(str(getattr(ev, "text", ""))))
-            if found:
-                actions.append(found)
-        elif kind in (EventKind.USER_TEXT, EventKind.ASSISTANT_TEXT):
-            role = "user" if kind is EventKind.USER_TEXT else "assistant"
-            lines.append(Line(role, str(getattr(ev, "text", "")), speaker_of(ev)))  # type: ignore[arg-type]
-    return lines, actions
 
 
 # -- selecting -------------------------------------------------------------------------

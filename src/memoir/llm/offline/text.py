@@ -1,9 +1,7 @@
-"""Reading the material of a prompt: tagged sections, speaker turns, sentences.
+"""Reading a transcript: speaker turns, sentences, words.
 
-The prompt convention (shared by every model caller): the material sits inside
-``<transcript>…</transcript>`` in the last user message, a previous summary inside
-``<previous_summary>…</previous_summary>`` and episode JSON objects inside
-``<episodes>…</episodes>``. Inside a transcript, a line that starts with a speaker label
+A transcript is a conversation as Memoir's renderers write it (or as a person pasted
+it). A line that starts with a speaker label
 (``User:``, ``Human:``, ``Assistant:``, ``Ana (user):``, ``[user]``, ``### Assistant``,
 ``Tool result (Bash) [error]:``, ``[tool result: Bash]``, ``Assistant called Bash:`` …;
 :func:`memoir.llm.transcript.opens_turn`) opens a turn; following lines belong to it.
@@ -19,7 +17,6 @@ import re
 from dataclasses import dataclass
 
 from memoir.llm.transcript import opens_turn
-from memoir.llm.values import ModelRequest
 from memoir.model.harness_text import split_harness
 
 __all__ = [
@@ -27,11 +24,9 @@ __all__ = [
     "Turn",
     "clip_words",
     "content_words",
-    "material_of",
     "parse_turns",
     "sentences_of",
     "split_sentences",
-    "tagged",
 ]
 
 _ROLE_OF = {
@@ -94,30 +89,6 @@ class Sentence:
     turn: int
     role: str
     position: int  # global order
-
-
-def tagged(text: str, tag: str) -> str | None:
-    """The content of the last ``<tag>…</tag>`` in ``text`` (an unclosed tag runs to the
-    end), or None."""
-    start = text.rfind(f"<{tag}>")
-    if start < 0:
-        return None
-    start += len(tag) + 2
-    end = text.find(f"</{tag}>", start)
-    return text[start:] if end < 0 else text[start:end]
-
-
-def material_of(request: ModelRequest, tag: str = "transcript") -> str:
-    """The material to work on: ``<tag>`` of the last user message (else of any message),
-    else the last user message itself."""
-    users = [m.content for m in request.messages if m.role == "user"]
-    for content in reversed(users or [m.content for m in request.messages]):
-        found = tagged(content, tag)
-        if found is not None:
-            return found
-    if tag != "transcript":
-        return ""
-    return users[-1] if users else ""
 
 
 def _role(match: re.Match[str]) -> str:

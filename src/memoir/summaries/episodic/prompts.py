@@ -3,7 +3,9 @@
 Convention shared by every model caller: the material goes inside ``<transcript>…</transcript>``
 in the last user message, a previous summary inside ``<previous_summary>…</previous_summary>``,
 episode objects for a merge inside ``<episodes>…</episodes>``; ``RequestMeta.purpose`` says
-what is asked and ``json=True`` asks for a JSON object. The word limits below are
+what is asked and ``json=True`` asks for a JSON object. Each request also carries its
+input as a task (:mod:`memoir.summaries.episodic.offline`): the offline model answers
+that, never the prompt. The word limits below are
 instructions to the model, not a guarantee: the output cutoffs (``max_tokens``) are the
 provider-side limits and a truncated answer is never accepted.
 """
@@ -14,7 +16,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.llm.values import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
+from memoir.summaries.episodic.offline import EpisodeTask, HalfTask, MergeTask
 
 __all__ = [
     "EPISODE_CUTOFF",
@@ -92,7 +95,7 @@ Finish the entire JSON object within 2,000 tokens; aim for about 1,500 tokens.""
 
 
 def _request(
-    system: str, user: str, purpose: Purpose, cutoff: int, meta: RequestMeta
+    system: str, user: str, purpose: Purpose, cutoff: int, meta: RequestMeta, task: OfflineTask
 ) -> ModelRequest:
     return ModelRequest(
         messages=(ChatMessage("user", user),),
@@ -101,6 +104,7 @@ def _request(
         temperature=0.0,
         json=True,
         meta=RequestMeta(user=meta.user, session=meta.session, purpose=purpose, job_id=meta.job_id),
+        task=task,
     )
 
 
@@ -108,7 +112,8 @@ def episode_request(transcript: str, meta: RequestMeta) -> ModelRequest:
     user = (
         f"Summarize this episode of the conversation.\n\n<transcript>\n{transcript}\n</transcript>"
     )
-    return _request(EPISODE_SYSTEM, user, Purpose.EPISODE, EPISODE_CUTOFF, meta)
+    task = EpisodeTask(transcript)
+    return _request(EPISODE_SYSTEM, user, Purpose.EPISODE, EPISODE_CUTOFF, meta, task)
 
 
 def half_request(transcript: str, meta: RequestMeta) -> ModelRequest:
@@ -116,7 +121,7 @@ def half_request(transcript: str, meta: RequestMeta) -> ModelRequest:
         "Summarize this part of the conversation compactly.\n\n"
         f"<transcript>\n{transcript}\n</transcript>"
     )
-    return _request(HALF_SYSTEM, user, Purpose.HALF, EPISODE_CUTOFF, meta)
+    return _request(HALF_SYSTEM, user, Purpose.HALF, EPISODE_CUTOFF, meta, HalfTask(transcript))
 
 
 def merge_request(
@@ -127,4 +132,5 @@ def merge_request(
         parts.append(f"<previous_summary>\n{previous}\n</previous_summary>")
     lines = "\n".join(json.dumps(e, ensure_ascii=False) for e in episodes)
     parts.append(f"<episodes>\n{lines}\n</episodes>")
-    return _request(MERGE_SYSTEM, "\n\n".join(parts), Purpose.MERGE, MERGE_CUTOFF, meta)
+    task = MergeTask(tuple(dict(e) for e in episodes), previous or "")
+    return _request(MERGE_SYSTEM, "\n\n".join(parts), Purpose.MERGE, MERGE_CUTOFF, meta, task)

@@ -1,8 +1,11 @@
-"""The offline model's summary of an agent's work, for a compaction request.
+"""The compaction engine's offline strategy: the summary of an agent's work.
 
-Asked for when a COMPACTION request gives the headings it wants
-(``<summary_format>…</summary_format>``; other summary requests keep the extractive
-summary of :mod:`.summary`). Lines, each under a heading of that format::
+:class:`CompactionTask` is what a compaction request carries beside its prompt
+(``ModelRequest.task``): the transcript of the covered messages as the request renders
+them (stand-ins included) and the previous checkpoint's summary. The offline model
+answers it with :func:`work_summary`, or the prose summary
+(:func:`memoir.llm.offline.prose.prose_summary`) when the transcript shows no work.
+Lines, each under a heading of :data:`memoir.compaction.request.SUMMARY_FORMAT`::
 
     Goals and constraints:
     - <the user's sentences: the first request, every constraint or preference, the latest>
@@ -20,7 +23,7 @@ summary of :mod:`.summary`). Lines, each under a heading of that format::
 Items are taken by importance while the text fits ``max_tokens`` (the user's words and
 the last state first, then open errors and decisions, edited files, failed commands,
 then the rest) and shown in conversation order. A previous summary in this format
-(``<previous_summary>``) is merged item by item, so a rolling compaction keeps what
+is merged item by item, so a rolling compaction keeps what
 earlier rounds kept; a previous summary in another form is carried as key facts. The
 stand-ins' own wording never becomes an item: only what they say of the work.
 """
@@ -31,13 +34,27 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memoir.compaction.offline_read import Run, Work, read_work
 from memoir.llm.offline.analysis import finish, near_duplicate
-from memoir.llm.offline.prose import is_filler
+from memoir.llm.offline.prose import is_filler, prose_summary
 from memoir.llm.offline.rank import cue, rank_sentences
 from memoir.llm.offline.text import clip_words, content_words, split_sentences
-from memoir.llm.offline.work_read import Run, Work, read_work
 
-__all__ = ["SECTIONS", "work_summary"]
+__all__ = ["SECTIONS", "CompactionTask", "work_summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionTask:
+    """The covered messages as the request's transcript, and the previous checkpoint's
+    summary ('' for none)."""
+
+    transcript: str
+    previous: str = ""
+
+    def answer(self, max_tokens: int, count: Callable[[str], int]) -> str:
+        text = work_summary(self.transcript, max_tokens, count, self.previous)
+        return text or prose_summary(self.transcript, max_tokens, count, self.previous)
+
 
 SECTIONS = (
     "Goals and constraints",
@@ -79,7 +96,8 @@ def _previous_items(previous: str) -> list[Item]:
     out: list[Item] = []
     section: str | None = None
     loose: list[str] = []
-    for n, raw in enumerate(previous.splitlines()):
+    # lines count from 1: a previous file sorts just before the fresh file it precedes
+    for n, raw in enumerate(previous.splitlines(), start=1):
         line = raw.strip()
         m = _HEADING.match(line)
         if m and m.group("name") in SECTIONS:

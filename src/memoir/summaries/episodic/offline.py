@@ -1,12 +1,16 @@
-"""The JSON answers of the offline model: episode / half / merge summaries and memory
-extraction items, in the shapes the callers' prompts define.
+"""The episodic summarizer's offline strategy: episode, half and merge objects.
+
+Each request of the episodic summarizer carries its structured input beside the prompt
+(``ModelRequest.task``): :class:`EpisodeTask` (an episode's transcript), :class:`HalfTask`
+(half of one that did not fit) and :class:`MergeTask` (the episode objects and the
+previous summary). The offline model answers each with the JSON object the prompts ask
+for, shrunk item by item until it fits ``max_tokens`` (:func:`fit_json`).
 
 Episode (and fallback) object: ``narrative`` (2–3 sentences), six lists ``decisions``,
 ``facts``, ``people``, ``open_threads``, ``preferences``, ``state`` (at most two items
 each, eight in all) and ``keywords`` (at most six). Half: one sentence, at most four facts
-one per list, four keywords. Merge: the same shape with a longer narrative, combining a
-``<previous_summary>`` and the ``<episodes>`` objects. Extraction: ``{"items": [{"text",
-"kind", "evidence"}]}`` where evidence is an exact substring of the user's own lines.
+one per list, four keywords. Merge: the same shape with a longer narrative, combining the
+previous summary (a JSON object or prose) and the episode objects.
 """
 
 from __future__ import annotations
@@ -14,23 +18,27 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from memoir.llm.offline.analysis import Analysis, finish, topic_phrase
+from memoir.llm.offline.analysis import Analysis, finish
 from memoir.llm.offline.prose import read_transcript, summarize_lines
-from memoir.llm.offline.rank import cue, keywords
-from memoir.llm.offline.text import clip_words, parse_turns, sentences_of, split_sentences
+from memoir.llm.offline.rank import keywords
+from memoir.llm.offline.text import split_sentences
+from memoir.summaries.episodic.shape import FACT_LISTS
 
 __all__ = [
-    "DROP_ORDER",
-    "LISTS",
+    "EpisodeTask",
+    "HalfTask",
+    "MergeTask",
     "episode_object",
-    "extraction_object",
+    "fit_json",
     "half_object",
     "merge_object",
 ]
 
-LISTS = ("decisions", "facts", "people", "open_threads", "preferences", "state")
+LISTS = FACT_LISTS
 # least important first: central sentences are the most replaceable, decisions the least
 DROP_ORDER = ("facts", "open_threads", "people", "preferences", "state", "decisions")
 PER_LIST = 2
@@ -130,11 +138,11 @@ def _strs(value: object) -> list[str]:
     return []
 
 
-def merge_object(previous: str, episodes_text: str) -> dict[str, Any]:
+def merge_object(previous: str, episode_objects: Sequence[dict[str, Any]]) -> dict[str, Any]:
     prev_objs = json_objects(previous) if previous.strip() else []
     if previous.strip() and not prev_objs:  # a prose summary
         prev_objs = [{"narrative": previous.strip()}]
-    episodes = json_objects(episodes_text)
+    episodes = list(episode_objects)
     parts = prev_objs + episodes
     narrative = _merge_narrative(prev_objs, episodes)
     lists: dict[str, list[str]] = {}
@@ -206,76 +214,66 @@ def _goal_and_end(first: str, latest: str) -> str:
     return f"{first.split(_ENDS, 1)[0]}{_ENDS}{latest.split(_ENDS, 1)[1]}"
 
 
-# -- extraction ------------------------------------------------------------------------
-
-_KIND_ORDER = ("preference", "instruction", "decision", "fact")
-_VERBS = {
-    "prefer": "prefers",
-    "like": "likes",
-    "love": "loves",
-    "hate": "hates",
-    "want": "wants",
-    "use": "uses",
-    "work": "works",
-    "live": "lives",
-    "need": "needs",
-    "have": "has",
-    "enjoy": "enjoys",
-    "dislike": "dislikes",
-    "don't": "doesn't",
-    "do": "does",
-    "am": "is",
-    "was": "was",
-    "would": "would",
-    "always": "always",
-    "never": "never",
-    "really": "really",
-}
+# -- the tasks ---------------------------------------------------------------------------
 
 
-def third_person(sentence: str) -> str:
-    """ "I prefer tabs" → "The user prefers tabs"; otherwise "The user said: …"."""
-    s = " ".join(sentence.split())
-    m = re.match(r"(?i)^(i'm|i am|i've|i'd|my|i)\b\s*(\S+)?", s)
-    if not m:
-        return f"The user said: {finish(s)}"
-    head, verb = m.group(1).lower(), (m.group(2) or "")
-    rest = s[m.end(1) :].lstrip()
-    if head in ("i'm", "i am"):
-        return finish(f"The user is {rest}")
-    if head == "i've":
-        return finish(f"The user has {rest}")
-    if head == "i'd":
-        return finish(f"The user would {rest}")
-    if head == "my":
-        return finish(f"The user's {rest}")
-    lowered = verb.lower()
-    if lowered in _VERBS:
-        return finish(f"The user {_VERBS[lowered]}{rest[len(verb) :]}")
-    return f"The user said: {finish(s)}"
+@dataclass(frozen=True, slots=True)
+class EpisodeTask:
+    """One episode of a conversation, as its rendered transcript."""
+
+    transcript: str
+
+    def answer(self, max_tokens: int, count: Callable[[str], int]) -> str:
+        return fit_json(episode_object(self.transcript), max_tokens, count)
 
 
-def extraction_object(transcript: str, *, limit: int = 8) -> dict[str, Any]:
-    turns = parse_turns(transcript)
-    known = any(t.role != "unknown" for t in turns)
-    user_roles = ("user",) if known else ("unknown",)
-    user_text = "\n".join(t.text for t in turns if t.role in user_roles)
-    items: list[dict[str, str]] = []
-    seen: set[str] = set()
-    for kind in _KIND_ORDER:
-        for s in sentences_of(turns, roles=user_roles):
-            if len(items) >= limit:
-                break
-            if s.text.lower() in seen or not cue(kind, s.text) or s.text.endswith("?"):
-                continue
-            if s.text not in user_text:  # pragma: no cover - sentences are substrings
-                continue
-            seen.add(s.text.lower())
-            items.append(
-                {"text": clip_words(third_person(s.text), 40), "kind": kind, "evidence": s.text}
-            )
-    return {"items": items}
+@dataclass(frozen=True, slots=True)
+class HalfTask:
+    """Half of an episode that did not fit, summarized compactly."""
+
+    transcript: str
+
+    def answer(self, max_tokens: int, count: Callable[[str], int]) -> str:
+        return fit_json(half_object(self.transcript), max_tokens, count)
 
 
-def describe_topic(transcript: str) -> str:
-    return topic_phrase(Analysis.of(transcript, keyword_limit=3).keywords)
+@dataclass(frozen=True, slots=True)
+class MergeTask:
+    """The episode objects of a run and the previous summary they continue ('' for none)."""
+
+    episodes: tuple[dict[str, Any], ...]
+    previous: str = ""
+
+    def answer(self, max_tokens: int, count: Callable[[str], int]) -> str:
+        return fit_json(merge_object(self.previous, self.episodes), max_tokens, count)
+
+
+def fit_json(obj: dict[str, Any], max_tokens: int, count: Callable[[str], int]) -> str:
+    """``obj`` as JSON, shrunk one piece at a time (least important first) until it fits
+    ``max_tokens``; the smallest form when nothing more can go (the model then reports
+    Truncated)."""
+    text = _dumps(obj)
+    while count(text) > max_tokens and _shrink(obj):
+        text = _dumps(obj)
+    return text
+
+
+def _dumps(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _shrink(obj: dict[str, Any]) -> bool:
+    """Remove one piece of ``obj`` (least important first); False when nothing is left."""
+    for name in DROP_ORDER:
+        if obj.get(name):
+            obj[name].pop()
+            return True
+    if obj.get("keywords"):
+        obj["keywords"].pop()
+        return True
+    narrative = str(obj.get("narrative", ""))
+    words = narrative.split()
+    if len(words) > 1:
+        obj["narrative"] = " ".join(words[: max(1, len(words) * 2 // 3)]).rstrip(".,;:") + "."
+        return True
+    return False

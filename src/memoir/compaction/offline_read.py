@@ -1,4 +1,4 @@
-"""Reading an agent's transcript for the summary of the work (see :mod:`.work`).
+"""Reading an agent's transcript for the summary of the work (see :mod:`.offline`).
 
 A compaction request renders the history as entries (``[user]``, ``[assistant]`` with
 ``→ name(arguments)`` lines for its tool calls, ``[tool result: bash command="…"]``) and

@@ -1,0 +1,29 @@
+"""The summary engine's offline strategy: the prose summary of a transcript.
+
+:class:`SummaryTask` is what a one-call summary request carries beside its prompt
+(``ModelRequest.task``). The offline model answers it with
+:func:`memoir.llm.offline.prose.prose_summary`: the goal the user stated and how it ended,
+then the most central sentences in order — the conversation's own sentences within
+``max_tokens``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memoir.llm.offline.prose import prose_summary
+
+__all__ = ["SummaryTask"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryTask:
+    """A conversation to summarize: its rendered transcript (and an earlier summary to
+    carry forward, when there is one)."""
+
+    transcript: str
+    previous: str = ""
+
+    def answer(self, max_tokens: int, count: Callable[[str], int]) -> str:
+        return prose_summary(self.transcript, max_tokens, count, self.previous)
