@@ -10,8 +10,8 @@ recording every request::
 A reply may be a ``str`` (a successful END completion), a ``Completion``, a
 ``ModelError`` instance (raised), or a callable ``(request) -> str | Completion`` (which may
 itself raise). With the queue empty it answers ``default`` when one is set, else raises
-:class:`ScriptExhausted` (an AssertionError, so code under test cannot swallow it as a
-model failure). ``delay_s`` sleeps before answering (benchmarks of concurrency).
+:class:`ScriptExhausted` (a ``BaseException``, like ``KeyboardInterrupt``: no
+``except Exception`` in the code under test can swallow it as a model failure). ``delay_s`` sleeps before answering (benchmarks of concurrency).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = ["Reply", "ScriptExhausted", "ScriptedModel"]
 Reply = str | Completion | ModelError | Callable[[ModelRequest], str | Completion]
 
 
-class ScriptExhausted(AssertionError):
+class ScriptExhausted(BaseException):
     """The scripted model was called with no reply queued and no default."""
 
 

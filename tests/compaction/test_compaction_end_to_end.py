@@ -1,4 +1,4 @@
-"""Issue 26, end to end: a verbatim tail, summaries of what happened (not of stand-ins),
+"""Compaction end to end: a verbatim tail, summaries of what happened (not of stand-ins),
 one validation at any size, honest metadata — and the two reproductions of the issue."""
 
 from __future__ import annotations
