@@ -290,6 +290,10 @@ class Settings:
                 values[name] = _whole_number(
                     v, default_i, origins[name].removeprefix("env "), name, origins, least
                 )
+        if values.get("pg_pool_timeout_s") == 0:  # a wait of 0 would refuse every call
+            _warn_once("MEMOIR_PG_POOL_TIMEOUT_S=0 is not above 0; using 10")
+            values["pg_pool_timeout_s"] = 10.0
+            origins["pg_pool_timeout_s"] = "default (MEMOIR_PG_POOL_TIMEOUT_S=0 ignored)"
         if "compact_threshold_ratio" in values:
             ratio = float(values["compact_threshold_ratio"])  # type: ignore[arg-type]
             if not 0.0 < ratio <= 1.0:
