@@ -317,7 +317,7 @@ def _translated(exc: psycopg.Error, limits: _Limits) -> MemoirError:
     """A driver error as Memoir's: text PostgreSQL cannot hold (a NUL byte, which psycopg
     refuses before sending) is the caller's input error, as a bad argument is; anything
     else is the store's, said in words for the two limits a busy service meets (no free
-    pooled connection in time, a statement past its timeout)."""
+    pooled connection in time, a statement past its timeout) and for a server restart."""
     if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
         return ConfigError("text holding a NUL byte (\\x00) cannot be stored or looked up")
     if isinstance(exc, PoolTimeout):
@@ -331,7 +331,20 @@ def _translated(exc: psycopg.Error, limits: _Limits) -> MemoirError:
             f"postgres: a query ran past the {limits.statement_timeout_s:g} s statement "
             "timeout and was cancelled (MEMOIR_PG_STATEMENT_TIMEOUT_S)"
         )
+    if isinstance(exc, _SHUTDOWN):
+        return StoreError(
+            f"postgres: the database server is restarting or stopping ({_first_line(exc)}); "
+            "retry shortly"
+        )
     return StoreError(f"postgres: {_first_line(exc)}")
+
+
+# the server ended the session (pg_ctl stop or restart, a crash) or is not ready yet
+_SHUTDOWN = (
+    psycopg.errors.AdminShutdown,
+    psycopg.errors.CrashShutdown,
+    psycopg.errors.CannotConnectNow,
+)
 
 
 def _first_line(exc: BaseException) -> str:
