@@ -27,8 +27,9 @@ both replicas. One job per session per storm may be created; the report counts b
 At the end (the worker given up to 60 s to drain the queue): every acknowledged message
 is stored exactly once (its unique token found in exactly one event, read back through the
 API; no event without a token the client sent), ordinals are 1..n without a gap, every
-job the database holds was answered to a storm, and every job is finished (completed,
-failed) or resumable (queued, running under a claim).
+job the database holds was answered to a storm, no session ever had two active jobs at
+once, and every job is finished (completed, failed) or resumable (queued, running under
+a claim).
 
 Reported: throughput and p50/p95/p99 per route, status counts, 5xx and transport errors
 (must be 0), jobs requested vs created, the consistency check. The client shares the
@@ -172,7 +173,7 @@ def process(
 
 
 def wait_healthy(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120  # a start-up on busy shared cores
     while True:
         with contextlib.suppress(httpx.TransportError):
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
@@ -280,6 +281,8 @@ async def storm_loop(run: Run, bases: list[str], until: float, every: float, siz
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
     clients = [httpx.AsyncClient(base_url=b, timeout=60, limits=limits) for b in bases]
     try:
+        # every connection a storm uses opened beforehand: its POSTs arrive together
+        await asyncio.gather(*(c.get("/healthz") for c in clients for _ in range(size)))
         n = 0
         while time.monotonic() + every < until:
             await asyncio.sleep(every)
@@ -392,11 +395,23 @@ def check_jobs(database_url: str, run: Run, drain_s: float) -> dict[str, Any]:
     with psycopg.connect(database_url, autocommit=True) as conn:
         while True:
             # the schema is this run's own: every job in it is one of the storms'
-            rows = conn.execute("SELECT id, state, claimed_by FROM jobs").fetchall()
+            rows = conn.execute(
+                "SELECT id, state, claimed_by, user_name, session_id, created_at, finished_at "
+                "FROM jobs ORDER BY created_at"
+            ).fetchall()
             active = [r for r in rows if r[1] in ("queued", "running")]
             if not active or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
+    # never two active jobs for one session at once: each one created after the one before
+    # it (same user and session) had finished
+    overlapping = 0
+    last: dict[tuple[str, str], Any] = {}
+    for row in rows:
+        before = last.get((row[3], row[4]))
+        if before is not None and (before[6] is None or row[5] < before[6]):
+            overlapping += 1
+        last[(row[3], row[4])] = row
     states = Counter(str(r[1]) for r in rows)
     bad = [
         r[0]
@@ -408,6 +423,7 @@ def check_jobs(database_url: str, run: Run, drain_s: float) -> dict[str, Any]:
         "in_database": len(rows),
         "not_answered": len({str(r[0]) for r in rows} - run.seen_jobs),
         "neither_finished_nor_resumable": len(bad),
+        "overlapping": overlapping,
     }
 
 
@@ -497,7 +513,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         and events["replayed_batches_added"] == 0
         and jobs["not_answered"] == 0
         and jobs["neither_finished_nor_resumable"] == 0
-        and all(s["new"] <= 1 for s in run.storms)
+        and jobs["overlapping"] == 0
     )
     result = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
