@@ -52,6 +52,14 @@ def test_defaults() -> None:
         ({"MEMOIR_SUMMARY_LIMIT": "0"}, "summary_limit", 0, "env"),  # index, summarize nothing
         ({"MEMOIR_SUMMARY_LIMIT": "-1"}, "summary_limit", 10, "default"),
         ({"MEMOIR_EPISODE_CONCURRENCY": "0"}, "episode_concurrency", 4, "default"),
+        ({"MEMOIR_PG_POOL_SIZE": "20"}, "pg_pool_size", 20, "env"),
+        ({"MEMOIR_PG_POOL_SIZE": "0"}, "pg_pool_size", 8, "default"),
+        ({"MEMOIR_PG_POOL_TIMEOUT_S": "2.5"}, "pg_pool_timeout_s", 2.5, "env"),
+        ({"MEMOIR_PG_POOL_TIMEOUT_S": "0"}, "pg_pool_timeout_s", 10.0, "default"),
+        ({"MEMOIR_PG_POOL_TIMEOUT_S": "-3"}, "pg_pool_timeout_s", 10.0, "default"),
+        ({"MEMOIR_PG_STATEMENT_TIMEOUT_S": "5"}, "pg_statement_timeout_s", 5.0, "env"),
+        ({"MEMOIR_PG_STATEMENT_TIMEOUT_S": "0"}, "pg_statement_timeout_s", 0.0, "env"),  # none
+        ({"MEMOIR_PG_STATEMENT_TIMEOUT_S": "x"}, "pg_statement_timeout_s", 30.0, "default"),
     ],
 )
 def test_numeric_settings(
@@ -246,6 +254,9 @@ def test_relative_paths_are_made_absolute(tmp_path: Path, monkeypatch: pytest.Mo
         ({"compact_threshold_ratio": 5}, r"compact_threshold_ratio must be in \(0, 1\]"),
         ({"compact_threshold_ratio": "0.5"}, r"compact_threshold_ratio must be in \(0, 1\]"),
         ({"exclude_projects": "secret"}, "exclude_projects must be a tuple of project names"),
+        ({"pg_pool_size": 0}, "pg_pool_size must be a whole number of at least 1"),
+        ({"pg_pool_timeout_s": 0}, "pg_pool_timeout_s must be seconds above 0"),
+        ({"pg_statement_timeout_s": -1}, "pg_statement_timeout_s must be a number of 0 or more"),
     ],
 )
 def test_settings_made_in_code_are_checked_like_the_environment(

@@ -72,6 +72,11 @@ def _default_sources() -> tuple[Path, ...]:
 class Settings:
     home: Path = field(default_factory=_default_home)
     database_url: str | None = None  # None → SQLite file under home
+    # PostgreSQL: connections a process pools, how long a call waits for one, and how long
+    # one statement may run (0: no limit) before the server cancels it
+    pg_pool_size: int = 8
+    pg_pool_timeout_s: float = 10.0
+    pg_statement_timeout_s: float = 30.0
     sources: tuple[Path, ...] = ()
     exclude_projects: tuple[str, ...] = ()
     # model
@@ -146,6 +151,9 @@ class Settings:
                 or not 0 <= value < float("inf")
             ):
                 raise ConfigError(f"{name} must be a number of 0 or more, not {value!r}")
+        wait = self.pg_pool_timeout_s
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 < wait < 1e9:
+            raise ConfigError(f"pg_pool_timeout_s must be seconds above 0, not {wait!r}")
         ratio = self.compact_threshold_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0:
             raise ConfigError(f"compact_threshold_ratio must be in (0, 1], not {ratio!r}")
@@ -275,6 +283,8 @@ class Settings:
             ("job_abort_s", ("MEMOIR_JOB_ABORT_S",), 600.0),
             ("job_claim_s", ("MEMOIR_JOB_CLAIM_S",), 900.0),
             ("job_abandon_s", ("MEMOIR_JOB_ABANDON_S",), 930.0),
+            ("pg_pool_timeout_s", ("MEMOIR_PG_POOL_TIMEOUT_S",), 10.0),
+            ("pg_statement_timeout_s", ("MEMOIR_PG_STATEMENT_TIMEOUT_S",), 30.0),
         ):
             if (v := take(name, *keys)) is not None:
                 values[name] = _non_negative_float(
@@ -293,12 +303,17 @@ class Settings:
             ("llm_retry_budget", ("MEMOIR_LLM_RETRY_BUDGET",), 3),
             ("episode_tokens", ("MEMOIR_EPISODE_TOKENS",), 10_000),
             ("episode_max_full_tokens", ("MEMOIR_EPISODE_MAX_FULL_TOKENS",), 200_000),
+            ("pg_pool_size", ("MEMOIR_PG_POOL_SIZE",), 8),
         ):
             if (v := take(name, *keys)) is not None:
                 least = 0 if name in _ZERO_OK else 1
                 values[name] = _whole_number(
                     v, default_i, origins[name].removeprefix("env "), name, origins, least
                 )
+        if values.get("pg_pool_timeout_s") == 0:  # a wait of 0 would refuse every call
+            _warn_once("MEMOIR_PG_POOL_TIMEOUT_S=0 is not above 0; using 10")
+            values["pg_pool_timeout_s"] = 10.0
+            origins["pg_pool_timeout_s"] = "default (MEMOIR_PG_POOL_TIMEOUT_S=0 ignored)"
         if "compact_threshold_ratio" in values:
             ratio = float(values["compact_threshold_ratio"])  # type: ignore[arg-type]
             if not 0.0 < ratio <= 1.0:
@@ -373,9 +388,15 @@ _WHOLE_NUMBERS = (
     "episode_attempt_budget",
     "episode_tokens",
     "episode_max_full_tokens",
+    "pg_pool_size",
 )
 _ZERO_OK = ("summary_limit", "memory_limit")
-_NUMBERS = ("llm_timeout_s", "summary_quiescence_hours", "summary_error_retry_hours")
+_NUMBERS = (
+    "llm_timeout_s",
+    "summary_quiescence_hours",
+    "summary_error_retry_hours",
+    "pg_statement_timeout_s",
+)
 
 
 def check_job_intervals(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -133,6 +134,42 @@ def test_postgres_connections_the_server_dropped_are_replaced() -> None:
                 ).fetchone()
             assert killed is not None and killed[0] >= 1
             assert [store.stats()["sessions"] for _ in range(6)] == [0] * 6
+        finally:
+            store.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("given", "shown"), [("2.5", "2500ms"), ("0", "0")])
+def test_postgres_pool_settings_reach_every_pooled_connection(
+    home: Path, given: str, shown: str
+) -> None:
+    """MEMOIR_PG_STATEMENT_TIMEOUT_S is each pooled connection's statement_timeout (0: none),
+    and the URL's own options (the schema's search_path) are kept beside it."""
+    from conftest import fresh_pg_schema
+
+    with fresh_pg_schema() as url:
+        env = {
+            "MEMOIR_HOME": str(home),
+            "MEMOIR_DATABASE_URL": url,
+            "MEMOIR_PG_POOL_SIZE": "3",
+            "MEMOIR_PG_STATEMENT_TIMEOUT_S": given,
+        }
+        store = open_store(Settings.from_env(env, sources=()))
+        try:
+            assert store._pool.max_size == 3  # type: ignore[attr-defined]
+            with ThreadPoolExecutor(3) as pool:  # every connection of the pool, at once
+
+                def show(_: int) -> tuple[str, str]:
+                    with store._reading() as conn:  # type: ignore[attr-defined]
+                        row = conn.execute(
+                            "SELECT current_setting('statement_timeout'), current_schema()"
+                        ).fetchone()
+                        time.sleep(0.2)
+                        return str(row[0]), str(row[1])
+
+                seen = list(pool.map(show, range(3)))
+            assert {timeout for timeout, _ in seen} == {shown}
+            assert {schema for _, schema in seen} == {url.rsplit("search_path%3D", 1)[1]}
         finally:
             store.close()
 

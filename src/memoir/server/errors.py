@@ -87,6 +87,18 @@ def memoir_status(exc: MemoirError) -> tuple[int, str]:
     return 409, "conflict"
 
 
+def _where(request: Request) -> dict[str, Any]:
+    """The log fields naming a request: its id, method, path and route (the template,
+    ``/api/sessions/{session_id}/summary``, that groups a path's requests)."""
+    route = request.scope.get("route")
+    return {
+        "request_id": getattr(request.state, "request_id", None),
+        "method": request.method,
+        "path": request.url.path,
+        "route": getattr(route, "path", None),
+    }
+
+
 def _validation_message(exc: RequestValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
@@ -104,7 +116,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(MemoirError)
     async def _memoir(request: Request, exc: MemoirError) -> JSONResponse:
         status, code = memoir_status(exc)
-        return error_response(status, code, str(exc) or type(exc).__name__)
+        message = str(exc) or type(exc).__name__
+        if status == 503:  # an outage or a limit (the pool, a statement timeout): which route
+            log.warning("%s: %s", code, message, extra=_where(request))
+        return error_response(status, code, message)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -118,9 +133,5 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error(
-            "unexpected error",
-            exc_info=exc,
-            extra={"request_id": getattr(request.state, "request_id", None)},
-        )
+        log.error("unexpected error", exc_info=exc, extra=_where(request))
         return error_response(500, "internal", "internal error; the server log has the details")

@@ -29,7 +29,7 @@ Message = dict[str, Any]
 class JsonFormatter(logging.Formatter):
     """One JSON object a line: time, level, logger, message and the request's fields."""
 
-    FIELDS = ("request_id", "method", "path", "status", "ms", "user", "job_id")
+    FIELDS = ("request_id", "method", "path", "route", "status", "ms", "user", "job_id")
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -119,6 +119,7 @@ class RequestMiddleware:
                     "request_id": request_id,
                     "method": scope.get("method"),
                     "path": scope.get("path"),
+                    "route": getattr(scope.get("route"), "path", None),  # set by routing
                     "status": status["code"],
                     "ms": round((time.perf_counter() - started) * 1000, 2),
                     "user": state.get("user"),

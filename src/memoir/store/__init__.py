@@ -95,7 +95,12 @@ def open_store(settings: Settings) -> Store:
                 "MEMOIR_DATABASE_URL names PostgreSQL but psycopg is not installed: "
                 + install_hint("postgres")
             ) from exc
-        return PostgresStore(url.strip())
+        return PostgresStore(
+            url.strip(),
+            max_connections=settings.pg_pool_size,
+            pool_timeout_s=settings.pg_pool_timeout_s,
+            statement_timeout_s=settings.pg_statement_timeout_s,
+        )
     from memoir.store.sqlite_store import SQLiteStore
 
     return SQLiteStore(path)

@@ -12,11 +12,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import pq
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memoir.config import mask_url
 from memoir.errors import Busy, ConfigError, MemoirError, MigrationError, ReadOnly, StoreError
@@ -117,10 +117,17 @@ class PostgresStore(SqlStore):
     cache_dir: Path | None = None  # a server's processes keep the matrix in memory
 
     def __init__(
-        self, url: str, *, target_version: int | None = None, max_connections: int = 8
+        self,
+        url: str,
+        *,
+        target_version: int | None = None,
+        max_connections: int = 8,
+        pool_timeout_s: float = 10.0,
+        statement_timeout_s: float = 30.0,
     ) -> None:
         self._masked = mask_url(url)
         self._closed = False
+        self._limits = _Limits(max_connections, pool_timeout_s, statement_timeout_s)
         db = Db(
             tx=self._tx,
             ro=self._ro,
@@ -163,7 +170,9 @@ class PostgresStore(SqlStore):
             url,
             min_size=1,
             max_size=max_connections,
+            timeout=pool_timeout_s,  # a call waits this long for a free connection, then 503
             kwargs={"autocommit": True},
+            configure=self._configure,
             open=False,
             name="memoir",
             # a connection the server dropped (a restart) is replaced when handed out,
@@ -183,6 +192,13 @@ class PostgresStore(SqlStore):
         """A standby (in recovery) or a role whose transactions are read-only, as seen when
         the store was opened."""
         return self._read_only
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        """Each new pooled connection: the statement timeout for its session (a function
+        call, not ``SET``, so the value can be a bound parameter; the URL's ``options``,
+        such as a ``search_path``, are left as they are)."""
+        ms = round(self._limits.statement_timeout_s * 1000)
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{ms}ms",))
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         """The pool's check of a connection it hands out. One dead connection means the
@@ -215,7 +231,7 @@ class PostgresStore(SqlStore):
                 "show and stats work; changing it needs a writable connection)"
             ) from exc
         except psycopg.Error as exc:
-            raise _translated(exc) from exc
+            raise _translated(exc, self._limits) from exc
 
     @contextmanager
     def _batching(self) -> Iterator[psycopg.Connection[Any]]:
@@ -288,16 +304,47 @@ class _AdvisoryClaims:
                     with suppress(psycopg.Error):  # else it ends with the connection
                         conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         except psycopg.Error as exc:
-            raise _translated(exc) from exc
+            raise _translated(exc, store._limits) from exc
 
 
-def _translated(exc: psycopg.Error) -> MemoirError:
+class _Limits(NamedTuple):
+    pool_size: int
+    pool_timeout_s: float
+    statement_timeout_s: float
+
+
+def _translated(exc: psycopg.Error, limits: _Limits) -> MemoirError:
     """A driver error as Memoir's: text PostgreSQL cannot hold (a NUL byte, which psycopg
     refuses before sending) is the caller's input error, as a bad argument is; anything
-    else is the store's."""
+    else is the store's, said in words for the two limits a busy service meets (no free
+    pooled connection in time, a statement past its timeout) and for a server restart."""
     if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
         return ConfigError("text holding a NUL byte (\\x00) cannot be stored or looked up")
+    if isinstance(exc, PoolTimeout):
+        return StoreError(
+            f"postgres: no free database connection within {limits.pool_timeout_s:g} s "
+            f"(all {limits.pool_size} of this process's are busy, or the database is "
+            "unreachable; MEMOIR_PG_POOL_SIZE, MEMOIR_PG_POOL_TIMEOUT_S)"
+        )
+    if isinstance(exc, psycopg.errors.QueryCanceled) and "statement timeout" in str(exc):
+        return StoreError(
+            f"postgres: a query ran past the {limits.statement_timeout_s:g} s statement "
+            "timeout and was cancelled (MEMOIR_PG_STATEMENT_TIMEOUT_S)"
+        )
+    if isinstance(exc, _SHUTDOWN):
+        return StoreError(
+            f"postgres: the database server is restarting or stopping ({_first_line(exc)}); "
+            "retry shortly"
+        )
     return StoreError(f"postgres: {_first_line(exc)}")
+
+
+# the server ended the session (pg_ctl stop or restart, a crash) or is not ready yet
+_SHUTDOWN = (
+    psycopg.errors.AdminShutdown,
+    psycopg.errors.CrashShutdown,
+    psycopg.errors.CannotConnectNow,
+)
 
 
 def _first_line(exc: BaseException) -> str:

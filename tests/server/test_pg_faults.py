@@ -1,0 +1,231 @@
+"""PostgreSQL faults under a running `memoir serve` (issue 37, point 5), each through HTTP:
+
+- the database restarted: a request in flight fails with a 503 naming PostgreSQL, and the
+  requests after it succeed on the same process (its pool replaces the dead connections);
+- the pool exhausted: a request waits ``MEMOIR_PG_POOL_TIMEOUT_S`` for a connection, then
+  gets a 503 saying so, never hangs;
+- a statement past ``MEMOIR_PG_STATEMENT_TIMEOUT_S`` is cancelled by the server: a 503
+  saying so, and a warning in the log naming the route.
+
+A request is held "in flight" by a lock the test takes on the ``sessions`` table from a
+connection of its own. The restart runs on a cluster of the test's own (``pg_cluster``),
+never on the shared test cluster. Redis down: ``test_redis_outage.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from jobs.helpers import pg_schema  # tests/jobs: a package on the rootdir path
+
+from .pg_cluster import pg_cluster
+from .serve_proc import memoir_cli, serve
+
+pytestmark = [pytest.mark.slow]
+
+MESSAGES = [
+    {"role": "user", "content": "plan the migration to postgres", "id": "1"},
+    {"role": "assistant", "content": "first dump, then restore", "id": "2"},
+]
+
+
+def _env(db_url: str, home: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "MEMOIR_HOME": str(home),
+        "MEMOIR_DATABASE_URL": db_url,
+        "MEMOIR_LLM": "offline",
+        "MEMOIR_EMBEDDER": "none",
+        "MEMOIR_SYNC_DISABLED": "1",
+        **extra,
+    }
+
+
+class InFlight:
+    """A request sent on a thread of its own; ``result()`` waits for its answer."""
+
+    def __init__(self, client: httpx.Client, method: str, path: str) -> None:
+        self.answer: httpx.Response | BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(client, method, path))
+        self.started = time.monotonic()
+        self.thread.start()
+
+    def _run(self, client: httpx.Client, method: str, path: str) -> None:
+        try:
+            self.answer = client.request(method, path)
+        except BaseException as exc:  # reported by result()
+            self.answer = exc
+
+    def result(self, timeout: float = 60) -> httpx.Response:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the request hung"
+        assert isinstance(self.answer, httpx.Response), self.answer
+        return self.answer
+
+
+@contextmanager
+def sessions_locked(db_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """The ``sessions`` table locked (ACCESS EXCLUSIVE) by a connection of the test's own
+    until the block ends: every statement reading it waits."""
+    conn = psycopg.connect(db_url, autocommit=True)
+    try:
+        conn.execute("BEGIN")
+        conn.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+        yield conn
+        with suppress(psycopg.OperationalError):  # a restart ended the session already
+            conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
+def wait_blocked(holder: psycopg.Connection[Any], count: int = 1) -> None:
+    """Until ``count`` backends wait on ``holder``'s lock."""
+    deadline = time.monotonic() + 30
+    while True:
+        row = holder.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY("
+            "pg_blocking_pids(pid))"
+        ).fetchone()
+        if row and row[0] >= count:
+            return
+        assert time.monotonic() < deadline, "no request came to wait on the lock"
+        time.sleep(0.05)
+
+
+def _error(resp: httpx.Response) -> dict[str, str]:
+    body = resp.json()
+    assert set(body) == {"error"}, body
+    error: dict[str, str] = body["error"]
+    return error
+
+
+def _started(client: httpx.Client, sid: str) -> None:
+    assert client.post("/api/sessions", json={"id": sid}).status_code == 201
+    sent = client.post(f"/api/sessions/{sid}/events", json={"messages": MESSAGES})
+    assert sent.status_code == 200, sent.text
+
+
+def _ordinals(client: httpx.Client, sid: str) -> list[int]:
+    got = client.get(f"/api/sessions/{sid}/events")
+    assert got.status_code == 200, got.text
+    return [e["ordinal"] for e in got.json()["data"]["events"]]
+
+
+def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
+    with pg_cluster() as cluster:
+        envs = [_env(cluster.url, tmp_path / name, MEMOIR_PG_POOL_TIMEOUT_S="5") for name in "ab"]
+        key = memoir_cli("users", "add", "alice", env=envs[0]).strip()
+        auth = {"Authorization": f"Bearer {key}"}
+        with (
+            serve(envs[0], tmp_path / "a.log") as base_a,
+            serve(envs[1], tmp_path / "b.log") as base_b,
+            httpx.Client(base_url=base_a, headers=auth, timeout=60) as a,
+            httpx.Client(base_url=base_b, headers=auth, timeout=60) as b,
+        ):
+            _started(a, "restart")
+            assert _ordinals(b, "restart") == [1, 2]  # b has pooled connections too
+            with sessions_locked(cluster.url) as holder:
+                flying = InFlight(a, "GET", "/api/sessions/restart")
+                wait_blocked(holder)
+                cluster.restart()  # fast: every session, the lock's and the request's, ends
+            cut = flying.result()
+            assert cut.status_code == 503, cut.text
+            error = _error(cut)
+            assert error["code"] == "store_unavailable"
+            assert error["message"].startswith("postgres: the database server is restarting")
+            assert error["message"].endswith("retry shortly"), error
+            assert cut.headers["x-request-id"]
+            # the same processes, no restart: every later request is answered, on both
+            for client in (a, b, a, b, a, b):
+                got = client.get("/api/sessions/restart")
+                assert got.status_code == 200, got.text
+                assert got.json()["data"]["session"]["id"] == "restart"
+            more = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]
+            sent = b.post("/api/sessions/restart/events", json={"messages": more})
+            assert sent.status_code == 200, sent.text
+            assert _ordinals(a, "restart") == [1, 2, 3, 4]
+            for client in (a, b):
+                ready = client.get("/readyz")
+                assert ready.status_code == 200, ready.text
+                assert ready.json()["data"]["status"] == "ready"
+
+
+@pytest.mark.postgres
+def test_an_exhausted_pool_answers_503_within_its_timeout(tmp_path: Path) -> None:
+    with pg_schema() as db_url:
+        env = _env(
+            db_url,
+            tmp_path / "home",
+            MEMOIR_PG_POOL_SIZE="1",
+            MEMOIR_PG_POOL_TIMEOUT_S="1",
+        )
+        key = memoir_cli("users", "add", "alice", env=env).strip()
+        with (
+            serve(env, tmp_path / "serve.log") as base,
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
+        ):
+            client.timeout = httpx.Timeout(60)
+            _started(client, "pool")
+            with sessions_locked(db_url) as holder:
+                holding = InFlight(client, "GET", "/api/sessions/pool")  # the one connection
+                wait_blocked(holder)
+                waiting = InFlight(client, "GET", "/api/sessions")
+                refused = waiting.result(timeout=30)
+                took = time.monotonic() - waiting.started
+            assert refused.status_code == 503, refused.text
+            error = _error(refused)
+            assert error["code"] == "store_unavailable"
+            assert "no free database connection within 1 s" in error["message"], error
+            assert "MEMOIR_PG_POOL_SIZE" in error["message"]
+            assert 1 <= took < 15, took  # waited for the pool's timeout, then answered
+            held = holding.result()  # the lock is gone: the request holding the pool ends
+            assert held.status_code == 200, held.text
+            assert client.get("/api/sessions").status_code == 200
+
+
+@pytest.mark.postgres
+def test_a_statement_past_its_timeout_is_a_503_logged_with_its_route(tmp_path: Path) -> None:
+    with pg_schema() as db_url:
+        env = _env(db_url, tmp_path / "home", MEMOIR_PG_STATEMENT_TIMEOUT_S="1")
+        key = memoir_cli("users", "add", "alice", env=env).strip()
+        log_path = tmp_path / "serve.log"
+        with (
+            serve(env, log_path) as base,
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
+        ):
+            client.timeout = httpx.Timeout(60)
+            _started(client, "slow")
+            with sessions_locked(db_url):
+                slow = client.get("/api/sessions/slow", headers={"X-Request-Id": "slow-1"})
+            assert slow.status_code == 503, slow.text
+            error = _error(slow)
+            assert error["code"] == "store_unavailable"
+            assert "ran past the 1 s statement timeout" in error["message"], error
+            assert client.get("/api/sessions/slow").status_code == 200  # lock gone: served
+        text = log_path.read_text()
+        lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        warned = [
+            line
+            for line in lines
+            if line.get("level") == "warning" and line.get("request_id") == "slow-1"
+        ]
+        assert len(warned) == 1, lines
+        assert warned[0]["route"] == "/api/sessions/{session_id}"
+        assert warned[0]["path"] == "/api/sessions/slow"
+        assert "statement timeout" in warned[0]["message"]
+        (access,) = [
+            line
+            for line in lines
+            if line.get("logger") == "memoir.server.access" and line.get("request_id") == "slow-1"
+        ]
+        assert access["status"] == 503 and access["route"] == "/api/sessions/{session_id}"
