@@ -300,7 +300,7 @@ def _rank(run: _Search, pool: int) -> _Ranking:
     query_tokens: np.ndarray | None = None
     query_vector: np.ndarray | None = None
     vectors = _usable_vectors(run, embedder) if chosen in ("vector", "hybrid") else None
-    if chosen in ("vector", "hybrid") and embedder is not None:
+    if embedder is not None and vectors is not None:  # no stored vector: the model stays unloaded
         feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
         if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
             query_vector, query_tokens = embedder.query_with_tokens(request.meaning)
