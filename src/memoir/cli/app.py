@@ -36,7 +36,6 @@ from memoir.cli.help_text import COMMANDS, LazyGroup, tidy_help
 from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
 from memoir.model.session import LOCAL_USER
-from memoir.search import session_ref
 
 __all__ = [
     "app",
@@ -232,12 +231,16 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
 def resolve_session(sessions: Any, session: str) -> str:
     """The session of the command's user ``session`` names (an id or a unique prefix):
     :func:`memoir.search.session_ref.resolve_session` for ``--user``."""
+    from memoir.search import session_ref
+
     return session_ref.resolve_session(sessions, session, user=state.user)
 
 
 def resolve_project(sessions: Any, project: str, *, safe: Any) -> str:
     """The project of the command's user's sessions ``project`` names (as
     :func:`memoir.search.session_ref.resolve_project`, for ``--user``)."""
+    from memoir.search import session_ref
+
     return session_ref.resolve_project(sessions, project, safe=safe, user=state.user)
 
 
