@@ -3,8 +3,9 @@
 Commands live in ``cmd_*.py`` modules of this package; each registers itself on ``app``
 (``@app.command()`` or ``app.add_typer``), and :data:`memoir.cli.help_text.COMMANDS` names
 the module of each, so a run imports only the module of the command it runs (``--help``
-none). Adding a command means adding one module and its line in that table. Errors: a :class:`memoir.errors.MemoirError` becomes one
-line on stderr and exit code 1 (2 for configuration errors); ``--debug`` shows the traceback.
+none). Adding a command means adding one module and its line in that table. Errors: a
+:class:`memoir.errors.MemoirError` becomes one line on stderr and exit code 1 (2 for
+configuration errors); ``--debug`` shows the traceback.
 
 Every command acts for one user: ``--user NAME`` (before the command) or ``MEMOIR_USER``,
 default ``local`` (the owner of the sessions synced from this machine). The owner of the

@@ -18,8 +18,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError
 from memoir.fusion import rrf, stand_in_ranks
@@ -38,6 +37,9 @@ from memoir.store.parts import EmbeddingsPart, IndexPart
 from memoir.store.query_text import Term, parse_query, words_of
 from memoir.store.search_filter import filter_predicate
 from memoir.store.values import SearchFilters, TextHit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DEFAULT_POOL",
@@ -132,6 +134,8 @@ def _vector_ranking(
     feedback: list[str] | None = None,
     query_vector: np.ndarray | None = None,
 ) -> list[tuple[str, float]]:
+    import numpy as np
+
     if vectors is None:
         return []
     if query_vector is None:
@@ -157,6 +161,8 @@ def _filtered_nearest(
     subagents) and the exclusions are checked on the candidates, widening the list
     eightfold until enough pass (at most :data:`MAX_FILTER_SCAN`: the text side still
     sees every match)."""
+    import numpy as np
+
     filters, lookup = run.request.filters, run.lookup
     mask: np.ndarray | None = None
     named = (filters.project, filters.harness, filters.session_id, filters.user)
