@@ -389,10 +389,12 @@ def main(argv: list[str] | None = None) -> None:
     as_json = wants_json(given)
     try:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
-        _quiet_typer_consoles()
         lead = _global_options(given)  # memoir --user NAME search …
         args = list(given[lead:])
-        state.command = tuple(_command_path(args)[0])
+        path, command = _command_path(args)
+        state.command = tuple(path)
+        if "--help" in given or hasattr(command, "commands"):  # help may be printed (a
+            _quiet_typer_consoles()  # group alone shows its own): only then typer's module
         if args[:1] in (["search"], ["memories"]):
             argv = [*given[:lead], *_dash_queries(args)]
         rc = app(args=argv, prog_name="memoir", standalone_mode=False)

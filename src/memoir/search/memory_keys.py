@@ -46,8 +46,6 @@ def memory_ranking(
     query_vector: np.ndarray | None = None,
 ) -> list[str]:
     """Exchange ids in the order the items they are evidence for answer the query."""
-    import numpy as np
-
     items = store.memory_items
     if not items.any_live():
         return []
@@ -69,6 +67,8 @@ def memory_ranking(
         vectors = items.vectors(embedder.name, ids)
         have = [i for i in ids if i in vectors and vectors[i].shape[0] == embedder.dim]
         if have:
+            import numpy as np
+
             if query_vector is None:
                 (query_vector,) = embedder.embed_query([request.meaning])
             matrix = np.stack([vectors[i] for i in have])
