@@ -119,8 +119,13 @@ class _Search:
 
 
 def _usable_vectors(run: _Search, embedder: Embedder | None) -> VectorMatrix | None:
-    """The embedder's vectors in the store, None when there are none of its width."""
+    """The embedder's vectors in the store, None when there are none of its width. A model
+    that never had a vector written (generation 0, none stored) is answered from the store
+    alone: no matrix is read, and no vector library imported."""
     if embedder is None:
+        return None
+    embeddings = run.store.embeddings
+    if embeddings.generation(embedder.name) == 0 and embeddings.count(embedder.name) == 0:
         return None
     vectors = matrix_for(run.store, embedder.name)
     return None if vectors.size == 0 or vectors.dim != embedder.dim else vectors
