@@ -35,7 +35,10 @@ def main(argv: list[str] | None = None) -> None:
 def asks_version(args: list[str]) -> bool:
     """Whether ``memoir ARGS`` prints the version and exits: ``--version`` among the
     options before any command (``memoir --debug --version``, ``memoir --user NAME
-    --version``), which the root's ``--version`` acts on whatever follows. Pure."""
+    --version``), which the root's ``--version`` acts on whatever
+    follows; ``--help`` anywhere wins, as it does in the parser. Pure."""
+    if "--help" in args:
+        return False
     n = 0
     while n < len(args):
         arg = args[n]
