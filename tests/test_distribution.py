@@ -33,7 +33,7 @@ def _hints(text: str) -> list[tuple[str, str]]:
 def test_the_distribution_is_what_pyproject_builds_and_keeps_the_command() -> None:
     project = PYPROJECT["project"]
     assert project["name"] == DISTRIBUTION == "memoir-engine"
-    assert project["scripts"] == {"memoir": "memoir.cli.app:main"}  # the command: memoir
+    assert project["scripts"] == {"memoir": "memoir.cli:main"}  # the command: memoir
     assert PYPROJECT["tool"]["setuptools"]["packages"]["find"]["where"] == ["src"]
     assert (SRC / "__init__.py").is_file()  # the import name: memoir
 

@@ -1,20 +1,30 @@
-"""Memoir: a memory engine for long LLM conversations."""
+"""Memoir: a memory engine for long LLM conversations.
 
+``import memoir`` is light: each public name is imported from its module the first time it
+is used (``memoir.Memoir`` imports the library; ``memoir.__version__`` nothing), so the
+``memoir`` command and a program that only names an error class pay for no more than they
+use. ``tests/test_light_imports.py`` holds it so.
+"""
+
+from __future__ import annotations
+
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from memoir.app import Memoir
-from memoir.config import Settings
-from memoir.errors import (
-    CompactionError,
-    ConfigError,
-    MemoirError,
-    NotFound,
-    ReadOnly,
-    StoreError,
-)
-from memoir.model import Event, EventKind, Exchange, Harness, Session, SessionFlags
-from memoir.search.hits import SearchHit
-from memoir.store.values import SearchFilters
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+    from memoir.config import Settings
+    from memoir.errors import (
+        CompactionError,
+        ConfigError,
+        MemoirError,
+        NotFound,
+        ReadOnly,
+        StoreError,
+    )
+    from memoir.model import Event, EventKind, Exchange, Harness, Session, SessionFlags
+    from memoir.search.hits import SearchHit
+    from memoir.store.values import SearchFilters
 
 if TYPE_CHECKING:  # named lazily (``__getattr__``): asyncio code only pays for it
     from memoir.aio import AsyncCompactor as AsyncCompactor
@@ -43,11 +53,32 @@ __all__ = [
 
 __version__ = "0.1.0"
 
+# each public name: the module it is imported from when first used
+_HOME = {
+    "Memoir": "memoir.app",
+    "Settings": "memoir.config",
+    "SearchHit": "memoir.search.hits",
+    "SearchFilters": "memoir.store.values",
+    "AsyncMemoir": "memoir.aio",
+    "AsyncCompactor": "memoir.aio",
+    **dict.fromkeys(
+        ("CompactionError", "ConfigError", "MemoirError", "NotFound", "ReadOnly", "StoreError"),
+        "memoir.errors",
+    ),
+    **dict.fromkeys(
+        ("Event", "EventKind", "Exchange", "Harness", "Session", "SessionFlags"), "memoir.model"
+    ),
+}
+
 
 def __getattr__(name: str) -> Any:
-    """The async face (``memoir.aio``), imported the first time it is named."""
-    if name in ("AsyncCompactor", "AsyncMemoir"):
-        from memoir import aio
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'memoir' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # once: the next use is a plain module attribute
+    return value
 
-        return getattr(aio, name)
-    raise AttributeError(f"module 'memoir' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -14,7 +14,7 @@ import pytest
 import typer
 
 from cli_run import run_cli
-from memoir.cli.app import _discover, app
+from memoir.cli.app import _discover_all, app
 
 from .conftest import A_SESSION, B_SESSION, A, B, World
 from .matrix import Refs, dumps, no_leak, refs, same_refusal
@@ -99,7 +99,7 @@ HOME = {
 
 
 def _leaves() -> set[str]:
-    _discover([])
+    _discover_all()
     found: set[str] = set()
 
     def walk(command: object, path: list[str]) -> None:

@@ -253,9 +253,9 @@ def test_short_help(doc: str | None, line: str) -> None:
 def _every_command() -> list[list[str]]:
     import typer
 
-    from memoir.cli.app import _discover, app
+    from memoir.cli.app import _discover_all, app
 
-    _discover([])
+    _discover_all()
     paths: list[list[str]] = []
 
     def walk(command: object, path: list[str]) -> None:

@@ -684,3 +684,31 @@ def test_no_deeper_pass_when_every_match_is_already_ranked(
     _many_matches(filled)  # now the text list is cut at the pool: the deeper pass runs
     assert len(search(filled, "redis cache", mode="text", limit=100)) == 100
     assert max(calls) == 300
+
+
+class _CountingEmbedder(HashEmbedder):
+    """The fake, counting the texts it is asked to turn into vectors (a real model would
+    be loaded by the first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:  # type: ignore[override]
+        self.asked += len(texts)
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_no_stored_vector_no_query_vector(filled: Store, mode: str) -> None:
+    """With an embedder configured but no vector stored (a home synced without the
+    extra), a search embeds nothing: the model is loaded only when a vector is needed.
+    Once vectors are stored, the same search embeds its query."""
+    embedder = _CountingEmbedder()
+    hits = search(filled, "sqlite lock", mode=mode, embedder=embedder)
+    assert embedder.asked == 0
+    assert (ids(hits)[:1] == ["s-web:1"]) if mode == "hybrid" else (hits == [])
+    embed_backlog(filled, HashEmbedder())
+    invalidate()
+    search(filled, "sqlite lock", mode=mode, embedder=embedder)
+    assert embedder.asked >= 1

@@ -1,3 +1,3 @@
-from memoir.cli.app import main
+from memoir.cli import main
 
 main()

@@ -1,9 +1,11 @@
 """The typer application and what every command shares.
 
 Commands live in ``cmd_*.py`` modules of this package; each registers itself on ``app``
-(``@app.command()`` or ``app.add_typer``). They are discovered and imported here, so adding a
-command means adding one module. Errors: a :class:`memoir.errors.MemoirError` becomes one
-line on stderr and exit code 1 (2 for configuration errors); ``--debug`` shows the traceback.
+(``@app.command()`` or ``app.add_typer``), and :data:`memoir.cli.help_text.COMMANDS` names
+the module of each, so a run imports only the module of the command it runs (``--help``
+none). Adding a command means adding one module and its line in that table. Errors: a
+:class:`memoir.errors.MemoirError` becomes one line on stderr and exit code 1 (2 for
+configuration errors); ``--debug`` shows the traceback.
 
 Every command acts for one user: ``--user NAME`` (before the command) or ``MEMOIR_USER``,
 default ``local`` (the owner of the sessions synced from this machine). The owner of the
@@ -31,11 +33,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from memoir.cli.failures import error_code, error_document, exit_status, usage_message, wants_json
-from memoir.cli.help_text import OrderedGroup, tidy_help
+from memoir.cli.help_text import COMMANDS, LazyGroup, tidy_help
 from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
 from memoir.model.session import LOCAL_USER
-from memoir.search import session_ref
 
 __all__ = [
     "app",
@@ -56,7 +57,7 @@ app = typer.Typer(
     name="memoir",
     help="Memoir: a memory engine for long LLM conversations.",
     no_args_is_help=True,
-    cls=OrderedGroup,
+    cls=LazyGroup,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
@@ -231,12 +232,16 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
 def resolve_session(sessions: Any, session: str) -> str:
     """The session of the command's user ``session`` names (an id or a unique prefix):
     :func:`memoir.search.session_ref.resolve_session` for ``--user``."""
+    from memoir.search import session_ref
+
     return session_ref.resolve_session(sessions, session, user=state.user)
 
 
 def resolve_project(sessions: Any, project: str, *, safe: Any) -> str:
     """The project of the command's user's sessions ``project`` names (as
     :func:`memoir.search.session_ref.resolve_project`, for ``--user``)."""
+    from memoir.search import session_ref
+
     return session_ref.resolve_project(sessions, project, safe=safe, user=state.user)
 
 
@@ -257,23 +262,36 @@ def require_archive(settings: Settings, *, archive_will_do: bool = False) -> Non
     raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
 
 
-# commands an agent's harness starts and waits on: only their own module is imported
-_FAST = {"mcp": "cmd_mcp"}
-
-
 def _discover(argv: list[str] | None = None) -> None:
-    """Import every ``cmd_*`` module beside this one (each registers its commands), or
-    only the one a start-up-sensitive command lives in (``memoir mcp``)."""
+    """Import the ``cmd_*`` module of the command ``argv`` names (after the global options),
+    which registers it on ``app``; none for no command or an unknown one (the help, or the
+    parser's "No such command", lists every command from the table)."""
     given = list(argv if argv is not None else sys.argv[1:])
-    args = [a for a in given[_global_options(given) :] if not a.startswith("-")]
-    if args and args[0] in _FAST:
-        importlib.import_module(f"memoir.cli.{_FAST[args[0]]}")
-    else:
-        here = [str(Path(__file__).resolve().parent)]
-        for info in sorted(pkgutil.iter_modules(here), key=lambda i: i.name):
-            if info.name.startswith("cmd_"):
-                importlib.import_module(f"memoir.cli.{info.name}")
+    args = given[_global_options(given) :]
+    if args and args[0] in COMMANDS:
+        importlib.import_module(f"memoir.cli.{COMMANDS[args[0]][0]}")
     tidy_help(app)
+
+
+def _discover_all() -> None:
+    """Import every ``cmd_*`` module beside this one: the whole command tree, for what
+    walks it (the tests that run every command)."""
+    here = [str(Path(__file__).resolve().parent)]
+    for info in sorted(pkgutil.iter_modules(here), key=lambda i: i.name):
+        if info.name.startswith("cmd_"):
+            importlib.import_module(f"memoir.cli.{info.name}")
+    tidy_help(app)
+
+
+def _load(name: str) -> Any:
+    """The click command of the top-level command ``name``, its module imported (what
+    :class:`LazyGroup` asks for when a command not loaded yet is run or asked for help)."""
+    importlib.import_module(f"memoir.cli.{COMMANDS[name][0]}")
+    tidy_help(app)
+    return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+
+
+LazyGroup.load = staticmethod(_load)
 
 
 def _global_options(args: list[str]) -> int:
@@ -371,10 +389,12 @@ def main(argv: list[str] | None = None) -> None:
     as_json = wants_json(given)
     try:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
-        _quiet_typer_consoles()
         lead = _global_options(given)  # memoir --user NAME search …
         args = list(given[lead:])
-        state.command = tuple(_command_path(args)[0])
+        path, command = _command_path(args)
+        state.command = tuple(path)
+        if "--help" in given or hasattr(command, "commands"):  # help may be printed (a
+            _quiet_typer_consoles()  # group alone shows its own): only then typer's module
         if args[:1] in (["search"], ["memories"]):
             argv = [*given[:lead], *_dash_queries(args)]
         rc = app(args=argv, prog_name="memoir", standalone_mode=False)

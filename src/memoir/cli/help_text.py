@@ -5,6 +5,11 @@ value shown without a type, and arguments named one way (``QUERY``, ``SESSION``)
 Commands keep their full docstrings for ``memoir CMD --help``; :func:`tidy_help` derives
 what the lists show from them once the ``cmd_*`` modules are imported. The decisions are
 pure functions (``tests/cli/test_help_text.py``).
+
+The top-level list is known before any ``cmd_*`` module is: :data:`COMMANDS` names each
+command's module and its one line, so ``memoir --help`` imports none of them and a command
+imports only its own (:class:`LazyGroup`). A test holds the table to what the modules
+register (``tests/test_light_imports.py``).
 """
 
 from __future__ import annotations
@@ -16,10 +21,18 @@ from collections.abc import Iterable
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 from typer.models import ArgumentInfo
 
-__all__ = ["COMMAND_ORDER", "OrderedGroup", "ordered", "short_help", "tidy_help"]
+__all__ = [
+    "COMMANDS",
+    "COMMAND_ORDER",
+    "LazyGroup",
+    "OrderedGroup",
+    "ordered",
+    "short_help",
+    "tidy_help",
+]
 
 # what a user does first comes first: archive and find, read and condense, remember,
 # then serve, wire into an agent, maintain, configure, try, measure
@@ -66,11 +79,132 @@ def short_help(doc: str | None) -> str:
     return _SENTENCE_END.split(joined, 1)[0].strip()
 
 
+# each top-level command: the ``memoir.cli`` module that registers it, and what the
+# command list shows beside it (its docstring's first sentence, as :func:`tidy_help` makes it)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sync": (
+        "cmd_sync",
+        "Archive and index new or grown transcripts, then refresh due summaries and keep "
+        "memories from the sessions gone idle.",
+    ),
+    "search": (
+        "cmd_search",
+        "Search past exchanges by words and (with the embeddings extra) by meaning.",
+    ),
+    "show": (
+        "cmd_show",
+        "Print a stored conversation, or one exchange of it in context, as a transcript.",
+    ),
+    "summarize": (
+        "cmd_summarize",
+        "Summarize a long session episode by episode and save the result.",
+    ),
+    "compact": (
+        "cmd_compact",
+        "Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary "
+        "of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO "
+        "of the threshold), a message too large for that kept as a stand-in.",
+    ),
+    "remember": (
+        "cmd_memories",
+        "Remember what the user said in a session: durable facts, preferences and decisions, "
+        "each with the exact words it came from (runs now; prints what was saved, or why not).",
+    ),
+    "memories": (
+        "cmd_memories",
+        "Long-term memories: list, show, search, export, forget; switch extraction off or "
+        "on; recover unsettled work.",
+    ),
+    "serve": (
+        "cmd_serve",
+        "Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) and the web page.",
+    ),
+    "worker": (
+        "cmd_jobs",
+        "Run background jobs until SIGTERM or Ctrl-C: abandoned jobs are resumed first, then "
+        "queued ones taken; on stop, no new job is taken and the running one finishes or goes "
+        "back to the queue for another worker.",
+    ),
+    "users": ("cmd_users", "Users of the HTTP API (memoir serve) and their API keys."),
+    "jobs": ("cmd_jobs", "Background jobs (summary regenerations): list, show, cancel."),
+    "mcp": (
+        "cmd_mcp",
+        "Serve Memoir's tools to an agent over MCP on stdio (search, read, summary, remember, "
+        "memories, forget); `memoir mcp install` wires the server into Codex or Claude Code.",
+    ),
+    "hook": (
+        "cmd_hook",
+        "The Claude Code hook that runs `memoir sync --background` at session start: install "
+        "it, uninstall it, or see its status.",
+    ),
+    "embed": (
+        "cmd_embed",
+        "Embed the exchanges that have no vector yet, or no token states for re-ranking, then "
+        "redo vectors embedded from an older release's recipe (needs the embeddings extra).",
+    ),
+    "stats": ("cmd_sync", "Counts of what this Memoir home holds."),
+    "verify": (
+        "cmd_sync",
+        "Check the index against the archive: exit 0 when intact (warnings, such as lines a "
+        "transcript holds that could not be read, are listed and counted), 1 when damaged.",
+    ),
+    "usage": ("cmd_usage", "Show model calls (ok / failed) and tokens in/out, by day and model."),
+    "config": (
+        "cmd_config",
+        "Show the effective settings and where each one came from (secrets masked); exit 2 "
+        "when one of them would be refused.",
+    ),
+    "demo": (
+        "cmd_sync",
+        "Sync a bundled sample corpus into a home of its own and tour what Memoir found.",
+    ),
+    "bench": (
+        "cmd_bench",
+        "Benchmarks: retrieval and long-term memory quality on LoCoMo, compaction retention.",
+    ),
+}
+
+
 class OrderedGroup(TyperGroup):
     """A command group that lists its commands in :data:`COMMAND_ORDER`."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         return ordered(super().list_commands(ctx))
+
+
+class _Unloaded(TyperCommand):
+    """A command of :data:`COMMANDS` whose module is not imported yet: its name and one
+    line, enough for a command list; asked for to run, :class:`LazyGroup` loads it."""
+
+
+class LazyGroup(OrderedGroup):
+    """The top-level group: every command of :data:`COMMANDS` is listed from the table, and
+    a command's module is imported only when the command itself is asked for (to run, or
+    for its own help) — by :attr:`load`, which registers it on the typer app and returns
+    the click command made of it. While the group prints its own help, the table's lines
+    stand in for what is not loaded."""
+
+    load: Any = None  # (name) -> the command: set by memoir.cli.app
+    _listing = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, (_, line) in COMMANDS.items():
+            if name not in self.commands:
+                self.commands[name] = _Unloaded(name=name, short_help=line, callback=None)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if isinstance(command, _Unloaded) and not self._listing and self.load is not None:
+            command = self.commands[cmd_name] = self.load(cmd_name)
+        return command
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
 
 
 def tidy_help(app: typer.Typer) -> None:

@@ -17,14 +17,23 @@ derived from a conversation (its summary) is not ingest's: the caller passes a
 The entry points are ``memoir.ingest.sync.sync`` and ``memoir.ingest.verify.verify`` (not
 re-exported here, so the submodules keep their names), or ``Memoir.sync()`` /
 ``Memoir.verify()``.
+
+Its names are imported from their modules when first used: importing one module of the
+package costs no more than that module.
 """
 
-from memoir.ingest.detect import Format, detect_format
-from memoir.ingest.discover import discover
-from memoir.ingest.observer import SyncObserver
-from memoir.ingest.reader import ReadResult, read_bytes
-from memoir.ingest.sync import NO_INDEX_MARKER, SyncProgress, SyncReport
-from memoir.ingest.verify import Problem, VerifyReport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memoir.ingest.detect import Format, detect_format
+    from memoir.ingest.discover import discover
+    from memoir.ingest.observer import SyncObserver
+    from memoir.ingest.reader import ReadResult, read_bytes
+    from memoir.ingest.sync import NO_INDEX_MARKER, SyncProgress, SyncReport
+    from memoir.ingest.verify import Problem, VerifyReport
 
 __all__ = [
     "NO_INDEX_MARKER",
@@ -39,3 +48,27 @@ __all__ = [
     "discover",
     "read_bytes",
 ]
+
+# each public name: the module it is imported from when first used
+_HOME = {
+    "Format": "memoir.ingest.detect",
+    "detect_format": "memoir.ingest.detect",
+    "discover": "memoir.ingest.discover",
+    "SyncObserver": "memoir.ingest.observer",
+    "ReadResult": "memoir.ingest.reader",
+    "read_bytes": "memoir.ingest.reader",
+    "NO_INDEX_MARKER": "memoir.ingest.sync",
+    "SyncProgress": "memoir.ingest.sync",
+    "SyncReport": "memoir.ingest.sync",
+    "Problem": "memoir.ingest.verify",
+    "VerifyReport": "memoir.ingest.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'memoir.ingest' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

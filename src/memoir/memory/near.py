@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.store.query_text import STOPWORDS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["NEAR_DUPLICATE", "Candidate", "near_duplicate", "same_claim"]
 
@@ -55,6 +57,8 @@ def same_claim(a: str, b: str) -> bool:
 
 def near_duplicate(text: str, vector: np.ndarray, candidates: Sequence[Candidate]) -> str | None:
     """The id of the most similar candidate that is a near-duplicate of ``text``, or None."""
+    import numpy as np
+
     best: tuple[float, str] | None = None
     v = np.asarray(vector, dtype=np.float32).reshape(-1)
     for c in candidates:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memoir.errors import MemoirError, UsageError
 from memoir.fusion import rrf
@@ -30,6 +28,9 @@ from memoir.secrets import mask
 from memoir.store.memory_rows import MemoryItemRow, standing_key
 from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
 from memoir.store.query_text import MAX_QUERY_CHARS, any_content_word
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CONTEXT_HEADER",
@@ -130,6 +131,8 @@ def _vector_ranking(
     text_ids: list[str],
     pool: int,
 ) -> list[str]:
+    import numpy as np
+
     ids = list(dict.fromkeys([*items.ids(where, VECTOR_POOL), *text_ids]))
     if not ids:
         return []

@@ -20,8 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError
 from memoir.llm.errors import AuthError
@@ -88,6 +87,9 @@ from memoir.store.memory_rows import (
 )
 from memoir.store.parts.memory_items import ItemFilter
 from memoir.store.query_text import STOPWORDS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["MemoryConfig", "MemoryParts", "Outcome", "Runner", "Task"]
 

@@ -1,9 +1,19 @@
-"""Pure domain values: sessions, events, exchanges. No I/O here."""
+"""Pure domain values: sessions, events, exchanges. No I/O here.
 
-from memoir.model.event import Author, Event, EventKind, clean_speaker, speaker_of, spoken_text
-from memoir.model.event_times import infer_times
-from memoir.model.exchange import Exchange, build_exchanges, exchange_id, exchanges_around
-from memoir.model.session import Harness, Session, SessionFlags
+Its names are imported from their modules when first used: importing one module of the
+package costs no more than that module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memoir.model.event import Author, Event, EventKind, clean_speaker, speaker_of, spoken_text
+    from memoir.model.event_times import infer_times
+    from memoir.model.exchange import Exchange, build_exchanges, exchange_id, exchanges_around
+    from memoir.model.session import Harness, Session, SessionFlags
 
 __all__ = [
     "Author",
@@ -21,3 +31,30 @@ __all__ = [
     "speaker_of",
     "spoken_text",
 ]
+
+# each public name: the module it is imported from when first used
+_HOME = {
+    "Author": "memoir.model.event",
+    "Event": "memoir.model.event",
+    "EventKind": "memoir.model.event",
+    "clean_speaker": "memoir.model.event",
+    "speaker_of": "memoir.model.event",
+    "spoken_text": "memoir.model.event",
+    "infer_times": "memoir.model.event_times",
+    "Exchange": "memoir.model.exchange",
+    "build_exchanges": "memoir.model.exchange",
+    "exchange_id": "memoir.model.exchange",
+    "exchanges_around": "memoir.model.exchange",
+    "Harness": "memoir.model.session",
+    "Session": "memoir.model.session",
+    "SessionFlags": "memoir.model.session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'memoir.model' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -28,13 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.search.embedder import Embedder, TokenEmbedder
 from memoir.search.late import pack_tokens
 from memoir.search.vectors import invalidate
 from memoir.store.port import Store
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -125,6 +127,8 @@ def embed_written(
 def _embed_rows(store: Store, embedder: Embedder, rows: list[tuple[str, str]]) -> int:
     """Embed ``rows`` (exchange id, its text), each led by its previous exchange, and store
     the vectors (with token states when the embedder has them); how many were stored."""
+    import numpy as np
+
     texts = _with_context(store, rows)
     blobs: list[bytes | None] | None = None
     if isinstance(embedder, TokenEmbedder):

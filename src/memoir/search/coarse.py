@@ -12,8 +12,11 @@ shortlist can be missed. Below the threshold every query is exact.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 __all__ = ["COARSE_DIM", "COARSE_MIN", "CoarseIndex", "build_coarse"]
 
@@ -33,6 +36,8 @@ class CoarseIndex:
     def shortlist(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
         """Row indexes worth rescoring exactly for the top ``k`` (unordered), only rows
         ``mask`` keeps when one is given."""
+        import numpy as np
+
         scores = self.projected @ (query @ self.basis)
         count = scores.shape[0]
         if mask is not None:
@@ -48,6 +53,8 @@ class CoarseIndex:
 
 def build_coarse(matrix: np.ndarray, dim: int = COARSE_DIM, seed: int = 0) -> CoarseIndex:
     """Project ``matrix`` onto the top ``dim`` right singular vectors of a row sample."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     n = matrix.shape[0]
     sample = matrix[np.sort(rng.choice(n, size=min(SAMPLE, n), replace=False))]

@@ -14,11 +14,12 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memoir.search.embedder_port import normalise_rows
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["E5Embedder", "e5_available"]
 
@@ -48,6 +49,8 @@ class E5Embedder:
             return cls._shared
 
     def _encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
+        import numpy as np
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out

@@ -12,14 +12,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 import regex
 
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
 from memoir.search import e5, minilm
 from memoir.search.embedder_port import Embedder, TokenEmbedder, normalise_rows
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "EMBEDDER_CHOICES",
@@ -60,6 +63,8 @@ class HashEmbedder:
         return value % self.dim, (1.0 if (value >> 63) & 1 else -1.0)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             words = [w.lower() for w in _WORD.findall(text)]
@@ -79,6 +84,8 @@ class HashEmbedder:
         return self.embed_query([text])[0], self._tokens(text)
 
     def _tokens(self, text: str) -> np.ndarray:
+        import numpy as np
+
         words = [w.lower() for w in _WORD.findall(text)]
         rows = np.zeros((len(words), self.token_dim), dtype=np.float32)
         for n, word in enumerate(words):

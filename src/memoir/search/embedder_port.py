@@ -12,9 +12,11 @@ model so vectors of different models never mix in the store. The implementations
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
 
 __all__ = ["Embedder", "TokenEmbedder", "normalise_rows"]
 
@@ -40,6 +42,8 @@ class TokenEmbedder(Embedder, Protocol):
 
 def normalise_rows(matrix: np.ndarray) -> np.ndarray:
     """Scale each row to unit length (zero rows stay zero); float32."""
+    import numpy as np
+
     matrix = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0

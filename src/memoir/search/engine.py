@@ -18,8 +18,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError
 from memoir.fusion import rrf, stand_in_ranks
@@ -38,6 +37,9 @@ from memoir.store.parts import EmbeddingsPart, IndexPart
 from memoir.store.query_text import Term, parse_query, words_of
 from memoir.store.search_filter import filter_predicate
 from memoir.store.values import SearchFilters, TextHit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DEFAULT_POOL",
@@ -117,8 +119,13 @@ class _Search:
 
 
 def _usable_vectors(run: _Search, embedder: Embedder | None) -> VectorMatrix | None:
-    """The embedder's vectors in the store, None when there are none of its width."""
+    """The embedder's vectors in the store, None when there are none of its width. A model
+    that never had a vector written (generation 0, none stored) is answered from the store
+    alone: no matrix is read, and no vector library imported."""
     if embedder is None:
+        return None
+    embeddings = run.store.embeddings
+    if embeddings.generation(embedder.name) == 0 and embeddings.count(embedder.name) == 0:
         return None
     vectors = matrix_for(run.store, embedder.name)
     return None if vectors.size == 0 or vectors.dim != embedder.dim else vectors
@@ -132,6 +139,8 @@ def _vector_ranking(
     feedback: list[str] | None = None,
     query_vector: np.ndarray | None = None,
 ) -> list[tuple[str, float]]:
+    import numpy as np
+
     if vectors is None:
         return []
     if query_vector is None:
@@ -157,6 +166,8 @@ def _filtered_nearest(
     subagents) and the exclusions are checked on the candidates, widening the list
     eightfold until enough pass (at most :data:`MAX_FILTER_SCAN`: the text side still
     sees every match)."""
+    import numpy as np
+
     filters, lookup = run.request.filters, run.lookup
     mask: np.ndarray | None = None
     named = (filters.project, filters.harness, filters.session_id, filters.user)
@@ -300,7 +311,7 @@ def _rank(run: _Search, pool: int) -> _Ranking:
     query_tokens: np.ndarray | None = None
     query_vector: np.ndarray | None = None
     vectors = _usable_vectors(run, embedder) if chosen in ("vector", "hybrid") else None
-    if chosen in ("vector", "hybrid") and embedder is not None:
+    if embedder is not None and vectors is not None:  # no stored vector: the model stays unloaded
         feedback = [i for i, _ in text_ranked] if chosen == "hybrid" else None
         if chosen == "hybrid" and isinstance(embedder, TokenEmbedder):
             query_vector, query_tokens = embedder.query_with_tokens(request.meaning)

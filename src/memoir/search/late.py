@@ -18,11 +18,13 @@ LoCoMo it lifts hybrid recall@10 while neither order alone is as good
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.errors import StoreError
 from memoir.fusion import rrf, stand_in_ranks
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["RERANK_DEPTH", "RERANK_K", "maxsim", "pack_tokens", "rerank", "unpack_tokens"]
 
@@ -35,6 +37,8 @@ _HEADER = 2  # bytes: the token dimension, little-endian
 def pack_tokens(states: np.ndarray) -> bytes:
     """Token states (rows) as bytes: each row scaled to unit length, one int8 per value,
     led by the row width. An empty matrix packs to the header alone."""
+    import numpy as np
+
     matrix = np.asarray(states, dtype=np.float32)
     if matrix.ndim != 2 or not 0 < matrix.shape[1] < 65536:
         raise ValueError(f"token states must be a 2-d matrix, not shape {matrix.shape}")
@@ -46,6 +50,8 @@ def pack_tokens(states: np.ndarray) -> bytes:
 
 def unpack_tokens(blob: bytes) -> np.ndarray:
     """The unit-length rows :func:`pack_tokens` stored (float32, approximately)."""
+    import numpy as np
+
     if len(blob) < _HEADER:
         raise StoreError("token states blob is truncated")
     dim = int.from_bytes(blob[:_HEADER], "little")

@@ -23,12 +23,13 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import BinaryIO
-
-import numpy as np
+from typing import TYPE_CHECKING, BinaryIO
 
 from memoir.atomic import temp_for, write_atomic, write_text_atomic
 from memoir.private import private_dir
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "FILE_MIN_ROWS",
@@ -64,6 +65,8 @@ def _path(directory: Path, model: str, generation: int, part: str) -> Path:
 
 
 def _load(path: Path) -> np.ndarray | None:
+    import numpy as np
+
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -73,6 +76,8 @@ def _load(path: Path) -> np.ndarray | None:
 
 
 def _save(path: Path, array: np.ndarray) -> None:
+    import numpy as np
+
     rows = np.ascontiguousarray(array, dtype=np.float32)
     write_atomic(path, lambda out: np.save(out, rows, allow_pickle=False))
 
@@ -151,6 +156,8 @@ def write_matrix_pages(
     float32 rows end to end, dim): memory stays one page whatever the matrix's size.
     Nothing is published (False) when the pages do not add up to ``count`` rows of one
     width, or an id holds a line break."""
+    import numpy as np
+
     if count < FILE_MIN_ROWS:
         return False
     rows_path = _path(directory, model, generation, "npy")
@@ -218,6 +225,8 @@ def read_coarse(
     directory: Path, model: str, generation: int, rows: int
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The cached coarse index (basis, projected rows) of a ``rows``-row matrix, or None."""
+    import numpy as np
+
     basis_path = _path(directory, model, generation, "basis.npy")
     projected_path = _path(directory, model, generation, "proj.npy")
     if not basis_path.is_file() or not projected_path.is_file():

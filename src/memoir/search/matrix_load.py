@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.errors import Busy, ReadOnly
 from memoir.search import matrix_file
@@ -30,6 +29,9 @@ from memoir.search.matrix_file import (
     write_matrix,
 )
 from memoir.search.reads import VectorReads
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["PAGE_ROWS", "REWRITE_SHARE", "Loaded", "patched", "read_whole", "write_files"]
 
@@ -49,6 +51,8 @@ class Loaded:
 def patched(store: VectorReads, model: str, directory: Path) -> Loaded | None:
     """The newest cached matrix with the logged changes since applied, or None when it
     cannot be (no file, no log, too many changes, a changed width, a file replaced)."""
+    import numpy as np
+
     generations = cached_generations(directory, model)
     if not generations:
         return None
@@ -87,6 +91,8 @@ def read_whole(store: VectorReads, model: str, generation: int, directory: Path 
     """Every vector of ``model`` from the store; cached as a file beside the database
     when it is big enough (under the ``vectors:<model>`` claim; another process writing
     it already is left to it), and the change log trimmed to what the files need."""
+    import numpy as np
+
     log_end = store.embeddings.log_end(model)  # before the read: later changes re-apply
     ids, blob, dim = store.embeddings.load(model)
     if ids and dim > 0:

@@ -11,8 +11,7 @@ every exchange reached this way passes the same filters and exclusions as any ot
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.fusion import rrf
 from memoir.model import Exchange, Session
@@ -21,6 +20,9 @@ from memoir.search.reads import Lookup, SearchReads
 from memoir.search.request import SearchRequest
 from memoir.store.parts.memory_items import ItemFilter
 from memoir.store.query_text import STOPWORDS, any_content_word, words_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["ITEM_POOL", "MIN_SHARED_WORDS", "VECTOR_FLOOR", "VECTOR_POOL", "memory_ranking"]
 
@@ -65,6 +67,8 @@ def memory_ranking(
         vectors = items.vectors(embedder.name, ids)
         have = [i for i in ids if i in vectors and vectors[i].shape[0] == embedder.dim]
         if have:
+            import numpy as np
+
             if query_vector is None:
                 (query_vector,) = embedder.embed_query([request.meaning])
             matrix = np.stack([vectors[i] for i in have])

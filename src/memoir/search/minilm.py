@@ -25,12 +25,13 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memoir.search.embedder_port import normalise_rows
 from memoir.store.query_text import STOPWORDS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "TOKEN_BASIS_PATH",
@@ -138,6 +139,8 @@ class MiniLMEmbedder:
 
     def _basis(self) -> tuple[np.ndarray, np.ndarray]:
         """The token projection: mean (384) and directions (384 x token_dim)."""
+        import numpy as np
+
         if self._projection is None:
             with np.load(TOKEN_BASIS_PATH, allow_pickle=False) as basis:
                 centre = basis["mean"].astype(np.float32)
@@ -165,6 +168,8 @@ class MiniLMEmbedder:
     def _forward(
         self, texts: Sequence[str], *, tokens: bool
     ) -> tuple[np.ndarray, list[np.ndarray]]:
+        import numpy as np
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         kept: list[np.ndarray] = [np.zeros((0, self.token_dim), np.float32) for _ in texts]
         if not texts:

@@ -16,13 +16,15 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
 from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse
 from memoir.search.matrix_load import patched, read_whole, write_files
 from memoir.search.reads import VectorReads
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "VectorMatrix",
@@ -62,6 +64,8 @@ class VectorMatrix:
     def session_mask(self, session_ids: list[str]) -> np.ndarray:
         """A boolean per row: does its exchange belong to one of ``session_ids``? (An
         exchange id is its session id, ``:``, an ordinal.)"""
+        import numpy as np
+
         codes, index = _session_codes(self)
         wanted = np.zeros(len(index) + 1, dtype=bool)  # the last code: no session known
         for sid in session_ids:
@@ -90,6 +94,8 @@ def _row_index(vectors: VectorMatrix) -> dict[str, int]:
 
 def _session_codes(vectors: VectorMatrix) -> tuple[np.ndarray, dict[str, int]]:
     """Per row, a small integer naming its session; and session id → that integer."""
+    import numpy as np
+
     key = id(vectors)
     with _lock:
         found = _sessions.get(key)
@@ -192,6 +198,8 @@ def time_mask(
     """A boolean per row: did its exchange happen in ``[after, before)``? Rows with no time
     are left out (as the date filter leaves them out). The times are read from the store
     once per loaded matrix."""
+    import numpy as np
+
     key = id(vectors)
     with _lock:
         seconds = _times.get(key)
@@ -219,6 +227,8 @@ def nearest(
     """The ``k`` rows nearest ``query`` (among those ``mask`` keeps), best first: exact
     below ``COARSE_MIN`` rows or ``SMALL_SUBSET`` kept rows, a projected shortlist
     rescored exactly above."""
+    import numpy as np
+
     if mask is not None:
         kept = np.flatnonzero(mask)
         if kept.size <= SMALL_SUBSET:  # a copy of few rows is cheaper than scoring all
@@ -242,6 +252,8 @@ def top_k(
 ) -> list[tuple[int, float]]:
     """Row indexes of the ``k`` highest dot products with ``query`` (among the rows
     ``mask`` keeps), best first."""
+    import numpy as np
+
     if matrix.shape[0] == 0 or k <= 0:
         return []
     scores = matrix @ query.astype(np.float32, copy=False)

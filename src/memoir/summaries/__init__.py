@@ -12,34 +12,43 @@ too); persist.py serves ``summarize``, search, ``stats`` and ``verify``, and its
 
 Every entry point takes what it uses — the store, the summary store, the models
 (:class:`ModelSource`), the settings values — never the ``Memoir`` facade.
+
+Its names are imported from their modules when first used: importing one module of the
+package costs no more than that module.
 """
 
-from memoir.summaries.episodic import EpisodicSummarizer
-from memoir.summaries.fileformat import format_summary_file, parse_summary_file
-from memoir.summaries.model_source import ModelSource
-from memoir.summaries.persist import (
-    SummaryFinding,
-    SummaryUpkeep,
-    forget_summary,
-    mark_summary_stale,
-    read_summary_body,
-    read_summary_state,
-    save_summary,
-    summary_counts,
-    summary_findings,
-    summary_problems,
-)
-from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
-from memoir.summaries.port import Conversation, SummaryStore
-from memoir.summaries.session import EpisodeSettings, SessionRun, summarize_session
-from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
-from memoir.summaries.stores import open_summary_store
-from memoir.summaries.summary_pass import (
-    PassProgress,
-    PassSettings,
-    SummaryPassReport,
-    run_summary_pass,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memoir.summaries.episodic import EpisodicSummarizer
+    from memoir.summaries.fileformat import format_summary_file, parse_summary_file
+    from memoir.summaries.model_source import ModelSource
+    from memoir.summaries.persist import (
+        SummaryFinding,
+        SummaryUpkeep,
+        forget_summary,
+        mark_summary_stale,
+        read_summary_body,
+        read_summary_state,
+        save_summary,
+        summary_counts,
+        summary_findings,
+        summary_problems,
+    )
+    from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
+    from memoir.summaries.port import Conversation, SummaryStore
+    from memoir.summaries.session import EpisodeSettings, SessionRun, summarize_session
+    from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
+    from memoir.summaries.stores import open_summary_store
+    from memoir.summaries.summary_pass import (
+        PassProgress,
+        PassSettings,
+        SummaryPassReport,
+        run_summary_pass,
+    )
 
 __all__ = [
     "Action",
@@ -75,3 +84,48 @@ __all__ = [
     "summary_findings",
     "summary_problems",
 ]
+
+# each public name: the module it is imported from when first used
+_HOME = {
+    "EpisodicSummarizer": "memoir.summaries.episodic",
+    "format_summary_file": "memoir.summaries.fileformat",
+    "parse_summary_file": "memoir.summaries.fileformat",
+    "ModelSource": "memoir.summaries.model_source",
+    "SummaryFinding": "memoir.summaries.persist",
+    "SummaryUpkeep": "memoir.summaries.persist",
+    "forget_summary": "memoir.summaries.persist",
+    "mark_summary_stale": "memoir.summaries.persist",
+    "read_summary_body": "memoir.summaries.persist",
+    "read_summary_state": "memoir.summaries.persist",
+    "save_summary": "memoir.summaries.persist",
+    "summary_counts": "memoir.summaries.persist",
+    "summary_findings": "memoir.summaries.persist",
+    "summary_problems": "memoir.summaries.persist",
+    "Action": "memoir.summaries.policy",
+    "SummaryPolicy": "memoir.summaries.policy",
+    "decide": "memoir.summaries.policy",
+    "is_quiescent": "memoir.summaries.policy",
+    "Conversation": "memoir.summaries.port",
+    "SummaryStore": "memoir.summaries.port",
+    "EpisodeSettings": "memoir.summaries.session",
+    "SessionRun": "memoir.summaries.session",
+    "summarize_session": "memoir.summaries.session",
+    "Coverage": "memoir.summaries.state",
+    "Failure": "memoir.summaries.state",
+    "SummaryKind": "memoir.summaries.state",
+    "SummaryState": "memoir.summaries.state",
+    "open_summary_store": "memoir.summaries.stores",
+    "PassProgress": "memoir.summaries.summary_pass",
+    "PassSettings": "memoir.summaries.summary_pass",
+    "SummaryPassReport": "memoir.summaries.summary_pass",
+    "run_summary_pass": "memoir.summaries.summary_pass",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'memoir.summaries' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

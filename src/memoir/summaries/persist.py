@@ -41,7 +41,6 @@ from memoir.summaries.files import SUMMARY_SUFFIX, summary_path_for
 from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
 from memoir.summaries.port import Conversation, SummaryStore
 from memoir.summaries.state import Coverage, SummaryKind, SummaryState
-from memoir.summaries.summarizer import clean_summary
 
 __all__ = [
     "COUNT_KEYS",
@@ -97,6 +96,8 @@ def save_summary(
     caller measured it before reading the events (``covered``). ``data`` (the episodic
     summarizer's structured summary) is accepted; the file format keeps only the text.
     """
+    from memoir.summaries.summarizer import clean_summary  # the episodic code: on writes
+
     body = clean_summary(body)  # every writer's text, never a header or error sentinel
     if not body:
         raise SummaryError("the summary has no text once header lines are removed; not saved")

@@ -9,9 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from memoir.errors import MemoirError, NotFound
 from memoir.store.codec import from_iso
@@ -27,6 +25,9 @@ from memoir.store.memory_rows import (
 from memoir.store.memory_text import ItemText
 from memoir.store.parts.item_writes import ItemWriter
 from memoir.store.query_text import ParsedQuery
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "ImportCounts", "ItemFilter", "MemoryItemsPart"]
 
@@ -284,6 +285,8 @@ class MemoryItemsPart(Part):
         )
 
     def vectors(self, embedder: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        import numpy as np
+
         cache = self._vector_cache.setdefault(embedder, {})
         out = {i: cache[i] for i in ids if i in cache}
         wanted = [i for i in ids if i not in out]
@@ -305,6 +308,8 @@ class MemoryItemsPart(Part):
         return out
 
     def put_vectors(self, embedder: str, vectors: dict[str, np.ndarray]) -> None:
+        import numpy as np
+
         with self._db.tx() as tx:
             live = set()
             ids = list(vectors)
