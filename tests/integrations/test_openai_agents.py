@@ -12,24 +12,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("agents")
-
-from agents import Agent, Runner, RunConfig, Session, function_tool  # noqa: E402
-from agents.items import ModelResponse  # noqa: E402
-from agents.models.interface import Model  # noqa: E402
-from agents.usage import Usage  # noqa: E402
-from openai.types.responses import (  # noqa: E402
+from agents import Agent, RunConfig, Runner, Session, function_tool
+from agents.items import ModelResponse
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
 )
 
-from memoir.aio import AsyncMemoir  # noqa: E402
-from memoir.app import Memoir  # noqa: E402
-from memoir.config import Settings  # noqa: E402
-from memoir.integrations.openai_agents import MemoirSession, chat_groups  # noqa: E402
-from memoir.store.port import Store  # noqa: E402
+from memoir.aio import AsyncMemoir
+from memoir.app import Memoir
+from memoir.config import Settings
+from memoir.integrations.openai_agents import MemoirSession, chat_groups
+from memoir.store.port import Store
 
 NO_TRACES = RunConfig(tracing_disabled=True)
 
@@ -244,7 +241,12 @@ def test_the_recall_tool_answers_from_long_term_memory(memoir: AsyncMemoir) -> N
     sync = memoir.memoir
     sync.append(
         "earlier",
-        [{"role": "user", "content": "Remember that we decided to use PostgreSQL for the database."}],
+        [
+            {
+                "role": "user",
+                "content": "Remember that we decided to use PostgreSQL for the database.",
+            }
+        ],
         project="agents",
     )
     assert sync.remember("earlier").receipt.items >= 1  # type: ignore[union-attr]

@@ -11,11 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("pydantic_ai")
-
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import (  # noqa: E402
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -25,14 +22,14 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
-from pydantic_ai.models.test import TestModel  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
-from memoir.aio import AsyncMemoir  # noqa: E402
-from memoir.app import Memoir  # noqa: E402
-from memoir.config import Settings  # noqa: E402
-from memoir.integrations.pydantic_ai import MemoirCompaction, chat_messages  # noqa: E402
-from memoir.store.port import Store  # noqa: E402
+from memoir.aio import AsyncMemoir
+from memoir.app import Memoir
+from memoir.config import Settings
+from memoir.integrations.pydantic_ai import MemoirCompaction, chat_messages
+from memoir.store.port import Store
 
 SYSTEM = "You are the deploy helper."
 
@@ -54,7 +51,9 @@ def history(turns: int) -> list[ModelMessage]:
         out += [
             ModelRequest(parts=parts),
             ModelResponse(parts=[ToolCallPart("lookup", {"n": n}, tool_call_id=f"c{n}")]),
-            ModelRequest(parts=[ToolReturnPart("lookup", f"runbook {n} " * 20, tool_call_id=f"c{n}")]),
+            ModelRequest(
+                parts=[ToolReturnPart("lookup", f"runbook {n} " * 20, tool_call_id=f"c{n}")]
+            ),
             ModelResponse(parts=[TextPart(f"Deploy {n} with make. " * 8)]),
         ]
     return out

@@ -37,7 +37,8 @@ try:
     )
 except ImportError as exc:  # the extra is not installed
     raise ImportError(
-        "memoir.integrations.pydantic_ai needs the pydantic-ai extra: " + install_hint("pydantic-ai")
+        "memoir.integrations.pydantic_ai needs the pydantic-ai extra: "
+        + install_hint("pydantic-ai")
     ) from exc
 
 if TYPE_CHECKING:
@@ -136,16 +137,16 @@ def chat_messages(messages: Sequence[ModelMessage]) -> list[tuple[dict[str, Any]
         for part in returns:
             tool = {"role": "tool", "tool_call_id": part.tool_call_id, "content": _returned(part)}
             out.append((tool, n))
-        for part in message.parts:
-            if isinstance(part, SystemPromptPart):
+        for said_part in message.parts:
+            if isinstance(said_part, SystemPromptPart):
                 role = "user" if started else "system"
-                out.append(({"role": role, "content": part.content}, n))
-            elif isinstance(part, UserPromptPart):
+                out.append(({"role": role, "content": said_part.content}, n))
+            elif isinstance(said_part, UserPromptPart):
                 started = True
-                out.append(({"role": "user", "content": _user_text(part.content)}, n))
-            elif isinstance(part, RetryPromptPart) and part.tool_name is None:
+                out.append(({"role": "user", "content": _user_text(said_part.content)}, n))
+            elif isinstance(said_part, RetryPromptPart) and said_part.tool_name is None:
                 started = True
-                out.append(({"role": "user", "content": _returned(part)}, n))
+                out.append(({"role": "user", "content": _returned(said_part)}, n))
     return out
 
 
