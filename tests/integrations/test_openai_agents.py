@@ -225,13 +225,18 @@ def test_a_compacted_view_feeds_a_real_run(memoir: AsyncMemoir) -> None:
     model = ScriptedModel([[said("Done.")]])
     agent = Agent(name="helper", model=model)
 
-    async def go() -> Any:
+    async def go() -> tuple[Any, list[Any]]:
         session = MemoirSession("long-run", memoir, window=4000)
         await session.add_items(_long_history(24))
-        return await Runner.run(agent, "And now?", session=session, run_config=NO_TRACES)
+        done = await Runner.run(agent, "And now?", session=session, run_config=NO_TRACES)
+        return done, await MemoirSession("long-run", memoir).get_items()
 
-    result = _run(go())
+    result, stored = _run(go())
     assert result.final_output == "Done."
+    # the run stored only its own items after the whole history: never the summary
+    assert stored[:-2] == _long_history(24)
+    assert stored[-2] == {"role": "user", "content": "And now?"}
+    assert stored[-1]["content"][0]["text"] == "Done."
     sent = model.inputs[0]
     assert "Summary" in sent[0]["content"] and sent[-1] == {"role": "user", "content": "And now?"}
     assert len(sent) < 24 * 4
@@ -279,3 +284,46 @@ def test_chat_groups_join_an_assistant_turn_and_keep_outputs_apart() -> None:
     ]
     assert groups[1][0]["tool_calls"][0]["id"] == "c9"
     assert groups[3][0]["content"] == "Free at 9 and 14."
+
+
+SYSTEM_ITEM = {"role": "system", "content": "Be brief."}
+VIEW_ITEMS: list[dict[str, Any]] = [SYSTEM_ITEM, *ITEMS[:6], {"role": "user", "content": "ok"}]
+SUMMARY = {"role": "user", "content": "[Summary] planning Friday"}
+
+
+def _context(kept_from: int, system: bool = True) -> list[Any]:
+    """What a compactor hands back: the leading system message, the summary, then the
+    chat groups from ``kept_from`` on, the very objects."""
+    groups = chat_groups(VIEW_ITEMS)
+    lead = [groups[0][0]] if system else []
+    return [*lead, SUMMARY, *(m for m, _ in groups[kept_from:])], groups
+
+
+@pytest.mark.parametrize(
+    ("kept_from", "tail_from_item", "head_has"),
+    [
+        (2, 2, None),  # the assistant turn (reasoning + call) and all after: kept as items
+        (3, 5, "(tool output)"),  # a tool output cannot lead: it joins the summary
+        (4, 5, None),  # the hosted-tool turn
+        (5, 7, None),  # only the last user message
+    ],
+)
+def test_the_view_keeps_a_suffix_of_whole_groups_after_the_summary(
+    kept_from: int, tail_from_item: int, head_has: str | None
+) -> None:
+    from memoir.integrations.openai_agents import _view
+
+    context, groups = _context(kept_from)
+    view = _view(context, groups, VIEW_ITEMS)
+    assert view[0] is SYSTEM_ITEM  # the instructions given first stay, as given
+    assert view[1]["role"] == "user" and view[1]["content"].startswith("[Summary]")
+    assert view[2:] == VIEW_ITEMS[tail_from_item:]
+    if head_has is not None:
+        assert head_has in view[1]["content"]
+
+
+def test_a_view_of_everything_kept_is_the_items() -> None:
+    from memoir.integrations.openai_agents import _view
+
+    groups = chat_groups(VIEW_ITEMS)
+    assert _view([m for m, _ in groups], groups, VIEW_ITEMS) == VIEW_ITEMS

@@ -177,3 +177,33 @@ def test_chat_messages_keep_order_roles_and_pairs() -> None:
     ]
     assert chat[2][0]["tool_calls"][0]["function"] == {"name": "lookup", "arguments": '{"n":0}'}
     assert chat[3][0]["tool_call_id"] == "c0"
+
+
+@pytest.mark.parametrize(
+    ("kept_from_chat", "tail_from_message", "head_has"),
+    [
+        (2, 1, None),  # from the tool call on: whole messages
+        (3, 3, "(tool output) runbook 0"),  # a return cannot lead: it joins the summary
+        (4, 3, None),  # the answer of turn 0
+        (5, 4, None),  # the next prompt
+        (6, 5, "more"),  # half a request kept: its kept half joins the summary
+    ],
+)
+def test_the_view_keeps_a_suffix_of_whole_messages_after_the_summary(
+    kept_from_chat: int, tail_from_message: int, head_has: str | None
+) -> None:
+    from memoir.integrations.pydantic_ai import _view
+
+    messages = history(2)
+    messages[4] = ModelRequest(parts=[UserPromptPart("Question 1"), UserPromptPart("more")])
+    chat = chat_messages(messages)
+    summary = {"role": "user", "content": "[Summary] deploys"}
+    context = [chat[0][0], summary, *(m for m, _ in chat[kept_from_chat:])]
+    view = _view(context, chat, messages)
+    head = view[0]
+    assert isinstance(head, ModelRequest)
+    assert head.parts[0] is messages[0].parts[0]  # the system prompt, as it was
+    assert str(head.parts[1].content).startswith("[Summary] deploys")
+    assert all(a is b for a, b in zip(view[1:], messages[tail_from_message:], strict=True))
+    if head_has is not None:
+        assert head_has in str(head.parts[1].content)
