@@ -327,3 +327,22 @@ def test_a_view_of_everything_kept_is_the_items() -> None:
 
     groups = chat_groups(VIEW_ITEMS)
     assert _view([m for m, _ in groups], groups, VIEW_ITEMS) == VIEW_ITEMS
+
+
+def test_a_call_waiting_for_its_output_passes_while_it_fits_else_is_refused(
+    memoir: AsyncMemoir,
+) -> None:
+    from memoir.errors import CompactionError
+
+    waiting = [ITEMS[0], ITEMS[2]]  # a prompt and a call with no output yet
+
+    async def go() -> None:
+        small = MemoirSession("waits", memoir, window=4000)
+        await small.add_items(waiting)
+        assert await small.get_items() == waiting
+        big = MemoirSession("waits-long", memoir, window=4000)
+        await big.add_items([*_long_history(24), ITEMS[2]])
+        with pytest.raises(CompactionError, match="have no result"):
+            await big.get_items()
+
+    _run(go())

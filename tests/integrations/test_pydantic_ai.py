@@ -207,3 +207,19 @@ def test_the_view_keeps_a_suffix_of_whole_messages_after_the_summary(
     assert all(a is b for a, b in zip(view[1:], messages[tail_from_message:], strict=True))
     if head_has is not None:
         assert head_has in str(head.parts[1].content)
+
+
+def test_a_history_no_api_takes_passes_while_it_fits_else_is_refused(
+    memoir: AsyncMemoir,
+) -> None:
+    from memoir.errors import CompactionError
+
+    unanswered: list[ModelMessage] = [
+        ModelResponse(parts=[ToolCallPart("lookup", {"n": 1}, tool_call_id="lost")]),
+        ModelRequest(parts=[UserPromptPart("Never mind.")]),
+    ]
+    processor = MemoirCompaction(memoir, window=4000)
+    short = [ModelRequest(parts=[UserPromptPart("Hi")]), *unanswered]
+    assert _run(processor(short)) is short
+    with pytest.raises(CompactionError, match="cannot compact an invalid message sequence"):
+        _run(processor([*history(24), *unanswered]))

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memoir.distribution import install_hint
-from memoir.errors import NotFound
+from memoir.errors import CompactionError, NotFound
 
 try:
     from agents import FunctionTool, function_tool
@@ -163,9 +163,18 @@ class MemoirSession:
         groups = chat_groups([item for _, item in stored])
         messages = [message for message, _ in groups]
         positions = [stored[members[0]][0] for _, members in groups]
-        result = await self._compactor.compact(
-            messages, window=self.window, session_id=self.session_id, positions=positions
-        )
+        try:
+            result = await self._compactor.compact(
+                messages, window=self.window, session_id=self.session_id, positions=positions
+            )
+        except CompactionError:
+            # a sequence no model API takes as it stands (a tool call still waiting for its
+            # output, as an interrupted run leaves): passed as stored while it fits
+            threshold = self._compactor.budget(self.window).threshold
+            if self._compactor.compactor.tokens.total(messages) < threshold:
+                self.last_compaction = None
+                return [item for _, item in stored]
+            raise
         self.last_compaction = result
         if not result.compacted and result.replayed_from is None:
             return [item for _, item in stored]

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memoir.distribution import install_hint
+from memoir.errors import CompactionError
 
 try:
     from pydantic_ai.capabilities import ProcessHistory
@@ -76,7 +77,16 @@ class MemoirCompaction:
         if self._compactor is None:
             self._compactor = await self.memoir.compactor()
         chat = chat_messages(messages)
-        result = await self._compactor.compact([m for m, _ in chat], window=self.window)
+        plain = [m for m, _ in chat]
+        try:
+            result = await self._compactor.compact(plain, window=self.window)
+        except CompactionError:
+            # a history no chat API takes as it stands: passed unchanged while it fits
+            threshold = self._compactor.budget(self.window).threshold
+            if self._compactor.compactor.tokens.total(plain) < threshold:
+                self.last = None
+                return messages
+            raise
         self.last = result
         if not result.compacted:
             return messages
