@@ -858,7 +858,8 @@ class Memoir:
         string or a list of text blocks, roles user, assistant, system, developer, tool
         (with OpenAI ``tool_calls`` / ``tool_call_id``), optionally a ``name`` (the
         speaker), a ``timestamp`` (without one: the nearest one sent with it, else the time
-        it is stored, marked ``time_inferred``) and your own ``id``. They are stored as
+        it is stored, marked ``time_inferred``), your own ``id`` and ``metadata`` (a JSON
+        object returned in its first event's ``payload["metadata"]``). They are stored as
         events, with the exchanges they open or grow and their index rows, in one
         transaction, and are
         searchable at once. A message whose ``id`` the session has stored already is

@@ -42,6 +42,7 @@ PAGES = [
     "docs/compaction.md",
     "docs/configuration.md",
     "docs/operations.md",
+    "docs/integrations.md",
 ]
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 

@@ -6,11 +6,16 @@ A message sent without a ``timestamp`` takes the nearest one of the messages sen
 (the one before, else the one after), else the time it is stored
 (:func:`memoir.model.infer_times`), marked ``time_inferred``. Messages stored by earlier
 appends are not consulted: a message is posted when it is said or later, so the time it
-arrives is a closer bound than an older message's."""
+arrives is a closer bound than an older message's.
+
+A message's ``metadata`` (a JSON object: what the caller wants back with it, such as an
+agent framework's own item) is kept in the payload of its first event,
+``payload["metadata"]``, and comes back with it from ``Memoir.events``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,6 +51,10 @@ def api_messages(
         spans.append((start, len(sink.events)))
     events = infer_times(sink.events, before=None, fallback=stored_at or datetime.now(UTC))
     for message, (start, end) in zip(messages, spans, strict=True):
+        metadata = message.get("metadata")
+        if metadata is not None and start < end:  # kept with the message's first event
+            first = events[start]
+            events[start] = replace(first, payload={**first.payload, "metadata": dict(metadata)})
         client_id = message.get("id")
         out.append(
             ApiMessage(
@@ -66,3 +75,5 @@ def _check(n: int, message: object) -> None:
     cid = message.get("id")
     if cid is not None and (not isinstance(cid, str) or not 0 < len(cid) <= 200):
         raise ConfigError(f"message {n}: id must be a string of 1 to 200 characters")
+    if not isinstance(message.get("metadata", {}), Mapping):
+        raise ConfigError(f"message {n}: metadata must be a JSON object")
