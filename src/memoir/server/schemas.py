@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from annotated_types import Ge
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -103,7 +104,10 @@ _HAS_PART = {
     "required": ["content"],
     "properties": {"content": {"type": "array", "contains": _OTHER_PART}},
 }
-_HAS_CALL = {"required": ["tool_calls"], "properties": {"tool_calls": {"minItems": 1}}}
+_HAS_CALL = {
+    "required": ["tool_calls"],
+    "properties": {"tool_calls": {"type": "array", "minItems": 1}},
+}
 # what a message must hold to be stored, by role (the schema's words for _stores_something)
 _SOMETHING: dict[str, Any] = {
     "anyOf": [
@@ -203,4 +207,8 @@ class CompactBody(_Body):
 
 
 class RememberBody(_Body):
-    turn: Whole | None = Field(default=None, ge=1)
+    turn: Annotated[int, Ge(1), BeforeValidator(_whole)] | None = Field(
+        default=None,
+        description="The event ordinal of one of its user messages (default: the last); "
+        "404 for another event.",
+    )

@@ -12,11 +12,12 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memoir.app import Memoir
-from memoir.errors import NotFound
+from memoir.errors import NotFound, UsageError
 from memoir.memory.present import exchange_finder, item_json
 from memoir.memory.tasks import Outcome
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
+from memoir.server.errors import ApiError
 from memoir.server.routing import WHEN, WHEN_HELP, JsonRoute, errors
 from memoir.server.schemas import RememberBody
 
@@ -162,7 +163,12 @@ def remember(
     """Extract what the user asked to keep from this session now."""
     memoir.user_session(user, session_id)
     turn = body.turn if body is not None else None
-    outcome = memoir.as_user(user).remember(session_id, turn)
+    try:
+        outcome = memoir.as_user(user).remember(session_id, turn)
+    except UsageError as exc:  # a turn that is no user message of it: nothing there (404)
+        if turn is None:
+            raise
+        raise ApiError(404, "not_found", str(exc).removeprefix("--")) from None
     return {"data": {"outcome": _outcome_json(memoir, outcome)}}
 
 
