@@ -102,9 +102,16 @@ def _validation_message(exc: RequestValidationError, patterns: dict[str, str]) -
 
 
 def allowed_methods(request: Request) -> str:
-    """The methods of every route at the request's path (a 405's ``Allow``), sorted."""
+    """The methods of every route at the request's path (a 405's ``Allow``), sorted.
+    Included routers are walked into (FastAPI keeps them whole, as ``original_router``)."""
     methods: set[str] = set()
-    for route in request.app.router.routes:
+    routes = list(request.app.router.routes)
+    while routes:
+        route = routes.pop()
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            routes.extend(inner.routes)
+            continue
         match, _ = route.matches(request.scope)
         if match != Match.NONE:
             methods |= set(getattr(route, "methods", None) or ())
