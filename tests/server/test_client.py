@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -344,3 +345,34 @@ def test_import_memoir_does_not_import_the_client() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.stdout.strip() == "False", done.stderr
+
+
+# -- the guide's examples run ------------------------------------------------------------
+
+
+def _blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def test_the_guides_examples_run(server: tuple[str, str], tmp_path: Path) -> None:
+    base, key = server
+    blocks = _blocks((ROOT / "docs" / "client.md").read_text(encoding="utf-8"))
+    assert len(blocks) == 2
+    env = {**os.environ, "MEMOIR_URL": base, "MEMOIR_API_KEY": key}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    outputs = []
+    for n, block in enumerate(blocks):
+        script = tmp_path / f"example_{n}.py"
+        script.write_text(block, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    first = outputs[0].splitlines()
+    assert first[0] in ("2 added, 0 skipped", "0 added, 2 skipped")
+    assert any(line.startswith("chat-1:1 ") and "deploy checklist" in line for line in first)
+    assert "1 user where is the deploy checklist?" in first
+    assert "2 assistant in docs/deploy.md" in first
+    assert first[-1] == "not found: no session 'no-such-chat'"
+    assert any(line.startswith("chat-1 ") for line in outputs[1].splitlines())
