@@ -88,6 +88,8 @@ def test_unknown_route_method_and_bad_query(api: Api) -> None:
     )
     r = api.client.delete("/api/sessions/s/events", headers=api.alice)
     assert r.headers["allow"] == "GET, POST"  # every method of the path, not the first route's
+    r = api.client.put("/api/memories/forget", headers=api.alice)  # not {item_id}'s GET
+    assert r.headers["allow"] == "POST"
 
 
 def test_unexpected_error_is_500_with_the_shape(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -104,7 +104,8 @@ def _validation_message(exc: RequestValidationError, patterns: dict[str, str]) -
 def allowed_methods(request: Request) -> str:
     """The methods of every route at the request's path (a 405's ``Allow``), sorted.
     Included routers are walked into (FastAPI keeps them whole, as ``original_router``)."""
-    methods: set[str] = set()
+    literal: set[str] = set()  # of routes whose path is this one, letter for letter
+    templated: set[str] = set()  # of routes matching it through a parameter
     routes = list(request.app.router.routes)
     while routes:
         route = routes.pop()
@@ -114,8 +115,11 @@ def allowed_methods(request: Request) -> str:
             continue
         match, _ = route.matches(request.scope)
         if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return ", ".join(sorted(methods))
+            methods = set(getattr(route, "methods", None) or ())
+            is_literal = "{" not in getattr(route, "path", "{")
+            (literal if is_literal else templated).update(methods)
+    # as OpenAPI reads paths: /api/memories/forget is its own path, not {item_id}'s
+    return ", ".join(sorted(literal or templated))
 
 
 def install(app: FastAPI, patterns: dict[str, str] | None = None) -> None:
