@@ -70,11 +70,12 @@ def test_a_cursor_is_bound_to_its_caller(world: World) -> None:
         assert not {s["id"] for s in first["data"]["sessions"]} & {
             s["id"] for s in second["data"]["sessions"]
         }
+        # another's cursor names no page of bob's: 404, as another's session is
         stolen = client.get(f"{url}&cursor={cursor}", headers=bob)
-        assert stolen.status_code == 422
+        assert stolen.status_code == 404
         assert stolen.json()["error"]["message"] == "cursor: not a cursor this API gave"
         forged = client.get(f"{url}&cursor=eyJvZmZzZXQiOjJ9", headers=alice)  # {"offset":2}
-        assert forged.status_code == 422
+        assert forged.status_code == 404
 
 
 def test_prefixes_and_searches_see_one_owner(world: World) -> None:

@@ -43,7 +43,7 @@ def running(command: list[str], env: dict[str, str], log_path: Path, base: str) 
     log = log_path.open("w")
     proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a loaded 2-core machine starts it slowly
         while True:
             try:
                 if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:

@@ -181,7 +181,10 @@ def test_a_message_with_no_content_is_refused_by_index(api: Api, empty: dict[str
     sid = api.make_session()
     batch = [{"id": "ok", "role": "user", "content": "fine"}, {"id": "e1", **empty}]
     r = api.client.post(f"/api/sessions/{sid}/events", json={"messages": batch}, headers=api.alice)
-    assert error_message(r, 422, "invalid_request").startswith("message 1 has no content")
+    assert error_message(r, 422, "invalid_request") == (
+        f"messages.1: a {empty['role']} message with nothing to store: send text, content "
+        "parts or tool calls"
+    )
     _nothing_stored(api, sid)  # the batch is all or nothing
     later = [{"id": "e1", "role": "user", "content": "now with text"}]
     r = api.client.post(f"/api/sessions/{sid}/events", json={"messages": later}, headers=api.alice)

@@ -64,7 +64,7 @@ def test_a_few_routes_by_name(schema: dict[str, Any]) -> None:
     regenerate = paths["/api/sessions/{session_id}/summary/regenerate"]["post"]["responses"]
     assert {"202", "401", "404", "409", "422", "503"} <= set(regenerate)
     search = paths["/api/search"]["get"]["responses"]
-    assert {"401", "422"} <= set(search) and "404" not in search and "413" not in search
+    assert {"400", "401", "404", "422"} <= set(search) and "413" not in search  # 404: session=
     assert "503" in paths["/readyz"]["get"]["responses"]
     assert "401" not in paths["/healthz"]["get"]["responses"]
 

@@ -11,7 +11,8 @@ A reply may be a ``str`` (a successful END completion), a ``Completion``, a
 ``ModelError`` instance (raised), or a callable ``(request) -> str | Completion`` (which may
 itself raise). With the queue empty it answers ``default`` when one is set, else raises
 :class:`ScriptExhausted` (a ``BaseException``, like ``KeyboardInterrupt``: no
-``except Exception`` in the code under test can swallow it as a model failure). ``delay_s`` sleeps before answering (benchmarks of concurrency).
+``except Exception`` in the code under test can swallow it as a model failure).
+``delay_s`` sleeps before answering (benchmarks of concurrency).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -17,6 +18,7 @@ from memoir.config import Settings
 from memoir.server import docs, errors
 from memoir.server.middleware import DEFAULT_MAX_BODY, RequestMiddleware
 from memoir.server.routes import ROUTERS
+from memoir.server.routing import PATTERNS, no_nul
 from memoir.server.web import router as web_router
 
 __all__ = ["create_app"]
@@ -56,10 +58,18 @@ def create_app(
         redoc_url=None,
     )
     app.state.memoir = memoir
-    errors.install(app)
+    errors.install(app, PATTERNS)
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(docs.router)
     app.include_router(web_router)
     app.add_middleware(RequestMiddleware, max_body=max_body)
+    built = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = no_nul(built())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from memoir.errors import (
     Busy,
@@ -43,7 +44,9 @@ STATUS: tuple[tuple[type[MemoirError], int, str], ...] = (
     (Busy, 409, "busy"),
     (OversizedHistory, 409, "history_too_large"),
     (SummaryError, 409, "summary_failed"),
-    (CompactionError, 422, "compaction_failed"),
+    # well-formed, but the sequence breaks the conversation's rules (alternation, a tool
+    # result for each call) or leaves no room in the window: rules no JSON schema states
+    (CompactionError, 409, "compaction_failed"),
     (ConfigError, 422, "invalid_request"),
 )
 _HTTP_CODES = {
@@ -99,15 +102,43 @@ def _where(request: Request) -> dict[str, Any]:
     }
 
 
-def _validation_message(exc: RequestValidationError) -> str:
+def _validation_message(exc: RequestValidationError, patterns: dict[str, str]) -> str:
+    """What was refused, by name; a pattern said in words where ``patterns`` has them."""
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+        pattern = (err.get("ctx") or {}).get("pattern")
+        msg = patterns.get(pattern) if isinstance(pattern, str) else None
+        parts.append(f"{where}: {msg or err.get('msg', 'invalid')}")
     return "; ".join(parts) or "invalid request"
 
 
-def install(app: FastAPI) -> None:
+def allowed_methods(request: Request) -> str:
+    """The methods of every route at the request's path (a 405's ``Allow``), sorted.
+    Included routers are walked into (FastAPI keeps them whole, as ``original_router``)."""
+    literal: set[str] = set()  # of routes whose path is this one, letter for letter
+    templated: set[str] = set()  # of routes matching it through a parameter
+    routes = list(request.app.router.routes)
+    while routes:
+        route = routes.pop()
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            routes.extend(inner.routes)
+            continue
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods = set(getattr(route, "methods", None) or ())
+            is_literal = "{" not in getattr(route, "path", "{")
+            (literal if is_literal else templated).update(methods)
+    # as OpenAPI reads paths: /api/memories/forget is its own path, not {item_id}'s
+    return ", ".join(sorted(literal or templated))
+
+
+def install(app: FastAPI, patterns: dict[str, str] | None = None) -> None:
+    """Render every error in the one shape; ``patterns``: a parameter pattern → how a
+    refusal says it in words."""
+    said = dict(patterns or {})
+
     @app.exception_handler(ApiError)
     async def _api(request: Request, exc: ApiError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
@@ -123,13 +154,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "invalid_request", _validation_message(exc))
+        return error_response(422, "invalid_request", _validation_message(exc, said))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = _HTTP_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-        return error_response(exc.status_code, code, message, getattr(exc, "headers", None))
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 405:  # every method of the path, not only the first route's
+            headers["Allow"] = allowed_methods(request)
+        return error_response(exc.status_code, code, message, headers or None)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

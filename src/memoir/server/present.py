@@ -28,6 +28,7 @@ __all__ = [
     "encode_cursor",
     "event_json",
     "exchange_json",
+    "no_page",
     "page_after",
     "session_info_json",
     "session_json",
@@ -113,14 +114,21 @@ def encode_cursor(value: Any) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def no_page() -> ApiError:
+    """A sessions cursor naming no page of the caller's (404, as another's session is)."""
+    return ApiError(404, "not_found", "cursor: not a cursor this API gave")
+
+
 def decode_cursor(cursor: str) -> Any:
-    """The value of a cursor :func:`encode_cursor` made; 422 for anything else (read by
-    the body's parser: a cursor nested too deep, or not JSON at all, is refused alike)."""
+    """The value of a cursor :func:`encode_cursor` made; 404 for anything else (read by
+    the body's parser: a cursor nested too deep, or not JSON at all, is refused alike).
+    404, not 422: it is well formed (base64url, as the schema says) but names no page of
+    the caller's, as another user's session is 404 too."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         return parse_json(base64.urlsafe_b64decode(padded.encode()))
     except (binascii.Error, ValueError):
-        raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave") from None
+        raise no_page() from None
 
 
 _ORDINAL = re.compile(r"[0-9]{1,18}")  # ASCII digits (str.isdigit takes "²"), no sign
@@ -128,19 +136,11 @@ _ORDINAL = re.compile(r"[0-9]{1,18}")  # ASCII digits (str.isdigit takes "²"), 
 
 def page_after(after: int | None, cursor: str | None) -> int:
     """The ordinal a page of a session's events or exchanges starts after: ``cursor`` (the
-    previous page's ``next_cursor``, as on every list) or ``after`` (the same ordinal,
-    given as a number), 0 when neither. 422 for a cursor this API did not give, or for
-    both given naming different pages. Pure."""
+    previous page's ``next_cursor``, as on every list) and ``after`` (an ordinal given as a
+    number) are both lower bounds, so the page starts past the larger; 0 when neither.
+    422 for a cursor this API did not give. Pure."""
     if cursor is None:
         return 0 if after is None else after
     if not _ORDINAL.fullmatch(cursor):
         raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
-    at = int(cursor)
-    if after is not None and after != at:
-        raise ApiError(
-            422,
-            "invalid_request",
-            f"after={after} and cursor={cursor} name different pages: give one of them "
-            "(cursor: the previous page's next_cursor)",
-        )
-    return at
+    return max(int(cursor), after or 0)

@@ -6,32 +6,46 @@ session it came from)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memoir.app import Memoir
-from memoir.errors import NotFound
+from memoir.errors import NotFound, UsageError
 from memoir.memory.present import exchange_finder, item_json
 from memoir.memory.tasks import Outcome
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
-from memoir.server.routing import JsonRoute, errors
+from memoir.server.errors import ApiError
+from memoir.server.routing import WHEN, WHEN_HELP, JsonRoute, errors
 from memoir.server.schemas import RememberBody
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["memories"], route_class=JsonRoute)
+_SELECTORS = ("session", "project", "matching")
+Kind = Literal["fact", "preference", "decision", "plan", "constraint"]
 
 
 class ForgetBody(BaseModel):
-    """Exactly one selector."""
+    """Exactly one selector: a session of yours, a project, or words every item must hold."""
 
-    model_config = ConfigDict(extra="forbid")
-    session: str | None = Field(None, max_length=200)
-    project: str | None = Field(None, max_length=500)
-    matching: str | None = Field(None, max_length=2000)
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"oneOf": [{"required": [k]} for k in _SELECTORS]},
+    )
+    session: str = Field(None, min_length=1, max_length=200)  # type: ignore[assignment]
+    project: str = Field(None, min_length=1, max_length=500)  # type: ignore[assignment]
+    matching: str = Field(None, min_length=1, max_length=2000)  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _one(self) -> ForgetBody:
+        given = [k for k in _SELECTORS if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("name exactly one of session, project or matching")
+        return self
 
 
 def _when(raw: str | None) -> datetime | None:
@@ -42,9 +56,9 @@ def _when(raw: str | None) -> datetime | None:
 def list_memories(
     q: str | None = Query(None, max_length=2000, description="Recall: what to look for."),
     project: str | None = Query(None, max_length=500),
-    kind: list[str] = Query([], description="fact, preference, decision, plan, constraint."),
-    scope: str | None = Query(None, description="global or project."),
-    as_of: str | None = Query(None, description="What held then (ISO date or time)."),
+    kind: list[Kind] = Query([], description="Items of these kinds only."),
+    scope: Literal["global", "project"] | None = Query(None),
+    as_of: str | None = Query(None, pattern=WHEN, description=f"What held then: {WHEN_HELP}."),
     history: bool = Query(False, description="Superseded items too."),
     limit: int = Query(100, ge=1, le=1000),
     user: str = Depends(current_user),
@@ -56,7 +70,7 @@ def list_memories(
         hits = memoir.recall(
             q,
             project=project,
-            kinds=kind,
+            kinds=list(kind),
             scope=scope,
             as_of=_when(as_of),
             history=history,
@@ -72,7 +86,7 @@ def list_memories(
     items = memoir.recall(
         "",
         project=project,
-        kinds=kind,
+        kinds=list(kind),
         scope=scope,
         as_of=_when(as_of),
         history=history,
@@ -126,7 +140,7 @@ def forget_memory(
     return {"data": {"forgotten": item.id, "items": [i.id for i in gone]}}
 
 
-@router.post("/memories/forget")
+@router.post("/memories/forget", responses=errors(404))
 def forget_memories(
     body: ForgetBody, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
@@ -149,7 +163,12 @@ def remember(
     """Extract what the user asked to keep from this session now."""
     memoir.user_session(user, session_id)
     turn = body.turn if body is not None else None
-    outcome = memoir.as_user(user).remember(session_id, turn)
+    try:
+        outcome = memoir.as_user(user).remember(session_id, turn)
+    except UsageError as exc:  # a turn that is no user message of it: nothing there (404)
+        if turn is None:
+            raise
+        raise ApiError(404, "not_found", str(exc).removeprefix("--")) from None
     return {"data": {"outcome": _outcome_json(memoir, outcome)}}
 
 

@@ -13,14 +13,14 @@ from memoir.search import SearchFilters, parse_when
 from memoir.search.masking import mask_hits
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.present import REVEAL
-from memoir.server.routing import JsonRoute
+from memoir.server.routing import WHEN, WHEN_HELP, JsonRoute, errors
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["search"], route_class=JsonRoute)
 
 
-@router.get("/search")
+@router.get("/search", responses=errors(404))
 def search(
     q: str = Query(..., min_length=1, max_length=2000),
     mode: Literal["text", "vector", "hybrid"] | None = Query(None),
@@ -28,8 +28,8 @@ def search(
     session: str | None = Query(None, max_length=200, description="A session id of yours."),
     harness: Harness | None = Query(None, description="Sessions from this harness only."),
     role: Literal["user", "assistant", "tool"] | None = Query(None),
-    after: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime."),
-    before: str | None = Query(None, description="YYYY-MM-DD or an ISO datetime (inclusive)."),
+    after: str | None = Query(None, pattern=WHEN, description=WHEN_HELP),
+    before: str | None = Query(None, pattern=WHEN, description=f"{WHEN_HELP} (inclusive)."),
     limit: int = Query(10, ge=1, le=100),
     reveal: bool = Query(False, description=REVEAL),
     user: str = Depends(current_user),

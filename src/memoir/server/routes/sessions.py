@@ -14,18 +14,18 @@ from memoir.app import Memoir
 from memoir.model import Harness
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
-from memoir.server.errors import ApiError
 from memoir.server.present import (
     REVEAL,
     decode_cursor,
     encode_cursor,
     event_json,
     exchange_json,
+    no_page,
     page_after,
     session_info_json,
     session_json,
 )
-from memoir.server.routing import JsonRoute
+from memoir.server.routing import OPAQUE, ORDINAL, WHEN, WHEN_HELP, JsonRoute, errors
 from memoir.server.schemas import EventsBody, NewSession
 from memoir.store.parts.sessions import RecentKey, RecentQuery
 
@@ -34,7 +34,11 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api/sessions", tags=["sessions"], route_class=JsonRoute)
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    responses={200: {"description": "Yours of that id already: the session as it is."}},
+)
 def create_session(
     body: NewSession,
     response: Response,
@@ -54,41 +58,45 @@ def create_session(
     return {"data": {"session": session_json(session)}}
 
 
-@router.get("")
+@router.get("", responses=errors(404))
 def list_sessions(
-    cursor: str | None = Query(None, description="`next_cursor` of the previous page."),
+    cursor: str | None = Query(
+        None,
+        pattern=OPAQUE,
+        description="`next_cursor` of the previous page (404 for one this API did not give you).",
+    ),
     limit: int = Query(50, ge=1, le=500),
     order: Literal["created", "recent"] = Query(
         "created",
         description="`created`: in the order they were created; `recent`: the most recently "
-        "active first, each with its exchange and event counts, filterable by project, "
-        "harness and dates, with the total and the projects and harnesses to filter by.",
+        "active first, each with its exchange and event counts, with the total and the "
+        "projects and harnesses to filter by. The filters apply in both orders.",
     ),
-    project: str | None = Query(None, max_length=200, description="With order=recent."),
-    harness: Harness | None = Query(None, description="With order=recent."),
-    after: str | None = Query(
-        None, description="With order=recent: active on or after (YYYY-MM-DD or ISO, UTC)."
-    ),
+    project: str | None = Query(None, max_length=200, description="Of this project only."),
+    harness: Harness | None = Query(None, description="From this harness only."),
+    after: str | None = Query(None, pattern=WHEN, description=f"Active on or after: {WHEN_HELP}."),
     before: str | None = Query(
-        None, description="With order=recent: active on or before (YYYY-MM-DD or ISO, UTC)."
+        None, pattern=WHEN, description=f"Active on or before: {WHEN_HELP}."
     ),
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
+    query = RecentQuery(
+        project=project,
+        harness=harness.value if harness is not None else None,
+        since=parse_when(after, option="after") if after else None,
+        until=parse_when(before, end_of_day=True, option="before") if before else None,
+    )
     if order == "recent":
-        return _recent(memoir, user, cursor, limit, project, harness, after, before)
-    if any(v is not None for v in (project, harness, after, before)):
-        raise ApiError(
-            422, "invalid_request", "project, harness, after and before need order=recent"
-        )
+        return _recent(memoir, user, cursor, limit, query)
     after_key = None
     if cursor is not None:
         value = decode_cursor(cursor)
         try:
             after_key = (datetime.fromisoformat(value[0]), str(value[1]))
         except (TypeError, ValueError, IndexError, KeyError):
-            raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave") from None
-    sessions = memoir.store.api.sessions(user, after=after_key, limit=limit + 1)
+            raise no_page() from None
+    sessions = memoir.store.sessions.created_order(user, query, after=after_key, limit=limit + 1)
     page, more = sessions[:limit], len(sessions) > limit
     last = page[-1] if page else None
     next_cursor = (
@@ -104,21 +112,12 @@ def _recent(
     user: str,
     cursor: str | None,
     limit: int,
-    project: str | None,
-    harness: Harness | None,
-    after: str | None,
-    before: str | None,
+    query: RecentQuery,
 ) -> dict[str, Any]:
     """The caller's sessions, most recently active first, filtered: the owner, the filters,
     the order, the page, the total and the facets are the store's queries. The cursor is
     a keyset (the last session's activity time and id) bound to the caller: another
     user's cursor is refused as one this API never gave."""
-    query = RecentQuery(
-        project=project,
-        harness=harness.value if harness is not None else None,
-        since=parse_when(after, option="after") if after else None,
-        until=parse_when(before, end_of_day=True, option="before") if before else None,
-    )
     key = None if cursor is None else _recent_key(cursor, user)
     page = memoir.store.sessions.listing(user, query, limit=limit, after=key, counted=True)
     last = page.last_key
@@ -146,7 +145,7 @@ def _recent_cursor(key: RecentKey, user: str) -> str:
 def _recent_key(cursor: str, user: str) -> RecentKey:
     """The keyset ``cursor`` holds; 422 for one this API did not give ``user``."""
     value = decode_cursor(cursor)
-    refused = ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
+    refused = no_page()
     if not isinstance(value, dict) or set(value) != {"at", "id", "u"}:
         raise refused
     at, sid, tag = value["at"], value["id"], value["u"]
@@ -207,7 +206,9 @@ def read_events(
         None, ge=0, description="Events with an ordinal past this one (0: from the start)."
     ),
     cursor: str | None = Query(
-        None, max_length=40, description="`next_cursor` of the previous page."
+        None,
+        pattern=ORDINAL,
+        description="`next_cursor` of the previous page (with `after`: past both).",
     ),
     limit: int = Query(200, ge=1, le=1000),
     reveal: bool = Query(False, description=REVEAL),
@@ -240,7 +241,9 @@ def read_exchanges(
         None, ge=0, description="Exchanges opening past this ordinal (0: from the start)."
     ),
     cursor: str | None = Query(
-        None, max_length=40, description="`next_cursor` of the previous page."
+        None,
+        pattern=ORDINAL,
+        description="`next_cursor` of the previous page (with `after`: past both).",
     ),
     limit: int = Query(100, ge=1, le=1000),
     reveal: bool = Query(False, description=REVEAL),

@@ -166,20 +166,6 @@ class ApiPart:
             out.append(conn.execute(self._d(sql), (session_id, *page)))
         return out
 
-    def sessions(
-        self, user: str, *, after: tuple[datetime, str] | None = None, limit: int = 50
-    ) -> list[Session]:
-        """``user``'s sessions in the order they were created (then by id), those past
-        ``after`` (the (created_at, id) of the last one of the previous page)."""
-        sql = f"SELECT {SESSION_COLS} FROM sessions WHERE user_name = ?"
-        with self._db.ro() as tx:
-            params: list[Any] = [user]
-            if after is not None:
-                sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
-                params += [tx.time(after[0]), tx.time(after[0]), after[1]]
-            sql += f" ORDER BY created_at, id LIMIT {max(0, int(limit))}"
-            return [session_from_row(r) for r in tx.run(sql, params)]
-
     def message_ids(self, session_id: str) -> dict[str, int]:
         """Client message id → the ordinal its message ends at."""
         rows = self._db.rows(

@@ -169,6 +169,25 @@ class SessionsPart:
                 )
         return RecentPage(tuple(found), more, total, projects, harnesses)
 
+    def created_order(
+        self,
+        user: str,
+        query: RecentQuery,
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 50,
+    ) -> list[Session]:
+        """``user``'s sessions that pass ``query``, in the order they were created (then by
+        id), those past ``after`` (the (created_at, id) of the last of the previous page)."""
+        with self._db.ro() as tx:
+            inner, params = _recent_inner(tx, user, query)
+            sql = f"SELECT {prefixed(SESSION_COLS, 'q')} FROM ({inner}) q"
+            if after is not None:
+                sql += " WHERE (q.created_at > ? OR (q.created_at = ? AND q.id > ?))"
+                params += [tx.time(after[0]), tx.time(after[0]), after[1]]
+            sql += f" ORDER BY q.created_at, q.id LIMIT {max(0, int(limit))}"
+            return [session_from_row(r) for r in tx.run(sql, params)]
+
     def set_flags(self, session_id: str, flags: SessionFlags) -> None:
         with self._db.tx() as tx:
             updated = tx.run(
