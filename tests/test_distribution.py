@@ -57,7 +57,7 @@ def test_every_install_hint_in_src_uses_the_distribution_name() -> None:
             assert name in OTHER_PACKAGES, f"{rel}: `pip install {name}`: use install_hint()"
         seen += re.findall(r"install_hint\(['\"](\w+)['\"]\)", text)
     extras = set(PYPROJECT["project"]["optional-dependencies"])
-    assert set(seen) == {"embeddings", "server", "postgres", "mcp"}
+    assert set(seen) == {"embeddings", "server", "postgres", "mcp", "langgraph"}
     assert set(seen) <= extras  # every extra a hint names exists
 
 
