@@ -14,7 +14,11 @@ Needs the ``langgraph`` extra.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
+import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from memoir.distribution import install_hint
@@ -85,6 +89,8 @@ class MemoirStore(BaseStore):
         self._memoir = memoir
         self._items: KeyedMemories = memoir.keyed_memories(user)
         self.fields = tuple(fields)
+        self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
 
     @property
     def user(self) -> str:
@@ -95,8 +101,24 @@ class MemoirStore(BaseStore):
         return [self._one(op) for op in ops]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """:meth:`batch` on a worker thread: the event loop never waits on the database."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """:meth:`batch` on this store's worker thread: the event loop never waits on the
+        database, and calls run in the order they were made (``gather(aput, adelete,
+        aput)`` of one key ends with the item there, as in LangGraph's batching stores)."""
+        ops = list(ops)
+        call = functools.partial(contextvars.copy_context().run, self.batch, ops)
+        with self._lock:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="memoir-langgraph")
+            future = self._worker.submit(call)
+        return await asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        """Stop the worker thread of the async calls (the Memoir stays open: its owner
+        closes it)."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=True)
 
     def _one(self, op: Op) -> Result:
         validate_op_namespace(op)

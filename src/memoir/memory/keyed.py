@@ -5,8 +5,9 @@ holds (:mod:`memoir.integrations.langgraph`).
 A value round-trips exactly (any JSON object: nested values, unicode, NUL, floats). A
 put names the text a query search ranks the item on; search with a query ranks that text
 as recall ranks memory items (the store's full-text index, any content word of the query
-sufficing, ranks fused with :func:`memoir.fusion.rrf`, the fused score kept) and returns
-only items that match; without a query it returns the items most recently changed first.
+sufficing, ranks fused with :func:`memoir.fusion.rrf`, the fused score kept). A query
+ranks and never hides, as in LangGraph's stores: the items that do not match follow the
+ones that do (score 0), most recently changed first — as without a query.
 Filters (:func:`matches`) and namespace conditions (:func:`namespace_matches`) are pure
 decisions, applied here after the SQL narrowed the items to one owner and one prefix.
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
 MAX_SEARCH = 1000  # the most items one search returns
 _PAGE = 500  # rows read at a time while a filter is applied
 _TEXT_POOL = 200  # text matches read before filtering, at least
+_ID_SEP = "\x00"  # joins a stored namespace and a key into one ranked id (neither holds it)
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
@@ -196,8 +198,8 @@ class KeyedMemories:
     ) -> None:
         """Store ``value`` at ``namespace``/``key`` (replacing what was there; its
         ``created_at`` kept); ``text``: what a query search ranks it on ("" : none)."""
-        if not isinstance(key, str):
-            raise UsageError(f"a key is a string, not {type(key).__name__}")
+        if not isinstance(key, str) or "\x00" in key:
+            raise UsageError(f"a key is a string without NUL, not {key!r}")
         if not isinstance(value, Mapping):
             raise UsageError(f"a stored value is a JSON object, not {type(value).__name__}")
         ns = encode_namespace(namespace)
@@ -221,40 +223,49 @@ class KeyedMemories:
         _whole("limit", limit, 0, MAX_SEARCH)
         _whole("offset", offset, 0)
         ns = encode_namespace(prefix, allow_empty=True)
-        if query is not None and len(query) > MAX_QUERY_CHARS:
-            raise UsageError(f"the query is {len(query)} characters; at most {MAX_QUERY_CHARS}")
         if limit == 0:
             return []
         if query is not None and query.strip():
-            return self._ranked(ns, query, where, limit, offset)
+            return self._ranked(ns, query[:MAX_QUERY_CHARS], where, limit, offset)
         if not where:
             rows = self._part.newest(self.owner, ns, limit=limit, offset=offset)
             return [self._item(r) for r in rows]
-        found: list[KeyedItem] = []
-        start = 0
-        while len(found) < offset + limit:
-            rows = self._part.newest(self.owner, ns, limit=_PAGE, offset=start)
-            found += [i for i in map(self._item, rows) if matches(i.value, where)]
-            if len(rows) < _PAGE:
-                break
-            start += _PAGE
-        return found[offset : offset + limit]
+        return self._filtered(ns, where, offset + limit)[offset:]
 
     def _ranked(
         self, ns: str, query: str, where: Mapping[str, Any] | None, limit: int, offset: int
     ) -> list[KeyedItem]:
         parsed = any_content_word(query)
-        pool = max(_TEXT_POOL, (offset + limit) * 5)
+        want = offset + limit
+        pool = max(_TEXT_POOL, want * 5)
         rows = self._part.rank_text(self.owner, ns, parsed, pool)
-        items = {(r.namespace, r.key): r for r in rows}
-        ids = [f"{r.namespace}\x00{r.key}" for r in rows]
+        by_id = {f"{r.namespace}{_ID_SEP}{r.key}": r for r in rows}
         out: list[KeyedItem] = []
-        for joined, score in rrf([ids]):
-            stored_ns, key = joined.split("\x00", 1)
-            item = self._item(items[(stored_ns, key)], score)
+        for joined, score in rrf([list(by_id)]):
+            item = self._item(by_id[joined], score)
             if matches(item.value, where):
                 out.append(item)
-        return out[offset : offset + limit]
+        if len(out) < want:  # a query ranks, it never hides: the rest follow, unscored
+            seen = {(i.namespace, i.key) for i in out}
+            rest = self._filtered(ns, where, want + len(seen))
+            out += [
+                replace(i, score=0.0) for i in rest if (i.namespace, i.key) not in seen
+            ]
+        return out[offset:want]
+
+    def _filtered(self, ns: str, where: Mapping[str, Any] | None, want: int) -> list[KeyedItem]:
+        """The first ``want`` items under ``ns`` passing ``where``, newest change first."""
+        if not where:
+            return [self._item(r) for r in self._part.newest(self.owner, ns, limit=want, offset=0)]
+        found: list[KeyedItem] = []
+        start = 0
+        while len(found) < want:
+            rows = self._part.newest(self.owner, ns, limit=_PAGE, offset=start)
+            found += [i for i in map(self._item, rows) if matches(i.value, where)]
+            if len(rows) < _PAGE:
+                break
+            start += _PAGE
+        return found[:want]
 
     def namespaces(
         self,
