@@ -268,7 +268,10 @@ NAMESPACES = [
         ({"prefix": ("a", "b")}, NAMESPACES[:4]),
         ({"suffix": ("f",)}, [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]),
         ({"prefix": ("a",), "suffix": ("f",)}, [("a", "b", "f"), ("a", "c", "f")]),
-        ({"prefix": ("a", "b"), "max_depth": 3}, [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]),
+        (
+            {"prefix": ("a", "b"), "max_depth": 3},
+            [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")],
+        ),
         ({"prefix": ("a", "b"), "limit": 2}, NAMESPACES[:2]),
         ({"prefix": ("a", "b"), "offset": 2}, NAMESPACES[2:4]),
         ({"prefix": ("a", "*", "f")}, [("a", "b", "f"), ("a", "c", "f")]),
@@ -299,7 +302,9 @@ def test_list_namespaces_pages_and_an_empty_store(lg: MemoirStore) -> None:
     assert lg.batch(ops) == [[("namespace", "sub_03")]]
 
 
-@pytest.mark.parametrize("bad", [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "x")])
+@pytest.mark.parametrize(
+    "bad", [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "x")]
+)
 def test_invalid_namespaces_are_refused(lg: MemoirStore, bad: tuple[str, ...]) -> None:
     with pytest.raises(InvalidNamespaceError):
         lg.put(bad, "foo", {"foo": "bar"})
@@ -410,3 +415,28 @@ def test_async_methods_and_ordered_concurrent_calls(lg: MemoirStore) -> None:
         assert await lg.aget(("test",), "doc7") is None
 
     asyncio.run(run())
+
+
+def test_without_the_extra_the_import_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langgraph.store.base", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "memoir.integrations.langgraph")
+    with pytest.raises(ImportError) as caught:
+        importlib.import_module("memoir.integrations.langgraph")
+    assert str(caught.value) == (
+        "the LangGraph adapter needs the langgraph extra: pip install 'memoir-engine[langgraph]'"
+    )
+
+
+def test_import_memoir_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memoir; "
+        "print(sorted(m for m in sys.modules if m.startswith(('langgraph', 'langchain'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

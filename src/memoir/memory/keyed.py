@@ -65,9 +65,7 @@ def encode_namespace(namespace: Sequence[str], *, allow_empty: bool = False) -> 
         raise UsageError("a namespace has at least one label")
     for label in namespace:
         if not isinstance(label, str) or not label or SEP in label or "\x00" in label:
-            raise UsageError(
-                f"namespace label {label!r}: a non-empty string without '.' or NUL"
-            )
+            raise UsageError(f"namespace label {label!r}: a non-empty string without '.' or NUL")
     return SEP.join(namespace)
 
 
@@ -248,9 +246,7 @@ class KeyedMemories:
         if len(out) < want:  # a query ranks, it never hides: the rest follow, unscored
             seen = {(i.namespace, i.key) for i in out}
             rest = self._filtered(ns, where, want + len(seen))
-            out += [
-                replace(i, score=0.0) for i in rest if (i.namespace, i.key) not in seen
-            ]
+            out += [replace(i, score=0.0) for i in rest if (i.namespace, i.key) not in seen]
         return out[offset:want]
 
     def _filtered(self, ns: str, where: Mapping[str, Any] | None, want: int) -> list[KeyedItem]:

@@ -4,9 +4,10 @@
 source states, skipped lines), ``store.index`` (full-text search), ``store.embeddings``,
 ``store.summaries``, ``store.checkpoints``, ``store.traces``, ``store.usage``,
 ``store.cache``, ``store.memory`` (the memory lane: cursor, queue, pending failures,
-denials, receipts, settlement), ``store.memory_items``, ``store.keyed_items``, ``store.users`` (API users and
-key hashes), ``store.api`` (sessions fed over HTTP: idempotent appends), ``store.jobs`` (background
-jobs: queue, claims, heartbeats, fenced finish), ``store.claims``;
+denials, receipts, settlement), ``store.memory_items``, ``store.keyed_items`` (JSON values
+under a namespace and a key), ``store.users`` (API users and key hashes), ``store.api``
+(sessions fed over HTTP: idempotent appends), ``store.jobs`` (background jobs: queue,
+claims, heartbeats, fenced finish), ``store.claims``;
 the store itself owns connections and transactions (``close``, ``schema_version``,
 ``read_only``) and the health checks over all of them.
 Both backends behave identically; the same test suite runs against both. Calls are

@@ -72,9 +72,7 @@ class KeyedItemsPart(Part):
         )
         return [_row(r) for r in rows]
 
-    def rank_text(
-        self, owner: str, prefix: str, query: ParsedQuery, limit: int
-    ) -> list[KeyedRow]:
+    def rank_text(self, owner: str, prefix: str, query: ParsedQuery, limit: int) -> list[KeyedRow]:
         """The items under ``prefix`` whose indexed text matches ``query``, best first."""
         where, params = _under(prefix)
         if self._postgres:
@@ -122,7 +120,15 @@ class KeyedItemsPart(Part):
                     "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, namespace, "
                     "key) DO UPDATE SET value = excluded.value, body = excluded.body, "
                     "updated_at = excluded.updated_at",
-                    (owner, namespace, key, value, fold_index_text(body), tx.time(now), tx.time(now)),
+                    (
+                        owner,
+                        namespace,
+                        key,
+                        value,
+                        fold_index_text(body),
+                        tx.time(now),
+                        tx.time(now),
+                    ),
                 )
             else:
                 _put_sqlite(tx, owner, namespace, key, value, body, tx.time(now))
