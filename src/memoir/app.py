@@ -436,7 +436,7 @@ class Memoir:
         a key (:mod:`memoir.memory.keyed`; what LangGraph's store adapter runs on)."""
         from memoir.memory.keyed import KeyedMemories
 
-        return KeyedMemories(self.store.keyed_items, self._who(user))
+        return KeyedMemories(self.store.keyed_items, self._who(user), embedder=self._item_embedder)
 
     def memory_history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
         """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's

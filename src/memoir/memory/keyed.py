@@ -5,7 +5,8 @@ holds (:mod:`memoir.integrations.langgraph`).
 A value round-trips exactly (any JSON object: nested values, unicode, NUL, floats). A
 put names the text a query search ranks the item on; search with a query ranks that text
 as recall ranks memory items (the store's full-text index, any content word of the query
-sufficing, ranks fused with :func:`memoir.fusion.rrf`, the fused score kept). A query
+sufficing; with the home's embedder, the cosine of the query to the items' vectors too;
+ranks fused with :func:`memoir.fusion.rrf`, the fused score kept). A query
 ranks and never hides, as in LangGraph's stores: the items that do not match follow the
 ones that do (score 0), most recently changed first — as without a query.
 Filters (:func:`matches`) and namespace conditions (:func:`namespace_matches`) are pure
@@ -23,8 +24,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from memoir.errors import UsageError
 from memoir.fusion import rrf
+from memoir.memory.recall import EMBED_PER_CALL, VECTOR_FLOOR, VECTOR_POOL, ItemEmbedder
 from memoir.store.parts.keyed_items import SEP, KeyedItemsPart, KeyedRow
 from memoir.store.query_text import MAX_QUERY_CHARS, any_content_word
 
@@ -71,6 +75,10 @@ def encode_namespace(namespace: Sequence[str], *, allow_empty: bool = False) -> 
 
 def decode_namespace(stored: str) -> tuple[str, ...]:
     return tuple(stored.split(SEP)) if stored else ()
+
+
+def _id(stored_namespace: str, key: str) -> str:
+    return f"{stored_namespace}{_ID_SEP}{key}"
 
 
 def _dump(value: Mapping[str, Any]) -> str:
@@ -172,10 +180,12 @@ class KeyedMemories:
         owner: str,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        embedder: Callable[[], ItemEmbedder | None] = lambda: None,
     ) -> None:
         self._part = part
         self.owner = owner
         self._clock = clock
+        self._embedder = embedder  # asked on a query search only: a model loads when used
 
     def _item(self, row: KeyedRow, score: float | None = None) -> KeyedItem:
         return KeyedItem(
@@ -233,21 +243,64 @@ class KeyedMemories:
     def _ranked(
         self, ns: str, query: str, where: Mapping[str, Any] | None, limit: int, offset: int
     ) -> list[KeyedItem]:
-        parsed = any_content_word(query)
         want = offset + limit
         pool = max(_TEXT_POOL, want * 5)
-        rows = self._part.rank_text(self.owner, ns, parsed, pool)
-        by_id = {f"{r.namespace}{_ID_SEP}{r.key}": r for r in rows}
+        text = self._part.rank_text(self.owner, ns, any_content_word(query), pool)
+        rows = {_id(r.namespace, r.key): r for r in text}
+        rankings = [list(rows)]
+        embedder = self._embedder()
+        if embedder is not None:
+            rankings.append(self._vector_ranking(ns, query, embedder, pool))
         out: list[KeyedItem] = []
-        for joined, score in rrf([list(by_id)]):
-            item = self._item(by_id[joined], score)
-            if matches(item.value, where):
-                out.append(item)
+        fused = rrf(rankings)
+        missing = [i for i, _ in fused if i not in rows]  # found by meaning alone
+        for stored_ns, key in (i.split(_ID_SEP, 1) for i in missing):
+            found = self._part.get(self.owner, stored_ns, key)
+            if found is not None:
+                rows[_id(stored_ns, key)] = found
+        for joined, score in fused:
+            if joined in rows:
+                item = self._item(rows[joined], score)
+                if matches(item.value, where):
+                    out.append(item)
         if len(out) < want:  # a query ranks, it never hides: the rest follow, unscored
             seen = {(i.namespace, i.key) for i in out}
             rest = self._filtered(ns, where, want + len(seen))
             out += [replace(i, score=0.0) for i in rest if (i.namespace, i.key) not in seen]
         return out[offset:want]
+
+    def _vector_ranking(self, ns: str, query: str, embedder: ItemEmbedder, pool: int) -> list[str]:
+        """Items under ``ns`` by the cosine of their text to the query (at least
+        :data:`~memoir.memory.recall.VECTOR_FLOOR`), over the newest
+        :data:`~memoir.memory.recall.VECTOR_POOL`; items lacking a vector by this embedder
+        get one, at most :data:`~memoir.memory.recall.EMBED_PER_CALL` per search."""
+        rows = self._part.vector_candidates(self.owner, ns, VECTOR_POOL)
+        stale = [r for r in rows if r.vector is None or r.vector_model != embedder.name]
+        fresh: dict[str, np.ndarray] = {}
+        if stale:
+            todo = stale[:EMBED_PER_CALL]
+            made = np.asarray(embedder.embed([r.body for r in todo]), dtype=np.float32)
+            self._part.put_vectors(
+                self.owner, embedder.name, [(r, made[n].tobytes()) for n, r in enumerate(todo)]
+            )
+            fresh = {_id(r.namespace, r.key): made[n] for n, r in enumerate(todo)}
+        ids: list[str] = []
+        vectors: list[np.ndarray] = []
+        for r in rows:
+            i = _id(r.namespace, r.key)
+            if i in fresh:
+                vectors.append(fresh[i])
+            elif r.vector is not None and r.vector_model == embedder.name:
+                vectors.append(np.frombuffer(r.vector, dtype=np.float32))
+            else:
+                continue
+            ids.append(i)
+        if not ids:
+            return []
+        q = np.asarray(embedder.embed_query([query]), dtype=np.float32).reshape(-1)
+        scores = np.stack(vectors) @ q
+        order = np.lexsort((np.arange(len(ids)), -scores))
+        return [ids[int(n)] for n in order[:pool] if scores[n] >= VECTOR_FLOOR]
 
     def _filtered(self, ns: str, where: Mapping[str, Any] | None, want: int) -> list[KeyedItem]:
         """The first ``want`` items under ``ns`` passing ``where``, newest change first."""

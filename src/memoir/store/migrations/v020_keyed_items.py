@@ -2,9 +2,11 @@
 owner (what LangGraph's ``BaseStore`` holds; :mod:`memoir.memory.keyed`).
 
 ``keyed_items`` holds the value as JSON text (ASCII-escaped, so any string round-trips,
-NUL and lone surrogates included), the text its search ranks on (``body``), and when it
-was made and last changed. A namespace is stored as its labels joined by ``.`` (a label
-holds no ``.``), so a namespace prefix is a text prefix. SQLite keeps a ``keyed_fts``
+NUL and lone surrogates included), the text its search ranks on (``body``), when it was
+made and last changed, and the body's vector by the home's embedder (``vector_model``
+names it; made when a search first needs it, cleared by a put). A namespace is stored as
+its labels joined by ``.`` (a label holds no ``.``), so a namespace prefix is a text
+prefix. SQLite keeps a ``keyed_fts``
 FTS5 table in step (an item's index row is its ``fts_row``, removed with it by a
 trigger); PostgreSQL a generated ``tsv`` column over the body, folded in Python as the
 exchange index is (v18)."""
@@ -18,7 +20,7 @@ NAME = "keyed-items"
 REINDEX = False
 
 
-def _table(time: str) -> str:
+def _table(time: str, blob: str) -> str:
     return f"""CREATE TABLE keyed_items (
         owner TEXT NOT NULL,
         namespace TEXT NOT NULL,
@@ -27,12 +29,14 @@ def _table(time: str) -> str:
         body TEXT NOT NULL DEFAULT '',
         created_at {time} NOT NULL,
         updated_at {time} NOT NULL,
+        vector_model TEXT NOT NULL DEFAULT '',
+        vector {blob},
         PRIMARY KEY (owner, namespace, key)
     )"""
 
 
 SQLITE: tuple[str, ...] = (
-    _table("TEXT"),
+    _table("TEXT", "BLOB"),
     "ALTER TABLE keyed_items ADD COLUMN fts_row INTEGER",
     "CREATE UNIQUE INDEX keyed_items_fts_row ON keyed_items(fts_row)",
     "CREATE INDEX keyed_items_newest ON keyed_items(owner, updated_at)",
@@ -42,7 +46,7 @@ SQLITE: tuple[str, ...] = (
 )
 
 POSTGRES: tuple[str, ...] = (
-    _table("TIMESTAMPTZ"),
+    _table("TIMESTAMPTZ", "BYTEA"),
     "CREATE INDEX keyed_items_newest ON keyed_items(owner, updated_at)",
     "ALTER TABLE keyed_items ADD COLUMN tsv TSVECTOR GENERATED ALWAYS AS ("
     "to_tsvector('english'::regconfig, body)) STORED",

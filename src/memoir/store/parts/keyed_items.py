@@ -1,7 +1,8 @@
 """Keyed items: JSON values one owner keeps under a namespace and a key (v20), with the
 full-text ranking their search uses — SQLite's ``keyed_fts`` (bm25), PostgreSQL's
 generated ``tsv`` column (``ts_rank``), both read from the structured query of
-:mod:`memoir.store.query_text` as recall's are. The rules (filters, namespace matching,
+:mod:`memoir.store.query_text` as recall's are; and each item's vector by the home's
+embedder, kept beside it. The rules (filters, namespace matching,
 paging) live in :mod:`memoir.memory.keyed`; here is only the SQL.
 
 A namespace is its labels joined by ``.`` (:data:`SEP`; the caller checks that no label
@@ -21,7 +22,7 @@ from memoir.store.fold import fold_index_text
 from memoir.store.memory_text import tsquery_sql
 from memoir.store.query_text import ParsedQuery, to_fts5
 
-__all__ = ["SEP", "KeyedItemsPart", "KeyedRow"]
+__all__ = ["SEP", "KeyedItemsPart", "KeyedRow", "VectorRow"]
 
 SEP = "."
 _COLS = "i.namespace, i.key, i.value, i.created_at, i.updated_at"
@@ -34,6 +35,16 @@ class KeyedRow:
     value: str  # JSON text
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRow:
+    namespace: str
+    key: str
+    body: str
+    updated_at: datetime
+    vector_model: str
+    vector: bytes | None
 
 
 def _row(r: Any) -> KeyedRow:
@@ -98,6 +109,41 @@ class KeyedItemsPart(Part):
             )
         return [_row(r) for r in rows]
 
+    def vector_candidates(self, owner: str, prefix: str, limit: int) -> list[VectorRow]:
+        """The newest ``limit`` items under ``prefix`` with text to rank, with their
+        vectors (bytes, or None) and the embedder that made them."""
+        where, params = _under(prefix)
+        rows = self._db.rows(
+            f"SELECT i.namespace, i.key, i.body, i.updated_at, i.vector_model, i.vector "
+            f"FROM keyed_items i WHERE i.owner = ? AND i.body <> '' AND {where} "
+            "ORDER BY i.updated_at DESC, i.namespace, i.key LIMIT ?",
+            (owner, *params, limit),
+        )
+        return [
+            VectorRow(
+                str(r[0]),
+                str(r[1]),
+                str(r[2]),
+                stored_time(r[3]),
+                str(r[4]),
+                None if r[5] is None else bytes(r[5]),
+            )
+            for r in rows
+        ]
+
+    def put_vectors(self, owner: str, model: str, rows: Sequence[tuple[VectorRow, bytes]]) -> None:
+        """Keep each item's vector by ``model``, unless the item changed since it was read
+        (the vector would be of text it no longer holds)."""
+        with self._db.tx() as tx:
+            tx.many(
+                "UPDATE keyed_items SET vector_model = ?, vector = ? WHERE owner = ? AND "
+                "namespace = ? AND key = ? AND updated_at = ?",
+                [
+                    (model, blob, owner, r.namespace, r.key, tx.time(r.updated_at))
+                    for r, blob in rows
+                ],
+            )
+
     def namespaces(self, owner: str) -> list[str]:
         """Every namespace ``owner`` keeps an item in, sorted."""
         rows = self._db.rows(
@@ -119,7 +165,7 @@ class KeyedItemsPart(Part):
                     "INSERT INTO keyed_items (owner, namespace, key, value, body, created_at, "
                     "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, namespace, "
                     "key) DO UPDATE SET value = excluded.value, body = excluded.body, "
-                    "updated_at = excluded.updated_at",
+                    "updated_at = excluded.updated_at, vector_model = '', vector = NULL",
                     (
                         owner,
                         namespace,
@@ -159,7 +205,8 @@ def _put_sqlite(
     if found:
         fts_row = int(found[0][0])
         tx.run(
-            "UPDATE keyed_items SET value = ?, body = ?, updated_at = ? WHERE fts_row = ?",
+            "UPDATE keyed_items SET value = ?, body = ?, updated_at = ?, vector_model = '', "
+            "vector = NULL WHERE fts_row = ?",
             (value, body, now, fts_row),
         )
         tx.run("DELETE FROM keyed_fts WHERE rowid = ?", (fts_row,))
