@@ -193,7 +193,8 @@ def test_a_namespace_condition_is_prefix_or_suffix() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [("a.b",), ("",), ("a", ""), ("a\x00",), (1,)]  # type: ignore[list-item]
+    "bad",
+    [("a.b",), ("",), ("a", ""), ("a\x00",), (1,)],  # type: ignore[list-item]
 )
 def test_a_namespace_label_is_checked(bad: tuple[Any, ...]) -> None:
     with pytest.raises(UsageError):
