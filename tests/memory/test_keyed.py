@@ -207,3 +207,16 @@ def test_namespaces_encode_and_decode() -> None:
     assert encode_namespace((), allow_empty=True) == "" and decode_namespace("") == ()
     with pytest.raises(UsageError):
         encode_namespace(())
+
+
+def test_a_read_only_store_ranks_by_meaning_without_keeping_vectors(store: Store) -> None:
+    embedder = ConceptEmbedder()
+    writer = KeyedMemories(store.keyed_items, "local", clock=Clock())
+    writer.put(("m",), "pet", {"t": "kitten"}, text="kitten")
+    reader = KeyedMemories(
+        store.keyed_items, "local", embedder=lambda: embedder, keep_vectors=False
+    )
+    assert reader.search(("m",), query="cat")[0].score > 0  # type: ignore[operator]
+    reader.search(("m",), query="cat")
+    assert embedder.embedded == ["kitten", "kitten"]  # made each time, never stored
+    assert store._db.rows("SELECT vector FROM keyed_items") == [(None,)]  # type: ignore[attr-defined]

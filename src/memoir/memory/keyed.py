@@ -181,11 +181,13 @@ class KeyedMemories:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         embedder: Callable[[], ItemEmbedder | None] = lambda: None,
+        keep_vectors: bool = True,
     ) -> None:
         self._part = part
         self.owner = owner
         self._clock = clock
         self._embedder = embedder  # asked on a query search only: a model loads when used
+        self._keep_vectors = keep_vectors  # False on a read-only store: made, used, dropped
 
     def _item(self, row: KeyedRow, score: float | None = None) -> KeyedItem:
         return KeyedItem(
@@ -226,8 +228,9 @@ class KeyedMemories:
         limit: int = 10,
         offset: int = 0,
     ) -> list[KeyedItem]:
-        """Items under ``prefix`` passing ``where``: with ``query``, the ones whose text
-        matches it, best first, scored; else the most recently changed first."""
+        """Items under ``prefix`` passing ``where``: with ``query``, the ones it matches
+        first, best first, scored, then the rest (score 0); else the most recently changed
+        first (score None)."""
         _whole("limit", limit, 0, MAX_SEARCH)
         _whole("offset", offset, 0)
         ns = encode_namespace(prefix, allow_empty=True)
@@ -280,9 +283,9 @@ class KeyedMemories:
         if stale:
             todo = stale[:EMBED_PER_CALL]
             made = np.asarray(embedder.embed([r.body for r in todo]), dtype=np.float32)
-            self._part.put_vectors(
-                self.owner, embedder.name, [(r, made[n].tobytes()) for n, r in enumerate(todo)]
-            )
+            if self._keep_vectors:
+                kept = [(r, made[n].tobytes()) for n, r in enumerate(todo)]
+                self._part.put_vectors(self.owner, embedder.name, kept)
             fresh = {_id(r.namespace, r.key): made[n] for n, r in enumerate(todo)}
         ids: list[str] = []
         vectors: list[np.ndarray] = []
