@@ -65,6 +65,7 @@ def test_every_install_hint_in_src_uses_the_distribution_name() -> None:
         "openai-agents",
         "pydantic-ai",
         "client",
+        "langgraph",
     }
     assert set(seen) <= extras  # every extra a hint names exists
 

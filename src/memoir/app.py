@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from memoir.jobs import Job, JobProgress, JobService
     from memoir.llm.port import Model, TokenCounter
     from memoir.memory.keeping import ImportReport
+    from memoir.memory.keyed import KeyedMemories
     from memoir.memory.memories import Memories, RecoveryReport
     from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
     from memoir.memory.runner import MemoryParts, Outcome
@@ -424,6 +425,13 @@ class Memoir:
             ordered = standing_order(found)
         counter = counter_for(encoding_for_model(self.model().name))
         return context_block(ordered, budget_tokens, counter)
+
+    def keyed_memories(self, user: str | None = None) -> KeyedMemories:
+        """The JSON values ``user`` (None: this Memoir's user) keeps under a namespace and
+        a key (:mod:`memoir.memory.keyed`; what LangGraph's store adapter runs on)."""
+        from memoir.memory.keyed import KeyedMemories
+
+        return KeyedMemories(self.store.keyed_items, self._who(user), embedder=self._item_embedder)
 
     def memory_history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
         """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's

@@ -14,7 +14,7 @@ from memoir.store.fold import fold_accents
 from memoir.store.migrations.v013_memory_recall import fts_body
 from memoir.store.query_text import ParsedQuery, Term, to_fts5
 
-__all__ = ["ItemText", "PostgresItemText", "SqliteItemText"]
+__all__ = ["ItemText", "PostgresItemText", "SqliteItemText", "tsquery_sql"]
 
 
 class ItemText(Protocol):
@@ -69,15 +69,22 @@ class PostgresItemText:
         if query.empty:
             return []
         tsq_params: list[Any] = []
-        expr = " && ".join(_any(g, tsq_params) for g in query.groups)
-        if query.excluded:
-            expr = f"({expr}) && !!{_any(query.excluded, tsq_params)}"
+        expr = tsquery_sql(query, tsq_params)
         rows = tx.run(
             f"SELECT i.id FROM memory_items i, (SELECT {expr}) AS q(q) "
             f"WHERE i.tsv @@ q.q AND {where} ORDER BY ts_rank(i.tsv, q.q) DESC, i.id LIMIT ?",
             (*tsq_params, *params, limit),
         )
         return [str(r[0]) for r in rows]
+
+
+def tsquery_sql(query: ParsedQuery, params: list[Any]) -> str:
+    """The ``tsquery`` expression of a non-empty ``query``, its values appended to
+    ``params`` (what recall ranks items with; keyed items rank the same way)."""
+    expr = " && ".join(_any(g, params) for g in query.groups)
+    if query.excluded:
+        expr = f"({expr}) && !!{_any(query.excluded, params)}"
+    return expr
 
 
 def _term(term: Term, params: list[Any]) -> str:

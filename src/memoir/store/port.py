@@ -4,9 +4,10 @@
 source states, skipped lines), ``store.index`` (full-text search), ``store.embeddings``,
 ``store.summaries``, ``store.checkpoints``, ``store.traces``, ``store.usage``,
 ``store.cache``, ``store.memory`` (the memory lane: cursor, queue, pending failures,
-denials, receipts, settlement), ``store.memory_items``, ``store.users`` (API users and
-key hashes), ``store.api`` (sessions fed over HTTP: idempotent appends), ``store.jobs`` (background
-jobs: queue, claims, heartbeats, fenced finish), ``store.claims``;
+denials, receipts, settlement), ``store.memory_items``, ``store.keyed_items`` (JSON values
+under a namespace and a key), ``store.users`` (API users and key hashes), ``store.api``
+(sessions fed over HTTP: idempotent appends), ``store.jobs`` (background jobs: queue,
+claims, heartbeats, fenced finish), ``store.claims``;
 the store itself owns connections and transactions (``close``, ``schema_version``,
 ``read_only``) and the health checks over all of them.
 Both backends behave identically; the same test suite runs against both. Calls are
@@ -30,6 +31,7 @@ from memoir.store.parts import (
     IndexPart,
     IngestPart,
     JobsPart,
+    KeyedItemsPart,
     MemoryItemsPart,
     MemoryPart,
     RescanPart,
@@ -69,6 +71,7 @@ class Store(Protocol):
     memory: MemoryPart
     memory_items: MemoryItemsPart
     rescan: RescanPart  # derived text re-scanned with a newer secret detector
+    keyed_items: KeyedItemsPart  # JSON values under a namespace and a key (LangGraph's store)
     users: UsersPart
     api: ApiPart
     jobs: JobsPart

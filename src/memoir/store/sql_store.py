@@ -60,6 +60,7 @@ class SqlStore:
         self.memory = parts.MemoryPart(db, writer)
         self.memory_items = parts.MemoryItemsPart(db, item_text, writer)
         self.rescan = parts.RescanPart(db, self.memory_items)
+        self.keyed_items = parts.KeyedItemsPart(db, postgres=dialect.row_lock != "")
         self.users = parts.UsersPart(db)
         self.api = parts.ApiPart(db, apply_batch, dialect)
         self.jobs = parts.JobsPart(db, job_locking)

@@ -9,6 +9,7 @@ from memoir.store.parts.events import EventsPart, ExchangesPart
 from memoir.store.parts.index import IndexPart, TextEngine
 from memoir.store.parts.ingest import IngestPart
 from memoir.store.parts.jobs import JobLocking, JobsPart
+from memoir.store.parts.keyed_items import KeyedItemsPart
 from memoir.store.parts.memory import MemoryPart
 from memoir.store.parts.memory_items import MemoryItemsPart
 from memoir.store.parts.rescan import RescanPart, RescanState
@@ -30,6 +31,7 @@ __all__ = [
     "IngestPart",
     "JobLocking",
     "JobsPart",
+    "KeyedItemsPart",
     "MemoryItemsPart",
     "MemoryPart",
     "RescanPart",
