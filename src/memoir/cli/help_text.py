@@ -134,15 +134,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "hook": (
         "cmd_hook",
-        "The Claude Code hook that runs `memoir sync --background` at session start: install "
-        "it, uninstall it, or see its status.",
+        "The Claude Code (or, with --gemini, Gemini CLI) hook that runs "
+        "`memoir sync --background` at session start: install it, uninstall it, or see its "
+        "status.",
     ),
     "embed": (
         "cmd_embed",
         "Embed the exchanges that have no vector yet, or no token states for re-ranking, then "
         "redo vectors embedded from an older release's recipe (needs the embeddings extra).",
     ),
-    "stats": ("cmd_sync", "Counts of what this Memoir home holds."),
+    "stats": (
+        "cmd_sync",
+        "Counts of what this Memoir home holds, for every user: the home owner's view of its "
+        "size and health (the project list is `--user`'s).",
+    ),
     "verify": (
         "cmd_sync",
         "Check the index against the archive: exit 0 when intact (warnings, such as lines a "
