@@ -57,3 +57,14 @@ def test_recall_context_history_and_forget_are_the_callers_own(api: Api) -> None
     assert bad.status_code == 422 and "exactly one" in bad.json()["error"]["message"]
     theirs = api.client.post("/api/memories/forget", json={"session": "b1"}, headers=api.alice)
     assert theirs.status_code == 404
+
+
+def test_forget_matching_text_with_no_words_forgets_nothing(api: Api) -> None:
+    """The schema cannot say "holds a word", so text of none is a match of nothing: 200,
+    no item gone (the CLI refuses it before asking, as a usage error)."""
+    _say(api, "a1", "I prefer tabs over spaces.")
+    for text in (" \u009b ", "!!!", "--"):
+        r = api.client.post("/api/memories/forget", json={"matching": text}, headers=api.alice)
+        assert (r.status_code, r.json()["data"]["items"]) == (200, [])
+    listed = api.client.get("/api/memories", headers=api.alice).json()["data"]["memories"]
+    assert [i["content"] for i in listed] == ["I prefer tabs over spaces."]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from memoir.errors import ConfigError, MemoirError, NotFound, UsageError
+from memoir.errors import ConfigError, MemoirError, NotFound
 from memoir.memory.validate import (
     MAX_CONTENT_CHARS,
     MAX_QUOTE_CHARS,
@@ -87,8 +87,8 @@ def forget(
         return items.forget_many(items.ids(ItemFilter(owner=owner, project=project, history=True)))
     assert matching is not None
     words = words_of(matching)
-    if not words:
-        raise UsageError(f"--matching {matching!r} has no words to match")
+    if not words:  # nothing to match is nothing forgotten (the CLI says so before asking)
+        return []
     live = items.select(ItemFilter(owner=owner))
     return items.forget_many([i.id for i in live if holds_all(i, words)])
 
