@@ -171,7 +171,6 @@ def signed_in(request: Request, user: str | None) -> str:
 
 
 def current_user(request: Request, who: Caller = Depends(caller)) -> str:
-    if who.user is not None:
+    if who.key_hash is None:  # a page key's user, or no key at all
         return signed_in(request, who.user)
-    users = memoir_of(request).store.users
-    return signed_in(request, users.user_for_hash(who.key_hash) if who.key_hash else None)
+    return signed_in(request, memoir_of(request).store.users.user_for_hash(who.key_hash))
