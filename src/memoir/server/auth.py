@@ -31,16 +31,20 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memoir.app import Memoir
 from memoir.server.errors import ApiError
+from memoir.store.parts.users import hash_key
 
 __all__ = [
     "LINK_TTL_S",
     "PAGE_KEY_PREFIX",
+    "Caller",
     "SignInLinks",
+    "caller",
     "current_user",
     "is_loopback",
     "link_url",
     "memoir_of",
     "sign_in_links",
+    "signed_in",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `memoir users add NAME`.")
@@ -124,10 +128,22 @@ def sign_in_links(request: Request) -> SignInLinks | None:
     return links if isinstance(links, SignInLinks) else None
 
 
-def current_user(
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a request says it is, before the database is asked: the hash of its API key
+    (checked by the route's own query), or the user of its page key (held in memory)."""
+
+    key_hash: str | None = None
+    user: str | None = None
+
+
+def caller(
     request: Request,
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
-) -> str:
+) -> Caller:
+    """The request's key, not yet looked up (a route that reads its rows in one statement
+    checks the key in the same statement, then calls :func:`signed_in`). A missing key,
+    and a page key that has ended, are 401 here."""
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise ApiError(401, "unauthorized", "send an API key: Authorization: Bearer KEY")
     key = credentials.credentials
@@ -141,9 +157,20 @@ def current_user(
                 "this sign-in has ended (signed out, or memoir serve restarted); open the "
                 "new link memoir serve printed",
             )
-    else:
-        user = memoir_of(request).store.users.user_for(key)
+        return Caller(user=user)
+    return Caller(key_hash=hash_key(key) if key else None)
+
+
+def signed_in(request: Request, user: str | None) -> str:
+    """``user`` as the request's user (named in its access log line); 401 for None (the
+    key is unknown or revoked)."""
     if user is None:
         raise ApiError(401, "unauthorized", "unknown or revoked API key")
     request.state.user = user
     return user
+
+
+def current_user(request: Request, who: Caller = Depends(caller)) -> str:
+    if who.key_hash is None:  # a page key's user, or no key at all
+        return signed_in(request, who.user)
+    return signed_in(request, memoir_of(request).store.users.user_for_hash(who.key_hash))

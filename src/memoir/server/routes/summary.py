@@ -3,18 +3,20 @@ duplicate request while a job is active gets the same job."""
 
 from __future__ import annotations
 
+import functools
 import glob
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from memoir.app import Memoir
-from memoir.errors import SummaryError
+from memoir.errors import NotFound, SummaryError
 from memoir.model import Harness, Session
 from memoir.secrets import mask
-from memoir.server.auth import current_user, memoir_of
+from memoir.server.auth import Caller, caller, current_user, memoir_of, signed_in
 from memoir.server.present import REVEAL, coverage_json
 from memoir.server.routing import JsonRoute, errors
+from memoir.summaries.poll import answered_from_row, polled_summary
 
 __all__ = ["router"]
 
@@ -24,26 +26,40 @@ router = APIRouter(prefix="/api/sessions", tags=["summaries"], route_class=JsonR
 @router.get("/{session_id}/summary")
 def get_summary(
     session_id: str,
+    request: Request,
     reveal: bool = Query(False, description=REVEAL),
-    user: str = Depends(current_user),
+    who: Caller = Depends(caller),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The stored summary (read from the database even when job admission is down) and
     the session's latest regeneration job, if any."""
-    from memoir.summaries.persist import read_summary_state
+    # one statement: the key, the session's owner, the summary row, the event count and
+    # the newest job (a poll is one round trip to the database)
+    poll = memoir.store.summaries.poll(session_id, key_hash=who.key_hash, user=who.user)
+    if poll is None:  # a refusal: is the key live (404) or not (401)?
+        user = who.user
+        if user is None and who.key_hash is not None:
+            user = memoir.store.users.user_for_hash(who.key_hash)
+        signed_in(request, user)
+        raise NotFound(f"no session {session_id!r}")
+    signed_in(request, poll.user)
+    session = poll.session
+    if answered_from_row(memoir.settings.summary_store, session.harness):
+        polled = polled_summary(poll)
+        state, updated, unit, current = polled.state, polled.updated_at, polled.unit, polled.current
+    else:  # a synced session: its summary is a file beside its archived transcript
+        from memoir.summaries.persist import read_summary_state
 
-    session = memoir.user_session(user, session_id)
-    state = read_summary_state(memoir.summary_store(), memoir.store, session_id)
-    updated = memoir.summary_updated_at(session_id)
-    coverage = state.coverage
-    job = memoir.summary_job(user, session_id)
-    unit, current = _measure(memoir, session) if coverage is not None else ("events", 0)
+        state = read_summary_state(memoir.summary_store(), memoir.store, session_id)
+        updated = memoir.summary_updated_at(session_id)
+        unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
+    job = memoir.jobs().seen(poll.job) if poll.job is not None else None
     return {
         "data": {
             "summary": _shown(state.body.strip(), reveal) if state.has_body else None,
             "updated_at": updated.isoformat() if updated is not None else None,
             "model": state.model,
-            "coverage": coverage_json(coverage, unit, current),
+            "coverage": coverage_json(state.coverage, unit, current),
             "job": job.to_json() if job is not None else None,
         }
     }
@@ -52,7 +68,14 @@ def get_summary(
 def _shown(body: str, reveal: bool) -> str:
     """The summary as shown: its secrets masked unless ``reveal`` (the summarizer saw the
     transcript redacted, so this is a backstop for a summary written some other way)."""
-    return body if reveal else mask(body)
+    return body if reveal else _masked(body)
+
+
+@functools.lru_cache(maxsize=512)
+def _masked(body: str) -> str:
+    """:func:`memoir.secrets.mask` of a summary, remembered by its text (a pure function
+    of it): a summary polled again is not scanned again; a changed one is a new key."""
+    return mask(body)
 
 
 def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:

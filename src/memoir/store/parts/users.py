@@ -88,12 +88,14 @@ class UsersPart(Part):
 
     def user_for(self, key: str) -> str | None:
         """The user a key belongs to, None when it is unknown or revoked."""
-        if not key:
-            return None
+        return self.user_for_hash(hash_key(key)) if key else None
+
+    def user_for_hash(self, key_hash: str) -> str | None:
+        """The user whose live key has this :func:`hash_key`, None when none has."""
         rows = self._db.rows(
             "SELECT k.user_name FROM api_keys k JOIN users u ON u.name = k.user_name "
             "WHERE k.key_hash = ? AND k.revoked_at IS NULL",
-            (hash_key(key),),
+            (key_hash,),
         )
         return str(rows[0][0]) if rows else None
 
