@@ -199,9 +199,12 @@ _PAST = (
 )
 _OWN_DOING = re.compile(
     _SUBJECT + r"(?:(?=')| (?:(?:just|recently|finally|also|actually|really|all|both|even"
-    r"|once|first) )?)(?:(?P<past>" + _PAST + r"|(?:'ve|have|has) (?:just |finally |recently |already |always |never |ever |also )?"
+    r"|once|first) )?)(?:(?P<past>"
+    + _PAST
+    + r"|(?:'ve|have|has) (?:just |finally |recently |already |always |never |ever |also )?"
     r"(?:been \w+ing|" + _PAST + r"|\w+en))|(?P<now>(?:'m|am|'re|are|is) (?:now |currently |still"
-    r" |also |really )?(?:(?!going to\b)\w+ing|(?:really |so )?into\b))|(?P<ahead>(?:'ll|will|'m going to|am going to|'re"
+    r" |also |really )?(?:(?!going to\b)\w+ing|(?:really |so )?into\b))"
+    r"|(?P<ahead>(?:'ll|will|'m going to|am going to|'re"
     r" going to|are going to|'re gonna|'m gonna|(?:'m|am|'re|are) (?:planning|hoping) (?:to|on)?"
     r"|(?:'m|am|'re|are) (?:so |really )?(?:excited|looking forward) (?:to|about)|can't wait to"
     r"|(?:'ve|have) (?:signed up|registered|booked))))\b"
@@ -211,7 +214,8 @@ _LIFE_PLACE = re.compile(
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|time)|(?:a|one|two|three|four"
     r"|five|six|few|couple of|\d+) (?:\w+ )?(?:days?|weeks?|months?|years?) ago|the other day"
     r"|over the (?:weekend|holidays?|summer|break)|this (?:past|last) \w+|lately|these days"
-    r"|when i was|as a (?:kid|child|teen(?:ager)?)|growing up|back in (?:the day|high school|college)|in (?:19|20)\d\d"
+    r"|when i was|as a (?:kid|child|teen(?:ager)?)|growing up"
+    r"|back in (?:the day|high school|college)|in (?:19|20)\d\d"
     r"|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends)"
     r"|in the (?:spring|summer|fall|autumn|winter)|for (?:thanksgiving|christmas|easter"
     r"|the holidays|my birthday)|this (?:fall|spring|summer|winter))\b"
