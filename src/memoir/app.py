@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.jobs import Job, JobProgress, JobService
+    from memoir.llm.offline.rank import SentenceScorer
     from memoir.llm.port import Model, TokenCounter
     from memoir.memory.keeping import ImportReport
     from memoir.memory.keyed import KeyedMemories
@@ -186,6 +187,17 @@ class Memoir:
         from memoir.search.embedder import load_embedder
 
         return load_embedder(self.settings.embedder)
+
+    def summary_scorer(self) -> SentenceScorer | None:
+        """How the offline summary ranks its sentences: the centrality of the embedder's
+        vectors when ``MEMOIR_SUMMARY_SENTENCES=embedder`` and an embedder is configured
+        and installed; None (lexical) otherwise."""
+        from memoir.llm.offline.rank import embedding_scorer
+
+        if self.settings.summary_sentences != "embedder":
+            return None
+        embedder = self.embedder()
+        return None if embedder is None else embedding_scorer(embedder.embed)
 
     def embed_pending(
         self,
@@ -730,7 +742,7 @@ class Memoir:
 
         limit = self.settings.summary_limit if limit is None else limit
         whole_number("limit", limit, 0)
-        with closing_source(self.model, self.fallback_model) as models:
+        with closing_source(self.model, self.fallback_model, self.summary_scorer) as models:
             return run_summary_pass(
                 self.store,
                 self.summary_store(),

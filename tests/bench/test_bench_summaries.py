@@ -4,13 +4,15 @@ reference summaries, next to baselines cut to the same length (issue 38)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from memoir.bench.summaries import METHODS, cut_words, run_summaries
+from memoir.bench.summaries import EMBEDDER_METHOD, METHODS, cut_words, run_summaries
 from memoir.cli.app import main
 from memoir.errors import ConfigError
+from memoir.llm.offline.rank import embedding_scorer
 
 TALK = [
     ("Ana", "Hi Bo! Good to see you!"),
@@ -77,15 +79,30 @@ def test_bench_summaries_cli(
     data = tmp_path / "locomo"
     data.mkdir()
     _write(data / "1.json", sessions=1)
-    main(["bench", "summaries", str(data), "--json"])
+    main(["bench", "summaries", str(data), "--json", "--no-embedder"])
     report = json.loads(capsys.readouterr().out)
     assert report["sessions"] == 1
     assert set(report["methods"]) == set(METHODS)
     lead = report["methods"]["lead"]["rougeL"]
     assert report["rougeL_vs_lead"] == round(report["methods"]["prose"]["rougeL"] / lead, 3)
-    main(["bench", "summaries", str(data)])
+    main(["bench", "summaries", str(data), "--no-embedder"])
     out = capsys.readouterr().out
     assert "LoCoMo session summaries, 1 sessions" in out and "× lead" in out
+
+
+def test_a_sentence_scorer_adds_the_embedders_arm(tmp_path: Path) -> None:
+    _write(tmp_path / "1.json", sessions=1)
+    calls: list[int] = []
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        calls.append(len(texts))
+        return [[float(len(t)), 1.0] for t in texts]
+
+    report = run_summaries(tmp_path, scorer=embedding_scorer(embed))
+    assert report.methods == (*METHODS, EMBEDDER_METHOD) and calls
+    scores = report.sessions[0].scores[EMBEDDER_METHOD]
+    assert set(scores) == {"rouge1", "rouge2", "rougeL"} and 0 < scores["rouge1"] <= 1
+    assert EMBEDDER_METHOD in report.to_json()["methods"]
 
 
 def test_bench_summaries_needs_conversations(tmp_path: Path) -> None:

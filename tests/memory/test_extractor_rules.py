@@ -297,3 +297,38 @@ def test_a_letter_between_salutation_and_sign_off_is_material_the_rest_is_not() 
 def test_labels_people_put_before_their_own_words_are_no_chat_transcript() -> None:
     text = "Context: we use Postgres 15.\nGoal: never lose an order."
     assert own_lines(text) == text.split("\n")
+
+
+# the user's own life told without a first-person cue of the families above: an event, a
+# pursuit under way or a plan, placed in everyday life — kept whole, quoted exactly
+OWN_LIFE = [
+    ("Last weekend we took the kids camping up at the lake.", "fact"),
+    ("Me and my brother went fishing a few days ago.", "fact"),
+    ("My kids love the new playground by our house.", "fact"),
+    ("I've been volunteering at the food bank on Saturdays.", "fact"),
+    ("I'm really into gardening these days.", "fact"),
+    ("We're going to visit my parents in Ohio for Thanksgiving.", "plan"),
+    ("I can't wait to start my pottery class.", "plan"),
+]
+
+
+@pytest.mark.parametrize(("message", "kind"), OWN_LIFE)
+def test_the_users_own_life_is_kept_without_a_cue(message: str, kind: str) -> None:
+    assert _items(message) == [(message, kind, [message])]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I pushed the fix to staging last night.",  # the work at hand
+        "We spent the morning debugging the payment webhook.",
+        "My teammate refactored the parser last week.",
+        "I'm going to grab lunch, back in 30 minutes.",  # no life in it
+        "She went to the concert with her friends last night.",  # someone else's life
+        "Your kids must have loved the zoo.",
+        "Did you go anywhere fun last weekend?",  # a question
+        "If I had more time I'd take a pottery class.",  # a hypothetical
+    ],
+)
+def test_what_only_sounds_like_the_users_life_gives_no_item(message: str) -> None:
+    assert _items(message) == []

@@ -13,6 +13,10 @@ cut to the same number of words as the session's summary:
   :func:`memoir.llm.offline.summary.text_summary` over the same transcript); also
   reported at its own full length (``keyword (full)``).
 
+With a sentence scorer (``memoir bench summaries`` passes the embedder's centrality when
+the ``embeddings`` extra is installed) the same sessions are summarized once more with it:
+**prose (embedder)**, at its own length, beside the lexical **prose**.
+
 Figures are means over sessions; ``length`` is the mean of summary words / reference words.
 """
 
@@ -28,6 +32,7 @@ from typing import Any
 from memoir.bench.locomo_data import load_conversation, to_memoir
 from memoir.errors import ConfigError
 from memoir.llm.offline import OfflineModel
+from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.offline.summary import text_summary
 from memoir.llm.offline.text import split_sentences
 from memoir.llm.tokens import TiktokenCounter
@@ -38,10 +43,19 @@ from memoir.summaries.summarizer import (
     summarize_conversation,
 )
 
-__all__ = ["METHODS", "SEED", "SessionScore", "SummariesReport", "cut_words", "run_summaries"]
+__all__ = [
+    "EMBEDDER_METHOD",
+    "METHODS",
+    "SEED",
+    "SessionScore",
+    "SummariesReport",
+    "cut_words",
+    "run_summaries",
+]
 
 SEED = 38
 METHODS = ("prose", "lead", "random", "keyword", "keyword (full)")
+EMBEDDER_METHOD = "prose (embedder)"
 METRICS = ("rouge1", "rouge2", "rougeL")
 
 
@@ -69,6 +83,16 @@ class SummariesReport:
         return sum(values) / len(values) if values else 0.0
 
     @property
+    def methods(self) -> tuple[str, ...]:
+        """The methods scored: :data:`METHODS`, and the embedder's prose when it ran."""
+        extra = (
+            (EMBEDDER_METHOD,)
+            if self.sessions and EMBEDDER_METHOD in self.sessions[0].scores
+            else ()
+        )
+        return METHODS + extra
+
+    @property
     def length_ratio(self) -> float:
         ratios = [s.summary_words / max(1, s.reference_words) for s in self.sessions]
         return sum(ratios) / len(ratios) if ratios else 0.0
@@ -84,7 +108,7 @@ class SummariesReport:
             "sessions": len(self.sessions),
             "length_ratio": round(self.length_ratio, 3),
             "keyword_length_ratio": round(self.keyword_length_ratio, 3),
-            "methods": {m: {k: round(self.mean(m, k), 4) for k in METRICS} for m in METHODS},
+            "methods": {m: {k: round(self.mean(m, k), 4) for k in METRICS} for m in self.methods},
             "rougeL_vs_lead": round(self.mean("prose", "rougeL") / lead, 3) if lead else None,
             "keyword_rougeL_vs_lead": (
                 round(self.mean("keyword", "rougeL") / lead, 3) if lead else None
@@ -115,11 +139,14 @@ def _random_sentences(text: str, words: int, rng: random.Random) -> str:
     return cut_words(" ".join(sentences[i] for i in sorted(chosen)), words)
 
 
+def _prose(events: Sequence[Event], scorer: SentenceScorer | None = None) -> str:
+    made = summarize_conversation(events, OfflineModel(), scorer=scorer)
+    return made.body if made is not None else ""
+
+
 def _session_texts(events: Sequence[Event]) -> tuple[str, str, str]:
     """(prose summary, keyword summary, the conversation as it reads)."""
-    model = OfflineModel()
-    made = summarize_conversation(events, model)
-    prose = made.body if made is not None else ""
+    prose = _prose(events)
     transcript = render_transcript(build_exchanges(events), events)
     raw = TiktokenCounter("cl100k_base")
     keyword = text_summary(transcript, SUMMARY_MAX_TOKENS, raw.count)
@@ -128,12 +155,17 @@ def _session_texts(events: Sequence[Event]) -> tuple[str, str, str]:
 
 
 def run_summaries(
-    directory: Path, *, progress: Callable[[str], None] | None = None
+    directory: Path,
+    *,
+    progress: Callable[[str], None] | None = None,
+    scorer: SentenceScorer | None = None,
 ) -> SummariesReport:
+    """Every session with a reference, scored (see the module doc); ``scorer`` adds the
+    prose summary ranked by it (:data:`EMBEDDER_METHOD`)."""
     files = sorted(directory.glob("*.json"))
     if not files:
         raise ConfigError(f"no LoCoMo *.json conversations in {directory}")
-    scorer = _scorer()
+    rouge = _scorer()
     rng = random.Random(SEED)
     report = SummariesReport()
     for path in files:
@@ -155,8 +187,10 @@ def run_summaries(
                 "keyword": cut_words(keyword, n),
                 "keyword (full)": keyword,
             }
+            if scorer is not None:
+                candidates[EMBEDDER_METHOD] = _prose(events, scorer)
             scores = {
-                method: {k: v.fmeasure for k, v in scorer.score(reference, text).items()}
+                method: {k: v.fmeasure for k, v in rouge.score(reference, text).items()}
                 for method, text in candidates.items()
             }
             report.sessions.append(

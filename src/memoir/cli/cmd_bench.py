@@ -166,14 +166,24 @@ def summaries(
         ..., exists=True, file_okay=False, help="Folder of LoCoMo *.json conversations."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    embedder: bool = typer.Option(
+        True,
+        "--embedder/--no-embedder",
+        help="Also summarize with the embedder's centrality (when the extra is installed).",
+    ),
 ) -> None:
     """ROUGE-1/2/L F1 of the offline session summaries against LoCoMo's reference
     session summaries, next to baselines cut to the same length (lead, random sentences,
     the keyword-led summary of format 1)."""
-    from memoir.bench.summaries import METHODS, run_summaries
+    from memoir.bench.summaries import run_summaries
+    from memoir.llm.offline.rank import embedding_scorer
+    from memoir.search.embedder import load_embedder
 
+    loaded = load_embedder("auto") if embedder else None
     report = run_summaries(
-        directory, progress=None if as_json else lambda line: err_console.print(line, style="dim")
+        directory,
+        progress=None if as_json else lambda line: err_console.print(line, style="dim"),
+        scorer=embedding_scorer(loaded.embed) if loaded is not None else None,
     )
     summary = report.to_json()
     if as_json:
@@ -182,8 +192,7 @@ def summaries(
     table = Table(title=f"LoCoMo session summaries, {summary['sessions']} sessions (ROUGE F1)")
     for header in ("summary", "ROUGE-1", "ROUGE-2", "ROUGE-L"):
         table.add_column(header, justify="left" if header == "summary" else "right")
-    for method in METHODS:
-        row = summary["methods"][method]
+    for method, row in summary["methods"].items():
         table.add_row(method, *(f"{row[k]:.3f}" for k in ("rouge1", "rouge2", "rougeL")))
     console.print(table)
     console.print(

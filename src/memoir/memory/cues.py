@@ -171,6 +171,82 @@ _WORK_AT_HAND = re.compile(
     r"|logs|query|endpoint|pr|pull request|migration|repo|package|error|warning|output"
     r"|container|cluster|deploy\w*|install\w*|version|ticket)\b"
 )
+# The user's own life told without a cue above: the user (or "we", "my family and I", one
+# of their people) as the subject of an event, an ongoing pursuit or a plan, in a sentence
+# that places it in their life — a time of life ("last weekend", "two years ago", "when I
+# was little"), one of their people, or a pursuit, place or occasion of everyday life. A
+# fact when it happened or is under way, a plan when it is ahead.
+_PEOPLE = (
+    r"(?:wife|husband|partner|spouse|girlfriend|boyfriend|fianc[eé]e?|kids?|children|son"
+    r"|sons|daughters?|baby|family|parents|mom|mum|mother|dad|father|sisters?|brothers?"
+    r"|siblings?|grand\w+|cousins?|aunt|uncle|niece|nephew|in-laws|(?:best |close )?friends?"
+    r"|roommates?|neighbou?rs?|dogs?|cats?|puppy|kitten|pets?|horse)"
+)
+_SUBJECT = (
+    r"(?:^|[,;:—–-] |\b(?:and|but|so|then|because|when|after|before|since|while) |"
+    rf"(?:^|\b)(?:yesterday|today|recently|lately|finally|last \w+|this \w+|over the \w+|on \w+"
+    r"|(?:a|one|two|three|four|five|six|few|couple of|\d+) (?:\w+ )?(?:days?|weeks?|months?"
+    r"|years?) ago),? )"
+    rf"(?:i|we|my {_PEOPLE}(?: and i)?|(?:me|i) and my {_PEOPLE})"
+)
+_PAST = (
+    r"(?:went|took|made|saw|got|had|ran|bought|found|gave|wrote|began|built|drove|flew|ate"
+    r"|sang|met|spent|tried|did|came|left|brought|caught|taught|won|lost|sold|held|kept|felt"
+    r"|heard|rode|swam|grew|drew|chose|fell|threw|wore|sat|stood|slept|hung|dug|fought|led"
+    r"|paid|sent|shot|spoke|understood|woke|became|knew|read|was|were"
+    r"|(?!(?:need|feed|seed|speed|bleed|breed|exceed|proceed|succeed|embed|shed|wed)\b)"
+    r"[a-z]{2,}ed)"
+)
+_OWN_DOING = re.compile(
+    _SUBJECT + r"(?:(?=')| (?:(?:just|recently|finally|also|actually|really|all|both|even"
+    r"|once|first) )?)(?:(?P<past>"
+    + _PAST
+    + r"|(?:'ve|have|has) (?:just |finally |recently |already |always |never |ever |also )?"
+    r"(?:been \w+ing|" + _PAST + r"|\w+en))|(?P<now>(?:'m|am|'re|are|is) (?:now |currently |still"
+    r" |also |really )?(?:(?!going to\b)\w+ing|(?:really |so )?into\b))"
+    r"|(?P<ahead>(?:'ll|will|'m going to|am going to|'re"
+    r" going to|are going to|'re gonna|'m gonna|(?:'m|am|'re|are) (?:planning|hoping) (?:to|on)?"
+    r"|(?:'m|am|'re|are) (?:so |really )?(?:excited|looking forward) (?:to|about)|can't wait to"
+    r"|(?:'ve|have) (?:signed up|registered|booked))))\b"
+)
+_LIFE_PLACE = re.compile(
+    r"\b(?:yesterday|last (?:night|week|weekend|month|year|summer|spring|fall|autumn|winter"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|time)|(?:a|one|two|three|four"
+    r"|five|six|few|couple of|\d+) (?:\w+ )?(?:days?|weeks?|months?|years?) ago|the other day"
+    r"|over the (?:weekend|holidays?|summer|break)|this (?:past|last) \w+|lately|these days"
+    r"|when i was|as a (?:kid|child|teen(?:ager)?)|growing up"
+    r"|back in (?:the day|high school|college)|in (?:19|20)\d\d"
+    r"|on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends)"
+    r"|in the (?:spring|summer|fall|autumn|winter)|for (?:thanksgiving|christmas|easter"
+    r"|the holidays|my birthday)|this (?:fall|spring|summer|winter))\b"
+    rf"|\b(?:my|our|his|her|their) (?:\w+ )?{_PEOPLE}\b|\bthe kids\b"
+    r"|\b(?:trip|vacation|holiday|camping|hike|hiking|beach|lake|park|museum|concert|festival"
+    r"|class|classes|course|workshop|lessons?|race|marathon|gym|yoga|church|school|college"
+    r"|university|kindergarten|graduation|wedding|anniversary|birthday|party|dinner|picnic"
+    r"|garden|gardening|painting|paintings|pottery|ceramics|poems?|poetry|novel|guitar|piano"
+    r"|violin|drums|choir|band|shelter|charity|volunteer\w*|adoption|job|interview|promotion"
+    r"|career|baby|house|apartment|home|vet|doctor|hospital|therapy|therapist|support group"
+    r"|book club|team|season|road trip|road|coast|mountains?|city|country|abroad|art|music"
+    r"|songs?|dance|dancing|running|bike|cycling|swimming|reading|books?|cooking|baking"
+    r"|recipes?|photography|photos?|pictures?|movies?|films?|games?|sports?|soccer"
+    r"|basketball|football|tennis|travel\w*|nature|sunset|ocean|forest|community|club"
+    r"|group|events?|proud|grateful|thankful|excited|nervous|scared|happy|recently)\b"
+)
+# one of the user's people doing something ("my kids love the beach", "my daughter starts
+# school in September"), not their words or thoughts
+_THEIR_DOING = re.compile(
+    rf"(?:^|[,;:—–-] |\b(?:and|but|so|because|when|since) )my (?:\w+ )?{_PEOPLE}"
+    r" (?:(?:just|recently|finally|also|really|still|always|never) )?(?!(?:is|are|was|were|has"
+    r"|have|had|said|says|told|tells|thinks|thought|asked|asks|wants|wanted|and|or|who|that"
+    r"|which|will|would|can|could|should|might|may|must)\b)[a-z]{3,}\b"
+)
+# what a coding session does, whatever the tense: not the user's life
+_SESSION_WORK = re.compile(
+    r"\b(?:debug\w*|refactor\w*|rebas\w*|merg\w*|push\w*|pull\w*|commit\w*|stack ?traces?"
+    r"|staging|prod(?:uction)?|main|master|config\w*|webhooks?|parser|job(?:s)? (?:failed"
+    r"|ran)|failing|pipeline|repo\w*|docker\w*|kubernetes|k8s|api|database|schema|cache"
+    r"|your (?:message|summary|answer|reply|email|code|pr|suggestion|change)s?)\b"
+)
 _QUESTION = re.compile(
     r"^(?:what|why|how|when(?= (?:do|does|did|is|are|was|were|will|can|should|would|could)\b)"
     r"|where|who|which|whose|can|could|would|should|shall|do(?! not)"
@@ -289,7 +365,21 @@ def _kind(folded: str) -> ItemKind | None:
     kind = next((kind for kind, pattern in _CUES if pattern.search(folded)), None)
     if kind is None and _LIFE_EVENT.search(folded) and not _WORK_AT_HAND.search(folded):
         return ItemKind.FACT
+    if kind is None:
+        return _own_life(folded)
     return kind
+
+
+def _own_life(folded: str) -> ItemKind | None:
+    """A fact (done or under way) or a plan (ahead) of the user's own life, or None: see
+    ``_OWN_DOING``; never about the work at hand."""
+    doing = _OWN_DOING.search(folded)
+    theirs = doing is None and _THEIR_DOING.search(folded) is not None
+    if not (theirs or (doing is not None and _LIFE_PLACE.search(folded))):
+        return None
+    if _WORK_AT_HAND.search(folded) or _SESSION_WORK.search(folded):
+        return None
+    return ItemKind.PLAN if doing is not None and doing.group("ahead") else ItemKind.FACT
 
 
 def _masked(sentence: str) -> tuple[str, float]:

@@ -30,7 +30,15 @@ the first cue family that matches:
   / studying …", "I'm / we're on Python / Windows / v3 …", "I use / we use", "we … every
   Tuesday", and a life event in the first person ("I adopted a dog", "I just started a
   pottery class", "I got promoted") unless it is about the work at hand ("I started the
-  server").
+  server");
+- the user's own life without any cue above (:func:`memoir.memory.cues._own_life`): the
+  user, "we", "my family and I" or one of their people as the subject of an event ("Last
+  weekend we took the kids camping"), a pursuit under way ("I've been painting a lot
+  lately"), a plan ("We're going to visit my parents for Thanksgiving") or a doing of
+  their people ("My daughter starts school in September"), in a sentence placed in
+  everyday life (a time of life, one of their people, a pursuit, place or occasion) and
+  not about the work at hand ("I pushed the fix to staging last night") — a plan when
+  it is ahead, else a fact.
 
 A frame that only asks to keep what follows is cut from the item's text, never from its
 quote: "Remember that X", "Please remember: X", "Keep in mind that X", "Note that X",
@@ -72,8 +80,8 @@ the same; without one, and for ``compaction`` / ``incidental`` ranges, every sta
 an item.
 
 Misses: facts without a first-person cue ("The main branch is protected", "The API is on
-Fly.io"), a verb after "my …" other than the listed ones ("my daughter starts school in
-September"), "I'm <adjective>" ("I'm left-handed"), instructions without a standing marker
+Fly.io"), a life told without anything placing it in everyday life ("I got the keys at
+noon"), "I'm <adjective>" ("I'm left-handed"), instructions without a standing marker
 ("Keep memory under 512 MB"), third-person and reported statements, implicit preferences
 ("ugh, semicolons again"), a sentence with a semicolon (read as code), statements split
 across sentences or turns, references resolved only by the assistant's words, non-English

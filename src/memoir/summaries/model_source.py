@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.port import Model
 
 __all__ = ["ModelSource", "closing_source"]
@@ -22,12 +23,18 @@ def _no_fallback() -> Model | None:
     return None
 
 
+def _no_scorer() -> SentenceScorer | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSource:
-    """The model a summary is written with, and the refusal fallback (None: none)."""
+    """The model a summary is written with, the refusal fallback (None: none) and the
+    sentence scorer an offline summary ranks by (None: lexically)."""
 
     model: Callable[[], Model]
     fallback: Callable[[], Model | None] = _no_fallback
+    scorer: Callable[[], SentenceScorer | None] = _no_scorer
 
     @classmethod
     def of(cls, model: Model, fallback: Model | None = None) -> ModelSource:
@@ -37,7 +44,9 @@ class ModelSource:
 
 @contextmanager
 def closing_source(
-    model: Callable[[], Model], fallback: Callable[[], Model | None] = _no_fallback
+    model: Callable[[], Model],
+    fallback: Callable[[], Model | None] = _no_fallback,
+    scorer: Callable[[], SentenceScorer | None] = _no_scorer,
 ) -> Iterator[ModelSource]:
     """A :class:`ModelSource` over these factories whose models, those it built, are
     closed when the block ends (a remote model holds an HTTP client's connections)."""
@@ -55,7 +64,7 @@ def closing_source(
         return made
 
     try:
-        yield ModelSource(first, lambda: kept(fallback))
+        yield ModelSource(first, lambda: kept(fallback), scorer)
     finally:
         for made in built:
             close = getattr(made, "close", None)

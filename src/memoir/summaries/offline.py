@@ -4,15 +4,17 @@
 (``ModelRequest.task``). The offline model answers it with
 :func:`memoir.llm.offline.prose.prose_summary`: the goal the user stated and how it ended,
 then the most central sentences in order — the conversation's own sentences within
-``max_tokens``.
+``max_tokens``; central by the task's ``scorer`` when it has one (the embedder's centrality,
+wired by the composition root), lexically otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from memoir.llm.offline.prose import prose_summary
+from memoir.llm.offline.rank import SentenceScorer
 
 __all__ = ["SummaryTask"]
 
@@ -24,6 +26,7 @@ class SummaryTask:
 
     transcript: str
     previous: str = ""
+    scorer: SentenceScorer | None = field(default=None, compare=False, repr=False)
 
     def answer(self, max_tokens: int, count: Callable[[str], int]) -> str:
-        return prose_summary(self.transcript, max_tokens, count, self.previous)
+        return prose_summary(self.transcript, max_tokens, count, self.previous, self.scorer)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from memoir.errors import SummaryError
 from memoir.llm.errors import EmptyResponse, Refused
+from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.port import Model, TokenCounter
 from memoir.llm.tokens import default_counter
 from memoir.llm.transcript import quote_speaker_lines
@@ -168,10 +169,12 @@ def summarize_conversation(
     fallback: Model | None = None,
     cache: EpisodeCache | None = None,
     long: LongPath | None = None,
+    scorer: SentenceScorer | None = None,
 ) -> SummaryText | None:
     """The summary of ``events`` (None: the conversation has no exchange). ``long`` replaces
     the episodic path for conversations beyond one request (the pass supplies one that
-    merges incrementally into the previous summary)."""
+    merges incrementally into the previous summary). ``scorer`` ranks the offline
+    summary's sentences by centrality (the embedder's); lexical without one."""
     exchanges = build_exchanges(events)
     if not exchanges:
         return None
@@ -181,18 +184,25 @@ def summarize_conversation(
     counter = counter or default_counter()
     if counter.count(transcript) <= SHORT_TOKEN_BUDGET:
         try:
-            return _one_call(transcript, model, session=session, user=user)
+            return _one_call(transcript, model, session=session, user=user, scorer=scorer)
         except Refused:
             if fallback is None:
                 raise
-            return _one_call(transcript, fallback, session=session, user=user)  # once
+            return _one_call(
+                transcript, fallback, session=session, user=user, scorer=scorer
+            )  # once
     if long is not None:
         return long(events)
     return _episodic(events, model, session=session, user=user, fallback=fallback, cache=cache)
 
 
 def _one_call(
-    transcript: str, model: Model, *, session: str | None, user: str | None
+    transcript: str,
+    model: Model,
+    *,
+    session: str | None,
+    user: str | None,
+    scorer: SentenceScorer | None = None,
 ) -> SummaryText:
     request = ModelRequest(
         messages=(
@@ -204,7 +214,7 @@ def _one_call(
         system=SUMMARY_SYSTEM,
         max_tokens=SUMMARY_MAX_TOKENS,
         meta=RequestMeta(user=user, session=session, purpose=Purpose.SUMMARY),
-        task=SummaryTask(transcript),
+        task=SummaryTask(transcript, scorer=scorer),
     )
     completion = model.complete(request)
     body = _clean(completion.text)

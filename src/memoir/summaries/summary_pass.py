@@ -24,6 +24,7 @@ from typing import Any
 from memoir.config import Settings
 from memoir.errors import Busy, MemoirError
 from memoir.llm.errors import AuthError, RateLimited
+from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.port import Model
 from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim
@@ -234,6 +235,7 @@ def _summarize_one(
             fallback=fallback,
             cache=cache,
             long=long,
+            scorer=tools.scorer(),
         )
     except (AuthError, RateLimited) as exc:
         raise _ModelUnusable() from exc
@@ -310,12 +312,20 @@ class _Tools:
         self.models = models
         self.store = store
         self._resolved: tuple[Model, Model | None, StoreEpisodeCache] | None = None
+        self._scorer: SentenceScorer | None = None
+        self._scored = False
 
     def get(self) -> tuple[Model, Model | None, StoreEpisodeCache]:
         if self._resolved is None:
             model = self.models.model()
             self._resolved = (model, self.models.fallback(), StoreEpisodeCache(self.store.cache))
         return self._resolved
+
+    def scorer(self) -> SentenceScorer | None:
+        """The offline summary's sentence scorer, resolved once (None: lexical)."""
+        if not self._scored:
+            self._scorer, self._scored = self.models.scorer(), True
+        return self._scorer
 
 
 def _user_of(store: Store, session_id: str) -> str | None:

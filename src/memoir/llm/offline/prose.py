@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from memoir.llm.offline.analysis import finish, near_duplicate
-from memoir.llm.offline.rank import cue, rank_sentences
+from memoir.llm.offline.rank import SentenceScorer, cue, rank_sentences
 from memoir.llm.offline.text import (
     Sentence,
     Turn,
@@ -439,14 +439,18 @@ def _status(r: _Reading, outcome: Sentence | None, goal: str, task: bool) -> str
 
 
 def _central(
-    r: _Reading, budget: int, used: set[int], said: list[frozenset[str]]
+    r: _Reading,
+    budget: int,
+    used: set[int],
+    said: list[frozenset[str]],
+    scorer: SentenceScorer | None = None,
 ) -> list[Sentence]:
     """The most central sentences within ``budget`` words, in conversation order: first
     those that tell something (no question, no filler, not a reply's reaction), then —
     only while the budget lasts — those said to the other person ("you…")."""
     ranked = [
         s
-        for _, s in rank_sentences(r.sentences)
+        for _, s in rank_sentences(r.sentences, scorer)
         if s.position not in used
         and not is_filler(s.text)
         and not s.text.rstrip().endswith("?")
@@ -480,9 +484,15 @@ def _dedupe(actions: Sequence[Action], kind: str) -> tuple[str, ...]:
 
 
 def summarize_lines(
-    lines: Sequence[Line], actions: Sequence[Action] = (), *, body_words: int | None = None
+    lines: Sequence[Line],
+    actions: Sequence[Action] = (),
+    *,
+    body_words: int | None = None,
+    scorer: SentenceScorer | None = None,
 ) -> ProseSummary:
-    """The prose summary of a conversation given as lines and actions (pure)."""
+    """The prose summary of a conversation given as lines and actions (pure); the body's
+    sentences are the most central by ``scorer`` (an embedder's centrality), lexically
+    without one."""
     r = _Reading.of(lines)
     goal, goal_used, task = _goal(r)
     users = [s for s in r.sentences if s.role in ("user", "unknown")]
@@ -532,7 +542,7 @@ def summarize_lines(
         used.add(s.position)
         said.append(frozenset(content_words(s.text)))
     central = _central(
-        r, max(0, body_words - sum(len(s.text.split()) for s in decided)), used, said
+        r, max(0, body_words - sum(len(s.text.split()) for s in decided)), used, said, scorer
     )
     body = tuple(r.said(s) for s in sorted([*decided, *central], key=lambda s: s.position))
     short = finish(f"{goal} — {status}" if status and goal else goal) if goal else headline
@@ -548,14 +558,18 @@ def summarize_lines(
 
 
 def prose_summary(
-    transcript: str, max_tokens: int, count: Callable[[str], int], previous: str = ""
+    transcript: str,
+    max_tokens: int,
+    count: Callable[[str], int],
+    previous: str = "",
+    scorer: SentenceScorer | None = None,
 ) -> str:
     """The prose summary of a transcript in the prompt convention that fits ``max_tokens``:
     when it does not, the earlier summary's sentences go first, then body sentences from
     the last, what remains, the files and commands, the headline's outcome, and last the
     goal's words (clipped with "…")."""
     lines, actions = read_transcript(transcript)
-    summary = summarize_lines(lines, actions)
+    summary = summarize_lines(lines, actions, scorer=scorer)
     return _fit(summary, _earlier(previous), max_tokens, count) or EMPTY
 
 

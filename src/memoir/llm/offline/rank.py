@@ -14,11 +14,21 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from memoir.llm.offline.text import STOPWORDS, Sentence, content_words
 
-__all__ = ["cue", "keywords", "rank_sentences"]
+__all__ = [
+    "SentenceScorer",
+    "centrality",
+    "cue",
+    "embedding_scorer",
+    "keywords",
+    "rank_sentences",
+]
+
+# sentences → one centrality score each (higher: more central); the lexical ranking when None
+SentenceScorer = Callable[[Sequence[str]], Sequence[float]]
 
 _YAKE_MAX_CHARS = 40_000
 # Words that are frequent in any working conversation but never name its topic.
@@ -67,8 +77,47 @@ def cue(kind: str, text: str) -> bool:
     return bool(CUES[kind].search(text))
 
 
-def rank_sentences(sentences: Sequence[Sentence]) -> list[tuple[float, Sentence]]:
-    """(score, sentence) best first; ties go to the earlier sentence."""
+def centrality(vectors: Sequence[Sequence[float]]) -> list[float]:
+    """Each vector's cosine to the centroid of the unit vectors (pure): how much a sentence
+    shares with what the whole conversation says. A zero vector scores 0."""
+    units: list[list[float] | None] = []
+    for v in vectors:
+        norm = math.sqrt(sum(float(x) * float(x) for x in v))
+        units.append([float(x) / norm for x in v] if norm > 0 else None)
+    present = [u for u in units if u is not None]
+    if not present:
+        return [0.0] * len(units)
+    centroid = [sum(column) for column in zip(*present, strict=True)]
+    size = math.sqrt(sum(x * x for x in centroid)) or 1.0
+    return [
+        0.0 if u is None else sum(a * b for a, b in zip(u, centroid, strict=True)) / size
+        for u in units
+    ]
+
+
+def embedding_scorer(
+    embed: Callable[[Sequence[str]], Iterable[Iterable[float]]],
+) -> SentenceScorer:
+    """A :data:`SentenceScorer` ranking sentences by the :func:`centrality` of their
+    vectors (``embed``: texts → one vector each, e.g. an embedder's ``embed``)."""
+
+    def score(texts: Sequence[str]) -> list[float]:
+        if not texts:
+            return []
+        return centrality([[float(x) for x in row] for row in embed(list(texts))])
+
+    return score
+
+
+def rank_sentences(
+    sentences: Sequence[Sentence], scorer: SentenceScorer | None = None
+) -> list[tuple[float, Sentence]]:
+    """(score, sentence) best first; ties go to the earlier sentence. With ``scorer`` the
+    score is its centrality (an embedder's); without, lexical (see below)."""
+    if scorer is not None and sentences:
+        by_vector = list(zip(scorer([s.text for s in sentences]), sentences, strict=True))
+        by_vector.sort(key=lambda pair: (-pair[0], pair[1].position))
+        return [(float(score), s) for score, s in by_vector]
     bags = [set(content_words(s.text)) for s in sentences]
     df: Counter[str] = Counter()
     for bag in bags:
