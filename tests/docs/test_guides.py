@@ -111,6 +111,12 @@ class Terminal:
 
     def __init__(self, capsys: pytest.CaptureFixture[str], mp: pytest.MonkeyPatch) -> None:
         self.capsys, self.mp = capsys, mp
+        from memoir.cli import app as cli_app
+
+        # output goes to a pipe, as a reader's would: the consoles were made at import, under
+        # whatever terminal the first test had, so set the pipe's width on both (no wrapping)
+        for made in (cli_app.console, cli_app.err_console):
+            mp.setattr(made, "width", cli_app.PIPE_WIDTH)
         self.vars: dict[str, str] = {}
         self.stdout = ""
         self.client: object = None
