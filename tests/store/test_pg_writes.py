@@ -149,3 +149,24 @@ def test_index_rows_written_by_appends_equal_a_rebuild(memoir: Memoir) -> None:
     assert any("message 21" in docs[5] for docs in rebuilt.values())  # context of a neighbour
     hits = memoir.store.index.search("step 27", SearchFilters(), 3)
     assert hits and hits[0].exchange_id == "s:27"
+
+
+def test_a_sync_batch_whose_first_exchanges_are_stored_alike_reads_its_span_again() -> None:
+    """A transcript synced again with two turns more: its first exchanges are stored alike,
+    so the changed span starts after the one read ahead, and is read after the writes; the
+    rows written equal a rebuild's."""
+    from memoir.store.postgres_store import PostgresStore
+
+    turns = [(f"question {i} about the staging deploy", f"answer {i}", None) for i in range(5)]
+    with fresh_pg_schema() as url:
+        store = PostgresStore(url)
+        try:
+            ingest(store, "s1", turns[:3])
+            ingest(store, "s1", turns)
+            written = _tsvectors(store)
+            assert len(written) == 5
+            assert store.index.repair() == 5
+            assert _tsvectors(store) == written
+            assert any("question 3" in docs[5] for docs in written.values())  # a context
+        finally:
+            store.close()
