@@ -129,12 +129,20 @@ class RoundTrips:
 
 
 def _append_arm(
-    home: Path, url: str | None, sid: str, n: int, size: int, profile: cProfile.Profile | None
+    home: Path,
+    url: str | None,
+    sid: str,
+    n: int,
+    size: int,
+    profile: cProfile.Profile | None,
+    embed: bool = False,
 ) -> tuple[float, int]:
     """(events/s, waits on the server) of ``n`` timed batches after one warm-up batch."""
     from memoir.app import Memoir
 
-    overrides: dict[str, Any] = {"llm": "offline"}
+    # embedding on write (on by default since issue 34) runs the embedder after the store's
+    # write, the same on both backends: off unless --embed-on-write, so the store is measured
+    overrides: dict[str, Any] = {"llm": "offline", "embed_on_write": embed}
     if url:
         overrides["database_url"] = url
     memoir = Memoir.at(home, **overrides)
@@ -174,12 +182,24 @@ def bench_append(url: str, args: argparse.Namespace, work: Path) -> dict[str, An
             sid = f"append-{arm}-{r}"
             if arm == "sqlite":
                 got[arm], _ = _append_arm(
-                    work / f"sqlite{r}", None, sid, args.batches, args.batch_size, None
+                    work / f"sqlite{r}",
+                    None,
+                    sid,
+                    args.batches,
+                    args.batch_size,
+                    None,
+                    args.embed_on_write,
                 )
             else:
                 with _pg_schema(url) as schema_url:
                     got[arm], waits = _append_arm(
-                        work / f"pg{r}", schema_url, sid, args.batches, args.batch_size, profile
+                        work / f"pg{r}",
+                        schema_url,
+                        sid,
+                        args.batches,
+                        args.batch_size,
+                        profile,
+                        args.embed_on_write,
                     )
                 trips.append(waits)
             rates[arm].append(got[arm])
@@ -188,6 +208,7 @@ def bench_append(url: str, args: argparse.Namespace, work: Path) -> dict[str, An
         "batches_per_round": args.batches,
         "batch_size": args.batch_size,
         "rounds": args.rounds,
+        "embed_on_write": args.embed_on_write,
         "sqlite_events_per_s": round(statistics.median(rates["sqlite"]), 1),
         "postgres_events_per_s": round(statistics.median(rates["postgres"]), 1),
         "sqlite_rates": [round(x, 1) for x in rates["sqlite"]],
@@ -261,6 +282,11 @@ def main() -> None:
     p.add_argument("--sync-rounds", type=int, default=2)
     p.add_argument("--skip", default="", help="comma list of append,sync")
     p.add_argument("--profile", action="store_true")
+    p.add_argument(
+        "--embed-on-write",
+        action="store_true",
+        help="keep embedding on write on in the append arm (off: the store's write alone)",
+    )
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     if not args.database_url:

@@ -54,7 +54,14 @@ def _store_exchanges(conn: psycopg.Connection[Any], changes: list[ExchangeChange
         _many(conn, EXCHANGE_UPDATE, updates)
 
 
-WRITES = IngestWrites(POSTGRES, SESSION_UPSERT, _many, _store_exchanges, index=postgres_search)
+WRITES = IngestWrites(
+    POSTGRES,
+    SESSION_UPSERT,
+    _many,
+    _store_exchanges,
+    index=postgres_search,
+    send_span_read=postgres_search.send_span_read,
+)
 
 
 def apply_batch(conn: psycopg.Connection[Any], batch: IngestBatch) -> None:

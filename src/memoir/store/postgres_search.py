@@ -21,11 +21,13 @@ may.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
 from memoir.model import Exchange, Session
+from memoir.store import sql_index
 from memoir.store.fold import fold_accents, fold_index_text
 from memoir.store.index_doc import (
     IndexDoc,
@@ -40,6 +42,7 @@ from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
 from memoir.store.sql_common import POSTGRES
 from memoir.store.sql_index import (
+    SpanRead,
     exchange_pks,
     indexed_sessions,
     ordered_exchanges,
@@ -58,6 +61,7 @@ __all__ = [
     "reindex_session",
     "reindex_span",
     "search",
+    "send_span_read",
     "snippets_for",
     "tsquery_sql",
     "write_index",
@@ -119,12 +123,27 @@ def reindex_session(conn: psycopg.Connection[Any], session: Session) -> None:
     write_index(conn, [(x.id, doc) for x, doc in docs])
 
 
-def reindex_span(conn: psycopg.Connection[Any], session: Session, changed: list[Exchange]) -> None:
+def send_span_read(
+    conn: psycopg.Connection[Any], session_id: str, lo: int, hi: int
+) -> Callable[[], SpanRead]:
+    """:func:`~memoir.store.sql_index.send_span_read` on PostgreSQL: an ingest batch
+    sends it with its other reads, in the same pipeline."""
+    return sql_index.send_span_read(conn, POSTGRES, session_id, lo, hi)
+
+
+def reindex_span(
+    conn: psycopg.Connection[Any],
+    session: Session,
+    changed: list[Exchange],
+    read: SpanRead | None = None,
+) -> None:
     """Write the index rows of ``changed`` (exchanges of ``session`` just added or grown)
-    and rewrite their neighbours' rows, whose ``context`` column quotes them."""
+    and rewrite their neighbours' rows, whose ``context`` column quotes them; ``read``:
+    the span's rows as read before ``changed`` were written (see
+    :func:`~memoir.store.sql_index.span_rows`)."""
     if not changed:
         return
-    ordered, _ = span_rows(conn, POSTGRES, session.id, changed)
+    ordered, _ = span_rows(conn, POSTGRES, session.id, changed, read)
     docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
     conn.execute(
         "DELETE FROM exchange_search WHERE exchange_pk IN "

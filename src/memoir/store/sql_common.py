@@ -174,7 +174,9 @@ class IndexWrites(Protocol):
     def delete_index(self, conn: Any, pks: list[int]) -> None: ...
     def delete_session_index(self, conn: Any, session_id: str) -> None: ...
     def reindex_session(self, conn: Any, session: Session) -> None: ...
-    def reindex_span(self, conn: Any, session: Session, changed: list[Exchange]) -> None: ...
+    def reindex_span(
+        self, conn: Any, session: Session, changed: list[Exchange], read: Any = None
+    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +191,9 @@ class IngestWrites:
     many: Callable[[Any, str, list[tuple[Any, ...]]], None]
     store_exchanges: Callable[[Any, list[ExchangeChange]], None]
     index: IndexWrites
+    # sends the reads of an index span (``sql_index.send_span_read``) with the batch's
+    # other reads, before its exchanges are written (a pipeline's wait less), or None
+    send_span_read: Callable[[Any, str, int, int], Callable[[], Any]] | None = None
 
 
 def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> None:
@@ -209,10 +214,15 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
         writes.many(conn, d(EVENT_INSERT), [event_params(e, d.time) for e in batch.events])
     unique = {x.id: x for x in batch.exchanges}
     shapes = [] if batch.reset else _send_rows_in(conn, d, _SHAPES, list(unique))
+    span: Callable[[], Any] | None = None
+    if writes.send_span_read is not None and unique and not batch.reset:
+        firsts = [x.first_ordinal for x in unique.values()]
+        span = writes.send_span_read(conn, session.id, min(firsts), max(firsts))
     if _renamed(stored, session) and not batch.reset:
         writes.index.reindex_session(conn, session)  # the index's meta column names them
     if batch.exchanges:
         existing = {row[0]: tuple(row[1:]) for cur in shapes for row in cur.fetchall()}
+        read = span() if span is not None else None  # read with the shapes: no wait of its own
         changes = _changes(d, unique, existing)
         grown = [c for c in changes if c.old_pk is not None]
         if grown:  # their index rows and embeddings describe the old text
@@ -223,7 +233,7 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
                 [(c.exchange.id,) for c in grown],
             )
         writes.store_exchanges(conn, changes)
-        writes.index.reindex_span(conn, session, [c.exchange for c in changes])
+        writes.index.reindex_span(conn, session, [c.exchange for c in changes], read)
     if batch.source is not None:
         conn.execute(d(SOURCE_UPSERT), source_params(batch.source))
     if batch.skipped:

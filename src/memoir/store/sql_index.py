@@ -5,7 +5,8 @@ connection and its :class:`~memoir.store.sql_common.Dialect`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memoir.model import Exchange, Session
@@ -21,10 +22,12 @@ from memoir.store.index_doc import MAX_COLUMN_CHARS, quoted_text, tools_text
 from memoir.store.sql_common import Connection, Dialect, rows_in
 
 __all__ = [
+    "SpanRead",
     "exchange_pks",
     "indexed_sessions",
     "ordered_exchanges",
     "quoted_texts",
+    "send_span_read",
     "session_stream",
     "span_rows",
 ]
@@ -61,40 +64,81 @@ def ordered_exchanges(
     return [(int(r[0]), exchange_from_row(r[1:])) for r in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class SpanRead:
+    """What :func:`span_rows` reads of a span, read before the span's exchanges are
+    written (in a pipeline, with the batch's other reads: one wait less): ``stored`` the
+    (pk, id, first ordinal) of the exchanges stored with a first ordinal from ``lo`` to
+    ``hi``, ``near`` the (pk, exchange) of the two before and the two after. A batch adds
+    or grows exchanges and deletes none, so what was stored is still there after its writes,
+    and the neighbours outside the span are not among them."""
+
+    lo: int
+    hi: int
+    stored: list[tuple[int, str, int]]
+    near: list[tuple[int, Exchange]]
+
+
+_SPAN = (
+    "SELECT pk, id, first_ordinal FROM exchanges WHERE session_id = ? "
+    "AND first_ordinal BETWEEN ? AND ? ORDER BY first_ordinal"
+)
+
+
+def send_span_read(
+    conn: Connection, dialect: Dialect, session_id: str, lo: int, hi: int
+) -> Callable[[], SpanRead]:
+    """Send :func:`span_rows`' two reads for the span ``lo``..``hi`` now (both statements
+    before either is read); the returned function reads them."""
+    span = conn.execute(dialect(_SPAN), (session_id, lo, hi))
+    near = conn.execute(dialect(_NEIGHBOURS), (session_id, lo, session_id, hi))
+
+    def read() -> SpanRead:
+        stored = [(int(r[0]), str(r[1]), int(r[2])) for r in span.fetchall()]
+        found = [(int(r[0]), exchange_from_row(r[1:])) for r in near.fetchall()]
+        return SpanRead(lo, hi, stored, found)
+
+    return read
+
+
 def span_rows(
-    conn: Connection, dialect: Dialect, session_id: str, changed: list[Exchange]
+    conn: Connection,
+    dialect: Dialect,
+    session_id: str,
+    changed: list[Exchange],
+    read: SpanRead | None = None,
 ) -> tuple[list[Exchange], dict[str, int]]:
     """The exchanges whose index rows change with ``changed`` (exchanges of one session
     just added or grown, not empty), in ordinal order: the span from the first changed one
     to the last, and the two before and after it (their ``context`` column quotes the
-    span); with the pk of each, by exchange id."""
+    span); with the pk of each stored before ``read`` was (all of them without ``read``),
+    by exchange id. ``read``: the span's rows read before ``changed`` were written, used
+    when it covers the same span and none of its neighbours is among ``changed``."""
     lo = min(x.first_ordinal for x in changed)
     hi = max(x.first_ordinal for x in changed)
-    # both statements sent before either is read (one round trip in a pipeline)
-    span = conn.execute(
-        dialect(
-            "SELECT pk, id FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? AND ? "
-            "ORDER BY first_ordinal"
-        ),
-        (session_id, lo, hi),
-    )
-    near = conn.execute(dialect(_NEIGHBOURS), (session_id, lo, session_id, hi))
-    keys = span.fetchall()
-    found = [(int(r[0]), exchange_from_row(r[1:])) for r in near.fetchall()]
+    ids = {x.id for x in changed}
+    if read is None or (read.lo, read.hi) != (lo, hi) or any(x.id in ids for _, x in read.near):
+        read = send_span_read(conn, dialect, session_id, lo, hi)()
+        firsts = read.stored  # read after the writes: every exchange of the span
+    else:  # read before the writes: the stored ones, then the changed ones as written
+        firsts = [r for r in read.stored if r[1] not in ids]
+        firsts += [(-1, x.id, x.first_ordinal) for x in changed]
+        firsts.sort(key=lambda r: r[2])
+    found = read.near
     before = sorted(
         (r for r in found if r[1].first_ordinal < lo), key=lambda r: -r[1].first_ordinal
     )
     after = sorted((r for r in found if r[1].first_ordinal > hi), key=lambda r: r[1].first_ordinal)
-    pks = {str(i): int(pk) for pk, i in keys}
+    pks = {i: pk for pk, i, _ in read.stored}
     known = {x.id: x for x in changed}
-    if len(keys) > len(known):  # unchanged exchanges between changed ones
+    if len(firsts) > len(known):  # unchanged exchanges between changed ones
         between = " AND e.first_ordinal BETWEEN ? AND ?"
         for _, x in ordered_exchanges(conn, dialect, session_id, between, (lo, hi)):
             known.setdefault(x.id, x)
     pks.update((x.id, pk) for pk, x in before + after)
     ordered = (
         [x for _, x in reversed(before)]
-        + [known[str(i)] for _, i in keys if str(i) in known]
+        + [known[i] for _, i, _ in firsts if i in known]
         + [x for _, x in after]
     )
     return ordered, pks

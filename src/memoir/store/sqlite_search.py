@@ -139,9 +139,12 @@ def reindex_session(conn: sqlite3.Connection, session: Session) -> None:
     write_index(conn, ((pks[x.id], doc) for x, doc in docs))
 
 
-def reindex_span(conn: sqlite3.Connection, session: Session, changed: list[Exchange]) -> None:
+def reindex_span(
+    conn: sqlite3.Connection, session: Session, changed: list[Exchange], read: None = None
+) -> None:
     """Write the index rows of ``changed`` (exchanges of ``session`` just added or grown)
-    and rewrite their neighbours' rows, whose ``context`` column quotes them."""
+    and rewrite their neighbours' rows, whose ``context`` column quotes them (``read``:
+    none here, SQLite reads the span after the writes)."""
     if not changed:
         return
     ordered, pks = span_rows(conn, SQLITE, session.id, changed)
