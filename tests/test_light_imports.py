@@ -200,7 +200,7 @@ def test_asks_top_help(args: list[str], top: bool) -> None:
 
 def test_search_without_vectors_imports_no_vector_library(tmp_path: Path) -> None:
     """A home synced without an embedder: ``memoir search`` imports neither numpy nor the
-    model's runtime, with the embedder off and with it on ``auto`` (installed or not)."""
+    model's runtime, nor pydantic, with the embedder off and with it on ``auto`` (installed or not)."""
     from memoir.demo.make_corpus import corpus_sources
 
     env = {
@@ -221,6 +221,7 @@ def test_search_without_vectors_imports_no_vector_library(tmp_path: Path) -> Non
         loaded = _cli("search", "coupon", env={**env, "MEMOIR_EMBEDDER": embedder})
         assert "memoir.search.engine" in loaded  # it did search
         assert not loaded & {"numpy", "onnxruntime", "tokenizers"}, embedder
+        assert "pydantic" not in loaded, embedder  # arguments converted plainly (plain_params)
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memoir.cli import plain_params
 from memoir.cli.failures import error_code, error_document, exit_status, usage_message, wants_json
 from memoir.cli.help_text import COMMANDS, LazyGroup, tidy_help
 from memoir.cli.top_help import DESCRIPTION, ROOT_OPTION, asks_top_help
@@ -54,6 +55,7 @@ __all__ = [
     "state",
 ]
 
+plain_params.install()  # arguments converted without pydantic where typer's result is certain
 app = typer.Typer(
     name="memoir",
     help=DESCRIPTION,
