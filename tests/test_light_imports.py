@@ -200,7 +200,8 @@ def test_asks_top_help(args: list[str], top: bool) -> None:
 
 def test_search_without_vectors_imports_no_vector_library(tmp_path: Path) -> None:
     """A home synced without an embedder: ``memoir search`` imports neither numpy nor the
-    model's runtime, nor pydantic, with the embedder off and with it on ``auto`` (installed or not)."""
+    model's runtime, nor pydantic, with the embedder off and with it on ``auto`` (installed
+    or not)."""
     from memoir.demo.make_corpus import corpus_sources
 
     env = {
