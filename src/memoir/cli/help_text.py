@@ -6,10 +6,11 @@ Commands keep their full docstrings for ``memoir CMD --help``; :func:`tidy_help`
 what the lists show from them once the ``cmd_*`` modules are imported. The decisions are
 pure functions (``tests/cli/test_help_text.py``).
 
-The top-level list is known before any ``cmd_*`` module is: :data:`COMMANDS` names each
-command's module and its one line, so ``memoir --help`` imports none of them and a command
-imports only its own (:class:`LazyGroup`). A test holds the table to what the modules
-register (``tests/test_light_imports.py``).
+The top-level list is known before any ``cmd_*`` module is: :data:`COMMANDS`
+(:mod:`memoir.cli.top_help`, which prints ``memoir --help`` without typer) names each
+command's module and its one line, so a command imports only its own
+(:class:`LazyGroup`). A test holds the table to what the modules register
+(``tests/test_light_imports.py``).
 """
 
 from __future__ import annotations
