@@ -16,6 +16,7 @@ import pytest
 
 from memoir.cli import asks_version
 from memoir.cli.help_text import COMMANDS
+from memoir.cli.top_help import asks_top_help
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,11 +97,17 @@ def test_version_imports_no_framework() -> None:
     assert {n for n in loaded if n.startswith("memoir")} == {"memoir", "memoir.cli"}
 
 
-def test_help_imports_no_command() -> None:
-    loaded = _cli("--help")
-    assert not loaded & HEAVY
-    assert not {n for n in loaded if n.startswith("memoir.cli.cmd_")}
-    assert not {"memoir.app", "memoir.store", "memoir.search.engine"} & loaded
+@pytest.mark.parametrize("args", [["--help"], [], ["--debug", "--user", "bob", "--help"]])
+def test_top_level_help_imports_no_framework(args: list[str]) -> None:
+    """``memoir --help`` (and ``memoir`` alone) is Memoir's own text: no command module,
+    and neither typer, click, rich nor pydantic."""
+    loaded = _cli(*args)
+    assert not loaded & (HEAVY | FRAMEWORK)
+    assert {n for n in loaded if n.startswith("memoir")} == {
+        "memoir",
+        "memoir.cli",
+        "memoir.cli.top_help",
+    }
 
 
 def test_a_command_imports_its_own_module_only() -> None:
@@ -111,11 +118,13 @@ def test_a_command_imports_its_own_module_only() -> None:
 def test_help_lists_what_the_commands_register() -> None:
     """The table :data:`COMMANDS` against the modules: every command a ``cmd_*`` module
     registers is in it, under that module, with the line its docstring gives; and
-    ``memoir --help`` with nothing imported reads as it does with everything imported."""
+    ``memoir --help``, with nothing imported, lists every command of the fully loaded typer
+    app with its one line, and every option of its root with its help, value, environment
+    variable and default."""
     script = (
-        "from memoir.cli.app import _discover_all, app, main\n"
+        "from memoir.cli.app import _discover_all, app\n"
         "_discover_all()\n"
-        "import json, sys\n"
+        "import json, typer\n"
         "def module(info):\n"
         "    return info.callback.__module__\n"
         "def group_module(group):\n"
@@ -126,37 +135,73 @@ def test_help_lists_what_the_commands_register() -> None:
         "rows = {(c.name or c.callback.__name__.replace('_command', '')): [module(c),"
         " c.short_help] for c in app.registered_commands}\n"
         "rows.update({g.name: [group_module(g), None] for g in app.registered_groups})\n"
-        "print(json.dumps(rows))\n"
-        "try:\n"
-        "    main(['--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
+        "root = typer.main.get_command(app)\n"
+        "ctx = root.make_context('memoir', ['--help'], resilient_parsing=True)\n"
+        "lines = {n: c.get_short_help_str(10_000) for n, c in root.commands.items()}\n"
+        "params = [[p.opts, p.help, p.metavar, p.envvar, p.default,"
+        " getattr(p, 'is_flag', False)] for p in root.get_params(ctx)]\n"
+        "print(json.dumps([rows, lines, params, list(root.list_commands(ctx))]))\n"
     )
-    env = {**os.environ, "COLUMNS": "300"}
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
-    first, _, everything_loaded = done.stdout.partition("\n")
-    registered = json.loads(first)
+    registered, lines, params, listed = json.loads(done.stdout)
     assert set(registered) == set(COMMANDS)
     for name, (module, line) in registered.items():
         assert module == f"memoir.cli.{COMMANDS[name][0]}", name
         if line is not None:
             assert line == COMMANDS[name][1], name
-    lazy = subprocess.run(
+    shown = subprocess.run(
         [sys.executable, "-m", "memoir.cli", "--help"],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "COLUMNS": "90"},
         check=True,
-    )
-    assert lazy.stdout == everything_loaded
-    assert all(f" {name} " in lazy.stdout for name in COMMANDS)
+    ).stdout
+    flat = " ".join(shown.split())
+    assert shown.startswith("Usage: memoir [OPTIONS] COMMAND [ARGS]...\n")
+    commands = shown.split("\nCommands:\n", 1)[1]
+    rows = [line.split()[0] for line in commands.splitlines() if line[2:3].strip()]
+    assert rows == listed  # every command, in the typer app's order
+    for name in listed:
+        assert f" {name} {lines[name]}" in flat, name
+    options = shown.split("\nOptions:\n", 1)[1].split("\nCommands:\n", 1)[0]
+    names = [line.split()[0] for line in options.splitlines() if line[2:3].strip()]
+    assert names == [opts[0] for opts, *_ in params]
+    for (name, *_), help_, metavar, envvar, default, is_flag in params:
+        shown_name = name if is_flag or name == "--help" else f"{name} {metavar}"
+        assert f" {shown_name} {help_}" in flat, name
+        if envvar:
+            assert f"[env var: {envvar}]" in flat
+        if not is_flag and default is not None:
+            assert f"[default: {default}]" in flat
+    assert max(len(line) for line in shown.splitlines()) <= 90
+
+
+@pytest.mark.parametrize(
+    ("args", "top"),
+    [
+        ([], True),
+        (["--help"], True),
+        (["--debug", "--help"], True),
+        (["--user", "bob", "--help"], True),
+        (["--user=bob", "--help"], True),
+        (["--version", "--help"], True),  # help wins, as in the parser
+        (["--help", "search"], True),  # the root's --help, before the command
+        (["search", "--help"], False),  # the command's own
+        (["--debug"], False),  # typer's "Missing command"
+        (["--user", "--help"], False),  # the name of a user: left to the parser
+        (["sync"], False),
+    ],
+)
+def test_asks_top_help(args: list[str], top: bool) -> None:
+    assert asks_top_help(args) is top
 
 
 def test_search_without_vectors_imports_no_vector_library(tmp_path: Path) -> None:
     """A home synced without an embedder: ``memoir search`` imports neither numpy nor the
-    model's runtime, with the embedder off and with it on ``auto`` (installed or not)."""
+    model's runtime, nor pydantic, with the embedder off and with it on ``auto`` (installed
+    or not)."""
     from memoir.demo.make_corpus import corpus_sources
 
     env = {
@@ -177,6 +222,7 @@ def test_search_without_vectors_imports_no_vector_library(tmp_path: Path) -> Non
         loaded = _cli("search", "coupon", env={**env, "MEMOIR_EMBEDDER": embedder})
         assert "memoir.search.engine" in loaded  # it did search
         assert not loaded & {"numpy", "onnxruntime", "tokenizers"}, embedder
+        assert "pydantic" not in loaded, embedder  # arguments converted plainly (plain_params)
 
 
 @pytest.mark.parametrize(

@@ -1,17 +1,19 @@
 """The `memoir` command line: a thin adapter over the library.
 
-:func:`main` is the console script. It answers ``memoir --version`` before importing the
-CLI framework, and hands anything else to :func:`memoir.cli.app.main`, which imports only
-the module of the command given (``memoir --help`` none of them).
+:func:`main` is the console script. It answers ``memoir --version`` and the top-level
+``memoir --help`` (:mod:`memoir.cli.top_help`) before importing the CLI framework, and
+hands anything else to :func:`memoir.cli.app.main`, which imports only the module of the
+command given.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "print_top_help"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,16 +22,35 @@ def main(argv: list[str] | None = None) -> None:
     if asks_version(given):
         from memoir import __version__
 
-        try:
-            sys.stdout.write(f"memoir {__version__}\n")
-            sys.stdout.flush()
-        except BrokenPipeError:  # `memoir --version | true`: quietly, SIGPIPE's status
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise SystemExit(141) from None
+        _write(f"memoir {__version__}\n")
         raise SystemExit(0)
+    from memoir.cli.top_help import asks_top_help
+
+    if asks_top_help(given):
+        print_top_help(given)
     from memoir.cli.app import main as run
 
     run(argv)
+
+
+def print_top_help(args: list[str]) -> NoReturn:
+    """Print the top-level help for the terminal's width (``COLUMNS``; 80 into a pipe) and
+    exit: 0 when asked for, 2 for ``memoir`` alone (a command is missing), as typer does."""
+    from memoir.cli.top_help import top_help
+
+    _write(top_help(shutil.get_terminal_size().columns))
+    raise SystemExit(0 if args else 2)
+
+
+def _write(text: str) -> None:
+    """``text`` on stdout; a reader gone away (``memoir --help | head -1``) ends the
+    program quietly, with SIGPIPE's status."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(141) from None
 
 
 def asks_version(args: list[str]) -> bool:

@@ -32,8 +32,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from memoir.cli import plain_params
 from memoir.cli.failures import error_code, error_document, exit_status, usage_message, wants_json
 from memoir.cli.help_text import COMMANDS, LazyGroup, tidy_help
+from memoir.cli.top_help import DESCRIPTION, ROOT_OPTION, asks_top_help
 from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
 from memoir.model.session import LOCAL_USER
@@ -53,9 +55,10 @@ __all__ = [
     "state",
 ]
 
+plain_params.install()  # arguments converted without pydantic where typer's result is certain
 app = typer.Typer(
     name="memoir",
-    help="Memoir: a memory engine for long LLM conversations.",
+    help=DESCRIPTION,
     no_args_is_help=True,
     cls=LazyGroup,
     pretty_exceptions_enable=False,
@@ -137,17 +140,16 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
+    debug: bool = typer.Option(False, "--debug", help=ROOT_OPTION["--debug"].help),
     _version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", callback=_print_version
+        False, "--version", help=ROOT_OPTION["--version"].help, callback=_print_version
     ),
     user: str = typer.Option(
         LOCAL_USER,
         "--user",
-        envvar="MEMOIR_USER",
-        metavar="NAME",
-        help="Act for this user: read and change their conversations and memories only "
-        "(default local: the sessions synced from this machine).",
+        envvar=ROOT_OPTION["--user"].envvar,
+        metavar=ROOT_OPTION["--user"].metavar,
+        help=ROOT_OPTION["--user"].help,
     ),
 ) -> None:
     state.debug = debug
@@ -385,6 +387,10 @@ def main(argv: list[str] | None = None) -> None:
     exit status the README lists (1 an error, 2 a bad setting or argument, 130
     interrupted)."""
     given = list(argv if argv is not None else sys.argv[1:])
+    if asks_top_help(given):  # Memoir's own list, as the console script gives it
+        from memoir.cli import print_top_help
+
+        print_top_help(given)
     debug = "--debug" in given
     as_json = wants_json(given)
     try:

@@ -6,10 +6,11 @@ Commands keep their full docstrings for ``memoir CMD --help``; :func:`tidy_help`
 what the lists show from them once the ``cmd_*`` modules are imported. The decisions are
 pure functions (``tests/cli/test_help_text.py``).
 
-The top-level list is known before any ``cmd_*`` module is: :data:`COMMANDS` names each
-command's module and its one line, so ``memoir --help`` imports none of them and a command
-imports only its own (:class:`LazyGroup`). A test holds the table to what the modules
-register (``tests/test_light_imports.py``).
+The top-level list is known before any ``cmd_*`` module is: :data:`COMMANDS`
+(:mod:`memoir.cli.top_help`, which prints ``memoir --help`` without typer) names each
+command's module and its one line, so a command imports only its own
+(:class:`LazyGroup`). A test holds the table to what the modules register
+(``tests/test_light_imports.py``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.models import ArgumentInfo
+
+from memoir.cli.top_help import COMMAND_ORDER, COMMANDS, ordered
 
 __all__ = [
     "COMMANDS",
@@ -33,38 +35,6 @@ __all__ = [
     "short_help",
     "tidy_help",
 ]
-
-# what a user does first comes first: archive and find, read and condense, remember,
-# then serve, wire into an agent, maintain, configure, try, measure
-COMMAND_ORDER = (
-    "sync",
-    "search",
-    "show",
-    "summarize",
-    "compact",
-    "remember",
-    "memories",
-    "serve",
-    "worker",
-    "users",
-    "jobs",
-    "mcp",
-    "hook",
-    "embed",
-    "stats",
-    "verify",
-    "usage",
-    "config",
-    "demo",
-    "bench",
-)
-
-
-def ordered(names: Iterable[str], order: tuple[str, ...] = COMMAND_ORDER) -> list[str]:
-    """``names`` in ``order``; any not named there after them, alphabetically. Pure."""
-    rank = {name: i for i, name in enumerate(order)}
-    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
-
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
 
@@ -77,97 +47,6 @@ def short_help(doc: str | None) -> str:
     first = inspect.cleandoc(doc).split("\n\n", 1)[0]
     joined = " ".join(line.strip() for line in first.splitlines())
     return _SENTENCE_END.split(joined, 1)[0].strip()
-
-
-# each top-level command: the ``memoir.cli`` module that registers it, and what the
-# command list shows beside it (its docstring's first sentence, as :func:`tidy_help` makes it)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "sync": (
-        "cmd_sync",
-        "Archive and index new or grown transcripts, then refresh due summaries and keep "
-        "memories from the sessions gone idle.",
-    ),
-    "search": (
-        "cmd_search",
-        "Search past exchanges by words and (with the embeddings extra) by meaning.",
-    ),
-    "show": (
-        "cmd_show",
-        "Print a stored conversation, or one exchange of it in context, as a transcript.",
-    ),
-    "summarize": (
-        "cmd_summarize",
-        "Summarize a long session episode by episode and save the result.",
-    ),
-    "compact": (
-        "cmd_compact",
-        "Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary "
-        "of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO "
-        "of the threshold), a message too large for that kept as a stand-in.",
-    ),
-    "remember": (
-        "cmd_memories",
-        "Remember what the user said in a session: durable facts, preferences and decisions, "
-        "each with the exact words it came from (runs now; prints what was saved, or why not).",
-    ),
-    "memories": (
-        "cmd_memories",
-        "Long-term memories: list, show, search, export, forget; switch extraction off or "
-        "on; recover unsettled work.",
-    ),
-    "serve": (
-        "cmd_serve",
-        "Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) and the web page.",
-    ),
-    "worker": (
-        "cmd_jobs",
-        "Run background jobs until SIGTERM or Ctrl-C: abandoned jobs are resumed first, then "
-        "queued ones taken; on stop, no new job is taken and the running one finishes or goes "
-        "back to the queue for another worker.",
-    ),
-    "users": ("cmd_users", "Users of the HTTP API (memoir serve) and their API keys."),
-    "jobs": ("cmd_jobs", "Background jobs (summary regenerations): list, show, cancel."),
-    "mcp": (
-        "cmd_mcp",
-        "Serve Memoir's tools to an agent over MCP on stdio (search, read, summary, remember, "
-        "memories, forget); `memoir mcp install` wires the server into Codex or Claude Code.",
-    ),
-    "hook": (
-        "cmd_hook",
-        "The Claude Code (or, with --gemini, Gemini CLI) hook that runs "
-        "`memoir sync --background` at session start: install it, uninstall it, or see its "
-        "status.",
-    ),
-    "embed": (
-        "cmd_embed",
-        "Embed the exchanges that have no vector yet, or no token states for re-ranking, then "
-        "redo vectors embedded from an older release's recipe (needs the embeddings extra).",
-    ),
-    "stats": (
-        "cmd_sync",
-        "Counts of what this Memoir home holds, for every user: the home owner's view of its "
-        "size and health (the project list is `--user`'s).",
-    ),
-    "verify": (
-        "cmd_sync",
-        "Check the index against the archive: exit 0 when intact (warnings, such as lines a "
-        "transcript holds that could not be read, are listed and counted), 1 when damaged.",
-    ),
-    "usage": ("cmd_usage", "Show model calls (ok / failed) and tokens in/out, by day and model."),
-    "config": (
-        "cmd_config",
-        "Show the effective settings and where each one came from (secrets masked); exit 2 "
-        "when one of them would be refused.",
-    ),
-    "demo": (
-        "cmd_sync",
-        "Sync a bundled sample corpus into a home of its own and tour what Memoir found.",
-    ),
-    "bench": (
-        "cmd_bench",
-        "Benchmarks: retrieval and long-term memory quality on LoCoMo, compaction retention.",
-    ),
-}
 
 
 class OrderedGroup(TyperGroup):
