@@ -33,6 +33,7 @@ def get_summary(
     from memoir.summaries.persist import read_summary_state
 
     session = memoir.user_session(user, session_id)
+    session_id = session.id
     state = read_summary_state(memoir.summary_store(), memoir.store, session_id)
     updated = memoir.summary_updated_at(session_id)
     coverage = state.coverage
@@ -78,7 +79,7 @@ def regenerate_summary(
 ) -> dict[str, Any]:
     """Queue a full regeneration (202 with the job); while one is active, the same job.
     409 `summary_failed` up front for a session with no events (no job is queued)."""
-    memoir.user_session(user, session_id)
+    session_id = memoir.user_session(user, session_id).id
     if memoir.store.events.last_ordinal(session_id) == 0:
         raise SummaryError(f"nothing to summarize: session {session_id!r} has no events yet")
     job = memoir.regenerate_summary(user, session_id)

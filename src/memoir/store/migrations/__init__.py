@@ -34,6 +34,7 @@ from memoir.store.migrations import (
     v017_secret_rescan,
     v018_index_folded_in_python,
     v019_owner_indexes,
+    v020_session_names,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -159,6 +160,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v019_owner_indexes.NAME,
         v019_owner_indexes.SQLITE,
         v019_owner_indexes.POSTGRES,
+    ),
+    Migration(
+        v020_session_names.VERSION,
+        v020_session_names.NAME,
+        v020_session_names.SQLITE,
+        v020_session_names.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
