@@ -70,13 +70,13 @@ class SessionsPart:
         return session_from_row(rows[0]) if rows else None
 
     def with_prefix(self, prefix: str, *, user: str | None = None) -> list[Session]:
-        """The sessions whose id starts with ``prefix`` (``user``'s only, when given), by
-        id: the prefix compared in the query, never by reading every session."""
+        """The sessions whose id, or name, starts with ``prefix`` (``user``'s only, when
+        given), by id: the prefix compared in the query, never by reading every session."""
         mine, params = _owner("", user)
         rows = self._db.rows(
-            f"SELECT {SESSION_READ_COLS} FROM sessions WHERE substr(id, 1, ?) = ?{mine} "
-            "ORDER BY id",
-            (len(prefix), prefix, *params),
+            f"SELECT {SESSION_READ_COLS} FROM sessions WHERE (substr(id, 1, ?) = ? "
+            f"OR substr(name, 1, ?) = ?){mine} ORDER BY id",
+            (len(prefix), prefix, len(prefix), prefix, *params),
         )
         return [session_from_row(r) for r in rows]
 
