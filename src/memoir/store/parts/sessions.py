@@ -211,8 +211,7 @@ def owned_session(user: str | None, ref: str) -> tuple[str, list[Any]]:
     if user is None:
         return "WHERE id = ? LIMIT 1", [ref]
     return (
-        "WHERE user_name = ? AND id IN (?, ?) ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END "
-        "LIMIT 1",
+        "WHERE user_name = ? AND id IN (?, ?) ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1",
         [user, ref, named_session_id(user, ref), ref],
     )
 
