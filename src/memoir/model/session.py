@@ -70,8 +70,9 @@ class Session:
 
 def named_session_id(user: str, name: str) -> str:
     """The id ``user``'s session named ``name`` is stored under: 32 hex digits (as a
-    generated id), a digest of the user and the name, NUL between them. A function of the
-    caller's own user and name only, so the id a create returns never depends on what
-    another user holds. Pure."""
+    generated id), a digest of the user and the name, NUL between them (no user name holds
+    a NUL, so each user and name make one id of their own). A function of the caller's own
+    user and name only, so the id a create returns never depends on what another user
+    holds. Pure."""
     raw = f"{user}\0{name}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(raw).hexdigest()[:32]
