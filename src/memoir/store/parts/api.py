@@ -106,18 +106,18 @@ class ApiPart:
         ids too."""
         messages = [_scrub_id(m) for m in messages]
         d = self._d
-        tail, found = owned_session(user, session_id)
+        where, found = owned_session(user, session_id)
         # the reads sent with the lock find the session's id as the lock does
         sid, by = "?", [session_id]
         if user is not None:
-            sid, by = f"(SELECT id FROM sessions {tail})", found
+            sid, by = f"(SELECT id FROM sessions {where})", found
         with (self._db.batch or self._db.write)() as conn:
             # the session row locked, then read under the lock: the client ids stored
             # already, the last ordinal, and the events new ones may extend (_OPEN_TAIL). All
             # four are sent before any is read: the server runs them in order, so the reads
             # see what the lock's previous holder committed; one wait in a pipeline
             locked = conn.execute(
-                d(f"SELECT {SESSION_READ_COLS} FROM sessions {tail}{d.row_lock}"), found
+                d(f"SELECT {SESSION_READ_COLS} FROM sessions {where}{d.row_lock}"), found
             )
             wanted = [m.client_id for m in messages]
             stored = self._stored_ids(conn, (sid, by), wanted)
