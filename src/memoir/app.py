@@ -167,17 +167,26 @@ class Memoir:
         )
 
     def summary_updated_at(self, session_id: str) -> datetime | None:
-        """When the session's summary was last written (``None``: never)."""
+        """When the session's summary was last written (``None``: never); ``session_id``
+        as for :meth:`summary_body`."""
         from memoir.summaries.persist import summary_updated_at
 
-        return summary_updated_at(self.summary_store(), self.store.summaries, session_id)
+        sid = self._named(session_id)
+        return summary_updated_at(self.summary_store(), self.store.summaries, sid)
 
     def summary_body(self, session_id: str) -> str | None:
         """The readable summary of a session (its header stripped), or None when it has
-        none: what a search shows beside each hit."""
+        none: what a search shows beside each hit. ``session_id``: a stored id (a hit's),
+        or this Memoir's user's name for a session."""
         from memoir.summaries.persist import read_summary_body
 
-        return read_summary_body(self.summary_store(), self.store, session_id)
+        return read_summary_body(self.summary_store(), self.store, self._named(session_id))
+
+    def _named(self, session_id: str) -> str:
+        """The stored id of this Memoir's user's session ``session_id`` names (its id or
+        its name); else ``session_id`` as given (a stored id, as the service passes)."""
+        found = self.store.sessions.get(session_id, user=self.user)
+        return found.id if found is not None else session_id
 
     def embedder(self) -> Embedder | None:
         """The configured embedder (``MEMOIR_EMBEDDER``), or None when semantic search is
