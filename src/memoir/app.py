@@ -169,17 +169,26 @@ class Memoir:
         )
 
     def summary_updated_at(self, session_id: str) -> datetime | None:
-        """When the session's summary was last written (``None``: never)."""
+        """When the session's summary was last written (``None``: never); ``session_id``
+        as for :meth:`summary_body`."""
         from memoir.summaries.persist import summary_updated_at
 
-        return summary_updated_at(self.summary_store(), self.store.summaries, session_id)
+        sid = self._named(session_id)
+        return summary_updated_at(self.summary_store(), self.store.summaries, sid)
 
     def summary_body(self, session_id: str) -> str | None:
         """The readable summary of a session (its header stripped), or None when it has
-        none: what a search shows beside each hit."""
+        none: what a search shows beside each hit. ``session_id``: a stored id (a hit's),
+        or this Memoir's user's name for a session."""
         from memoir.summaries.persist import read_summary_body
 
-        return read_summary_body(self.summary_store(), self.store, session_id)
+        return read_summary_body(self.summary_store(), self.store, self._named(session_id))
+
+    def _named(self, session_id: str) -> str:
+        """The stored id of this Memoir's user's session ``session_id`` names (its id or
+        its name); else ``session_id`` as given (a stored id, as the service passes)."""
+        found = self.store.sessions.get(session_id, user=self.user)
+        return found.id if found is not None else session_id
 
     def embedder(self) -> Embedder | None:
         """The configured embedder (``MEMOIR_EMBEDDER``), or None when semantic search is
@@ -885,15 +894,18 @@ class Memoir:
         searchable at once. A message whose ``id`` the session has stored already is
         skipped, so a retried batch stores nothing twice; a message without one is added
         every time. Returns ``added``, ``skipped`` and the session's ``last_ordinal``.
-        ``ConfigError`` for a malformed message (nothing stored), a session id another user
-        has, or a session read from a transcript (its events are the sync's)."""
+        ``session_id`` is ``user``'s name for the session (see :meth:`create_session`:
+        stored under an id of Memoir's, found again by the name). ``ConfigError`` for a
+        malformed message (nothing stored) or a session read from a transcript (its
+        events are the sync's)."""
         self.create_session(user, session_id=session_id, project=project)
         return self._append(user, session_id, messages)
 
     # the HTTP service: sessions owned by a user -----------------------------------------
     def user_session(self, user: str, session_id: str) -> Session:
-        """The session ``session_id`` when ``user`` owns it; ``NotFound`` otherwise (another
-        user's session is not told apart from one that does not exist)."""
+        """The session ``session_id`` names when ``user`` owns it — its id, or the name
+        ``user`` gave it —; ``NotFound`` otherwise (another user's session is not told
+        apart from one that does not exist). Use the returned session's ``id`` from here."""
         from memoir.errors import NotFound
 
         found = (
@@ -913,28 +925,37 @@ class Memoir:
         memory_disabled: bool = False,
     ) -> tuple[Session, bool]:
         """A session fed over the API, owned by ``user``: (the session, whether it is new).
-        An id ``user`` already has returns that session; one another user has is
-        ``ConfigError`` (ids are one namespace; its owner is not told)."""
+        ``session_id`` is a name of ``user``'s: the session is stored under
+        :func:`~memoir.model.session.named_session_id` of the user and the name, with the
+        name, so every user has names of their own (two users' ``chat-1`` are two
+        sessions). A name (or an id) ``user`` has already returns that session as it is.
+        Without one, Memoir chooses the id (32 hex digits) and the session has no name."""
         import uuid
         from datetime import datetime
 
         from memoir.model import Harness, Session, SessionFlags
+        from memoir.model.session import named_session_id
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "creating a session")
+        if session_id is not None:
+            found = self.store.sessions.get(session_id, user=user)
+            if found is not None:
+                return found, False
         now = datetime.now(UTC)
         wanted = Session(
-            id=session_id or uuid.uuid4().hex,
+            id=named_session_id(user, session_id) if session_id else uuid.uuid4().hex,
             project=project or "api",
             harness=Harness.API,
             user=user,
             flags=SessionFlags(incognito=incognito, memory_disabled=memory_disabled),
             created_at=now,
             updated_at=now,
+            name=session_id or None,
         )
         stored, created = self.store.api.create(wanted)
-        if stored.user != user:
-            raise ConfigError(f"session id {wanted.id!r} is not available; choose another")
+        if stored.user != user:  # a digest collision: no name a client chooses reaches it
+            raise ConfigError(f"session {session_id!r} cannot be created; choose another name")
         return stored, created
 
     def append_messages(
@@ -973,10 +994,9 @@ class Memoir:
             made = api_messages(session_id, messages)
         except Exception as exc:  # raised again by check()
             malformed = exc
+        stored: list[str] = []  # the id of the session the name found
 
         def check(found: Session) -> None:  # on the row the append locks: no read of its own
-            if found.user != user:
-                raise NotFound(f"no session {session_id!r}")
             if found.harness is not Harness.API:
                 raise ConfigError(
                     f"session {session_id!r} is read from a {found.harness.value} transcript; "
@@ -984,10 +1004,11 @@ class Memoir:
                 )
             if malformed is not None:
                 raise malformed
+            stored.append(found.id)
 
-        result = self.store.api.append(session_id, made, check=check)
+        result = self.store.api.append(session_id, made, user=user, check=check)
         if result.added:
-            self.embed_written([session_id])
+            self.embed_written(stored)
         return result
 
     def archive_session(self, user: str, session_id: str) -> Session:
@@ -996,7 +1017,7 @@ class Memoir:
 
         found = self.user_session(user, session_id)
         flags = replace(found.flags, archived=True)
-        self.store.sessions.set_flags(session_id, flags)
+        self.store.sessions.set_flags(found.id, flags)
         return replace(found, flags=flags)
 
     # background jobs ----------------------------------------------------------------------
@@ -1034,7 +1055,7 @@ class Memoir:
         from memoir.store import ensure_writable
         from memoir.summaries.session import EpisodeSettings, check_full_regeneration
 
-        self.user_session(user, session_id)
+        session_id = self.user_session(user, session_id).id
         ensure_writable(self.store, "regenerating a summary")
         active = self.store.jobs.active(user, session_id, "summary")
         if active is not None:  # a duplicate: not measured again
@@ -1045,8 +1066,10 @@ class Memoir:
         return self.jobs().request("summary", user, session_id)
 
     def summary_job(self, user: str, session_id: str) -> Job | None:
-        """The newest summary job of ``user``'s session (whatever its state), or None."""
-        return self.jobs().latest(user, session_id, "summary")
+        """The newest summary job of ``user``'s session (whatever its state), or None
+        (None too for a session ``user`` does not have)."""
+        found = self.store.sessions.get(session_id, user=user)
+        return None if found is None else self.jobs().latest(user, found.id, "summary")
 
     def run_summary_job(self, job: Job, progress: JobProgress, abort: threading.Event) -> None:
         """The handler of job kind ``summary``: the episodic summarizer's full run over the

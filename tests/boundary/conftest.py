@@ -17,9 +17,12 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.config import Settings
+from memoir.model.session import named_session_id
 
 A, B = "alice", "bob"
-A_SESSION, B_SESSION = "alice-chat", "bob-chat"
+A_SESSION, B_SESSION = "alice-chat", "bob-chat"  # each user's name for their session
+# the ids they are stored under (what hits, exchange ids and quotes name)
+A_STORED, B_STORED = named_session_id(A, A_SESSION), named_session_id(B, B_SESSION)
 MISSING_SESSION = "nobody-chat"  # as long as the others: no length tells them apart
 MISSING_ITEM = "0123456789abcdef0123456789abcdef"
 LEAK = "quokka"  # in Bob's words only

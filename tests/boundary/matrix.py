@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .conftest import A_SESSION, B_SESSION, LEAK, MISSING_ITEM, MISSING_SESSION, World
+from .conftest import A_SESSION, B_SESSION, B_STORED, LEAK, MISSING_ITEM, MISSING_SESSION, World
 
 __all__ = ["A_PROJECT", "B_PROJECT", "MISSING_PROJECT", "Refs", "no_leak", "refs", "same_refusal"]
 
@@ -52,7 +52,16 @@ def same_refusal(other: tuple[Any, str], missing: tuple[Any, str], r: Refs) -> N
 
 def no_leak(world: World, text: str) -> None:
     """Nothing of Bob's in ``text``."""
-    for secret in (B_SESSION, world.b_item, world.b_item[:8], "quokka-lab", LEAK):
+    secrets = (
+        B_SESSION,
+        B_STORED,
+        B_STORED[:8],
+        world.b_item,
+        world.b_item[:8],
+        "quokka-lab",
+        LEAK,
+    )
+    for secret in secrets:
         assert secret not in text, (secret, text[:500])
 
 

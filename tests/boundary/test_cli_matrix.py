@@ -16,7 +16,7 @@ import typer
 from cli_run import run_cli
 from memoir.cli.app import _discover_all, app
 
-from .conftest import A_SESSION, B_SESSION, A, B, World
+from .conftest import A_SESSION, A_STORED, B_SESSION, B_STORED, A, B, World
 from .matrix import Refs, dumps, no_leak, refs, same_refusal
 
 # command → the runs made of it: (kind, arguments with "{ref}"); kinds as in the HTTP
@@ -186,7 +186,7 @@ def test_the_owner_acts_for_another_user_by_name(
     code, out, _ = run_cli(["--user", B, "memories", "list", "--json"], capsys)
     assert [i["id"] for i in json.loads(out)["items"]] == [world.b_item]
     code, out, _ = run_cli(["--user", A, "search", "prefer", "--json"], capsys)
-    assert {h["session_id"] for h in json.loads(out)} == {A_SESSION}
+    assert {h["session_id"] for h in json.loads(out)} == {A_STORED}
     # a query word starting with "-" is an exclusion after the global option too
     code, out, _ = run_cli(["--user", B, "search", "prefer", "-tabs", "--json"], capsys)
-    assert code == 0 and {h["session_id"] for h in json.loads(out)} == {B_SESSION}
+    assert code == 0 and {h["session_id"] for h in json.loads(out)} == {B_STORED}

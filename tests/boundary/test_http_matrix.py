@@ -6,6 +6,7 @@ so a new route cannot ship unchecked."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,16 +16,18 @@ from fastapi.testclient import TestClient
 
 from memoir.server import create_app
 
-from .conftest import A, B, World
-from .matrix import dumps, no_leak, refs, same_refusal
+from .conftest import A_STORED, B_STORED, A, B, World
+from .matrix import Refs, dumps, no_leak, refs, same_refusal
+
+MISSING_STORED = "f" * 32  # shaped as a stored id; no session has it
 
 
 @dataclass(frozen=True)
 class Call:
     """One call: ``kind`` says what ``{ref}`` in the path, query or body stands for —
     "session", "item", "project" (its three references are tried), "wide" (a list or
-    search of the caller's own: no reference), "public" (no key at all), "namespace" (ids
-    are one namespace across users: Bob's id is refused, his session untouched)."""
+    search of the caller's own: no reference), "public" (no key at all), "name" (a session
+    name: Bob's name and a fresh one alike make a new session of hers, answered alike)."""
 
     method: str
     path: str
@@ -57,7 +60,7 @@ _MESSAGES = {"messages": [{"role": "user", "content": "one more thing", "id": "m
 CALLS: list[Call] = [
     Call("GET", "/healthz", "public"),
     Call("GET", "/readyz", "public"),
-    Call("POST", "/api/sessions", "namespace", 200, {"id": "{ref}", "project": "p"}),
+    Call("POST", "/api/sessions", "name", 200, {"id": "{ref}", "project": "p"}),
     Call("GET", "/api/sessions", "wide"),
     Call("GET", "/api/sessions?order=recent", "wide"),
     # a filter naming Bob's project finds nothing, as one naming no project does
@@ -105,6 +108,16 @@ def _send(client: TestClient, world: World, call: Call, ref: str) -> tuple[int, 
     return r.status_code, r.text
 
 
+def _made(text: str, name: str) -> dict[str, Any]:
+    """A created session's answer with what differs between two creations blanked: the
+    name sent, the id made of it, and the times."""
+    body = json.loads(text)
+    session = body["data"]["session"]
+    assert session["name"] == name and len(session["id"]) == 32
+    blank = dict.fromkeys(("id", "name", "created_at", "updated_at"), "")
+    return {**body, "data": {"session": {**session, **blank}}}
+
+
 def test_every_route_is_classified(client: TestClient) -> None:
     spec = client.get("/openapi.json").json()
     routes = {
@@ -125,14 +138,16 @@ def test_route_as_alice(world: World, client: TestClient, call: Call) -> None:
         status, text = _send(client, world, call, "")
         assert status == call.ok, text
         no_leak(world, text)
-    elif call.kind == "namespace":
+    elif call.kind == "name":
         r = refs(world, "session")
-        status, text = _send(client, world, call, r.other)
-        assert status == 422, text  # taken: refused, and its owner is not named
-        assert "is not available" in text and B not in text.replace(r.other, "")
-        no_leak(world, text.replace(r.other, ""))
+        other = _send(client, world, call, r.other)
+        missing = _send(client, world, call, r.missing)
+        assert other[0] == missing[0] == 201, (other, missing)  # both: a new session of hers
+        assert _made(other[1], r.other) == _made(missing[1], r.missing)
+        no_leak(world, other[1].replace(r.other, ""))
         status, text = _send(client, world, call, r.own)
-        assert status == call.ok, text  # her own id: her session, as it is
+        assert status == call.ok, text  # her own name: her session, as it is
+        assert f'"id":"{A_STORED}"' in text.replace(" ", "")
     else:
         r = refs(world, call.kind)
         other = _send(client, world, call, r.other)
@@ -140,6 +155,11 @@ def test_route_as_alice(world: World, client: TestClient, call: Call) -> None:
         assert other[0] in ((404, 422) if call.refused is None else (call.refused,)), other
         same_refusal(other, missing, r)
         no_leak(world, other[1].replace(r.other, ""))
+        if call.kind == "session":  # Bob's session by the id it is stored under, too
+            stored = Refs(A_STORED, B_STORED, MISSING_STORED)
+            by_id = _send(client, world, call, B_STORED)
+            same_refusal(by_id, _send(client, world, call, MISSING_STORED), stored)
+            no_leak(world, by_id[1].replace(B_STORED, ""))
         status, text = _send(client, world, call, r.own)  # last: it may change her own
         assert status == call.ok, text
         no_leak(world, text)

@@ -10,27 +10,29 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
+from memoir.model.session import named_session_id
 from memoir.search.embedder import HashEmbedder
 from memoir.search.session_ref import resolve_session
 from memoir.server import create_app
 from memoir.store.parts.sessions import RecentQuery
 
-from .conftest import A_SESSION, B_SESSION, A, B, World
+from .conftest import A_STORED, B_SESSION, B_STORED, A, B, World
 
 
 def _more_sessions(world: World, user: str, n: int, project: str) -> list[str]:
+    """``n`` more sessions of ``user``'s: the ids they are stored under."""
     made = []
     for k in range(n):
         sid = f"{user}-extra-{k:02d}"
         world.memoir.append(
             sid, [{"role": "user", "content": f"note {k} of {user}"}], user=user, project=project
         )
-        made.append(sid)
+        made.append(named_session_id(user, sid))
     return made
 
 
 def test_keyset_pages_total_and_facets_are_the_callers(world: World) -> None:
-    mine = [A_SESSION, *_more_sessions(world, A, 7, "api-a")]
+    mine = [A_STORED, *_more_sessions(world, A, 7, "api-a")]
     _more_sessions(world, B, 5, "bob-only")
     sessions = world.memoir.store.sessions
     seen: list[str] = []
@@ -80,12 +82,14 @@ def test_a_cursor_is_bound_to_its_caller(world: World) -> None:
 
 def test_prefixes_and_searches_see_one_owner(world: World) -> None:
     sessions = world.memoir.store.sessions
-    assert resolve_session(sessions, "bob", user=B) == B_SESSION
-    assert [s.id for s in sessions.with_prefix("bob", user=A)] == []
-    with pytest.raises(Exception, match="no session 'bob'"):
-        resolve_session(sessions, "bob", user=A)
+    # a prefix of the stored id (as a hit's session_id[:8]) or of the name: the owner's
+    for ref in (B_STORED[:8], "bob", B_SESSION, B_STORED):
+        assert resolve_session(sessions, ref, user=B) == B_STORED
+        assert [s.id for s in sessions.with_prefix(ref, user=A)] == []
+        with pytest.raises(Exception, match=f"no session '{ref}'"):
+            resolve_session(sessions, ref, user=A)
     alice = world.memoir.as_user(A)
-    assert {h.session_id for h in alice.search("prefer", mode="text")} == {A_SESSION}
+    assert {h.session_id for h in alice.search("prefer", mode="text")} == {A_STORED}
     assert alice.search("quokka", mode="text") == []
 
 
@@ -100,8 +104,8 @@ def test_meaning_search_masks_other_owners_before_scoring(world: World, mode: st
     found = world.memoir.as_user(A).search(
         "quokka cluster deploy", mode=mode, embedder=embedder, summaries=None
     )
-    assert {h.session_id for h in found} <= {A_SESSION}
+    assert {h.session_id for h in found} <= {A_STORED}
     theirs = world.memoir.as_user(B).search(
         "quokka cluster deploy", mode=mode, embedder=embedder, summaries=None
     )
-    assert B_SESSION in {h.session_id for h in theirs}
+    assert B_STORED in {h.session_id for h in theirs}

@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp_server.mcp_client import Client, Server, base_env
 
-from .conftest import A_SESSION, B_SESSION, LEAK, A, B, World
+from .conftest import A_SESSION, A_STORED, B_SESSION, B_STORED, LEAK, A, B, World
 from .matrix import dumps, no_leak, refs, same_refusal
 
 # tool → the calls made of it: (kind, arguments with "{ref}" for the reference); kinds as
@@ -103,7 +103,7 @@ def test_alice_cannot_read_list_or_forget_bobs(world: World, tmp_path: Path) -> 
         }
 
     got = _server(world, tmp_path, "--user", A).run(body)
-    assert got["own"]["session"]["id"] == A_SESSION
+    assert (got["own"]["session"]["id"], got["own"]["session"]["name"]) == (A_STORED, A_SESSION)
     assert "tabs over spaces" in json.dumps(got["own"]["events"])
     assert got["bob"] == (
         True,
@@ -125,9 +125,9 @@ def test_the_user_comes_from_the_option_the_environment_or_local(
         found = (await client.call("search", {"query": "prefer"})).data["hits"]
         return sorted({h["session_id"] for h in found})
 
-    assert _server(world, tmp_path, "--user", B).run(sessions_seen) == [B_SESSION]
-    assert _server(world, tmp_path, MEMOIR_USER=B).run(sessions_seen) == [B_SESSION]
-    assert _server(world, tmp_path, "--user", A, MEMOIR_USER=B).run(sessions_seen) == [A_SESSION]
+    assert _server(world, tmp_path, "--user", B).run(sessions_seen) == [B_STORED]
+    assert _server(world, tmp_path, MEMOIR_USER=B).run(sessions_seen) == [B_STORED]
+    assert _server(world, tmp_path, "--user", A, MEMOIR_USER=B).run(sessions_seen) == [A_STORED]
     assert _server(world, tmp_path).run(sessions_seen) == []
     # the leak word is Bob's only: found by Bob's agent, by nobody else's
     assert LEAK in world.memoir.as_user(B).search(LEAK)[0].snippet

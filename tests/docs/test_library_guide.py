@@ -13,6 +13,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.errors import ConfigError, NotFound
+from memoir.model.session import named_session_id
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -37,7 +38,8 @@ def test_the_library_guide_example_runs_on_the_demo_home(
     assert "7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d06" in out  # the PgBouncer conversation
     assert "-home-ann-code-infra 2 exchanges" in out
     assert "AppendResult(added=2, skipped=0, last_ordinal=2)" in out
-    assert out.splitlines()[-2:] == ["2", "support-42"]
+    # the hit names the id local's "support-42" is stored under; the session, its name
+    assert out.splitlines()[-3:] == ["2", named_session_id("local", "support-42"), "support-42"]
     assert not (Path.home() / ".memoir").exists()  # MEMOIR_HOME honoured
 
 
@@ -63,20 +65,23 @@ def test_append_makes_a_session_searchable_and_a_retry_adds_nothing(tmp_path: Pa
         again = m.append("chat-1", [*chat, {"role": "user", "content": "thanks"}])
         assert (first.added, first.skipped, first.last_ordinal) == (2, 0, 2)
         assert (again.added, again.skipped, again.last_ordinal) == (1, 2, 3)
-        session = m.session("chat-")  # a prefix
-        assert (session.id, session.project, session.harness.value) == (
+        chat_1 = named_session_id("local", "chat-1")  # the name is local's; the id Memoir's
+        session = m.session("chat-")  # a prefix (of the name; a stored id's works too)
+        assert (session.id, session.name, session.project, session.harness.value) == (
+            chat_1,
             "chat-1",
             "helpdesk",
             "api",
         )
+        assert m.session(chat_1[:8]) == session
         assert [e.text for e in m.events("chat-1")] == [
             "Where is the zanzibar checklist?",
             "In docs.",
             "thanks",
         ]
         assert [e.ordinal for e in m.events("chat-1", after=1, upto=2)] == [2]
-        assert [x.id for x in m.exchanges("chat-1")] == ["chat-1:1", "chat-1:3"]
-        assert [h.session_id for h in m.search("zanzibar", mode="text")] == ["chat-1"]
+        assert [x.id for x in m.exchanges("chat-1")] == [f"{chat_1}:1", f"{chat_1}:3"]
+        assert [h.session_id for h in m.search("zanzibar", mode="text")] == [chat_1]
         stats = m.stats()
         assert (stats["sessions"], stats["events"], stats["backend"]) == (1, 3, "sqlite")
 
@@ -98,11 +103,17 @@ def test_append_refuses_a_malformed_message_and_stores_nothing(
         assert m.events("chat-1") == []
 
 
-def test_append_refuses_another_users_session_and_a_transcripts(tmp_path: Path) -> None:
+def test_append_keeps_each_users_names_apart(tmp_path: Path) -> None:
+    """A name another user has is no refusal (that would tell its owner's session is
+    there): it makes the caller's own session."""
     with Memoir.at(tmp_path, embedder="none") as m:
-        m.append("ann-chat", [{"role": "user", "content": "hi"}], user="ann")
-        with pytest.raises(ConfigError, match="not available"):
-            m.append("ann-chat", [{"role": "user", "content": "hi"}], user="bob")
+        m.append("ann-chat", [{"role": "user", "content": "hi from ann"}], user="ann")
+        bobs = m.append("ann-chat", [{"role": "user", "content": "hi from bob"}], user="bob")
+        assert (bobs.added, bobs.last_ordinal) == (1, 1)
+        for user in ("ann", "bob"):
+            view = m.as_user(user)
+            assert view.session("ann-chat").id == named_session_id(user, "ann-chat")
+            assert [e.text for e in view.events("ann-chat")] == [f"hi from {user}"]
         with pytest.raises(NotFound):
             m.session("nope")
 

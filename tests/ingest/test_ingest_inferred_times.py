@@ -21,6 +21,7 @@ from conftest import fresh_pg_schema
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter
+from memoir.model.session import named_session_id
 from memoir.server import create_app
 
 SID = "dddddddd-2222-4333-8444-555555555555"
@@ -220,7 +221,8 @@ def test_messages_appended_without_a_time_take_the_time_they_were_stored(
                 "before": (stored + timedelta(seconds=1)).isoformat(),
             }
             found = client.get("/api/search", params={"q": "pelican", **window}, headers=auth)
-            assert [h["exchange_id"] for h in found.json()["data"]["hits"]] == ["fed:5"]
+            fed = named_session_id("alice", "fed")  # the id local's "fed" is stored under
+            assert [h["exchange_id"] for h in found.json()["data"]["hits"]] == [f"{fed}:5"]
             early = client.get(
                 "/api/search",
                 params={"q": "pelican", "before": began.isoformat()},
@@ -230,7 +232,7 @@ def test_messages_appended_without_a_time_take_the_time_they_were_stored(
             listed = client.get(
                 "/api/sessions", params={"order": "recent", **window}, headers=auth
             ).json()["data"]["sessions"]
-            assert [s["id"] for s in listed] == ["fed"]
+            assert [(s["id"], s["name"]) for s in listed] == [(fed, "fed")]
         # the library's own append: the time it was stored
         memoir.append("lib", [{"role": "user", "content": "the narwhal tusk question"}])
         done = datetime.now(UTC)
@@ -246,8 +248,8 @@ def test_messages_appended_without_a_time_take_the_time_they_were_stored(
         "--before",
         (done + timedelta(seconds=1)).isoformat(),
     )
-    assert [h["exchange_id"] for h in hits] == ["lib:1"]
-    shown = cli(capsys, "show", "lib", "--json")
+    assert [h["exchange_id"] for h in hits] == [f"{named_session_id('local', 'lib')}:1"]
+    shown = cli(capsys, "show", "lib", "--json")  # local's name for it
     (event,) = shown["events"]
     assert event["time_inferred"] is True
     assert stored <= datetime.fromisoformat(event["timestamp"]) <= done

@@ -21,6 +21,7 @@ from memoir.config import Settings
 from memoir.demo.builders import CodexWriter
 from memoir.ingest import mend
 from memoir.model import Exchange
+from memoir.model.session import named_session_id
 from memoir.server import create_app
 from memoir.store.port import Store
 from memoir.store.values import SearchFilters
@@ -78,7 +79,10 @@ def _shape(x: Exchange) -> tuple[Any, ...]:
 
 
 def _found(memoir: Memoir, word: str, **filters: Any) -> list[str]:
-    return [h.exchange_id for h in memoir.search(word, mode="text", **filters)]
+    """The hits' exchange ids, each session's id given as local's name for it."""
+    names = {named_session_id("local", n): n for n in ("whole", "parts", "s")}
+    ids = [h.exchange_id.partition(":") for h in memoir.search(word, mode="text", **filters)]
+    return [f"{names[sid]}:{n}" for sid, _, n in ids]
 
 
 @pytest.mark.parametrize("write", sorted(WRITES))
@@ -99,7 +103,7 @@ def test_a_lead_in_appended_before_its_prompt_is_found_in_the_first_exchange(
     parts = memoir.exchanges("parts")
     assert [_shape(x) for x in parts] == [_shape(x) for x in memoir.exchanges("whole")]
     first = parts[0]
-    assert (first.id, first.user_text) == ("parts:3", ASK)
+    assert (first.id, first.user_text) == (f"{named_session_id('local', 'parts')}:3", ASK)
     for word in LEAD_WORDS:
         assert word in first.tool_excerpt and word not in first.user_text
         assert sorted(_found(memoir, word)) == ["parts:3", "whole:3"], word
@@ -116,16 +120,17 @@ def test_a_lost_first_exchange_is_rebuilt_with_its_lead_in(
     memoir.create_session("local", session_id="s")
     memoir.append_messages("local", "s", _messages())
     kept = memoir.exchanges("s")
+    s = named_session_id("local", "s")  # the id local's session "s" is stored under
     with store._tx() as tx:  # type: ignore[attr-defined]
-        pk = tx.run("SELECT pk FROM exchanges WHERE id = ?", ("s:3",))[0][0]
+        pk = tx.run("SELECT pk FROM exchanges WHERE id = ?", (f"{s}:3",))[0][0]
         if store.backend == "sqlite":
             tx.run("DELETE FROM exchange_fts WHERE rowid = ?", (pk,))
         else:
             tx.run("DELETE FROM exchange_search WHERE exchange_pk = ?", (pk,))
-        tx.run("DELETE FROM exchanges WHERE id = ?", ("s:3",))
+        tx.run("DELETE FROM exchanges WHERE id = ?", (f"{s}:3",))
     assert _found(memoir, "quetzalpipe") == []
     monkeypatch.setattr(mend, "_EVENT_PAGE", 1)
-    assert mend.rebuild_exchanges(store, "s") is True
+    assert mend.rebuild_exchanges(store, s) is True
     assert memoir.exchanges("s") == kept
     assert _found(memoir, "quetzalpipe") == ["s:3"]
 

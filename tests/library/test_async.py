@@ -23,9 +23,12 @@ from memoir.aio import AsyncCompactor, AsyncMemoir
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import ConfigError, NotFound, StoreError
+from memoir.model.session import named_session_id
 from memoir.store.port import Store
 from memoir.store.values import SearchFilters
 
+# the ids local's sessions named s1, s2, s3 are stored under (summaries and hits name them)
+S1, S2, S3 = (named_session_id("local", n) for n in ("s1", "s2", "s3"))
 # (session, project, the user's words, the assistant's): what every test's home holds
 SEEDED = [
     (
@@ -85,9 +88,9 @@ READS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("session", ("s2",), {}),
     ("events", ("s1",), {"after": 1}),
     ("exchanges", ("s3",), {}),
-    ("summary_body", ("s1",), {}),
-    ("summary_body", ("s2",), {}),
-    ("summary_updated_at", ("s1",), {}),
+    ("summary_body", (S1,), {}),
+    ("summary_body", (S2,), {}),
+    ("summary_updated_at", (S1,), {}),
     ("stats", (), {}),
     ("summary_job", ("local", "s1"), {}),
 ]
@@ -171,7 +174,7 @@ def test_writes_store_what_the_sync_writes_store(memoir: Memoir) -> None:
             assert kept.items  # the comparison above compares something
             assert compacted.messages == sync_compacted.messages
             assert compacted.to_json() == sync_compacted.to_json()
-            assert summary.saved and "Fridays" in (memoir.summary_body("s3") or "")
+            assert summary.saved and "Fridays" in (memoir.summary_body(S3) or "")
             again_sync = memoir.summarize("s3", mode="full", use_cache=False)
             assert summary.summary.text == again_sync.summary.text
             both = {i.content for i in [*kept.items, *sync_kept.items]}
@@ -196,7 +199,7 @@ def test_fifty_tasks_share_one_and_the_loop_keeps_ticking(memoir: Memoir) -> Non
 
     async def search() -> None:
         hits = await aio.search("pgbouncer transaction", limit=3)
-        assert hits[0].session_id == "s2"
+        assert hits[0].session_id == S2
 
     async def recall() -> None:
         found = await aio.recall("database PostgreSQL")
@@ -217,7 +220,8 @@ def test_fifty_tasks_share_one_and_the_loop_keeps_ticking(memoir: Memoir) -> Non
         for k in range(3):  # the three reads, each task starting with another
             await reads[(i + k) % 3]()
         own = await aio.search(f"widget{i}", mode="text", limit=5)
-        assert [h.session_id for h in own] == [sid]  # a write is read back at once
+        # a write is read back at once
+        assert [h.session_id for h in own] == [named_session_id("local", sid)]
 
     async def ticker(stop: asyncio.Event, ticks: list[float]) -> None:
         loop = asyncio.get_running_loop()
@@ -303,7 +307,7 @@ def test_calls_run_on_its_worker_threads_at_most_max_workers_at_a_time(memoir: M
         found = _run(main())
     finally:
         threading.current_thread().name = "MainThread"
-    assert [[h.summary for h in hits] for hits in found] == [["about s3"]] * 6
+    assert [[h.summary for h in hits] for hits in found] == [[f"about {S3}"]] * 6
     assert seen and all(name.startswith("memoir-async") for name in seen)
     assert most[0] == 2  # bounded by max_workers, and used
 
@@ -529,7 +533,7 @@ def test_call_runs_any_memoir_method_as_this_one_s_user(memoir: Memoir) -> None:
     async def main() -> None:
         async with AsyncMemoir(memoir) as aio:
             assert await aio.call(Memoir.stats) == memoir.stats()
-            assert (await aio.call(Memoir.session, "s1")).id == "s1"
+            assert (await aio.call(Memoir.session, "s1")).id == S1
             with pytest.raises(NotFound):  # alice's view: s1 is local's
                 await aio.as_user("alice").call(Memoir.session, "s1")
             assert aio.settings is memoir.settings and aio.memoir is memoir

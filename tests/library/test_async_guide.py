@@ -45,7 +45,7 @@ def test_the_guide_s_example_runs_and_prints_what_it_says(
         "AppendResult(added=2, skipped=0, last_ordinal=2)",
         "2",
         "['We deploy on Fridays.']",
-        "support-42 fact True",
+        "8704dfa23401660caf5294f607e1c9ea fact True",  # the id local's support-42 has
         "True True",
         "none 1",
     ]

@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter
+from memoir.model.session import named_session_id
 from memoir.search import backfill
 from memoir.server import create_app
 from memoir.store.port import Store
@@ -157,7 +158,8 @@ def test_a_failing_embedder_never_fails_the_write(
     result = memoir.append("fresh", _messages())
     assert result.added == 2
     assert memoir.store.embeddings.backlog("hash-256", 10) != []  # left for memoir embed
-    assert [h.exchange_id for h in memoir.search(QUERY)] == ["fresh:1"]
+    fresh = named_session_id("local", "fresh")  # the id local's "fresh" is stored under
+    assert [h.exchange_id for h in memoir.search(QUERY)] == [f"{fresh}:1"]
 
 
 def test_embedding_on_write_is_bounded_and_newest_first(

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from memoir.app import Memoir
+from memoir.model.session import named_session_id
 
 __all__ = ["Api", "error_message"]
 
@@ -20,10 +21,14 @@ class Api:
     bob: dict[str, str]
 
     def make_session(self, session_id: str = "s1", who: str = "alice") -> str:
+        """Create ``who``'s session named ``session_id``; the id it is stored under (the
+        answer's ``id``: URLs take it as they take the name, the store knows only it)."""
         headers = self.alice if who == "alice" else self.bob
         r = self.client.post("/api/sessions", json={"id": session_id}, headers=headers)
         assert r.status_code == 201, r.text
-        return session_id
+        made = r.json()["data"]["session"]
+        assert made["name"] == session_id and made["id"] == named_session_id(who, session_id)
+        return str(made["id"])
 
 
 def error_message(r: Any, status: int, code: str) -> str:

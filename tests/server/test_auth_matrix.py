@@ -8,9 +8,12 @@ from typing import Any
 
 import pytest
 
+from memoir.model.session import named_session_id
+
 from .server_api import Api
 
-SID = "alice-chat"
+SID = "alice-chat"  # Alice's name for her session: the URLs take it
+STORED = named_session_id("alice", SID)  # the id it is stored under (hits name it)
 # method, path, JSON body, the owner's status; user_wide: another user gets 200 without data
 ROUTES: list[tuple[str, str, Any, int, bool]] = [
     ("POST", "/api/sessions", {"project": "p"}, 201, True),
@@ -77,11 +80,12 @@ def test_auth_matrix(
     if user_wide:
         assert other.status_code == ok, other.text
         assert SID not in other.text and "zanzibar" not in other.text.replace("q=zanzibar", "")
+        assert STORED not in other.text
     else:
         _is_error(other, 404)
     # nothing another user did changed the owner's session
-    assert api.memoir.store.events.last_ordinal(SID) == 2
-    assert api.memoir.store.sessions.get(SID).flags.archived is False  # type: ignore[union-attr]
+    assert api.memoir.store.events.last_ordinal(STORED) == 2
+    assert api.memoir.store.sessions.get(STORED).flags.archived is False  # type: ignore[union-attr]
     mine = _call(api, method, path, body, api.alice)
     assert mine.status_code == ok, mine.text
 
@@ -99,6 +103,9 @@ def test_every_api_route_is_in_the_matrix(api: Api) -> None:
     assert routes == covered
 
 
+BOB_STORED = named_session_id("bob", "bob-chat")
+
+
 def test_search_never_returns_another_users_exchange(owned: Api) -> None:
     api = owned
     api.make_session("bob-chat", who="bob")
@@ -111,10 +118,10 @@ def test_search_never_returns_another_users_exchange(owned: Api) -> None:
         params = {"q": "zanzibar rack", **({"mode": mode} if mode else {})}
         alice = api.client.get("/api/search", params=params, headers=api.alice).json()
         bob = api.client.get("/api/search", params=params, headers=api.bob).json()
-        assert {h["session_id"] for h in alice["data"]["hits"]} == {SID}
-        assert {h["session_id"] for h in bob["data"]["hits"]} == {"bob-chat"}
+        assert {h["session_id"] for h in alice["data"]["hits"]} == {STORED}
+        assert {h["session_id"] for h in bob["data"]["hits"]} == {BOB_STORED}
     # the library acts for one user too: local (the default) has neither; each named
     # user sees their own, and both only when both are named in turn
     assert {h.session_id for h in api.memoir.search("zanzibar")} == set()
-    assert {h.session_id for h in api.memoir.as_user("alice").search("zanzibar")} == {SID}
-    assert {h.session_id for h in api.memoir.as_user("bob").search("zanzibar")} == {"bob-chat"}
+    assert {h.session_id for h in api.memoir.as_user("alice").search("zanzibar")} == {STORED}
+    assert {h.session_id for h in api.memoir.as_user("bob").search("zanzibar")} == {BOB_STORED}

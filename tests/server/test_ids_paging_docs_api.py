@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from memoir.model.session import named_session_id
 from memoir.server.errors import ApiError
 from memoir.server.present import page_after
 from memoir.server.web.pages import SECURITY_HEADERS
@@ -25,7 +26,9 @@ def test_a_new_session_id_with_a_colon_is_refused(api: Api, sid: str) -> None:
 
 @pytest.mark.parametrize("sid", ["chat-1", "a.b_c-d", "X" * 128])
 def test_ids_without_a_colon_are_still_taken(api: Api, sid: str) -> None:
-    assert api.make_session(sid) == sid
+    stored = api.make_session(sid)  # checks the answer's name is sid
+    got = api.client.get(f"/api/sessions/{sid}", headers=api.alice).json()["data"]["session"]
+    assert (got["id"], got["name"]) == (stored, sid)
 
 
 def test_the_schema_says_no_colon(api: Api) -> None:
@@ -66,13 +69,14 @@ def _walk(api: Api, path: str, key: str, limit: int) -> tuple[list[Any], int]:
 
 def test_events_and_exchanges_page_with_cursor(api: Api) -> None:
     _fill(api, "many", 150)  # 300 events, 150 exchanges
+    many = named_session_id("alice", "many")  # the id "many" is stored under
     events, pages = _walk(api, "/api/sessions/many/events", "events", 64)
     assert [e["ordinal"] for e in events] == list(range(1, 301)) and pages == 5
     exchanges, pages = _walk(api, "/api/sessions/many/exchanges", "exchanges", 40)
-    assert [x["id"] for x in exchanges] == [f"many:{n}" for n in range(1, 300, 2)]
+    assert [x["id"] for x in exchanges] == [f"{many}:{n}" for n in range(1, 300, 2)]
     assert pages == 4
     sessions, _ = _walk(api, "/api/sessions", "sessions", 1)  # the same word everywhere
-    assert [s["id"] for s in sessions] == ["many"]
+    assert [(s["id"], s["name"]) for s in sessions] == [(many, "many")]
 
 
 def test_after_and_cursor_are_both_lower_bounds(api: Api) -> None:

@@ -3,6 +3,8 @@ with its history, forget by item and by selector — each limited to the caller'
 
 from __future__ import annotations
 
+from memoir.model.session import named_session_id
+
 from .server_api import Api
 
 
@@ -27,7 +29,8 @@ def test_recall_context_history_and_forget_are_the_callers_own(api: Api) -> None
     got = api.client.get("/api/memories", params={"q": "tabs"}, headers=api.alice).json()
     (tabs,) = got["data"]["memories"]
     assert tabs["content"] == "I prefer tabs over spaces." and tabs["score"] > 0
-    assert tabs["sources"][0]["exchange_id"] == "a1:1"  # bob's identical words stay his
+    a1 = named_session_id("alice", "a1")  # the id Alice's "a1" is stored under
+    assert tabs["sources"][0]["exchange_id"] == f"{a1}:1"  # bob's identical words stay his
     listed = api.client.get("/api/memories", headers=api.alice).json()["data"]["memories"]
     assert sorted(i["content"] for i in listed) == [
         "I moved to Lisbon.",

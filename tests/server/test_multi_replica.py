@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from jobs.helpers import pg_schema  # tests/jobs: a package on the rootdir path
+from memoir.model.session import named_session_id
 
 from .serve_proc import memoir_cli, serve
 
@@ -87,7 +88,8 @@ def test_regenerate_storm_over_two_replicas_admits_one_job(tmp_path: Path) -> No
             ids = {job["id"] for job in jobs}
             assert len(ids) == 1, ids
             (job_id,) = ids
-            assert all(job["session"] == sid for job in jobs)
+            stored = named_session_id("alice", sid)  # the id alice's name is stored under
+            assert all(job["session"] == stored for job in jobs)
 
             for client in (a, b):
                 got = client.get(f"/api/sessions/{sid}/summary")

@@ -67,7 +67,8 @@ def test_serve_end_to_end(home: Path, tmp_path: Path) -> None:
             assert client.get("/readyz").status_code == 200
             assert httpx.get(f"{base}/api/sessions").status_code == 401
             r = client.post("/api/sessions", json={"id": "e2e"})
-            assert r.status_code == 201
+            assert r.status_code == 201 and r.json()["data"]["session"]["name"] == "e2e"
+            e2e = r.json()["data"]["session"]["id"]  # the id it is stored under
             batch = {
                 "messages": [
                     {"role": "user", "content": "where is the deploy checklist?", "id": "a"},
@@ -82,7 +83,7 @@ def test_serve_end_to_end(home: Path, tmp_path: Path) -> None:
             events = client.get("/api/sessions/e2e/events").json()["data"]["events"]
             assert [e["ordinal"] for e in events] == [1, 2]
             hits = client.get("/api/search", params={"q": "deploy checklist"}).json()
-            assert [h["session_id"] for h in hits["data"]["hits"]] == ["e2e"]
+            assert [h["session_id"] for h in hits["data"]["hits"]] == [e2e]
             job = client.post("/api/sessions/e2e/summary/regenerate")
             assert job.status_code == 202
         proc.send_signal(signal.SIGTERM)

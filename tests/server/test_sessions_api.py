@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+from memoir.model.session import named_session_id
+
 from .server_api import Api
 
 
@@ -24,23 +26,33 @@ def test_create_get_list_archive(api: Api) -> None:
     )
     assert r.status_code == 201
     session = r.json()["data"]["session"]
-    assert (session["id"], session["project"], session["incognito"]) == ("chat-1", "p", True)
+    mine = named_session_id("alice", "chat-1")  # the name is Alice's; the id is Memoir's
+    assert (session["id"], session["name"]) == (mine, "chat-1")
+    assert (session["project"], session["incognito"]) == ("p", True)
     again = api.client.post("/api/sessions", json={"id": "chat-1"}, headers=api.alice)
     assert again.status_code == 200  # yours already: returned as it is
-    taken = api.client.post("/api/sessions", json={"id": "chat-1"}, headers=api.bob)
-    assert taken.status_code == 422 and "not available" in taken.json()["error"]["message"]
+    assert again.json()["data"]["session"] == session
+    by_id = api.client.post("/api/sessions", json={"id": mine}, headers=api.alice)
+    assert by_id.status_code == 200 and by_id.json()["data"]["session"]["id"] == mine
+    bobs = api.client.post("/api/sessions", json={"id": "chat-1"}, headers=api.bob)
+    assert bobs.status_code == 201  # names are per user: Bob's chat-1 is another session
+    assert bobs.json()["data"]["session"]["id"] == named_session_id("bob", "chat-1") != mine
     fresh = api.client.post("/api/sessions", json={}, headers=api.alice)
-    assert fresh.status_code == 201 and fresh.json()["data"]["session"]["id"]
+    made = fresh.json()["data"]["session"]
+    assert fresh.status_code == 201 and len(made["id"]) == 32 and made["name"] is None
     got = api.client.get("/api/sessions/chat-1", headers=api.alice).json()["data"]["session"]
-    assert got["events"] == 0
+    assert (got["id"], got["events"]) == (mine, 0)
     listed = api.client.get("/api/sessions", headers=api.alice).json()
-    assert {s["id"] for s in listed["data"]["sessions"]} == {
-        "chat-1",
-        fresh.json()["data"]["session"]["id"],
+    assert {(s["id"], s["name"]) for s in listed["data"]["sessions"]} == {
+        (mine, "chat-1"),
+        (made["id"], None),
     }
-    assert api.client.get("/api/sessions", headers=api.bob).json()["data"]["sessions"] == []
+    bob_listed = api.client.get("/api/sessions", headers=api.bob).json()["data"]["sessions"]
+    assert [s["name"] for s in bob_listed] == ["chat-1"]
     archived = api.client.post("/api/sessions/chat-1/archive", headers=api.alice)
     assert archived.json()["data"]["session"]["archived"] is True
+    bob_got = api.client.get("/api/sessions/chat-1", headers=api.bob).json()["data"]["session"]
+    assert bob_got["archived"] is False  # Alice's archive touched her chat-1 only
 
 
 def test_sessions_page_by_cursor(api: Api) -> None:
@@ -52,7 +64,7 @@ def test_sessions_page_by_cursor(api: Api) -> None:
     while True:
         params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
         body = api.client.get("/api/sessions", params=params, headers=api.alice).json()
-        seen += [s["id"] for s in body["data"]["sessions"]]
+        seen += [s["name"] for s in body["data"]["sessions"]]
         pages += 1
         cursor = body["next_cursor"]
         if cursor is None:

@@ -55,10 +55,11 @@ def test_an_append_costs_a_fixed_number_of_round_trips(memoir: Memoir) -> None:
     assert 0 < twenty.count <= ROUND_TRIPS, twenty.lines()
     assert hundred.count == twenty.count  # not one per message, row or exchange
     assert 0 < retried.count <= twenty.count
-    stored = memoir.store.events.of("s")
+    sid = memoir.user_session("ann", "s").id  # the id ann's "s" is stored under
+    stored = memoir.store.events.of(sid)
     assert [e.ordinal for e in stored] == list(range(1, 141))
-    assert memoir.store.api.message_ids("s")["s-139"] == 140
-    exchanges = memoir.store.exchanges.of("s")
+    assert memoir.store.api.message_ids(sid)["s-139"] == 140
+    exchanges = memoir.store.exchanges.of(sid)
     assert len(exchanges) == 70 and exchanges[28].user_text.startswith("s message 56:")
     hits = memoir.store.index.search("step 56", SearchFilters(), 3)
     assert hits and hits[0].exchange_id == exchanges[28].id

@@ -97,12 +97,15 @@ class Site:
         project: str = "billing",
         user: str = "alice",
     ) -> str:
+        """``user``'s session named ``sid``, fed ``messages``: the id it is stored under
+        (what hits link to and jobs name; URLs take it as they take the name)."""
         with self.client(user) as c:
             r = c.post("/api/sessions", json={"id": sid, "project": project})
             assert r.status_code == 201, r.text
+            stored = str(r.json()["data"]["session"]["id"])  # the id the name is stored under
             r = c.post(f"/api/sessions/{sid}/events", json={"messages": messages})
             assert r.status_code == 200, r.text
-        return sid
+        return stored
 
     def append(self, sid: str, messages: list[dict[str, Any]], user: str = "alice") -> None:
         with self.client(user) as c:

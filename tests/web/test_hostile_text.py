@@ -19,6 +19,7 @@ import httpx
 
 from memoir.app import Memoir
 from memoir.config import Settings
+from memoir.model import Harness, Session
 
 from .conftest import Browse
 from .flows import conversation, wait_until
@@ -94,8 +95,12 @@ def _arrange(site: Site) -> None:
     settings = Settings.from_env({"MEMOIR_HOME": str(site.home), **SERVER_ENV}, sources=())
     with Memoir.open(settings) as memoir:
         said = [{"role": "user", "content": f"I prefer {HOSTILE} in every kraken report."}]
-        memoir.append(HOSTILE_ID, said, user="alice", project=f"/srv/{HOSTILE}")
-        memoir.append(HUGE_ID, said, user="alice", project=MEGA)
+        for sid, project in ((HOSTILE_ID, f"/srv/{HOSTILE}"), (HUGE_ID, MEGA)):
+            # stored under the hostile id itself, as a sync stores a transcript's (a name
+            # given to append is stored under a digest): the page links to it as it is
+            made = Session(id=sid, project=project, harness=Harness.API, user="alice")
+            memoir.store.api.create(made)
+            memoir.append(sid, said, user="alice")
         long_quote = f"{EVIL} {SCRIPT} " + "q" * 900  # one line, as long as a quote may be
         lines = [
             _memory_line("hostile-1", f"{HOSTILE} " + "c" * 1800, long_quote, [HOSTILE_ID]),

@@ -52,7 +52,7 @@ def test_sign_in_sessions_and_screenshots_of_every_page(
     titles = [t.strip() for t in page.locator(".session-row .sid").all_inner_texts()]
     with site.client() as c:
         listed = c.get("/api/sessions", params={"order": "recent"}).json()["data"]
-    assert titles == [s["id"] for s in listed["sessions"]]
+    assert titles == [s["name"] or s["id"] for s in listed["sessions"]]  # your names
     assert titles.index("newer-chat") < titles.index("older-chat") and "bobs-chat" not in titles
     newer = page.locator(".session-row", has_text="newer-chat")
     assert "2 exchanges" in newer.inner_text() and "7 events" in newer.inner_text()

@@ -34,7 +34,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 def test_a_dropped_receipt_is_one_job_on_postgres_and_redis(site: Site, browse: Browse) -> None:
     sid = f"pg-dropped-{uuid.uuid4().hex[:10]}"  # the test Redis is shared: a key of its own
-    site.make_session(sid, conversation(3))
+    stored = site.make_session(sid, conversation(3))  # the id its jobs name
     site.steer(tag="postgres", delay_s=0.2)
     page = browse.page()
     page.goto(f"{site.base}/sessions/{sid}")
@@ -49,7 +49,7 @@ def test_a_dropped_receipt_is_one_job_on_postgres_and_redis(site: Site, browse: 
     page.route(REGENERATE, drop_the_answer)
     panel.regenerate.click()
     seen = follow(panel, "Regenerated")
-    jobs = site.jobs(sid)
+    jobs = site.jobs(stored)
     assert [j.id for j in jobs] == [receipts[0]["data"]["job"]["id"]]
     assert jobs[0].state == "completed"
     assert "regeneration postgres" in seen[-1]["summary"]

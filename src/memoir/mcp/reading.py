@@ -78,6 +78,7 @@ def read(home: Home, args: Args) -> dict[str, Any]:
     out: dict[str, Any] = {
         "session": {
             "id": sid,
+            **({"name": clip(info.name)} if info.name else {}),  # its client's name for it
             "project": clip(info.project),
             "harness": info.harness.value,
             "cwd": clip(info.cwd),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-__all__ = ["LOCAL_USER", "Harness", "Session", "SessionFlags"]
+__all__ = ["LOCAL_USER", "Harness", "Session", "SessionFlags", "named_session_id"]
 
 LOCAL_USER = "local"
 """The owner of every session synced from this machine's transcripts, and the user a
@@ -47,6 +48,12 @@ class Session:
     ``session_meta.payload.id``, the file stem for generic files, or the caller's id for
     sessions fed through the API). ``project`` is the folder the transcript sits in
     under its source (the archive folder name).
+
+    ``name`` is the id a client chose for a session it fed (over the HTTP API or
+    ``Memoir.append``): a name of its user's, not an id. Such a session is stored under
+    :func:`named_session_id` of its user and name, so two users may each have a
+    ``chat-1``; every lookup of a user's session takes the name or the id. None for
+    transcripts, for sessions whose id Memoir chose, and for those fed before v21.
     """
 
     id: str
@@ -58,3 +65,14 @@ class Session:
     cwd: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    name: str | None = None
+
+
+def named_session_id(user: str, name: str) -> str:
+    """The id ``user``'s session named ``name`` is stored under: 32 hex digits (as a
+    generated id), a digest of the user and the name, NUL between them (no user name holds
+    a NUL, so each user and name make one id of their own). A function of the caller's own
+    user and name only, so the id a create returns never depends on what another user
+    holds. Pure."""
+    raw = f"{user}\0{name}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(raw).hexdigest()[:32]

@@ -62,7 +62,8 @@ def resolve_project(
 
 def resolve_session(sessions: SessionsPart, session: str, *, user: str | None = None) -> str:
     """The session id ``session`` names among ``user``'s sessions (everyone's with None):
-    itself, or the one session it is a prefix of (a main session before its subagents,
+    the session of that id (or, with ``user``, of that name), or the one session it is a
+    prefix of (a main session before its subagents,
     whose ids extend the parent's). ``NotFound`` when none — another user's session is
     not told apart from one that does not exist —; a ``MemoirError`` listing them when
     several; ``UsageError`` for an empty one (it would be a prefix of every session)."""
@@ -71,8 +72,9 @@ def resolve_session(sessions: SessionsPart, session: str, *, user: str | None = 
             "the session id is empty: give a session id or a unique prefix of it (a "
             "search hit shows its session's id)"
         )
-    if sessions.get(session, user=user) is not None:
-        return session
+    named = sessions.get(session, user=user)  # its id, or (with ``user``) its name
+    if named is not None:
+        return named.id
     found = sessions.with_prefix(session, user=user)
     main = [s for s in found if not s.flags.subagent]
     matches = [s.id for s in (main if len(main) == 1 else found)]

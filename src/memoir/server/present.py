@@ -45,8 +45,11 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def session_json(s: Session) -> dict[str, Any]:
+    """A session: ``id`` as stored (what hits and exchange ids name), ``name`` the id its
+    client chose (null when Memoir chose one or the session is a transcript)."""
     return {
         "id": s.id,
+        "name": s.name,
         "project": s.project,
         "harness": str(s.harness),
         "incognito": s.flags.incognito,

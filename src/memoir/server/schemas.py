@@ -53,8 +53,10 @@ class NewSession(_Body):
     id: str | None = Field(
         default=None,
         pattern=_ID,
-        description="Your id for it (else new): letters, digits, `.`, `_` and `-`, at most "
-        "128 characters; no `:` (exchange ids are `SESSION:N`).",
+        description="Your name for it (else Memoir chooses an id): letters, digits, `.`, `_` "
+        "and `-`, at most 128 characters; no `:` (exchange ids are `SESSION:N`). Names are "
+        "yours alone: the session is stored under an id derived from your user and the "
+        "name, answered as `id`, and either works in every URL.",
     )
     project: str | None = Field(default=None, min_length=1, max_length=200)
     incognito: bool = False

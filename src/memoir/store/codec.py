@@ -34,6 +34,7 @@ __all__ = [
     "EVENT_COLS",
     "EXCHANGE_COLS",
     "SESSION_COLS",
+    "SESSION_READ_COLS",
     "SOURCE_COLS",
     "TimeEncoder",
     "dumps",
@@ -72,6 +73,9 @@ SESSION_COLS = (
     "id, project, harness, user_name, source_path, cwd, incognito, archived, subagent, "
     "memory_disabled, created_at, updated_at"
 )
+"""The session columns every schema since v1 has: what sync writes, what migrations read."""
+SESSION_READ_COLS = f"{SESSION_COLS}, name"
+"""The session columns a read of the current schema takes: with the client's name (v21)."""
 SOURCE_COLS = (
     'path, session_id, harness, size, "offset", line_count, mtime_ns, prefix_hash, '
     "tail_hash, archive_path, parser_state"
@@ -165,7 +169,7 @@ def loads(value: str | bytes | dict[str, Any] | list[Any] | None) -> Any:
 
 def session_from_row(row: Any) -> Session:
     """Row: id, project, harness, user_name, source_path, cwd, incognito, archived,
-    subagent, memory_disabled, created_at, updated_at."""
+    subagent, memory_disabled, created_at, updated_at, and name when read (v21)."""
     return Session(
         id=row[0],
         project=row[1],
@@ -181,6 +185,7 @@ def session_from_row(row: Any) -> Session:
         ),
         created_at=from_iso(row[10]),
         updated_at=from_iso(row[11]),
+        name=row[12] if len(row) > 12 else None,
     )
 
 

@@ -146,7 +146,7 @@ def forget_memories(
 ) -> dict[str, Any]:
     """Forget every item of a session, of a project, or holding all the given words."""
     if body.session is not None:
-        memoir.user_session(user, body.session)  # 404 unless the caller's
+        memoir.user_session(user, body.session)  # 404 unless the caller's (id or name)
     gone = memoir.forget_memories(
         session=body.session, project=body.project, matching=body.matching, user=user
     )
@@ -161,7 +161,7 @@ def remember(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """Extract what the user asked to keep from this session now."""
-    memoir.user_session(user, session_id)
+    session_id = memoir.user_session(user, session_id).id
     turn = body.turn if body is not None else None
     try:
         outcome = memoir.as_user(user).remember(session_id, turn)

@@ -35,8 +35,8 @@ def search(
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    if session is not None:  # an exact id of the caller's (no prefix matching here)
-        memoir.user_session(user, session)
+    if session is not None:  # an exact id or name of the caller's (no prefix matching here)
+        session = memoir.user_session(user, session).id
     filters = SearchFilters(
         project=project,
         session_id=session,

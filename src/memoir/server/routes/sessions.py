@@ -45,7 +45,9 @@ def create_session(
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    """Create a session (201), or return yours of that id as it is (200)."""
+    """Create a session (201), or return yours of that name as it is (200). `id` is your
+    name for it: the session is stored under an id of Memoir's (the `id` answered) with
+    that `name`; either works wherever a session id does."""
     session, created = memoir.create_session(
         user,
         session_id=body.id,
@@ -172,7 +174,7 @@ def get_session(
 ) -> dict[str, Any]:
     session = memoir.user_session(user, session_id)
     out = session_json(session)
-    out["events"] = memoir.store.events.last_ordinal(session_id)
+    out["events"] = memoir.store.events.last_ordinal(session.id)
     return {"data": {"session": out}}
 
 
@@ -215,7 +217,7 @@ def read_events(
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    memoir.user_session(user, session_id)
+    session_id = memoir.user_session(user, session_id).id
     start = page_after(after, cursor)
     last = memoir.store.events.last_ordinal(session_id)
     # ordinals are dense (1, 2, 3 …): the range after..after+limit is one page; past the
@@ -250,7 +252,7 @@ def read_exchanges(
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    memoir.user_session(user, session_id)
+    session_id = memoir.user_session(user, session_id).id
     start = page_after(after, cursor)
     rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > start]
     page = rest[:limit]

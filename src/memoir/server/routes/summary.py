@@ -44,6 +44,7 @@ def get_summary(
         raise NotFound(f"no session {session_id!r}")
     signed_in(request, poll.user)
     session = poll.session
+    session_id = session.id  # the stored id, when the caller named the session by its name
     if answered_from_row(memoir.settings.summary_store, session.harness):
         polled = polled_summary(poll)
         state, updated, unit, current = polled.state, polled.updated_at, polled.unit, polled.current
@@ -101,7 +102,7 @@ def regenerate_summary(
 ) -> dict[str, Any]:
     """Queue a full regeneration (202 with the job); while one is active, the same job.
     409 `summary_failed` up front for a session with no events (no job is queued)."""
-    memoir.user_session(user, session_id)
+    session_id = memoir.user_session(user, session_id).id
     if memoir.store.events.last_ordinal(session_id) == 0:
         raise SummaryError(f"nothing to summarize: session {session_id!r} has no events yet")
     job = memoir.regenerate_summary(user, session_id)

@@ -35,6 +35,7 @@ from memoir.store.migrations import (
     v018_index_folded_in_python,
     v019_owner_indexes,
     v020_keyed_items,
+    v021_session_names,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -166,6 +167,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v020_keyed_items.NAME,
         v020_keyed_items.SQLITE,
         v020_keyed_items.POSTGRES,
+    ),
+    Migration(
+        v021_session_names.VERSION,
+        v021_session_names.NAME,
+        v021_session_names.SQLITE,
+        v021_session_names.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -24,12 +24,14 @@ from memoir.model import Event, Session, build_exchanges
 from memoir.store.codec import (
     EVENT_COLS,
     SESSION_COLS,
+    SESSION_READ_COLS,
     event_from_row,
     scrub_deep,
     session_from_row,
     session_params,
 )
 from memoir.store.db import Db
+from memoir.store.parts.sessions import owned_session
 from memoir.store.sql_common import Dialect
 from memoir.store.values import ApiMessage, IngestBatch
 from memoir.store.write_retry import scrub_batch
@@ -37,18 +39,18 @@ from memoir.store.write_retry import scrub_batch
 __all__ = ["ApiPart", "AppendResult", "check_storable"]
 
 _SESSION_INSERT = (
-    f"INSERT INTO sessions ({SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (id) DO NOTHING"
+    f"INSERT INTO sessions ({SESSION_COLS}, name) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING"
 )
 
-
-_LAST_ORDINAL = "SELECT coalesce(max(ordinal), 0) FROM events WHERE session_id = ?"
+# {sid}: the session's id, or the subquery finding it from what the caller named
+_LAST_ORDINAL = "SELECT coalesce(max(ordinal), 0) FROM events WHERE session_id = {sid}"
 # the events new ones may extend: from the last exchange's prompt on; all of them while
 # the session has one exchange or none (the first takes the lead-in's harness text)
 _OPEN_TAIL = (
-    f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal >= (SELECT CASE "
-    "WHEN count(*) > 1 THEN max(first_ordinal) ELSE 0 END FROM exchanges WHERE session_id = ?)"
-    " ORDER BY ordinal"
+    f"SELECT {EVENT_COLS} FROM events WHERE session_id = {{sid}} AND ordinal >= (SELECT "
+    "CASE WHEN count(*) > 1 THEN max(first_ordinal) ELSE 0 END FROM exchanges "
+    "WHERE session_id = {sid}) ORDER BY ordinal"
 )
 _ID_INSERT = "INSERT INTO api_messages (session_id, message_id, ordinal) VALUES "
 _ID_PAGE = 500  # rows per statement: 1,500 parameters, under either driver's limit
@@ -73,13 +75,15 @@ class ApiPart:
         self._d = dialect
 
     def create(self, session: Session) -> tuple[Session, bool]:
-        """Store ``session`` unless its id exists; (the stored session, whether it is new)."""
+        """Store ``session`` (with its ``name``) unless its id exists; (the stored session,
+        whether it is new)."""
         d = self._d
         with self._db.write() as conn:
-            cur = conn.execute(d(_SESSION_INSERT), session_params(session, d.time))
+            params = (*session_params(session, d.time), session.name)
+            cur = conn.execute(d(_SESSION_INSERT), params)
             created = (cur.rowcount or 0) > 0
             row = conn.execute(
-                d(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?"), (session.id,)
+                d(f"SELECT {SESSION_READ_COLS} FROM sessions WHERE id = ?"), (session.id,)
             ).fetchone()
         return session_from_row(row), created
 
@@ -88,9 +92,12 @@ class ApiPart:
         session_id: str,
         messages: Sequence[ApiMessage],
         *,
+        user: str | None = None,
         check: Callable[[Session], None] | None = None,
     ) -> AppendResult:
-        """Store the messages not stored already, all or none. ``NotFound`` for an unknown
+        """Store the messages not stored already, all or none. ``session_id`` names the
+        session as :meth:`SessionsPart.get` takes it: with ``user``, that user's session of
+        that id or name. ``NotFound`` for an unknown
         session; then ``check`` sees the session as read under the lock and may refuse it
         (raise: the caller's checks of the session, without a read of their own); then
         ``ConfigError`` naming the first message that stores nothing (no text, parts or
@@ -99,21 +106,28 @@ class ApiPart:
         ids too."""
         messages = [_scrub_id(m) for m in messages]
         d = self._d
+        where, found = owned_session(user, session_id)
+        # the reads sent with the lock find the session's id as the lock does
+        sid, by = "?", [session_id]
+        if user is not None:
+            sid, by = f"(SELECT id FROM sessions {where})", found
         with (self._db.batch or self._db.write)() as conn:
             # the session row locked, then read under the lock: the client ids stored
             # already, the last ordinal, and the events new ones may extend (_OPEN_TAIL). All
             # four are sent before any is read: the server runs them in order, so the reads
             # see what the lock's previous holder committed; one wait in a pipeline
             locked = conn.execute(
-                d(f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?{d.row_lock}"), (session_id,)
+                d(f"SELECT {SESSION_READ_COLS} FROM sessions {where}{d.row_lock}"), found
             )
-            stored = self._stored_ids(conn, session_id, [m.client_id for m in messages])
-            ordinals = conn.execute(d(_LAST_ORDINAL), (session_id,))
-            opened = conn.execute(d(_OPEN_TAIL), (session_id, session_id))
+            wanted = [m.client_id for m in messages]
+            stored = self._stored_ids(conn, (sid, by), wanted)
+            ordinals = conn.execute(d(_LAST_ORDINAL.format(sid=sid)), by)
+            opened = conn.execute(d(_OPEN_TAIL.format(sid=sid)), [*by, *by])
             row = locked.fetchone()
             if row is None:
                 raise NotFound(f"no session {session_id!r}")
             session = session_from_row(row)
+            session_id = session.id  # the stored id, whatever named it
             if check is not None:
                 check(session)
             check_storable(messages)
@@ -151,19 +165,23 @@ class ApiPart:
                 )
         return AppendResult(added, skipped, last)
 
-    def _stored_ids(self, conn: Any, session_id: str, wanted: list[str | None]) -> list[Any]:
-        """The cursors (not yet read) of which of ``wanted`` are stored for the session,
-        500 per statement."""
+    def _stored_ids(
+        self, conn: Any, session: tuple[str, list[Any]], wanted: list[str | None]
+    ) -> list[Any]:
+        """The cursors (not yet read) of which of ``wanted`` are stored for the session
+        (``session``: the SQL of its id and the parameters of that SQL), 500 per
+        statement."""
+        sid, by = session
         ids = sorted({w for w in wanted if w is not None})
         out: list[Any] = []
         for at in range(0, len(ids), 500):
             page = ids[at : at + 500]
             marks = ", ".join("?" * len(page))
             sql = (
-                "SELECT message_id FROM api_messages WHERE session_id = ? "
+                f"SELECT message_id FROM api_messages WHERE session_id = {sid} "
                 f"AND message_id IN ({marks})"
             )
-            out.append(conn.execute(self._d(sql), (session_id, *page)))
+            out.append(conn.execute(self._d(sql), (*by, *page)))
         return out
 
     def message_ids(self, session_id: str) -> dict[str, int]:

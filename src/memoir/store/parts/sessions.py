@@ -9,13 +9,14 @@ from typing import Any
 
 from memoir.errors import NotFound
 from memoir.model import Session, SessionFlags
-from memoir.store.codec import SESSION_COLS, from_iso, prefixed, session_from_row
+from memoir.model.session import named_session_id
+from memoir.store.codec import SESSION_READ_COLS, from_iso, prefixed, session_from_row
 from memoir.store.db import Db, Tx
 from memoir.store.search_filter import filter_sql
 from memoir.store.sql_common import tx_dialect
 from memoir.store.values import SearchFilters, SessionInfo
 
-__all__ = ["RecentKey", "RecentPage", "RecentQuery", "SessionsPart"]
+__all__ = ["RecentKey", "RecentPage", "RecentQuery", "SessionsPart", "owned_session"]
 
 RecentKey = tuple[datetime | None, str]
 """Where a page of :meth:`SessionsPart.listing` ends: its last session's ``last_at`` and
@@ -61,21 +62,21 @@ class SessionsPart:
         self._delete_rows = delete_rows
 
     def get(self, session_id: str, *, user: str | None = None) -> Session | None:
-        """The session ``session_id`` (``user``'s only, when given: another user's is None,
-        as one that does not exist)."""
-        mine, params = _owner("", user)
-        rows = self._db.rows(
-            f"SELECT {SESSION_COLS} FROM sessions WHERE id = ?{mine}", (session_id, *params)
-        )
+        """The session ``session_id`` names: with ``user``, that user's session of that id
+        or of that name (another user's is None, as one that does not exist); without, the
+        session of that id. See :func:`owned_session`."""
+        tail, params = owned_session(user, session_id)
+        rows = self._db.rows(f"SELECT {SESSION_READ_COLS} FROM sessions {tail}", params)
         return session_from_row(rows[0]) if rows else None
 
     def with_prefix(self, prefix: str, *, user: str | None = None) -> list[Session]:
-        """The sessions whose id starts with ``prefix`` (``user``'s only, when given), by
-        id: the prefix compared in the query, never by reading every session."""
+        """The sessions whose id, or name, starts with ``prefix`` (``user``'s only, when
+        given), by id: the prefix compared in the query, never by reading every session."""
         mine, params = _owner("", user)
         rows = self._db.rows(
-            f"SELECT {SESSION_COLS} FROM sessions WHERE substr(id, 1, ?) = ?{mine} ORDER BY id",
-            (len(prefix), prefix, *params),
+            f"SELECT {SESSION_READ_COLS} FROM sessions WHERE (substr(id, 1, ?) = ? "
+            f"OR substr(name, 1, ?) = ?){mine} ORDER BY id",
+            (len(prefix), prefix, len(prefix), prefix, *params),
         )
         return [session_from_row(r) for r in rows]
 
@@ -128,7 +129,7 @@ class SessionsPart:
             keyset, more_params = _after(tx, after)
             page = f" LIMIT {max(0, int(limit)) + 1}" if limit is not None else ""
             sql = (
-                f"SELECT {prefixed(SESSION_COLS, 'p')}, "
+                f"SELECT {prefixed(SESSION_READ_COLS, 'p')}, "
                 "(SELECT count(*) FROM exchanges x WHERE x.session_id = p.id), "
                 "(SELECT count(*) FROM events v WHERE v.session_id = p.id), "
                 "p.first_at, p.last_at FROM ("  # the page first, its counts after
@@ -139,11 +140,11 @@ class SessionsPart:
             rows = tx.run(sql, [*params, *more_params])
             found = [
                 SessionInfo(
-                    session=session_from_row(r[:12]),
-                    exchanges=int(r[12]),
-                    events=int(r[13]),
-                    first_at=from_iso(r[14]),
-                    last_at=from_iso(r[15]),
+                    session=session_from_row(r[:13]),
+                    exchanges=int(r[13]),
+                    events=int(r[14]),
+                    first_at=from_iso(r[15]),
+                    last_at=from_iso(r[16]),
                 )
                 for r in rows
             ]
@@ -181,7 +182,7 @@ class SessionsPart:
         id), those past ``after`` (the (created_at, id) of the last of the previous page)."""
         with self._db.ro() as tx:
             inner, params = _recent_inner(tx, user, query)
-            sql = f"SELECT {prefixed(SESSION_COLS, 'q')} FROM ({inner}) q"
+            sql = f"SELECT {prefixed(SESSION_READ_COLS, 'q')} FROM ({inner}) q"
             if after is not None:
                 sql += " WHERE (q.created_at > ? OR (q.created_at = ? AND q.id > ?))"
                 params += [tx.time(after[0]), tx.time(after[0]), after[1]]
@@ -219,6 +220,21 @@ class SessionsPart:
         return [str(r[0]) for r in rows]
 
 
+def owned_session(user: str | None, ref: str) -> tuple[str, list[Any]]:
+    """The ``WHERE … LIMIT 1`` tail of a query over ``sessions`` finding the one session
+    ``ref`` names, and its parameters. With ``user``: that user's session whose id is
+    ``ref`` or whose name is (its id is :func:`named_session_id` of the user and ``ref``),
+    the exact id first should both be stored. Without: the session of id ``ref``. Every
+    lookup of a caller's session goes through here, so another user's session and one
+    that does not exist are the same query finding nothing."""
+    if user is None:
+        return "WHERE id = ? LIMIT 1", [ref]
+    return (
+        "WHERE user_name = ? AND id IN (?, ?) ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1",
+        [user, ref, named_session_id(user, ref), ref],
+    )
+
+
 def _owner(lead: str, user: str | None) -> tuple[str, list[Any]]:
     """The clause keeping ``user``'s sessions (``lead`` before it: "WHERE " or "" for an
     ``AND`` clause), none for None."""
@@ -241,7 +257,7 @@ def _recent_inner(tx: Tx, user: str | None, query: RecentQuery) -> tuple[str, li
             clauses.append(f"{column} = ?")
             params.append(value)
     spans = (
-        f"SELECT {prefixed(SESSION_COLS, 's')}, "
+        f"SELECT {prefixed(SESSION_READ_COLS, 's')}, "
         "coalesce((SELECT coalesce(x.started_at, x.ended_at) FROM exchanges x "
         "WHERE x.session_id = s.id ORDER BY x.first_ordinal LIMIT 1), s.created_at) AS first_at, "
         "coalesce((SELECT coalesce(x.ended_at, x.started_at) FROM exchanges x "

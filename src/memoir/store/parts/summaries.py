@@ -8,7 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.model import Session
-from memoir.store.codec import SESSION_COLS, from_iso, prefixed, session_from_row, value_from_row
+from memoir.store.codec import (
+    SESSION_READ_COLS,
+    from_iso,
+    prefixed,
+    session_from_row,
+    value_from_row,
+)
 from memoir.store.db import Part
 from memoir.store.job_rows import JOB_COLS, JobRow, job_from_row
 from memoir.store.values import SummaryRow
@@ -34,7 +40,7 @@ class SummaryPoll:
     job: JobRow | None = None
 
 
-_N_SESSION = len(SESSION_COLS.split(","))
+_N_SESSION = len(SESSION_READ_COLS.split(","))
 _N_SUMMARY = len(_COLS.split(","))
 _N_JOB = len(JOB_COLS.split(","))
 
@@ -42,14 +48,17 @@ _N_JOB = len(JOB_COLS.split(","))
 def _poll_sql(who: str) -> str:
     """The poll's statement, the caller's name coming from ``who`` (one row or none)."""
     return (
-        f"SELECT w.user_name, {prefixed(SESSION_COLS, 's')}, {prefixed(_COLS, 'm')}, "
+        f"SELECT w.user_name, {prefixed(SESSION_READ_COLS, 's')}, {prefixed(_COLS, 'm')}, "
         "(SELECT max(e.ordinal) FROM events e WHERE e.session_id = s.id), "
         f"{prefixed(JOB_COLS, 'j')} FROM ({who}) w "
-        "JOIN sessions s ON s.id = ? AND s.user_name = w.user_name "
+        # the caller's session by its id or by the name its user gave it (stored under
+        # a digest of the two: one name, one session), the exact id first
+        "JOIN sessions s ON s.user_name = w.user_name AND (s.id = ? OR s.name = ?) "
         "LEFT JOIN summaries m ON m.session_id = s.id "
         "LEFT JOIN jobs j ON j.id = (SELECT j2.id FROM jobs j2 WHERE "
         "j2.user_name = w.user_name AND j2.session_id = s.id AND j2.kind = ? "
-        "ORDER BY j2.created_at DESC, j2.id LIMIT 1)"
+        "ORDER BY j2.created_at DESC, j2.id LIMIT 1) "
+        "ORDER BY CASE WHEN s.id = ? THEN 0 ELSE 1 END LIMIT 1"
     )
 
 
@@ -82,7 +91,7 @@ class SummariesPart(Part):
             sql, first = _POLL_BY_USER, user
         else:
             return None
-        rows = self._db.rows(sql, (first, session_id, job_kind))
+        rows = self._db.rows(sql, (first, session_id, session_id, job_kind, session_id))
         return poll_from_row(rows[0]) if rows else None
 
     def get(self, session_id: str) -> SummaryRow | None:

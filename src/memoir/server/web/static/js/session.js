@@ -34,7 +34,8 @@ export function sessionView(main, { params, signal }) {
         allPages(`/api/sessions/${encodeURIComponent(sessionId)}/events`, "events", { signal }),
       ]);
       const s = session.data.session;
-      heading.textContent = s.project ? `${s.project} · ${s.id}` : s.id;
+      const shown = s.name || s.id; // your name for it, else its id
+      heading.textContent = s.project ? `${s.project} · ${shown}` : shown;
       document.title = `${heading.textContent} · Memoir`;
       fill(meta,
         h("span", { class: "badge strong" }, harnessLabel(s.harness)),

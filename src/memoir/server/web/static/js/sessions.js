@@ -110,7 +110,7 @@ function row(s) {
     h("div", null,
       h("a", { class: "title", href: sessionPath(s.id), "data-nav": true }, s.project || "(no project)"),
       " ", h("span", { class: "badge strong" }, harnessLabel(s.harness)),
-      h("div", { class: "sid" }, s.id),
+      h("div", { class: "sid" }, s.name || s.id), // your name for it, else its id
       flags.length ? h("div", { class: "flags" }, flags) : null),
     h("div", { class: "counts" },
       h("span", null, `${num(s.exchanges)} ${s.exchanges === 1 ? "exchange" : "exchanges"}`),
