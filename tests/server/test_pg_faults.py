@@ -149,7 +149,7 @@ def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
             for client in (a, b, a, b, a, b):
                 got = client.get("/api/sessions/restart")
                 assert got.status_code == 200, got.text
-                assert got.json()["data"]["session"]["id"] == "restart"
+                assert got.json()["data"]["session"]["name"] == "restart"
             more = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]
             sent = b.post("/api/sessions/restart/events", json={"messages": more})
             assert sent.status_code == 200, sent.text

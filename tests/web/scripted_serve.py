@@ -61,6 +61,9 @@ def scripted_model(self: Memoir) -> Model:
     return wrap(ScriptedModel(default=answer, name="scripted:web"), self.store.usage, self.settings)
 
 
+_configured_model = Memoir.model
+# summaries answer from the script; memory extraction keeps the configured (offline) model
+Memoir.memory_model = _configured_model  # type: ignore[method-assign]
 Memoir.model = scripted_model  # type: ignore[method-assign]
 
 if __name__ == "__main__":
