@@ -769,10 +769,18 @@ class Memoir:
             )
 
     def verify(self, *, repair: bool = False) -> VerifyReport:
-        """Check the index against the archive (``memoir.ingest.verify``)."""
-        from memoir.ingest.verify import verify
+        """Check the index against the archive (``memoir.ingest.verify``), and the
+        summaries against the policy (their findings are warnings); then the secret re-scan
+        of derived text: where it stands, or, with ``repair``, a bounded run of it."""
+        from memoir.ingest.verify import Problem, verify
+        from memoir.summaries.persist import summary_findings
+        from memoir.summaries.policy import SummaryPolicy
 
         report = verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
+        findings = summary_findings(
+            self.summary_store(), SummaryPolicy.from_settings(self.settings)
+        )
+        report.warnings.extend(Problem(f.kind, f.where, f.detail) for f in findings)
         report.secret_rescan = self.secret_rescan(run=repair).as_dict()
         return report
 
