@@ -83,7 +83,7 @@ def has_words(text: str) -> bool:
 
 
 def read_only(memoir: Memoir) -> bool:
-    """Whether the open home refuses writes (``MEMOIR_READ_ONLY``)."""
+    """Whether the open home refuses writes (a read-only home or database)."""
     return bool(memoir.store.read_only)
 
 

@@ -76,12 +76,19 @@ def _bar(enabled: bool) -> Iterator[Any]:
         transient=True,
     )
     task = bar.add_task("sync", total=None, name="")
+    started: list[bool] = []
 
     def update(p: SyncProgress) -> None:
+        if not started:  # drawn from the first report on: an error before it (a read-only
+            bar.start()  # home's lock file) is the only thing on stderr
+            started.append(True)
         bar.update(task, completed=p.bytes_done, total=p.bytes_total, name=Path(p.path).name[:40])
 
-    with bar:
+    try:
         yield update
+    finally:
+        if started:
+            bar.stop()
 
 
 @contextmanager
