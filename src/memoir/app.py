@@ -697,8 +697,10 @@ class Memoir:
                 purge_excluded=purge_excluded,
                 follow_symlinks=follow_symlinks,
             )
-        self.rescan_secrets()  # derived text an older detector let through (bounded)
-        self.embed_written(report.sessions_touched)  # after the lock: no sync waits on it
+        # after the lock (no sync waits on them): found by meaning at once, then the derived
+        # text an older secret detector let through (bounded; one query once done)
+        self.embed_written(report.sessions_touched)
+        self.rescan_secrets()
         return report
 
     def summary_store(self) -> SummaryStore:
