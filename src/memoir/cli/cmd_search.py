@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from memoir import SearchFilters, service
 from memoir.cli.app import (
     app,
     console,
@@ -18,14 +19,12 @@ from memoir.cli.app import (
     print_json,
     printable,
     require_query,
-    resolve_session,
 )
 from memoir.model import Harness
 from memoir.search.dates import parse_when
 from memoir.search.embedder import TokenEmbedder, load_embedder
 from memoir.search.hits import SearchHit
 from memoir.search.snippets import split_marks
-from memoir.store.values import SearchFilters
 
 __all__ = ["render_snippet", "search_command"]
 
@@ -112,39 +111,29 @@ def search_command(
     )
     with open_memoir(existing=True) as memoir:
         if session is not None:  # a unique prefix, as `show` and `summarize` take
-            filters = replace(filters, session_id=resolve_session(memoir.store.sessions, session))
+            filters = replace(filters, session_id=service.session_id(memoir, session))
         if project is not None:
-            filters = replace(filters, project=_known_project(memoir.store, project))
+            filters = replace(filters, project=service.project(memoir, project))
         hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)
         if not reveal and hits:  # shown masked; the store keeps the text as it was
             from memoir.search.masking import mask_hits  # detect-secrets loads on use
 
-            hits = mask_hits(hits, memoir.store.exchanges.many([h.exchange_id for h in hits]))
+            hits = mask_hits(hits, service.exchanges_by_id(memoir, [h.exchange_id for h in hits]))
         if as_json:
             print_json([hit.to_json() for hit in hits])
             return
-        folders = dict(memoir.store.sessions.project_paths(user=memoir.user)) if hits else {}
+        folders = service.project_folders(memoir) if hits else {}
         _print_hits(query, hits, folders)
         if mode is not Mode.text and not any(h.vector_rank for h in hits):
             _hint_backlog(memoir)
-
-
-def _known_project(store: Any, project: str) -> str:
-    """``project`` as the index names it: its name, its folder or the folder's last part
-    (``memoir.search.session_ref.resolve_project``); an unknown project is an error rather
-    than a silent "no matches"."""
-    from memoir.cli.app import resolve_project
-    from memoir.ingest.detect import project_name
-
-    return resolve_project(store.sessions, project, safe=project_name)  # of --user's
 
 
 def _hint_backlog(memoir: Any) -> None:
     """Say so when semantic ranking is installed but has nothing to rank yet."""
     embedder = load_embedder(memoir.settings.embedder)
     with_tokens = isinstance(embedder, TokenEmbedder)
-    if embedder is not None and memoir.store.embeddings.backlog(
-        embedder.name, 1, with_tokens=with_tokens
+    if embedder is not None and service.embeddings_wait(
+        memoir, embedder.name, with_tokens=with_tokens
     ):
         err_console.print(
             "semantic ranking is waiting for vectors: run `memoir embed`", style="dim"

@@ -53,9 +53,9 @@ def serve(
             f"memoir serve needs the server extra: {install_hint('server')} ({exc})"
         ) from exc
     from memoir.app import Memoir
+    from memoir.model.session import LOCAL_USER
     from memoir.server.auth import LINK_TTL_S, SignInLinks, is_loopback, link_url
     from memoir.server.middleware import JsonFormatter
-    from memoir.store.parts.users import LOCAL
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
@@ -74,11 +74,11 @@ def serve(
         links = web.state.sign_in_links = SignInLinks()
 
         def announce(bound: int) -> None:
-            url = link_url(host, bound, links.issue(LOCAL))
-            print(f"Sign in to your own sessions (user {LOCAL}): {url}", flush=True)
+            url = link_url(host, bound, links.issue(LOCAL_USER))
+            print(f"Sign in to your own sessions (user {LOCAL_USER}): {url}", flush=True)
             print(
                 f"  (the link works once, within {LINK_TTL_S // 60} minutes; "
-                f"a key for later: memoir users key {LOCAL})",
+                f"a key for later: memoir users key {LOCAL_USER})",
                 flush=True,
             )
 

@@ -10,10 +10,10 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from memoir.cli.app import app, console, open_memoir, print_json, printable, resolve_session
+from memoir import service
+from memoir.cli.app import app, console, open_memoir, print_json, printable
 from memoir.errors import MemoirError, NotFound
 from memoir.model import Event, EventKind, Exchange, exchanges_around, speaker_of
-from memoir.summaries.persist import read_summary_body
 
 __all__ = ["show"]
 
@@ -40,23 +40,23 @@ def show(
 ) -> None:
     """Print a stored conversation, or one exchange of it in context, as a transcript."""
     with open_memoir(existing=True) as memoir:
-        sid, focus = _resolve(memoir.store, target, memoir.user)
-        info = memoir.store.sessions.get(sid, user=memoir.user)
+        sid, focus = _resolve(memoir, target)
+        info = service.find_session(memoir, sid)
         if info is None:  # removed between the two reads
             raise NotFound(f"no session {sid!r} in this Memoir home")
         window: list[Exchange] = []
         if focus is None:
-            events = memoir.store.events.of(sid)
+            events = memoir.events(sid)
         else:
-            window = exchanges_around(memoir.store.exchanges.of(sid), focus, context)
+            window = exchanges_around(memoir.exchanges(sid), focus, context)
             first, last = window[0].first_ordinal, window[-1].last_ordinal
-            events = memoir.store.events.of(sid, after=first - 1, upto=last)
+            events = memoir.events(sid, after=first - 1, upto=last)
         body = _summary_body(memoir, sid)
         if not reveal and body:  # shown masked; the store keeps the text as it was
             body = _mask(body)
         if not reveal and as_json:  # the text view masks what it shows of each event
             events = _masked(events)
-        cited = memoir.store.memory_items.cited(sid)  # evidence of memory items, by event
+        cited = service.memory_citations(memoir, sid)  # evidence of memory items, by event
         if as_json:
             data: dict[str, Any] = {
                 "session": {
@@ -105,7 +105,7 @@ def _flush(pending: Text) -> Text:
     return Text()
 
 
-def _resolve(store: Any, target: str, user: str) -> tuple[str, str | None]:
+def _resolve(memoir: Any, target: str) -> tuple[str, str | None]:
     """The session ``target`` names, and the exchange when it is an exchange id
     (``SESSION:N``, the session part may be a unique prefix; read as an exchange before
     the whole string is taken as a session id: :func:`memoir.mcp.refs.read_target`)."""
@@ -113,9 +113,9 @@ def _resolve(store: Any, target: str, user: str) -> tuple[str, str | None]:
 
     return read_target(
         target,
-        resolve=lambda ref: resolve_session(store.sessions, ref),
-        is_session=lambda sid: store.sessions.get(sid, user=user) is not None,
-        is_exchange=lambda xid: store.exchanges.get(xid) is not None,
+        resolve=lambda ref: service.session_id(memoir, ref),
+        is_session=lambda sid: service.find_session(memoir, sid) is not None,
+        is_exchange=lambda xid: service.has_exchange(memoir, xid),
     )
 
 
@@ -182,7 +182,7 @@ def _from(text: str, n: int) -> str:
 
 def _summary_body(memoir: Any, session_id: str) -> str | None:
     try:
-        return read_summary_body(memoir.summary_store(), memoir.store, session_id)
+        return memoir.summary_body(session_id)
     except (MemoirError, OSError):
         return None
 

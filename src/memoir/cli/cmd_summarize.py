@@ -16,6 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memoir import service
 from memoir.cli.app import (
     app,
     console,
@@ -23,7 +24,6 @@ from memoir.cli.app import (
     open_memoir,
     print_json,
     printable,
-    resolve_session,
 )
 from memoir.errors import Busy, MemoirError, UsageError
 from memoir.summaries.episodic import Progress as ProgressFn
@@ -97,7 +97,7 @@ def summarize(
         raise UsageError("--full and --incremental cannot be used together; give one")
     mode: RunMode = "full" if full else "incremental" if incremental else "auto"
     with open_memoir(existing=True) as memoir:
-        session_id = resolve_session(memoir.store.sessions, session)
+        session_id = service.session_id(memoir, session)
         try:
             with _progress_bar(err_console.is_terminal) as progress:
                 run = memoir.summarize(

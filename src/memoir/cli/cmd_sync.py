@@ -39,6 +39,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memoir import service
 from memoir.cli.app import (
     app,
     console,
@@ -52,13 +53,9 @@ from memoir.cli.app import (
 from memoir.config import Settings
 from memoir.errors import Busy, ConfigError, MemoirError
 from memoir.ingest.lock import sync_lock, sync_lock_to_read
-from memoir.ingest.sync import SyncProgress, SyncReport, sync
-from memoir.ingest.verify import Problem
-from memoir.ingest.verify import verify as verify_home
+from memoir.ingest.sync import SyncProgress, SyncReport
 from memoir.memory.sync_pass import MemoryPassProgress
 from memoir.private import private_dir, private_file
-from memoir.summaries.persist import summary_findings
-from memoir.summaries.policy import SummaryPolicy
 from memoir.summaries.summary_pass import PassProgress
 
 __all__ = ["demo", "empty_scan_line", "stats", "sync_command", "verify"]
@@ -79,12 +76,19 @@ def _bar(enabled: bool) -> Iterator[Any]:
         transient=True,
     )
     task = bar.add_task("sync", total=None, name="")
+    started: list[bool] = []
 
     def update(p: SyncProgress) -> None:
+        if not started:  # drawn from the first report on: an error before it (a read-only
+            bar.start()  # home's lock file) is the only thing on stderr
+            started.append(True)
         bar.update(task, completed=p.bytes_done, total=p.bytes_total, name=Path(p.path).name[:40])
 
-    with bar:
+    try:
         yield update
+    finally:
+        if started:
+            bar.stop()
 
 
 @contextmanager
@@ -142,7 +146,7 @@ def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any
     """Extract memories from the synced sessions gone quiet (``Memoir.remember_from_sync``);
     its report as a dict, or None on a read-only store. An error — a store failure, a model
     that cannot be built or used — is reported, never raised: the sync is done."""
-    if memoir.store.read_only:
+    if service.read_only(memoir):
         return None
     try:
         with _pass_bar(bar, "remembering") as progress:
@@ -161,7 +165,7 @@ def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any
 def _memory_recovery(memoir: Any) -> dict[str, Any] | None:
     """Run memory work left unsettled (by a killed process or a failed model); its report
     as a dict, or None on a read-only store. An error is reported, never raised."""
-    if memoir.store.read_only:
+    if service.read_only(memoir):
         return None
     try:
         return dict(asdict(memoir.recover_memories()))
@@ -369,15 +373,12 @@ def sync_command(
             console.print(f"sync started in the background; log: {log}")
         return
     limit = settings.summary_limit if summary_limit is None else summary_limit
-    try:
-        with sync_lock(settings.home), open_memoir() as memoir:
+    try:  # Memoir.sync: under the sync lock; then the secret re-scan and embedding on write
+        with open_memoir() as memoir:
             if not no_summaries and not detached and limit > 0:
                 memoir.model()  # a missing API key is one line here, before any work
             with _bar(not as_json) as progress:
-                report = sync(
-                    memoir.settings,
-                    memoir.store,
-                    observer=memoir.sync_observer(),
+                report = memoir.sync(
                     sources=source or None,
                     progress=progress,
                     purge_excluded=purge_excluded,
@@ -386,8 +387,6 @@ def sync_command(
     except Busy:
         _note("another memoir sync is running; leaving it to finish", as_json, "busy")
         return
-    with open_memoir() as memoir:  # found by meaning at once; after the lock, as below
-        memoir.embed_written(report.sessions_touched)
     summaries = None
     if not no_summaries:  # after the sync lock is let go: model calls can take minutes, and
         # the next sync (a new session's hook) must not wait; each session's summary claim
@@ -401,8 +400,6 @@ def sync_command(
         with open_memoir() as memoir:
             memories = _memory_recovery(memoir)
             mined = _memory_pass(memoir, most, bar=not as_json and err_console.is_terminal)
-    with open_memoir() as memoir:  # derived text an older secret detector let through
-        memoir.rescan_secrets()  # (bounded; one query once done)
     embedded = None
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
         with open_memoir() as memoir:
@@ -510,7 +507,7 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     size and health (the project list is `--user`'s)."""
     with open_memoir(existing=True) as memoir:
         data = memoir.stats()  # counts, the archive's size, summaries by state
-        projects = memoir.store.sessions.projects(user=memoir.user)  # --user's projects
+        projects = service.projects(memoir)  # --user's projects
     if as_json:
         listed = [{"name": n, "folder": f, "sessions": c} for n, f, c in projects]
         print_json({**data, "project_list": listed})
@@ -548,14 +545,7 @@ def verify(
     try:  # a sync half-way through a file would read as problems that are not there
         lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
         with lock, open_memoir() as memoir:  # --repair rebuilds a lost database
-            report = verify_home(
-                memoir.settings, memoir.store, observer=memoir.sync_observer(), repair=repair
-            )
-            policy = SummaryPolicy.from_settings(memoir.settings)
-            findings = summary_findings(memoir.summary_store(), policy)
-            report.warnings.extend(Problem(f.kind, f.where, f.detail) for f in findings)
-            rescanned = memoir.secret_rescan(run=repair)  # a plain verify writes nothing
-            report.secret_rescan = rescanned.as_dict()
+            report = memoir.verify(repair=repair)  # a plain verify writes nothing
     except Busy:
         again = "verify --repair" if repair else "verify"
         raise Busy(f"a memoir sync is running; run {again} again when it is done") from None
@@ -570,10 +560,11 @@ def verify(
             )
         for note in report.unrepaired:
             err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
-        changed = {t: n["changed"] for t, n in rescanned.total.items() if n["changed"]}
-        if changed or not rescanned.finished:
+        rescanned = report.secret_rescan or {"total": {}, "finished": True}
+        changed = {t: n["changed"] for t, n in rescanned["total"].items() if n["changed"]}
+        if changed or not rescanned["finished"]:
             what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing yet"
-            left = "done" if rescanned.finished else "the rest at the next sync"
+            left = "done" if rescanned["finished"] else "the rest at the next sync"
             console.print(f"secret re-scan of derived text: masked or forgot {what} ({left})")
         state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         console.print(

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import typer
 from rich.table import Table
 
+from memoir import service
 from memoir.cli.app import app, console, open_memoir, print_json
 from memoir.errors import NotFound
-from memoir.llm.ledger import usage_totals
 
 __all__ = ["usage"]
 
@@ -26,7 +26,7 @@ def usage(
     since = datetime.now(UTC) - timedelta(days=days) if days else None
     try:
         with open_memoir(existing=True) as memoir:
-            totals = usage_totals(memoir.store.usage.records(since=since, owner=memoir.user))
+            totals = service.usage_report(memoir, since)
     except NotFound:  # no archive yet: no calls either, and none is made by asking
         totals = []
     if as_json:

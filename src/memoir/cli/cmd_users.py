@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 from typer.core import TyperGroup
 
+from memoir import service
 from memoir.cli.app import app, console, open_memoir, print_json
 
 __all__ = ["users_app"]
@@ -28,7 +29,7 @@ def add(
     """Create a user (or keep an existing one) and print a new API key for it, once: only
     its hash is stored. Clients send it as `Authorization: Bearer KEY`."""
     with open_memoir() as memoir:
-        key = memoir.store.users.add(name, label=label)
+        key = service.add_user(memoir, name, label=label)
     typer.echo(key)  # stdout holds the key alone: KEY=$(memoir users add NAME)
     typer.echo(f"the API key of {name}, shown once: only its hash is stored", err=True)
 
@@ -63,7 +64,7 @@ def key(
     synced from this machine — once: only its hash is stored. Earlier keys stay valid
     (`memoir users key rotate NAME` replaces them, `memoir users revoke NAME` ends them)."""
     with open_memoir() as memoir:
-        made = memoir.store.users.new_key(name, label=label)
+        made = service.new_key(memoir, name, label=label)
     typer.echo(made)  # stdout holds the key alone: KEY=$(memoir users key local)
     typer.echo(f"a new API key of {name}, shown once: only its hash is stored", err=True)
 
@@ -77,7 +78,7 @@ def rotate(
     step: from the next request on, on every server reading this home or database, only
     the new key works."""
     with open_memoir() as memoir:
-        made = memoir.store.users.rotate(name, label=label)
+        made = service.rotate_key(memoir, name, label=label)
     typer.echo(made)  # stdout holds the key alone: KEY=$(memoir users key rotate NAME)
     typer.echo(f"the new API key of {name}, shown once; its earlier keys are revoked", err=True)
 
@@ -86,7 +87,7 @@ def rotate(
 def list_users(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List users with how many live keys each has."""
     with open_memoir() as memoir:
-        users = memoir.store.users.list()
+        users = service.users(memoir)
     if as_json:
         print_json(
             [
@@ -115,5 +116,5 @@ def list_users(as_json: bool = typer.Option(False, "--json", help="Print JSON.")
 def revoke(name: str = typer.Argument(..., help="The user whose keys to revoke.")) -> None:
     """Revoke every API key of a user (the user and its sessions stay)."""
     with open_memoir() as memoir:
-        count = memoir.store.users.revoke(name)
+        count = service.revoke_keys(memoir, name)
     console.print(f"Revoked {count} key(s) of {name}.")

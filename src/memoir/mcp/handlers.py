@@ -25,10 +25,9 @@ __all__ = ["search", "summary"]
 
 
 def search(home: Home, args: Args) -> dict[str, Any]:
+    from memoir import SearchFilters, service
     from memoir.search.dates import parse_when
     from memoir.search.masking import mask_hits
-    from memoir.store.query_text import words_of
-    from memoir.store.values import SearchFilters
 
     query = args.text("query", required=True, max_chars=MAX_QUERY_CHARS, strip=False)
     assert query is not None
@@ -54,13 +53,13 @@ def search(home: Home, args: Args) -> dict[str, Any]:
     memoir = home.memoir()
     hits = memoir.search(query, filters=filters, mode=chosen, limit=limit or 10)
     if hits:  # always masked: the result goes to a model (no reveal here)
-        hits = mask_hits(hits, memoir.store.exchanges.many([h.exchange_id for h in hits]))
+        hits = mask_hits(hits, service.exchanges_by_id(memoir, [h.exchange_id for h in hits]))
     found = [_hit(h.to_json()) for h in hits]
     note = None
     if not found:
         note = (
             "the query has no words to search for"
-            if not words_of(query)
+            if not service.has_words(query)
             else "no matches: try fewer or other words, a word* prefix, or drop a filter"
         )
 
@@ -86,16 +85,16 @@ def _hit(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def summary(home: Home, args: Args) -> dict[str, Any]:
+    from memoir import service
     from memoir.secrets import mask
-    from memoir.summaries.persist import read_summary_state
 
     ref = args.text("session", required=True, max_chars=300)
     assert ref is not None
     sid = session_id(home, ref)
     memoir = home.memoir()
-    info = memoir.store.sessions.get(sid, user=home.user)
+    info = service.find_session(memoir, sid)
     store = memoir.summary_store()
-    state = read_summary_state(store, memoir.store, sid)
+    state = service.summary_state(memoir, sid)
     updated = memoir.summary_updated_at(sid)
     coverage: dict[str, Any] | None = None
     if state.coverage is not None:

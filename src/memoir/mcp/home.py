@@ -44,9 +44,9 @@ class Home:
         with self._lock:
             if self._memoir is None:
                 from memoir.app import Memoir
-                from memoir.store import sqlite_file
+                from memoir.service import database_file
 
-                path = sqlite_file(self.settings)
+                path = database_file(self.settings)
                 if path is not None and not path.exists():
                     raise NotFound(
                         f"no Memoir archive at {self.settings.home} yet; run `memoir sync` "

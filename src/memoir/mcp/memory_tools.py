@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from memoir import service
 from memoir.errors import Busy, ConfigError, MemoirError, NotFound
 from memoir.mcp.args import Args
 from memoir.mcp.bounds import MAX_QUERY_CHARS, fit_items, shorten
@@ -21,7 +23,7 @@ from memoir.model.session import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
-    from memoir.store.memory_rows import MemoryItemRow
+    from memoir.service import MemoryItem
 
 __all__ = ["forget", "memories", "recall_items", "remember"]
 
@@ -35,7 +37,7 @@ def recall_items(
     session_id: str | None,
     kind: str | None,
     limit: int,
-) -> list[MemoryItemRow]:
+) -> list[MemoryItem]:
     """Live items passing the filters, ranked by ``Memoir.recall`` over the query and the
     keys (when given; full text fused with meaning), else the newest. ``session_id``
     keeps the items with evidence in that session."""
@@ -49,10 +51,10 @@ def recall_items(
     return items[:limit]
 
 
-def _items_json(memoir: Memoir, items: list[MemoryItemRow]) -> list[dict[str, Any]]:
+def _items_json(memoir: Memoir, items: list[MemoryItem]) -> list[dict[str, Any]]:
     from memoir.memory.present import exchange_finder, item_json
 
-    find = exchange_finder(memoir.store.exchanges.of)
+    find = exchange_finder(partial(service.exchanges_of, memoir))
     shown = []
     for item in items:
         data = item_json(item, find)
@@ -103,7 +105,7 @@ def remember(home: Home, args: Args) -> dict[str, Any]:
     memoir = home.memoir()
     # sessions synced from this machine's transcripts are the local user's: another
     # user's server does not sync them (its conversations come from the API)
-    if not memoir.store.read_only and home.user == LOCAL_USER:
+    if not service.read_only(memoir) and home.user == LOCAL_USER:
         try:  # what the user said a moment ago is in the transcript, not yet in the index
             memoir.sync()
         except Busy:
@@ -136,8 +138,7 @@ def _current_session(home: Home, memoir: Memoir) -> str:
     if home.workdir is None:
         raise ConfigError("remember needs `session` here (a session_id from `search`)")
     here = os.path.realpath(home.workdir)
-    for info in memoir.store.sessions.recent(limit=500, user=home.user):
-        found = info.session
+    for found in service.recent_sessions(memoir, 500):
         if found.cwd and not found.flags.subagent and os.path.realpath(found.cwd) == here:
             return found.id
     raise NotFound(
@@ -149,9 +150,9 @@ def _current_session(home: Home, memoir: Memoir) -> str:
 def forget(home: Home, args: Args) -> dict[str, Any]:
     ref = args.text("id", required=True, max_chars=200)
     assert ref is not None
-    store = home.memoir().store
-    item = store.memory_items.get(ref, owner=home.user)  # another user's: as none at all
+    memoir = home.memoir()
+    item = service.memory_item(memoir, ref)  # another user's: as none at all
     if item is None:
         raise NotFound(f"no memory item {ref!r} (the `memories` tool lists their ids)")
-    store.memory_items.forget(item.id)
+    service.forget_item(memoir, item.id)
     return {"forgotten": item.id, "content": shorten(item.content, 4_000)[0]}

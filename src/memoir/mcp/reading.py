@@ -13,8 +13,9 @@ no argument to reveal them (``memoir show --reveal`` is the person's way).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memoir import service
 from memoir.errors import ConfigError, NotFound
 from memoir.mcp.args import Args
 from memoir.mcp.bounds import (
@@ -29,6 +30,9 @@ from memoir.mcp.home import Home
 from memoir.mcp.refs import read_target, session_id
 from memoir.model import Author, Event, EventKind, exchanges_around, spoken_text
 from memoir.model.exchange import TERMINAL_ESCAPE
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
 
 __all__ = ["event_json", "read"]
 
@@ -52,17 +56,17 @@ def read(home: Home, args: Args) -> dict[str, Any]:
         "max_chars", default=DEFAULT_PAGE_CHARS, low=MIN_PAGE_CHARS, high=MAX_RESULT_CHARS
     )
     tools = args.choice("tools", ("short", "full", "none"), default="short") or "short"
-    store = home.memoir().store
+    memoir = home.memoir()
     sid, focus = _resolve(home, ref)
-    info = store.sessions.get(sid, user=home.user)
+    info = service.find_session(memoir, sid)
     if info is None:  # removed between the two reads
         raise NotFound(f"no session {sid!r} in this Memoir home")
     range_: dict[str, Any]
     if focus is None:
-        first, last = 1, store.events.last_ordinal(sid)
+        first, last = 1, service.last_event(memoir, sid)
         range_ = {"first": first, "last": last}
     else:
-        window = exchanges_around(store.exchanges.of(sid), focus, context)
+        window = exchanges_around(memoir.exchanges(sid), focus, context)
         if not window:  # removed between the two reads
             raise NotFound(f"no exchange {focus!r} in this Memoir home")
         first, last = window[0].first_ordinal, window[-1].last_ordinal
@@ -82,7 +86,7 @@ def read(home: Home, args: Args) -> dict[str, Any]:
             "project": clip(info.project),
             "harness": info.harness.value,
             "cwd": clip(info.cwd),
-            "events": store.events.last_ordinal(sid),
+            "events": service.last_event(memoir, sid),
         },
         "range": range_,
         "events": [],
@@ -90,7 +94,7 @@ def read(home: Home, args: Args) -> dict[str, Any]:
         "note": _more(ref, last),
     }
     budget = (page or DEFAULT_PAGE_CHARS) - json_len(out)  # the envelope at its longest
-    events, covered = _page(store, sid, start, last, budget, tools)
+    events, covered = _page(memoir, sid, start, last, budget, tools)
     out["events"] = events
     if covered < last:
         out["next_after"], out["note"] = covered, _more(ref, covered)
@@ -129,18 +133,18 @@ def _resolve(home: Home, ref: str) -> tuple[str, str | None]:
     """The session ``ref`` names, and the exchange when it is an exchange id (``SESSION:N``,
     the session part may be a unique prefix; read as an exchange before the whole string
     is taken as a session id: :func:`memoir.mcp.refs.read_target`)."""
-    store = home.memoir().store
+    memoir = home.memoir()
     return read_target(
         ref,
         resolve=lambda part: session_id(home, part),
-        is_session=lambda sid: store.sessions.get(sid, user=home.user) is not None,
-        is_exchange=lambda xid: store.exchanges.get(xid) is not None,
+        is_session=lambda sid: service.find_session(memoir, sid) is not None,
+        is_exchange=lambda xid: service.has_exchange(memoir, xid),
         hint=" (exchange ids come from search hits)",
     )
 
 
 def _page(
-    store: Any, sid: str, start: int, last: int, budget: int, tools: str
+    memoir: Memoir, sid: str, start: int, last: int, budget: int, tools: str
 ) -> tuple[list[dict[str, Any]], int]:
     """The events after ``start`` (up to ``last``) that fit in ``budget`` characters, and the
     last event number they cover."""
@@ -149,7 +153,7 @@ def _page(
     covered = start
     while covered < last:
         upto = min(last, covered + _CHUNK)
-        chunk = store.events.of(sid, after=covered, upto=upto)
+        chunk = memoir.events(sid, after=covered, upto=upto)
         if not chunk:  # no event numbers in this stretch
             covered = upto
             continue

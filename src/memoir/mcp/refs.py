@@ -26,20 +26,18 @@ PROJECT_BLANK = "give a project's name, its folder or the folder's last part"
 def session_id(home: Home, ref: str) -> str:
     """The session of the server's user ``ref`` names (an id or a unique prefix); another
     user's is "no session", as one that does not exist."""
-    from memoir.search.session_ref import resolve_session
+    from memoir import service
 
-    return resolve_session(home.memoir().store.sessions, ref, user=home.user)
+    return service.session_id(home.memoir(), ref)
 
 
 def known_project(home: Home, project: str) -> str:
     """``project`` as the index names it among the server's user's sessions: its name, its
     folder or the folder's last part; an unknown project is an error, not a silent
     "nothing found"."""
-    from memoir.ingest.detect import project_name
-    from memoir.search.session_ref import resolve_project
+    from memoir import service
 
-    sessions = home.memoir().store.sessions
-    return resolve_project(sessions, project, safe=project_name, user=home.user)
+    return service.project(home.memoir(), project)
 
 
 def exchange_parts(ref: str) -> tuple[str, str] | None:
