@@ -92,6 +92,31 @@ def test_unknown_route_method_and_bad_query(api: Api) -> None:
     assert r.headers["allow"] == "POST"
 
 
+@pytest.mark.parametrize(
+    ("after", "before", "found"),
+    [
+        ("2000-01-02", "2000-01-01", False),  # before earlier than after: empty
+        ("2000-01-02T00:00:00Z", "2000-01-01", False),  # before's day ends at after: empty
+        ("2000-01-01", "2000-01-01", False),  # one day (before is inclusive), not today
+        ("2000-01-01", "9998-12-31", True),  # a range holding today
+    ],
+)
+def test_an_empty_date_range_finds_nothing_rather_than_422(
+    api: Api, after: str, before: str, found: bool
+) -> None:
+    # the schema cannot state "after is earlier than before", and a client generated from
+    # it obeys it: an empty range holds no exchange, so it is no hits (the CLI refuses it)
+    sid = api.make_session()
+    body = {"messages": [{"role": "user", "content": "plan the migration to postgres"}]}
+    assert api.client.post(f"/api/sessions/{sid}/events", json=body, headers=api.alice).is_success
+    params = {"q": "migration", "after": after, "before": before}
+    r = api.client.get("/api/search", params=params, headers=api.alice)
+    assert r.status_code == 200, r.text
+    assert [h["exchange_id"] for h in r.json()["data"]["hits"]] == ([f"{sid}:1"] if found else [])
+    r = api.client.get("/api/search", params={**params, "session": "nope"}, headers=api.alice)
+    _shape(r, 404, "not_found")  # an unknown session is still 404 first
+
+
 def test_unexpected_error_is_500_with_the_shape(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     sid = api.make_session()
     body = {"messages": [{"role": "user", "content": "hello"}]}  # a page to read

@@ -37,9 +37,10 @@ EXAMPLES = int(os.environ.get("MEMOIR_TEST_FUZZ_EXAMPLES", "10"))
 )
 def served(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, dict[str, str]]]:
-    """A `memoir serve` on each backend (summaries as rows, the offline model), its base URL
-    and the Authorization header of its one user, who owns a session with events."""
+) -> Iterator[tuple[str, dict[str, str], str]]:
+    """A `memoir serve` on each backend (summaries as rows, the offline model), its base URL,
+    the Authorization header of its one user, who owns a session with events, and the id
+    of the memory item remembered from it."""
     home = tmp_path_factory.mktemp("fuzz-home")
     with ExitStack() as stack:
         env = {
@@ -60,10 +61,15 @@ def served(
             messages = [
                 {"role": "user", "content": "plan the migration to postgres", "id": "1"},
                 {"role": "assistant", "content": "first dump, then restore", "id": "2"},
+                {"role": "user", "content": "I prefer tabs over spaces.", "id": "3"},
+                {"role": "assistant", "content": "Noted.", "id": "4"},
             ]
             sent = client.post(f"/api/sessions/{OWNED}/events", json={"messages": messages})
             assert sent.is_success, sent.text
-        yield base, auth
+            kept = client.post(f"/api/sessions/{OWNED}/remember", json={})
+            assert kept.is_success, kept.text
+            (item,) = kept.json()["data"]["outcome"]["items"]
+        yield base, auth, item["id"]
 
 
 _STEER = itertools.count()
@@ -86,13 +92,15 @@ schema.config.update(headers={"Authorization": "Bearer set-per-call"})
     derandomize=True,
     database=None,
 )
-def test_the_schema_is_exactly_true(case: Any, served: tuple[str, dict[str, str]]) -> None:
-    base, auth = served
-    # a generated session id is (almost) never one that exists: every other case goes to
-    # the user's own session instead, so the routes past the 404 are fuzzed too
+def test_the_schema_is_exactly_true(case: Any, served: tuple[str, dict[str, str], str]) -> None:
+    base, auth, item_id = served
+    # a generated id is (almost) never one that exists: every other case goes to the
+    # user's own session or memory item instead, so the routes past the 404 are fuzzed too
     params = case.path_parameters
     if params and "session_id" in params and next(_STEER) % 2 == 0:
         params["session_id"] = OWNED
+    if params and "item_id" in params and next(_STEER) % 2 == 0:
+        params["item_id"] = item_id
     case.call_and_validate(base_url=base, headers=auth, checks=ALL_CHECKS)
 
 

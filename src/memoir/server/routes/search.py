@@ -29,7 +29,9 @@ def search(
     harness: Harness | None = Query(None, description="Sessions from this harness only."),
     role: Literal["user", "assistant", "tool"] | None = Query(None),
     after: str | None = Query(None, pattern=WHEN, description=WHEN_HELP),
-    before: str | None = Query(None, pattern=WHEN, description=f"{WHEN_HELP} (inclusive)."),
+    before: str | None = Query(
+        None, pattern=WHEN, description=f"{WHEN_HELP} (inclusive). Earlier than `after`: no hits."
+    ),
     limit: int = Query(10, ge=1, le=100),
     reveal: bool = Query(False, description=REVEAL),
     user: str = Depends(current_user),
@@ -37,13 +39,19 @@ def search(
 ) -> dict[str, Any]:
     if session is not None:  # an exact id or name of the caller's (no prefix matching here)
         session = memoir.user_session(user, session).id
+    since = parse_when(after, option="after") if after else None
+    until = parse_when(before, end_of_day=True, option="before") if before else None
+    if since is not None and until is not None and since >= until:
+        # an empty range holds nothing: no hits, not the library's refusal (422), since
+        # the schema cannot state "after is earlier than before" and clients obey it
+        return {"data": {"hits": []}}
     filters = SearchFilters(
         project=project,
         session_id=session,
         harness=str(harness) if harness is not None else None,
         role=role,
-        after=parse_when(after, option="after") if after else None,
-        before=parse_when(before, end_of_day=True, option="before") if before else None,
+        after=since,
+        before=until,
         user=user,
     )
     hits = memoir.search(q, filters=filters, mode=mode, limit=limit)
