@@ -10,18 +10,19 @@ import pytest
 from memoir import service
 from memoir.errors import NotFound
 
-from .conftest import A_SESSION, B_SESSION, A, B, World
+from .conftest import A_SESSION, A_STORED, B_SESSION, A, B, World
 
 
 def test_sessions_and_projects_are_the_users_own(world: World) -> None:
     alice = world.memoir.as_user(A)
-    assert service.session_id(alice, A_SESSION[:7]) == A_SESSION  # a unique prefix
+    assert service.session_id(alice, A_SESSION[:7]) == A_STORED  # a unique prefix of the name
+    assert service.session_id(alice, A_STORED[:7]) == A_STORED  # or of the stored id
     with pytest.raises(NotFound):
         service.session_id(alice, B_SESSION)  # Bob's: as one that does not exist
     found = service.find_session(alice, A_SESSION)
     assert found is not None and found.project == "webshop"
     assert service.find_session(alice, B_SESSION) is None
-    assert [s.id for s in service.recent_sessions(alice, 10)] == [A_SESSION]
+    assert [s.id for s in service.recent_sessions(alice, 10)] == [A_STORED]
     assert [(name, count) for name, _, count in service.projects(alice)] == [("webshop", 1)]
     assert list(service.project_folders(alice)) == ["webshop"]
     assert service.project(alice, "webshop") == "webshop"
@@ -31,14 +32,14 @@ def test_sessions_and_projects_are_the_users_own(world: World) -> None:
 
 def test_a_session_is_read_by_its_exact_ids(world: World) -> None:
     alice = world.memoir.as_user(A)
-    exchanges = service.exchanges_of(alice, A_SESSION)
-    assert [x.id for x in exchanges] == [f"{A_SESSION}:1"]
-    assert service.has_exchange(alice, f"{A_SESSION}:1")
-    assert not service.has_exchange(alice, f"{A_SESSION}:2")
-    assert list(service.exchanges_by_id(alice, [f"{A_SESSION}:1", "nobody:1"])) == [
-        f"{A_SESSION}:1"
+    exchanges = service.exchanges_of(alice, A_STORED)
+    assert [x.id for x in exchanges] == [f"{A_STORED}:1"]
+    assert service.has_exchange(alice, f"{A_STORED}:1")
+    assert not service.has_exchange(alice, f"{A_STORED}:2")
+    assert list(service.exchanges_by_id(alice, [f"{A_STORED}:1", "nobody:1"])) == [
+        f"{A_STORED}:1"
     ]
-    assert service.last_event(alice, A_SESSION) == 2
+    assert service.last_event(alice, A_STORED) == 2
     assert service.last_event(alice, "nobody-chat") == 0
 
 
@@ -48,8 +49,8 @@ def test_memory_items_are_the_users_own(world: World) -> None:
     assert service.memory_item(alice, world.b_item) is None  # Bob's: as none at all
     item = service.memory_item(alice, world.a_item)
     assert item is not None and "tabs" in item.content
-    assert list(service.memory_citations(alice, A_SESSION).values()) == [[world.a_item]]
-    assert {r.session_id for r in service.memory_receipts(alice)} == {A_SESSION}
+    assert list(service.memory_citations(alice, A_STORED).values()) == [[world.a_item]]
+    assert {r.session_id for r in service.memory_receipts(alice)} == {A_STORED}
     assert service.memory_receipts(alice, B_SESSION) == []
     service.forget_item(alice, world.a_item)
     assert service.memory_item(alice, world.a_item) is None

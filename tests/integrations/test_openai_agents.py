@@ -26,6 +26,7 @@ from memoir.aio import AsyncMemoir
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.integrations.openai_agents import MemoirSession, chat_groups
+from memoir.model.session import named_session_id
 from memoir.store.port import Store
 
 NO_TRACES = RunConfig(tracing_disabled=True)
@@ -118,7 +119,8 @@ def test_runs_over_turns_store_items_a_new_session_reads_back(memoir: AsyncMemoi
     assert again[-1]["content"][0]["text"] == "You asked about Oslo."
     # stored as a conversation Memoir searches
     hits = _run(memoir.search("Oslo", mode="text"))
-    assert {h.session_id for h in hits} == {"chat-1"}
+    # the session's name is the SDK's session id; it is stored under its user's digest of it
+    assert {h.session_id for h in hits} == {named_session_id(memoir.user, "chat-1")}
 
 
 REASONING = {

@@ -159,13 +159,13 @@ def test_a_new_route_or_parameter_without_the_client_is_drift(client: Client) ->
 
 def test_sessions_events_and_exchanges_page_through_the_cursors(client: Client) -> None:
     created = [client.create_session(f"page-{n}", project="paging") for n in range(5)]
-    assert [s.id for s in created] == [f"page-{n}" for n in range(5)]
+    assert [s.name for s in created] == [f"page-{n}" for n in range(5)]  # ids: digests
     assert created[0].harness == "api" and created[0].created_at is not None
     again = client.create_session("page-0")  # yours already: returned as it is
-    assert again.id == "page-0" and again.created_at == created[0].created_at
+    assert again.id == created[0].id and again.created_at == created[0].created_at
     first = client.sessions_page(limit=2, project="paging")
-    assert [s.id for s in first.items] == ["page-0", "page-1"] and first.next_cursor
-    listed = [s.id for s in client.iter_sessions(limit=2, project="paging")]
+    assert [s.name for s in first.items] == ["page-0", "page-1"] and first.next_cursor
+    listed = [s.name for s in client.iter_sessions(limit=2, project="paging")]
     assert listed == [f"page-{n}" for n in range(5)]
 
     done = client.append("page-1", MESSAGES)
@@ -184,8 +184,8 @@ def test_sessions_events_and_exchanges_page_through_the_cursors(client: Client) 
     assert exchanges[1].assistant_text == "it lives in docs/deploy.md"
 
     recent = list(client.iter_sessions(order="recent", limit=2, project="paging"))
-    assert recent[0].id == "page-1" and recent[0].exchanges == 3 and recent[0].events == 5
-    assert sorted(s.id for s in recent) == [f"page-{n}" for n in range(5)]
+    assert recent[0].name == "page-1" and recent[0].exchanges == 3 and recent[0].events == 5
+    assert sorted(str(s.name) for s in recent) == [f"page-{n}" for n in range(5)]
     counted = client.sessions_page(order="recent", limit=1, project="paging")
     assert counted.total == 5 and "paging" in counted.projects and "api" in counted.harnesses
     archived = client.archive_session("page-4")
@@ -193,17 +193,17 @@ def test_sessions_events_and_exchanges_page_through_the_cursors(client: Client) 
 
 
 def test_search_summary_compaction_memories_and_usage(client: Client) -> None:
-    client.create_session("work", project="ops")
+    sid = client.create_session("work", project="ops").id  # "work" names it; sid stores it
     client.append("work", MESSAGES)
     hits = client.search("deploy checklist", session="work")
-    assert hits and hits[0].session_id == "work" and hits[0].exchange_id == "work:3"
+    assert hits and hits[0].session_id == sid and hits[0].exchange_id == f"{sid}:3"
     assert all(a < b for a, b in hits[0].highlights)
     assert client.search("deploy", session="work", after="2000-01-01", before="2000-01-02") == []
 
     summary = client.summary("work")
     assert summary.summary is None and summary.job is None
     job = client.regenerate_summary("work")
-    assert job.kind == "summary" and job.session == "work" and job.state == "queued"
+    assert job.kind == "summary" and job.session == sid and job.state == "queued"
     assert client.regenerate_summary("work").id == job.id  # one job while it is active
     assert client.summary("work").job == job
 
@@ -218,7 +218,7 @@ def test_search_summary_compaction_memories_and_usage(client: Client) -> None:
     context = client.memory_context(budget=200)
     assert context.items == () and context.tokens >= 0
     remembered = client.remember("work")
-    assert remembered.items == () or all(i.session_id == "work" for i in remembered.items)
+    assert remembered.items == () or all(i.session_id == sid for i in remembered.items)
     assert client.forget_memories(project="ops") == ()
     usage = client.usage(days=7)
     assert usage.calls == usage.failed + (usage.calls - usage.failed) >= 0
@@ -288,7 +288,7 @@ def test_the_async_client_shares_one_pool_between_tasks(server: tuple[str, str])
                 *(c.create_session(f"async-{n}", project="async") for n in range(4))
             )
             await asyncio.gather(*(c.append(s.id, MESSAGES[:2]) for s in made))
-            ids = [s.id async for s in c.iter_sessions(limit=3, project="async")]
+            ids = [str(s.name) async for s in c.iter_sessions(limit=3, project="async")]
             ordinals = [e.ordinal async for e in c.iter_events("async-2", limit=1)]
             try:
                 await c.session("async-missing")
@@ -371,7 +371,7 @@ def test_the_guides_examples_run(server: tuple[str, str], tmp_path: Path) -> Non
         outputs.append(done.stdout)
     first = outputs[0].splitlines()
     assert first[0] in ("2 added, 0 skipped", "0 added, 2 skipped")
-    assert any(line.startswith("chat-1:1 ") and "deploy checklist" in line for line in first)
+    assert any(line.startswith("True ") and "deploy checklist" in line for line in first)
     assert "1 user where is the deploy checklist?" in first
     assert "2 assistant in docs/deploy.md" in first
     assert first[-1] == "not found: no session 'no-such-chat'"

@@ -31,24 +31,24 @@ def test_the_poll_reads_the_callers_session_summary_count_and_newest_job(
     memoir = Memoir(settings, store)
     alice = store.users.add("alice")
     bob = store.users.add("bob")
-    memoir.create_session("alice", session_id="s1")
-    memoir.create_session("bob", session_id="s2")
-    fresh = store.summaries.poll("s1", key_hash=hash_key(alice))
+    s1 = memoir.create_session("alice", session_id="s1")[0].id  # stored under a digest
+    s2 = memoir.create_session("bob", session_id="s2")[0].id
+    fresh = store.summaries.poll("s1", key_hash=hash_key(alice))  # found by its name
     assert fresh is not None
     assert (fresh.user, fresh.session.id, fresh.summary, fresh.last_ordinal, fresh.job) == (
         "alice",
-        "s1",
+        s1,
         None,
         0,
         None,
     )
     messages = [{"role": "user", "content": f"m{i}", "id": str(i)} for i in range(5)]
     memoir.append_messages("alice", "s1", messages)
-    store.summaries.put(SummaryRow("s1", "real", body="the plan", covered=3, model="m"))
-    store.jobs.create(_job(1, "summary", "completed"))
-    store.jobs.create(_job(2, "summary", "failed"))
-    store.jobs.create(_job(3, "memory", "queued"))  # newer, another kind: not the poll's
-    store.jobs.create(_job(4, "summary", "queued", user="bob", sid="s2"))
+    store.summaries.put(SummaryRow(s1, "real", body="the plan", covered=3, model="m"))
+    store.jobs.create(_job(1, "summary", "completed", sid=s1))
+    store.jobs.create(_job(2, "summary", "failed", sid=s1))
+    store.jobs.create(_job(3, "memory", "queued", sid=s1))  # newer, another kind: not the poll's
+    store.jobs.create(_job(4, "summary", "queued", user="bob", sid=s2))
     got = store.summaries.poll("s1", key_hash=hash_key(alice))
     assert got is not None
     assert got.last_ordinal == 5
@@ -60,8 +60,10 @@ def test_the_poll_reads_the_callers_session_summary_count_and_newest_job(
     assert shown.updated_at is not None
     # a page key's user, known in memory: the same answer
     assert store.summaries.poll("s1", user="alice") == got
+    assert store.summaries.poll(s1, key_hash=hash_key(alice)) == got  # and by its stored id
     # another user's session, a missing one, a revoked or unknown key: no row at all
     assert store.summaries.poll("s2", key_hash=hash_key(alice)) is None
+    assert store.summaries.poll(s2, key_hash=hash_key(alice)) is None
     assert store.summaries.poll("nope", key_hash=hash_key(alice)) is None
     assert store.summaries.poll("s1", key_hash=hash_key("mk_never")) is None
     assert store.summaries.poll("s1", key_hash=hash_key(bob)) is None

@@ -133,7 +133,7 @@ def test_index_rows_written_by_appends_equal_a_rebuild(memoir: Memoir) -> None:
     it writes is what a rebuild of the whole index writes, whether the span read ahead is
     used (a tail append, an open exchange completed) or not (ids sent again are skipped:
     the batch's span is what is new)."""
-    memoir.create_session("ann", session_id="s")
+    sid = memoir.create_session("ann", session_id="s")[0].id  # stored under a digest
     batches = [
         _messages("s", 20),  # ten exchanges
         _messages("s", 1, 20),  # a user message alone: an open exchange
@@ -149,7 +149,7 @@ def test_index_rows_written_by_appends_equal_a_rebuild(memoir: Memoir) -> None:
     assert appended == rebuilt
     assert any("message 21" in docs[5] for docs in rebuilt.values())  # context of a neighbour
     hits = memoir.store.index.search("step 27", SearchFilters(), 3)
-    assert hits and hits[0].exchange_id == "s:27"
+    assert hits and hits[0].exchange_id == f"{sid}:27"
 
 
 def test_a_sync_batch_whose_first_exchanges_are_stored_alike_reads_its_span_again() -> None:

@@ -8,12 +8,10 @@ command given.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-from typing import Any, NoReturn
+from typing import Any
 
-__all__ = ["app", "main", "print_top_help"]
+__all__ = ["app", "main"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,36 +19,17 @@ def main(argv: list[str] | None = None) -> None:
     given = list(argv if argv is not None else sys.argv[1:])
     if asks_version(given):
         from memoir import __version__
+        from memoir.cli.top_help import write_out
 
-        _write(f"memoir {__version__}\n")
+        write_out(f"memoir {__version__}\n")
         raise SystemExit(0)
-    from memoir.cli.top_help import asks_top_help
+    from memoir.cli.top_help import asks_top_help, print_top_help
 
     if asks_top_help(given):
         print_top_help(given)
     from memoir.cli.app import main as run
 
     run(argv)
-
-
-def print_top_help(args: list[str]) -> NoReturn:
-    """Print the top-level help for the terminal's width (``COLUMNS``; 80 into a pipe) and
-    exit: 0 when asked for, 2 for ``memoir`` alone (a command is missing), as typer does."""
-    from memoir.cli.top_help import top_help
-
-    _write(top_help(shutil.get_terminal_size().columns))
-    raise SystemExit(0 if args else 2)
-
-
-def _write(text: str) -> None:
-    """``text`` on stdout; a reader gone away (``memoir --help | head -1``) ends the
-    program quietly, with SIGPIPE's status."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(141) from None
 
 
 def asks_version(args: list[str]) -> bool:

@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> None:
     interrupted)."""
     given = list(argv if argv is not None else sys.argv[1:])
     if asks_top_help(given):  # Memoir's own list, as the console script gives it
-        from memoir.cli import print_top_help
+        from memoir.cli.top_help import print_top_help
 
         print_top_help(given)
     debug = "--debug" in given

@@ -12,9 +12,13 @@ arguments, :func:`top_help` lays the text out for a width.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NoReturn
 
 __all__ = [
     "COMMANDS",
@@ -24,7 +28,9 @@ __all__ = [
     "RootOption",
     "asks_top_help",
     "ordered",
+    "print_top_help",
     "top_help",
+    "write_out",
 ]
 
 DESCRIPTION = "Memoir: a memory engine for long LLM conversations."
@@ -252,3 +258,21 @@ def _rows(rows: list[tuple[str, str]], width: int) -> list[str]:
         out.append(f"  {name}".ljust(column) + wrapped[0])
         out += [" " * column + more for more in wrapped[1:]]
     return out
+
+
+def print_top_help(args: list[str]) -> NoReturn:
+    """Print the top-level help for the terminal's width (``COLUMNS``; 80 into a pipe) and
+    exit: 0 when asked for, 2 for ``memoir`` alone (a command is missing), as typer does."""
+    write_out(top_help(shutil.get_terminal_size().columns))
+    raise SystemExit(0 if args else 2)
+
+
+def write_out(text: str) -> None:
+    """``text`` on stdout; a reader gone away (``memoir --help | head -1``) ends the
+    program quietly, with SIGPIPE's status."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(141) from None

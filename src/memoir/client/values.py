@@ -81,8 +81,10 @@ class Page(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """A session. ``events`` is set by :meth:`Client.session` and the ``recent`` listing;
-    ``exchanges``, ``first_at`` and ``last_at`` by the ``recent`` listing only."""
+    """A session. ``id`` is the id it is stored under; ``name`` the id its client chose
+    (None for one Memoir named), which every method also takes. ``events`` is set by
+    :meth:`Client.session` and the ``recent`` listing; ``exchanges``, ``first_at`` and
+    ``last_at`` by the ``recent`` listing only."""
 
     id: str
     project: str
@@ -97,6 +99,7 @@ class Session:
     exchanges: int | None = None
     first_at: datetime | None = None
     last_at: datetime | None = None
+    name: str | None = None
 
     @classmethod
     def from_json(cls, d: Json) -> Session:
@@ -114,6 +117,7 @@ class Session:
             exchanges=d.get("exchanges"),
             first_at=_dt(d.get("first_at")),
             last_at=_dt(d.get("last_at")),
+            name=d.get("name"),
         )
 
 

@@ -54,7 +54,7 @@ _TEXT_PARTS = ("input_text", "output_text", "text")
 class MemoirSession:
     """A Session of the OpenAI Agents SDK (its ``Session`` protocol) stored in Memoir.
 
-    ``session_id`` is also the Memoir session's id (made on the first write, owned by the
+    ``session_id`` is also the Memoir session's name (made on the first write, owned by the
     ``AsyncMemoir``'s user, in ``project``). ``window``: compact ``get_items`` past the
     compactor's threshold of that many tokens (None: never). ``compactor``: the one to use
     (default: ``memoir.compactor()`` with the configured model, made on first need).
