@@ -36,9 +36,7 @@ def test_a_session_is_read_by_its_exact_ids(world: World) -> None:
     assert [x.id for x in exchanges] == [f"{A_STORED}:1"]
     assert service.has_exchange(alice, f"{A_STORED}:1")
     assert not service.has_exchange(alice, f"{A_STORED}:2")
-    assert list(service.exchanges_by_id(alice, [f"{A_STORED}:1", "nobody:1"])) == [
-        f"{A_STORED}:1"
-    ]
+    assert list(service.exchanges_by_id(alice, [f"{A_STORED}:1", "nobody:1"])) == [f"{A_STORED}:1"]
     assert service.last_event(alice, A_STORED) == 2
     assert service.last_event(alice, "nobody-chat") == 0
 
