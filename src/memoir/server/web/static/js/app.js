@@ -141,28 +141,7 @@ document.addEventListener("click", (event) => {
 window.addEventListener("popstate", () => {
   // back or forward between anchors of one page: the view follows the hash (hashchange)
   if (getKey() && shown === window.location.pathname + window.location.search) return;
-  /**
- * A sign-in link (`memoir serve` prints `/#login=TOKEN`): the token leaves the address bar
- * and this history entry first, then is traded once for a key of the page.
- */
-async function signInWithLink(token) {
-  window.history.replaceState(null, "", window.location.pathname + window.location.search);
-  clear(document.getElementById("main")).append(h("p", { class: "muted" }, "Signing in…"));
-  try {
-    const answer = await api("/login", { method: "POST", body: { token }, anonymous: true });
-    setKey(answer.data.key);
-    signInMessage = "";
-    announce(`Signed in as ${answer.data.user}`);
-  } catch (error) {
-    clearKey();
-    signInMessage = error.message;
-  }
-  render({ focus: true });
-}
-
-const link = /^#login=([A-Za-z0-9_-]{1,200})$/.exec(window.location.hash);
-if (link) signInWithLink(link[1]);
-else render({ focus: false });
+  render({ focus: false });
 });
 
 window.addEventListener("memoir:signed-out", (event) => {
