@@ -103,7 +103,13 @@ def test_the_daily_loop(agent: str, tmp_path: Path) -> None:
         home.run("sync")
 
     # 2. found first in the default mode, the moment it is stored
-    hits = wait_for("the session in search", lambda: home.json("search", QUERY) or None)
+    # (the hook's sync runs in the background: wait until it has stored the session, not
+    # merely until the near-misses written before it answer)
+    def stored() -> list[dict[str, str]] | None:
+        got = home.json("search", QUERY)
+        return got if sid in {h["session_id"] for h in got} else None
+
+    hits = wait_for("the session in search", stored)
     assert _first_hit_session(hits) == sid
     # 3. its summary exists, and says what it was about
     session = wait_for(
