@@ -21,12 +21,12 @@ from typing import Any
 
 from memoir.errors import ConfigError, NotFound
 from memoir.model import Event, Session, build_exchanges
+from memoir.model.storable import scrub_deep
 from memoir.store.codec import (
     EVENT_COLS,
     SESSION_COLS,
     SESSION_READ_COLS,
     event_from_row,
-    scrub_deep,
     session_from_row,
     session_params,
 )
