@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 __all__ = [
@@ -43,9 +41,11 @@ __all__ = [
     "Rule",
     "detector_id",
     "load_rules",
+    "read_rule_files",
     "rule_at",
     "rule_hits",
     "rule_keywords",
+    "rule_table_source",
     "shannon_entropy",
     "to_python",
 ]
@@ -224,34 +224,57 @@ def _keywords(raw: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted({str(k).lower() for k in raw.get("keywords", ())}))
 
 
-@cache
-def _specs() -> tuple[tuple[dict[str, Any], int], ...]:
-    """Every text rule of :data:`RULE_FILES` as read (its TOML table, and the index of its
-    file in :data:`RULE_FILES`), in :func:`load_rules`' order: a rule id in a later file
-    replaces the earlier one in its place. Nothing is compiled (reading is ~10 ms,
-    compiling every rule ~60 ms: a scan compiles only the rules a text's keywords call)."""
+_USED = ("id", "regex", "keywords", "entropy", "secretGroup", "allowlists")
+
+
+def read_rule_files() -> tuple[tuple[tuple[dict[str, Any], int], ...], tuple[Any, ...]]:
+    """Every text rule of :data:`RULE_FILES` (the keys a rule is read by, and the index of
+    its file), in :func:`load_rules`' order: a rule id in a later file replaces the earlier
+    one in its place; and each file's top allowlist (a table, a list of them, or None).
+    What :mod:`memoir.secret_rule_table` holds, so a scan reads no TOML (~10 ms)."""
+    import tomllib
+    from importlib import resources
+
     by_id: dict[str, tuple[dict[str, Any], int]] = {}
-    for n, data in enumerate(_files()):
+    tops: list[Any] = []
+    folder = resources.files("memoir") / "data"
+    for n, name in enumerate(RULE_FILES):
+        data = tomllib.loads((folder / name).read_text(encoding="utf-8"))
         for raw in data.get("rules", ()):
             if "regex" not in raw or raw.get("path"):
                 continue  # a rule on file names, or one bound to a file type
-            by_id[str(raw["id"])] = (raw, n)
-    return tuple(by_id.values())
+            by_id[str(raw["id"])] = ({k: raw[k] for k in _USED if k in raw}, n)
+        top = data.get("allowlist")
+        tops.append(top if isinstance(top, dict) else data.get("allowlists", []))
+    return tuple(by_id.values()), tuple(tops)
 
 
-@cache
-def _files() -> tuple[dict[str, Any], ...]:
-    """:data:`RULE_FILES`, read."""
-    folder = resources.files("memoir") / "data"
-    return tuple(tomllib.loads((folder / name).read_text(encoding="utf-8")) for name in RULE_FILES)
+def rule_table_source() -> str:
+    """The text of :mod:`memoir.secret_rule_table` (before ``ruff format``)."""
+    rules, tops = read_rule_files()
+    return (
+        "# ruff: noqa: E501 (the rules' patterns, whole)\n"
+        '"""The rules of memoir/data/*.toml as :func:`memoir.secret_rules.read_rule_files`\n'
+        "reads them, written by ``python -m memoir.secret_rules`` (generated, then ``ruff\n"
+        "format``; do not edit: tests/secrets/test_secret_table.py compares it with the\n"
+        'files)."""\n\n'
+        f"RULES = {rules!r}\nTOPS = {tops!r}\n"
+    )
+
+
+def _specs() -> tuple[tuple[dict[str, Any], int], ...]:
+    from memoir.secret_rule_table import RULES
+
+    return RULES  # type: ignore[no-any-return]
 
 
 @cache
 def _top_allows(n: int) -> tuple[Allow, ...]:
     """The top allowlist of the ``n``-th file of :data:`RULE_FILES`, compiled."""
-    data = _files()[n]
-    top = data.get("allowlist")
-    return _allows([top] if isinstance(top, dict) else data.get("allowlists", []))
+    from memoir.secret_rule_table import TOPS
+
+    top = TOPS[n]
+    return _allows([top] if isinstance(top, dict) else top)
 
 
 @cache
@@ -284,7 +307,7 @@ def detector_id() -> str:
     version and :data:`DETECTOR_REVISION`. Stored derived text scanned with another id is
     re-scanned (:mod:`memoir.ingest.rescan`). Cheap: it imports no detector."""
     import hashlib
-    from importlib import metadata
+    from importlib import metadata, resources
 
     seed = f"{DETECTOR_REVISION}:{metadata.version('detect-secrets')}"
     digest = hashlib.sha256(seed.encode())
@@ -317,3 +340,11 @@ def rule_hits(rule: Rule, line: str) -> list[tuple[int, int]]:
             continue
         found.append((start, end))
     return found
+
+
+if __name__ == "__main__":  # regenerate memoir/secret_rule_table.py
+    from pathlib import Path
+
+    Path(__file__).with_name("secret_rule_table.py").write_text(
+        rule_table_source(), encoding="utf-8"
+    )
