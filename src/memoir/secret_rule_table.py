@@ -4,7 +4,9 @@ reads them, written by ``python -m memoir.secret_rules`` (generated, then ``ruff
 format``; do not edit: tests/secrets/test_secret_table.py compares it with the
 files)."""
 
-RULES = (
+from typing import Any
+
+RULES: tuple[tuple[dict[str, Any], int], ...] = (
     (
         {
             "id": "1password-secret-key",
@@ -3450,7 +3452,7 @@ RULES = (
         1,
     ),
 )
-TOPS = (
+TOPS: tuple[Any, ...] = (
     {
         "description": "global allow lists",
         "paths": [

@@ -257,15 +257,16 @@ def rule_table_source() -> str:
         '"""The rules of memoir/data/*.toml as :func:`memoir.secret_rules.read_rule_files`\n'
         "reads them, written by ``python -m memoir.secret_rules`` (generated, then ``ruff\n"
         "format``; do not edit: tests/secrets/test_secret_table.py compares it with the\n"
-        'files)."""\n\n'
-        f"RULES = {rules!r}\nTOPS = {tops!r}\n"
+        'files)."""\n\nfrom typing import Any\n\n'
+        f"RULES: tuple[tuple[dict[str, Any], int], ...] = {rules!r}\n"
+        f"TOPS: tuple[Any, ...] = {tops!r}\n"
     )
 
 
 def _specs() -> tuple[tuple[dict[str, Any], int], ...]:
     from memoir.secret_rule_table import RULES
 
-    return RULES  # type: ignore[no-any-return]
+    return RULES
 
 
 @cache

@@ -46,8 +46,8 @@ def test_the_plugin_table_is_what_the_installed_plugins_give() -> None:
 
 def test_the_rule_table_is_what_the_rule_files_give() -> None:
     rules, tops = read_rule_files()
-    assert secret_rule_table.RULES == rules
-    assert secret_rule_table.TOPS == tops
+    assert rules == secret_rule_table.RULES
+    assert tops == secret_rule_table.TOPS
     assert len(rules) >= 200
 
 
