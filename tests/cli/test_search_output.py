@@ -134,3 +134,20 @@ def test_json_is_the_same_through_a_pipe_and_a_terminal_width(home: Path) -> Non
 )
 def test_plain_text(text: str, plain: bool) -> None:
     assert plain_text(text) is plain
+
+
+@pytest.mark.parametrize("columns", ["", str(PIPE_WIDTH)])
+def test_search_to_a_reader_that_went_away_ends_quietly(home: Path, columns: str) -> None:
+    """Plain or through rich, a closed pipe ends the command with SIGPIPE's status and
+    says nothing."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memoir.cli", "search", "deploy", "--mode", "text"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(home, COLUMNS=columns),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert (proc.wait(timeout=120), err) == (141, "")
