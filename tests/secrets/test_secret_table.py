@@ -27,6 +27,8 @@ LINES = [
     "MTIzNDU2Nzg5MDEyMzQ1Njc4.YAaBbC.dEfGhIjKlMnOpQrStUvWxYz012345",  # Discord: no gate
     "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ",  # Telegram: no gate
     "sha = 'deadbeef01'",  # a short quoted hex run: may be entropy
+    'send("q8Zr2LmX0vT7bN4kP1sW9yD3xQ") now',  # a quoted random run alone
+    "check('9f8e7d6c5b4a3928') first",
     "ſecret = 'abcdefgh12345678'; \u212aEY: q8Zr2LmX0vT7bN4k",
 ]
 BENIGN = [
