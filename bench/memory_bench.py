@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.compaction import Compactor
 from memoir.compaction.checkpoints import new_checkpoint
@@ -201,7 +202,7 @@ def compaction(runs: int, delay: float, n_events: int) -> dict[str, Any]:
     with home() as memoir:
         slow = ScriptedModel(default=NOT_APPLICABLE, delay_s=delay, name="scripted:slow-memory")
         memories = memories_with(memoir, wrap(slow, memoir.store.usage, memoir.settings))
-        summarizer = memoir.model()
+        summarizer = service.model(memoir)
         wall: dict[str, list[float]] = {arm: [] for arm in ARMS}
         cpu: dict[str, list[float]] = {arm: [] for arm in ARMS}
         settle: list[float] = []
@@ -287,7 +288,7 @@ def throughput(n_events: int, range_size: int) -> dict[str, Any]:
         put(memoir, "long", conversation(n_events, seed=7, sid="long"))
         for n, boundary in enumerate(range(range_size, n_events + 1, range_size), start=1):
             checkpoint(memoir, "long", n, boundary, _SUMMARY)
-        model = Timed(memoir.memory_model())
+        model = Timed(service.memory_model(memoir))
         memories = memories_with(memoir, model)
         started = time.perf_counter()
         report = memories.recover()
@@ -313,7 +314,7 @@ def throughput(n_events: int, range_size: int) -> dict[str, Any]:
 # (c) tokens per extraction against session length ---------------------------------------------
 def tokens(steps: int, range_size: int) -> dict[str, Any]:
     with home() as memoir:
-        model = memoir.memory_model()
+        model = service.memory_model(memoir)
         memories = memories_with(memoir, model)
         put(memoir, "grow", conversation(2, seed=3, sid="grow"))  # a session exists
         checkpoint(memoir, "grow", 0, 2, _SUMMARY)  # every range has a prior summary

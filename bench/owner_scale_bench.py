@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from memoir import service
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_bench import _pg_schema
 
@@ -119,7 +121,7 @@ def _alice(memoir: Any) -> None:
     rng = random.Random(1)
     for s in range(50):
         sid = f"{USER}-s{s}"
-        memoir.create_session(USER, session_id=sid, project=f"p{s % 7}")
+        service.create_session(memoir, USER, session_id=sid, project=f"p{s % 7}")
         messages = [
             {
                 "role": "user" if m % 2 == 0 else "assistant",
@@ -128,7 +130,7 @@ def _alice(memoir: Any) -> None:
             }
             for m in range(4)
         ]
-        memoir.append_messages(USER, sid, messages)
+        service.append_messages(memoir, USER, sid, messages)
     items = _items(USER, 500, rng, "a")
     memoir.store.memory_items.save(items)
 

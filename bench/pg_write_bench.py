@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from memoir import service
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 __all__: list[str] = []
@@ -147,14 +149,14 @@ def _append_arm(
         overrides["database_url"] = url
     memoir = Memoir.at(home, **overrides)
     try:
-        memoir.create_session(USER, session_id=sid)
+        service.create_session(memoir, USER, session_id=sid)
         batches = [_messages(sid, size, i * size) for i in range(n + 1)]
-        memoir.append_messages(USER, sid, batches[0])
+        service.append_messages(memoir, USER, sid, batches[0])
         if profile:
             profile.enable()
         t0 = time.perf_counter()
         for batch in batches[1:]:
-            added, _ = memoir.append_messages(USER, sid, batch)
+            added, _ = service.append_messages(memoir, USER, sid, batch)
             if added != size:
                 raise RuntimeError(f"append added {added}")
         elapsed = time.perf_counter() - t0
@@ -163,7 +165,7 @@ def _append_arm(
         trips = 0
         if url:  # counted apart from the timed batches (tracing costs time)
             with RoundTrips() as counted:
-                memoir.append_messages(USER, sid, _messages(sid, size, (n + 1) * size))
+                service.append_messages(memoir, USER, sid, _messages(sid, size, (n + 1) * size))
             trips = counted.count
         return n * size / elapsed, trips
     finally:

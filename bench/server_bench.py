@@ -57,6 +57,8 @@ from typing import Any
 
 import httpx
 
+from memoir import service
+
 __all__: list[str] = []
 
 USER = "bench"
@@ -274,12 +276,12 @@ def bench_append(
                                 raise RuntimeError(f"append failed: {resp.status_code} {resp.text}")
                         http_lat += lat
                     else:
-                        memoir.create_session(USER, session_id=sid)
-                        memoir.append_messages(USER, sid, batches[0])
+                        service.create_session(memoir, USER, session_id=sid)
+                        service.append_messages(memoir, USER, sid, batches[0])
                         t0 = time.perf_counter()
                         for batch in batches[1:]:
                             t = time.perf_counter()
-                            added, _ = memoir.append_messages(USER, sid, batch)
+                            added, _ = service.append_messages(memoir, USER, sid, batch)
                             lat.append(time.perf_counter() - t)
                             if added != size:
                                 raise RuntimeError(f"direct append added {added}")

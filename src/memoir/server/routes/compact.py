@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.routing import JsonRoute, errors
@@ -26,7 +27,7 @@ def compact(
 ) -> dict[str, Any]:
     """Compact `messages` (default: the session's stored events) for a model with this
     context `window`: the new messages, and the checkpoint id when one was written."""
-    session = memoir.user_session(user, session_id)
+    session = service.user_session(memoir, user, session_id)
     session_id = session.id
     compactor = memoir.compactor()
     if body.messages is None:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
 from memoir.memory.present import exchange_finder, item_json
@@ -105,7 +106,7 @@ def memory_context(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The block an agent prepends to its system prompt, within ``budget`` tokens."""
-    block = memoir.memory_context(project=project, budget_tokens=budget, query=q, user=user)
+    block = memoir.context(project=project, budget_tokens=budget, query=q, user=user)
     return {"data": block.as_json()}
 
 
@@ -125,7 +126,7 @@ def read_memory(
     find = exchange_finder(memoir.store.exchanges.of)
     data = item_json(item, find)
     data["history"] = [
-        item_json(i, find) for i in memoir.memory_history(item.id, user=user) if i.id != item.id
+        item_json(i, find) for i in memoir.memories.history(item.id, user=user) if i.id != item.id
     ]
     return {"data": {"memory": data}}
 
@@ -136,7 +137,7 @@ def forget_memory(
 ) -> dict[str, Any]:
     """Forget the item and what it superseded; its evidence is never extracted again."""
     item = _own(memoir, user, item_id)
-    gone = memoir.forget_memories(item=item.id, user=user)
+    gone = memoir.forget(item=item.id, user=user)
     return {"data": {"forgotten": item.id, "items": [i.id for i in gone]}}
 
 
@@ -146,8 +147,8 @@ def forget_memories(
 ) -> dict[str, Any]:
     """Forget every item of a session, of a project, or holding all the given words."""
     if body.session is not None:
-        memoir.user_session(user, body.session)  # 404 unless the caller's (id or name)
-    gone = memoir.forget_memories(
+        service.user_session(memoir, user, body.session)  # 404 unless the caller's (id or name)
+    gone = memoir.forget(
         session=body.session, project=body.project, matching=body.matching, user=user
     )
     return {"data": {"items": [i.id for i in gone]}}
@@ -161,7 +162,7 @@ def remember(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """Extract what the user asked to keep from this session now."""
-    session_id = memoir.user_session(user, session_id).id
+    session_id = service.user_session(memoir, user, session_id).id
     turn = body.turn if body is not None else None
     try:
         outcome = memoir.as_user(user).remember(session_id, turn)

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, SummaryError
 from memoir.model import Harness, Session
@@ -51,8 +52,8 @@ def get_summary(
     else:  # a synced session: its summary is a file beside its archived transcript
         from memoir.summaries.persist import read_summary_state
 
-        state = read_summary_state(memoir.summary_store(), memoir.store, session_id)
-        updated = memoir.summary_updated_at(session_id)
+        state = read_summary_state(service.summary_store(memoir), memoir.store, session_id)
+        updated = service.summary_updated_at(memoir, session_id)
         unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
     job = memoir.jobs().seen(poll.job) if poll.job is not None else None
     return {
@@ -102,8 +103,8 @@ def regenerate_summary(
 ) -> dict[str, Any]:
     """Queue a full regeneration (202 with the job); while one is active, the same job.
     409 `summary_failed` up front for a session with no events (no job is queued)."""
-    session_id = memoir.user_session(user, session_id).id
+    session_id = service.user_session(memoir, user, session_id).id
     if memoir.store.events.last_ordinal(session_id) == 0:
         raise SummaryError(f"nothing to summarize: session {session_id!r} has no events yet")
-    job = memoir.regenerate_summary(user, session_id)
+    job = service.regenerate_summary(memoir, user, session_id)
     return {"data": {"job": job.to_json()}}
