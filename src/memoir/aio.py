@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextvars
 import functools
 import os
@@ -504,7 +505,7 @@ class AsyncMemoryItems:
         kind: str | None = None,
         limit: int = 50,
         history: bool = False,
-    ) -> list[MemoryItemRow]:
+    ) -> builtins.list[MemoryItemRow]:
         """The items passing the filters, newest first (:meth:`MemoryItems.list`).
 
         Example::
@@ -521,7 +522,7 @@ class AsyncMemoryItems:
             history=history,
         )
 
-    async def history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
+    async def history(self, item_id: str, user: str | None = None) -> builtins.list[MemoryItemRow]:
         """An item with what it superseded and what superseded it
         (:meth:`MemoryItems.history`).
 
@@ -531,7 +532,7 @@ class AsyncMemoryItems:
         """
         return await self._aio._run(self._aio.memoir.memories.history, item_id, user)
 
-    async def export(self, user: str | None = None) -> list[str]:
+    async def export(self, user: str | None = None) -> builtins.list[str]:
         """Every item and tombstone as JSON lines (:meth:`MemoryItems.export`).
 
         Example::
@@ -539,7 +540,7 @@ class AsyncMemoryItems:
             lines = await memoir.memories.export()
         """
         items = self._aio.memoir.memories
-        return await self._aio._run(lambda: list(items.export(user)))
+        return await self._aio._run(lambda: builtins.list(items.export(user)))
 
     async def import_lines(self, lines: Iterable[str], user: str | None = None) -> ImportReport:
         """Read an export in, all or nothing (:meth:`MemoryItems.import_lines`).
@@ -548,7 +549,9 @@ class AsyncMemoryItems:
 
             report = await memoir.memories.import_lines(lines)
         """
-        return await self._aio._run(self._aio.memoir.memories.import_lines, list(lines), user)
+        return await self._aio._run(
+            self._aio.memoir.memories.import_lines, builtins.list(lines), user
+        )
 
 
 class AsyncCompactor:

@@ -10,6 +10,7 @@ server and the CLI need beyond them is :mod:`memoir.service`; how the parts are 
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -612,7 +613,7 @@ class MemoryItems:
         kind: str | None = None,
         limit: int = 50,
         history: bool = False,
-    ) -> list[MemoryItemRow]:
+    ) -> builtins.list[MemoryItemRow]:
         """The items passing the filters, newest first (``history``: the superseded ones
         too).
 
@@ -630,7 +631,7 @@ class MemoryItems:
             owner=m.user,
         )
 
-    def history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
+    def history(self, item_id: str, user: str | None = None) -> builtins.list[MemoryItemRow]:
         """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's
         user's) with what it superseded and what superseded it, oldest first.
 

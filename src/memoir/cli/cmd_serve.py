@@ -131,8 +131,8 @@ def _start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[th
     threads = []
     for n in range(count):
         thread = threading.Thread(
-            target=memoir.run_worker,
-            args=(stop,),
+            target=service.run_worker,
+            args=(memoir, stop),
             # no name: each worker takes host:pid:random (two replicas never share one)
             name=f"memoir-worker-{n + 1}",
             daemon=True,
