@@ -43,14 +43,12 @@ if TYPE_CHECKING:
     from memoir.jobs import JobService
     from memoir.llm.port import Model, TokenCounter
     from memoir.memory.keeping import ImportReport
-    from memoir.memory.recall import ContextBlock, Recalled
-    from memoir.memory.runner import Outcome
+    from memoir.memory.recall import ContextBlock
     from memoir.model import Event, Exchange, Session, SessionFlags
+    from memoir.model.results import Appended, Memory, RecallHit, Remembered
     from memoir.search.embedder import Embedder
     from memoir.search.engine import SearchMode, SummaryReader
     from memoir.search.hits import SearchHit
-    from memoir.store.memory_rows import MemoryItemRow
-    from memoir.store.parts.api import AppendResult
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
     from memoir.summaries.session import RunMode, SessionRun
@@ -237,7 +235,7 @@ class AsyncMemoir:
         *,
         project: str | None = None,
         user: str | None = None,
-    ) -> AppendResult:
+    ) -> Appended:
         """Add chat messages to a session, made when new (:meth:`Memoir.append`); a message
         whose ``id`` is stored already is skipped.
 
@@ -345,7 +343,7 @@ class AsyncMemoir:
         as_of: datetime | str | None = None,
         history: bool = False,
         user: str | None = None,
-    ) -> list[Recalled]:
+    ) -> list[RecallHit]:
         """The memory items that best answer ``query`` (:meth:`Memoir.recall`).
 
         Example::
@@ -389,7 +387,7 @@ class AsyncMemoir:
             user=user,
         )
 
-    async def remember(self, session_id: str, turn: int | None = None) -> Outcome:
+    async def remember(self, session_id: str, turn: int | None = None) -> Remembered:
         """Extract what the user asked to keep, now (:meth:`Memoir.remember`).
 
         Example::
@@ -406,7 +404,7 @@ class AsyncMemoir:
         project: str | None = None,
         matching: str | None = None,
         user: str | None = None,
-    ) -> list[MemoryItemRow]:
+    ) -> list[Memory]:
         """Forget the items one selector names (:meth:`Memoir.forget`).
 
         Example::
@@ -505,7 +503,7 @@ class AsyncMemoryItems:
         kind: str | None = None,
         limit: int = 50,
         history: bool = False,
-    ) -> builtins.list[MemoryItemRow]:
+    ) -> builtins.list[Memory]:
         """The items passing the filters, newest first (:meth:`MemoryItems.list`).
 
         Example::
@@ -522,7 +520,7 @@ class AsyncMemoryItems:
             history=history,
         )
 
-    async def history(self, item_id: str, user: str | None = None) -> builtins.list[MemoryItemRow]:
+    async def history(self, item_id: str, user: str | None = None) -> builtins.list[Memory]:
         """An item with what it superseded and what superseded it
         (:meth:`MemoryItems.history`).
 

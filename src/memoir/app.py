@@ -33,14 +33,12 @@ if TYPE_CHECKING:
     from memoir.llm.port import Model, TokenCounter
     from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories
-    from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
-    from memoir.memory.runner import Outcome
+    from memoir.memory.recall import ContextBlock, ItemEmbedder
     from memoir.model import Event, Exchange, Session
+    from memoir.model.results import Appended, Memory, RecallHit, Remembered
     from memoir.search.embedder import Embedder
     from memoir.search.engine import SearchMode, SummaryReader
     from memoir.search.hits import SearchHit
-    from memoir.store.memory_rows import MemoryItemRow
-    from memoir.store.parts.api import AppendResult
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
     from memoir.summaries.port import SummaryStore
@@ -351,7 +349,7 @@ class Memoir:
             on_checkpoint=on_checkpoint,
         )
 
-    def remember(self, session_id: str, turn: int | None = None) -> Outcome:
+    def remember(self, session_id: str, turn: int | None = None) -> Remembered:
         """What the user asked to keep, extracted now (``memoir remember``): the outcome
         with the items saved, or the reason none were.
 
@@ -365,7 +363,7 @@ class Memoir:
 
         ensure_writable(self.store, "memoir remember")
         sid = resolve_session(self.store.sessions, session_id, user=self.user)
-        return self._memory_engine().remember(sid, turn)
+        return wiring.remembered(self._memory_engine().remember(sid, turn))
 
     def recall(
         self,
@@ -378,7 +376,7 @@ class Memoir:
         as_of: datetime | str | None = None,
         history: bool = False,
         user: str | None = None,
-    ) -> list[Recalled]:
+    ) -> list[RecallHit]:
         """The memory items that best answer ``query`` (``memoir.memory.recall``): full
         text over content and keys fused with vector similarity when an embedder is
         configured. ``project``: its project-scoped items with the global ones; ``scope``
@@ -397,9 +395,10 @@ class Memoir:
         whole_number("limit", limit, 1)
         as_of = None if as_of is None else instant(as_of, "as_of")
         where = item_filter(scope, project, kinds, as_of, history, self._who(user))
-        return recall(
+        found = recall(
             self.store.memory_items, query, where, limit=limit, embedder=self._item_embedder()
         )
+        return wiring.recall_hits(found)
 
     def context(
         self,
@@ -417,7 +416,7 @@ class Memoir:
         Example::
 
             block = m.context(project="shop", budget_tokens=400)
-            system_prompt = block.text + "\n\n" + system_prompt
+            messages.insert(0, {"role": "system", "content": block.text})
         """
         from memoir.llm.tokens import counter_for, encoding_for_model
         from memoir.memory.recall import (
@@ -451,7 +450,7 @@ class Memoir:
         project: str | None = None,
         matching: str | None = None,
         user: str | None = None,
-    ) -> list[MemoryItemRow]:
+    ) -> list[Memory]:
         """Forget the items one selector names (an item id or prefix, a session — id or
         prefix —, a project, or a query every word of which an item holds), with what they
         superseded; their evidence is tombstoned so it is never extracted again. Only
@@ -474,7 +473,7 @@ class Memoir:
             session = resolve_session(self.store.sessions, session, user=owner)
         if project is not None:
             project = wiring.memory_project(self.store, project, owner)
-        return forget(
+        gone = forget(
             self.store.memory_items,
             self.store.memory,
             item=item,
@@ -483,6 +482,7 @@ class Memoir:
             matching=matching,
             owner=owner,
         )
+        return wiring.memory_values(gone)
 
     def append(
         self,
@@ -491,7 +491,7 @@ class Memoir:
         *,
         project: str | None = None,
         user: str | None = None,
-    ) -> AppendResult:
+    ) -> Appended:
         """Add chat messages to the session ``session_id``, made (owned by ``user`` — None:
         this Memoir's user —, in ``project``, default ``api``) when it is new — a session
         fed from code, as one fed over the HTTP API (``POST /api/sessions/ID/events``),
@@ -518,7 +518,8 @@ class Memoir:
         """
         owner = self._who(user)
         wiring.create_session(self.store, owner, session_id=session_id, project=project)
-        return wiring.append_messages(self.settings, self.store, owner, session_id, messages)
+        result = wiring.append_messages(self.settings, self.store, owner, session_id, messages)
+        return wiring.appended(result)
 
     # long-term memory beyond the four verbs, and background jobs -------------------------
     @property
@@ -613,7 +614,7 @@ class MemoryItems:
         kind: str | None = None,
         limit: int = 50,
         history: bool = False,
-    ) -> builtins.list[MemoryItemRow]:
+    ) -> builtins.list[Memory]:
         """The items passing the filters, newest first (``history``: the superseded ones
         too).
 
@@ -622,7 +623,7 @@ class MemoryItems:
             newest = m.memories.list(kind="decision", limit=5)
         """
         m = self._memoir
-        return m.store.memory_items.find(
+        found = m.store.memory_items.find(
             project=project,
             session_id=session_id,
             kind=kind,
@@ -630,8 +631,9 @@ class MemoryItems:
             history=history,
             owner=m.user,
         )
+        return wiring.memory_values(found)
 
-    def history(self, item_id: str, user: str | None = None) -> builtins.list[MemoryItemRow]:
+    def history(self, item_id: str, user: str | None = None) -> builtins.list[Memory]:
         """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's
         user's) with what it superseded and what superseded it, oldest first.
 
@@ -646,7 +648,7 @@ class MemoryItems:
         found = m.store.memory_items.get(item_id, owner=m._who(user))
         if found is None:
             raise NotFound(f"no memory item {item_id!r}")
-        return m.store.memory_items.chain(found.id)
+        return wiring.memory_values(m.store.memory_items.chain(found.id))
 
     def export(self, user: str | None = None) -> Iterable[str]:
         """Every item (history included) and tombstone of ``user`` (None: this Memoir's

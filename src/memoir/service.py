@@ -11,8 +11,8 @@ pyproject.toml holds it so); this module is where they reach it.
 Light by design: nothing heavy is imported at module top (``memoir --help`` stays fast,
 ``tests/test_light_imports.py``); each function imports what it reads when called.
 
-``MemoryItem`` and ``Receipt`` are the store's frozen row types re-exported for typing
-until the memory results get values of their own (issue 36, point 1).
+``MemoryItem`` and ``Receipt`` name the public values of :mod:`memoir.model.results`
+(``Memory``, ``MemoryReceipt``) for the adapters' typing.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ if TYPE_CHECKING:
     from memoir.memory.memories import Memories, RecoveryReport
     from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
     from memoir.model import Exchange, Session
+    from memoir.model.results import Memory as MemoryItem
+    from memoir.model.results import MemoryReceipt as Receipt
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
-    from memoir.store.memory_rows import MemoryItemRow as MemoryItem
-    from memoir.store.memory_rows import ReceiptRow as Receipt
     from memoir.store.parts.api import AppendResult
     from memoir.store.parts.users import UserInfo
     from memoir.summaries.port import SummaryStore
@@ -219,7 +219,10 @@ def summary_state(memoir: Memoir, session_id: str) -> SummaryState:
 # memory items of the Memoir's user -------------------------------------------------------
 def memory_item(memoir: Memoir, item_id: str) -> MemoryItem | None:
     """The item with this id when it is ``memoir``'s user's, else None."""
-    return memoir.store.memory_items.get(item_id, owner=memoir.user)
+    from memoir.wiring import memory_value
+
+    found = memoir.store.memory_items.get(item_id, owner=memoir.user)
+    return None if found is None else memory_value(found)
 
 
 def memory_items(
@@ -233,13 +236,8 @@ def memory_items(
 ) -> list[MemoryItem]:
     """``memoir``'s user's items passing the filters, newest first (``history``: the
     superseded ones too)."""
-    return memoir.store.memory_items.find(
-        project=project,
-        session_id=session_id,
-        kind=kind,
-        limit=limit,
-        history=history,
-        owner=memoir.user,
+    return memoir.memories.list(
+        project=project, session_id=session_id, kind=kind, limit=limit, history=history
     )
 
 
@@ -255,7 +253,9 @@ def memory_citations(memoir: Memoir, session_id: str) -> dict[int, list[str]]:
 
 def memory_receipts(memoir: Memoir, session_id: str | None = None) -> list[Receipt]:
     """What each of ``memoir``'s user's memory operations settled on (of one session)."""
-    return memoir.store.memory.receipts(session_id, owner=memoir.user)
+    from memoir.wiring import receipt_value
+
+    return [receipt_value(r) for r in memoir.store.memory.receipts(session_id, owner=memoir.user)]
 
 
 # model calls and embeddings --------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +27,16 @@ if TYPE_CHECKING:
     from memoir.llm.offline.rank import SentenceScorer
     from memoir.llm.port import Model
     from memoir.memory.memories import Memories, RecoveryReport
-    from memoir.memory.recall import ItemEmbedder
+    from memoir.memory.recall import ItemEmbedder, Recalled
     from memoir.memory.runner import MemoryParts
     from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
+    from memoir.memory.tasks import Outcome
     from memoir.model import Session
+    from memoir.model.results import Appended, Memory, MemoryReceipt, RecallHit, Remembered
     from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
     from memoir.store import Store
+    from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
     from memoir.store.parts.api import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.summaries.port import SummaryStore
@@ -556,3 +559,81 @@ def append_messages(
     if result.added:
         embed_written(settings, store, stored)
     return result
+
+
+# the front door's values, from the engines' and the store's ------------------------------
+def memory_value(row: MemoryItemRow) -> Memory:
+    """The public value of a stored memory item (its quotes kept, the store's keys not)."""
+    from memoir.model.results import Memory, MemorySource
+
+    return Memory(
+        id=row.id,
+        session_id=row.session_id,
+        project=row.project,
+        scope=row.scope,
+        kind=row.kind,
+        content=row.content,
+        keys=tuple(row.keys),
+        operation_id=row.operation_id,
+        created_at=row.created_at,
+        temporal=dict(row.temporal),
+        observed_at=row.observed_at,
+        first_observed_at=row.first_observed_at,
+        valid_from=row.valid_from,
+        valid_until=row.valid_until,
+        superseded_by=row.superseded_by,
+        forgotten_at=row.forgotten_at,
+        sources=tuple(
+            MemorySource(s.session_id, s.ordinal, s.quote, s.operation_id) for s in row.sources
+        ),
+    )
+
+
+def memory_values(rows: Iterable[MemoryItemRow]) -> list[Memory]:
+    return [memory_value(row) for row in rows]
+
+
+def receipt_value(row: ReceiptRow) -> MemoryReceipt:
+    from memoir.model.results import MemoryReceipt
+
+    return MemoryReceipt(
+        operation_id=row.operation_id,
+        session_id=row.session_id,
+        trigger=row.trigger,
+        outcome=row.outcome,
+        range_after=row.range_after,
+        range_through=row.range_through,
+        created_at=row.created_at,
+        reason=row.reason,
+        checkpoint_id=row.checkpoint_id,
+        prompt=row.prompt,
+        model=row.model,
+        items=row.items,
+        dropped=row.dropped,
+        model_calls=row.model_calls,
+        input_tokens=row.input_tokens,
+    )
+
+
+def remembered(outcome: Outcome) -> Remembered:
+    from memoir.model.results import Remembered
+
+    return Remembered(
+        receipt=None if outcome.receipt is None else receipt_value(outcome.receipt),
+        items=tuple(memory_values(outcome.items)),
+        pending=outcome.pending is not None,
+        waiting=outcome.waiting,
+        error=outcome.error,
+    )
+
+
+def recall_hits(found: Iterable[Recalled]) -> list[RecallHit]:
+    from memoir.model.results import RecallHit
+
+    return [RecallHit(memory_value(r.item), r.score, r.text_rank, r.vector_rank) for r in found]
+
+
+def appended(result: AppendResult) -> Appended:
+    from memoir.model.results import Appended
+
+    return Appended(result.added, result.skipped, result.last_ordinal)

@@ -15,7 +15,7 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
 from memoir.memory.present import exchange_finder, item_json
-from memoir.memory.tasks import Outcome
+from memoir.model.results import Remembered
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.errors import ApiError
@@ -173,12 +173,12 @@ def remember(
     return {"data": {"outcome": _outcome_json(memoir, outcome)}}
 
 
-def _outcome_json(memoir: Memoir, outcome: Outcome) -> dict[str, Any]:
+def _outcome_json(memoir: Memoir, outcome: Remembered) -> dict[str, Any]:
     find = exchange_finder(memoir.store.exchanges.of)
     return {
         "settled": outcome.settled,
         "items": [item_json(i, find) for i in outcome.items],
         "waiting": outcome.waiting,
         "error": outcome.error,
-        "pending": outcome.pending is not None,
+        "pending": outcome.pending,
     }
