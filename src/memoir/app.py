@@ -17,9 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from memoir import wiring
+from memoir import verbs, wiring
 from memoir.config import Settings, whole_number
-from memoir.errors import ConfigError
 from memoir.model.session import LOCAL_USER
 from memoir.store import Store, open_store
 from memoir.wiring import check_user, instant, item_filter
@@ -119,10 +118,7 @@ class Memoir:
         Example::
 
             m = Memoir.at("~/.memoir")
-            try:
-                m.search("deploy")
-            finally:
-                m.close()
+            m.close()
         """
         if self._root is not None:  # a view: its parts are the root's
             return
@@ -166,23 +162,7 @@ class Memoir:
         """
         from memoir.search.facade import search_configured
 
-        if after is not None or before is not None:
-            from dataclasses import replace
-
-            from memoir.store.values import SearchFilters as Filters
-
-            given = filters or Filters()
-            filters = replace(
-                given,
-                after=given.after if after is None else instant(after, "after"),
-                before=given.before if before is None else instant(before, "before", end=True),
-            )
-        from dataclasses import replace as with_user
-
-        from memoir.store.values import SearchFilters as Scoped
-
-        given = filters or Scoped()
-        filters = given if given.user is not None else with_user(given, user=self.user)
+        filters = verbs.search_filters(filters, after, before, self.user)
         chosen: dict[str, Any] = {} if embedder == CONFIGURED else {"embedder": embedder}
         return search_configured(
             self.store,
@@ -215,23 +195,14 @@ class Memoir:
             report = m.sync()  # the default sources: ~/.claude, ~/.codex
             print(report.events_added, "events added")
         """
-        from memoir.ingest.lock import sync_lock
-        from memoir.ingest.sync import sync
-
-        with sync_lock(self.settings.home):
-            report = sync(
-                self.settings,
-                self.store,
-                observer=wiring.sync_observer(self.settings, self.store),
-                sources=sources,
-                progress=progress,
-                purge_excluded=purge_excluded,
-                follow_symlinks=follow_symlinks,
-            )
-        # after the lock (no sync waits on them): found by meaning at once, then the derived
-        # text an older secret detector let through (bounded; one query once done)
-        wiring.embed_written(self.settings, self.store, report.sessions_touched)
-        wiring.rescan_secrets(self.settings, self.store)
+        report = verbs.sync_home(
+            self.settings,
+            self.store,
+            sources=sources,
+            progress=progress,
+            purge_excluded=purge_excluded,
+            follow_symlinks=follow_symlinks,
+        )
         return report
 
     def session(self, session_id: str) -> Session:
@@ -244,15 +215,7 @@ class Memoir:
             session = m.session("3f2a9c1e")
             print(session.project, session.updated_at)
         """
-        from memoir.search.session_ref import resolve_session
-
-        sid = resolve_session(self.store.sessions, session_id, user=self.user)
-        found = self.store.sessions.get(sid, user=self.user)
-        if found is None:  # removed between the two reads
-            from memoir.errors import NotFound
-
-            raise NotFound(f"no session {session_id!r}")
-        return found
+        return verbs.find_session(self.store, session_id, self.user)
 
     def events(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
         """The session's events in order, those with an ordinal past ``after`` up to
@@ -296,18 +259,15 @@ class Memoir:
             run = m.summarize("3f2a9c1e", mode="full")
             print(run.mode, run.saved)
         """
-        from memoir.search.session_ref import resolve_session
         from memoir.summaries.model_source import closing_source
-        from memoir.summaries.session import EpisodeSettings, summarize_session
 
-        session_id = resolve_session(self.store.sessions, session_id, user=self.user)
+        sid = verbs.find_session(self.store, session_id, self.user).id
         with closing_source(self._model, self._fallback_model) as models:
-            return summarize_session(
+            return verbs.summarize(
+                self.settings,
                 self.store,
-                self._summary_store(),
-                session_id,
-                models=models,
-                episodes=EpisodeSettings.from_settings(self.settings),
+                sid,
+                models,
                 mode=mode,
                 use_cache=use_cache,
                 progress=progress,
@@ -333,20 +293,14 @@ class Memoir:
             result = m.compactor().compact(messages, window=200_000)
             print(result.messages)
         """
-        from memoir.compaction import Compactor
-
-        if tail_budget is not None:
-            whole_number("tail_budget", tail_budget, 0)
-        on_checkpoint = None
-        if memory and not self.store.read_only:
-            on_checkpoint = self._memory_engine().on_checkpoint
-        return Compactor.from_settings(
+        memories = self._memory_engine if memory and not self.store.read_only else None
+        return verbs.compactor(
             self.settings,
+            self.store,
             model if model is not None else self._model(),
-            store=self.store,
+            memories,
             counter=counter,
             tail_budget=tail_budget,
-            on_checkpoint=on_checkpoint,
         )
 
     def remember(self, session_id: str, turn: int | None = None) -> Remembered:
@@ -363,7 +317,7 @@ class Memoir:
 
         ensure_writable(self.store, "memoir remember")
         sid = resolve_session(self.store.sessions, session_id, user=self.user)
-        return wiring.remembered(self._memory_engine().remember(sid, turn))
+        return verbs.remembered(self._memory_engine().remember(sid, turn))
 
     def recall(
         self,
@@ -398,7 +352,7 @@ class Memoir:
         found = recall(
             self.store.memory_items, query, where, limit=limit, embedder=self._item_embedder()
         )
-        return wiring.recall_hits(found)
+        return verbs.recall_hits(found)
 
     def context(
         self,
@@ -418,29 +372,12 @@ class Memoir:
             block = m.context(project="shop", budget_tokens=400)
             messages.insert(0, {"role": "system", "content": block.text})
         """
-        from memoir.llm.tokens import counter_for, encoding_for_model
-        from memoir.memory.recall import (
-            KIND_ORDER,
-            MAX_CONTEXT_POOL,
-            context_block,
-            recall,
-            standing_order,
-        )
-
         whole_number("budget_tokens", budget_tokens, 0)
         where = item_filter(None, project, (), None, False, self._who(user))
-        if query and query.strip():
-            hits = recall(
-                self.store.memory_items, query, where, limit=200, embedder=self._item_embedder()
-            )
-            ordered = [h.item for h in hits]
-        else:
-            # the budget holds a few dozen lines: the first few hundred candidates are plenty
-            pool = min(MAX_CONTEXT_POOL, max(200, budget_tokens // 4))
-            found = self.store.memory_items.select(where, limit=pool, standing=KIND_ORDER)
-            ordered = standing_order(found)
-        counter = counter_for(encoding_for_model(self._memory_model().name))
-        return context_block(ordered, budget_tokens, counter)
+        model_name = self._model().name
+        return verbs.context_block(
+            self.store, where, budget_tokens, query, model_name, self._item_embedder()
+        )
 
     def forget(
         self,
@@ -461,28 +398,9 @@ class Memoir:
             gone = m.forget(matching="staging password")
             print(len(gone), "items forgotten")
         """
-        from memoir.memory.keeping import forget
-        from memoir.search.session_ref import resolve_session
-        from memoir.store import ensure_writable
-
-        ensure_writable(self.store, "memoir memories forget")
-        if sum(x is not None for x in (item, session, project, matching)) != 1:
-            raise ConfigError("name exactly one of: an item, a session, a project, a query")
         owner = self._who(user)
-        if session is not None:
-            session = resolve_session(self.store.sessions, session, user=owner)
-        if project is not None:
-            project = wiring.memory_project(self.store, project, owner)
-        gone = forget(
-            self.store.memory_items,
-            self.store.memory,
-            item=item,
-            session=session,
-            project=project,
-            matching=matching,
-            owner=owner,
-        )
-        return wiring.memory_values(gone)
+        gone = verbs.forget(self.store, owner, item, session, project, matching)
+        return verbs.memory_values(gone)
 
     def append(
         self,
@@ -492,25 +410,15 @@ class Memoir:
         project: str | None = None,
         user: str | None = None,
     ) -> Appended:
-        """Add chat messages to the session ``session_id``, made (owned by ``user`` — None:
-        this Memoir's user —, in ``project``, default ``api``) when it is new — a session
-        fed from code, as one fed over the HTTP API (``POST /api/sessions/ID/events``),
-        through the same path.
-
-        Messages are the OpenAI / Anthropic chat shape: ``{"role", "content"}``, content a
-        string or a list of text blocks, roles user, assistant, system, developer, tool
-        (with OpenAI ``tool_calls`` / ``tool_call_id``), optionally a ``name`` (the
-        speaker), a ``timestamp`` (without one: the nearest one sent with it, else the time
-        it is stored, marked ``time_inferred``), your own ``id`` and ``metadata`` (a JSON
-        object returned in its first event's ``payload["metadata"]``). They are stored as
-        events, with the exchanges they open or grow and their index rows, in one
-        transaction, and are searchable at once. A message whose ``id`` the session has
-        stored already is skipped, so a retried batch stores nothing twice; a message
-        without one is added every time. Returns ``added``, ``skipped`` and the session's
-        ``last_ordinal``. ``session_id`` is ``user``'s name for the session (stored under
-        an id of Memoir's, found again by the name). ``ConfigError`` for a malformed
-        message (nothing stored) or a session read from a transcript (its events are the
-        sync's).
+        """Add chat messages to the session ``session_id`` (``user``'s name for it; None:
+        this Memoir's user), made in ``project`` (default ``api``) when it is new: the path
+        the HTTP API's ``POST /api/sessions/ID/events`` takes. Messages are the OpenAI /
+        Anthropic chat shape (``role``, ``content``; optionally ``name``, ``timestamp``,
+        ``tool_calls``, your own ``id`` and ``metadata``; docs/library.md has them all),
+        stored as events in one transaction and searchable at once. A message whose ``id``
+        is stored already is skipped, so a retried batch stores nothing twice.
+        ``ConfigError`` for a malformed message (nothing stored) or a session read from a
+        transcript.
 
         Example::
 
@@ -519,7 +427,7 @@ class Memoir:
         owner = self._who(user)
         wiring.create_session(self.store, owner, session_id=session_id, project=project)
         result = wiring.append_messages(self.settings, self.store, owner, session_id, messages)
-        return wiring.appended(result)
+        return verbs.appended(result)
 
     # long-term memory beyond the four verbs, and background jobs -------------------------
     @property
@@ -631,7 +539,7 @@ class MemoryItems:
             history=history,
             owner=m.user,
         )
-        return wiring.memory_values(found)
+        return verbs.memory_values(found)
 
     def history(self, item_id: str, user: str | None = None) -> builtins.list[Memory]:
         """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's
@@ -648,7 +556,7 @@ class MemoryItems:
         found = m.store.memory_items.get(item_id, owner=m._who(user))
         if found is None:
             raise NotFound(f"no memory item {item_id!r}")
-        return wiring.memory_values(m.store.memory_items.chain(found.id))
+        return verbs.memory_values(m.store.memory_items.chain(found.id))
 
     def export(self, user: str | None = None) -> Iterable[str]:
         """Every item (history included) and tombstone of ``user`` (None: this Memoir's

@@ -9,34 +9,24 @@ as the engines do. Nothing heavy is imported at module top.
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memoir.config import Settings, whole_number
-from memoir.distribution import install_hint
+from memoir.config import Settings
 from memoir.errors import ConfigError, NotFound
-from memoir.private import tighten_home
 
 if TYPE_CHECKING:
     from memoir.ingest.observer import SyncObserver
     from memoir.ingest.rescan import RescanReport
-    from memoir.jobs import Job, JobProgress, JobService
-    from memoir.llm.offline.rank import SentenceScorer
+    from memoir.jobs import JobService
     from memoir.llm.port import Model
-    from memoir.memory.memories import Memories, RecoveryReport
-    from memoir.memory.recall import ItemEmbedder, Recalled
+    from memoir.memory.memories import Memories
+    from memoir.memory.recall import ItemEmbedder
     from memoir.memory.runner import MemoryParts
-    from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
-    from memoir.memory.tasks import Outcome
     from memoir.model import Session
-    from memoir.model.results import Appended, Memory, MemoryReceipt, RecallHit, Remembered
-    from memoir.search.backfill import BackfillResult
     from memoir.search.embedder import Embedder
     from memoir.store import Store
-    from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
     from memoir.store.parts.api import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.summaries.port import SummaryStore
@@ -45,7 +35,6 @@ __all__ = [
     "append_messages",
     "check_user",
     "create_session",
-    "embed_pending",
     "embed_written",
     "embedder",
     "fallback_model",
@@ -54,17 +43,11 @@ __all__ = [
     "item_filter",
     "job_service",
     "memory_engine",
-    "memory_from_sync",
     "memory_parts",
     "memory_project",
     "model",
-    "recover_in_background",
-    "remember_from_sync",
     "rescan_secrets",
-    "run_summary_job",
-    "stats",
     "summary_body",
-    "summary_scorer",
     "summary_store",
     "sync_observer",
     "writing_embedder",
@@ -134,18 +117,6 @@ def item_embedder(settings: Settings, store: Store) -> ItemEmbedder | None:
     return None if settings.embedder == "none" else writing_embedder(settings, store)
 
 
-def summary_scorer(settings: Settings) -> SentenceScorer | None:
-    """How the offline summary ranks its sentences: the centrality of the embedder's
-    vectors when ``MEMOIR_SUMMARY_SENTENCES=embedder`` and an embedder is configured
-    and installed; None (lexical) otherwise."""
-    from memoir.llm.offline.rank import embedding_scorer
-
-    if settings.summary_sentences != "embedder":
-        return None
-    made = embedder(settings)
-    return None if made is None else embedding_scorer(made.embed)
-
-
 def embed_written(settings: Settings, store: Store, session_ids: Sequence[str]) -> int:
     """Embedding on write: embed the newest exchanges of ``session_ids`` that have no
     vector yet (at most ``memoir.search.backfill.WRITE_MAX``), so a search by meaning
@@ -165,50 +136,6 @@ def embed_written(settings: Settings, store: Store, session_ids: Sequence[str]) 
     except Exception:  # any embedder or store failure: the write it follows stands
         _log.warning("embedding on write failed", exc_info=True)
         return 0
-
-
-def embed_pending(
-    settings: Settings,
-    store: Store,
-    *,
-    max_items: int | None = None,
-    batch: int | None = None,
-    progress: Any = None,
-) -> BackfillResult:
-    """Embed the exchanges that have no vector (or no token states) yet, then those
-    whose vector is from an older recipe, at most ``max_items``; takes the
-    single-instance embed lock (``Busy`` when another process embeds), then writes the
-    matrix files the next search maps. Raises ``ConfigError`` when no embedder is
-    configured or installed."""
-    from memoir.ingest.lock import embed_lock
-    from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
-    from memoir.search.embedder import EmbeddingsUnavailable
-    from memoir.search.vectors import prepare_files
-    from memoir.store import ensure_writable
-
-    if batch is not None:
-        whole_number("batch", batch, 1)
-    if max_items is not None:
-        whole_number("max_items", max_items, 0)
-    ensure_writable(store, "memoir embed")  # before the model runs on a batch
-    tighten_home(settings.home)  # a home an older Memoir left open to others
-    made = writing_embedder(settings, store)
-    if made is None:
-        if settings.embedder == "none":
-            raise ConfigError("MEMOIR_EMBEDDER=none: semantic search is switched off")
-        raise EmbeddingsUnavailable(
-            f"semantic search needs the embeddings extra: {install_hint('embeddings')}"
-        )
-    busy = "another memoir embed is running"
-    # the home's lock, and the store's: homes sharing a database embed its backlog once
-    with embed_lock(settings.home), store.claims.hold("embed", busy):
-        result = embed_backlog(
-            store, made, batch=batch or DEFAULT_BATCH, max_items=max_items, progress=progress
-        )
-        # the next search maps the matrix from a file (vectors embedded on write since it
-        # was written included; nothing is written while a patch will do)
-        prepare_files(store, made.name)
-    return result
 
 
 # summaries ------------------------------------------------------------------------------
@@ -254,76 +181,6 @@ def rescan_secrets(settings: Settings, store: Store, budget: int | None = None) 
             return rescan(store.rescan, summary_store(settings, store), budget=budget or BUDGET)
     except Busy as exc:
         return RescanReport(detector_id(), skipped=str(exc))
-
-
-def stats(settings: Settings, store: Store) -> dict[str, int | str]:
-    """What ``memoir stats`` shows: the counts of what the store holds, ``archive_files``
-    / ``archive_bytes``, ``backend``, and the conversations by summary state."""
-    from memoir.summaries.persist import summary_counts
-    from memoir.summaries.policy import SummaryPolicy
-
-    data: dict[str, int | str] = dict(store.stats())
-    files = size = 0
-    if settings.archive_dir.is_dir():
-        for path in settings.archive_dir.glob("*/*.jsonl"):
-            files += 1
-            size += path.stat().st_size
-    data["archive_files"], data["archive_bytes"] = files, size
-    data["backend"] = store.backend
-    policy = SummaryPolicy.from_settings(settings)
-    for key, count in summary_counts(summary_store(settings, store), policy).items():
-        data[f"summaries_{key}"] = count
-    return data
-
-
-def run_summary_job(
-    settings: Settings,
-    store: Store,
-    models: Callable[[], Model],
-    fallback: Callable[[], Model | None],
-    job: Job,
-    progress: JobProgress,
-) -> None:
-    """The handler of job kind ``summary``: the episodic summarizer's full run over the
-    stored session (episodes cached, so a resumed job reuses what was done), its progress
-    reported through the job, saved only while the job's claim holds. The session's
-    summary claim is held for the save only: the job's claim in the store keeps two
-    workers apart, and a worker stuck past its claim must not keep its replacement from
-    saving."""
-    from memoir.errors import SummaryError
-    from memoir.store.claims import summary_claim
-    from memoir.summaries.fenced import FencedSummaryStore, events_digest
-    from memoir.summaries.model_source import closing_source
-    from memoir.summaries.session import EpisodeSettings, summarize_session
-
-    read = store.events.of(job.session_id)
-    upto = read[-1].ordinal if read else 0
-    taken = events_digest(read)
-
-    def check() -> None:  # the claim still ours, and the events read still as they were
-        progress.check()
-        if events_digest(store.events.of(job.session_id, upto=upto)) != taken:
-            raise SummaryError(
-                "the conversation's events were edited or deleted while it was being "
-                "summarized; regenerate again"
-            )
-
-    with closing_source(models, fallback) as source:
-        summarize_session(
-            store,
-            FencedSummaryStore(
-                summary_store(settings, store),
-                check,
-                lambda: store.claims.hold(*summary_claim(job.session_id)),
-            ),
-            job.session_id,
-            models=source,
-            episodes=EpisodeSettings.from_settings(settings),
-            mode="full",
-            progress=progress,
-            job_id=job.id,
-            claim=False,
-        )
 
 
 def job_service(settings: Settings, store: Store) -> JobService:
@@ -405,73 +262,6 @@ def item_filter(
         as_of=as_of,
         history=history,
     )
-
-
-def memory_from_sync(settings: Settings) -> tuple[bool, str]:
-    """Whether ``memoir sync`` extracts memories from the sessions it syncs, and why:
-    ``MEMOIR_MEMORY_FROM_SYNC`` (or the argument) when set, else off while ``memoir
-    memories off`` has it stored in the home, else on."""
-    origin = settings.origins.get("memory_from_sync", "default")
-    if origin.startswith(("env", "argument")):
-        return settings.memory_from_sync, origin
-    if settings.memory_sync_switch.exists():
-        return False, "stored by `memoir memories off`"
-    return True, "default"
-
-
-def remember_from_sync(
-    settings: Settings,
-    store: Store,
-    engine: Callable[[], Memories],
-    *,
-    limit: int | None = None,
-    progress: Callable[[MemoryPassProgress], None] | None = None,
-) -> MemoryPassReport:
-    """The memory pass ``memoir sync`` runs after its summary pass: the new ranges of
-    synced sessions gone quiet (the summaries' quiescence rule), newest first, at most
-    ``limit`` (default ``MEMOIR_MEMORY_LIMIT``) through their lanes; denied ones settle
-    as denials (``memoir.memory.sync_pass``). Off (nothing read): the report's ``off``
-    says why."""
-    from memoir.ingest.plan import excluded
-    from memoir.memory.sync_pass import MemoryPassReport, run_memory_pass
-    from memoir.store import ensure_writable
-    from memoir.summaries.policy import SummaryPolicy, is_quiescent
-
-    limit = settings.memory_limit if limit is None else limit
-    whole_number("limit", limit, 0)
-    on, why = memory_from_sync(settings)
-    if not on:
-        return MemoryPassReport(off=why)
-    ensure_writable(store, "memory from sync")
-    policy, now = SummaryPolicy.from_settings(settings), int(time.time() * 1000)
-    patterns = settings.exclude_projects
-    return run_memory_pass(
-        memory_parts(store),
-        engine,
-        limit=limit,
-        quiet=lambda at: is_quiescent(at, policy, now),
-        excluded=lambda project: excluded(project, patterns),
-        progress=progress,
-    )
-
-
-def recover_in_background(
-    store: Store, recover: Callable[[], RecoveryReport]
-) -> threading.Thread | None:
-    """Run ``recover`` on a daemon thread (what a long-lived process does at start-up);
-    None on a read-only store."""
-    if store.read_only:
-        return None
-
-    def run() -> None:
-        try:
-            recover()
-        except Exception:  # a process's start-up never fails by its memory backlog
-            _log.exception("memory recovery at start-up failed")
-
-    thread = threading.Thread(target=run, name="memoir-memory-recovery", daemon=True)
-    thread.start()
-    return thread
 
 
 # sessions fed from code -----------------------------------------------------------------
@@ -559,81 +349,3 @@ def append_messages(
     if result.added:
         embed_written(settings, store, stored)
     return result
-
-
-# the front door's values, from the engines' and the store's ------------------------------
-def memory_value(row: MemoryItemRow) -> Memory:
-    """The public value of a stored memory item (its quotes kept, the store's keys not)."""
-    from memoir.model.results import Memory, MemorySource
-
-    return Memory(
-        id=row.id,
-        session_id=row.session_id,
-        project=row.project,
-        scope=row.scope,
-        kind=row.kind,
-        content=row.content,
-        keys=tuple(row.keys),
-        operation_id=row.operation_id,
-        created_at=row.created_at,
-        temporal=dict(row.temporal),
-        observed_at=row.observed_at,
-        first_observed_at=row.first_observed_at,
-        valid_from=row.valid_from,
-        valid_until=row.valid_until,
-        superseded_by=row.superseded_by,
-        forgotten_at=row.forgotten_at,
-        sources=tuple(
-            MemorySource(s.session_id, s.ordinal, s.quote, s.operation_id) for s in row.sources
-        ),
-    )
-
-
-def memory_values(rows: Iterable[MemoryItemRow]) -> list[Memory]:
-    return [memory_value(row) for row in rows]
-
-
-def receipt_value(row: ReceiptRow) -> MemoryReceipt:
-    from memoir.model.results import MemoryReceipt
-
-    return MemoryReceipt(
-        operation_id=row.operation_id,
-        session_id=row.session_id,
-        trigger=row.trigger,
-        outcome=row.outcome,
-        range_after=row.range_after,
-        range_through=row.range_through,
-        created_at=row.created_at,
-        reason=row.reason,
-        checkpoint_id=row.checkpoint_id,
-        prompt=row.prompt,
-        model=row.model,
-        items=row.items,
-        dropped=row.dropped,
-        model_calls=row.model_calls,
-        input_tokens=row.input_tokens,
-    )
-
-
-def remembered(outcome: Outcome) -> Remembered:
-    from memoir.model.results import Remembered
-
-    return Remembered(
-        receipt=None if outcome.receipt is None else receipt_value(outcome.receipt),
-        items=tuple(memory_values(outcome.items)),
-        pending=outcome.pending is not None,
-        waiting=outcome.waiting,
-        error=outcome.error,
-    )
-
-
-def recall_hits(found: Iterable[Recalled]) -> list[RecallHit]:
-    from memoir.model.results import RecallHit
-
-    return [RecallHit(memory_value(r.item), r.score, r.text_rank, r.vector_rank) for r in found]
-
-
-def appended(result: AppendResult) -> Appended:
-    from memoir.model.results import Appended
-
-    return Appended(result.added, result.skipped, result.last_ordinal)
