@@ -11,7 +11,7 @@ library's own parts:
     summarizer, the store for checkpoints) over a session of ``--compact-events`` events in
     an 8,000-token window (just past its threshold, as an agent loop compacts), with
     ``on_checkpoint`` = the ``on_checkpoint`` of a ``Memories`` wired as
-    ``Memoir.memories`` does but whose model is a ``ScriptedModel`` sleeping ``--delay`` s
+    ``service.memory_engine`` does but whose model is a ``ScriptedModel`` sleeping ``--delay`` s
     per call (answering a valid not_applicable proposal); against the same compaction with
     ``on_checkpoint=None``, and that again (``control``: the noise floor of the machine).
     Each run compacts three fresh sessions holding the same events, one per arm, the
@@ -22,7 +22,7 @@ library's own parts:
     the CPU time of the compacting thread.
 (b) **Throughput** — one session of ``--events`` events with a compaction checkpoint every
     R events, settled by ``Memories.recover`` with the offline memory model (metered, as
-    ``Memoir.memory_model`` wires it): events/s, and the share of the time spent inside
+    ``service.memory_model`` wires it): events/s, and the share of the time spent inside
     the model.
 (c) **Tokens per extraction** — a session growing by R events per step for ``--steps``
     steps, a checkpoint (with a constant-size prior summary) after each, recovered at once;
@@ -145,7 +145,7 @@ def put(memoir: Memoir, sid: str, events: list[Event]) -> None:
 
 
 def memories_with(memoir: Memoir, model: Model) -> Memories:
-    """A ``Memories`` over this home's store with ``model``, wired as ``Memoir.memories``."""
+    """A ``Memories`` over this home's store with ``model``, wired as ``service.memory_engine``."""
     store = memoir.store
     parts = MemoryParts(
         store.sessions, store.events, store.checkpoints, store.memory, store.memory_items

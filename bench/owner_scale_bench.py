@@ -7,7 +7,7 @@ and searches, alone in a home and beside many other users, in the same run.
 
 Two homes of one backend (SQLite by default; ``--database-url``: a fresh PostgreSQL
 schema each, dropped afterwards), each with user ``alice``: 50 sessions of 4 messages
-(2 exchanges) appended through ``Memoir.append_messages`` (embedded on write by the fake
+(2 exchanges) appended through ``service.append_messages`` (embedded on write by the fake
 ``hash`` embedder, so search's default mode is hybrid) and 500 memory items. The second
 home also holds ``--others`` other users with ``--other-sessions`` sessions between
 them (``--exchanges`` exchanges each, with their events, full-text index rows and random

@@ -4,7 +4,7 @@
         [--batches 40] [--batch-size 20] [--rounds 3] [--sync-mb 16] [--sync-files 16]
         [--profile] [--json]
 
-(a) **Append** — ``Memoir.append_messages(user, session_id, messages)`` with
+(a) **Append** — ``service.append_messages(memoir, user, session_id, messages)`` with
     ``--batch-size`` messages per call, ``--batches`` calls per round into a fresh session,
     on a fresh SQLite home and a fresh PostgreSQL schema; ``--rounds`` rounds alternate
     which backend goes first. Events/s (median over rounds) per backend, their ratio, and

@@ -11,7 +11,7 @@ from ``memoir users add``, as a deployment gets one.
 
 (a) **Append** — ``POST /api/sessions/{id}/events`` with ``--batch-size`` messages per
     request, ``--batches`` requests one after another from one keep-alive client, against
-    ``Memoir.append_messages(user, session_id, messages)`` called directly in this process
+    ``service.append_messages(memoir, user, session_id, messages)`` called directly in this process
     on a second fresh home of the same kind of store, the same batches. ``--rounds``
     rounds alternate the two arms (a fresh session each), after a warm-up batch per arm.
     Events/s and the p50/p95 per request (per call); the overhead is the ratio of the

@@ -1,4 +1,4 @@
-"""``memoir memories context`` and ``Memoir.memory_context``: one user's items, each
+"""``memoir memories context`` and ``Memoir.context``: one user's items, each
 statement once. Reproduces the report: two users' items in one home were mixed in one
 block, and a statement kept in two projects' scopes was printed twice."""
 

@@ -38,7 +38,7 @@ def test_the_library_guide_example_runs_on_the_demo_home(
     out = capsys.readouterr().out
     assert "7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d06" in out  # the PgBouncer conversation
     assert "-home-ann-code-infra 2 exchanges" in out
-    assert "AppendResult(added=2, skipped=0, last_ordinal=2)" in out
+    assert "Appended(added=2, skipped=0, last_ordinal=2)" in out
     # the hit names the id local's "support-42" is stored under; the session, its name
     assert out.splitlines()[-3:] == ["2", named_session_id("local", "support-42"), "support-42"]
     assert not (Path.home() / ".memoir").exists()  # MEMOIR_HOME honoured

@@ -44,7 +44,7 @@ def test_the_guide_s_example_runs_and_prints_what_it_says(
 ) -> None:
     exec(compile(_example(), "docs/async.md", "exec"), {"__name__": "__main__"})
     assert capsys.readouterr().out.splitlines() == [
-        "AppendResult(added=2, skipped=0, last_ordinal=2)",
+        "Appended(added=2, skipped=0, last_ordinal=2)",
         "2",
         "['We deploy on Fridays.']",
         "8704dfa23401660caf5294f607e1c9ea fact True",  # the id local's support-42 has

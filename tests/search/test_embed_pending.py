@@ -1,4 +1,4 @@
-"""`Memoir.embed_pending`: the library's embedding catch-up (what `memoir embed` and a
+"""`service.embed_pending`: the library's embedding catch-up (what `memoir embed` and a
 background sync run)."""
 
 from __future__ import annotations

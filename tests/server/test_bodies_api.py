@@ -55,7 +55,7 @@ def test_unencodable_text_is_stored_scrubbed_as_sync_stores_it(api: Api, message
 
 
 def test_the_library_append_path_scrubs_too(api: Api) -> None:
-    """Code calling Memoir.append_messages (no HTTP parser before it) gets the same."""
+    """Code calling service.append_messages (no HTTP parser before it) gets the same."""
     sid = api.make_session("lib")
     added, _ = service.append_messages(
         api.memoir,

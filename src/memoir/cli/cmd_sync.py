@@ -143,7 +143,7 @@ def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, An
 
 
 def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any] | None:
-    """Extract memories from the synced sessions gone quiet (``Memoir.remember_from_sync``);
+    """Extract memories from the synced sessions gone quiet (``service.remember_from_sync``);
     its report as a dict, or None on a read-only store. An error — a store failure, a model
     that cannot be built or used — is reported, never raised: the sync is done."""
     if service.read_only(memoir):
