@@ -3,6 +3,7 @@ worker's start-up resumes it, reusing the episodes the dead worker finished (cac
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -63,7 +64,11 @@ def run(tmp_path: Path, extra: dict[str, Any]) -> None:
         done_before = running.completed
         model = ScriptedModel(default=reply("the next worker"))
         m._model = lambda: model  # type: ignore[method-assign]
-        sweeper = Worker(m.jobs(), {"summary": m.run_summary_job}, worker_id="sweeper")
+        sweeper = Worker(
+            m.jobs(),
+            {"summary": functools.partial(service.run_summary_job, m)},
+            worker_id="sweeper",
+        )
         assert sweeper.sweep() == []  # not yet: its last heartbeat is recent
         gone = wait_for(lambda: sweeper.sweep(), timeout=30, step=0.1)
         assert time.monotonic() - killed_at >= TIMING["job_abandon_s"] - 0.5  # on schedule
@@ -72,7 +77,9 @@ def run(tmp_path: Path, extra: dict[str, Any]) -> None:
         assert failed is not None and failed.state == "failed" and failed.error == ABANDONED
         # the next worker's start-up resumes the job
         stop = threading.Event()
-        thread = threading.Thread(target=m.run_worker, args=(stop,), kwargs={"worker_id": "next"})
+        thread = threading.Thread(
+            target=service.run_worker, args=(m, stop), kwargs={"worker_id": "next"}
+        )
         thread.start()
         try:
             final = wait_for(

@@ -6,6 +6,7 @@ abandon interval — with the claim's fence keeping a superseded writer out."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -152,7 +153,7 @@ def _takeover(tmp_path: Path, extra: dict[str, Any]) -> None:
         model = ScriptedModel(default=reply("the next worker"))
         m._model = lambda: model  # type: ignore[method-assign]
         stop = threading.Event()
-        thread = threading.Thread(target=m.run_worker, args=(stop,))
+        thread = threading.Thread(target=service.run_worker, args=(m, stop))
         thread.start()
         try:
             final = wait_for(
@@ -185,7 +186,7 @@ def test_take_over_leaves_live_and_remote_workers_alone(tmp_path: Path) -> None:
             row = m.store.jobs.claim(owner, now=datetime.now(UTC), claim_s=60, kinds=["summary"])
             assert row is not None
             owners[sid] = (row.session_id, owner)  # type: ignore[assignment]
-        worker = Worker(m.jobs(), {"summary": m.run_summary_job})
+        worker = Worker(m.jobs(), {"summary": functools.partial(service.run_summary_job, m)})
         released = worker.take_over_local(alive=lambda pid: pid == os.getpid())
         assert [r.claimed_by for r in released] == [f"{host}:999999:dead"]
         states = {j.session_id: (j.state, j.worker) for j in m.jobs().list()}

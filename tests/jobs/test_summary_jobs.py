@@ -4,6 +4,7 @@ Redis, Redis going away and coming back, and a superseded worker refused."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ def use_model(m: Memoir, model: ScriptedModel) -> ScriptedModel:
 
 def run_worker(m: Memoir) -> tuple[threading.Event, threading.Thread]:
     stop = threading.Event()
-    thread = threading.Thread(target=m.run_worker, args=(stop,), kwargs={"worker_id": "w1"})
+    thread = threading.Thread(target=service.run_worker, args=(m, stop), kwargs={"worker_id": "w1"})
     thread.start()
     return stop, thread
 
@@ -121,7 +122,7 @@ def test_fifty_concurrent_requests_on_two_instances_make_one_job(
 
             def request(n: int) -> str:
                 barrier.wait()
-                return (a if n % 2 else b).regenerate_summary("alice", sid).id
+                return service.regenerate_summary(a if n % 2 else b, "alice", sid).id
 
             with ThreadPoolExecutor(50) as pool:
                 ids = list(pool.map(request, range(50)))
@@ -141,7 +142,12 @@ def test_redis_away_fails_new_jobs_closed_while_reads_work(home: Path) -> None:
         use_model(m, ScriptedModel(default=reply("before the outage")))
         with redis_server(port):
             first = service.regenerate_summary(m, "alice", "s1")
-            assert Worker(m.jobs(), {"summary": m.run_summary_job}).run_once() is not None
+            assert (
+                Worker(
+                    m.jobs(), {"summary": functools.partial(service.run_summary_job, m)}
+                ).run_once()
+                is not None
+            )
         # Redis is stopped now
         with pytest.raises(AdmissionUnavailable, match="reads keep working"):
             service.regenerate_summary(m, "alice", "s2")
@@ -178,11 +184,15 @@ def test_a_superseded_worker_is_refused_and_its_replacement_stands(home: Path) -
         use_model(b, ScriptedModel(default=answer_b))
         job = service.regenerate_summary(a, "alice", "s1")
         ended: list[Job | None] = []
-        worker_a = Worker(a.jobs(), {"summary": a.run_summary_job}, worker_id="A")
+        worker_a = Worker(
+            a.jobs(), {"summary": functools.partial(service.run_summary_job, a)}, worker_id="A"
+        )
         thread = threading.Thread(target=lambda: ended.append(worker_a.run_once()))
         thread.start()
         assert in_merge.wait(20)
-        worker_b = Worker(b.jobs(), {"summary": b.run_summary_job}, worker_id="B")
+        worker_b = Worker(
+            b.jobs(), {"summary": functools.partial(service.run_summary_job, b)}, worker_id="B"
+        )
         taken = wait_for(lambda: worker_b.run_once(), timeout=20)  # once A's claim expired
         assert taken.id == job.id and taken.state == "completed", taken.error
         assert "merged by B" in (read_summary_body(service.summary_store(b), b.store, "s1") or "")

@@ -35,6 +35,7 @@ SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from datetime import UTC, datetime, timedelta
+    from memoir import service
     from memoir.app import Memoir
     from memoir.config import Settings
     from memoir.llm.errors import Truncated
