@@ -236,7 +236,7 @@ def _timed_sync(source: Path, home: Path, url: str | None) -> float:
     home.mkdir(parents=True, exist_ok=True)
     settings = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(source,), database_url=url)
     store = open_store(settings)
-    observer = Memoir(settings, store).sync_observer()  # what `memoir sync` hands it
+    observer = service.sync_observer(Memoir(settings, store))  # what `memoir sync` hands it
     try:
         began = time.perf_counter()
         sync(settings, store, observer=observer)
