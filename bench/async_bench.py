@@ -46,7 +46,7 @@ async def _one_run(aio: AsyncMemoir, run: int) -> tuple[float, float, float]:
         await aio.append(sid, _chat(i))
         await aio.search("pgbouncer transaction", limit=3)
         await aio.recall("database PostgreSQL")
-        await aio.memory_context(project="infra")
+        await aio.context(project="infra")
         await aio.search(f"widget{i}", mode="text", limit=5)
 
     ticks: list[float] = []
@@ -90,11 +90,11 @@ def main() -> None:
             project="infra",
         )
         memoir.remember("s1")
-        memoir.memory_context()
+        memoir.context()
         costs = []
         for _ in range(7):
             started = time.perf_counter()
-            memoir.memory_context(project="infra")
+            memoir.context(project="infra")
             costs.append(time.perf_counter() - started)
         print(f"backend: {memoir.store.backend}")
         runs = asyncio.run(_runs(memoir, args.runs))

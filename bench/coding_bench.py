@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 
@@ -37,9 +38,9 @@ def main() -> None:
     settings = Settings.from_env({"MEMOIR_HOME": str(root / "home")}, sources=(corpus,))
     with Memoir.open(settings) as memoir:
         memoir.sync()
-        modes = MODES if memoir.embedder() is not None else ("text",)
+        modes = MODES if service.embedder(memoir) is not None else ("text",)
         if "vector" in modes:
-            memoir.embed_pending()
+            service.embed_pending(memoir)
         ranks: dict[str, list[tuple[str, int | None]]] = {m: [] for m in modes}
         for item in known:
             target = _target(memoir, item)

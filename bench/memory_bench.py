@@ -11,7 +11,7 @@ library's own parts:
     summarizer, the store for checkpoints) over a session of ``--compact-events`` events in
     an 8,000-token window (just past its threshold, as an agent loop compacts), with
     ``on_checkpoint`` = the ``on_checkpoint`` of a ``Memories`` wired as
-    ``Memoir.memories`` does but whose model is a ``ScriptedModel`` sleeping ``--delay`` s
+    ``service.memory_engine`` does but whose model is a ``ScriptedModel`` sleeping ``--delay`` s
     per call (answering a valid not_applicable proposal); against the same compaction with
     ``on_checkpoint=None``, and that again (``control``: the noise floor of the machine).
     Each run compacts three fresh sessions holding the same events, one per arm, the
@@ -22,7 +22,7 @@ library's own parts:
     the CPU time of the compacting thread.
 (b) **Throughput** — one session of ``--events`` events with a compaction checkpoint every
     R events, settled by ``Memories.recover`` with the offline memory model (metered, as
-    ``Memoir.memory_model`` wires it): events/s, and the share of the time spent inside
+    ``service.memory_model`` wires it): events/s, and the share of the time spent inside
     the model.
 (c) **Tokens per extraction** — a session growing by R events per step for ``--steps``
     steps, a checkpoint (with a constant-size prior summary) after each, recovered at once;
@@ -46,6 +46,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.compaction import Compactor
 from memoir.compaction.checkpoints import new_checkpoint
@@ -144,7 +145,7 @@ def put(memoir: Memoir, sid: str, events: list[Event]) -> None:
 
 
 def memories_with(memoir: Memoir, model: Model) -> Memories:
-    """A ``Memories`` over this home's store with ``model``, wired as ``Memoir.memories``."""
+    """A ``Memories`` over this home's store with ``model``, wired as ``service.memory_engine``."""
     store = memoir.store
     parts = MemoryParts(
         store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
@@ -201,7 +202,7 @@ def compaction(runs: int, delay: float, n_events: int) -> dict[str, Any]:
     with home() as memoir:
         slow = ScriptedModel(default=NOT_APPLICABLE, delay_s=delay, name="scripted:slow-memory")
         memories = memories_with(memoir, wrap(slow, memoir.store.usage, memoir.settings))
-        summarizer = memoir.model()
+        summarizer = service.model(memoir)
         wall: dict[str, list[float]] = {arm: [] for arm in ARMS}
         cpu: dict[str, list[float]] = {arm: [] for arm in ARMS}
         settle: list[float] = []
@@ -287,7 +288,7 @@ def throughput(n_events: int, range_size: int) -> dict[str, Any]:
         put(memoir, "long", conversation(n_events, seed=7, sid="long"))
         for n, boundary in enumerate(range(range_size, n_events + 1, range_size), start=1):
             checkpoint(memoir, "long", n, boundary, _SUMMARY)
-        model = Timed(memoir.memory_model())
+        model = Timed(service.memory_model(memoir))
         memories = memories_with(memoir, model)
         started = time.perf_counter()
         report = memories.recover()
@@ -313,7 +314,7 @@ def throughput(n_events: int, range_size: int) -> dict[str, Any]:
 # (c) tokens per extraction against session length ---------------------------------------------
 def tokens(steps: int, range_size: int) -> dict[str, Any]:
     with home() as memoir:
-        model = memoir.memory_model()
+        model = service.memory_model(memoir)
         memories = memories_with(memoir, model)
         put(memoir, "grow", conversation(2, seed=3, sid="grow"))  # a session exists
         checkpoint(memoir, "grow", 0, 2, _SUMMARY)  # every range has a prior summary

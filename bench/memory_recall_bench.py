@@ -8,7 +8,7 @@ store's item writer (the path extraction settles through, merges included). Quer
 2–4 words drawn from the same vocabulary. Timed: ``recall`` by text, then — when the
 embeddings extra is installed — hybrid recall with the bundled MiniLM embedding the
 query and random unit vectors standing in for the items' (timing only: their values do
-not matter to the cost); and ``Memoir.memory_context``'s two steps (the standing order
+not matter to the cost); and ``Memoir.context``'s two steps (the standing order
 over a project's items — its first 200 candidates, as ``memory_context`` reads for an
 800-token budget — and rendering within 800 tokens).
 """

@@ -7,7 +7,7 @@ and searches, alone in a home and beside many other users, in the same run.
 
 Two homes of one backend (SQLite by default; ``--database-url``: a fresh PostgreSQL
 schema each, dropped afterwards), each with user ``alice``: 50 sessions of 4 messages
-(2 exchanges) appended through ``Memoir.append_messages`` (embedded on write by the fake
+(2 exchanges) appended through ``service.append_messages`` (embedded on write by the fake
 ``hash`` embedder, so search's default mode is hybrid) and 500 memory items. The second
 home also holds ``--others`` other users with ``--other-sessions`` sessions between
 them (``--exchanges`` exchanges each, with their events, full-text index rows and random
@@ -45,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from memoir import service
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_bench import _pg_schema
@@ -119,7 +121,7 @@ def _alice(memoir: Any) -> None:
     rng = random.Random(1)
     for s in range(50):
         sid = f"{USER}-s{s}"
-        memoir.create_session(USER, session_id=sid, project=f"p{s % 7}")
+        service.create_session(memoir, USER, session_id=sid, project=f"p{s % 7}")
         messages = [
             {
                 "role": "user" if m % 2 == 0 else "assistant",
@@ -128,7 +130,7 @@ def _alice(memoir: Any) -> None:
             }
             for m in range(4)
         ]
-        memoir.append_messages(USER, sid, messages)
+        service.append_messages(memoir, USER, sid, messages)
     items = _items(USER, 500, rng, "a")
     memoir.store.memory_items.save(items)
 

@@ -4,7 +4,7 @@
         [--batches 40] [--batch-size 20] [--rounds 3] [--sync-mb 16] [--sync-files 16]
         [--profile] [--json]
 
-(a) **Append** — ``Memoir.append_messages(user, session_id, messages)`` with
+(a) **Append** — ``service.append_messages(memoir, user, session_id, messages)`` with
     ``--batch-size`` messages per call, ``--batches`` calls per round into a fresh session,
     on a fresh SQLite home and a fresh PostgreSQL schema; ``--rounds`` rounds alternate
     which backend goes first. Events/s (median over rounds) per backend, their ratio, and
@@ -37,6 +37,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from memoir import service
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -147,14 +149,14 @@ def _append_arm(
         overrides["database_url"] = url
     memoir = Memoir.at(home, **overrides)
     try:
-        memoir.create_session(USER, session_id=sid)
+        service.create_session(memoir, USER, session_id=sid)
         batches = [_messages(sid, size, i * size) for i in range(n + 1)]
-        memoir.append_messages(USER, sid, batches[0])
+        service.append_messages(memoir, USER, sid, batches[0])
         if profile:
             profile.enable()
         t0 = time.perf_counter()
         for batch in batches[1:]:
-            added, _ = memoir.append_messages(USER, sid, batch)
+            added, _ = service.append_messages(memoir, USER, sid, batch)
             if added != size:
                 raise RuntimeError(f"append added {added}")
         elapsed = time.perf_counter() - t0
@@ -163,7 +165,7 @@ def _append_arm(
         trips = 0
         if url:  # counted apart from the timed batches (tracing costs time)
             with RoundTrips() as counted:
-                memoir.append_messages(USER, sid, _messages(sid, size, (n + 1) * size))
+                service.append_messages(memoir, USER, sid, _messages(sid, size, (n + 1) * size))
             trips = counted.count
         return n * size / elapsed, trips
     finally:
@@ -234,7 +236,7 @@ def _timed_sync(source: Path, home: Path, url: str | None) -> float:
     home.mkdir(parents=True, exist_ok=True)
     settings = Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(source,), database_url=url)
     store = open_store(settings)
-    observer = Memoir(settings, store).sync_observer()  # what `memoir sync` hands it
+    observer = service.sync_observer(Memoir(settings, store))  # what `memoir sync` hands it
     try:
         began = time.perf_counter()
         sync(settings, store, observer=observer)

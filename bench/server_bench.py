@@ -11,7 +11,7 @@ from ``memoir users add``, as a deployment gets one.
 
 (a) **Append** — ``POST /api/sessions/{id}/events`` with ``--batch-size`` messages per
     request, ``--batches`` requests one after another from one keep-alive client, against
-    ``Memoir.append_messages(user, session_id, messages)`` called directly in this process
+    ``service.append_messages(memoir, user, session_id, messages)`` called directly in this process
     on a second fresh home of the same kind of store, the same batches. ``--rounds``
     rounds alternate the two arms (a fresh session each), after a warm-up batch per arm.
     Events/s and the p50/p95 per request (per call); the overhead is the ratio of the
@@ -56,6 +56,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from memoir import service
 
 __all__: list[str] = []
 
@@ -274,12 +276,12 @@ def bench_append(
                                 raise RuntimeError(f"append failed: {resp.status_code} {resp.text}")
                         http_lat += lat
                     else:
-                        memoir.create_session(USER, session_id=sid)
-                        memoir.append_messages(USER, sid, batches[0])
+                        service.create_session(memoir, USER, session_id=sid)
+                        service.append_messages(memoir, USER, sid, batches[0])
                         t0 = time.perf_counter()
                         for batch in batches[1:]:
                             t = time.perf_counter()
-                            added, _ = memoir.append_messages(USER, sid, batch)
+                            added, _ = service.append_messages(memoir, USER, sid, batch)
                             lat.append(time.perf_counter() - t)
                             if added != size:
                                 raise RuntimeError(f"direct append added {added}")

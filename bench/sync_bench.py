@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter, text_block, tool_use_block
@@ -206,7 +207,7 @@ def timed_sync(source: Path, home: Path) -> tuple[float, float, Any]:
     """(wall seconds, CPU seconds of this process, report) of one sync into ``home``."""
     settings = _settings(home, source)
     store = open_store(settings)
-    observer = Memoir(settings, store).sync_observer()  # what `memoir sync` hands it
+    observer = service.sync_observer(Memoir(settings, store))  # what `memoir sync` hands it
     try:
         began, cpu = time.perf_counter(), time.process_time()
         report = sync(settings, store, observer=observer)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import ConfigError
 from memoir.llm.scripted import ScriptedModel
@@ -15,7 +16,7 @@ from memoir.summaries.episodic import EpisodicSummarizer
 @pytest.mark.parametrize("limit", ["3", -5, 2.5, True])
 def test_summarize_pending_limit_is_checked(tmp_path: Path, limit: object) -> None:
     with Memoir.at(tmp_path) as memoir, pytest.raises(ConfigError, match="limit must be"):
-        memoir.summarize_pending(limit=limit)  # type: ignore[arg-type]
+        service.summarize_pending(memoir, limit=limit)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -27,8 +28,8 @@ def test_embed_pending_sizes_are_checked(
 ) -> None:
     with Memoir.at(tmp_path, embedder="hash") as memoir:
         with pytest.raises(ConfigError, match=f"{says} must be a whole number"):
-            memoir.embed_pending(**options)
-        assert memoir.embed_pending(max_items=0).embedded == 0  # zero is a size
+            service.embed_pending(memoir, **options)
+        assert service.embed_pending(memoir, max_items=0).embedded == 0  # zero is a size
 
 
 def test_episode_settings_are_config_errors() -> None:
@@ -53,5 +54,5 @@ def test_embed_is_one_at_a_time_per_database_not_only_per_home(tmp_path: Path) -
         Memoir.at(tmp_path / "b", embedder="hash", database_url=shared) as b,
     ):
         with a.store.claims.hold("embed", "a"), pytest.raises(Busy, match="another memoir embed"):
-            b.embed_pending()
-        assert b.embed_pending().complete
+            service.embed_pending(b)
+        assert service.embed_pending(b).complete

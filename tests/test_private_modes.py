@@ -26,6 +26,7 @@ import memoir.cli.cmd_sync
 import memoir.search.matrix_file as matrix_file
 from compaction.helpers import big_text, call, result, system, user
 from conftest import fresh_pg_schema
+from memoir import service
 from memoir.app import Memoir
 from memoir.cli.app import app
 from memoir.compaction import Compactor
@@ -92,8 +93,8 @@ def _work(
         rewritten = sorted(sources.rglob("*-conversation.jsonl"))[0]
         rewritten.write_bytes(rewritten.read_bytes()[:200].replace(b"{", b"[", 1) + b"\n")
         memoir.sync()
-        memoir.summarize_pending()
-        memoir.embed_pending()
+        service.summarize_pending(memoir)
+        service.embed_pending(memoir)
         _compact(memoir)
         _background_log(home, sources, database_url, monkeypatch)
         with (

@@ -12,7 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memoir.app import Memoir
+    from memoir.app import Memoir, MemoryItems
+    from memoir.compaction.values import CompactionResult
     from memoir.config import Settings
     from memoir.errors import (
         CompactionError,
@@ -22,33 +23,59 @@ if TYPE_CHECKING:
         ReadOnly,
         StoreError,
     )
+    from memoir.ingest.sync import SyncReport
+    from memoir.jobs import Job
+    from memoir.memory.keeping import ImportReport
+    from memoir.memory.recall import ContextBlock
     from memoir.model import Event, EventKind, Exchange, Harness, Session, SessionFlags
+    from memoir.model.results import (
+        Appended,
+        Memory,
+        MemoryReceipt,
+        MemorySource,
+        RecallHit,
+        Remembered,
+    )
     from memoir.search.hits import SearchHit
     from memoir.store.values import SearchFilters
+    from memoir.summaries.session import SessionRun
 
 if TYPE_CHECKING:  # named lazily (``__getattr__``): asyncio code only pays for it
     from memoir.aio import AsyncCompactor as AsyncCompactor
     from memoir.aio import AsyncMemoir as AsyncMemoir
 
 __all__ = [
+    "Appended",
     "AsyncCompactor",
     "AsyncMemoir",
     "CompactionError",
+    "CompactionResult",
     "ConfigError",
+    "ContextBlock",
     "Event",
     "EventKind",
     "Exchange",
     "Harness",
+    "ImportReport",
+    "Job",
     "Memoir",
     "MemoirError",
+    "Memory",
+    "MemoryItems",
+    "MemoryReceipt",
+    "MemorySource",
     "NotFound",
     "ReadOnly",
+    "RecallHit",
+    "Remembered",
     "SearchFilters",
     "SearchHit",
     "Session",
     "SessionFlags",
+    "SessionRun",
     "Settings",
     "StoreError",
+    "SyncReport",
 ]
 
 __version__ = "0.1.0"
@@ -56,6 +83,17 @@ __version__ = "0.1.0"
 # each public name: the module it is imported from when first used
 _HOME = {
     "Memoir": "memoir.app",
+    "MemoryItems": "memoir.app",
+    "CompactionResult": "memoir.compaction.values",
+    "SyncReport": "memoir.ingest.sync",
+    "Job": "memoir.jobs",
+    "ImportReport": "memoir.memory.keeping",
+    "ContextBlock": "memoir.memory.recall",
+    "SessionRun": "memoir.summaries.session",
+    **dict.fromkeys(
+        ("Appended", "Memory", "MemoryReceipt", "MemorySource", "RecallHit", "Remembered"),
+        "memoir.model.results",
+    ),
     "Settings": "memoir.config",
     "SearchHit": "memoir.search.hits",
     "SearchFilters": "memoir.store.values",

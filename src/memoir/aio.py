@@ -21,11 +21,12 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextvars
 import functools
 import os
 import threading
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
@@ -38,22 +39,21 @@ from memoir.model.session import LOCAL_USER
 if TYPE_CHECKING:
     from memoir.compaction import CompactionResult, Compactor
     from memoir.compaction.budget import Budget
-    from memoir.jobs import Job
+    from memoir.ingest.sync import SyncProgress, SyncReport
+    from memoir.jobs import JobService
     from memoir.llm.port import Model, TokenCounter
-    from memoir.memory.recall import ContextBlock, Recalled
-    from memoir.memory.runner import Outcome
+    from memoir.memory.keeping import ImportReport
+    from memoir.memory.recall import ContextBlock
     from memoir.model import Event, Exchange, Session, SessionFlags
+    from memoir.model.results import Appended, Memory, RecallHit, Remembered
     from memoir.search.embedder import Embedder
     from memoir.search.engine import SearchMode, SummaryReader
     from memoir.search.hits import SearchHit
-    from memoir.store.memory_rows import MemoryItemRow
-    from memoir.store.parts.api import AppendResult
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
     from memoir.summaries.session import RunMode, SessionRun
-    from memoir.summaries.summary_pass import PassProgress, SummaryPassReport
 
-__all__ = ["DEFAULT_WORKERS", "AsyncCompactor", "AsyncMemoir"]
+__all__ = ["DEFAULT_WORKERS", "AsyncCompactor", "AsyncMemoir", "AsyncMemoryItems"]
 
 DEFAULT_WORKERS = 4
 """Threads an ``AsyncMemoir`` runs its calls on: 4 calls at a time, each holding at most
@@ -111,7 +111,8 @@ class AsyncMemoir:
     loop calls, as coroutines with the same arguments and results. Share one between
     tasks; open it with ``async with AsyncMemoir.open(...)`` (or ``await``), or wrap a
     ``Memoir`` you opened (``AsyncMemoir(memoir)``: closing the ``AsyncMemoir`` closes
-    it). Anything not mirrored here: ``await memoir.call(Memoir.sync)``."""
+    it). Anything else (what :mod:`memoir.service` offers): ``await
+    memoir.call(service.stats)``."""
 
     def __init__(self, memoir: Memoir, *, max_workers: int = DEFAULT_WORKERS) -> None:
         whole_number("max_workers", max_workers, 1)
@@ -201,7 +202,7 @@ class AsyncMemoir:
 
         Example::
 
-            report = await memoir.call(Memoir.sync)
+            counts = await memoir.call(service.stats)
         """
         return await self._run(method, self._memoir, *args, **kwargs)
 
@@ -233,8 +234,8 @@ class AsyncMemoir:
         messages: Sequence[Mapping[str, Any]],
         *,
         project: str | None = None,
-        user: str = "local",
-    ) -> AppendResult:
+        user: str | None = None,
+    ) -> Appended:
         """Add chat messages to a session, made when new (:meth:`Memoir.append`); a message
         whose ``id`` is stored already is skipped.
 
@@ -247,42 +248,28 @@ class AsyncMemoir:
             self._memoir.append, session_id, messages, project=project, user=user
         )
 
-    async def create_session(
+    async def sync(
         self,
-        user: str,
         *,
-        session_id: str | None = None,
-        project: str | None = None,
-        incognito: bool = False,
-        memory_disabled: bool = False,
-    ) -> tuple[Session, bool]:
-        """A session fed from code, owned by ``user``: (the session, whether it is new), as
-        :meth:`Memoir.create_session`.
+        sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+        progress: Callable[[SyncProgress], None] | None = None,
+        purge_excluded: bool = False,
+        follow_symlinks: bool = False,
+    ) -> SyncReport:
+        """Archive and index new or grown transcripts (:meth:`Memoir.sync`); ``progress``
+        is called on a worker thread.
 
         Example::
 
-            session, new = await memoir.create_session("alice", project="helpdesk")
+            report = await memoir.sync()
         """
         return await self._run(
-            self._memoir.create_session,
-            user,
-            session_id=session_id,
-            project=project,
-            incognito=incognito,
-            memory_disabled=memory_disabled,
+            self._memoir.sync,
+            sources=sources,
+            progress=progress,
+            purge_excluded=purge_excluded,
+            follow_symlinks=follow_symlinks,
         )
-
-    async def append_messages(
-        self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
-    ) -> tuple[int, int]:
-        """Append messages to an existing session of ``user``: (added, skipped), as
-        :meth:`Memoir.append_messages`.
-
-        Example::
-
-            added, skipped = await memoir.append_messages("alice", session.id, chat)
-        """
-        return await self._run(self._memoir.append_messages, user, session_id, messages)
 
     async def search(
         self,
@@ -344,15 +331,6 @@ class AsyncMemoir:
         """
         return await self._run(self._memoir.exchanges, session_id)
 
-    async def stats(self) -> dict[str, int | str]:
-        """The counts ``memoir stats`` shows (:meth:`Memoir.stats`).
-
-        Example::
-
-            print((await memoir.stats())["sessions"])
-        """
-        return await self._run(self._memoir.stats)
-
     # long-term memory ---------------------------------------------------------------------
     async def recall(
         self,
@@ -365,7 +343,7 @@ class AsyncMemoir:
         as_of: datetime | str | None = None,
         history: bool = False,
         user: str | None = None,
-    ) -> list[Recalled]:
+    ) -> list[RecallHit]:
         """The memory items that best answer ``query`` (:meth:`Memoir.recall`).
 
         Example::
@@ -385,7 +363,7 @@ class AsyncMemoir:
             user=user,
         )
 
-    async def memory_context(
+    async def context(
         self,
         *,
         project: str | None = None,
@@ -394,22 +372,22 @@ class AsyncMemoir:
         user: str | None = None,
     ) -> ContextBlock:
         """The context block of the most relevant live items, within ``budget_tokens``
-        (:meth:`Memoir.memory_context`): what an agent prepends to its system prompt.
+        (:meth:`Memoir.context`): what an agent prepends to its system prompt.
 
         Example::
 
-            block = await memoir.memory_context(project="helpdesk", budget_tokens=400)
+            block = await memoir.context(project="helpdesk", budget_tokens=400)
             system = f"You are a helpful agent.\\n\\n{block.text}"
         """
         return await self._run(
-            self._memoir.memory_context,
+            self._memoir.context,
             project=project,
             budget_tokens=budget_tokens,
             query=query,
             user=user,
         )
 
-    async def remember(self, session_id: str, turn: int | None = None) -> Outcome:
+    async def remember(self, session_id: str, turn: int | None = None) -> Remembered:
         """Extract what the user asked to keep, now (:meth:`Memoir.remember`).
 
         Example::
@@ -418,7 +396,7 @@ class AsyncMemoir:
         """
         return await self._run(self._memoir.remember, session_id, turn)
 
-    async def forget_memories(
+    async def forget(
         self,
         *,
         item: str | None = None,
@@ -426,31 +404,21 @@ class AsyncMemoir:
         project: str | None = None,
         matching: str | None = None,
         user: str | None = None,
-    ) -> list[MemoryItemRow]:
-        """Forget the items one selector names (:meth:`Memoir.forget_memories`).
+    ) -> list[Memory]:
+        """Forget the items one selector names (:meth:`Memoir.forget`).
 
         Example::
 
-            gone = await memoir.forget_memories(matching="tabs spaces")
+            gone = await memoir.forget(matching="tabs spaces")
         """
         return await self._run(
-            self._memoir.forget_memories,
+            self._memoir.forget,
             item=item,
             session=session,
             project=project,
             matching=matching,
             user=user,
         )
-
-    async def memory_history(self, item_id: str, user: str | None = None) -> list[MemoryItemRow]:
-        """An item with what it superseded and what superseded it
-        (:meth:`Memoir.memory_history`).
-
-        Example::
-
-            chain = await memoir.memory_history(found.item.id)
-        """
-        return await self._run(self._memoir.memory_history, item_id, user)
 
     # summaries ----------------------------------------------------------------------------
     async def summarize(
@@ -472,58 +440,6 @@ class AsyncMemoir:
         return await self._run(
             self._memoir.summarize, session_id, mode=mode, use_cache=use_cache, progress=progress
         )
-
-    async def summarize_pending(
-        self,
-        *,
-        limit: int | None = None,
-        progress: Callable[[PassProgress], None] | None = None,
-    ) -> SummaryPassReport:
-        """The summary pass over idle conversations (:meth:`Memoir.summarize_pending`);
-        ``progress`` is called on a worker thread.
-
-        Example::
-
-            report = await memoir.summarize_pending(limit=5)
-        """
-        return await self._run(self._memoir.summarize_pending, limit=limit, progress=progress)
-
-    async def summary_body(self, session_id: str) -> str | None:
-        """A session's readable summary, or None (:meth:`Memoir.summary_body`).
-
-        Example::
-
-            text = await memoir.summary_body("support-42")
-        """
-        return await self._run(self._memoir.summary_body, session_id)
-
-    async def summary_updated_at(self, session_id: str) -> datetime | None:
-        """When the session's summary was last written (:meth:`Memoir.summary_updated_at`).
-
-        Example::
-
-            when = await memoir.summary_updated_at("support-42")
-        """
-        return await self._run(self._memoir.summary_updated_at, session_id)
-
-    async def regenerate_summary(self, user: str, session_id: str) -> Job:
-        """Queue a full regeneration of a session's summary as a job
-        (:meth:`Memoir.regenerate_summary`).
-
-        Example::
-
-            job = await memoir.regenerate_summary("alice", "support-42")
-        """
-        return await self._run(self._memoir.regenerate_summary, user, session_id)
-
-    async def summary_job(self, user: str, session_id: str) -> Job | None:
-        """The newest summary job of a session (:meth:`Memoir.summary_job`).
-
-        Example::
-
-            job = await memoir.summary_job("alice", "support-42")
-        """
-        return await self._run(self._memoir.summary_job, user, session_id)
 
     # compaction ---------------------------------------------------------------------------
     async def compactor(
@@ -550,6 +466,90 @@ class AsyncMemoir:
             tail_budget=tail_budget,
         )
         return AsyncCompactor(made, self)
+
+    # memory items beyond the four verbs, and jobs ------------------------------------------
+    @property
+    def memories(self) -> AsyncMemoryItems:
+        """The memory items of this home's user (:attr:`Memoir.memories`), off the loop.
+
+        Example::
+
+            chain = await memoir.memories.history(found.item.id)
+        """
+        return AsyncMemoryItems(self)
+
+    async def jobs(self) -> JobService:
+        """The job service of this home (:meth:`Memoir.jobs`); its calls block, so run them
+        with :meth:`call` or a thread.
+
+        Example::
+
+            service = await memoir.jobs()
+        """
+        return await self._run(self._memoir.jobs)
+
+
+class AsyncMemoryItems:
+    """``AsyncMemoir.memories``: :class:`memoir.app.MemoryItems` as coroutines."""
+
+    def __init__(self, memoir: AsyncMemoir) -> None:
+        self._aio = memoir
+
+    async def list(
+        self,
+        *,
+        project: str | None = None,
+        session_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 50,
+        history: bool = False,
+    ) -> builtins.list[Memory]:
+        """The items passing the filters, newest first (:meth:`MemoryItems.list`).
+
+        Example::
+
+            newest = await memoir.memories.list(kind="decision", limit=5)
+        """
+        items = self._aio.memoir.memories
+        return await self._aio._run(
+            items.list,
+            project=project,
+            session_id=session_id,
+            kind=kind,
+            limit=limit,
+            history=history,
+        )
+
+    async def history(self, item_id: str, user: str | None = None) -> builtins.list[Memory]:
+        """An item with what it superseded and what superseded it
+        (:meth:`MemoryItems.history`).
+
+        Example::
+
+            chain = await memoir.memories.history(found.item.id)
+        """
+        return await self._aio._run(self._aio.memoir.memories.history, item_id, user)
+
+    async def export(self, user: str | None = None) -> builtins.list[str]:
+        """Every item and tombstone as JSON lines (:meth:`MemoryItems.export`).
+
+        Example::
+
+            lines = await memoir.memories.export()
+        """
+        items = self._aio.memoir.memories
+        return await self._aio._run(lambda: builtins.list(items.export(user)))
+
+    async def import_lines(self, lines: Iterable[str], user: str | None = None) -> ImportReport:
+        """Read an export in, all or nothing (:meth:`MemoryItems.import_lines`).
+
+        Example::
+
+            report = await memoir.memories.import_lines(lines)
+        """
+        return await self._aio._run(
+            self._aio.memoir.memories.import_lines, builtins.list(lines), user
+        )
 
 
 class AsyncCompactor:

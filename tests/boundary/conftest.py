@@ -46,7 +46,7 @@ class World:
             "sessions": sessions,
             "events": {sid: store.events.of(sid) for sid in sessions},
             "items": store.memory_items.find(owner=user, history=True),
-            "export": list(view.export_memories()),
+            "export": list(view.memories.export()),
             "jobs": [j.to_json() for j in view.jobs().list(user=user)],
         }
 

@@ -14,6 +14,7 @@ import pytest
 import typer
 
 from cli_run import run_cli
+from memoir import service
 from memoir.cli.app import _discover_all, app
 
 from .conftest import A_SESSION, A_STORED, B_SESSION, B_STORED, A, B, World
@@ -128,7 +129,7 @@ def cli_world(
     for key, value in world.env.items():
         monkeypatch.setenv(key, value)
     jobs = {
-        user: world.memoir.regenerate_summary(user, sid).id
+        user: service.regenerate_summary(world.memoir, user, sid).id
         for user, sid in ((A, A_SESSION), (B, B_SESSION))
     }
     return world, jobs
@@ -155,7 +156,7 @@ def test_command_as_alice(
     world, jobs = cli_world
     bob_before = world.snapshot(B)
     export = tmp_path / "alice.jsonl"
-    export.write_text("".join(f"{line}\n" for line in world.memoir.as_user(A).export_memories()))
+    export.write_text("".join(f"{line}\n" for line in world.memoir.as_user(A).memories.export()))
     for kind, raw in COMMANDS[name]:
         args = [a.replace("{export}", str(export)) for a in raw]
         if kind == "wide":

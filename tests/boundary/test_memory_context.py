@@ -1,4 +1,4 @@
-"""``memoir memories context`` and ``Memoir.memory_context``: one user's items, each
+"""``memoir memories context`` and ``Memoir.context``: one user's items, each
 statement once. Reproduces the report: two users' items in one home were mixed in one
 block, and a statement kept in two projects' scopes was printed twice."""
 
@@ -33,7 +33,7 @@ def crowded(world: World) -> World:
 
 def test_the_block_holds_one_users_items_each_once(crowded: World) -> None:
     world = crowded
-    alice = world.memoir.as_user(A).memory_context(budget_tokens=2000)
+    alice = world.memoir.as_user(A).context(budget_tokens=2000)
     lines = alice.text.splitlines()[1:]
     assert len(lines) == 2, alice.text  # her preference, and her decision once
     assert sum(DECISION in line for line in lines) == 1
@@ -41,8 +41,8 @@ def test_the_block_holds_one_users_items_each_once(crowded: World) -> None:
     owners = {world.memoir.store.memory_items.get(i).owner for i in alice.items}  # type: ignore[union-attr]
     assert owners == {A}
     assert alice.left_out == 0  # a repeated statement is not "left out of the budget"
-    assert world.memoir.memory_context(budget_tokens=2000).text == ""  # local has none
-    bob = world.memoir.as_user(B).memory_context(budget_tokens=2000, query="tabs")
+    assert world.memoir.context(budget_tokens=2000).text == ""  # local has none
+    bob = world.memoir.as_user(B).context(budget_tokens=2000, query="tabs")
     assert set(bob.items) & set(alice.items) == set() and "tabs" in bob.text
 
 

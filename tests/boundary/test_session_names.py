@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from memoir import service
 from memoir.errors import NotFound
 from memoir.model import Harness, Session
 from memoir.model.session import named_session_id
@@ -98,25 +99,25 @@ def test_alice_and_bob_each_have_their_own_chat_1_through_the_library(world: Wor
         stored = named_session_id(user, NAME)
         session = view.session(NAME)
         assert (session.id, session.name, session.user) == (stored, NAME, user)
-        assert view.session(stored) == session == memoir.user_session(user, NAME)
+        assert view.session(stored) == session == service.user_session(memoir, user, NAME)
         assert [e.text for e in view.events(NAME)] == [SAID[user]]
         assert [x.id for x in view.exchanges(NAME)] == [f"{stored}:1"]
         assert [h.session_id for h in view.search("nests pier", mode="text")] == [stored]
-        again, created = memoir.create_session(user, session_id=NAME)
+        again, created = service.create_session(memoir, user, session_id=NAME)
         assert (again, created) == (session, False)  # idempotent: the same session
         with pytest.raises(NotFound) as theirs:
             view.session(named_session_id(other, NAME))
         assert "no session" in str(theirs.value)
     # Alice appends to her chat-1 by name: Bob's is as it was
-    memoir.append_messages(A, NAME, [{"role": "user", "content": "and the gulls"}])
+    service.append_messages(memoir, A, NAME, [{"role": "user", "content": "and the gulls"}])
     assert [e.text for e in memoir.as_user(B).events(NAME)] == [SAID[B]]
 
 
 def test_a_name_of_bob_s_and_a_fresh_one_are_created_alike(world: World) -> None:
     """Through the library as over HTTP: nothing in the answer to Alice depends on what Bob
     holds (the HTTP matrix compares the two answers in full)."""
-    theirs, new_a = world.memoir.create_session(A, session_id="bob-chat", project="p")
-    fresh, new_b = world.memoir.create_session(A, session_id="nobody-chat", project="p")
+    theirs, new_a = service.create_session(world.memoir, A, session_id="bob-chat", project="p")
+    fresh, new_b = service.create_session(world.memoir, A, session_id="nobody-chat", project="p")
     assert new_a is new_b is True
     for made, name in ((theirs, "bob-chat"), (fresh, "nobody-chat")):
         assert (made.user, made.name, made.id) == (A, name, named_session_id(A, name))
@@ -134,7 +135,7 @@ def test_one_owner_filtered_lookup_takes_a_name_or_an_id(world: World) -> None:
     world.memoir.store.api.create(legacy)  # as a version before v21 stored it
     assert sessions.get("old-chat", user=A).id == "old-chat"  # type: ignore[union-attr]
     assert sessions.get("old-chat", user=B) is None
-    again, created = world.memoir.create_session(A, session_id="old-chat")
+    again, created = service.create_session(world.memoir, A, session_id="old-chat")
     assert (again.id, created) == ("old-chat", False)  # her name for it: the old session
     for ref in ("bob-chat", B_STORED):
         assert sessions.get(ref, user=B).id == B_STORED  # type: ignore[union-attr]

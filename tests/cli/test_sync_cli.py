@@ -517,13 +517,13 @@ def test_the_summary_pass_runs_after_the_sync_lock_is_let_go(
 def test_a_pass_stopped_by_the_account_is_one_line_and_exit_two(
     cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoir.app import Memoir
+    from memoir import service
     from memoir.summaries.summary_pass import SummaryPassReport
 
     stopped = SummaryPassReport(
         deferred=3, stopped="Unauthorized: HTTP 401", stopped_by_setting=True
     )
-    monkeypatch.setattr(Memoir, "summarize_pending", lambda self, **kw: stopped)
+    monkeypatch.setattr(service, "summarize_pending", lambda memoir, **kw: stopped)
     result = cli.invoke(app, ["sync", "--source", str(source)])
     assert result.exit_code == 2
     assert "summary pass stopped: Unauthorized: HTTP 401" in result.stderr
@@ -573,7 +573,7 @@ def test_excluding_a_synced_project_warns_and_purges_on_request(
 def test_a_purge_removes_the_summaries_too(
     cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The sync tells the summaries' upkeep (``Memoir.sync_observer``) what it removed."""
+    """The sync tells the summaries' upkeep (``service.sync_observer``) what it removed."""
     assert _json(cli, "sync", "--source", str(source), "--json", "--no-summaries")
     archived = sorted((home / "archive" / "-home-ann-app").glob("*.jsonl"))
     assert len(archived) == 3

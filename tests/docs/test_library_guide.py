@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import ConfigError, NotFound
 from memoir.model.session import named_session_id
@@ -37,7 +38,7 @@ def test_the_library_guide_example_runs_on_the_demo_home(
     out = capsys.readouterr().out
     assert "7b8c9d0e-1f2a-4b3c-8d4e-5f6a7b8c9d06" in out  # the PgBouncer conversation
     assert "-home-ann-code-infra 2 exchanges" in out
-    assert "AppendResult(added=2, skipped=0, last_ordinal=2)" in out
+    assert "Appended(added=2, skipped=0, last_ordinal=2)" in out
     # the hit names the id local's "support-42" is stored under; the session, its name
     assert out.splitlines()[-3:] == ["2", named_session_id("local", "support-42"), "support-42"]
     assert not (Path.home() / ".memoir").exists()  # MEMOIR_HOME honoured
@@ -82,7 +83,7 @@ def test_append_makes_a_session_searchable_and_a_retry_adds_nothing(tmp_path: Pa
         assert [e.ordinal for e in m.events("chat-1", after=1, upto=2)] == [2]
         assert [x.id for x in m.exchanges("chat-1")] == [f"{chat_1}:1", f"{chat_1}:3"]
         assert [h.session_id for h in m.search("zanzibar", mode="text")] == [chat_1]
-        stats = m.stats()
+        stats = service.stats(m)
         assert (stats["sessions"], stats["events"], stats["backend"]) == (1, 3, "sqlite")
 
 
@@ -127,10 +128,10 @@ def test_the_fake_embedder_refuses_a_home_holding_real_vectors(tmp_path: Path) -
         )
     with Memoir.at(tmp_path, embedder="hash") as m:
         with pytest.raises(ConfigError, match=r"^MEMOIR_EMBEDDER=hash is the test embedder.*"):
-            m.embed_pending()
+            service.embed_pending(m)
         with pytest.raises(ConfigError, match="MEMOIR_EMBEDDER=hash"):
             m.recall("conversation")
     with Memoir.at(tmp_path / "test-home", embedder="hash") as m:  # fake vectors only: fine
         m.append("chat-1", [{"role": "user", "content": "a test conversation"}])
-        assert m.embed_pending().embedded == 1
-        assert m.embed_pending().embedded == 0
+        assert service.embed_pending(m).embedded == 1
+        assert service.embed_pending(m).embedded == 0

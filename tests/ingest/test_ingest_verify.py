@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter
@@ -30,14 +31,14 @@ def memoir(home: Path, src: Path) -> Iterator[Memoir]:
 
 
 def _kinds(memoir: Memoir) -> list[str]:
-    return sorted(p.kind for p in memoir.verify().problems)
+    return sorted(p.kind for p in service.verify(memoir).problems)
 
 
 def test_clean_home_verifies(memoir: Memoir, src: Path) -> None:
     (src / "p" / f"{UUID_A}.jsonl").write_bytes(ClaudeWriter(UUID_A).user("hi").bytes())
     report = memoir.sync()
     assert report.files_indexed == 1
-    result = memoir.verify()
+    result = service.verify(memoir)
     assert result.ok and (result.sources_checked, result.archive_files) == (1, 1)
 
 
@@ -45,7 +46,7 @@ def test_unknown_record_type_is_only_a_warning(memoir: Memoir, src: Path) -> Non
     data = ClaudeWriter(UUID_A).user("hi").bytes() + b'{"type":"future-thing"}\n'
     (src / "p" / f"{UUID_A}.jsonl").write_bytes(data)
     memoir.sync()
-    result = memoir.verify()
+    result = service.verify(memoir)
     assert result.ok
     assert [(w.kind, w.where.rsplit("/", 1)[-1]) for w in result.warnings] == [
         ("skipped_line", f"{UUID_A}.jsonl:2")
@@ -59,7 +60,7 @@ def test_missing_archive_is_recopied_from_the_source(memoir: Memoir, src: Path) 
     archived = memoir.settings.archive_dir / "p" / f"{UUID_A}.jsonl"
     archived.unlink()
     assert _kinds(memoir) == ["archive_missing"]
-    repaired = memoir.verify(repair=True)
+    repaired = service.verify(memoir, repair=True)
     assert repaired.ok and repaired.repaired == 1
     assert archived.read_bytes() == path.read_bytes()
     assert len(memoir.store.events.of(UUID_A)) == 2  # nothing indexed twice
@@ -77,7 +78,7 @@ def test_index_behind_archive_reads_the_archive_when_the_source_is_gone(
     with open(archived, "ab") as fp:
         fp.write(late)
     assert _kinds(memoir) == ["index_behind_archive"]
-    assert memoir.verify(repair=True).ok
+    assert service.verify(memoir, repair=True).ok
     assert [e.text for e in memoir.store.events.of(UUID_A)] == ["kept", "only in the archive"]
 
 
@@ -96,7 +97,7 @@ def test_a_stray_file_that_is_no_transcript_is_a_warning_not_damage(
     (src / "p" / name).write_bytes(data)
     report = memoir.sync()
     assert report.files_ignored == 1 and report.lines_skipped == 0  # a file, not a line
-    verified = memoir.verify()
+    verified = service.verify(memoir)
     assert verified.ok and verified.problems == []  # `memoir verify` exits 0
     assert [(w.kind, w.where) for w in verified.warnings] == [
         ("ignored_file", str(src / "p" / name))

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from cli_run import run_cli
 from conftest import fresh_pg_schema
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import CodexWriter
@@ -51,8 +52,8 @@ Post = Callable[[list[dict[str, Any]]], None]
 
 
 def _library(memoir: Memoir, sid: str) -> Iterator[Post]:
-    memoir.create_session("local", session_id=sid)
-    yield lambda messages: memoir.append_messages("local", sid, messages) and None
+    service.create_session(memoir, "local", session_id=sid)
+    yield lambda messages: service.append_messages(memoir, "local", sid, messages) and None
 
 
 def _http(memoir: Memoir, sid: str) -> Iterator[Post]:
@@ -117,8 +118,8 @@ def test_a_lost_first_exchange_is_rebuilt_with_its_lead_in(
     """``verify --repair`` builds lost exchanges again from the events, a page at a time
     (one event a page here): the first takes the lead-in as when it was written."""
     memoir = Memoir(Settings.from_env(home=home, embedder="none"), store)
-    memoir.create_session("local", session_id="s")
-    memoir.append_messages("local", "s", _messages())
+    service.create_session(memoir, "local", session_id="s")
+    service.append_messages(memoir, "local", "s", _messages())
     kept = memoir.exchanges("s")
     s = named_session_id("local", "s")  # the id local's session "s" is stored under
     with store._tx() as tx:  # type: ignore[attr-defined]

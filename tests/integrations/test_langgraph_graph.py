@@ -23,7 +23,7 @@ from langgraph.prebuilt import InjectedStore, ToolNode, tools_condition
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from memoir import Memoir, Settings
+from memoir import Memoir, Settings, service
 from memoir.integrations.langgraph import MemoirStore
 from memoir.store import Store
 
@@ -152,7 +152,7 @@ def test_a_langmem_style_agent_saves_and_later_finds_a_memory(memoir: Memoir) ->
     assert _tool_results(later) == ["The user prefers a dark theme in every editor"]
     assert later["messages"][-1].content == "You like a dark theme."
     # the memories are Memoir's: read through the library, for the home's user
-    kept = memoir.keyed_memories().search(("memories", "u1"), limit=10)
+    kept = service.keyed_memories(memoir).search(("memories", "u1"), limit=10)
     assert sorted(i.value["content"] for i in kept) == [
         "The user prefers a dark theme in every editor",
         "The user's project deadline is Friday",
@@ -170,4 +170,4 @@ def test_the_agent_runs_async_on_the_store(memoir: Memoir) -> None:
         return _tool_results(later)
 
     assert asyncio.run(run()) == ["The user prefers a dark theme in every editor"]
-    assert memoir.keyed_memories("u1").search(()) == []  # another user's lane: empty
+    assert service.keyed_memories(memoir, "u1").search(()) == []  # another user's lane: empty

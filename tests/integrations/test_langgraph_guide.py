@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
+
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "langgraph.md"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
 
@@ -63,7 +65,7 @@ def test_the_guide_runs_and_prints_what_it_shows(
     from memoir import Memoir
 
     with Memoir.open() as memoir:  # the example's memories are in the home, as Alice's
-        kept = memoir.keyed_memories().search(("memories", "alice"), limit=10)
+        kept = service.keyed_memories(memoir).search(("memories", "alice"), limit=10)
     assert sorted(i.value["text"] for i in kept) == [
         "I take my coffee black",
         "my cat is called Miso",

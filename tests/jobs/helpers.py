@@ -126,6 +126,7 @@ def pg_schema() -> AbstractContextManager[str]:
 # dead" in a merge, so a test sees whether anything of it was written
 DOOMED_WORKER = """
 import json, sys, threading
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm.scripted import ScriptedModel
@@ -139,9 +140,9 @@ def answer(request):
     return json.dumps({"narrative": text, "facts": ["a fact"], "keywords": ["k"]})
 
 model = ScriptedModel(default=answer, delay_s=delay_s)
-m.model = lambda: model
+m._model = lambda: model
 print("ready", flush=True)
-m.run_worker(threading.Event(), worker_id=worker_id)  # None: host:pid:random
+service.run_worker(m, threading.Event(), worker_id=worker_id)  # None: host:pid:random
 """
 
 

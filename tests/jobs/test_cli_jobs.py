@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
+
 from .helpers import add_session, open_memoir
 
 
@@ -26,7 +28,7 @@ def test_jobs_list_show_cancel(
     monkeypatch.setenv("MEMOIR_HOME", str(home))
     with open_memoir(home) as m:
         add_session(m)
-        job = m.regenerate_summary("alice", "s1")
+        job = service.regenerate_summary(m, "alice", "s1")
     assert run_cli(["jobs", "list", "--json"]) == 0  # the CLI acts for local: none of hers
     assert json.loads(capsys.readouterr().out)["jobs"] == []
     assert run_cli(["jobs", "show", job.id]) == 1

@@ -3,6 +3,7 @@ worker's start-up resumes it, reusing the episodes the dead worker finished (cac
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from memoir import service
 from memoir.jobs import ABANDONED, Worker
 from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.persist import read_summary_body
@@ -44,7 +46,7 @@ def run(tmp_path: Path, extra: dict[str, Any]) -> None:
     proc: subprocess.Popen[str] | None = None
     try:
         add_session(m)
-        job = m.regenerate_summary("alice", "s1")
+        job = service.regenerate_summary(m, "alice", "s1")
         proc, errors = start_doomed_worker(tmp_path, opts, delay_s=0.4, worker_id="doomed")
         # two of four episodes done (each takes 0.4 s), then kill -9
         try:
@@ -61,8 +63,12 @@ def run(tmp_path: Path, extra: dict[str, Any]) -> None:
         assert running.claimed_by == "doomed"
         done_before = running.completed
         model = ScriptedModel(default=reply("the next worker"))
-        m.model = lambda: model  # type: ignore[method-assign]
-        sweeper = Worker(m.jobs(), {"summary": m.run_summary_job}, worker_id="sweeper")
+        m._model = lambda: model  # type: ignore[method-assign]
+        sweeper = Worker(
+            m.jobs(),
+            {"summary": functools.partial(service.run_summary_job, m)},
+            worker_id="sweeper",
+        )
         assert sweeper.sweep() == []  # not yet: its last heartbeat is recent
         gone = wait_for(lambda: sweeper.sweep(), timeout=30, step=0.1)
         assert time.monotonic() - killed_at >= TIMING["job_abandon_s"] - 0.5  # on schedule
@@ -71,7 +77,9 @@ def run(tmp_path: Path, extra: dict[str, Any]) -> None:
         assert failed is not None and failed.state == "failed" and failed.error == ABANDONED
         # the next worker's start-up resumes the job
         stop = threading.Event()
-        thread = threading.Thread(target=m.run_worker, args=(stop,), kwargs={"worker_id": "next"})
+        thread = threading.Thread(
+            target=service.run_worker, args=(m, stop), kwargs={"worker_id": "next"}
+        )
         thread.start()
         try:
             final = wait_for(
@@ -84,7 +92,7 @@ def run(tmp_path: Path, extra: dict[str, Any]) -> None:
         # the finished episodes came from the cache: only the rest, and the merge, were asked
         assert model.calls <= 4 - done_before + 1
         assert model.calls >= 1
-        body = read_summary_body(m.summary_store(), m.store, "s1")
+        body = read_summary_body(service.summary_store(m), m.store, "s1")
         assert body is not None and "merged by the next worker" in body
     finally:
         if proc is not None and proc.poll() is None:

@@ -6,6 +6,7 @@ abandon interval — with the claim's fence keeping a superseded writer out."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from memoir import service
 from memoir.jobs import Worker
 from memoir.jobs.decisions import STALLED_BEATS, stalled, worker_gone
 from memoir.jobs.values import Job
@@ -132,7 +134,7 @@ def _takeover(tmp_path: Path, extra: dict[str, Any]) -> None:
     proc: subprocess.Popen[str] | None = None
     try:
         add_session(m)
-        job = m.regenerate_summary("alice", "s1")
+        job = service.regenerate_summary(m, "alice", "s1")
         proc, _ = start_doomed_worker(tmp_path, opts, delay_s=0.5)
         wait_for(lambda: (r := m.store.jobs.get(job.id)) and r.completed >= 1, timeout=60)
         running = m.jobs().get(job.id)
@@ -149,9 +151,9 @@ def _takeover(tmp_path: Path, extra: dict[str, Any]) -> None:
         assert m.jobs().latest("alice", "s1").stalled  # what the summary GET reports
         # a worker started on this host takes it over at once (abandon_s is 120 s)
         model = ScriptedModel(default=reply("the next worker"))
-        m.model = lambda: model  # type: ignore[method-assign]
+        m._model = lambda: model  # type: ignore[method-assign]
         stop = threading.Event()
-        thread = threading.Thread(target=m.run_worker, args=(stop,))
+        thread = threading.Thread(target=service.run_worker, args=(m, stop))
         thread.start()
         try:
             final = wait_for(
@@ -162,7 +164,7 @@ def _takeover(tmp_path: Path, extra: dict[str, Any]) -> None:
             thread.join(10)
         assert time.monotonic() - killed < 10 + 20  # well before abandon_s (120 s)
         assert final.attempts == 2 and final.worker is None and not final.stalled
-        body = read_summary_body(m.summary_store(), m.store, "s1")
+        body = read_summary_body(service.summary_store(m), m.store, "s1")
         assert body is not None and "merged by the next worker" in body
         assert "merged by the dead" not in body  # nothing of the dead worker's written
     finally:
@@ -177,14 +179,14 @@ def test_take_over_leaves_live_and_remote_workers_alone(tmp_path: Path) -> None:
     try:
         for sid in ("s1", "s2", "s3"):
             add_session(m, sid)
-            m.regenerate_summary("alice", sid)
+            service.regenerate_summary(m, "alice", sid)
         host = socket.gethostname()
         owners = {"s1": f"{host}:999999:dead", "s2": f"{host}:{os.getpid()}:live", "s3": "far:1:x"}
         for sid, owner in owners.items():
             row = m.store.jobs.claim(owner, now=datetime.now(UTC), claim_s=60, kinds=["summary"])
             assert row is not None
             owners[sid] = (row.session_id, owner)  # type: ignore[assignment]
-        worker = Worker(m.jobs(), {"summary": m.run_summary_job})
+        worker = Worker(m.jobs(), {"summary": functools.partial(service.run_summary_job, m)})
         released = worker.take_over_local(alive=lambda pid: pid == os.getpid())
         assert [r.claimed_by for r in released] == [f"{host}:999999:dead"]
         states = {j.session_id: (j.state, j.worker) for j in m.jobs().list()}

@@ -4,6 +4,7 @@ Redis, Redis going away and coming back, and a superseded worker refused."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, OversizedHistory
 from memoir.jobs import ABANDONED, AdmissionUnavailable, Job, Worker
@@ -30,13 +32,13 @@ def memoir(home: Path) -> Iterator[Memoir]:
 
 
 def use_model(m: Memoir, model: ScriptedModel) -> ScriptedModel:
-    m.model = lambda: model  # type: ignore[method-assign]
+    m._model = lambda: model  # type: ignore[method-assign]
     return model
 
 
 def run_worker(m: Memoir) -> tuple[threading.Event, threading.Thread]:
     stop = threading.Event()
-    thread = threading.Thread(target=m.run_worker, args=(stop,), kwargs={"worker_id": "w1"})
+    thread = threading.Thread(target=service.run_worker, args=(m, stop), kwargs={"worker_id": "w1"})
     thread.start()
     return stop, thread
 
@@ -44,42 +46,44 @@ def run_worker(m: Memoir) -> tuple[threading.Event, threading.Thread]:
 def test_a_regeneration_is_one_job_that_a_worker_completes(memoir: Memoir) -> None:
     add_session(memoir)
     model = use_model(memoir, ScriptedModel(default=reply("the worker")))
-    job = memoir.regenerate_summary("alice", "s1")
+    job = service.regenerate_summary(memoir, "alice", "s1")
     assert job.state == "queued" and job.kind == "summary"
-    assert memoir.regenerate_summary("alice", "s1").id == job.id  # a duplicate
-    assert memoir.summary_job("alice", "s1") == job
+    assert service.regenerate_summary(memoir, "alice", "s1").id == job.id  # a duplicate
+    assert service.summary_job(memoir, "alice", "s1") == job
     with pytest.raises(NotFound):
-        memoir.regenerate_summary("bob", "s1")  # not bob's session: not told it exists
-    assert memoir.summary_job("bob", "s1") is None
+        service.regenerate_summary(memoir, "bob", "s1")  # not bob's session: not told it exists
+    assert service.summary_job(memoir, "bob", "s1") is None
     stop, thread = run_worker(memoir)
     try:
-        done = wait_for(lambda: (j := memoir.summary_job("alice", "s1")) and not j.active and j)
+        done = wait_for(
+            lambda: (j := service.summary_job(memoir, "alice", "s1")) and not j.active and j
+        )
     finally:
         stop.set()
         thread.join(10)
     assert done.id == job.id and done.state == "completed", done.error
     assert (done.phase, done.completed, done.total) == ("merge", 1, 1)
     assert model.calls == 5  # four episodes and the merge
-    body = read_summary_body(memoir.summary_store(), memoir.store, "s1")
+    body = read_summary_body(service.summary_store(memoir), memoir.store, "s1")
     assert body is not None and "merged by the worker" in body
     shown = done.to_json()
     assert shown["state"] == "completed" and shown["id"] == job.id and shown["error"] is None
     # the job has ended: a new request is a new job
-    assert memoir.regenerate_summary("alice", "s1").id != job.id
+    assert service.regenerate_summary(memoir, "alice", "s1").id != job.id
 
 
 def test_an_oversized_history_is_refused_at_request_time(home: Path) -> None:
     with open_memoir(home, episode_max_full_tokens=400) as m:
         add_session(m)
         with pytest.raises(OversizedHistory, match="incremental compression"):
-            m.regenerate_summary("alice", "s1")
+            service.regenerate_summary(m, "alice", "s1")
         assert m.store.jobs.find() == []
 
 
 def test_a_failing_run_fails_the_job_with_its_reason(memoir: Memoir) -> None:
     add_session(memoir)
     use_model(memoir, ScriptedModel(default=lambda r: "not json at all"))
-    job = memoir.regenerate_summary("alice", "s1")
+    job = service.regenerate_summary(memoir, "alice", "s1")
     stop, thread = run_worker(memoir)
     try:
         done = wait_for(lambda: (j := memoir.jobs().get(job.id)) and not j.active and j)
@@ -91,10 +95,10 @@ def test_a_failing_run_fails_the_job_with_its_reason(memoir: Memoir) -> None:
 
 def test_cancel_stops_a_queued_job(memoir: Memoir) -> None:
     add_session(memoir)
-    job = memoir.regenerate_summary("alice", "s1")
+    job = service.regenerate_summary(memoir, "alice", "s1")
     cancelled = memoir.jobs().cancel(job.id)
     assert cancelled.state == "failed" and cancelled.error == "cancelled"
-    assert memoir.regenerate_summary("alice", "s1").id != job.id
+    assert service.regenerate_summary(memoir, "alice", "s1").id != job.id
     with pytest.raises(NotFound):
         memoir.jobs().cancel("nope")
 
@@ -118,7 +122,7 @@ def test_fifty_concurrent_requests_on_two_instances_make_one_job(
 
             def request(n: int) -> str:
                 barrier.wait()
-                return (a if n % 2 else b).regenerate_summary("alice", sid).id
+                return service.regenerate_summary(a if n % 2 else b, "alice", sid).id
 
             with ThreadPoolExecutor(50) as pool:
                 ids = list(pool.map(request, range(50)))
@@ -137,19 +141,24 @@ def test_redis_away_fails_new_jobs_closed_while_reads_work(home: Path) -> None:
         add_session(m, "s2")
         use_model(m, ScriptedModel(default=reply("before the outage")))
         with redis_server(port):
-            first = m.regenerate_summary("alice", "s1")
-            assert Worker(m.jobs(), {"summary": m.run_summary_job}).run_once() is not None
+            first = service.regenerate_summary(m, "alice", "s1")
+            assert (
+                Worker(
+                    m.jobs(), {"summary": functools.partial(service.run_summary_job, m)}
+                ).run_once()
+                is not None
+            )
         # Redis is stopped now
         with pytest.raises(AdmissionUnavailable, match="reads keep working"):
-            m.regenerate_summary("alice", "s2")
+            service.regenerate_summary(m, "alice", "s2")
         assert m.store.jobs.active("alice", "s2") is None  # nothing written
-        done = m.summary_job("alice", "s1")  # reads keep working
+        done = service.summary_job(m, "alice", "s1")  # reads keep working
         assert done is not None and done.id == first.id and done.state == "completed"
-        assert "before the outage" in (m.summary_body("s1") or "")
+        assert "before the outage" in (service.summary_body(m, "s1") or "")
         with redis_server(port):  # back
-            again = m.regenerate_summary("alice", "s2")
+            again = service.regenerate_summary(m, "alice", "s2")
             assert again.state == "queued"
-            assert m.regenerate_summary("alice", "s2").id == again.id
+            assert service.regenerate_summary(m, "alice", "s2").id == again.id
     finally:
         m.close()
 
@@ -173,22 +182,26 @@ def test_a_superseded_worker_is_refused_and_its_replacement_stands(home: Path) -
 
         use_model(a, ScriptedModel(default=answer_a))
         use_model(b, ScriptedModel(default=answer_b))
-        job = a.regenerate_summary("alice", "s1")
+        job = service.regenerate_summary(a, "alice", "s1")
         ended: list[Job | None] = []
-        worker_a = Worker(a.jobs(), {"summary": a.run_summary_job}, worker_id="A")
+        worker_a = Worker(
+            a.jobs(), {"summary": functools.partial(service.run_summary_job, a)}, worker_id="A"
+        )
         thread = threading.Thread(target=lambda: ended.append(worker_a.run_once()))
         thread.start()
         assert in_merge.wait(20)
-        worker_b = Worker(b.jobs(), {"summary": b.run_summary_job}, worker_id="B")
+        worker_b = Worker(
+            b.jobs(), {"summary": functools.partial(service.run_summary_job, b)}, worker_id="B"
+        )
         taken = wait_for(lambda: worker_b.run_once(), timeout=20)  # once A's claim expired
         assert taken.id == job.id and taken.state == "completed", taken.error
-        assert "merged by B" in (read_summary_body(b.summary_store(), b.store, "s1") or "")
+        assert "merged by B" in (read_summary_body(service.summary_store(b), b.store, "s1") or "")
         go_on.set()  # A's merge returns now; its save is refused
         thread.join(20)
         assert ended and ended[0] is not None and ended[0].state == "completed"
         row = a.store.jobs.get(job.id)
         assert row is not None and row.claimed_by == "B" and row.state == "completed"
-        body = read_summary_body(a.summary_store(), a.store, "s1") or ""
+        body = read_summary_body(service.summary_store(a), a.store, "s1") or ""
         assert "merged by B" in body and "merged by A" not in body
         assert not any(
             "merged by A" in t.data.get("data", {}).get("narrative", "")
@@ -216,12 +229,12 @@ def test_the_fenced_summary_store_writes_only_while_the_check_passes(memoir: Mem
         if not allowed[0]:
             raise Superseded("gone")
 
-    fenced = FencedSummaryStore(memoir.summary_store(), check)
+    fenced = FencedSummaryStore(service.summary_store(memoir), check)
     save_summary(fenced, memoir.store, "s1", "first text", model="m")
     allowed[0] = False
     with pytest.raises(Superseded):
         save_summary(fenced, memoir.store, "s1", "second text", model="m")
-    assert read_summary_body(memoir.summary_store(), memoir.store, "s1") == "first text"
+    assert read_summary_body(service.summary_store(memoir), memoir.store, "s1") == "first text"
 
 
 @pytest.mark.parametrize("change", ["edited", "appended"])
@@ -246,7 +259,7 @@ def test_events_edited_under_a_running_job_invalidate_its_result(
         return reply("the worker")(request)
 
     use_model(memoir, ScriptedModel(default=slow))
-    job = memoir.regenerate_summary("alice", "s1")
+    job = service.regenerate_summary(memoir, "alice", "s1")
     stop, thread = run_worker(memoir)
     try:
         assert started.wait(10)
@@ -261,7 +274,7 @@ def test_events_edited_under_a_running_job_invalidate_its_result(
     finally:
         stop.set()
         thread.join(10)
-    body = read_summary_body(memoir.summary_store(), memoir.store, "s1")
+    body = read_summary_body(service.summary_store(memoir), memoir.store, "s1")
     if change == "edited":
         assert done.state == "failed" and "edited or deleted" in done.error
         assert body is None
@@ -280,7 +293,7 @@ def test_worker_log_lines_carry_the_job_id(
 
     add_session(memoir)
     use_model(memoir, ScriptedModel(default=reply("the worker")))
-    job = memoir.regenerate_summary("alice", "s1")
+    job = service.regenerate_summary(memoir, "alice", "s1")
     with caplog.at_level(logging.INFO, logger="memoir.jobs"):
         stop, thread = run_worker(memoir)
         try:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from memoir import service
 from memoir.aio import AsyncCompactor, AsyncMemoir
 from memoir.app import Memoir
 from memoir.config import Settings
@@ -82,17 +83,18 @@ READS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("recall", ("database",), {}),
     ("recall", ("tabs spaces",), {"kinds": ["preference"], "limit": 1}),
     ("recall", ("tabs in Python",), {"scope": "global"}),
-    ("memory_context", (), {}),
-    ("memory_context", (), {"query": "database", "budget_tokens": 60}),
-    ("memory_context", (), {"project": "web"}),
+    ("context", (), {}),
+    ("context", (), {"query": "database", "budget_tokens": 60}),
+    ("context", (), {"project": "web"}),
     ("session", ("s2",), {}),
     ("events", ("s1",), {"after": 1}),
     ("exchanges", ("s3",), {}),
-    ("summary_body", (S1,), {}),
-    ("summary_body", (S2,), {}),
-    ("summary_updated_at", (S1,), {}),
-    ("stats", (), {}),
-    ("summary_job", ("local", "s1"), {}),
+    # what memoir.service adds, run off the loop by ``call``
+    ("service.summary_body", (S1,), {}),
+    ("service.summary_body", (S2,), {}),
+    ("service.summary_updated_at", (S1,), {}),
+    ("service.stats", (), {}),
+    ("service.summary_job", ("local", "s1"), {}),
 ]
 
 
@@ -100,16 +102,23 @@ READS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
 def test_a_read_gives_what_the_sync_call_gives(
     memoir: Memoir, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
-    expected = getattr(memoir, method)(*args, **kwargs)
+    if method.startswith("service."):
+        function = getattr(service, method.removeprefix("service."))
+        expected = function(memoir, *args, **kwargs)
+    else:
+        expected = getattr(memoir, method)(*args, **kwargs)
 
     async def main() -> Any:
         aio = AsyncMemoir(memoir)
-        got = await getattr(aio, method)(*args, **kwargs)
+        if method.startswith("service."):
+            got = await aio.call(function, *args, **kwargs)
+        else:
+            got = await getattr(aio, method)(*args, **kwargs)
         await aio.aclose()
         return got
 
     assert _run(main()) == expected
-    if method in ("search", "recall") or (method == "memory_context" and not kwargs):
+    if method in ("search", "recall") or (method == "context" and not kwargs):
         assert expected  # the table compares something, not two empty answers
 
 
@@ -119,7 +128,7 @@ REFUSALS: list[tuple[str, tuple[Any, ...], dict[str, Any], type[Exception]]] = [
     ("recall", ("x",), {"kinds": ["wish"]}, ConfigError),
     ("recall", ("x",), {"limit": 0}, ConfigError),
     ("search", ("x",), {"after": "not a date at all"}, ConfigError),
-    ("forget_memories", (), {}, ConfigError),
+    ("forget", (), {}, ConfigError),
     ("append", ("s1", [{"role": "wizard", "content": "x"}]), {}, ConfigError),
 ]
 
@@ -164,7 +173,7 @@ def test_writes_store_what_the_sync_writes_store(memoir: Memoir) -> None:
             kept = await aio.remember("twin-async")
             compacted = await compactor.compact(messages, window=2000)
             summary = await aio.summarize("s3", mode="full", use_cache=False)
-            forgot = await aio.forget_memories(matching="Redis job queue")
+            forgot = await aio.forget(matching="Redis job queue")
             # read back through the sync Memoir before the close closes it
             assert appended == sync_appended
             assert (again.added, again.skipped) == (0, 2)  # stored once
@@ -174,7 +183,7 @@ def test_writes_store_what_the_sync_writes_store(memoir: Memoir) -> None:
             assert kept.items  # the comparison above compares something
             assert compacted.messages == sync_compacted.messages
             assert compacted.to_json() == sync_compacted.to_json()
-            assert summary.saved and "Fridays" in (memoir.summary_body(S3) or "")
+            assert summary.saved and "Fridays" in (service.summary_body(memoir, S3) or "")
             again_sync = memoir.summarize("s3", mode="full", use_cache=False)
             assert summary.summary.text == again_sync.summary.text
             both = {i.content for i in [*kept.items, *sync_kept.items]}
@@ -206,7 +215,7 @@ def test_fifty_tasks_share_one_and_the_loop_keeps_ticking(memoir: Memoir) -> Non
         assert found[0].item.id == decided.id
 
     async def context() -> None:
-        block = await aio.memory_context(project="infra")
+        block = await aio.context(project="infra")
         assert decided.id in block.items and "PostgreSQL" in block.text
 
     reads = [search, recall, context]
@@ -268,7 +277,7 @@ def test_every_message_of_fifty_tasks_is_stored_exactly_once(memoir: Memoir) -> 
             async def one(i: int) -> tuple[int, int]:
                 chat = _chat(f"question {i}", f"reply {i}", f"q{i}")
                 await aio.append(f"shared{i % 5}", chat)
-                return await aio.append_messages("local", f"shared{i % 5}", chat)
+                return await aio.call(service.append_messages, "local", f"shared{i % 5}", chat)
 
             assert await asyncio.gather(*(one(i) for i in range(50))) == [(0, 2)] * 50
             for k in range(5):
@@ -339,7 +348,11 @@ def test_a_close_waits_for_the_calls_running_and_refuses_new_ones(memoir: Memoir
         closing = asyncio.create_task(aio.aclose())
         await asyncio.sleep(0.1)
         assert aio.closed and not closing.done()  # waiting for the call in flight
-        for refused in (aio.stats(), view.recall("database"), aio.as_user("bob").stats()):
+        for refused in (
+            aio.call(service.stats),
+            view.recall("database"),
+            aio.as_user("bob").call(service.stats),
+        ):
             with pytest.raises(StoreError, match="this AsyncMemoir is closed"):
                 await refused
         release.set()
@@ -352,7 +365,7 @@ def test_a_close_waits_for_the_calls_running_and_refuses_new_ones(memoir: Memoir
     _run(main())
     assert ran_late == []
     with pytest.raises(StoreError, match="the store is closed"):
-        memoir.stats()  # the store closed once the call in flight was done
+        service.stats(memoir)  # the store closed once the call in flight was done
 
 
 def test_open_is_awaited_or_used_as_a_context_and_reaches_either_backend(
@@ -377,7 +390,7 @@ def test_open_is_awaited_or_used_as_a_context_and_reaches_either_backend(
                 opened = await AsyncMemoir.open(settings, user="local")
                 try:
                     hits = await opened.search("redis cache", mode="text")
-                    out[backend] = (str((await opened.stats())["backend"]), len(hits))
+                    out[backend] = (str((await opened.call(service.stats))["backend"]), len(hits))
                 finally:
                     await opened.aclose()
                 assert opened.closed
@@ -426,25 +439,18 @@ def test_one_compactor_serves_one_call_at_a_time(memoir: Memoir) -> None:
     "name",
     [
         "append",
-        "create_session",
-        "append_messages",
+        "sync",
         "search",
         "session",
         "events",
         "exchanges",
-        "stats",
         "recall",
-        "memory_context",
+        "context",
         "remember",
-        "forget_memories",
-        "memory_history",
+        "forget",
         "summarize",
-        "summarize_pending",
-        "summary_body",
-        "summary_updated_at",
-        "regenerate_summary",
-        "summary_job",
         "compactor",
+        "jobs",
         "as_user",
     ],
 )
@@ -455,6 +461,18 @@ def test_each_method_takes_what_the_sync_method_takes(name: str) -> None:
         (p.name, p.kind, p.default, p.annotation) for p in theirs.values()
     ]
     assert inspect.iscoroutinefunction(getattr(AsyncMemoir, name)) == (name != "as_user")
+
+
+@pytest.mark.parametrize("name", ["list", "history", "export", "import_lines"])
+def test_each_memories_method_takes_what_the_sync_one_takes(name: str) -> None:
+    from memoir.aio import AsyncMemoryItems
+    from memoir.app import MemoryItems
+
+    mine = inspect.signature(getattr(AsyncMemoryItems, name)).parameters
+    theirs = inspect.signature(getattr(MemoryItems, name)).parameters
+    assert [(p.name, p.kind, p.default, p.annotation) for p in mine.values()] == [
+        (p.name, p.kind, p.default, p.annotation) for p in theirs.values()
+    ]
 
 
 def test_compactor_methods_take_what_the_compactor_takes() -> None:
@@ -474,19 +492,19 @@ def test_memoir_makes_its_memory_engine_and_job_service_once_across_threads(
     """Tasks share one Memoir through the worker threads: the first calls arriving together
     must not each make a memory engine (a lane thread each) or a job service."""
     fresh = Memoir(memoir.settings, memoir.store)
-    slow_parts = fresh._memory_parts
+    slow_model = fresh._memory_model
 
     def slowly() -> Any:
         time.sleep(0.05)  # widens the window two threads used to race through
-        return slow_parts()
+        return slow_model()
 
-    monkeypatch.setattr(fresh, "_memory_parts", slowly)
+    monkeypatch.setattr(fresh, "_memory_model", slowly)
     start = threading.Barrier(6)
     got: list[tuple[object, object]] = []
 
     def ask() -> None:
         start.wait()
-        got.append((fresh.memories(), fresh.as_user("alice").jobs()))
+        got.append((service.memory_engine(fresh), fresh.as_user("alice").jobs()))
 
     workers = [threading.Thread(target=ask) for _ in range(6)]
     for worker in workers:
@@ -495,7 +513,7 @@ def test_memoir_makes_its_memory_engine_and_job_service_once_across_threads(
         worker.join()
     assert len({id(m) for m, _ in got}) == 1
     assert len({id(j) for _, j in got}) == 1
-    fresh.memories().close()
+    service.memory_engine(fresh).close()
 
 
 def test_the_async_face_is_imported_only_when_named() -> None:
@@ -532,7 +550,7 @@ def test_max_workers_must_be_a_whole_number_of_at_least_one(memoir: Memoir) -> N
 def test_call_runs_any_memoir_method_as_this_one_s_user(memoir: Memoir) -> None:
     async def main() -> None:
         async with AsyncMemoir(memoir) as aio:
-            assert await aio.call(Memoir.stats) == memoir.stats()
+            assert await aio.call(service.stats) == service.stats(memoir)
             assert (await aio.call(Memoir.session, "s1")).id == S1
             with pytest.raises(NotFound):  # alice's view: s1 is local's
                 await aio.as_user("alice").call(Memoir.session, "s1")

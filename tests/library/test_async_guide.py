@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
+
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "async.md"
 
 
@@ -42,7 +44,7 @@ def test_the_guide_s_example_runs_and_prints_what_it_says(
 ) -> None:
     exec(compile(_example(), "docs/async.md", "exec"), {"__name__": "__main__"})
     assert capsys.readouterr().out.splitlines() == [
-        "AppendResult(added=2, skipped=0, last_ordinal=2)",
+        "Appended(added=2, skipped=0, last_ordinal=2)",
         "2",
         "['We deploy on Fridays.']",
         "8704dfa23401660caf5294f607e1c9ea fact True",  # the id local's support-42 has
@@ -52,7 +54,7 @@ def test_the_guide_s_example_runs_and_prints_what_it_says(
     from memoir import Memoir
 
     with Memoir.open() as memoir:  # the store it wrote: this backend's, in MEMOIR_HOME's home
-        assert memoir.stats()["backend"] == env_home
+        assert service.stats(memoir)["backend"] == env_home
         texts = [e.text for e in memoir.events("support-42")]
         assert texts == [
             "Remember that we deploy on Fridays.",

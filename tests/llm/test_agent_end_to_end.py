@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter, CodexWriter
@@ -146,7 +147,7 @@ def test_the_summary_pass_of_sync_answers_through_claude_code(
     assert "checkout test fails at midnight" in str(asked[0]["stdin"])
     with Memoir.open(Settings.from_env()) as memoir:
         stored = [i.session.id for i in memoir.store.sessions.recent()]
-        summary = memoir.summary_body(CLAUDE_SID)
+        summary = service.summary_body(memoir, CLAUDE_SID)
     assert stored == [CLAUDE_SID]
     assert summary is not None and NARRATIVE in summary
     # the next sync finds the session the call left, and leaves it out

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm.errors import Refused
@@ -42,8 +43,8 @@ def _fill(home: Path) -> None:
         task=SummaryTask("User: We picked Redis."),
     )
     with Memoir.open(settings) as memoir:
-        memoir.model().complete(request)
-        memoir.model().complete(request)
+        service.model(memoir).complete(request)
+        service.model(memoir).complete(request)
         remote = Metered(
             ScriptedModel(["ok", Refused("no")], name="openai:gpt-x"), memoir.store.usage
         )

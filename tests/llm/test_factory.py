@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import ConfigError
@@ -133,7 +134,7 @@ def test_fallback_of_another_provider_uses_its_own_key(home: Path) -> None:
 
 def test_facade_model_is_metered_into_the_store(home: Path) -> None:
     with Memoir.open(_settings(home)) as memoir:
-        model = memoir.model()
+        model = service.model(memoir)
         assert isinstance(model, Redacting) and model.name == "offline"  # derived text too
         assert isinstance(model.inner, Metered)
         request = ModelRequest(
@@ -145,13 +146,13 @@ def test_facade_model_is_metered_into_the_store(home: Path) -> None:
         assert model.complete(request).offline
         records = memoir.store.usage.records()
         assert [(r.model, r.outcome, r.session) for r in records] == [("offline", "ok", "s1")]
-        assert memoir.fallback_model() is None
+        assert service.fallback_model(memoir) is None
 
 
 def test_facade_remote_model_is_retried_and_metered(home: Path) -> None:
     s = _settings(home, MEMOIR_LLM="openai:gpt-x", MEMOIR_LLM_API_KEY="sk")
     with Memoir.open(s) as memoir:
-        model = memoir.model()
+        model = service.model(memoir)
         assert isinstance(model, Retrying) and isinstance(model.inner, Redacting)
         assert isinstance(model.inner.inner, Metered)  # every attempt's row counts secrets
         assert model.policy.attempts == s.llm_retry_budget
@@ -197,7 +198,7 @@ def test_timeout_and_retry_budget_settings(home: Path) -> None:
     assert model._client.timeout == 7.5
     model.close()
     with Memoir.open(s) as memoir:
-        wrapped = memoir.model()
+        wrapped = service.model(memoir)
         assert isinstance(wrapped, Retrying) and wrapped.policy.attempts == 5
         wrapped.close()
     unlimited = model_from_settings(

@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.mcp.bounds import MAX_RESULT_CHARS
 from memoir.model import EventKind
@@ -152,7 +153,7 @@ def test_summary_gives_the_stored_text_and_its_coverage(
 
     data = server_for(demo_home).run(body).data
     with Memoir.at(demo_home, embedder="none") as memoir:
-        body_text = memoir.summary_body(WEBSHOP)
+        body_text = service.summary_body(memoir, WEBSHOP)
     assert data["session_id"] == WEBSHOP and data["state"] == "real"
     assert data["summary"] == body_text and data["left_out"] == 0
     archived = demo_home / "archive" / "-home-ann-code-webshop" / f"{WEBSHOP}.jsonl"

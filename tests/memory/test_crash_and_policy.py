@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm.offline import OfflineModel
@@ -34,6 +35,7 @@ SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from datetime import UTC, datetime, timedelta
+    from memoir import service
     from memoir.app import Memoir
     from memoir.config import Settings
     from memoir.llm.errors import Truncated
@@ -63,7 +65,7 @@ SCRIPT = textwrap.dedent(
     ]
     session = Session("s1", "proj", Harness.API, flags=flags)
     store.ingest.apply(IngestBatch(session, tuple(events), tuple(build_exchanges(events))))
-    memories = m.memories()
+    memories = service.memory_engine(m)
     if scenario == "failing":
         class Failing:
             name = "offline"
@@ -112,7 +114,7 @@ def _run(home: Path, point: str, scenario: str) -> int:
 
 def _state(home: Path) -> dict[str, Any]:
     with Memoir.open(Settings.from_env({"MEMOIR_HOME": str(home)}, sources=(), llm="offline")) as m:
-        m.recover_memories()
+        service.recover_memories(m)
         store = m.store
         items = sorted(
             (i.content, tuple((s.ordinal, s.quote) for s in i.sources), i.operation_id)

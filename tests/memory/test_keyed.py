@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memoir import Memoir, Settings
+from memoir import Memoir, Settings, service
 from memoir.errors import UsageError
 from memoir.memory.keyed import (
     KeyedMemories,
@@ -117,7 +117,7 @@ def test_owners_do_not_see_each_other(store: Store) -> None:
 def test_the_home_s_embedder_ranks_and_its_vectors_are_kept(home: Path, store: Store) -> None:
     env = {"MEMOIR_HOME": str(home), "MEMOIR_EMBEDDER": "hash"}
     memoir = Memoir(Settings.from_env(env, sources=()), store)
-    keyed = memoir.keyed_memories("carol")
+    keyed = service.keyed_memories(memoir, "carol")
     keyed.put(("n",), "k", {"t": "green tea"}, text="green tea")
     assert keyed.search(("n",), query="green tea")[0].score > 0  # type: ignore[operator]
     models = store._db.rows("SELECT vector_model FROM keyed_items")  # type: ignore[attr-defined]

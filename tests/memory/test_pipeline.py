@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from memoir import service
 from memoir.llm.errors import Truncated
 from memoir.llm.offline import OfflineModel
 from memoir.llm.scripted import ScriptedModel
@@ -307,13 +308,13 @@ def test_library_switches_incognito_and_memory_off(home: Any) -> None:
 
     with Memoir.open(Settings.from_env({"MEMOIR_HOME": str(home)}, sources=())) as m:
         _put(m.store, "s1", SAID)
-        m.set_incognito("s1")
+        service.set_incognito(m, "s1")
         assert m.remember("s1", 4).receipt.outcome == "policy_denied"  # type: ignore[union-attr]
-        m.set_incognito("s1", False)
-        m.set_memory(False, project="proj")
+        service.set_incognito(m, "s1", False)
+        service.set_memory(m, False, project="proj")
         _put(m.store, "s1", [("user", "I prefer dark mode."), ("assistant", "ok")])
         assert m.remember("s1").receipt.outcome == "policy_denied"  # type: ignore[union-attr]
-        m.set_memory(True, project="proj")
+        service.set_memory(m, True, project="proj")
         _put(m.store, "s1", [("user", "I prefer light mode."), ("assistant", "ok")])
         out = m.remember("s1")
         assert [i.content for i in out.items] == ["I prefer light mode."]
@@ -327,7 +328,7 @@ def test_a_long_lived_process_recovers_memory_work_at_start_up(home: Any) -> Non
     with Memoir.open(Settings.from_env({"MEMOIR_HOME": str(home)}, sources=())) as m:
         _put(m.store, "s1", SAID)
         m.store.checkpoints.put(_checkpoint("s1", 1, 5))  # persisted, never dispatched
-        thread = m.recover_memories_in_background()
+        thread = service.recover_memories_in_background(m)
         assert thread is not None
         thread.join(30)
         assert [r.outcome for r in m.store.memory.receipts("s1")] == ["extracted"]

@@ -20,7 +20,7 @@ import pytest
 
 from cli_run import run_cli
 from conftest import fresh_pg_schema
-from memoir import Memoir
+from memoir import Memoir, service
 from memoir.demo.builders import ClaudeWriter
 from memoir.llm.offline import OfflineModel
 from memoir.llm.values import Purpose
@@ -227,7 +227,7 @@ def test_sessions_switched_off_or_incognito_are_denied_and_never_read(
     _json(capsys, "sync", "--memory-limit", "0")  # stored; nothing mined yet
     assert run_cli(["memories", "off", "--session", f"{SID[:-2]}41"], capsys)[0] == 0
     with Memoir.open() as m:
-        m.set_incognito(f"{SID[:-2]}42")
+        service.set_incognito(m, f"{SID[:-2]}42")
     report = _json(capsys, "sync")["memory_pass"]
     assert (report["denied"], report["mined"]) == (2, 1)
     assert [i["content"] for i in _items(capsys)] == [LINTER]

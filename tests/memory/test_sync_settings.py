@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir import Memoir
+from memoir import Memoir, service
 from memoir.config import MEMORY_SYNC_OFF, Settings
 from memoir.errors import ConfigError
 
@@ -87,19 +87,19 @@ def test_the_stored_switch_and_the_environment(
     settings = Settings.from_env({"MEMOIR_HOME": str(tmp_path), **env})
     assert (settings.memory_from_sync, settings.origins["memory_from_sync"]) == expected
     with Memoir(settings, _store(tmp_path)) as m:
-        assert m.memory_from_sync() == expected
+        assert service.memory_from_sync(m) == expected
 
 
 def test_switching_in_one_process_is_seen_at_once(tmp_path: Path) -> None:
     with Memoir.at(tmp_path / "home", sources=(), embedder="none") as m:
-        assert m.memory_from_sync() == (True, "default")
-        assert m.set_memory_from_sync(False) == (False, "stored by `memoir memories off`")
+        assert service.memory_from_sync(m) == (True, "default")
+        assert service.set_memory_from_sync(m, False) == (False, "stored by `memoir memories off`")
         assert (tmp_path / "home" / MEMORY_SYNC_OFF).stat().st_mode & 0o077 == 0  # private
-        report = m.remember_from_sync()
+        report = service.remember_from_sync(m)
         assert (report.off, report.mined) == ("stored by `memoir memories off`", 0)
-        assert m.set_memory_from_sync(True) == (True, "default")
+        assert service.set_memory_from_sync(m, True) == (True, "default")
         assert not (tmp_path / "home" / MEMORY_SYNC_OFF).exists()
-        assert m.remember_from_sync().off == ""
+        assert service.remember_from_sync(m).off == ""
 
 
 def _store(home: Path):  # type: ignore[no-untyped-def]

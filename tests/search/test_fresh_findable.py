@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.builders import ClaudeWriter
@@ -60,8 +61,8 @@ def memoir(request: pytest.FixtureRequest, home: Path, store: Store) -> Iterator
     made = Memoir(settings, store)
     _store_near_misses(made)
     if choice != "none":
-        made.embed_pending()
-        assert made.embed_pending().embedded == 0  # every near miss has its vector
+        service.embed_pending(made)
+        assert service.embed_pending(made).embedded == 0  # every near miss has its vector
     yield made
 
 
@@ -100,8 +101,8 @@ def _via_append(memoir: Memoir, tmp: Path) -> str:
 
 
 def _via_append_messages(memoir: Memoir, tmp: Path) -> str:
-    memoir.create_session("local", session_id="fresh")
-    assert memoir.append_messages("local", "fresh", _messages()) == (2, 0)
+    service.create_session(memoir, "local", session_id="fresh")
+    assert service.append_messages(memoir, "local", "fresh", _messages()) == (2, 0)
     return memoir.exchanges("fresh")[0].id
 
 
@@ -134,7 +135,7 @@ def test_a_fresh_exact_match_ranks_in_the_default_mode_where_text_ranks_it(
     default = [h.exchange_id for h in memoir.search(QUERY, limit=7)]
     assert text[0] == fresh
     assert default[0] == fresh, default
-    embedder = memoir.embedder()
+    embedder = service.embedder(memoir)
     if embedder is None:
         return
     stored = memoir.store.embeddings.vectors(embedder.name, [fresh])
@@ -142,7 +143,7 @@ def test_a_fresh_exact_match_ranks_in_the_default_mode_where_text_ranks_it(
     # fusion alone keeps it first, and `memoir embed` is what embeds it
     assert (fresh in stored) is memoir.settings.embed_on_write
     if not memoir.settings.embed_on_write:
-        assert memoir.embed_pending().embedded >= 1
+        assert service.embed_pending(memoir).embedded >= 1
         assert memoir.search(QUERY, limit=7)[0].exchange_id == fresh
 
 
@@ -191,7 +192,7 @@ def test_the_cli_sync_embeds_on_write(
     monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
     with Memoir.at(home) as memoir:
         _store_near_misses(memoir)
-        memoir.embed_pending()
+        service.embed_pending(memoir)
     session = "5e5510f0-aaaa-4bbb-8ccc-000000000002"
     folder = tmp_path / "projects" / "-home-ann-code-billing"
     folder.mkdir(parents=True)

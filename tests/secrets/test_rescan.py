@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
+from memoir import service
 from memoir.config import Settings
 from memoir.ingest.rescan import rescan
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
@@ -214,9 +215,9 @@ def test_a_second_process_leaves_the_rescan_to_the_one_running_it(settings: Sett
 
     with Memoir.open(settings) as memoir, Memoir.open(settings) as other:
         with other.store.claims.hold("secret-rescan", "busy"):
-            report = memoir.rescan_secrets()
+            report = service.rescan_secrets(memoir)
         assert report.skipped == "a secret re-scan is running"
         assert report.run == {} and not report.finished
         assert memoir.store.rescan.states() == {}
-        done = memoir.rescan_secrets()
+        done = service.rescan_secrets(memoir)
         assert done.skipped is None and done.finished

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from memoir import service
 from memoir.server.body import MAX_DEPTH
 
 from .server_api import Api, error_message
@@ -54,10 +55,13 @@ def test_unencodable_text_is_stored_scrubbed_as_sync_stores_it(api: Api, message
 
 
 def test_the_library_append_path_scrubs_too(api: Api) -> None:
-    """Code calling Memoir.append_messages (no HTTP parser before it) gets the same."""
+    """Code calling service.append_messages (no HTTP parser before it) gets the same."""
     sid = api.make_session("lib")
-    added, _ = api.memoir.append_messages(
-        "alice", sid, [{"id": "m\ud83d", "role": "user", "content": "half an emoji \ud83d"}]
+    added, _ = service.append_messages(
+        api.memoir,
+        "alice",
+        sid,
+        [{"id": "m\ud83d", "role": "user", "content": "half an emoji \ud83d"}],
     )
     assert added == 1
     (event,) = api.memoir.store.events.of(sid)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memoir import service
+
 from .server_api import Api
 
 AWS = "AKIAQYLPMN5HHHFPZAM2"
@@ -69,7 +71,7 @@ def test_events_and_exchanges_are_masked_unless_revealed(api: Api) -> None:
     (rx,) = _get(api, "/api/sessions/vault/exchanges", reveal="true")["exchanges"]
     assert AWS in rx["user_text"] and PASSWORD in rx["assistant_text"]
     # presentation only: the store still holds what was said
-    stored = api.memoir.store.events.of(api.memoir.user_session("alice", "vault").id)
+    stored = api.memoir.store.events.of(service.user_session(api.memoir, "alice", "vault").id)
     assert [e.text for e in stored] == [ASK, REPLY]
 
 

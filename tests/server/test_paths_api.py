@@ -7,6 +7,8 @@ import base64
 
 import pytest
 
+from memoir import service
+
 from .server_api import Api, error_message
 
 
@@ -94,7 +96,7 @@ def test_regenerating_a_session_with_no_events_is_409_and_queues_nothing(api: Ap
     sid = api.make_session()
     r = api.client.post(f"/api/sessions/{sid}/summary/regenerate", headers=api.alice)
     assert "nothing to summarize" in error_message(r, 409, "summary_failed")
-    assert api.memoir.summary_job("alice", sid) is None
+    assert service.summary_job(api.memoir, "alice", sid) is None
     # another user's session is still 404 (not told apart from one that does not exist)
     r = api.client.post(f"/api/sessions/{sid}/summary/regenerate", headers=api.bob)
     error_message(r, 404, "not_found")

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.model import Harness
@@ -31,8 +32,8 @@ def test_the_poll_reads_the_callers_session_summary_count_and_newest_job(
     memoir = Memoir(settings, store)
     alice = store.users.add("alice")
     bob = store.users.add("bob")
-    s1 = memoir.create_session("alice", session_id="s1")[0].id  # stored under a digest
-    s2 = memoir.create_session("bob", session_id="s2")[0].id
+    s1 = service.create_session(memoir, "alice", session_id="s1")[0].id  # stored under a digest
+    s2 = service.create_session(memoir, "bob", session_id="s2")[0].id
     fresh = store.summaries.poll("s1", key_hash=hash_key(alice))  # found by its name
     assert fresh is not None
     assert (fresh.user, fresh.session.id, fresh.summary, fresh.last_ordinal, fresh.job) == (
@@ -43,7 +44,7 @@ def test_the_poll_reads_the_callers_session_summary_count_and_newest_job(
         None,
     )
     messages = [{"role": "user", "content": f"m{i}", "id": str(i)} for i in range(5)]
-    memoir.append_messages("alice", "s1", messages)
+    service.append_messages(memoir, "alice", "s1", messages)
     store.summaries.put(SummaryRow(s1, "real", body="the plan", covered=3, model="m"))
     store.jobs.create(_job(1, "summary", "completed", sid=s1))
     store.jobs.create(_job(2, "summary", "failed", sid=s1))

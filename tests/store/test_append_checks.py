@@ -14,6 +14,7 @@ import pytest
 from store_builders import batch, conversation, session
 
 from conftest import fresh_pg_schema
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import ConfigError, NotFound
 
@@ -55,13 +56,13 @@ def memoir(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memoir]:
 def test_the_session_is_checked_before_the_messages(
     memoir: Memoir, sid: str, messages: list[dict[str, Any]], error: type, words: str
 ) -> None:
-    memoir.create_session("ann", session_id="ann-s")
-    memoir.create_session("bob", session_id="bob-s")
+    service.create_session(memoir, "ann", session_id="ann-s")
+    service.create_session(memoir, "bob", session_id="bob-s")
     synced = replace(session("synced"), user="ann")  # ann's, read from a transcript
     memoir.store.ingest.apply(batch(synced, conversation("synced", [("q", "a", None)])))
     with pytest.raises(error, match=words):
-        memoir.append_messages("ann", sid, messages)
+        service.append_messages(memoir, "ann", sid, messages)
     for other in ("ann-s", "bob-s"):  # nothing stored by a refused append
         assert memoir.store.events.last_ordinal(other) == 0
-    assert memoir.append_messages("ann", "ann-s", GOOD) == (1, 0)
-    assert memoir.append_messages("ann", "ann-s", GOOD) == (0, 1)
+    assert service.append_messages(memoir, "ann", "ann-s", GOOD) == (1, 0)
+    assert service.append_messages(memoir, "ann", "ann-s", GOOD) == (0, 1)

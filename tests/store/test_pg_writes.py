@@ -13,6 +13,7 @@ from pg_round_trips import count_round_trips
 from store_builders import ingest
 
 from conftest import fresh_pg_schema
+from memoir import service
 from memoir.app import Memoir
 from memoir.store import SearchFilters
 from memoir.store.fold import fold_index_text
@@ -44,18 +45,18 @@ def memoir(tmp_path: Path) -> Iterator[Memoir]:
 
 
 def test_an_append_costs_a_fixed_number_of_round_trips(memoir: Memoir) -> None:
-    memoir.create_session("ann", session_id="s")
-    memoir.append_messages("ann", "s", _messages("s", 20))  # a session with a past
+    service.create_session(memoir, "ann", session_id="s")
+    service.append_messages(memoir, "ann", "s", _messages("s", 20))  # a session with a past
     with count_round_trips() as twenty:
-        assert memoir.append_messages("ann", "s", _messages("s", 20, 20)) == (20, 0)
+        assert service.append_messages(memoir, "ann", "s", _messages("s", 20, 20)) == (20, 0)
     with count_round_trips() as hundred:
-        assert memoir.append_messages("ann", "s", _messages("s", 100, 40)) == (100, 0)
+        assert service.append_messages(memoir, "ann", "s", _messages("s", 100, 40)) == (100, 0)
     with count_round_trips() as retried:  # every id stored already: nothing written
-        assert memoir.append_messages("ann", "s", _messages("s", 20, 20)) == (0, 20)
+        assert service.append_messages(memoir, "ann", "s", _messages("s", 20, 20)) == (0, 20)
     assert 0 < twenty.count <= ROUND_TRIPS, twenty.lines()
     assert hundred.count == twenty.count  # not one per message, row or exchange
     assert 0 < retried.count <= twenty.count
-    sid = memoir.user_session("ann", "s").id  # the id ann's "s" is stored under
+    sid = service.user_session(memoir, "ann", "s").id  # the id ann's "s" is stored under
     stored = memoir.store.events.of(sid)
     assert [e.ordinal for e in stored] == list(range(1, 141))
     assert memoir.store.api.message_ids(sid)["s-139"] == 140
@@ -133,7 +134,7 @@ def test_index_rows_written_by_appends_equal_a_rebuild(memoir: Memoir) -> None:
     it writes is what a rebuild of the whole index writes, whether the span read ahead is
     used (a tail append, an open exchange completed) or not (ids sent again are skipped:
     the batch's span is what is new)."""
-    sid = memoir.create_session("ann", session_id="s")[0].id  # stored under a digest
+    sid = service.create_session(memoir, "ann", session_id="s")[0].id  # stored under a digest
     batches = [
         _messages("s", 20),  # ten exchanges
         _messages("s", 1, 20),  # a user message alone: an open exchange
@@ -141,7 +142,7 @@ def test_index_rows_written_by_appends_equal_a_rebuild(memoir: Memoir) -> None:
         _messages("s", 6, 26),  # two sent again (skipped), two exchanges after them
     ]
     for batch in batches:
-        memoir.append_messages("ann", "s", batch)
+        service.append_messages(memoir, "ann", "s", batch)
     appended = _tsvectors(memoir.store)
     assert len(appended) == 16
     assert memoir.store.index.repair() == 16

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 import memoir.cli.cmd_search
 import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
+from memoir import service
 from memoir.cli.app import app
 from memoir.errors import Busy, ReadOnly, StoreError
 from memoir.ingest.lock import sync_lock, sync_lock_to_read
@@ -332,20 +333,20 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
     with Memoir.open(settings) as memoir:
         assert memoir.store.read_only
         with pytest.raises(ReadOnly, match="memoir sync needs to write"):
-            sync(settings, memoir.store, observer=memoir.sync_observer())
+            sync(settings, memoir.store, observer=service.sync_observer(memoir))
         assert not (tmp_path / "home" / "archive").exists()
         model = ScriptedModel(default="A summary.")
         with pytest.raises(ReadOnly, match="the summary pass needs to write"):
             run_summary_pass(
                 memoir.store,
-                memoir.summary_store(),
+                service.summary_store(memoir),
                 PassSettings.from_settings(settings),
                 ModelSource.of(model),
                 limit=10,
             )
         assert model.calls == 0
         with pytest.raises(ReadOnly, match="memoir embed needs to write"):
-            memoir.embed_pending()
+            service.embed_pending(memoir)
         with pytest.raises(ReadOnly), memoir.store.claims.hold("summary:s1", "busy"):
             pass
 

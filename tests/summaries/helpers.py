@@ -144,13 +144,13 @@ def summaries_of(home: Any) -> SummaryStore:
 
 
 def upkeep_of(home: Any) -> SummaryUpkeep:
-    """The summaries' upkeep a sync of ``home`` is handed (as ``Memoir.sync_observer``)."""
+    """The summaries' upkeep a sync of ``home`` is handed (as ``service.sync_observer``)."""
     return SummaryUpkeep(home.settings.archive_dir, summaries_of(home), home.store)
 
 
 def run_pass(home: Any, *, model: Model, limit: int, **options: Any) -> SummaryPassReport:
     """The summary pass over ``home`` with ``model`` and no fallback: the collaborators
-    ``Memoir.summarize_pending`` hands it."""
+    ``service.summarize_pending`` hands it."""
     settings = PassSettings.from_settings(home.settings)
     return run_summary_pass(
         home.store, summaries_of(home), settings, ModelSource.of(model), limit=limit, **options

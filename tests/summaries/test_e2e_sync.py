@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm.errors import Transient
@@ -40,7 +41,7 @@ def setup(tmp_path: Path, claude_fixtures: Path):
 
 
 def _sync(memoir: Memoir, model: ScriptedModel, now_ms: int, limit: int = 10):
-    ingest_sync.sync(memoir.settings, memoir.store, observer=memoir.sync_observer())
+    ingest_sync.sync(memoir.settings, memoir.store, observer=service.sync_observer(memoir))
     return run_pass(memoir, limit=limit, now_ms=now_ms, model=model)
 
 
@@ -200,11 +201,11 @@ def test_a_rewritten_transcript_is_summarized_again(
         assert _sync(memoir, model, NOW_MS).summarized == 1
         transcript.write_bytes(conversation(TINY_ID, 2, words=3))  # smaller, other words
         model.queue("About the new content.")
-        ingest_sync.sync(memoir.settings, memoir.store, observer=memoir.sync_observer())
-        state = read_summary_state(memoir.summary_store(), memoir.store, TINY_ID)
+        ingest_sync.sync(memoir.settings, memoir.store, observer=service.sync_observer(memoir))
+        state = read_summary_state(service.summary_store(memoir), memoir.store, TINY_ID)
         assert state.body == "About the old content."
         assert state.coverage is not None and state.coverage.amount == 0
         report = run_pass(memoir, limit=10, now_ms=NOW_MS + 3 * HOUR_MS, model=model)
         assert (report.resummarized, model.calls) == (1, 2)
-        state = read_summary_state(memoir.summary_store(), memoir.store, TINY_ID)
+        state = read_summary_state(service.summary_store(memoir), memoir.store, TINY_ID)
         assert state.body == "About the new content."

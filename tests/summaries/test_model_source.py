@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir import Memoir
+from memoir import Memoir, service
 from memoir.llm.port import Model
 from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.model_source import closing_source
@@ -59,11 +59,12 @@ def test_memoir_summarize_closes_the_model_it_built(tmp_path: Path, monkeypatch)
         built.append(Closable())
         return built[-1]
 
-    monkeypatch.setattr(Memoir, "model", model)
+    monkeypatch.setattr(Memoir, "_model", model)
     memoir = Memoir.at(tmp_path / "home", embedder="none", llm="offline")
     try:
-        memoir.create_session("u", session_id="s1")
-        memoir.append_messages(
+        service.create_session(memoir, "u", session_id="s1")
+        service.append_messages(
+            memoir,
             "u",
             "s1",
             [

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.llm.offline import OfflineModel
 from memoir.llm.offline.prose import Line, summarize_lines
@@ -130,7 +131,7 @@ def test_the_composition_root_wires_the_embedder_only_when_asked(
     home: Path, sentences: str, embedder: str, wired: bool
 ) -> None:
     with Memoir.at(home, embedder=embedder, summary_sentences=sentences) as m:
-        scorer = m.summary_scorer()
+        scorer = service.summary_scorer(m)
         assert (scorer is not None) is wired
         if scorer is not None:
             scores = scorer(["a lighthouse on the cliffs", "the lighthouse keeper", "rye bread"])

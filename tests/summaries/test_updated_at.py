@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.make_corpus import corpus_sources
@@ -19,8 +20,8 @@ def test_summary_updated_at_reads_the_file_store_and_the_database(home: Path) ->
     before = datetime.now(UTC) - timedelta(seconds=5)
     with Memoir.open(settings) as m:
         m.sync()
-        assert m.summary_updated_at(WEBSHOP) is None  # nothing written yet
-        m.summarize_pending()
-        stamp = m.summary_updated_at(WEBSHOP)
+        assert service.summary_updated_at(m, WEBSHOP) is None  # nothing written yet
+        service.summarize_pending(m)
+        stamp = service.summary_updated_at(m, WEBSHOP)
         assert stamp is not None and before <= stamp <= datetime.now(UTC) + timedelta(seconds=5)
-        assert m.summary_updated_at("no-such-session") is None
+        assert service.summary_updated_at(m, "no-such-session") is None

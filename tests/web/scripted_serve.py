@@ -1,6 +1,6 @@
 """``memoir serve`` with the shipped scripted model in place of ``MEMOIR_LLM``'s, for the
 browser tests. Run as ``python scripted_serve.py CONTROL.json serve --port N …``: the CLI's
-own ``serve`` command runs (uvicorn, workers, SIGTERM handling) with ``Memoir.model``
+own ``serve`` command runs (uvicorn, workers, SIGTERM handling) with ``Memoir._model``
 answering from a :class:`~memoir.llm.scripted.ScriptedModel`, metered into the usage
 ledger like any model.
 
@@ -61,10 +61,10 @@ def scripted_model(self: Memoir) -> Model:
     return wrap(ScriptedModel(default=answer, name="scripted:web"), self.store.usage, self.settings)
 
 
-_configured_model = Memoir.model
+_configured_model = Memoir._model
 # summaries answer from the script; memory extraction keeps the configured (offline) model
-Memoir.memory_model = _configured_model  # type: ignore[method-assign]
-Memoir.model = scripted_model  # type: ignore[method-assign]
+Memoir._memory_model = _configured_model  # type: ignore[method-assign]
+Memoir._model = scripted_model  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     from memoir.cli.app import main

@@ -106,7 +106,7 @@ def _arrange(site: Site) -> None:
             _memory_line("hostile-1", f"{HOSTILE} " + "c" * 1800, long_quote, [HOSTILE_ID]),
             _memory_line("hostile-2", HOSTILE, long_quote, ["javascript:document.title='pwned'"]),
         ]
-        report = memoir.import_memories(lines, user="alice")
+        report = memoir.memories.import_lines(lines, user="alice")
         assert report.items == 2, report
         [row] = [r for r in memoir.store.memory_items.find(owner="alice") if r.id == "hostile-2"]
         huge = replace(

@@ -38,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.bench.locomo_data import Conversation, load_conversation, to_memoir
 from memoir.compaction.checkpoints import new_checkpoint
@@ -267,7 +268,7 @@ def _extract_all(memoir: Memoir, sessions: Sequence[tuple[Session, list[Event], 
         store.ingest.apply(
             IngestBatch(session=session, events=tuple(events), exchanges=tuple(exchanges))
         )
-    memories = memoir.memories()
+    memories = service.memory_engine(memoir)
     for session, events, _exchanges in sessions:
         last = max(events, key=lambda e: e.ordinal)
         row = new_checkpoint(

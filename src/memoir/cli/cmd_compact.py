@@ -119,7 +119,7 @@ def _transcript_messages(path: Path) -> list[dict[str, Any]] | None:
 
 def _model(memoir: Any) -> Any:
     try:
-        return memoir.model()
+        return service.model(memoir)
     except MemoirError:
         raise
     except Exception:  # the facade may not be wired yet: fall back to the offline model

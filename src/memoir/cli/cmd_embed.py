@@ -37,11 +37,11 @@ def embed(
     with open_memoir(existing=True) as memoir:
         # before any bar is drawn: a read-only home is one line, as for sync and summarize
         service.ensure_writable(memoir, "memoir embed")
-        embedder = memoir.embedder()
+        embedder = service.embedder(memoir)
         try:
             if as_json or embedder is None or not err_console.is_terminal:
                 # no embedder: embed_pending says why, in one line, with no bar before it
-                result = memoir.embed_pending(batch=batch, max_items=max_items)
+                result = service.embed_pending(memoir, batch=batch, max_items=max_items)
             else:
                 with Progress(  # on stderr and gone when done, as sync's and summarize's
                     TextColumn("embedding"),
@@ -52,7 +52,8 @@ def embed(
                     transient=True,
                 ) as bar:
                     task = bar.add_task("embed", total=_backlog(memoir, embedder, max_items))
-                    result = memoir.embed_pending(
+                    result = service.embed_pending(
+                        memoir,
                         batch=batch,
                         max_items=max_items,
                         progress=lambda n: bar.advance(task, n),

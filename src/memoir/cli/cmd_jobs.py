@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from memoir import service
 from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.errors import NotFound
 
@@ -40,8 +41,8 @@ def worker(
                 f"memoir worker: taking jobs (heartbeat {memoir.settings.job_heartbeat_s:g} s); "
                 "Ctrl-C to stop"
             )
-            memoir.recover_memories_in_background()  # memory work a killed process left
-            memoir.run_worker(stop, worker_id=worker_id)
+            service.recover_memories_in_background(memoir)  # memory work a killed process left
+            service.run_worker(memoir, stop, worker_id=worker_id)
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)

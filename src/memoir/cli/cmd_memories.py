@@ -158,7 +158,7 @@ def list_items(
 
 def _project(memoir: Any, project: str | None) -> str | None:
     """``--project`` as a name, a folder or the folder's last part (NotFound if none)."""
-    return None if project is None else str(memoir.memory_project(project))
+    return None if project is None else str(service.memory_project(memoir, project))
 
 
 def _session(memoir: Any, session: str | None) -> str | None:
@@ -196,7 +196,7 @@ def show(
     with open_memoir(existing=True) as memoir:
         item = _item(memoir, item_id)
         (data,) = _json_items(memoir, [item])
-        chain = memoir.memory_history(item.id)
+        chain = memoir.memories.history(item.id)
         data["history"] = [
             {"id": c.id, "content": mask(c.content), **_validity(c)}
             for c in chain
@@ -317,9 +317,7 @@ def context(
     if query is not None:
         require_query(query)
     with open_memoir(existing=True) as memoir:
-        block = memoir.memory_context(
-            project=_project(memoir, project), budget_tokens=budget, query=query
-        )
+        block = memoir.context(project=_project(memoir, project), budget_tokens=budget, query=query)
     if as_json:
         print_json(block.as_json())
         return
@@ -341,7 +339,7 @@ def export(
 ) -> None:
     """Every item (history included) and tombstone as JSON Lines, for `memories import`."""
     with open_memoir(existing=True) as memoir:
-        lines = [line + "\n" for line in memoir.export_memories()]
+        lines = [line + "\n" for line in memoir.memories.export()]
     if out is None or str(out) == "-":
         typer.echo("".join(lines), nl=False)
         return
@@ -396,7 +394,7 @@ def import_(
     Every line is checked first: one bad line and nothing is imported."""
     text = _read_export(path)
     with open_memoir() as memoir:
-        report = memoir.import_memories(text.splitlines())
+        report = memoir.memories.import_lines(text.splitlines())
     if as_json:
         print_json(asdict(report))
         return
@@ -445,9 +443,7 @@ def forget(
         if not yes and not _confirm(f"Forget {what}?"):
             err_console.print("Nothing forgotten.")
             raise typer.Exit(1)
-        gone = memoir.forget_memories(
-            item=item_id, session=session, project=project, matching=matching
-        )
+        gone = memoir.forget(item=item_id, session=session, project=project, matching=matching)
     if as_json:
         print_json({"forgotten": [{"id": i.id, "content": mask(i.content)} for i in gone]})
         return
@@ -482,7 +478,7 @@ def _switch(enabled: bool, session: str | None, project: str | None) -> None:
             project = _project(memoir, project)  # NotFound unless it names one
         else:
             session = _session(memoir, session)
-        memoir.set_memory(enabled, session=session, project=project)
+        service.set_memory(memoir, enabled, session=session, project=project)
     what = f"session {session}" if session else f"project {project}"
     state = "on" if enabled else "off (what is said meanwhile is never extracted)"
     console.print(f"Memory extraction for {escape(what)}: {state}.")
@@ -491,7 +487,7 @@ def _switch(enabled: bool, session: str | None, project: str | None) -> None:
 def _switch_sync(enabled: bool) -> None:
     """The home-wide switch of memory from sync (no session, no project named)."""
     with open_memoir() as memoir:
-        on, why = memoir.set_memory_from_sync(enabled)
+        on, why = service.set_memory_from_sync(memoir, enabled)
     if on != enabled:  # an environment variable outranks the stored switch
         err_console.print(
             f"Memory from sync stays {'on' if on else 'off'}: {escape(why)} decides "
@@ -536,7 +532,7 @@ def recover(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -
     """Run memory work left unsettled: checkpoints not yet extracted, queued requests and
     pending failures (what `memoir sync` does before it returns)."""
     with open_memoir(existing=True) as memoir:
-        report = memoir.recover_memories()
+        report = service.recover_memories(memoir)
     if as_json:
         print_json(asdict(report))
         return

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from memoir import service
 from memoir.cli.app import app
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
@@ -65,7 +66,7 @@ def serve(
         logger.setLevel(log_level.upper())
         logger.propagate = False
     memoir = Memoir.open()
-    memoir.recover_memories_in_background()  # what a killed process left, run eventually
+    service.recover_memories_in_background(memoir)  # what a killed process left, run eventually
     stop = threading.Event()
     threads = _start_workers(memoir, workers, stop)
     web = create_app(memoir)
@@ -130,8 +131,8 @@ def _start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[th
     threads = []
     for n in range(count):
         thread = threading.Thread(
-            target=memoir.run_worker,
-            args=(stop,),
+            target=service.run_worker,
+            args=(memoir, stop),
             # no name: each worker takes host:pid:random (two replicas never share one)
             name=f"memoir-worker-{n + 1}",
             daemon=True,

@@ -182,7 +182,7 @@ def _from(text: str, n: int) -> str:
 
 def _summary_body(memoir: Any, session_id: str) -> str | None:
     try:
-        return memoir.summary_body(session_id)
+        return service.summary_body(memoir, session_id)
     except (MemoirError, OSError):
         return None
 

@@ -130,7 +130,7 @@ def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, An
     cannot be used — is reported; the archive and index written before it stay."""
     try:
         with _pass_bar(bar, "summarizing") as progress:
-            report = memoir.summarize_pending(limit=limit, progress=progress)
+            report = service.summarize_pending(memoir, limit=limit, progress=progress)
     except ConfigError as exc:
         return {"error": str(exc), "setting": True}
     except MemoirError as exc:
@@ -143,14 +143,14 @@ def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, An
 
 
 def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any] | None:
-    """Extract memories from the synced sessions gone quiet (``Memoir.remember_from_sync``);
+    """Extract memories from the synced sessions gone quiet (``service.remember_from_sync``);
     its report as a dict, or None on a read-only store. An error — a store failure, a model
     that cannot be built or used — is reported, never raised: the sync is done."""
     if service.read_only(memoir):
         return None
     try:
         with _pass_bar(bar, "remembering") as progress:
-            report = memoir.remember_from_sync(limit=limit, progress=progress)
+            report = service.remember_from_sync(memoir, limit=limit, progress=progress)
     except ConfigError as exc:
         return {"error": str(exc), "setting": True}
     except MemoirError as exc:
@@ -168,7 +168,7 @@ def _memory_recovery(memoir: Any) -> dict[str, Any] | None:
     if service.read_only(memoir):
         return None
     try:
-        return dict(asdict(memoir.recover_memories()))
+        return dict(asdict(service.recover_memories(memoir)))
     except MemoirError as exc:
         return {"error": str(exc)}
 
@@ -177,9 +177,9 @@ def _embed_pass(memoir: Any) -> dict[str, Any] | None:
     """Catch up on embeddings after a sync; its report as a dict, or None when no embedder
     is configured or installed. An error is reported, never raised: the sync is done."""
     try:
-        if memoir.embedder() is None:
+        if service.embedder(memoir) is None:
             return None
-        result = memoir.embed_pending()
+        result = service.embed_pending(memoir)
     except Busy:
         return {"busy": True, "embedded": 0}
     except ConfigError as exc:  # a bad MEMOIR_EMBEDDER: the command exits 2, as for summaries
@@ -376,7 +376,7 @@ def sync_command(
     try:  # Memoir.sync: under the sync lock; then the secret re-scan and embedding on write
         with open_memoir() as memoir:
             if not no_summaries and not detached and limit > 0:
-                memoir.model()  # a missing API key is one line here, before any work
+                service.model(memoir)  # a missing API key is one line here, before any work
             with _bar(not as_json) as progress:
                 report = memoir.sync(
                     sources=source or None,
@@ -506,7 +506,7 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
     """Counts of what this Memoir home holds, for every user: the home owner's view of its
     size and health (the project list is `--user`'s)."""
     with open_memoir(existing=True) as memoir:
-        data = memoir.stats()  # counts, the archive's size, summaries by state
+        data = service.stats(memoir)  # counts, the archive's size, summaries by state
         projects = service.projects(memoir)  # --user's projects
     if as_json:
         listed = [{"name": n, "folder": f, "sessions": c} for n, f, c in projects]
@@ -545,7 +545,7 @@ def verify(
     try:  # a sync half-way through a file would read as problems that are not there
         lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
         with lock, open_memoir() as memoir:  # --repair rebuilds a lost database
-            report = memoir.verify(repair=repair)  # a plain verify writes nothing
+            report = service.verify(memoir, repair=repair)  # a plain verify writes nothing
     except Busy:
         again = "verify --repair" if repair else "verify"
         raise Busy(f"a memoir sync is running; run {again} again when it is done") from None

@@ -54,7 +54,7 @@ def claim_home(home: Path | None) -> Path:
 def check_only_demo(home: Path, store: Store, corpus_roots: Iterable[Path]) -> None:
     """``ConfigError`` when the store of a marked ``home`` holds a conversation the demo
     did not make: a transcript read from outside the bundled corpus, or a session fed
-    another way (the HTTP API, ``Memoir.append_messages``)."""
+    another way (the HTTP API, ``service.append_messages``)."""
     roots = {text for root in corpus_roots for text in (str(root), str(root.resolve()))}
     sources = store.ingest.sources()
     for path in sources:

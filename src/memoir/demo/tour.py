@@ -19,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.home import check_only_demo, claim_home
@@ -182,7 +183,7 @@ def _tour(console: Console, home: Path, corpus: Path, kept: bool) -> DemoResult:
             "counted, every transcript archived"
         )
         _projects(memoir.store, console)
-        summaries = memoir.summarize_pending()
+        summaries = service.summarize_pending(memoir)
         summarized = summaries.summarized + summaries.resummarized
         console.print(
             f"summary pass (offline model): {summarized} conversations summarized, "

@@ -16,7 +16,7 @@ derived from a conversation (its summary) is not ingest's: the caller passes a
 
 The entry points are ``memoir.ingest.sync.sync`` and ``memoir.ingest.verify.verify`` (not
 re-exported here, so the submodules keep their names), or ``Memoir.sync()`` /
-``Memoir.verify()``.
+``service.verify()``.
 
 Its names are imported from their modules when first used: importing one module of the
 package costs no more than that module.

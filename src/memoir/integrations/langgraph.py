@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from memoir import service
 from memoir.distribution import install_hint
 
 try:
@@ -87,7 +88,7 @@ class MemoirStore(BaseStore):
         self, memoir: Memoir, *, user: str | None = None, fields: Sequence[str] = (WHOLE,)
     ) -> None:
         self._memoir = memoir
-        self._items: KeyedMemories = memoir.keyed_memories(user)
+        self._items: KeyedMemories = service.keyed_memories(memoir, user)
         self.fields = tuple(fields)
         self._lock = threading.Lock()
         self._worker: ThreadPoolExecutor | None = None

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memoir import service
 from memoir.distribution import install_hint
 from memoir.errors import CompactionError, NotFound
 
@@ -96,7 +97,7 @@ class MemoirSession:
             return
         await self._ensure()
         messages = [_with_item(as_plain(item)) for item in items]
-        await self.memoir.append_messages(self.memoir.user, self.session_id, messages)
+        await self.memoir.call(service.append_messages, self.memoir.user, self.session_id, messages)
 
     async def pop_item(self) -> Any | None:
         """Take back the newest item (a marker is appended: the log keeps what was said)."""
@@ -109,7 +110,7 @@ class MemoirSession:
             "content": "agents session: the last item was taken back",
             "metadata": {OP: "pop", "of": ordinal},
         }
-        await self.memoir.append_messages(self.memoir.user, self.session_id, [marker])
+        await self.memoir.call(service.append_messages, self.memoir.user, self.session_id, [marker])
         return item
 
     async def clear_session(self) -> None:
@@ -121,7 +122,7 @@ class MemoirSession:
             "content": "agents session: history cleared",
             "metadata": {OP: "clear"},
         }
-        await self.memoir.append_messages(self.memoir.user, self.session_id, [marker])
+        await self.memoir.call(service.append_messages, self.memoir.user, self.session_id, [marker])
 
     # long-term memory -----------------------------------------------------------------
     def recall_tool(self, *, limit: int = 5) -> FunctionTool:
@@ -131,8 +132,11 @@ class MemoirSession:
     # internals ------------------------------------------------------------------------
     async def _ensure(self) -> None:
         if not self._made:
-            await self.memoir.create_session(
-                self.memoir.user, session_id=self.session_id, project=self.project
+            await self.memoir.call(
+                service.create_session,
+                self.memoir.user,
+                session_id=self.session_id,
+                project=self.project,
             )
             self._made = True
 

@@ -93,9 +93,9 @@ def summary(home: Home, args: Args) -> dict[str, Any]:
     sid = session_id(home, ref)
     memoir = home.memoir()
     info = service.find_session(memoir, sid)
-    store = memoir.summary_store()
+    store = service.summary_store(memoir)
     state = service.summary_state(memoir, sid)
-    updated = memoir.summary_updated_at(sid)
+    updated = service.summary_updated_at(memoir, sid)
     coverage: dict[str, Any] | None = None
     if state.coverage is not None:
         found = store.find(sid)

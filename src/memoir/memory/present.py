@@ -13,13 +13,16 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from memoir.model.results import Memory, MemoryReceipt
 from memoir.secrets import mask
 from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
 
 __all__ = ["exchange_finder", "item_json", "receipt_json"]
 
 
-def item_json(item: MemoryItemRow, exchange_of: Callable[[str, int], str | None]) -> dict[str, Any]:
+def item_json(
+    item: Memory | MemoryItemRow, exchange_of: Callable[[str, int], str | None]
+) -> dict[str, Any]:
     """``exchange_of(session_id, ordinal)`` names the exchange holding an event."""
     return {
         "id": item.id,
@@ -53,7 +56,7 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def receipt_json(r: ReceiptRow) -> dict[str, Any]:
+def receipt_json(r: MemoryReceipt | ReceiptRow) -> dict[str, Any]:
     return {
         "operation_id": r.operation_id,
         "session_id": r.session_id,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import OversizedHistory, SummaryError
@@ -35,7 +36,9 @@ def memoir(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def previous_of(memoir: Any, sid: str = "s1") -> Previous | None:
-    return find_previous(memoir.summary_store(), memoir.store, sid, memoir.store.events.of(sid))
+    return find_previous(
+        service.summary_store(memoir), memoir.store, sid, memoir.store.events.of(sid)
+    )
 
 
 def add_session(memoir: Any, events: list[Event], sid: str = "s1") -> None:
@@ -87,7 +90,7 @@ def test_cli_summarizes_a_long_real_transcript_with_the_offline_model(
     from memoir.summaries.persist import read_summary_body
 
     assert (
-        read_summary_body(memoir.summary_store(), memoir.store, "67a8478e-long")
+        read_summary_body(service.summary_store(memoir), memoir.store, "67a8478e-long")
         == summary["text"].strip()
     )
     purposes = {r.purpose for r in memoir.store.usage.records()}
@@ -106,7 +109,7 @@ def test_incremental_merges_only_the_new_events(memoir: Any) -> None:
     add_session(memoir, marked_history(4))
     model = ScriptedModel(default=Oracle())
     summarizer = EpisodicSummarizer(model, episode_tokens=300)
-    summaries = memoir.summary_store()
+    summaries = service.summary_store(memoir)
     first = summarize_session(memoir.store, summaries, "s1", summarizer=summarizer)
     assert first.mode == "full" and first.saved and first.calls == 5
     add_session(memoir, marked_history(6)[8:])
@@ -126,7 +129,7 @@ def test_auto_mode_does_an_oversized_history_in_rounds(memoir: Any) -> None:
     add_session(memoir, marked_history(6))
     model = ScriptedModel(default=Oracle())
     summarizer = EpisodicSummarizer(model, episode_tokens=300, max_full_tokens=600)
-    summaries = memoir.summary_store()
+    summaries = service.summary_store(memoir)
     with pytest.raises(OversizedHistory):
         summarize_session(memoir.store, summaries, "s1", mode="full", summarizer=summarizer)
     run = summarize_session(memoir.store, summaries, "s1", summarizer=summarizer)
@@ -145,7 +148,7 @@ def test_an_episodic_trace_is_history_once_its_summary_is_not_the_saved_one(
 
     add_session(memoir, marked_history(4))
     summarizer = EpisodicSummarizer(ScriptedModel(default=Oracle()), episode_tokens=300)
-    summaries = memoir.summary_store()
+    summaries = service.summary_store(memoir)
     assert summarize_session(memoir.store, summaries, "s1", summarizer=summarizer).mode == "full"
     assert previous_of(memoir).source == "trace"
     if meanwhile == "marked stale":
@@ -170,7 +173,7 @@ def test_previous_coverage_falls_back_to_the_saved_summary(memoir: Any) -> None:
     from memoir.summaries.persist import save_summary
 
     add_session(memoir, marked_history(2))
-    save_summary(memoir.summary_store(), memoir.store, "s1", "an older summary", model="m")
+    save_summary(service.summary_store(memoir), memoir.store, "s1", "an older summary", model="m")
     previous = previous_of(memoir)
     assert previous is not None and previous.source == "summary"
     assert previous.summary == "an older summary" and previous.last_ordinal == 4
@@ -181,8 +184,8 @@ def test_cli_failure_is_one_line_and_nonzero(
 ) -> None:
     add_session(memoir, marked_history(2))
     refusing = ScriptedModel(default=Oracle({(Purpose.EPISODE, None): [Refused("ToS")] * 9}))
-    monkeypatch.setattr(Memoir, "model", lambda self: refusing)
-    monkeypatch.setattr(Memoir, "fallback_model", lambda self: None)
+    monkeypatch.setattr(Memoir, "_model", lambda self: refusing)
+    monkeypatch.setattr(Memoir, "_fallback_model", lambda self: None)
     assert run_cli(["summarize", "s1"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no fallback attempted" in err and "Traceback" not in err
@@ -196,8 +199,8 @@ def test_the_facade_retry_wrapper_is_peeled_so_the_budget_sees_every_attempt(
     add_session(memoir, marked_history(1))
     flaky = ScriptedModel(default=Oracle({(Purpose.EPISODE, None): [Transient("503")] * 20}))
     wrapped = Retrying(flaky, RetryPolicy(attempts=3), sleep=lambda s: None)
-    monkeypatch.setattr(Memoir, "model", lambda self: wrapped)
-    monkeypatch.setattr(Memoir, "fallback_model", lambda self: None)
+    monkeypatch.setattr(Memoir, "_model", lambda self: wrapped)
+    monkeypatch.setattr(Memoir, "_fallback_model", lambda self: None)
     monkeypatch.setattr("memoir.summaries.episodic.calls.time.sleep", lambda s: None)
     with pytest.raises(SummaryError, match="failed 3 times"):
         memoir.summarize("s1")
@@ -262,7 +265,7 @@ def test_one_summary_writer_per_session(
 
     add_session(memoir, marked_history(1))
     model = ScriptedModel(default=Oracle({}))
-    monkeypatch.setattr(Memoir, "model", lambda self: model)
+    monkeypatch.setattr(Memoir, "_model", lambda self: model)
     with memoir.store.claims.hold(*summary_claim("s1")):  # as another process would hold it
         assert run_cli(["summarize", "s1", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
@@ -297,9 +300,11 @@ def test_events_a_sync_adds_during_a_run_stay_uncovered(memoir: Any) -> None:
             return inner.complete(request)
 
     summarizer = EpisodicSummarizer(SyncMeanwhile(), episode_tokens=300)  # type: ignore[arg-type]
-    run = summarize_session(memoir.store, memoir.summary_store(), "s1", summarizer=summarizer)
+    run = summarize_session(
+        memoir.store, service.summary_store(memoir), "s1", summarizer=summarizer
+    )
     assert run.saved and grown and grown[0] > 0
-    state = read_summary_state(memoir.summary_store(), memoir.store, "s1")
+    state = read_summary_state(service.summary_store(memoir), memoir.store, "s1")
     assert state.coverage is not None and state.coverage.amount == before
     assert len(memoir.store.events.of("s1")) > before
 
@@ -324,6 +329,8 @@ def test_each_round_reads_a_window_not_all_that_is_left(memoir: Any) -> None:
     window = _round_window(events, 10)  # 120 characters: a few events
     assert 0 < len(window) < len(events)
     assert _round_window(events, 10**6) == events
-    run = summarize_session(memoir.store, memoir.summary_store(), "s1", summarizer=summarizer)
+    run = summarize_session(
+        memoir.store, service.summary_store(memoir), "s1", summarizer=summarizer
+    )
     assert run.summary is not None and run.summary.last_ordinal == events[-1].ordinal
     assert handed[0] == len(events) and run.rounds >= 2  # the full try, then rounds

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import OversizedHistory
@@ -111,7 +112,7 @@ def test_regenerate_names_the_episode_cap_not_the_token_guard(tmp_path: Path) ->
     with _memoir(tmp_path, **env) as memoir:
         _add(memoir, 30)  # one episode per turn at 300 tokens: 30 episodes
         with pytest.raises(OversizedHistory) as info:
-            memoir.regenerate_summary("alice", "long-1")
+            service.regenerate_summary(memoir, "alice", "long-1")
         reason = info.value.reason
         assert "in 30 episodes, more than the 24 episodes" in reason
         assert "the tokens are within MEMOIR_EPISODE_MAX_FULL_TOKENS=10,000,000" in reason

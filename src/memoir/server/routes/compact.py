@@ -27,7 +27,7 @@ def compact(
 ) -> dict[str, Any]:
     """Compact `messages` (default: the session's stored events) for a model with this
     context `window`: the new messages, and the checkpoint id when one was written."""
-    session = memoir.user_session(user, session_id)
+    session = service.user_session(memoir, user, session_id)
     session_id = session.id
     compactor = memoir.compactor()
     if body.messages is None:

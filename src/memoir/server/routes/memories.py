@@ -16,7 +16,7 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
 from memoir.memory.present import exchange_finder, item_json
-from memoir.memory.tasks import Outcome
+from memoir.model.results import Remembered
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.errors import ApiError
@@ -107,7 +107,7 @@ def memory_context(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The block an agent prepends to its system prompt, within ``budget`` tokens."""
-    block = memoir.memory_context(project=project, budget_tokens=budget, query=q, user=user)
+    block = memoir.context(project=project, budget_tokens=budget, query=q, user=user)
     return {"data": block.as_json()}
 
 
@@ -127,7 +127,7 @@ def read_memory(
     find = exchange_finder(partial(service.exchanges_of, memoir))
     data = item_json(item, find)
     data["history"] = [
-        item_json(i, find) for i in memoir.memory_history(item.id, user=user) if i.id != item.id
+        item_json(i, find) for i in memoir.memories.history(item.id, user=user) if i.id != item.id
     ]
     return {"data": {"memory": data}}
 
@@ -138,7 +138,7 @@ def forget_memory(
 ) -> dict[str, Any]:
     """Forget the item and what it superseded; its evidence is never extracted again."""
     item = _own(memoir, user, item_id)
-    gone = memoir.forget_memories(item=item.id, user=user)
+    gone = memoir.forget(item=item.id, user=user)
     return {"data": {"forgotten": item.id, "items": [i.id for i in gone]}}
 
 
@@ -148,8 +148,8 @@ def forget_memories(
 ) -> dict[str, Any]:
     """Forget every item of a session, of a project, or holding all the given words."""
     if body.session is not None:
-        memoir.user_session(user, body.session)  # 404 unless the caller's (id or name)
-    gone = memoir.forget_memories(
+        service.user_session(memoir, user, body.session)  # 404 unless the caller's (id or name)
+    gone = memoir.forget(
         session=body.session, project=body.project, matching=body.matching, user=user
     )
     return {"data": {"items": [i.id for i in gone]}}
@@ -163,7 +163,7 @@ def remember(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """Extract what the user asked to keep from this session now."""
-    session_id = memoir.user_session(user, session_id).id
+    session_id = service.user_session(memoir, user, session_id).id
     turn = body.turn if body is not None else None
     try:
         outcome = memoir.as_user(user).remember(session_id, turn)
@@ -174,12 +174,12 @@ def remember(
     return {"data": {"outcome": _outcome_json(memoir, outcome)}}
 
 
-def _outcome_json(memoir: Memoir, outcome: Outcome) -> dict[str, Any]:
+def _outcome_json(memoir: Memoir, outcome: Remembered) -> dict[str, Any]:
     find = exchange_finder(partial(service.exchanges_of, memoir))
     return {
         "settled": outcome.settled,
         "items": [item_json(i, find) for i in outcome.items],
         "waiting": outcome.waiting,
         "error": outcome.error,
-        "pending": outcome.pending is not None,
+        "pending": outcome.pending,
     }

@@ -39,7 +39,7 @@ def search(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     if session is not None:  # an exact id or name of the caller's (no prefix matching here)
-        session = memoir.user_session(user, session).id
+        session = service.user_session(memoir, user, session).id
     since = parse_when(after, option="after") if after else None
     until = parse_when(before, end_of_day=True, option="before") if before else None
     if since is not None and until is not None and since >= until:

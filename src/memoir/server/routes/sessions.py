@@ -48,7 +48,8 @@ def create_session(
     """Create a session (201), or return yours of that name as it is (200). `id` is your
     name for it: the session is stored under an id of Memoir's (the `id` answered) with
     that `name`; either works wherever a session id does."""
-    session, created = memoir.create_session(
+    session, created = service.create_session(
+        memoir,
         user,
         session_id=body.id,
         project=body.project,
@@ -173,7 +174,7 @@ def _recent_key(cursor: str, user: str) -> RecentKey:
 def get_session(
     session_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
-    session = memoir.user_session(user, session_id)
+    session = service.user_session(memoir, user, session_id)
     out = session_json(session)
     out["events"] = service.last_event(memoir, session.id)
     return {"data": {"session": out}}
@@ -183,7 +184,7 @@ def get_session(
 def archive_session(
     session_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
-    return {"data": {"session": session_json(memoir.archive_session(user, session_id))}}
+    return {"data": {"session": session_json(service.archive_session(memoir, user, session_id))}}
 
 
 @router.post("/{session_id}/events")
@@ -196,7 +197,7 @@ def append_events(
     """Append OpenAI-style messages. A message whose `id` this session has stored already
     is skipped: retry a batch freely."""
     messages = [m.model_dump(exclude_none=True) for m in body.messages]
-    done = memoir.append_user_messages(user, session_id, messages)
+    done = service.append_user_messages(memoir, user, session_id, messages)
     return {
         "data": {"added": done.added, "skipped": done.skipped, "last_ordinal": done.last_ordinal}
     }
@@ -218,7 +219,7 @@ def read_events(
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    session_id = memoir.user_session(user, session_id).id
+    session_id = service.user_session(memoir, user, session_id).id
     start = page_after(after, cursor)
     page, more = service.events_page(memoir, session_id, after=start, limit=limit)
     return {
@@ -243,7 +244,7 @@ def read_exchanges(
     user: str = Depends(current_user),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
-    session_id = memoir.user_session(user, session_id).id
+    session_id = service.user_session(memoir, user, session_id).id
     start = page_after(after, cursor)
     page, more = service.exchanges_page(memoir, session_id, after=start, limit=limit)
     return {

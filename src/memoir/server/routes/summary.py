@@ -72,8 +72,8 @@ def regenerate_summary(
 ) -> dict[str, Any]:
     """Queue a full regeneration (202 with the job); while one is active, the same job.
     409 `summary_failed` up front for a session with no events (no job is queued)."""
-    session_id = memoir.user_session(user, session_id).id
+    session_id = service.user_session(memoir, user, session_id).id
     if service.last_event(memoir, session_id) == 0:
         raise SummaryError(f"nothing to summarize: session {session_id!r} has no events yet")
-    job = memoir.regenerate_summary(user, session_id)
+    job = service.regenerate_summary(memoir, user, session_id)
     return {"data": {"job": job.to_json()}}

@@ -1,5 +1,5 @@
-"""What the adapters need beyond the front door: the one module the CLI and the MCP server
-(and, next, the HTTP server and the worker) call besides :class:`memoir.Memoir`.
+"""What the adapters need beyond the front door: the one module the CLI, the HTTP server,
+the MCP server and the worker call besides :class:`memoir.Memoir`.
 
 ``Memoir``'s verbs are what a user calls (sync, search, remember, …). An adapter needs a
 little more: to resolve a session prefix, to read a session's event window, to list the
@@ -11,8 +11,8 @@ pyproject.toml holds it so); this module is where they reach it.
 Light by design: nothing heavy is imported at module top (``memoir --help`` stays fast,
 ``tests/test_light_imports.py``); each function imports what it reads when called.
 
-``MemoryItem`` and ``Receipt`` are the store's frozen row types re-exported for typing
-until the memory results get values of their own (issue 36, point 1).
+``MemoryItem`` and ``Receipt`` name the public values of :mod:`memoir.model.results`
+(``Memory``, ``MemoryReceipt``) for the adapters' typing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,47 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoir.service.sessions import (
+    append_messages,
+    append_user_messages,
+    archive_session,
+    create_session,
+    regenerate_summary,
+    run_summary_job,
+    run_worker,
+    summary_job,
+    user_session,
+)
+from memoir.service.upkeep import (
+    embed_pending,
+    embed_written,
+    embedder,
+    extract,
+    fallback_model,
+    keyed_memories,
+    memory_engine,
+    memory_from_sync,
+    memory_model,
+    memory_project,
+    model,
+    recover_memories,
+    recover_memories_in_background,
+    remember_from_sync,
+    rescan_secrets,
+    secret_rescan,
+    set_incognito,
+    set_memory,
+    set_memory_from_sync,
+    stats,
+    summarize_pending,
+    summary_body,
+    summary_scorer,
+    summary_store,
+    summary_updated_at,
+    sync_observer,
+    verify,
+)
+
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -29,40 +70,76 @@ if TYPE_CHECKING:
     from memoir.config import Settings
     from memoir.llm.ledger import UsageTotal
     from memoir.model import Exchange, Session
-    from memoir.store.memory_rows import MemoryItemRow as MemoryItem
-    from memoir.store.memory_rows import ReceiptRow as Receipt
+    from memoir.model.results import Memory as MemoryItem
+    from memoir.model.results import MemoryReceipt as Receipt
     from memoir.store.parts.users import UserInfo
     from memoir.summaries.state import SummaryState
 
 __all__ = [
     "add_user",
+    "append_messages",
+    "append_user_messages",
+    "archive_session",
+    "create_session",
     "database_file",
+    "embed_pending",
+    "embed_written",
+    "embedder",
     "embedding_backlog",
     "embeddings_wait",
     "ensure_writable",
     "exchanges_by_id",
     "exchanges_of",
+    "extract",
+    "fallback_model",
     "find_session",
     "forget_item",
     "has_exchange",
     "has_words",
+    "keyed_memories",
     "last_event",
     "memory_citations",
+    "memory_engine",
+    "memory_from_sync",
     "memory_item",
     "memory_items",
+    "memory_model",
+    "memory_project",
     "memory_receipts",
+    "model",
     "new_key",
     "project",
     "project_folders",
     "projects",
     "read_only",
     "recent_sessions",
+    "recover_memories",
+    "recover_memories_in_background",
+    "regenerate_summary",
+    "remember_from_sync",
+    "rescan_secrets",
     "revoke_keys",
     "rotate_key",
+    "run_summary_job",
+    "run_worker",
+    "secret_rescan",
     "session_id",
+    "set_incognito",
+    "set_memory",
+    "set_memory_from_sync",
+    "stats",
+    "summarize_pending",
+    "summary_body",
+    "summary_job",
+    "summary_scorer",
     "summary_state",
+    "summary_store",
+    "summary_updated_at",
+    "sync_observer",
     "usage_report",
+    "user_session",
     "users",
+    "verify",
 ]
 
 
@@ -158,13 +235,16 @@ def summary_state(memoir: Memoir, session_id: str) -> SummaryState:
     """Where the session's summary stands (its coverage, whether it is stale)."""
     from memoir.summaries.persist import read_summary_state
 
-    return read_summary_state(memoir.summary_store(), memoir.store, session_id)
+    return read_summary_state(memoir._summary_store(), memoir.store, session_id)
 
 
 # memory items of the Memoir's user -------------------------------------------------------
 def memory_item(memoir: Memoir, item_id: str) -> MemoryItem | None:
     """The item with this id when it is ``memoir``'s user's, else None."""
-    return memoir.store.memory_items.get(item_id, owner=memoir.user)
+    from memoir.verbs import memory_value
+
+    found = memoir.store.memory_items.get(item_id, owner=memoir.user)
+    return None if found is None else memory_value(found)
 
 
 def memory_items(
@@ -178,13 +258,8 @@ def memory_items(
 ) -> list[MemoryItem]:
     """``memoir``'s user's items passing the filters, newest first (``history``: the
     superseded ones too)."""
-    return memoir.store.memory_items.find(
-        project=project,
-        session_id=session_id,
-        kind=kind,
-        limit=limit,
-        history=history,
-        owner=memoir.user,
+    return memoir.memories.list(
+        project=project, session_id=session_id, kind=kind, limit=limit, history=history
     )
 
 
@@ -200,7 +275,9 @@ def memory_citations(memoir: Memoir, session_id: str) -> dict[int, list[str]]:
 
 def memory_receipts(memoir: Memoir, session_id: str | None = None) -> list[Receipt]:
     """What each of ``memoir``'s user's memory operations settled on (of one session)."""
-    return memoir.store.memory.receipts(session_id, owner=memoir.user)
+    from memoir.verbs import receipt_value
+
+    return [receipt_value(r) for r in memoir.store.memory.receipts(session_id, owner=memoir.user)]
 
 
 # model calls and embeddings --------------------------------------------------------------
@@ -368,7 +445,7 @@ def session_summary(
         polled = polled_summary(poll)
         state, updated, unit, current = polled.state, polled.updated_at, polled.unit, polled.current
     else:  # a synced session: its summary is a file beside its archived transcript
-        summaries = memoir.summary_store()
+        summaries = summary_store(memoir)
         state = read_summary_state(summaries, memoir.store, session.id)
         updated = summary_updated_at(summaries, memoir.store.summaries, session.id)
         unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
