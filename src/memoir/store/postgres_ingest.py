@@ -25,11 +25,23 @@ SESSION_UPSERT = (
     updated_at = GREATEST(sessions.updated_at, excluded.updated_at)
 """
 )
+# rows written many at a time are sent as one array per column, unnested by the server:
+# one statement for a batch's events (or exchanges), not one per row, in the order given
+# (the sequence numbers new exchanges in batch order, as one INSERT per row did)
+EVENT_INSERT = """
+INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
+    source_offset, source_line, payload, text, time_inferred)
+SELECT * FROM unnest(%s::text[], %s::int[], %s::text[], %s::text[], %s::timestamptz[],
+    %s::text[], %s::text[], %s::int8[], %s::int[], %s::json[], %s::text[], %s::bool[])
+ON CONFLICT (session_id, ordinal) DO NOTHING
+"""
 EXCHANGE_INSERT = """
 INSERT INTO exchanges (id, session_id, first_ordinal, last_ordinal, started_at,
     ended_at, line_start, line_end, tool_names, user_text, assistant_text, tool_excerpt)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::int[], %s::int[], %s::timestamptz[],
+    %s::timestamptz[], %s::int[], %s::int[], %s::json[], %s::text[], %s::text[], %s::text[])
 """
+_UNNEST_ROWS = 1000  # rows per statement (a sync's batch may hold thousands)
 EXCHANGE_UPDATE = """
 UPDATE exchanges SET pk = nextval(pg_get_serial_sequence('exchanges', 'pk')),
     session_id = %s, first_ordinal = %s, last_ordinal = %s, started_at = %s,
@@ -44,12 +56,22 @@ def _many(conn: psycopg.Connection[Any], sql: str, rows: list[tuple[Any, ...]]) 
         cur.executemany(sql, rows)
 
 
+def _unnested(conn: psycopg.Connection[Any], sql: str, rows: list[tuple[Any, ...]]) -> None:
+    """``sql`` (an ``unnest`` of one array per column) over ``rows``, a page at a time."""
+    for at in range(0, len(rows), _UNNEST_ROWS):
+        conn.execute(sql, [list(column) for column in zip(*rows[at : at + _UNNEST_ROWS])])
+
+
+def _insert_events(conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> None:
+    _unnested(conn, EVENT_INSERT, rows)
+
+
 def _store_exchanges(conn: psycopg.Connection[Any], changes: list[ExchangeChange]) -> None:
     """New rows (the sequence numbers them) and grown ones (the next value of it)."""
     inserts = [c.params for c in changes if c.old_pk is None]
     updates = [(*c.params[1:], c.exchange.id) for c in changes if c.old_pk is not None]
     if inserts:
-        _many(conn, EXCHANGE_INSERT, inserts)
+        _unnested(conn, EXCHANGE_INSERT, inserts)
     if updates:
         _many(conn, EXCHANGE_UPDATE, updates)
 
@@ -61,6 +83,7 @@ WRITES = IngestWrites(
     _store_exchanges,
     index=postgres_search,
     send_span_read=postgres_search.send_span_read,
+    insert_events=_insert_events,
 )
 
 

@@ -194,6 +194,9 @@ class IngestWrites:
     # sends the reads of an index span (``sql_index.send_span_read``) with the batch's
     # other reads, before its exchanges are written (a pipeline's wait less), or None
     send_span_read: Callable[[Any, str, int, int], Callable[[], Any]] | None = None
+    # writes the events' rows (:data:`EVENT_INSERT`'s parameters) in one statement
+    # (PostgreSQL: the columns as arrays); None: ``many`` runs EVENT_INSERT per row
+    insert_events: Callable[[Any, list[tuple[Any, ...]]], None] | None = None
 
 
 def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> None:
@@ -211,9 +214,13 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
     if batch.moved_from is not None and batch.source is not None:
         move_source(conn, d, batch.moved_from, batch.source.path)
     if batch.events:
-        writes.many(conn, d(EVENT_INSERT), [event_params(e, d.time) for e in batch.events])
+        rows = [event_params(e, d.time) for e in batch.events]
+        if writes.insert_events is not None:
+            writes.insert_events(conn, rows)
+        else:
+            writes.many(conn, d(EVENT_INSERT), rows)
     unique = {x.id: x for x in batch.exchanges}
-    shapes = [] if batch.reset else _send_rows_in(conn, d, _SHAPES, list(unique))
+    shapes = [] if batch.reset else _send_shapes(conn, d, session.id, list(unique.values()))
     span: Callable[[], Any] | None = None
     if writes.send_span_read is not None and unique and not batch.reset:
         firsts = [x.first_ordinal for x in unique.values()]
@@ -248,7 +255,8 @@ def exchange_changes(
     already stored alike is left out (re-applying a batch writes nothing new). ``fresh``:
     the session's exchanges were just deleted, every one is new."""
     unique = {x.id: x for x in exchanges}
-    existing = {} if fresh else _stored_shapes(conn, dialect, list(unique))
+    sid = next(iter(unique.values())).session_id if unique else ""
+    existing = {} if fresh else _stored_shapes(conn, dialect, sid, list(unique.values()))
     return _changes(dialect, unique, existing)
 
 
@@ -268,16 +276,37 @@ def _changes(
 
 
 def _stored_shapes(
-    conn: Connection, dialect: Dialect, ids: list[str]
+    conn: Connection, dialect: Dialect, session_id: str, exchanges: list[Exchange]
 ) -> dict[str, tuple[Any, ...]]:
-    """id → (pk, last ordinal, length of each text) of the stored exchanges of ``ids``."""
-    return {row[0]: tuple(row[1:]) for row in rows_in(conn, dialect, _SHAPES, ids)}
+    """id → (pk, last ordinal, length of each text) of the stored exchanges of the ids of
+    ``exchanges`` (exchanges of the session ``session_id``)."""
+    cursors = _send_shapes(conn, dialect, session_id, exchanges)
+    return {row[0]: tuple(row[1:]) for cur in cursors for row in cur.fetchall()}
 
 
+# the session and the span of first ordinals are named as well as the ids (an exchange's
+# id is its session's and its first ordinal's, model.exchange_id): PostgreSQL then walks
+# the (session, first ordinal) index over the span whatever it knows of the table (with
+# the ids alone, a plan made while the table was new and small read all of it per batch)
 _SHAPES = (
     "SELECT id, pk, last_ordinal, length(user_text), length(assistant_text), "
-    "length(tool_excerpt) FROM exchanges WHERE id IN ({marks})"
+    "length(tool_excerpt) FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? "
+    "AND ? AND id IN ({marks})"
 )
+
+
+def _send_shapes(
+    conn: Connection, dialect: Dialect, session_id: str, exchanges: list[Exchange]
+) -> list[Any]:
+    """The cursors of :func:`_stored_shapes`' statements, all sent, none read yet."""
+    out: list[Any] = []
+    for at in range(0, len(exchanges), _CHUNK):
+        page = exchanges[at : at + _CHUNK]
+        firsts = [x.first_ordinal for x in page]
+        marks = ", ".join("?" * len(page))
+        params = (session_id, min(firsts), max(firsts), *(x.id for x in page))
+        out.append(conn.execute(dialect(_SHAPES.format(marks=marks)), params))
+    return out
 
 
 def rows_in(conn: Connection, dialect: Dialect, sql: str, values: Sequence[Any]) -> list[Any]:
