@@ -31,7 +31,7 @@ from memoir.store.codec import (
     session_from_row,
     session_params,
 )
-from memoir.store.db import Db
+from memoir.store.db import Db, StaleConnection
 from memoir.store.parts.sessions import owned_session
 from memoir.store.sql_common import Dialect
 from memoir.store.values import ApiMessage, IngestBatch
@@ -115,6 +115,18 @@ class ApiPart:
         that id skipped). Text is scrubbed as sync scrubs it (lone surrogates, NUL), client
         ids too."""
         messages = [_scrub_id(m) for m in messages]
+        try:
+            return self._append(session_id, messages, user, check)
+        except StaleConnection:  # found ended before anything was done: once more
+            return self._append(session_id, messages, user, check)
+
+    def _append(
+        self,
+        session_id: str,
+        messages: list[ApiMessage],
+        user: str | None,
+        check: Callable[[Session], None] | None,
+    ) -> AppendResult:
         d = self._d
         where, found = owned_session(user, session_id)
         # the reads sent with the lock find the session's id as the lock does; the client
