@@ -59,7 +59,9 @@ def _many(conn: psycopg.Connection[Any], sql: str, rows: list[tuple[Any, ...]]) 
 def _unnested(conn: psycopg.Connection[Any], sql: str, rows: list[tuple[Any, ...]]) -> None:
     """``sql`` (an ``unnest`` of one array per column) over ``rows``, a page at a time."""
     for at in range(0, len(rows), _UNNEST_ROWS):
-        conn.execute(sql, [list(column) for column in zip(*rows[at : at + _UNNEST_ROWS])])
+        conn.execute(
+            sql, [list(column) for column in zip(*rows[at : at + _UNNEST_ROWS], strict=True)]
+        )
 
 
 def _insert_events(conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> None:

@@ -101,7 +101,7 @@ def write_index(
     rebuilds it)."""
     if rows and width == 5:
         docs = [[fold_index_text(c) for c in doc.columns()] for _, doc in rows]
-        conn.execute(INDEX_INSERT, [[xid for xid, _ in rows], *map(list, zip(*docs))])
+        conn.execute(INDEX_INSERT, [[xid for xid, _ in rows], *map(list, zip(*docs, strict=True))])
     elif rows:
         params = [(*(fold_index_text(c) for c in doc.columns()[:width]), xid) for xid, doc in rows]
         with conn.cursor() as cur:
