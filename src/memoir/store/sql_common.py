@@ -31,7 +31,7 @@ from memoir.store.codec import (
     to_utc,
 )
 from memoir.store.db import Tx
-from memoir.store.values import IngestBatch
+from memoir.store.values import IngestBatch, StoredTail
 
 __all__ = [
     "EVENT_INSERT",
@@ -205,8 +205,14 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
     d = writes.dialect
     check_source_unchanged(conn, d, batch)
     # the two reads (the session as stored, the stored shapes of the batch's exchanges)
-    # are sent with the first writes and read after them: in a pipeline, one wait
-    stored = _send_session_upsert(conn, d, batch, writes.session_upsert)
+    # are sent with the first writes and read after them: in a pipeline, one wait. An
+    # append read them already (``batch.stored``): no read, no wait, where they cover it
+    known = None if batch.reset else batch.stored
+    if known is None:
+        stored = _send_session_upsert(conn, d, batch, writes.session_upsert)
+    else:
+        check_batch(batch)
+        conn.execute(writes.session_upsert, session_params(batch.session, d.time))
     session = batch.session
     if batch.reset:
         path = batch.source.path if batch.source else session.source_path
@@ -220,16 +226,30 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
         else:
             writes.many(conn, d(EVENT_INSERT), rows)
     unique = {x.id: x for x in batch.exchanges}
-    shapes = [] if batch.reset else _send_shapes(conn, d, session.id, list(unique.values()))
+    ahead = None if known is None else _read_ahead(known, list(unique.values()))
+    shapes = (
+        [] if batch.reset or ahead else _send_shapes(conn, d, session.id, list(unique.values()))
+    )
     span: Callable[[], Any] | None = None
-    if writes.send_span_read is not None and unique and not batch.reset:
+    if writes.send_span_read is not None and unique and not batch.reset and not ahead:
         firsts = [x.first_ordinal for x in unique.values()]
         span = writes.send_span_read(conn, session.id, min(firsts), max(firsts))
-    if _renamed(stored, session) and not batch.reset:
+    if known is None:
+        renamed = _renamed(stored, session)
+    else:
+        renamed = (known.session.project, known.session.harness) != (
+            session.project,
+            session.harness,
+        )
+    if renamed and not batch.reset:
         writes.index.reindex_session(conn, session)  # the index's meta column names them
     if batch.exchanges:
-        existing = {row[0]: tuple(row[1:]) for cur in shapes for row in cur.fetchall()}
-        read = span() if span is not None else None  # read with the shapes: no wait of its own
+        if ahead:
+            existing, read = ahead
+            read = read if writes.send_span_read is not None else None
+        else:
+            existing = {row[0]: tuple(row[1:]) for cur in shapes for row in cur.fetchall()}
+            read = span() if span is not None else None  # read with the shapes: no own wait
         changes = _changes(d, unique, existing)
         grown = [c for c in changes if c.old_pk is not None]
         if grown:  # their index rows and embeddings describe the old text
@@ -245,6 +265,36 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
         conn.execute(d(SOURCE_UPSERT), source_params(batch.source))
     if batch.skipped:
         writes.many(conn, d(SKIPPED_INSERT), [skipped_params(s) for s in batch.skipped])
+
+
+def _read_ahead(
+    known: StoredTail, exchanges: list[Exchange]
+) -> tuple[dict[str, tuple[Any, ...]], Any] | None:
+    """What the batch's write would read, from what its append read already (``known``):
+    the stored shapes of ``exchanges`` (:func:`_stored_shapes`) and the index span's
+    rows (:class:`~memoir.store.sql_index.SpanRead`); None when ``known`` may miss some.
+    ``known`` holds the session's last three exchanges, or all of them. A batch's span
+    starts at its first exchange, ``lo``: every stored exchange from ``lo`` on, and the two
+    before ``lo``, are among the last three when ``lo`` is past the second of them."""
+    from memoir.store.sql_index import SpanRead  # it imports this module
+
+    if not exchanges:
+        return None
+    rows = known.exchanges
+    firsts = [x.first_ordinal for x in exchanges]
+    lo, hi = min(firsts), max(firsts)
+    if len(rows) >= 3 and lo <= rows[1][1].first_ordinal:
+        return None
+    ids = {x.id for x in exchanges}
+    shapes = {
+        x.id: (pk, x.last_ordinal, len(x.user_text), len(x.assistant_text), len(x.tool_excerpt))
+        for pk, x in rows
+        if x.id in ids
+    }
+    stored = [(pk, x.id, x.first_ordinal) for pk, x in rows if lo <= x.first_ordinal <= hi]
+    before = [(pk, x) for pk, x in rows if x.first_ordinal < lo][-2:]
+    after = [(pk, x) for pk, x in rows if x.first_ordinal > hi][:2]
+    return shapes, SpanRead(lo, hi, stored, before[::-1] + after)
 
 
 def exchange_changes(

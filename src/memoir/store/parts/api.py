@@ -24,9 +24,11 @@ from memoir.model import Event, Session, build_exchanges
 from memoir.model.session import named_session_id
 from memoir.store.codec import (
     EVENT_COLS,
+    EXCHANGE_COLS,
     SESSION_COLS,
     SESSION_READ_COLS,
     event_from_row,
+    exchange_from_row,
     scrub_deep,
     session_from_row,
     session_params,
@@ -34,7 +36,7 @@ from memoir.store.codec import (
 from memoir.store.db import Db, StaleConnection
 from memoir.store.parts.sessions import owned_session
 from memoir.store.sql_common import Dialect
-from memoir.store.values import ApiMessage, IngestBatch
+from memoir.store.values import ApiMessage, IngestBatch, StoredTail
 from memoir.store.write_retry import scrub_batch
 
 __all__ = ["ApiPart", "AppendResult", "check_storable"]
@@ -61,6 +63,24 @@ _OPEN_TAIL = (
     "SELECT first_ordinal FROM exchanges WHERE session_id = {sid} AND first_ordinal > ("
     "SELECT first_ordinal FROM exchanges WHERE session_id = {sid} ORDER BY first_ordinal "
     "LIMIT 1) ORDER BY first_ordinal DESC LIMIT 1), 0) ORDER BY ordinal"
+)
+
+
+def _latest(sid: str, below: str = "") -> str:
+    """The first ordinal of the session's last exchange (before the one ``below`` finds)."""
+    under = f" AND first_ordinal < ({below})" if below else ""
+    return (
+        f"SELECT first_ordinal FROM exchanges WHERE session_id = {sid}{under} "
+        "ORDER BY first_ordinal DESC LIMIT 1"
+    )
+
+
+# the session's last three exchanges (all of them while it has fewer), oldest first: the
+# write of the batch finds in them what it would read (``StoredTail``); the third's first
+# ordinal is found by three walks of one row each
+_LAST_THREE = (
+    f"SELECT pk, {EXCHANGE_COLS} FROM exchanges WHERE session_id = {{sid}} AND first_ordinal "
+    ">= coalesce(({third}), 0) ORDER BY first_ordinal"
 )
 _ID_INSERT = "INSERT INTO api_messages (session_id, message_id, ordinal) VALUES "
 _ID_PAGE = 500  # rows per statement: 1,500 parameters, under either driver's limit
@@ -148,6 +168,8 @@ class ApiPart:
             stored = self._stored_ids(conn, ids_of, wanted)
             ordinals = conn.execute(d(_LAST_ORDINAL.format(sid=sid)), by)
             opened = conn.execute(d(_OPEN_TAIL.format(sid=sid)), [*by, *by, *by])
+            third = _latest(sid, _latest(sid, _latest(sid)))
+            last_three = conn.execute(d(_LAST_THREE.format(sid=sid, third=third)), by * 4)
             row = locked.fetchone()
             if row is None:
                 raise NotFound(f"no session {session_id!r}")
@@ -160,6 +182,9 @@ class ApiPart:
             seen = {str(r[0]) for cur in stored for r in cur.fetchall() if r[at] is not None}
             base = last = int(ordinals.fetchone()[0])
             tail = [event_from_row(r) for r in opened.fetchall()]
+            known = StoredTail(
+                session, tuple((int(r[0]), exchange_from_row(r[1:])) for r in last_three.fetchall())
+            )
             events: list[Event] = []
             ids: list[tuple[str, str, int]] = []
             added = skipped = 0
@@ -185,10 +210,13 @@ class ApiPart:
                 )
                 exchanges = [x for x in build_exchanges([*tail, *events]) if x.last_ordinal > base]
                 touched = replace(session, updated_at=datetime.now(UTC))
-                self._apply(
-                    conn,
-                    IngestBatch(session=touched, events=tuple(events), exchanges=tuple(exchanges)),
+                batch = IngestBatch(
+                    session=touched,
+                    events=tuple(events),
+                    exchanges=tuple(exchanges),
+                    stored=known,
                 )
+                self._apply(conn, batch)
         return AppendResult(added, skipped, last)
 
     def _stored_ids(self, conn: Any, sessions: list[str], wanted: list[str | None]) -> list[Any]:
