@@ -27,19 +27,21 @@ SESSION_UPSERT = (
 )
 # rows written many at a time are sent as one array per column, unnested by the server:
 # one statement for a batch's events (or exchanges), not one per row, in the order given
-# (the sequence numbers new exchanges in batch order, as one INSERT per row did)
+# (the sequence numbers new exchanges in batch order, as one INSERT per row did). Arrays
+# go in binary (%b): as text, every element is quoted and escaped in Python first (1 s
+# for 1,000 texts of 2 kB, against 6 ms)
 EVENT_INSERT = """
 INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
     source_offset, source_line, payload, text, time_inferred)
-SELECT * FROM unnest(%s::text[], %s::int[], %s::text[], %s::text[], %s::timestamptz[],
-    %s::text[], %s::text[], %s::int8[], %s::int[], %s::json[], %s::text[], %s::bool[])
+SELECT * FROM unnest(%b::text[], %b::int[], %b::text[], %b::text[], %b::timestamptz[],
+    %b::text[], %b::text[], %b::int8[], %b::int[], %b::json[], %b::text[], %b::bool[])
 ON CONFLICT (session_id, ordinal) DO NOTHING
 """
 EXCHANGE_INSERT = """
 INSERT INTO exchanges (id, session_id, first_ordinal, last_ordinal, started_at,
     ended_at, line_start, line_end, tool_names, user_text, assistant_text, tool_excerpt)
-SELECT * FROM unnest(%s::text[], %s::text[], %s::int[], %s::int[], %s::timestamptz[],
-    %s::timestamptz[], %s::int[], %s::int[], %s::json[], %s::text[], %s::text[], %s::text[])
+SELECT * FROM unnest(%b::text[], %b::text[], %b::int[], %b::int[], %b::timestamptz[],
+    %b::timestamptz[], %b::int[], %b::int[], %b::json[], %b::text[], %b::text[], %b::text[])
 """
 _UNNEST_ROWS = 1000  # rows per statement (a sync's batch may hold thousands)
 EXCHANGE_UPDATE = """

@@ -80,8 +80,8 @@ _REBUILD_PAGE = 2000
 INDEX_INSERT = (
     "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, "
     "context_doc) SELECT pk, u, a, t, m, c FROM (SELECT (SELECT pk FROM exchanges WHERE "
-    "id = v.id) AS pk, v.* FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::text[], %s::text[]) AS v(id, u, a, t, m, c) OFFSET 0) AS r WHERE pk IS NOT NULL"
+    "id = v.id) AS pk, v.* FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], "
+    "%b::text[], %b::text[]) AS v(id, u, a, t, m, c) OFFSET 0) AS r WHERE pk IS NOT NULL"
 )
 _INDEX_INSERT_V3 = (
     "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc) "
