@@ -228,6 +228,32 @@ def test_search_without_vectors_imports_no_vector_library(tmp_path: Path) -> Non
         assert "memoir.search.engine" in loaded  # it did search
         assert not loaded & {"numpy", "onnxruntime", "tokenizers"}, embedder
         assert "pydantic" not in loaded, embedder  # arguments converted plainly (plain_params)
+    # read through a pipe (no COLUMNS): hits masked with no detect-secrets plugin (none
+    # of their regexes matches these hits: memoir.secret_screen), written without rich
+    for args in (["coupon"], ["coupon", "--json"], ["timezone flaky"], ["zzyzx"]):
+        loaded = _cli("search", *args, env={**env, "COLUMNS": ""})
+        assert "memoir.search.engine" in loaded, args
+        assert ("memoir.secrets" in loaded) is (args[0] != "zzyzx"), args  # hits were masked
+        assert not loaded & (SEARCH_NEVER | {"rich"}), (args, loaded & SEARCH_NEVER)
+
+
+# what `memoir search` on a home without vectors never imports (issue 39): no vector
+# library, no provider SDK, no server, no argument validation, no detect-secrets plugin
+# unless a hit may hold a secret they find (requests comes with them)
+SEARCH_NEVER = {
+    "numpy",
+    "onnxruntime",
+    "tokenizers",
+    "detect_secrets",
+    "requests",
+    "fastapi",
+    "starlette",
+    "mcp",
+    "openai",
+    "anthropic",
+    "pydantic",
+    "httpx",
+}
 
 
 @pytest.mark.parametrize(

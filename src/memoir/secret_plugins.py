@@ -34,6 +34,7 @@ Thread-safe: the plugin instances are never mutated.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -76,6 +77,7 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from memoir.regex_gates import Gate, fold, gate_of, match_starts, prefixes_of
+from memoir.secret_screen import ENV_LINE, segments
 
 __all__ = [
     "BASE64_LIMIT",
@@ -88,6 +90,8 @@ __all__ = [
     "Gated",
     "kind_of",
     "scan_line",
+    "table_source",
+    "table_values",
 ]
 
 BASE64_LIMIT = 4.5  # detect-secrets' documented defaults
@@ -133,19 +137,7 @@ _ENTROPY: tuple[HighEntropyStringsPlugin, ...] = (
     Base64HighEntropyString(limit=BASE64_LIMIT),
     HexHighEntropyString(limit=HEX_LIMIT),
 )
-_ENV_LINE = re.compile(
-    r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*"
-    r"(?P<q>['\"]?)(?P<value>[^\s'\"#]+)(?P=q)[ \t]*(?:#.*)?$"
-)
-# where an assignment starts on a line: at its start or after white space or a shell
-# separator (``;``, ``&&``, ``||``, ``|``); ``==`` is a comparison, not an assignment
-_ASSIGNMENT = re.compile(
-    r"(?:^|(?<=[\s;&|\"'`({\[,]))(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=(?![=>])"
-)
-_ASSIGNED = re.compile(
-    r"(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*(?:\"[^\"]*\"|'[^']*'|\S*)"
-)
-_SEPARATORS = " \t;&|"
+_ENV_LINE = ENV_LINE
 _CODE_VALUE = re.compile(r"[()\[\]{}<>,]")
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 # a key naming an id, right before a quoted value: "id": / 'item_id': / sessionId=
@@ -301,27 +293,7 @@ def _entropy(line: str, *, quoted: bool = True) -> list[tuple[BasePlugin, int, i
     return found
 
 
-def _segments(line: str) -> list[tuple[int, str]]:
-    """The pieces of a line holding two or more assignments (``A=…; B=…``): each
-    assignment (its name, ``=`` and its value: a quoted string, else up to white space)
-    and the text between them, without the separators; a line with fewer is itself."""
-    starts = [m.start() for m in _ASSIGNMENT.finditer(line)] if "=" in line else []
-    if not starts:
-        return [(0, line)]
-    out: list[tuple[int, str]] = []
-
-    def piece(at: int, end: int) -> None:
-        text = line[at:end].rstrip(_SEPARATORS)
-        if text.strip():
-            out.append((at, text))
-
-    piece(0, starts[0])
-    for at, end in zip(starts, [*starts[1:], len(line)], strict=True):
-        m = _ASSIGNED.match(line, at, end)
-        cut = m.end() if m is not None else end
-        piece(at, cut)
-        piece(cut, end)
-    return out
+_segments = segments
 
 
 def _scan(
@@ -370,3 +342,69 @@ KEYWORD_PATTERNS = _KEYWORD_PATTERNS
 PRIVATE_KEY = _SPECIFIC_PRIVATE
 DOTTED = _DOTTED
 scan_line = _scan
+
+
+def _min_length(limit: float) -> int:
+    """The shortest string whose Shannon entropy may exceed ``limit``: a string of n
+    characters has at most log2(n) bits each (a margin for rounding)."""
+    n = 1
+    while math.log2(n) <= limit - 1e-9:
+        n += 1
+    return n
+
+
+def table_values() -> dict[str, Any]:
+    """What :mod:`memoir.secret_table` holds, from the installed detect-secrets."""
+
+    def gate(g: Gate | None) -> tuple[Any, bool]:
+        return ((), False) if g is None else (g.clauses, g.folded)
+
+    return {
+        "SPECIFIC": tuple((r.pattern, int(r.flags), *gate(g)) for _p, r, g in _GATED),
+        "KEYWORD_GATE": gate(_KEYWORD_GATE),
+        "ANY_KEYWORD": (_ANY_KEYWORD.pattern, int(_ANY_KEYWORD.flags)),
+        "KEYWORDS": tuple((r.pattern, int(r.flags), group) for r, group in _KEYWORD_PATTERNS),
+        "ENTROPY": tuple(
+            (p.regex.pattern, int(p.regex.flags), p.charset, _min_length(p.entropy_limit))
+            for p in _ENTROPY
+        ),
+    }
+
+
+_TABLE_NOTES = {
+    "SPECIFIC": "each specific detector's regex, in GATED's order: (pattern, flags, its "
+    "gate's clauses, whether the gate compares folded text)",
+    "KEYWORD_GATE": "the keyword patterns' gate: (clauses, folded)",
+    "ANY_KEYWORD": "the denylist's words, one of which every keyword pattern holds",
+    "KEYWORDS": "the keyword patterns: (pattern, flags, the group holding the value)",
+    "ENTROPY": "the entropy plugins: (pattern, flags, charset, the shortest value whose "
+    "entropy may pass the limit)",
+}
+
+
+def table_source() -> str:
+    """The text of :mod:`memoir.secret_table` (before ``ruff format``)."""
+    from importlib.metadata import version
+
+    head = (
+        "# ruff: noqa: E501 (the plugins' patterns, whole)\n"
+        '"""What :mod:`memoir.secret_screen` needs of detect-secrets\' plugins, copied from\n'
+        f"detect-secrets {version('detect-secrets')} by ``python -m memoir.secret_plugins``"
+        " (generated, then\n``ruff format``; do not edit: tests/secrets/test_secret_table.py"
+        ' compares it with the\ninstalled plugins)."""\n'
+    )
+    import textwrap
+
+    body = "".join(
+        "\n"
+        + textwrap.indent(textwrap.fill(_TABLE_NOTES[name], 86), "# ")
+        + f"\n{name} = {value!r}\n"
+        for name, value in table_values().items()
+    )
+    return head + body
+
+
+if __name__ == "__main__":  # regenerate memoir/secret_table.py
+    from pathlib import Path
+
+    Path(__file__).with_name("secret_table.py").write_text(table_source(), encoding="utf-8")

@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
 __all__ = [
@@ -43,7 +41,11 @@ __all__ = [
     "Rule",
     "detector_id",
     "load_rules",
+    "read_rule_files",
+    "rule_at",
     "rule_hits",
+    "rule_keywords",
+    "rule_table_source",
     "shannon_entropy",
     "to_python",
 ]
@@ -206,44 +208,93 @@ def _allows(raw: list[dict[str, Any]]) -> tuple[Allow, ...]:
     return tuple(out)
 
 
-def _rules(data: dict[str, Any]) -> tuple[tuple[Rule, ...], tuple[Allow, ...]]:
-    rules: list[Rule] = []
-    for raw in data.get("rules", ()):
-        if "regex" not in raw or raw.get("path"):
-            continue  # a rule on file names, or one bound to a file type
-        rules.append(
-            Rule(
-                id=str(raw["id"]),
-                regex=_compile(raw["regex"]),
-                keywords=tuple(sorted({str(k).lower() for k in raw.get("keywords", ())})),
-                entropy=float(raw["entropy"]) if "entropy" in raw else None,
-                secret_group=int(raw.get("secretGroup", 0)),
-                allows=_allows(raw.get("allowlists", [])),
-            )
-        )
-    top = data.get("allowlist")
-    return tuple(rules), _allows([top] if isinstance(top, dict) else data.get("allowlists", []))
+def _rule(raw: dict[str, Any], top: tuple[Allow, ...]) -> Rule:
+    """A rule of the data, its regex compiled, ``top`` (its file's allowlists) added."""
+    return Rule(
+        id=str(raw["id"]),
+        regex=_compile(raw["regex"]),
+        keywords=_keywords(raw),
+        entropy=float(raw["entropy"]) if "entropy" in raw else None,
+        secret_group=int(raw.get("secretGroup", 0)),
+        allows=_allows(raw.get("allowlists", [])) + top,
+    )
+
+
+def _keywords(raw: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(sorted({str(k).lower() for k in raw.get("keywords", ())}))
+
+
+_USED = ("id", "regex", "keywords", "entropy", "secretGroup", "allowlists")
+
+
+def read_rule_files() -> tuple[tuple[tuple[dict[str, Any], int], ...], tuple[Any, ...]]:
+    """Every text rule of :data:`RULE_FILES` (the keys a rule is read by, and the index of
+    its file), in :func:`load_rules`' order: a rule id in a later file replaces the earlier
+    one in its place; and each file's top allowlist (a table, a list of them, or None).
+    What :mod:`memoir.secret_rule_table` holds, so a scan reads no TOML (~10 ms)."""
+    import tomllib
+    from importlib import resources
+
+    by_id: dict[str, tuple[dict[str, Any], int]] = {}
+    tops: list[Any] = []
+    folder = resources.files("memoir") / "data"
+    for n, name in enumerate(RULE_FILES):
+        data = tomllib.loads((folder / name).read_text(encoding="utf-8"))
+        for raw in data.get("rules", ()):
+            if "regex" not in raw or raw.get("path"):
+                continue  # a rule on file names, or one bound to a file type
+            by_id[str(raw["id"])] = ({k: raw[k] for k in _USED if k in raw}, n)
+        top = data.get("allowlist")
+        tops.append(top if isinstance(top, dict) else data.get("allowlists", []))
+    return tuple(by_id.values()), tuple(tops)
+
+
+def rule_table_source() -> str:
+    """The text of :mod:`memoir.secret_rule_table` (before ``ruff format``)."""
+    rules, tops = read_rule_files()
+    return (
+        "# ruff: noqa: E501 (the rules' patterns, whole)\n"
+        '"""The rules of memoir/data/*.toml as :func:`memoir.secret_rules.read_rule_files`\n'
+        "reads them, written by ``python -m memoir.secret_rules`` (generated, then ``ruff\n"
+        "format``; do not edit: tests/secrets/test_secret_table.py compares it with the\n"
+        'files)."""\n\nfrom typing import Any\n\n'
+        f"RULES: tuple[tuple[dict[str, Any], int], ...] = {rules!r}\n"
+        f"TOPS: tuple[Any, ...] = {tops!r}\n"
+    )
+
+
+def _specs() -> tuple[tuple[dict[str, Any], int], ...]:
+    from memoir.secret_rule_table import RULES
+
+    return RULES
 
 
 @cache
+def _top_allows(n: int) -> tuple[Allow, ...]:
+    """The top allowlist of the ``n``-th file of :data:`RULE_FILES`, compiled."""
+    from memoir.secret_rule_table import TOPS
+
+    top = TOPS[n]
+    return _allows([top] if isinstance(top, dict) else top)
+
+
+@cache
+def rule_keywords() -> tuple[tuple[str, ...], ...]:
+    """Each rule's keywords, lower-cased, in :func:`load_rules`' order (none compiled)."""
+    return tuple(_keywords(raw) for raw, _file in _specs())
+
+
+@cache
+def rule_at(n: int) -> Rule:
+    """:func:`load_rules`' ``n``-th rule, compiled on first use."""
+    raw, file = _specs()[n]
+    return _rule(raw, _top_allows(file))
+
+
 def load_rules() -> tuple[Rule, ...]:
     """Every rule of :data:`RULE_FILES`, each file's top allowlist added to its rules';
     a rule id in a later file replaces the earlier one."""
-    by_id: dict[str, Rule] = {}
-    folder = resources.files("memoir") / "data"
-    for name in RULE_FILES:
-        data = tomllib.loads((folder / name).read_text(encoding="utf-8"))
-        rules, top = _rules(data)
-        for rule in rules:
-            by_id[rule.id] = Rule(
-                rule.id,
-                rule.regex,
-                rule.keywords,
-                rule.entropy,
-                rule.secret_group,
-                rule.allows + top,
-            )
-    return tuple(by_id.values())
+    return tuple(rule_at(n) for n in range(len(_specs())))
 
 
 # raised when the detector's own logic (memoir.secrets) changes what it finds; the rule
@@ -257,7 +308,7 @@ def detector_id() -> str:
     version and :data:`DETECTOR_REVISION`. Stored derived text scanned with another id is
     re-scanned (:mod:`memoir.ingest.rescan`). Cheap: it imports no detector."""
     import hashlib
-    from importlib import metadata
+    from importlib import metadata, resources
 
     seed = f"{DETECTOR_REVISION}:{metadata.version('detect-secrets')}"
     digest = hashlib.sha256(seed.encode())
@@ -290,3 +341,11 @@ def rule_hits(rule: Rule, line: str) -> list[tuple[int, int]]:
             continue
         found.append((start, end))
     return found
+
+
+if __name__ == "__main__":  # regenerate memoir/secret_rule_table.py
+    from pathlib import Path
+
+    Path(__file__).with_name("secret_rule_table.py").write_text(
+        rule_table_source(), encoding="utf-8"
+    )

@@ -22,31 +22,24 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memoir import secret_screen, secret_table
 from memoir.regex_gates import Needles, fold
-from memoir.secret_plugins import (
-    BASE64_LIMIT,
-    GATED,
-    HEX_LIMIT,
-    KEYWORD_GATE,
-    KEYWORD_PATTERNS,
-    PRIVATE_KEY,
-    Gated,
-    kind_of,
-    scan_line,
-)
-from memoir.secret_rules import detector_id, load_rules, rule_hits
+from memoir.secret_rules import detector_id, rule_at, rule_hits, rule_keywords
+
+if TYPE_CHECKING:
+    from memoir.secret_plugins import Gated
 
 __all__ = [
-    "BASE64_LIMIT",
-    "HEX_LIMIT",
+    "BASE64_LIMIT",  # noqa: F822 (from memoir.secret_plugins, on first use)
+    "HEX_LIMIT",  # noqa: F822
     "Finding",
     "Redacted",
     "detector_id",
     "find_secrets",
     "has_secret",
-    "kind_of",
+    "kind_of",  # noqa: F822
     "mask",
     "mask_json",
     "placeholder",
@@ -59,8 +52,14 @@ __all__ = [
 _RULE_RANK = 1
 _GENERIC_RANK = 4
 _GENERIC_RULES = frozenset({"generic-api-key", "password-in-prose"})
-_GATED = GATED  # the plugins' regexes with their gates (tests read them here)
-_KEYWORD_PATTERNS = KEYWORD_PATTERNS
+# what memoir.secret_plugins holds, imported on first use (the tests read them here)
+_LAZY = {
+    "_GATED": "GATED",
+    "_KEYWORD_PATTERNS": "KEYWORD_PATTERNS",
+    "BASE64_LIMIT": "BASE64_LIMIT",
+    "HEX_LIMIT": "HEX_LIMIT",
+    "kind_of": "kind_of",
+}
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*-----|^[ \t]*$", re.MULTILINE)
 
 
@@ -74,25 +73,34 @@ class Finding:
     end: int
 
 
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from memoir import secret_plugins
+
+        return getattr(secret_plugins, _LAZY[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 @cache
 def _needles() -> Needles:
-    """Every gate's strings in one automaton (loaded on first use: reading and compiling
-    the gitleaks-format rules takes ~0.1 s): tag ``("g", i)`` for ``_GATED[i]``'s first
-    clause, ``("k", 0)`` for the keyword gate's, ``("r", n)`` for rule ``n``'s keywords."""
+    """Every gate's strings in one automaton, from :mod:`memoir.secret_table` and the
+    rules' keywords (neither detect-secrets nor a rule's regex is loaded for it): tag
+    ``("g", i)`` for the ``i``-th specific regex's gate's first clause, ``("k", 0)`` for
+    the keyword gate's, ``("r", n)`` for rule ``n``'s keywords."""
     needles: list[tuple[str, tuple[str, int]]] = []
-    for i, (_plugin, _regex, gate) in enumerate(_GATED):
-        if gate is not None:
+    for i in range(len(secret_table.SPECIFIC)):
+        if (gate := secret_screen.gate(i)) is not None:
             needles += [(s, ("g", i)) for s in gate.clauses[0]]
-    if KEYWORD_GATE is not None:
-        needles += [(s, ("k", 0)) for s in KEYWORD_GATE.clauses[0]]
-    for n, rule in enumerate(load_rules()):
-        needles += [(k, ("r", n)) for k in rule.keywords]
+    if (gate := secret_screen.keyword_gate()) is not None:
+        needles += [(s, ("k", 0)) for s in gate.clauses[0]]
+    for n, keywords in enumerate(rule_keywords()):
+        needles += [(k, ("r", n)) for k in keywords]
     return Needles(needles)
 
 
 @cache
 def _keywordless() -> tuple[int, ...]:
-    return tuple(n for n, rule in enumerate(load_rules()) if not rule.keywords)
+    return tuple(n for n, keywords in enumerate(rule_keywords()) if not keywords)
 
 
 def _rule_findings(
@@ -100,13 +108,13 @@ def _rule_findings(
 ) -> list[tuple[int, int, int, str]]:
     """The hits of the gitleaks-format rules as ``(start, -end, rank, kind)``: rule ``n``
     runs on the lines ``admitted[n]`` (those holding one of its keywords, as gitleaks
-    reads a fragment), and the rules with no keyword on every line."""
-    rules = load_rules()
+    reads a fragment), and the rules with no keyword on every line. A rule is compiled
+    the first time it runs."""
     out: list[tuple[int, int, int, str]] = []
     todo: dict[int, Iterable[int]] = dict.fromkeys(_keywordless(), range(len(lines)))
     todo.update(admitted)
     for n in sorted(todo):
-        rule = rules[n]
+        rule = rule_at(n)
         kind = rule.id.replace("-", "_")
         rank = _GENERIC_RANK if rule.id in _GENERIC_RULES else _RULE_RANK
         for i in sorted(todo[n]):
@@ -146,31 +154,54 @@ def find_secrets(text: str) -> list[Finding]:
 
 def _find(text: str, *, gates: bool) -> list[Finding]:
     """:func:`find_secrets`; without ``gates`` every regex runs on every line (the
-    reference the gated scan is tested against)."""
+    reference the gated scan is tested against). detect-secrets' plugins are loaded only
+    when :func:`memoir.secret_screen.may_find` says they may find something."""
     lines = _lines(text)
-    every: list[Gated] = [(plugin, regex, None) for plugin, regex, _ in _GATED]
-    per_line: list[list[Gated]] = [every] * len(lines)
-    keyworded: set[int] | None = None  # None: every line
     rules_on: dict[int, set[int]] = {}  # rule index: the lines holding one of its keywords
     starts = [offset for offset, _ in lines]
     found = _needles().lines_of(text, fold(text), starts)
-    if gates:
-        ungated = [g for g in _GATED if g[2] is None]
-        per_line = [list(ungated) for _ in lines]
-        keyworded = set()
     for n, tags in found.items():
-        line = lines[n][1]
-        for family, i in sorted(tags):
+        for family, i in tags:
             if family == "r":
                 rules_on.setdefault(i, set()).add(n)
-            elif not gates:
-                continue
-            elif family == "k":
-                if KEYWORD_GATE is not None and KEYWORD_GATE.admits(line) and keyworded is not None:
-                    keyworded.add(n)
-            elif (gate := _GATED[i][2]) is not None and gate.admits(line):
-                per_line[n].append(_GATED[i])
     raw: list[tuple[int, int, int, str]] = []  # (start, -end, rank, kind)
+    if not gates or secret_screen.may_find([line for _, line in lines], found):
+        raw += _plugin_findings(text, lines, found, gates=gates)
+    raw += _rule_findings(lines, rules_on)
+    findings: list[Finding] = []
+    for start, neg_end, _rank, kind in sorted(raw):
+        end = -neg_end
+        if any(f.start <= start and end <= f.end for f in findings):
+            continue
+        findings.append(Finding(kind, start, end))
+    return findings
+
+
+def _plugin_findings(
+    text: str, lines: list[tuple[int, str]], found: dict[int, set[Any]], *, gates: bool
+) -> list[tuple[int, int, int, str]]:
+    """detect-secrets' plugins' hits as ``(start, -end, rank, kind)``: the specific
+    regexes on the lines their gates admit (``found``: each line's gate tags), the keyword
+    plugin on the lines its gate admits, the entropy plugins on every line; without
+    ``gates``, every regex on every line."""
+    from memoir.secret_plugins import GATED, KEYWORD_GATE, PRIVATE_KEY, kind_of, scan_line
+
+    every: list[Gated] = [(plugin, regex, None) for plugin, regex, _ in GATED]
+    per_line: list[list[Gated]] = [every] * len(lines)
+    keyworded: set[int] | None = None  # None: every line
+    if gates:
+        ungated = [g for g in GATED if g[2] is None]
+        per_line = [list(ungated) for _ in lines]
+        keyworded = set()
+        for n, tags in found.items():
+            line = lines[n][1]
+            for family, i in sorted(tags):
+                if family == "k":
+                    if KEYWORD_GATE is not None and KEYWORD_GATE.admits(line):
+                        keyworded.add(n)
+                elif family == "g" and (gate := GATED[i][2]) is not None and gate.admits(line):
+                    per_line[n].append(GATED[i])
+    raw: list[tuple[int, int, int, str]] = []
     for n, (offset, line) in enumerate(lines):
         keywords = keyworded is None or n in keyworded
         for rank, hits in scan_line(line, per_line[n], keywords, gates=gates):
@@ -181,14 +212,7 @@ def _find(text: str, *, gates: bool) -> list[Finding]:
                 else:
                     start, end = offset + start, offset + end
                 raw.append((start, -end, rank if rank == 0 else rank + 1, kind_of(plugin)))
-    raw += _rule_findings(lines, rules_on)
-    findings: list[Finding] = []
-    for start, neg_end, _rank, kind in sorted(raw):
-        end = -neg_end
-        if any(f.start <= start and end <= f.end for f in findings):
-            continue
-        findings.append(Finding(kind, start, end))
-    return findings
+    return raw
 
 
 def has_secret(text: str) -> bool:

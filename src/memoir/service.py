@@ -18,6 +18,7 @@ until the memory results get values of their own (issue 36, point 1).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -245,3 +246,150 @@ def users(memoir: Memoir) -> list[UserInfo]:
 def revoke_keys(memoir: Memoir, name: str) -> int:
     """Revoke every key of ``name``; how many were live."""
     return memoir.store.users.revoke(name)
+
+
+# what the HTTP server needs ---------------------------------------------------------------
+# Every route acts for its caller: it calls these with ``memoir.as_user(caller)`` (a view of
+# the server's one Memoir), or with a key's hash before the caller is known.
+if TYPE_CHECKING:
+    from memoir.jobs import Job
+    from memoir.model import Event, RecentKey, RecentPage, RecentQuery
+
+__all__ += [
+    "SessionSummary",
+    "events_of",
+    "events_page",
+    "exchanges_page",
+    "key_hash",
+    "schema_version",
+    "session_listing",
+    "session_summary",
+    "sessions_created",
+    "user_for_key_hash",
+]
+
+
+def key_hash(key: str) -> str:
+    """The hash an API key is stored and looked up by (the key itself is never stored)."""
+    from memoir.store.parts.users import hash_key
+
+    return hash_key(key)
+
+
+def user_for_key_hash(memoir: Memoir, key_hash: str) -> str | None:
+    """The user of the live API key with this hash; None for an unknown or revoked key."""
+    return memoir.store.users.user_for_hash(key_hash)
+
+
+def schema_version(memoir: Memoir) -> int:
+    """The database's schema version: a query it must answer (what readiness asks)."""
+    return memoir.store.schema_version()
+
+
+def sessions_created(
+    memoir: Memoir,
+    query: RecentQuery,
+    *,
+    after: tuple[datetime, str] | None = None,
+    limit: int = 50,
+) -> list[Session]:
+    """``memoir``'s user's sessions passing ``query`` in the order they were created (then
+    by id), those past ``after`` (the created time and id of the previous page's last)."""
+    return memoir.store.sessions.created_order(memoir.user, query, after=after, limit=limit)
+
+
+def session_listing(
+    memoir: Memoir, query: RecentQuery, *, limit: int, after: RecentKey | None = None
+) -> RecentPage:
+    """A page of ``memoir``'s user's sessions passing ``query``, the most recently active
+    first, past ``after``; with the total and the projects and harnesses to filter by."""
+    return memoir.store.sessions.listing(memoir.user, query, limit=limit, after=after, counted=True)
+
+
+def events_of(memoir: Memoir, session_id: str) -> list[Event]:
+    """Every event of the session with this exact id, in order."""
+    return memoir.store.events.of(session_id)
+
+
+def events_page(
+    memoir: Memoir, session_id: str, *, after: int, limit: int
+) -> tuple[list[Event], bool]:
+    """At most ``limit`` events of the session past ordinal ``after``, and whether more
+    follow. Ordinals are dense (1, 2, 3 …): the page is the range ``after..after+limit``,
+    and past the last ordinal nothing is read (an ``after`` of any size is an empty page)."""
+    last = memoir.store.events.last_ordinal(session_id)
+    if after >= last:
+        return [], False
+    page = memoir.store.events.of(session_id, after=after, upto=min(after + limit, last))[:limit]
+    return page, bool(page) and last > page[-1].ordinal
+
+
+def exchanges_page(
+    memoir: Memoir, session_id: str, *, after: int, limit: int
+) -> tuple[list[Exchange], bool]:
+    """At most ``limit`` exchanges of the session opening past ordinal ``after``, and
+    whether more follow."""
+    rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > after]
+    return rest[:limit], len(rest) > limit
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """A poll of a session's summary as its caller sees it: whose the session is, where
+    its summary stands, when it was written, what its coverage counts (``unit``:
+    "events", or "bytes" of the archived transcript) and how much of that there is now,
+    and the session's newest summary job."""
+
+    user: str
+    session: Session
+    state: SummaryState
+    updated_at: datetime | None
+    unit: str
+    current: int
+    job: Job | None
+
+
+def session_summary(
+    memoir: Memoir, session_id: str, *, key_hash: str | None = None, user: str | None = None
+) -> SessionSummary | None:
+    """The summary of session ``session_id`` (an id or a name) of the caller: the user of
+    the live key with ``key_hash``, else ``user``. The key, the owner, the summary row, the
+    event count and the newest job are one statement (a poll is one round trip), read even
+    while job admission is down. None when the key is not live or the session is not the
+    caller's (:func:`user_for_key_hash` tells which)."""
+    from memoir.summaries.persist import read_summary_state, summary_updated_at
+    from memoir.summaries.poll import answered_from_row, polled_summary
+
+    poll = memoir.store.summaries.poll(session_id, key_hash=key_hash, user=user)
+    if poll is None:
+        return None
+    session = poll.session
+    if answered_from_row(memoir.settings.summary_store, session.harness):
+        polled = polled_summary(poll)
+        state, updated, unit, current = polled.state, polled.updated_at, polled.unit, polled.current
+    else:  # a synced session: its summary is a file beside its archived transcript
+        summaries = memoir.summary_store()
+        state = read_summary_state(summaries, memoir.store, session.id)
+        updated = summary_updated_at(summaries, memoir.store.summaries, session.id)
+        unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
+    job = memoir.jobs().seen(poll.job) if poll.job is not None else None
+    return SessionSummary(poll.user, session, state, updated, unit, current, job)
+
+
+def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:
+    """The unit a summary's coverage counts in and how much of it there is now: bytes of
+    the archived transcript where the summary files are kept beside it, else events."""
+    import glob
+
+    from memoir.model import Harness
+
+    if memoir.settings.summary_store != "database" and session.harness != Harness.API:
+        archive = memoir.settings.archive_dir
+        path = archive / session.project / f"{session.id}.jsonl"
+        if not path.is_file():  # a transcript that moved to another project's folder
+            path = next(iter(sorted(archive.glob(f"*/{glob.escape(session.id)}.jsonl"))), path)
+        try:
+            return "bytes", path.stat().st_size
+        except OSError:
+            pass
+    return "events", memoir.store.events.last_ordinal(session.id)

@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
+from memoir.model import RecentQuery
 from memoir.model.session import named_session_id
 from memoir.search.embedder import HashEmbedder
 from memoir.search.session_ref import resolve_session
 from memoir.server import create_app
-from memoir.store.parts.sessions import RecentQuery
 
 from .conftest import A_STORED, B_SESSION, B_STORED, A, B, World
 

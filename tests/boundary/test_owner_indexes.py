@@ -10,8 +10,8 @@ import re
 
 import pytest
 
+from memoir.model import RecentQuery
 from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.parts.sessions import RecentQuery
 
 from .conftest import A, World
 from .sqltrace import traced

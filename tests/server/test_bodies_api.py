@@ -61,7 +61,7 @@ def test_the_library_append_path_scrubs_too(api: Api) -> None:
     )
     assert added == 1
     (event,) = api.memoir.store.events.of(sid)
-    assert event.text == "half an emoji ?"  # what sync stores (store.codec.scrub_deep)
+    assert event.text == "half an emoji ?"  # what sync stores (model.storable.scrub_deep)
     assert set(api.memoir.store.api.message_ids(sid)) == {"m?"}
 
 

@@ -102,6 +102,23 @@ def wait_blocked(holder: psycopg.Connection[Any], count: int = 1) -> None:
         time.sleep(0.05)
 
 
+def wait_quiet(db_url: str) -> None:
+    """Until no other client connection runs a statement or holds a transaction, three
+    checks in a row (only on a cluster of the test's own): work a replica still does after
+    its last answer must not be what ``wait_blocked`` sees waiting instead of the request."""
+    deadline = time.monotonic() + 30
+    quiet = 0
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        while quiet < 3:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+                " AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+            ).fetchone()
+            quiet = quiet + 1 if row and row[0] == 0 else 0
+            assert time.monotonic() < deadline, "the replicas never went quiet"
+            time.sleep(0.1)
+
+
 def _error(resp: httpx.Response) -> dict[str, str]:
     body = resp.json()
     assert set(body) == {"error"}, body
@@ -134,6 +151,7 @@ def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
         ):
             _started(a, "restart")
             assert _ordinals(b, "restart") == [1, 2]  # b has pooled connections too
+            wait_quiet(cluster.url)
             with sessions_locked(cluster.url) as holder:
                 flying = InFlight(a, "GET", "/api/sessions/restart")
                 wait_blocked(holder)

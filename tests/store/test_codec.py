@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.store.codec import dumps, from_iso, loads, scrub, scrub_deep, to_iso, to_utc
+from memoir.model.storable import scrub, scrub_deep
+from memoir.store.codec import dumps, from_iso, loads, to_iso, to_utc
 
 AWARE = st.datetimes(
     min_value=datetime(1970, 1, 2),

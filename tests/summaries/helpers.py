@@ -17,8 +17,9 @@ from memoir.ingest.detect import Format
 from memoir.ingest.reader import read_bytes
 from memoir.llm.port import Model
 from memoir.model import Event, Harness, Session
+from memoir.model.session import SessionInfo
 from memoir.store.claims import local_claim
-from memoir.store.values import SessionInfo, SummaryRow
+from memoir.store.values import SummaryRow
 from memoir.summaries.model_source import ModelSource
 from memoir.summaries.persist import SummaryUpkeep
 from memoir.summaries.port import SummaryStore

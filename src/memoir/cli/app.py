@@ -26,11 +26,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from memoir.cli import plain_params
 from memoir.cli.failures import error_code, error_document, exit_status, usage_message, wants_json
@@ -40,10 +38,13 @@ from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
 from memoir.model.session import LOCAL_USER
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 __all__ = [
     "app",
-    "console",
-    "err_console",
+    "console",  # noqa: F822 (made on first use: rich is imported then)
+    "err_console",  # noqa: F822
     "main",
     "open_memoir",
     "print_json",
@@ -52,6 +53,7 @@ __all__ = [
     "require_query",
     "resolve_session",
     "state",
+    "write_plain",
 ]
 
 plain_params.install()  # arguments converted without pydantic where typer's result is certain
@@ -66,21 +68,17 @@ app = typer.Typer(
 PIPE_WIDTH = 10_000  # output read by a program or kept in a file: lines whole, values uncut
 
 
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        """The reader went away (``memoir search x | head -1``): stop quietly with the exit
-        status a program killed by SIGPIPE has (128 + 13, as ``ls`` or ``git`` give),
-        not 1, which this CLI uses for errors."""
-        _stop_quietly(self)
-
-
-def _stop_quietly(console: Console) -> NoReturn:
-    """What :meth:`_Console.on_broken_pipe` does, for any console: no more output, the
-    stream pointed at the null device (so the exit's own flush meets no closed pipe and
-    prints no "Exception ignored"), and exit 141."""
-    console.quiet = True
+def _stop_quietly(console: Console | None = None, *, stderr: bool = False) -> NoReturn:
+    """What a console does when its reader went away (``memoir search x | head -1``):
+    no more output (``console``, when given, is made quiet), the stream pointed at the
+    null device (so the exit's own flush meets no closed pipe and prints no "Exception
+    ignored"), and exit 141 — the status a program killed by SIGPIPE has (128 + 13, as
+    ``ls`` or ``git`` give), not 1, which this CLI uses for errors."""
+    if console is not None:
+        console.quiet = True
+        stderr = console.stderr
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, (sys.stderr if console.stderr else sys.stdout).fileno())
+    os.dup2(devnull, (sys.stderr if stderr else sys.stdout).fileno())
     raise SystemExit(141)
 
 
@@ -106,15 +104,93 @@ def _quiet_typer_consoles() -> None:
 
 def _console(*, stderr: bool) -> Console:
     """A console that wraps to the terminal, or, writing to a pipe or a file (and with no
-    COLUMNS set), not at all: ``memoir config | grep home`` must see the whole value."""
+    COLUMNS set), not at all: ``memoir config | grep home`` must see the whole value. Its
+    reader going away ends the command quietly (:func:`_stop_quietly`)."""
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            _stop_quietly(self)
+
     stream = sys.stderr if stderr else sys.stdout
     to_terminal = hasattr(stream, "isatty") and stream.isatty()
     width = None if to_terminal or os.environ.get("COLUMNS") else PIPE_WIDTH
     return _Console(stderr=stderr, highlight=False, width=width)
 
 
-console = _console(stderr=False)
-err_console = _console(stderr=True)
+_CONSOLES: dict[bool, Console] = {}
+
+
+def _get_console(*, stderr: bool = False) -> Console:
+    """The command's console for stdout (or stderr), made on first use."""
+    if stderr not in _CONSOLES:
+        _CONSOLES[stderr] = _console(stderr=stderr)
+    return _CONSOLES[stderr]
+
+
+def __getattr__(name: str) -> Console:
+    """``console`` and ``err_console``: rich's consoles, made (and rich imported) when a
+    command first asks for one; ``memoir search`` writes plain text without them when it
+    can (:func:`write_plain`)."""
+    if name in ("console", "err_console"):
+        return _get_console(stderr=name == "err_console")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def write_plain(lines: list[str], *, stderr: bool = False) -> bool:
+    """Write ``lines`` (each ended by a newline) as plain text when the stream takes them
+    as they are and rich would write exactly them (:func:`_plain_stream`,
+    :func:`plain_text`); False, having written nothing, when rich must."""
+    stream = _plain_stream(stderr=stderr)
+    if stream is None or not all(plain_text(line) for line in lines):
+        return False
+    try:
+        stream.write("".join(line + "\n" for line in lines))
+        stream.flush()
+    except BrokenPipeError:
+        _stop_quietly(stderr=stderr)
+    return True
+
+
+def _plain_stream(*, stderr: bool = False) -> Any:
+    """The stream (stdout, or stderr) when what :func:`console` would write there is each
+    text as it is, unstyled and unwrapped, so a command may write plain text there without
+    importing rich: a pipe or a file (not a terminal, and neither ``FORCE_COLOR`` nor
+    ``TTY_COMPATIBLE`` says otherwise), with no COLUMNS to wrap at, outside Jupyter and
+    Windows' legacy console. None when rich must write it. A text that holds a tab, a
+    control character or more than :data:`PLAIN_MAX` characters is rich's still (it
+    expands tabs and wraps at :data:`PIPE_WIDTH` cells): :func:`plain_text`."""
+    if sys.platform == "win32" or os.environ.get("COLUMNS"):
+        return None
+    if any(name in os.environ for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")):
+        return None
+    import builtins
+
+    if hasattr(builtins, "get_ipython") or getattr(sys.stdin, "__module__", "").startswith(
+        "idlelib"
+    ):
+        return None
+    stream = sys.stderr if stderr else sys.stdout
+    isatty = getattr(stream, "isatty", None)
+    try:
+        if isatty is None or isatty():
+            return None
+    except ValueError:
+        return None
+    return stream
+
+
+PLAIN_MAX = PIPE_WIDTH // 2  # characters: a line this long fits the width whatever they are
+_NOT_PLAIN = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def plain_text(text: str) -> bool:
+    """Whether rich writes ``text`` (a line or several) to a plain stream as it is: no
+    tab (rich expands them), no control character (it drops some), no line long enough
+    to wrap at :data:`PIPE_WIDTH` cells. Pure."""
+    return _NOT_PLAIN.search(text) is None and all(
+        len(line) <= PLAIN_MAX for line in text.split("\n")
+    )
 
 
 @dataclass
@@ -133,7 +209,7 @@ def _print_version(value: bool) -> None:
 
         from memoir.distribution import DISTRIBUTION
 
-        console.print(f"memoir {version(DISTRIBUTION)}")
+        _get_console().print(f"memoir {version(DISTRIBUTION)}")
         raise typer.Exit()
 
 
@@ -210,7 +286,7 @@ def print_json(value: Any) -> None:
             sys.stdout.write(text[start : start + _JSON_PIECE])
         sys.stdout.flush()
     except BrokenPipeError:
-        console.on_broken_pipe()  # the reader went away: quietly, with SIGPIPE's status
+        _stop_quietly()  # the reader went away: quietly, with SIGPIPE's status
 
 
 @contextmanager
@@ -445,9 +521,11 @@ def _fail(code: str, message: str, status: int, as_json: bool) -> NoReturn:
             sys.stderr.write(error_document(code, message))
             sys.stderr.flush()
         except BrokenPipeError:
-            _stop_quietly(err_console)
+            _stop_quietly(stderr=True)
     elif code == "interrupted":
-        err_console.print(message)
+        _get_console(stderr=True).print(message)
     else:
-        err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+        from rich.markup import escape
+
+        _get_console(stderr=True).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise SystemExit(status) from None

@@ -4,27 +4,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
-from rich.text import Text
 
 from memoir import SearchFilters, service
-from memoir.cli.app import (
-    app,
-    console,
-    err_console,
-    open_memoir,
-    print_json,
-    printable,
-    require_query,
-)
+from memoir.cli import app as cli
+from memoir.cli.app import app, open_memoir, print_json, printable, require_query, write_plain
 from memoir.model import Harness
-from memoir.search.dates import parse_when
-from memoir.search.embedder import TokenEmbedder, load_embedder
-from memoir.search.hits import SearchHit
 from memoir.search.snippets import split_marks
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from memoir.search.hits import SearchHit
 
 __all__ = ["render_snippet", "search_command"]
 
@@ -43,6 +36,8 @@ class Mode(StrEnum):
 
 def render_snippet(snippet: str) -> Text:
     """The snippet with its ``\\x02 … \\x03`` marks shown as highlighted text."""
+    from rich.text import Text
+
     plain, spans = split_marks(snippet)
     out = Text(printable(plain))  # one character for one: the spans still fit
     for start, end in spans:
@@ -105,8 +100,8 @@ def search_command(
         session_id=session,
         harness=harness.value if harness else None,
         role=role.value if role else None,
-        after=parse_when(after, option="--after") if after else None,
-        before=parse_when(before, end_of_day=True, option="--before") if before else None,
+        after=_when(after, "--after") if after else None,
+        before=_when(before, "--before", end_of_day=True) if before else None,
         include_subagents=include_subagents,
     )
     with open_memoir(existing=True) as memoir:
@@ -123,28 +118,74 @@ def search_command(
             print_json([hit.to_json() for hit in hits])
             return
         folders = service.project_folders(memoir) if hits else {}
-        _print_hits(query, hits, folders)
+        lines = _plain_lines(query, hits, folders)
+        if lines is None or not write_plain(lines):
+            _print_hits(query, hits, folders)
         if mode is not Mode.text and not any(h.vector_rank for h in hits):
             _hint_backlog(memoir)
 
 
+def _when(value: str, option: str, *, end_of_day: bool = False) -> Any:
+    from memoir.search.dates import parse_when
+
+    return parse_when(value, end_of_day=end_of_day, option=option)
+
+
 def _hint_backlog(memoir: Any) -> None:
     """Say so when semantic ranking is installed but has nothing to rank yet."""
+    from memoir.search.embedder import TokenEmbedder, load_embedder
+
     embedder = load_embedder(memoir.settings.embedder)
     with_tokens = isinstance(embedder, TokenEmbedder)
-    if embedder is not None and service.embeddings_wait(
+    waiting = embedder is not None and service.embeddings_wait(
         memoir, embedder.name, with_tokens=with_tokens
-    ):
-        err_console.print(
-            "semantic ranking is waiting for vectors: run `memoir embed`", style="dim"
-        )
+    )
+    if waiting and not write_plain([_WAITING], stderr=True):
+        cli.err_console.print(_WAITING, style="dim")
+
+
+_WAITING = "semantic ranking is waiting for vectors: run `memoir embed`"
+
+
+def _no_matches(query: str) -> str:
+    shown = query if len(query) <= 80 else query[:79] + "…"
+    return f"no matches for '{printable(shown)}'"
+
+
+def _plain_lines(
+    query: str, hits: list[SearchHit], folders: dict[str, str | None]
+) -> list[str] | None:
+    """What :func:`_print_hits` prints, as plain lines (its text without its styles); None
+    when rich may print otherwise: a query that markup or an emoji code could change."""
+    if not hits:
+        shown = _no_matches(query)
+        return None if any(ch in shown for ch in ":[\\") else [shown]
+    lines: list[str] = []
+    for number, hit in enumerate(hits, start=1):
+        when = hit.timestamp.strftime("%Y-%m-%d %H:%M") if hit.timestamp else "(no date)"
+        where = printable(folders.get(hit.project) or hit.project or "-")
+        lines.append(f"{number:>2}. {when}  {where}  {hit.exchange_id}")
+        lines.append("    " + printable(split_marks(hit.snippet.replace("\n", " "))[0]))
+        if hit.summary:
+            lines.append(f"    summary: {printable(_first_line(hit.summary))}")
+    plural = "s" if len(hits) != 1 else ""
+    lines.append(f"{len(hits)} hit{plural} · `memoir show ID` reads one in context")
+    return lines
+
+
+def _first_line(summary: str) -> str:
+    first = summary.strip().splitlines()[0]
+    return first if len(first) <= 160 else first[:157] + "…"
 
 
 def _print_hits(query: str, hits: list[SearchHit], folders: dict[str, str | None]) -> None:
     """``folders``: each project's real folder, shown in place of its name when known."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    console = cli.console
     if not hits:
-        shown = query if len(query) <= 80 else query[:79] + "…"
-        console.print(escape(f"no matches for '{printable(shown)}'"))
+        console.print(escape(_no_matches(query)))
         return
     for number, hit in enumerate(hits, start=1):
         when = hit.timestamp.strftime("%Y-%m-%d %H:%M") if hit.timestamp else "(no date)"
@@ -157,9 +198,7 @@ def _print_hits(query: str, hits: list[SearchHit], folders: dict[str, str | None
         body.append_text(render_snippet(hit.snippet.replace("\n", " ")))
         console.print(body)
         if hit.summary:
-            first = hit.summary.strip().splitlines()[0]
-            short = first if len(first) <= 160 else first[:157] + "…"
-            console.print(Text(f"    summary: {printable(short)}", style="dim"))
+            console.print(Text(f"    summary: {printable(_first_line(hit.summary))}", style="dim"))
     plural = "s" if len(hits) != 1 else ""
     console.print(
         Text(f"{len(hits)} hit{plural} · `memoir show ID` reads one in context", style="dim")

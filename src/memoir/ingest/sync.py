@@ -84,10 +84,11 @@ from memoir.ingest.times import TimeAhead, with_times
 from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.exchange import open_tail
+from memoir.model.session import SessionInfo
 from memoir.private import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
-from memoir.store.values import IngestBatch, SessionInfo, SourceState
+from memoir.store.values import IngestBatch, SourceState
 
 __all__ = [
     "BATCH_BYTES",

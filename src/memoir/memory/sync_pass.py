@@ -43,7 +43,7 @@ from memoir.llm.errors import AuthError
 from memoir.memory.memories import Memories
 from memoir.memory.tasks import MemoryParts, Outcome
 from memoir.model import Harness, SessionFlags
-from memoir.store.values import SessionInfo
+from memoir.model.session import SessionInfo
 
 __all__ = [
     "MemoryPassProgress",

@@ -13,7 +13,16 @@ if TYPE_CHECKING:
     from memoir.model.event import Author, Event, EventKind, clean_speaker, speaker_of, spoken_text
     from memoir.model.event_times import infer_times
     from memoir.model.exchange import Exchange, build_exchanges, exchange_id, exchanges_around
-    from memoir.model.session import Harness, Session, SessionFlags
+    from memoir.model.session import (
+        Harness,
+        RecentKey,
+        RecentPage,
+        RecentQuery,
+        Session,
+        SessionFlags,
+        SessionInfo,
+    )
+    from memoir.model.storable import scrub, scrub_deep
 
 __all__ = [
     "Author",
@@ -21,13 +30,19 @@ __all__ = [
     "EventKind",
     "Exchange",
     "Harness",
+    "RecentKey",
+    "RecentPage",
+    "RecentQuery",
     "Session",
     "SessionFlags",
+    "SessionInfo",
     "build_exchanges",
     "clean_speaker",
     "exchange_id",
     "exchanges_around",
     "infer_times",
+    "scrub",
+    "scrub_deep",
     "speaker_of",
     "spoken_text",
 ]
@@ -46,8 +61,14 @@ _HOME = {
     "exchange_id": "memoir.model.exchange",
     "exchanges_around": "memoir.model.exchange",
     "Harness": "memoir.model.session",
+    "RecentKey": "memoir.model.session",
+    "RecentPage": "memoir.model.session",
+    "RecentQuery": "memoir.model.session",
     "Session": "memoir.model.session",
     "SessionFlags": "memoir.model.session",
+    "SessionInfo": "memoir.model.session",
+    "scrub": "memoir.model.storable",
+    "scrub_deep": "memoir.model.storable",
 }
 
 

@@ -1,4 +1,5 @@
-"""The session value: one conversation, wherever it came from."""
+"""The session value: one conversation, wherever it came from; and the values a listing of
+sessions takes and gives (which sessions, where a page ends, each with its counts)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-__all__ = ["LOCAL_USER", "Harness", "Session", "SessionFlags", "named_session_id"]
+__all__ = [
+    "LOCAL_USER",
+    "Harness",
+    "RecentKey",
+    "RecentPage",
+    "RecentQuery",
+    "Session",
+    "SessionFlags",
+    "SessionInfo",
+    "named_session_id",
+]
 
 LOCAL_USER = "local"
 """The owner of every session synced from this machine's transcripts, and the user a
@@ -76,3 +87,49 @@ def named_session_id(user: str, name: str) -> str:
     holds. Pure."""
     raw = f"{user}\0{name}".encode("utf-8", "surrogatepass")
     return hashlib.sha256(raw).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session with its counts and the span of its exchanges (a line of a listing)."""
+
+    session: Session
+    exchanges: int
+    events: int
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+RecentKey = tuple[datetime | None, str]
+"""Where a page of the most recently active sessions ends: its last session's ``last_at``
+and id (the order is ``last_at`` newest first, sessions with none last, then id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecentQuery:
+    """Which sessions a listing keeps: of ``project``, of ``harness``, active (their
+    exchanges, first to last) on or after ``since`` and before ``until``."""
+
+    project: str | None = None
+    harness: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecentPage:
+    """A page of a listing; ``total``, ``projects`` and ``harnesses`` when counted."""
+
+    sessions: tuple[SessionInfo, ...]
+    more: bool
+    total: int | None = None
+    projects: tuple[str, ...] = ()
+    harnesses: tuple[str, ...] = ()
+
+    @property
+    def last_key(self) -> RecentKey | None:
+        """The keyset the next page starts after (None: an empty page)."""
+        if not self.sessions:
+            return None
+        last = self.sessions[-1]
+        return (last.last_at, last.session.id)

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.server.errors import ApiError
-from memoir.store.parts.users import hash_key
 
 __all__ = [
     "LINK_TTL_S",
@@ -158,7 +158,7 @@ def caller(
                 "new link memoir serve printed",
             )
         return Caller(user=user)
-    return Caller(key_hash=hash_key(key) if key else None)
+    return Caller(key_hash=service.key_hash(key) if key else None)
 
 
 def signed_in(request: Request, user: str | None) -> str:
@@ -173,4 +173,4 @@ def signed_in(request: Request, user: str | None) -> str:
 def current_user(request: Request, who: Caller = Depends(caller)) -> str:
     if who.key_hash is None:  # a page key's user, or no key at all
         return signed_in(request, who.user)
-    return signed_in(request, memoir_of(request).store.users.user_for_hash(who.key_hash))
+    return signed_in(request, service.user_for_key_hash(memoir_of(request), who.key_hash))

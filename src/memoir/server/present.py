@@ -14,11 +14,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-from memoir.model import Event, Exchange, Session
+from memoir.model import Event, Exchange, Session, SessionInfo
 from memoir.secrets import mask, mask_json
 from memoir.server.body import parse_json
 from memoir.server.errors import ApiError
-from memoir.store.values import SessionInfo
 from memoir.summaries.state import Coverage
 
 __all__ = [

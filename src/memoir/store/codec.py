@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from memoir.errors import ConfigError
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
+from memoir.model.storable import scrub
 from memoir.store.values import SkippedLine, SourceState
 
 try:  # optional speed-up
@@ -46,8 +47,6 @@ __all__ = [
     "from_iso",
     "loads",
     "prefixed",
-    "scrub",
-    "scrub_deep",
     "session_from_row",
     "session_params",
     "skipped_from_row",
@@ -137,16 +136,6 @@ def stored_time(value: str | datetime | None) -> datetime:
     parsed = from_iso(value)
     assert parsed is not None
     return parsed
-
-
-def scrub(text: str) -> str:
-    """Text a database can store: NUL → U+FFFD."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
-
-
-def scrub_deep(text: str) -> str:
-    """Also replace lone surrogates (undecodable bytes) so the text encodes as UTF-8."""
-    return scrub(text).encode("utf-8", "replace").decode("utf-8")
 
 
 def dumps(value: Any) -> str:

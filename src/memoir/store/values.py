@@ -1,5 +1,5 @@
 """The values the store takes and gives: source states, skipped lines, ingest batches,
-session listings, search filters and hits, summary, checkpoint and trace rows."""
+search filters and hits, summary, checkpoint and trace rows."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ __all__ = [
     "CheckpointRow",
     "IngestBatch",
     "SearchFilters",
-    "SessionInfo",
     "SkippedLine",
     "SourceState",
     "StoredTail",
@@ -111,15 +110,6 @@ class ApiMessage:
 
     client_id: str | None
     events: tuple[Event, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    session: Session
-    exchanges: int
-    events: int
-    first_at: datetime | None
-    last_at: datetime | None
 
 
 SEARCH_ROLES = ("user", "assistant", "tool")  # where a search match may be required to be

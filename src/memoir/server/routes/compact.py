@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.routing import JsonRoute, errors
@@ -30,7 +31,7 @@ def compact(
     session_id = session.id
     compactor = memoir.compactor()
     if body.messages is None:
-        events = memoir.store.events.of(session_id)
+        events = service.events_of(memoir, session_id)
         result = compactor.compact_events(events, window=body.window, session_id=session_id)
     else:
         result = compactor.compact(

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.server.auth import memoir_of
 from memoir.server.errors import error_body
@@ -34,7 +35,7 @@ def readyz(memoir: Memoir = Depends(memoir_of)) -> dict[str, Any] | JSONResponse
     admission off); unready (503) without the database."""
     checks: dict[str, str] = {}
     try:
-        memoir.store.schema_version()
+        service.schema_version(memoir)
         checks["database"] = "ok"
     except Exception as exc:  # any failure means not ready; the answer says which
         checks["database"] = f"unreachable: {type(exc).__name__}"

@@ -6,11 +6,13 @@ session it came from)."""
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
 from memoir.memory.present import exchange_finder, item_json
@@ -65,7 +67,7 @@ def list_memories(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The caller's items: ranked by recall when ``q`` is given, else newest first."""
-    find = exchange_finder(memoir.store.exchanges.of)
+    find = exchange_finder(partial(service.exchanges_of, memoir))
     if q is not None and q.strip():
         hits = memoir.recall(
             q,
@@ -110,7 +112,7 @@ def memory_context(
 
 
 def _own(memoir: Memoir, user: str, item_id: str) -> Any:
-    found = memoir.store.memory_items.get(item_id, owner=user)
+    found = service.memory_item(memoir.as_user(user), item_id)
     if found is None:
         raise NotFound(f"no memory item {item_id!r}")
     return found
@@ -122,7 +124,7 @@ def read_memory(
 ) -> dict[str, Any]:
     """One item with its quotes (each naming its exchange) and its history."""
     item = _own(memoir, user, item_id)
-    find = exchange_finder(memoir.store.exchanges.of)
+    find = exchange_finder(partial(service.exchanges_of, memoir))
     data = item_json(item, find)
     data["history"] = [
         item_json(i, find) for i in memoir.memory_history(item.id, user=user) if i.id != item.id
@@ -173,7 +175,7 @@ def remember(
 
 
 def _outcome_json(memoir: Memoir, outcome: Outcome) -> dict[str, Any]:
-    find = exchange_finder(memoir.store.exchanges.of)
+    find = exchange_finder(partial(service.exchanges_of, memoir))
     return {
         "settled": outcome.settled,
         "items": [item_json(i, find) for i in outcome.items],

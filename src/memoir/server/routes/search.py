@@ -1,5 +1,5 @@
 """Search the caller's exchanges: the CLI's filters and modes, scoped to the caller's
-sessions (the store filters by owner, so another user's exchange is never a candidate)."""
+sessions (the search filters by owner, so another user's exchange is never a candidate)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.model import Harness
 from memoir.search import SearchFilters, parse_when
@@ -56,5 +57,5 @@ def search(
     )
     hits = memoir.search(q, filters=filters, mode=mode, limit=limit)
     if not reveal and hits:  # masked as shown; the store keeps the text as it was
-        hits = mask_hits(hits, memoir.store.exchanges.many([h.exchange_id for h in hits]))
+        hits = mask_hits(hits, service.exchanges_by_id(memoir, [h.exchange_id for h in hits]))
     return {"data": {"hits": [h.to_json() for h in hits]}}

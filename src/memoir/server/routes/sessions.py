@@ -10,8 +10,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from memoir import service
 from memoir.app import Memoir
-from memoir.model import Harness
+from memoir.model import Harness, RecentKey, RecentQuery
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.present import (
@@ -27,7 +28,6 @@ from memoir.server.present import (
 )
 from memoir.server.routing import OPAQUE, ORDINAL, WHEN, WHEN_HELP, JsonRoute, errors
 from memoir.server.schemas import EventsBody, NewSession
-from memoir.store.parts.sessions import RecentKey, RecentQuery
 
 __all__ = ["router"]
 
@@ -98,7 +98,8 @@ def list_sessions(
             after_key = (datetime.fromisoformat(value[0]), str(value[1]))
         except (TypeError, ValueError, IndexError, KeyError):
             raise no_page() from None
-    sessions = memoir.store.sessions.created_order(user, query, after=after_key, limit=limit + 1)
+    mine = memoir.as_user(user)
+    sessions = service.sessions_created(mine, query, after=after_key, limit=limit + 1)
     page, more = sessions[:limit], len(sessions) > limit
     last = page[-1] if page else None
     next_cursor = (
@@ -117,11 +118,11 @@ def _recent(
     query: RecentQuery,
 ) -> dict[str, Any]:
     """The caller's sessions, most recently active first, filtered: the owner, the filters,
-    the order, the page, the total and the facets are the store's queries. The cursor is
+    the order, the page, the total and the facets are the database's queries. The cursor is
     a keyset (the last session's activity time and id) bound to the caller: another
     user's cursor is refused as one this API never gave."""
     key = None if cursor is None else _recent_key(cursor, user)
-    page = memoir.store.sessions.listing(user, query, limit=limit, after=key, counted=True)
+    page = service.session_listing(memoir.as_user(user), query, limit=limit, after=key)
     last = page.last_key
     return {
         "data": {
@@ -174,7 +175,7 @@ def get_session(
 ) -> dict[str, Any]:
     session = memoir.user_session(user, session_id)
     out = session_json(session)
-    out["events"] = memoir.store.events.last_ordinal(session.id)
+    out["events"] = service.last_event(memoir, session.id)
     return {"data": {"session": out}}
 
 
@@ -219,17 +220,7 @@ def read_events(
 ) -> dict[str, Any]:
     session_id = memoir.user_session(user, session_id).id
     start = page_after(after, cursor)
-    last = memoir.store.events.last_ordinal(session_id)
-    # ordinals are dense (1, 2, 3 …): the range after..after+limit is one page; past the
-    # last ordinal there is nothing (an `after` of any size is an empty page, as for
-    # exchanges, and never reaches the database beyond the last ordinal)
-    events = (
-        memoir.store.events.of(session_id, after=start, upto=min(start + limit, last))
-        if start < last
-        else []
-    )
-    page = events[:limit]
-    more = bool(page) and last > page[-1].ordinal
+    page, more = service.events_page(memoir, session_id, after=start, limit=limit)
     return {
         "data": {"events": [event_json(e, reveal=reveal) for e in page]},
         "next_cursor": str(page[-1].ordinal) if more else None,
@@ -254,9 +245,8 @@ def read_exchanges(
 ) -> dict[str, Any]:
     session_id = memoir.user_session(user, session_id).id
     start = page_after(after, cursor)
-    rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > start]
-    page = rest[:limit]
+    page, more = service.exchanges_page(memoir, session_id, after=start, limit=limit)
     return {
         "data": {"exchanges": [exchange_json(x, reveal=reveal) for x in page]},
-        "next_cursor": str(page[-1].first_ordinal) if len(rest) > limit else None,
+        "next_cursor": str(page[-1].first_ordinal) if more else None,
     }

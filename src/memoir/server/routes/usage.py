@@ -8,8 +8,8 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
+from memoir import service
 from memoir.app import Memoir
-from memoir.llm.ledger import usage_totals
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.routing import JsonRoute
 
@@ -26,7 +26,7 @@ def usage(
 ) -> dict[str, Any]:
     """Calls made for the caller (recorded with its name) or for its sessions."""
     since = datetime.now(UTC) - timedelta(days=days) if days else None
-    totals = usage_totals(memoir.store.usage.records(since=since, owner=user))
+    totals = service.usage_report(memoir.as_user(user), since)
     return {
         "data": {
             "totals": [asdict(t) for t in totals],

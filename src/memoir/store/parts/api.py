@@ -22,6 +22,7 @@ from typing import Any
 from memoir.errors import ConfigError, NotFound
 from memoir.model import Event, Session, build_exchanges
 from memoir.model.session import named_session_id
+from memoir.model.storable import scrub_deep
 from memoir.store.codec import (
     EVENT_COLS,
     EXCHANGE_COLS,
@@ -29,7 +30,6 @@ from memoir.store.codec import (
     SESSION_READ_COLS,
     event_from_row,
     exchange_from_row,
-    scrub_deep,
     session_from_row,
     session_params,
 )

@@ -3,54 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from memoir.errors import NotFound
 from memoir.model import Session, SessionFlags
-from memoir.model.session import named_session_id
+from memoir.model.session import RecentKey, RecentPage, RecentQuery, SessionInfo, named_session_id
 from memoir.store.codec import SESSION_READ_COLS, from_iso, prefixed, session_from_row
 from memoir.store.db import Db, Tx
 from memoir.store.search_filter import filter_sql
 from memoir.store.sql_common import tx_dialect
-from memoir.store.values import SearchFilters, SessionInfo
+from memoir.store.values import SearchFilters
 
-__all__ = ["RecentKey", "RecentPage", "RecentQuery", "SessionsPart", "owned_session"]
-
-RecentKey = tuple[datetime | None, str]
-"""Where a page of :meth:`SessionsPart.listing` ends: its last session's ``last_at`` and
-id (the order is ``last_at`` newest first, sessions with none last, then id)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RecentQuery:
-    """Which sessions a listing keeps: of ``project``, of ``harness``, active (their
-    exchanges, first to last) on or after ``since`` and before ``until``."""
-
-    project: str | None = None
-    harness: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RecentPage:
-    """A page of a listing; ``total``, ``projects`` and ``harnesses`` when counted."""
-
-    sessions: tuple[SessionInfo, ...]
-    more: bool
-    total: int | None = None
-    projects: tuple[str, ...] = ()
-    harnesses: tuple[str, ...] = ()
-
-    @property
-    def last_key(self) -> RecentKey | None:
-        """The keyset the next page starts after (None: an empty page)."""
-        if not self.sessions:
-            return None
-        last = self.sessions[-1]
-        return (last.last_at, last.session.id)
+__all__ = ["SessionsPart", "owned_session"]
 
 
 class SessionsPart:
