@@ -148,8 +148,8 @@ def test_when_what_an_append_read_covers_its_batch(
         assert got is None
         return
     assert got is not None
-    shapes, span = got
-    assert isinstance(span, SpanRead)
+    shapes, parts = got
+    span = SpanRead(*parts)
     assert shapes == {  # (pk, last ordinal, the lengths of the three texts) as stored
         f"s:{first}": (first * 10, first + 1, len(f"u{first}"), len(f"a{first}"), 0)
         for first in batch

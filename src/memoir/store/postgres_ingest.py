@@ -15,6 +15,7 @@ from psycopg import pq
 
 from memoir.store import postgres_search, sql_common
 from memoir.store.sql_common import POSTGRES, SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
+from memoir.store.sql_index import SpanRead
 from memoir.store.values import IngestBatch
 
 __all__ = ["WRITES", "apply_batch", "delete_session_rows"]
@@ -87,6 +88,7 @@ WRITES = IngestWrites(
     _store_exchanges,
     index=postgres_search,
     send_span_read=postgres_search.send_span_read,
+    span_read=SpanRead,
     insert_events=_insert_events,
 )
 

@@ -194,6 +194,9 @@ class IngestWrites:
     # sends the reads of an index span (``sql_index.send_span_read``) with the batch's
     # other reads, before its exchanges are written (a pipeline's wait less), or None
     send_span_read: Callable[[Any, str, int, int], Callable[[], Any]] | None = None
+    # the index span's read (``sql_index.SpanRead``) made of rows read ahead (lo, hi, the
+    # stored exchanges of the span, their neighbours), where ``send_span_read`` is given
+    span_read: Callable[[int, int, list[Any], list[Any]], Any] | None = None
     # writes the events' rows (:data:`EVENT_INSERT`'s parameters) in one statement
     # (PostgreSQL: the columns as arrays); None: ``many`` runs EVENT_INSERT per row
     insert_events: Callable[[Any, list[tuple[Any, ...]]], None] | None = None
@@ -245,8 +248,8 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
         writes.index.reindex_session(conn, session)  # the index's meta column names them
     if batch.exchanges:
         if ahead:
-            existing, read = ahead
-            read = read if writes.send_span_read is not None else None
+            existing, parts = ahead
+            read = writes.span_read(*parts) if writes.span_read is not None else None
         else:
             existing = {row[0]: tuple(row[1:]) for cur in shapes for row in cur.fetchall()}
             read = span() if span is not None else None  # read with the shapes: no own wait
@@ -269,15 +272,15 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
 
 def _read_ahead(
     known: StoredTail, exchanges: list[Exchange]
-) -> tuple[dict[str, tuple[Any, ...]], Any] | None:
+) -> tuple[dict[str, tuple[Any, ...]], tuple[int, int, list[Any], list[Any]]] | None:
     """What the batch's write would read, from what its append read already (``known``):
     the stored shapes of ``exchanges`` (:func:`_stored_shapes`) and the index span's
-    rows (:class:`~memoir.store.sql_index.SpanRead`); None when ``known`` may miss some.
+    rows (lo, hi, the span's stored (pk, id, first ordinal), the (pk, exchange) of its
+    neighbours: :class:`~memoir.store.sql_index.SpanRead`'s fields); None when ``known``
+    may miss some.
     ``known`` holds the session's last three exchanges, or all of them. A batch's span
     starts at its first exchange, ``lo``: every stored exchange from ``lo`` on, and the two
     before ``lo``, are among the last three when ``lo`` is past the second of them."""
-    from memoir.store.sql_index import SpanRead  # it imports this module
-
     if not exchanges:
         return None
     rows = known.exchanges
@@ -294,7 +297,7 @@ def _read_ahead(
     stored = [(pk, x.id, x.first_ordinal) for pk, x in rows if lo <= x.first_ordinal <= hi]
     before = [(pk, x) for pk, x in rows if x.first_ordinal < lo][-2:]
     after = [(pk, x) for pk, x in rows if x.first_ordinal > hi][:2]
-    return shapes, SpanRead(lo, hi, stored, before[::-1] + after)
+    return shapes, (lo, hi, stored, before[::-1] + after)
 
 
 def exchange_changes(
