@@ -317,6 +317,8 @@ def _quiet(conn: psycopg.Connection[Any]) -> bool:
     server's messages waiting, no end of stream), asked of the kernel without waiting."""
     if conn.closed or conn.pgconn.status != pq.ConnStatus.OK:
         return False
+    if not hasattr(select, "poll"):  # Windows: select() takes sockets there
+        return not select.select([conn.pgconn.socket], [], [], 0)[0]
     poller = select.poll()
     poller.register(conn.pgconn.socket, select.POLLIN | select.POLLPRI)
     return not poller.poll(0)
