@@ -2,7 +2,7 @@
 
     PYTHONPATH=src .venv/bin/python bench/pg_write_bench.py --database-url URL
         [--batches 40] [--batch-size 20] [--rounds 3] [--sync-mb 16] [--sync-files 16]
-        [--profile] [--json]
+        [--profile] [--json] [--before-src DIR]
 
 (a) **Append** — ``service.append_messages(memoir, user, session_id, messages)`` with
     ``--batch-size`` messages per call, ``--batches`` calls per round into a fresh session,
@@ -15,8 +15,12 @@
 
 ``--profile`` prints the cProfile top functions (cumulative) of the PostgreSQL append
 arm. Only public entry points are used, so the same script measures another checkout's
-code (``PYTHONPATH=/other/src``): run it for the before and after arms alternately on a
-shared machine and compare ratios. Prints a table, or one JSON document with ``--json``.
+code (``PYTHONPATH=/other/src``). With ``--before-src DIR`` (another checkout's ``src``,
+e.g. ``git archive main src | tar -x -C /tmp/before``) it does so itself: each round of
+(a) and of (b) runs as a child process on each checkout, before and after alternating
+which goes first (``bench/arms.py``), and both arms are reported side by side: the
+per-round PostgreSQL / SQLite ratios of each, their medians. Prints a table, or one JSON
+document with ``--json``.
 """
 
 from __future__ import annotations
@@ -172,13 +176,19 @@ def _append_arm(
         memoir.close()
 
 
+def _backends(args: argparse.Namespace, r: int) -> tuple[str, str]:
+    """The backends of round ``r`` in the order they run: alternating, from ``--first``."""
+    order = ("sqlite", "postgres") if args.first == "sqlite" else ("postgres", "sqlite")
+    return order if r % 2 == 0 else (order[1], order[0])
+
+
 def bench_append(url: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     rates: dict[str, list[float]] = {"sqlite": [], "postgres": []}
     ratios: list[float] = []
     trips: list[float] = []
     profile = cProfile.Profile() if args.profile else None
     for r in range(args.rounds):
-        arms = ("sqlite", "postgres") if r % 2 == 0 else ("postgres", "sqlite")
+        arms = _backends(args, r)
         got: dict[str, float] = {}
         for arm in arms:
             sid = f"append-{arm}-{r}"
@@ -216,6 +226,7 @@ def bench_append(url: str, args: argparse.Namespace, work: Path) -> dict[str, An
         "sqlite_rates": [round(x, 1) for x in rates["sqlite"]],
         "postgres_rates": [round(x, 1) for x in rates["postgres"]],
         "postgres_over_sqlite": round(statistics.median(ratios), 3),
+        "round_ratios": [round(x, 3) for x in ratios],
         "postgres_round_trips_per_batch": round(statistics.median(trips), 1),
     }
     if profile is not None:
@@ -246,14 +257,16 @@ def _timed_sync(source: Path, home: Path, url: str | None) -> float:
 
 
 def bench_sync(url: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    from sync_bench import generate
+    source = Path(args.sync_source) if args.sync_source else work / "transcripts"
+    if not args.sync_source:
+        from sync_bench import generate
 
-    source = work / "transcripts"
-    mbytes = generate(source, args.sync_mb, args.sync_files) / (1024 * 1024)
+        generate(source, args.sync_mb, args.sync_files)
+    mbytes = sum(f.stat().st_size for f in source.rglob("*.jsonl")) / (1024 * 1024)
     speeds: dict[str, list[float]] = {"sqlite": [], "postgres": []}
     ratios: list[float] = []
     for r in range(args.sync_rounds):
-        arms = ("sqlite", "postgres") if r % 2 == 0 else ("postgres", "sqlite")
+        arms = _backends(args, r)
         got: dict[str, float] = {}
         for arm in arms:
             if arm == "sqlite":
@@ -270,7 +283,62 @@ def bench_sync(url: str, args: argparse.Namespace, work: Path) -> dict[str, Any]
         "sqlite_mb_per_s": round(statistics.median(speeds["sqlite"]), 2),
         "postgres_mb_per_s": round(statistics.median(speeds["postgres"]), 2),
         "postgres_over_sqlite": round(statistics.median(ratios), 3),
+        "round_ratios": [round(x, 3) for x in ratios],
     }
+
+
+def _child_args(args: argparse.Namespace, url: str) -> list[str]:
+    out = ["--json", "--database-url", url, "--batches", str(args.batches)]
+    out += ["--batch-size", str(args.batch_size)]
+    return out + (["--embed-on-write"] if args.embed_on_write else [])
+
+
+def compare(url: str, args: argparse.Namespace, skip: set[str], work: Path) -> dict[str, Any]:
+    """Each round of each part once per checkout, in child processes, before and after
+    alternating which goes first (and, round by round, which backend goes first)."""
+    from arms import after_src, arm_order, run_child
+
+    script = Path(__file__).resolve()
+    srcs = {"before": str(Path(args.before_src).resolve()), "after": after_src()}
+    out: dict[str, Any] = {"srcs": srcs}
+    parts: list[tuple[str, int, list[str]]] = []
+    if "append" not in skip:
+        parts.append(("append", args.rounds, ["--skip", "sync", "--rounds", "1"]))
+    if "sync" not in skip:
+        from sync_bench import generate
+
+        source = work / "transcripts"
+        generate(source, args.sync_mb, args.sync_files)
+        sync_args = ["--skip", "append", "--sync-rounds", "1", "--sync-source", str(source)]
+        parts.append(("sync", args.sync_rounds, sync_args))
+    for part, rounds, extra in parts:
+        got: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+        for r in range(rounds):
+            first = "sqlite" if r % 2 == 0 else "postgres"
+            for arm in arm_order(r):
+                child = run_child(
+                    script, [*_child_args(args, url), *extra, "--first", first], srcs[arm]
+                )
+                got[arm].append(child[part])
+        out[part] = {arm: _merged(part, rounds_of) for arm, rounds_of in got.items()}
+    return out
+
+
+def _merged(part: str, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """One arm's rounds (one child each) as one result: the rounds' figures in run order,
+    and their medians."""
+    ratios = [r["postgres_over_sqlite"] for r in rounds]
+    unit = "events_per_s" if part == "append" else "mb_per_s"
+    out: dict[str, Any] = {"rounds": len(rounds), "round_ratios": ratios}
+    for backend in ("sqlite", "postgres"):
+        values = [r[f"{backend}_{unit}"] for r in rounds]
+        out[f"{backend}_{unit}"] = round(statistics.median(values), 2)
+        out[f"{backend}_rates"] = values
+    out["postgres_over_sqlite"] = round(statistics.median(ratios), 3)
+    if part == "append":
+        trips = [r["postgres_round_trips_per_batch"] for r in rounds]
+        out["postgres_round_trips_per_batch"] = statistics.median(trips)
+    return out
 
 
 def main() -> None:
@@ -283,6 +351,9 @@ def main() -> None:
     p.add_argument("--sync-files", type=int, default=16)
     p.add_argument("--sync-rounds", type=int, default=2)
     p.add_argument("--skip", default="", help="comma list of append,sync")
+    p.add_argument("--first", choices=("sqlite", "postgres"), default="sqlite")
+    p.add_argument("--sync-source", default=None, help="transcripts to sync (else generated)")
+    p.add_argument("--before-src", default=None, help="an earlier checkout's src/ to compare")
     p.add_argument("--profile", action="store_true")
     p.add_argument(
         "--embed-on-write",
@@ -303,6 +374,9 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="memoir-pg-write-") as tmp:
         work = Path(tmp)
+        if args.before_src:
+            result["compare"] = compare(args.database_url, args, skip, work)
+            skip = {"append", "sync"}
         if "append" not in skip:
             result["append"] = bench_append(args.database_url, args, work)
         if "sync" not in skip:
@@ -312,6 +386,17 @@ def main() -> None:
         print(json.dumps({k: v for k, v in result.items()}, indent=2))
         return
     print(f"code: {result['code']}  load {result['load_avg_start']} -> {result['load_avg_end']}")
+    for part, arms in result.get("compare", {}).items():
+        if part == "srcs":
+            continue
+        for arm in ("before", "after"):
+            x = arms[arm]
+            unit = "events_per_s" if part == "append" else "mb_per_s"
+            print(
+                f"{part} {arm:6}: sqlite {x[f'sqlite_{unit}']:,} postgres "
+                f"{x[f'postgres_{unit}']:,} ({unit}), PG/SQLite median "
+                f"{x['postgres_over_sqlite']} of {x['round_ratios']}"
+            )
     if a := result.get("append"):
         print(
             f"append {a['rounds']} × {a['batches_per_round']} × {a['batch_size']}: sqlite "

@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/server_bench.py [--json] [--database-url URL] [--redis-url URL]
         [--batches 60] [--batch-size 20] [--rounds 3] [--pollers 200] [--poll-seconds 10]
-        [--storm 50] [--storm-rounds 6]
+        [--storm 50] [--storm-rounds 6] [--before-src DIR]
 
 A throwaway SQLite home by default (``MEMOIR_LLM=offline``); with ``--database-url`` every
 home gets its own fresh schema on that PostgreSQL server (dropped afterwards). A key comes
@@ -27,6 +27,12 @@ from ``memoir users add``, as a deployment gets one.
     ``$MEMOIR_TEST_REDIS_URL``; ``--no-redis`` skips that arm). Both run no workers, so
     queued jobs stay queued. p50/p95/max over all requests, the median of the per-round
     p95, the status codes, and how many distinct jobs each storm got (must be 1).
+
+With ``--before-src DIR`` (another checkout's ``src``), (a) runs as child processes, one
+round each, on that checkout and on this one, alternating which goes first
+(``bench/arms.py``; each child starts its own server on its checkout): both arms' per-round
+HTTP / library ratios side by side. Set ``MEMOIR_EMBED_ON_WRITE=0`` to measure the store's
+write without the embedder after it.
 
 The machine is usually shared: the client and the server compete for the same cores, so
 absolute rates are pessimistic; the ratios are what carries over. Prints a table and, with
@@ -257,7 +263,14 @@ def bench_append(
             for r in range(args.rounds):
                 sid = f"append-{r}"
                 # alternate which arm goes first, so drift on a shared machine cancels
-                arms = ("http", "direct") if r % 2 == 0 else ("direct", "http")
+                arms = (
+                    ("http", "direct")
+                    if (r % 2 == 0) == (args.first == "http")
+                    else (
+                        "direct",
+                        "http",
+                    )
+                )
                 rates: dict[str, float] = {}
                 for arm in arms:
                     batches = [_messages(f"{arm}{r}", size, i * size) for i in range(n + 1)]
@@ -303,6 +316,7 @@ def bench_append(
         "http_request": _ms(http_lat),
         "direct_call": _ms(direct_lat),
         "overhead_ratio": round(statistics.median(round_ratios), 2),
+        "round_ratios": [round(x, 3) for x in round_ratios],
         "overhead_ratio_p50": round(_pct(http_lat, 0.5) / _pct(direct_lat, 0.5), 2),
         "http_minus_direct_p50_ms": round(1000 * (_pct(http_lat, 0.5) - _pct(direct_lat, 0.5)), 2),
     }
@@ -427,6 +441,41 @@ def bench_admission(
     return out
 
 
+# --- before and after -------------------------------------------------------------------
+def compare(args: argparse.Namespace) -> dict[str, Any]:
+    """(a) once per round on each checkout, in child processes, alternating which goes
+    first (and, round by round, which of HTTP and the library goes first)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from arms import after_src, arm_order, run_child
+
+    srcs = {"before": str(Path(args.before_src).resolve()), "after": after_src()}
+    child = ["--json", "--skip", "poll,admission", "--rounds", "1", "--batches", str(args.batches)]
+    child += ["--batch-size", str(args.batch_size)]
+    if args.database_url:
+        child += ["--database-url", args.database_url]
+    got: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for r in range(args.rounds):
+        first = "http" if r % 2 == 0 else "direct"
+        for arm in arm_order(r):
+            done = run_child(Path(__file__).resolve(), [*child, "--first", first], srcs[arm])
+            got[arm].append(done["append"])
+    out: dict[str, Any] = {"srcs": srcs}
+    for arm, rounds in got.items():
+        ratios = [1 / x["overhead_ratio"] for x in rounds]  # HTTP / library, per round
+        out[arm] = {
+            "rounds": len(rounds),
+            "http_events_per_s": round(
+                statistics.median(x["http_events_per_s"] for x in rounds), 1
+            ),
+            "direct_events_per_s": round(
+                statistics.median(x["direct_events_per_s"] for x in rounds), 1
+            ),
+            "http_over_library": round(statistics.median(ratios), 3),
+            "round_ratios": [round(x, 3) for x in ratios],
+        }
+    return out
+
+
 # --- main -------------------------------------------------------------------------------
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -445,6 +494,8 @@ def main() -> None:
     p.add_argument("--storm", type=int, default=50)
     p.add_argument("--storm-rounds", type=int, default=6)
     p.add_argument("--skip", default="", help="comma list of append,poll,admission")
+    p.add_argument("--first", choices=("http", "direct"), default="http")
+    p.add_argument("--before-src", default=None, help="an earlier checkout's src/ to compare")
     args = p.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     redis_url = None if args.no_redis else args.redis_url
@@ -457,6 +508,11 @@ def main() -> None:
         "load_avg_start": [round(x, 2) for x in os.getloadavg()],
         "store": "postgresql" if args.database_url else "sqlite",
     }
+    if args.before_src:
+        result["compare"] = compare(args)
+        result["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+        print(json.dumps(result, indent=2))
+        return
     with (
         tempfile.TemporaryDirectory(prefix="memoir-server-bench-") as tmp,
         _pg_schema(args.database_url) as server_db,

@@ -4,6 +4,8 @@ column) leaves every tsvector as it was."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import pytest
 from pg_round_trips import count_round_trips
 from store_builders import ingest
 
-from conftest import fresh_pg_schema
+from conftest import fresh_pg_schema, pg_url
 from memoir import service
 from memoir.app import Memoir
 from memoir.store import SearchFilters
@@ -20,7 +22,7 @@ from memoir.store.fold import fold_index_text
 
 pytestmark = pytest.mark.postgres
 
-ROUND_TRIPS = 5  # 4 today: the pool's check of the connection, then the transaction (3); one spare
+ROUND_TRIPS = 4  # 3 today: the transaction's (a quiet pooled connection is not checked); one spare
 
 
 def _messages(tag: str, n: int, start: int = 0) -> list[dict[str, Any]]:
@@ -172,3 +174,52 @@ def test_a_sync_batch_whose_first_exchanges_are_stored_alike_reads_its_span_agai
             assert any("question 3" in docs[5] for docs in written.values())  # a context
         finally:
             store.close()
+
+
+def test_an_append_whose_connection_the_server_ended_runs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append takes its pooled connection without a round trip to check it when the
+    socket is quiet. A connection the server ended too recently for its socket to show it
+    (here: every socket reported quiet) fails at the append's first read, before anything
+    was done; the append then runs once more on a live connection: stored once, in order."""
+    import psycopg
+
+    from memoir.store import postgres_store
+
+    tag = f"memoir-stale-{uuid.uuid4().hex[:8]}"
+    with fresh_pg_schema() as url:
+        made = Memoir.at(
+            tmp_path / "home", llm="offline", database_url=f"{url}&application_name={tag}"
+        )
+        try:
+            made.create_session("ann", session_id="s")
+            assert made.append_messages("ann", "s", _messages("s", 4)) == (4, 0)
+            stale: list[bool] = []
+            real_stale = postgres_store._stale
+
+            def spied(*args: Any) -> bool:
+                stale.append(real_stale(*args))
+                return stale[-1]
+
+            monkeypatch.setattr(postgres_store, "_stale", spied)
+            monkeypatch.setattr(postgres_store, "_quiet", lambda conn: True)
+            admin_url = pg_url()
+            assert admin_url is not None
+            with psycopg.connect(admin_url, autocommit=True) as admin:
+                sql = "FROM pg_stat_activity WHERE application_name = %s"
+                killed = admin.execute(
+                    f"SELECT count(pg_terminate_backend(pid)) {sql}", (tag,)
+                ).fetchone()
+                assert killed is not None and killed[0] >= 1
+                deadline = time.monotonic() + 10
+                while admin.execute(f"SELECT count(*) {sql}", (tag,)).fetchone() != (0,):
+                    assert time.monotonic() < deadline, "the ended sessions did not go"
+                    time.sleep(0.01)
+            assert made.append_messages("ann", "s", _messages("s", 4, 4)) == (4, 0)
+            assert stale == [True]  # the first try found it ended; the second ran
+            sid = made.user_session("ann", "s").id
+            assert [e.ordinal for e in made.store.events.of(sid)] == list(range(1, 9))
+            assert made.store.api.message_ids(sid) == {f"s-{i}": i + 1 for i in range(8)}
+        finally:
+            made.close()

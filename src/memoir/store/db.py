@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-__all__ = ["Db", "Part", "Tx"]
+from memoir.errors import StoreError
+
+__all__ = ["Db", "Part", "StaleConnection", "Tx"]
+
+
+class StaleConnection(StoreError):
+    """A ``batch`` found its connection ended by the server (a restart, a terminated
+    session) before the server answered any of it: nothing of the batch was done, and
+    the pool's connections have been checked since; the caller may run it again once."""
 
 
 class Tx(Protocol):
@@ -30,7 +38,8 @@ class Db:
     backend. ``batch`` (PostgreSQL's; ``write`` where it is None) is a write transaction
     whose statements are not waited for one by one (psycopg's pipeline mode, ``BEGIN``
     and ``COMMIT`` included): the client waits where it reads a result, and a statement's
-    ``rowcount`` is not known until then."""
+    ``rowcount`` is not known until then. Its connection is handed out without a round
+    trip of its own to check it: a stale one raises :class:`StaleConnection`."""
 
     tx: Callable[[], AbstractContextManager[Tx]]
     ro: Callable[[], AbstractContextManager[Tx]]

@@ -74,9 +74,14 @@ _WEIGHT_OF = {"user": "a", "assistant": "b", "tools": "c"}
 RANK_WINDOW = 5000  # as on SQLite: rank the most recent matches only
 _REBUILD_PAGE = 2000
 
+# all the rows of a write in one statement, the documents as arrays; each row's pk is found
+# by its exchange id in a subquery of its own (one search of the unique index per row,
+# whatever the server knows of the tables), an unknown id writes no row
 INDEX_INSERT = (
     "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, "
-    "context_doc) SELECT pk, %s, %s, %s, %s, %s FROM exchanges WHERE id = %s"
+    "context_doc) SELECT pk, u, a, t, m, c FROM (SELECT (SELECT pk FROM exchanges WHERE "
+    "id = v.id) AS pk, v.* FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], "
+    "%b::text[], %b::text[]) AS v(id, u, a, t, m, c) OFFSET 0) AS r WHERE pk IS NOT NULL"
 )
 _INDEX_INSERT_V3 = (
     "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc) "
@@ -94,11 +99,13 @@ def write_index(
     ``translate()`` of an older schema's column reads them alike); ``width`` 4 leaves out
     ``context_doc`` (the table of an older schema version, while a migration before v4
     rebuilds it)."""
-    if rows:
-        sql = INDEX_INSERT if width == 5 else _INDEX_INSERT_V3
+    if rows and width == 5:
+        docs = [[fold_index_text(c) for c in doc.columns()] for _, doc in rows]
+        conn.execute(INDEX_INSERT, [[xid for xid, _ in rows], *map(list, zip(*docs, strict=True))])
+    elif rows:
         params = [(*(fold_index_text(c) for c in doc.columns()[:width]), xid) for xid, doc in rows]
         with conn.cursor() as cur:
-            cur.executemany(sql, params)
+            cur.executemany(_INDEX_INSERT_V3, params)
 
 
 def delete_index(conn: psycopg.Connection[Any], pks: list[int]) -> None:
@@ -143,13 +150,15 @@ def reindex_span(
     :func:`~memoir.store.sql_index.span_rows`)."""
     if not changed:
         return
-    ordered, _ = span_rows(conn, POSTGRES, session.id, changed, read)
+    ordered, pks = span_rows(conn, POSTGRES, session.id, changed, read)
     docs = session_documents(ordered, session, rewrite_span(ordered, [x.id for x in changed]))
-    conn.execute(
-        "DELETE FROM exchange_search WHERE exchange_pk IN "
-        "(SELECT pk FROM exchanges WHERE id = ANY(%s))",
-        ([x.id for x, _ in docs],),
-    )
+    # rows to replace: those of the unchanged exchanges rewritten (neighbours), by the pks
+    # read with the span (a changed exchange has none: new, or grown under a new pk)
+    ids = {x.id for x in changed}
+    old = sorted({pks[x.id] for x, _ in docs if x.id not in ids and x.id in pks})
+    if old:  # pks as values, one each: the primary key is searched whatever the plan
+        marks = ", ".join(["%s"] * len(old))
+        conn.execute(f"DELETE FROM exchange_search WHERE exchange_pk IN ({marks})", old)
     write_index(conn, [(x.id, doc) for x, doc in docs])
 
 

@@ -8,8 +8,10 @@ so replicas starting together migrate once. psycopg errors become
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,7 +25,7 @@ from memoir.errors import Busy, ConfigError, MemoirError, MigrationError, ReadOn
 from memoir.store import postgres_search
 from memoir.store.claims import claim_key
 from memoir.store.codec import to_utc
-from memoir.store.db import Db, Tx
+from memoir.store.db import Db, StaleConnection, Tx
 from memoir.store.memory_text import PostgresItemText
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
@@ -35,6 +37,8 @@ __all__ = ["PostgresStore", "migrate"]
 
 MIGRATION_LOCK = 0x6D656D6F6972  # "memoir"
 INDEX_KEYS = ("exchange_search", "exchange_pk")
+# set while a batch takes its connection from the pool: a quiet one is handed out unchecked
+_QUICK_CHECK: ContextVar[bool] = ContextVar("memoir_pg_quick_check", default=False)
 
 
 def _version(conn: psycopg.Connection[Any]) -> int:
@@ -201,10 +205,17 @@ class PostgresStore(SqlStore):
         conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{ms}ms",))
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
-        """The pool's check of a connection it hands out. One dead connection means the
-        server restarted and dropped them all: the whole pool is checked at once, so the
-        pool's back-off between failed checks is paid once, not once per connection."""
+        """The pool's check of a connection it hands out: an empty query, one round trip.
+        One dead connection means the server restarted and dropped them all: the whole
+        pool is checked at once, so the pool's back-off between failed checks is paid
+        once, not once per connection. A batch's connection (:meth:`_batching`) is checked
+        without the round trip when its socket is quiet: a connection the server ended has
+        something to read (the server's last error, the end of the stream), an idle live
+        one has nothing; one ended too recently to show it is found by the batch's first
+        read, and the batch is run again (:class:`~memoir.store.db.StaleConnection`)."""
         try:
+            if _QUICK_CHECK.get() and _quiet(conn):
+                return
             ConnectionPool.check_connection(conn)
         except psycopg.Error:
             self._pool.check()
@@ -237,19 +248,36 @@ class PostgresStore(SqlStore):
     def _batching(self) -> Iterator[psycopg.Connection[Any]]:
         """A write transaction in pipeline mode: ``BEGIN`` goes out with the first
         statement and ``COMMIT`` with the last writes, so neither costs a round trip of its
-        own. On an error (the server's, raised where a result is read or at the end, or
-        the caller's) the transaction is rolled back."""
-        with self._conn(write=False) as conn:
-            try:
-                with conn.pipeline():
-                    conn.execute("BEGIN")
-                    yield conn
-                    conn.execute("COMMIT")
-            except BaseException:
-                if conn.info.transaction_status != pq.TransactionStatus.IDLE:
-                    with suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                raise
+        own, and the connection is handed out without the pool's round trip when its socket
+        is quiet (:meth:`_check`). On an error (the server's, raised where a result is read
+        or at the end, or the caller's) the transaction is rolled back. A connection found
+        ended before the server answered ``BEGIN`` raises ``StaleConnection`` (nothing was
+        done: ``COMMIT`` is sent only after the caller's block), after the pool's
+        connections are checked."""
+        quick, handed = _QUICK_CHECK.set(True), False
+        try:
+            with self._conn(write=False) as conn:
+                _QUICK_CHECK.reset(quick)
+                handed = True
+                begin: psycopg.Cursor[Any] | None = None
+                try:
+                    with conn.pipeline():
+                        begin = conn.execute("BEGIN")
+                        yield conn
+                        conn.execute("COMMIT")
+                except BaseException as exc:
+                    if isinstance(exc, psycopg.OperationalError) and _stale(conn, begin):
+                        raise StaleConnection(_translated(exc, self._limits).args[0]) from exc
+                    if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                        with suppress(psycopg.Error):
+                            conn.execute("ROLLBACK")
+                    raise
+        except StaleConnection:
+            self._pool.check()  # the dead ones replaced before the caller runs it again
+            raise
+        finally:
+            if not handed:  # the pool raised before handing a connection out
+                _QUICK_CHECK.reset(quick)
 
     @contextmanager
     def _tx(self) -> Iterator[Tx]:
@@ -276,6 +304,24 @@ class PostgresStore(SqlStore):
     def schema_version(self) -> int:
         with self._conn(write=False) as conn:
             return _version(conn)
+
+
+def _stale(conn: psycopg.Connection[Any], begin: psycopg.Cursor[Any] | None) -> bool:
+    """Whether a batch's connection is found ended before the server answered its
+    ``BEGIN`` (``begin``: its cursor, None when sending it failed): nothing was done."""
+    return conn.closed and (begin is None or begin.pgresult is None)
+
+
+def _quiet(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection is open with nothing to read on its socket (none of the
+    server's messages waiting, no end of stream), asked of the kernel without waiting."""
+    if conn.closed or conn.pgconn.status != pq.ConnStatus.OK:
+        return False
+    if not hasattr(select, "poll"):  # Windows: select() takes sockets there
+        return not select.select([conn.pgconn.socket], [], [], 0)[0]
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
 
 
 class _AdvisoryClaims:

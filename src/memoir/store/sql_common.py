@@ -31,7 +31,7 @@ from memoir.store.codec import (
     to_utc,
 )
 from memoir.store.db import Tx
-from memoir.store.values import IngestBatch
+from memoir.store.values import IngestBatch, StoredTail
 
 __all__ = [
     "EVENT_INSERT",
@@ -194,6 +194,12 @@ class IngestWrites:
     # sends the reads of an index span (``sql_index.send_span_read``) with the batch's
     # other reads, before its exchanges are written (a pipeline's wait less), or None
     send_span_read: Callable[[Any, str, int, int], Callable[[], Any]] | None = None
+    # the index span's read (``sql_index.SpanRead``) made of rows read ahead (lo, hi, the
+    # stored exchanges of the span, their neighbours), where ``send_span_read`` is given
+    span_read: Callable[[int, int, list[Any], list[Any]], Any] | None = None
+    # writes the events' rows (:data:`EVENT_INSERT`'s parameters) in one statement
+    # (PostgreSQL: the columns as arrays); None: ``many`` runs EVENT_INSERT per row
+    insert_events: Callable[[Any, list[tuple[Any, ...]]], None] | None = None
 
 
 def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> None:
@@ -202,8 +208,14 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
     d = writes.dialect
     check_source_unchanged(conn, d, batch)
     # the two reads (the session as stored, the stored shapes of the batch's exchanges)
-    # are sent with the first writes and read after them: in a pipeline, one wait
-    stored = _send_session_upsert(conn, d, batch, writes.session_upsert)
+    # are sent with the first writes and read after them: in a pipeline, one wait. An
+    # append read them already (``batch.stored``): no read, no wait, where they cover it
+    known = None if batch.reset else batch.stored
+    if known is None:
+        stored = _send_session_upsert(conn, d, batch, writes.session_upsert)
+    else:
+        check_batch(batch)
+        conn.execute(writes.session_upsert, session_params(batch.session, d.time))
     session = batch.session
     if batch.reset:
         path = batch.source.path if batch.source else session.source_path
@@ -211,18 +223,36 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
     if batch.moved_from is not None and batch.source is not None:
         move_source(conn, d, batch.moved_from, batch.source.path)
     if batch.events:
-        writes.many(conn, d(EVENT_INSERT), [event_params(e, d.time) for e in batch.events])
+        rows = [event_params(e, d.time) for e in batch.events]
+        if writes.insert_events is not None:
+            writes.insert_events(conn, rows)
+        else:
+            writes.many(conn, d(EVENT_INSERT), rows)
     unique = {x.id: x for x in batch.exchanges}
-    shapes = [] if batch.reset else _send_rows_in(conn, d, _SHAPES, list(unique))
+    ahead = None if known is None else _read_ahead(known, list(unique.values()))
+    shapes = (
+        [] if batch.reset or ahead else _send_shapes(conn, d, session.id, list(unique.values()))
+    )
     span: Callable[[], Any] | None = None
-    if writes.send_span_read is not None and unique and not batch.reset:
+    if writes.send_span_read is not None and unique and not batch.reset and not ahead:
         firsts = [x.first_ordinal for x in unique.values()]
         span = writes.send_span_read(conn, session.id, min(firsts), max(firsts))
-    if _renamed(stored, session) and not batch.reset:
+    if known is None:
+        renamed = _renamed(stored, session)
+    else:
+        renamed = (known.session.project, known.session.harness) != (
+            session.project,
+            session.harness,
+        )
+    if renamed and not batch.reset:
         writes.index.reindex_session(conn, session)  # the index's meta column names them
     if batch.exchanges:
-        existing = {row[0]: tuple(row[1:]) for cur in shapes for row in cur.fetchall()}
-        read = span() if span is not None else None  # read with the shapes: no wait of its own
+        if ahead:
+            existing, parts = ahead
+            read = writes.span_read(*parts) if writes.span_read is not None else None
+        else:
+            existing = {row[0]: tuple(row[1:]) for cur in shapes for row in cur.fetchall()}
+            read = span() if span is not None else None  # read with the shapes: no own wait
         changes = _changes(d, unique, existing)
         grown = [c for c in changes if c.old_pk is not None]
         if grown:  # their index rows and embeddings describe the old text
@@ -240,6 +270,36 @@ def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> N
         writes.many(conn, d(SKIPPED_INSERT), [skipped_params(s) for s in batch.skipped])
 
 
+def _read_ahead(
+    known: StoredTail, exchanges: list[Exchange]
+) -> tuple[dict[str, tuple[Any, ...]], tuple[int, int, list[Any], list[Any]]] | None:
+    """What the batch's write would read, from what its append read already (``known``):
+    the stored shapes of ``exchanges`` (:func:`_stored_shapes`) and the index span's
+    rows (lo, hi, the span's stored (pk, id, first ordinal), the (pk, exchange) of its
+    neighbours: :class:`~memoir.store.sql_index.SpanRead`'s fields); None when ``known``
+    may miss some.
+    ``known`` holds the session's last three exchanges, or all of them. A batch's span
+    starts at its first exchange, ``lo``: every stored exchange from ``lo`` on, and the two
+    before ``lo``, are among the last three when ``lo`` is past the second of them."""
+    if not exchanges:
+        return None
+    rows = known.exchanges
+    firsts = [x.first_ordinal for x in exchanges]
+    lo, hi = min(firsts), max(firsts)
+    if len(rows) >= 3 and lo <= rows[1][1].first_ordinal:
+        return None
+    ids = {x.id for x in exchanges}
+    shapes = {
+        x.id: (pk, x.last_ordinal, len(x.user_text), len(x.assistant_text), len(x.tool_excerpt))
+        for pk, x in rows
+        if x.id in ids
+    }
+    stored = [(pk, x.id, x.first_ordinal) for pk, x in rows if lo <= x.first_ordinal <= hi]
+    before = [(pk, x) for pk, x in rows if x.first_ordinal < lo][-2:]
+    after = [(pk, x) for pk, x in rows if x.first_ordinal > hi][:2]
+    return shapes, (lo, hi, stored, before[::-1] + after)
+
+
 def exchange_changes(
     conn: Connection, dialect: Dialect, exchanges: Sequence[Exchange], *, fresh: bool
 ) -> list[ExchangeChange]:
@@ -248,7 +308,8 @@ def exchange_changes(
     already stored alike is left out (re-applying a batch writes nothing new). ``fresh``:
     the session's exchanges were just deleted, every one is new."""
     unique = {x.id: x for x in exchanges}
-    existing = {} if fresh else _stored_shapes(conn, dialect, list(unique))
+    sid = next(iter(unique.values())).session_id if unique else ""
+    existing = {} if fresh else _stored_shapes(conn, dialect, sid, list(unique.values()))
     return _changes(dialect, unique, existing)
 
 
@@ -268,16 +329,37 @@ def _changes(
 
 
 def _stored_shapes(
-    conn: Connection, dialect: Dialect, ids: list[str]
+    conn: Connection, dialect: Dialect, session_id: str, exchanges: list[Exchange]
 ) -> dict[str, tuple[Any, ...]]:
-    """id → (pk, last ordinal, length of each text) of the stored exchanges of ``ids``."""
-    return {row[0]: tuple(row[1:]) for row in rows_in(conn, dialect, _SHAPES, ids)}
+    """id → (pk, last ordinal, length of each text) of the stored exchanges of the ids of
+    ``exchanges`` (exchanges of the session ``session_id``)."""
+    cursors = _send_shapes(conn, dialect, session_id, exchanges)
+    return {row[0]: tuple(row[1:]) for cur in cursors for row in cur.fetchall()}
 
 
+# the session and the span of first ordinals are named as well as the ids (an exchange's
+# id is its session's and its first ordinal's, model.exchange_id): PostgreSQL then walks
+# the (session, first ordinal) index over the span whatever it knows of the table (with
+# the ids alone, a plan made while the table was new and small read all of it per batch)
 _SHAPES = (
     "SELECT id, pk, last_ordinal, length(user_text), length(assistant_text), "
-    "length(tool_excerpt) FROM exchanges WHERE id IN ({marks})"
+    "length(tool_excerpt) FROM exchanges WHERE session_id = ? AND first_ordinal BETWEEN ? "
+    "AND ? AND id IN ({marks})"
 )
+
+
+def _send_shapes(
+    conn: Connection, dialect: Dialect, session_id: str, exchanges: list[Exchange]
+) -> list[Any]:
+    """The cursors of :func:`_stored_shapes`' statements, all sent, none read yet."""
+    out: list[Any] = []
+    for at in range(0, len(exchanges), _CHUNK):
+        page = exchanges[at : at + _CHUNK]
+        firsts = [x.first_ordinal for x in page]
+        marks = ", ".join("?" * len(page))
+        params = (session_id, min(firsts), max(firsts), *(x.id for x in page))
+        out.append(conn.execute(dialect(_SHAPES.format(marks=marks)), params))
+    return out
 
 
 def rows_in(conn: Connection, dialect: Dialect, sql: str, values: Sequence[Any]) -> list[Any]:

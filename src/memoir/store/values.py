@@ -19,6 +19,7 @@ __all__ = [
     "SearchFilters",
     "SkippedLine",
     "SourceState",
+    "StoredTail",
     "SummaryRow",
     "TextHit",
     "TraceRow",
@@ -63,6 +64,17 @@ class SkippedLine:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredTail:
+    """What an append read under its session's lock, before it built its batch: the
+    session row as stored and the session's last three exchanges (or all of them, fewer),
+    oldest first, each with its row's primary key. The write of the batch then needs no
+    read of its own, when they cover what the batch changes (in a pipeline: one wait less)."""
+
+    session: Session
+    exchanges: tuple[tuple[int, Exchange], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class IngestBatch:
     """Everything one ingest step writes, committed in one transaction.
 
@@ -75,7 +87,8 @@ class IngestBatch:
     ``expected_offset`` is the source row's offset when the batch was read (0: no row
     yet); when the stored row says otherwise — another process sharing the database
     indexed the file meanwhile — the write raises ``ConcurrentWrite`` and changes
-    nothing (None: not checked).
+    nothing (None: not checked). ``stored``: what an append read of the session before
+    building the batch (:class:`StoredTail`; None: the write reads what it needs).
     """
 
     session: Session
@@ -86,6 +99,7 @@ class IngestBatch:
     reset: bool = False
     moved_from: str | None = None
     expected_offset: int | None = None
+    stored: StoredTail | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,19 +21,22 @@ from typing import Any
 
 from memoir.errors import ConfigError, NotFound
 from memoir.model import Event, Session, build_exchanges
+from memoir.model.session import named_session_id
 from memoir.model.storable import scrub_deep
 from memoir.store.codec import (
     EVENT_COLS,
+    EXCHANGE_COLS,
     SESSION_COLS,
     SESSION_READ_COLS,
     event_from_row,
+    exchange_from_row,
     session_from_row,
     session_params,
 )
-from memoir.store.db import Db
+from memoir.store.db import Db, StaleConnection
 from memoir.store.parts.sessions import owned_session
 from memoir.store.sql_common import Dialect
-from memoir.store.values import ApiMessage, IngestBatch
+from memoir.store.values import ApiMessage, IngestBatch, StoredTail
 from memoir.store.write_retry import scrub_batch
 
 __all__ = ["ApiPart", "AppendResult", "check_storable"]
@@ -44,13 +47,40 @@ _SESSION_INSERT = (
 )
 
 # {sid}: the session's id, or the subquery finding it from what the caller named
-_LAST_ORDINAL = "SELECT coalesce(max(ordinal), 0) FROM events WHERE session_id = {sid}"
+# Reads under the lock are written as walks of an index from the session's end (ORDER BY
+# ... DESC LIMIT), not aggregates over the session: PostgreSQL plans a prepared statement
+# once, often while the tables are new and their statistics empty, and an aggregate it
+# planned then reads every row of the session on every append (O(session) per batch).
+_LAST_ORDINAL = (
+    "SELECT coalesce((SELECT ordinal FROM events WHERE session_id = {sid} "
+    "ORDER BY ordinal DESC LIMIT 1), 0)"
+)
 # the events new ones may extend: from the last exchange's prompt on; all of them while
 # the session has one exchange or none (the first takes the lead-in's harness text)
+# (the last exchange's first ordinal when one is before it; its walk stops at one row)
 _OPEN_TAIL = (
-    f"SELECT {EVENT_COLS} FROM events WHERE session_id = {{sid}} AND ordinal >= (SELECT "
-    "CASE WHEN count(*) > 1 THEN max(first_ordinal) ELSE 0 END FROM exchanges "
-    "WHERE session_id = {sid}) ORDER BY ordinal"
+    f"SELECT {EVENT_COLS} FROM events WHERE session_id = {{sid}} AND ordinal >= coalesce(("
+    "SELECT first_ordinal FROM exchanges WHERE session_id = {sid} AND first_ordinal > ("
+    "SELECT first_ordinal FROM exchanges WHERE session_id = {sid} ORDER BY first_ordinal "
+    "LIMIT 1) ORDER BY first_ordinal DESC LIMIT 1), 0) ORDER BY ordinal"
+)
+
+
+def _latest(sid: str, below: str = "") -> str:
+    """The first ordinal of the session's last exchange (before the one ``below`` finds)."""
+    under = f" AND first_ordinal < ({below})" if below else ""
+    return (
+        f"SELECT first_ordinal FROM exchanges WHERE session_id = {sid}{under} "
+        "ORDER BY first_ordinal DESC LIMIT 1"
+    )
+
+
+# the session's last three exchanges (all of them while it has fewer), oldest first: the
+# write of the batch finds in them what it would read (``StoredTail``); the third's first
+# ordinal is found by three walks of one row each
+_LAST_THREE = (
+    f"SELECT pk, {EXCHANGE_COLS} FROM exchanges WHERE session_id = {{sid}} AND first_ordinal "
+    ">= coalesce(({third}), 0) ORDER BY first_ordinal"
 )
 _ID_INSERT = "INSERT INTO api_messages (session_id, message_id, ordinal) VALUES "
 _ID_PAGE = 500  # rows per statement: 1,500 parameters, under either driver's limit
@@ -105,12 +135,27 @@ class ApiPart:
         that id skipped). Text is scrubbed as sync scrubs it (lone surrogates, NUL), client
         ids too."""
         messages = [_scrub_id(m) for m in messages]
+        try:
+            return self._append(session_id, messages, user, check)
+        except StaleConnection:  # found ended before anything was done: once more
+            return self._append(session_id, messages, user, check)
+
+    def _append(
+        self,
+        session_id: str,
+        messages: list[ApiMessage],
+        user: str | None,
+        check: Callable[[Session], None] | None,
+    ) -> AppendResult:
         d = self._d
         where, found = owned_session(user, session_id)
-        # the reads sent with the lock find the session's id as the lock does
-        sid, by = "?", [session_id]
+        # the reads sent with the lock find the session's id as the lock does; the client
+        # ids are read for each id the lock may find (``owned_session``: the id named, or
+        # the user's id for that name), and kept for the one it found
+        sid, by, ids_of = "?", [session_id], [session_id]
         if user is not None:
             sid, by = f"(SELECT id FROM sessions {where})", found
+            ids_of = [session_id, named_session_id(user, session_id)]
         with (self._db.batch or self._db.write)() as conn:
             # the session row locked, then read under the lock: the client ids stored
             # already, the last ordinal, and the events new ones may extend (_OPEN_TAIL). All
@@ -120,9 +165,11 @@ class ApiPart:
                 d(f"SELECT {SESSION_READ_COLS} FROM sessions {where}{d.row_lock}"), found
             )
             wanted = [m.client_id for m in messages]
-            stored = self._stored_ids(conn, (sid, by), wanted)
+            stored = self._stored_ids(conn, ids_of, wanted)
             ordinals = conn.execute(d(_LAST_ORDINAL.format(sid=sid)), by)
-            opened = conn.execute(d(_OPEN_TAIL.format(sid=sid)), [*by, *by])
+            opened = conn.execute(d(_OPEN_TAIL.format(sid=sid)), [*by, *by, *by])
+            third = _latest(sid, _latest(sid, _latest(sid)))
+            last_three = conn.execute(d(_LAST_THREE.format(sid=sid, third=third)), by * 4)
             row = locked.fetchone()
             if row is None:
                 raise NotFound(f"no session {session_id!r}")
@@ -131,9 +178,13 @@ class ApiPart:
             if check is not None:
                 check(session)
             check_storable(messages)
-            seen = {str(r[0]) for cur in stored for r in cur.fetchall()}
+            at = ids_of.index(session_id) + 1  # the column of the found session's flags
+            seen = {str(r[0]) for cur in stored for r in cur.fetchall() if r[at] is not None}
             base = last = int(ordinals.fetchone()[0])
             tail = [event_from_row(r) for r in opened.fetchall()]
+            known = StoredTail(
+                session, tuple((int(r[0]), exchange_from_row(r[1:])) for r in last_three.fetchall())
+            )
             events: list[Event] = []
             ids: list[tuple[str, str, int]] = []
             added = skipped = 0
@@ -159,29 +210,33 @@ class ApiPart:
                 )
                 exchanges = [x for x in build_exchanges([*tail, *events]) if x.last_ordinal > base]
                 touched = replace(session, updated_at=datetime.now(UTC))
-                self._apply(
-                    conn,
-                    IngestBatch(session=touched, events=tuple(events), exchanges=tuple(exchanges)),
+                batch = IngestBatch(
+                    session=touched,
+                    events=tuple(events),
+                    exchanges=tuple(exchanges),
+                    stored=known,
                 )
+                self._apply(conn, batch)
         return AppendResult(added, skipped, last)
 
-    def _stored_ids(
-        self, conn: Any, session: tuple[str, list[Any]], wanted: list[str | None]
-    ) -> list[Any]:
-        """The cursors (not yet read) of which of ``wanted`` are stored for the session
-        (``session``: the SQL of its id and the parameters of that SQL), 500 per
-        statement."""
-        sid, by = session
+    def _stored_ids(self, conn: Any, sessions: list[str], wanted: list[str | None]) -> list[Any]:
+        """The cursors (not yet read) of which of ``wanted`` are stored for each of the
+        session ids ``sessions``: a row per id, the id then one column per session (not
+        NULL where it is stored), 500 ids per statement. Each (session, id) pair is its
+        own search of the primary key, whatever plan the server keeps for the statement
+        (with the session as a subquery and the ids as a list, PostgreSQL's plan made while
+        the table was new read all of the session's ids on every append)."""
         ids = sorted({w for w in wanted if w is not None})
+        found = ", ".join(
+            ["(SELECT 1 FROM api_messages a WHERE a.session_id = ? AND a.message_id = m.column1)"]
+            * len(sessions)
+        )
         out: list[Any] = []
         for at in range(0, len(ids), 500):
             page = ids[at : at + 500]
-            marks = ", ".join("?" * len(page))
-            sql = (
-                f"SELECT message_id FROM api_messages WHERE session_id = {sid} "
-                f"AND message_id IN ({marks})"
-            )
-            out.append(conn.execute(self._d(sql), (*by, *page)))
+            values = ", ".join(["(?)"] * len(page))
+            sql = f"SELECT m.column1, {found} FROM (VALUES {values}) AS m"
+            out.append(conn.execute(self._d(sql), (*sessions, *page)))
         return out
 
     def message_ids(self, session_id: str) -> dict[str, int]:
