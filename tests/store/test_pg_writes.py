@@ -92,8 +92,9 @@ def _tsvectors(store: Any) -> dict[str, tuple[str, ...]]:
     documents."""
     with store._db.read() as conn:
         rows = conn.execute(
-            "SELECT x.id, ts_delete(d.tsv, '#local'::text)::text, d.user_doc, d.assistant_doc, d.tools_doc, d.meta_doc, "
-            "d.context_doc FROM exchange_search d JOIN exchanges x ON x.pk = d.exchange_pk"
+            "SELECT x.id, ts_delete(d.tsv, '#local'::text)::text, d.user_doc, "
+            "d.assistant_doc, d.tools_doc, d.meta_doc, d.context_doc "
+            "FROM exchange_search d JOIN exchanges x ON x.pk = d.exchange_pk"
         ).fetchall()
     return {r[0]: tuple(r[1:]) for r in rows}
 

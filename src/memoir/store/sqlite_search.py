@@ -4,15 +4,16 @@
 (porter stemming over unicode61, diacritics folded) whose ``rowid`` is ``exchanges.pk``;
 its columns are the :class:`~memoir.store.index_doc.IndexDoc` strings and the owner's
 :func:`~memoir.store.index_doc.owner_token` (weight 0: a row matched only there is no
-hit, so no query text finds it). Ranking is bm25 with column weights; a query runs in two steps: the top ``limit`` rowids (FTS5 drives, each match
-joins its exchange and session by primary key for the filters), then ``snippet()`` for
-those rows only. All terms must match, in the exchange's own columns or its neighbours'
-excerpt (``context``), and one of them at least in its own columns; when nothing does,
-any term may (a loosened query). Excluded terms and snippets look at the exchange's own
-columns only. FTS5 quotes the index's text, verbatim but for the spaces CJK segmentation
-put around each CJK character; the snippet of an exchange whose text holds CJK is made in
-Python instead, from its stored text (:func:`~memoir.store.snippet_text.make_snippet`, as
-PostgreSQL's are).
+hit, so no query text finds it). Ranking is bm25 with column weights; a query runs in
+two steps: the top ``limit`` rowids (FTS5 drives, each match joins its exchange and
+session by primary key for the filters), then ``snippet()`` for those rows only. All
+terms must match, in the exchange's own columns or its neighbours' excerpt
+(``context``), and one of them at least in its own columns; when nothing does, any term
+may (a loosened query). Excluded terms and snippets look at the exchange's own columns
+only. FTS5 quotes the index's text, verbatim but for the spaces CJK segmentation put
+around each CJK character; the snippet of an exchange whose text holds CJK is made in
+Python instead, from its stored text (:func:`~memoir.store.snippet_text.make_snippet`,
+as PostgreSQL's are).
 
 Cost is bounded on big archives, where bm25 would read every posting of every term:
 

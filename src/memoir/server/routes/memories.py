@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
-from memoir.memory.present import exchange_finder, item_json
+from memoir.memory.present import exchange_finder, item_json, quoted_exchanges
 from memoir.memory.tasks import Outcome
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
@@ -65,7 +65,7 @@ def list_memories(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The caller's items: ranked by recall when ``q`` is given, else newest first."""
-    find = exchange_finder(memoir.store.exchanges.of)
+    holding = memoir.store.exchanges.holding
     if q is not None and q.strip():
         hits = memoir.recall(
             q,
@@ -77,6 +77,7 @@ def list_memories(
             limit=limit,
             user=user,
         )
+        find = quoted_exchanges([h.item for h in hits], holding)
         rows = []
         for hit in hits:
             row = item_json(hit.item, find)
@@ -93,6 +94,7 @@ def list_memories(
         limit=limit,
         user=user,
     )
+    find = quoted_exchanges([h.item for h in items], holding)
     return {"data": {"memories": [item_json(h.item, find) for h in items]}}
 
 

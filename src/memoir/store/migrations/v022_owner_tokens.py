@@ -12,7 +12,8 @@ dropping the others' after (issue 37: reads cost only the caller's data).
   ``owner``. Both GIN indexes are rebuilt over the new columns.
 
 The lexeme starts with ``#`` and SQLite's column weighs nothing, so no query text matches
-an owner: the index only narrows."""
+an owner: the index only narrows. ``memory_items_owner_newest`` reads an owner's newest
+items in order (the memories list's first page) instead of all of them and a sort."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ _FROM = "'" + string.punctuation.replace("'", "''") + ACCENTED + "'"
 _TO = "'" + " " * len(string.punctuation) + PLAIN + "'"
 _PAGE = 2000
 
+_NEWEST = "CREATE INDEX memory_items_owner_newest ON memory_items(owner, created_at)"
+
 SQLITE: tuple[str, ...] = (
+    _NEWEST,
     "DROP TABLE exchange_fts",
     """CREATE VIRTUAL TABLE exchange_fts USING fts5(
         user, assistant, tools, meta, context, owner,
@@ -47,6 +51,7 @@ SQLITE: tuple[str, ...] = (
 )
 
 POSTGRES: tuple[str, ...] = (
+    _NEWEST,
     "DELETE FROM exchange_search",
     "DROP INDEX exchange_search_tsv",
     "ALTER TABLE exchange_search DROP COLUMN tsv",
