@@ -407,9 +407,9 @@ class Memoir:
         whole_number("limit", limit, 1)
         as_of = None if as_of is None else _instant(as_of, "as_of")
         where = self._item_filter(scope, project, kinds, as_of, history, self._who(user))
-        return recall(
-            self.store.memory_items, query, where, limit=limit, embedder=self._item_embedder()
-        )
+        # the newest items (no query) need no embedder: not even its checks' reads
+        embedder = self._item_embedder() if query.strip() else None
+        return recall(self.store.memory_items, query, where, limit=limit, embedder=embedder)
 
     def memory_context(
         self,
