@@ -22,8 +22,9 @@ the two homes for each request, ``--repeat`` times after a warm-up: the median m
 
 - ``GET /api/sessions?order=recent&limit=5`` (page 1) and its 10th page (by cursor),
 - ``GET /api/memories`` (newest 100) and ``GET /api/memories?q=…`` (recall),
-- ``GET /api/search?q=…`` (default mode: hybrid) and ``&mode=vector``, and the default
-  mode again right after a write of alice's (untimed: one message appended and embedded),
+- ``GET /api/search?q=…`` (default mode: hybrid), ``&mode=vector`` and ``&mode=text``,
+  and the default mode again right after a write of alice's (untimed: one message
+  appended and embedded),
 
 and the ratio beside/alone (target: ≤ 1.2). The client's own cost is in both arms alike.
 """
@@ -366,6 +367,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 "memories_recall": "/api/memories?q=deploy%20staging%20coffee",
                 "search_default": "/api/search?q=rollback%20migration%20latency",
                 "search_vector": "/api/search?q=rollback%20migration%20latency&mode=vector",
+                "search_text": "/api/search?q=rollback%20migration%20latency&mode=text",
                 # the first search after a write (alice's own, embedded on write): the
                 # replica's vectors are read again for the new generation
                 "search_after_write": "/api/search?q=rollback%20migration%20latency",
