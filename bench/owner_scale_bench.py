@@ -3,7 +3,8 @@ and searches, alone in a home and beside many other users, in the same run.
 
     PYTHONPATH=src .venv/bin/python bench/owner_scale_bench.py [--json]
         [--database-url URL] [--others 200] [--other-sessions 10000]
-        [--other-items 100000] [--exchanges 3] [--repeat 30]
+        [--other-items 100000] [--exchanges 3] [--repeat 30] [--explain]
+        [--before-src DIR]
 
 Two homes of one backend (SQLite by default; ``--database-url``: a fresh PostgreSQL
 schema each, dropped afterwards), each with user ``alice``: 50 sessions of 4 messages
@@ -21,8 +22,9 @@ the two homes for each request, ``--repeat`` times after a warm-up: the median m
 
 - ``GET /api/sessions?order=recent&limit=5`` (page 1) and its 10th page (by cursor),
 - ``GET /api/memories`` (newest 100) and ``GET /api/memories?q=…`` (recall),
-- ``GET /api/search?q=…`` (default mode: hybrid) and ``&mode=vector``, and the default
-  mode again right after a write of alice's (untimed: one message appended and embedded),
+- ``GET /api/search?q=…`` (default mode: hybrid), ``&mode=vector`` and ``&mode=text``,
+  and the default mode again right after a write of alice's (untimed: one message
+  appended and embedded),
 
 and the ratio beside/alone (target: ≤ 1.2). The client's own cost is in both arms alike.
 """
@@ -36,6 +38,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -239,11 +242,51 @@ def _bulk_items(store: Any, items: list[Any]) -> None:
                 for n, q in enumerate(i.sources)
             ],
         )
-        if sqlite:
+        if sqlite and _has_owner_column(tx):  # v22: the owner's token beside the body
+            from memoir.store.index_doc import owner_token
+
+            tx.many(
+                "INSERT INTO memory_fts (rowid, body, owner) VALUES (?, ?, ?)",
+                [
+                    (first + n, fts_body(i.content, i.keys), owner_token(i.owner))
+                    for n, i in enumerate(items)
+                ],
+            )
+        elif sqlite:
             tx.many(
                 "INSERT INTO memory_fts (rowid, body) VALUES (?, ?)",
                 [(first + n, fts_body(i.content, i.keys)) for n, i in enumerate(items)],
             )
+
+
+def _has_owner_column(tx: Any) -> bool:
+    return any(r[1] == "owner" for r in tx.run("PRAGMA table_info(memory_fts)"))
+
+
+_MINE = "$$'#alice'$$::tsquery"
+_EXPLAINED = {
+    # the text side of alice's search and recall, with and without the owner condition
+    "search_owner": "SELECT count(*) FROM exchange_search d WHERE "
+    f"d.tsv @@ websearch_to_tsquery('english', 'rollback') AND d.tsv @@ {_MINE}",
+    "search_all": "SELECT count(*) FROM exchange_search d "
+    "WHERE d.tsv @@ websearch_to_tsquery('english', 'rollback')",
+    "recall_owner": "SELECT count(*) FROM memory_items i WHERE "
+    f"i.tsv @@ websearch_to_tsquery('english', 'deploy') AND i.tsv @@ {_MINE} "
+    "AND i.owner = 'alice'",
+    "recall_all": "SELECT count(*) FROM memory_items i WHERE "
+    "i.tsv @@ websearch_to_tsquery('english', 'deploy') AND i.owner = 'alice'",
+}
+
+
+def _explain(memoir: Any) -> dict[str, list[str]]:
+    """PostgreSQL's plans (ANALYZE, BUFFERS) of the owner-narrowed text match and the
+    match over every user's rows (needs v22)."""
+    db = memoir.store._db
+    db.rows("ANALYZE")
+    return {
+        name: [str(r[0]) for r in db.rows(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")]
+        for name, sql in _EXPLAINED.items()
+    }
 
 
 @contextlib.contextmanager
@@ -282,13 +325,14 @@ def _check(name: str, body: dict[str, Any]) -> int:
     """How many rows a request answered (and that they are alice's)."""
     data = body["data"]
     if "sessions" in data:
-        rows = data["sessions"]
-        assert all(r["id"].startswith(f"{USER}-") for r in rows), name
+        rows = data["sessions"]  # alice's are named by her (stored under a digest, v21)
+        assert all((r.get("name") or r["id"]).startswith(f"{USER}-") for r in rows), name
         return len(rows)
     if "memories" in data:
+        assert all(not m["id"].startswith("u") for m in data["memories"]), name
         return len(data["memories"])
-    hits = data["hits"]
-    assert all(h["session_id"].startswith(f"{USER}-") for h in hits), name
+    hits = data["hits"]  # the others' sessions are stored as user<N>-s<K>
+    assert not any(h["session_id"].startswith("user") for h in hits), name
     return len(hits)
 
 
@@ -310,6 +354,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         t = time.perf_counter()
         _others(beside, args, log)
         out["build_others_s"] = round(time.perf_counter() - t, 1)
+        if args.explain and args.database_url:
+            out["explain"] = _explain(beside)
         out["beside_rows"] = {
             table: int(beside.store._db.rows(f"SELECT count(*) FROM {table}")[0][0])
             for table in ("users", "sessions", "exchanges", "events", "embeddings", "memory_items")
@@ -323,6 +369,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 "memories_recall": "/api/memories?q=deploy%20staging%20coffee",
                 "search_default": "/api/search?q=rollback%20migration%20latency",
                 "search_vector": "/api/search?q=rollback%20migration%20latency&mode=vector",
+                "search_text": "/api/search?q=rollback%20migration%20latency&mode=text",
                 # the first search after a write (alice's own, embedded on write): the
                 # replica's vectors are read again for the new generation
                 "search_after_write": "/api/search?q=rollback%20migration%20latency",
@@ -379,10 +426,34 @@ def main() -> None:
     p.add_argument("--other-items", type=int, default=100_000)
     p.add_argument("--exchanges", type=int, default=3)
     p.add_argument("--repeat", type=int, default=30)
+    p.add_argument("--explain", action="store_true", help="PostgreSQL: plans of the text match")
+    p.add_argument(
+        "--before-src",
+        default=None,
+        help="also run this bench first over the code in this src folder (e.g. `git "
+        "archive main src`), in a process of its own: the figures from before",
+    )
     args = p.parse_args()
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
+
+    before = None
+    if args.before_src:
+        argv = [a for a in sys.argv[1:] if a not in ("--json", "--explain")]
+        at = argv.index("--before-src")
+        del argv[at : at + 2]
+        env = {**os.environ, "PYTHONPATH": str(Path(args.before_src).resolve())}
+        log(f"before: {args.before_src}")
+        done = subprocess.run(
+            [sys.executable, __file__, *argv, "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+            check=True,
+        )
+        before = json.loads(done.stdout)
+        log("after: this checkout")
 
     result: dict[str, Any] = {
         "bench": "owner_scale",
@@ -394,15 +465,20 @@ def main() -> None:
         **run(args, log),
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
     }
+    if before is not None:
+        result = {"before": before, "after": result}
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{result['machine']}, {result['store']}, {result['date']}")
-    print(f"load average {result['load_avg_start']} → {result['load_avg_end']}")
-    print(f"beside: {result['beside_rows']}")
-    print(f"{'route':18} {'alone ms':>9} {'beside ms':>10} {'ratio':>6}")
-    for route, x in result["routes"].items():
-        print(f"{route:18} {x['alone_ms']:>9} {x['beside_ms']:>10} {x['ratio']:>6}")
+    arms = [("before", before)] if before else []
+    arms.append(("after", result["after"] if before else result))
+    for name, one in arms:
+        print(f"{name}: {one['machine']}, {one['store']}, {one['date']}")
+        print(f"load average {one['load_avg_start']} → {one['load_avg_end']}")
+        print(f"beside: {one['beside_rows']}")
+        print(f"{'route':18} {'alone ms':>9} {'beside ms':>10} {'ratio':>6}")
+        for route, x in one["routes"].items():
+            print(f"{route:18} {x['alone_ms']:>9} {x['beside_ms']:>10} {x['ratio']:>6}")
 
 
 if __name__ == "__main__":

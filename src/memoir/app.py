@@ -349,9 +349,9 @@ class Memoir:
         whole_number("limit", limit, 1)
         as_of = None if as_of is None else instant(as_of, "as_of")
         where = item_filter(scope, project, kinds, as_of, history, self._who(user))
-        found = recall(
-            self.store.memory_items, query, where, limit=limit, embedder=self._item_embedder()
-        )
+        # the newest items (no query) need no embedder: not even its checks' reads
+        embedder = self._item_embedder() if query.strip() else None
+        found = recall(self.store.memory_items, query, where, limit=limit, embedder=embedder)
         return verbs.recall_hits(found)
 
     def context(

@@ -91,10 +91,13 @@ TURNS = [
 
 
 def _tsvectors(store: Any) -> dict[str, tuple[str, ...]]:
+    """Each exchange's tsvector (but for its owner's lexeme, which v22 added) and its
+    documents."""
     with store._db.read() as conn:
         rows = conn.execute(
-            "SELECT x.id, d.tsv::text, d.user_doc, d.assistant_doc, d.tools_doc, d.meta_doc, "
-            "d.context_doc FROM exchange_search d JOIN exchanges x ON x.pk = d.exchange_pk"
+            "SELECT x.id, ts_delete(d.tsv, '#local'::text)::text, d.user_doc, "
+            "d.assistant_doc, d.tools_doc, d.meta_doc, d.context_doc "
+            "FROM exchange_search d JOIN exchanges x ON x.pk = d.exchange_pk"
         ).fetchall()
     return {r[0]: tuple(r[1:]) for r in rows}
 
@@ -118,6 +121,9 @@ def test_v18_keeps_every_tsvector(monkeypatch: pytest.MonkeyPatch) -> None:
             ingest(fresh, "s1", TURNS)
             after, written = _tsvectors(migrated), _tsvectors(fresh)
             assert set(after) == set(before) == set(written) and len(after) == 3
+            with migrated._db.read() as conn:
+                owners = conn.execute("SELECT DISTINCT owner_doc FROM exchange_search")
+                assert owners.fetchall() == [("local",)]
             for xid, (tsv, *docs) in after.items():
                 assert tsv == before[xid][0] == written[xid][0]
                 assert docs == [fold_index_text(d) for d in before[xid][1:]]

@@ -17,7 +17,7 @@ from memoir.model.results import Memory, MemoryReceipt
 from memoir.secrets import mask
 from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
 
-__all__ = ["exchange_finder", "item_json", "receipt_json"]
+__all__ = ["exchange_finder", "item_json", "quoted_exchanges", "receipt_json"]
 
 
 def item_json(
@@ -73,6 +73,17 @@ def receipt_json(r: MemoryReceipt | ReceiptRow) -> dict[str, Any]:
         "input_tokens": r.input_tokens,
         "created_at": r.created_at.isoformat(),
     }
+
+
+def quoted_exchanges(
+    items: Sequence[Memory | MemoryItemRow],
+    holding: Callable[[list[tuple[str, int]]], dict[tuple[str, int], str]],
+) -> Callable[[str, int], str | None]:
+    """``exchange_of`` for the quotes of ``items``: ``holding`` (the store's
+    ``exchanges.holding``) reads every quoted exchange's id at once, however many
+    sessions the items quote."""
+    found = holding(sorted({(s.session_id, s.ordinal) for i in items for s in i.sources}))
+    return lambda session_id, ordinal: found.get((session_id, ordinal))
 
 
 def exchange_finder(

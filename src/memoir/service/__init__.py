@@ -89,6 +89,7 @@ __all__ = [
     "embeddings_wait",
     "ensure_writable",
     "exchanges_by_id",
+    "exchanges_holding",
     "exchanges_of",
     "extract",
     "fallback_model",
@@ -219,6 +220,14 @@ def project_folders(memoir: Memoir) -> dict[str, str | None]:
 def exchanges_of(memoir: Memoir, session_id: str) -> list[Exchange]:
     """The exchanges of the session with this exact id, in order."""
     return memoir.store.exchanges.of(session_id)
+
+
+def exchanges_holding(
+    memoir: Memoir, events: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], str]:
+    """The id of the exchange holding each (session id, event ordinal), read at once
+    (events no exchange holds are left out)."""
+    return memoir.store.exchanges.holding(list(events))
 
 
 def exchanges_by_id(memoir: Memoir, exchange_ids: Sequence[str]) -> dict[str, Exchange]:

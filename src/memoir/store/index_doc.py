@@ -17,6 +17,13 @@ One index document per exchange, five columns searched with different weights:
   exchange's context changes when a neighbour is added or grows, so the writers rewrite
   the neighbours' rows in the same transaction (:func:`rewrite_span`).
 
+Besides the five, a row names its session's owner (``owner``, the user name), so a
+user's search intersects posting lists with the owner's instead of matching every
+user's rows and dropping the others' after (migration v22). No query reaches it: on
+SQLite it is the :func:`owner_token` in a sixth FTS5 column weighted 0 (a row that
+matches only there is no hit); on PostgreSQL the lexeme :func:`owner_lexeme`, which
+starts with a character no query word does.
+
 Both backends index exactly these strings (SQLite FTS5 columns, PostgreSQL weighted
 tsvector parts). Text is CJK-segmented (see :mod:`memoir.store.query_text`) and stripped
 of the snippet markers ``\\x02``/``\\x03`` and NUL. A snippet quotes the same text before
@@ -50,6 +57,9 @@ __all__ = [
     "exchange_document",
     "index_text",
     "month_token",
+    "owner_lexeme",
+    "owner_token",
+    "owner_tsquery",
     "project_token",
     "quoted_text",
     "rewrite_span",
@@ -89,6 +99,7 @@ class IndexDoc:
     tools: str
     meta: str
     context: str = ""
+    owner: str = ""  # the session's user, indexed apart (see the module's docstring)
 
     def columns(self) -> tuple[str, str, str, str, str]:
         return (self.user, self.assistant, self.tools, self.meta, self.context)
@@ -132,6 +143,26 @@ def quoted_text(user: str, assistant: str, tools: str, column: str | None = None
 def project_token(project: str) -> str:
     """One index token naming a project exactly (a hash: project names share words)."""
     return "prj" + hashlib.blake2b(project.encode("utf-8", "replace"), digest_size=6).hexdigest()
+
+
+def owner_token(user: str) -> str:
+    """SQLite's index token naming a user exactly (a hash: names share words; letters
+    and digits only, one token to FTS5's tokenizer)."""
+    return "usr" + hashlib.blake2b(user.encode("utf-8", "replace"), digest_size=8).hexdigest()
+
+
+def owner_lexeme(user: str) -> str:
+    """PostgreSQL's index lexeme naming a user exactly: ``#`` and the name. A query's
+    lexemes are made of words (letters and digits), so none equals it or is a prefix
+    of it."""
+    return "#" + user
+
+
+def owner_tsquery(user: str) -> str:
+    """PostgreSQL's ``tsquery`` text of the one lexeme :func:`owner_lexeme` (quoted, its
+    quotes and backslashes doubled: read as one lexeme, never parsed into words)."""
+    lexeme = owner_lexeme(user).replace("\\", "\\\\").replace("'", "''")
+    return f"'{lexeme}'"
 
 
 def month_token(when: datetime) -> str:
@@ -205,6 +236,7 @@ def exchange_document(
         tools=index_text(tools_text(exchange.tool_names, exchange.tool_excerpt)),
         meta=index_text(_meta(exchange, session)),
         context=index_text(context_text(before, after)),
+        owner=session.user,
     )
 
 

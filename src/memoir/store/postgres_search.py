@@ -1,12 +1,17 @@
 """Full-text search on PostgreSQL: the ``exchange_search`` table and its queries.
 
 ``exchange_search(exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, context_doc,
-tsv)`` holds
+owner_doc, tsv)`` holds
 the :class:`~memoir.store.index_doc.IndexDoc` strings of each exchange (keyed by
 ``exchanges.pk``), folded in Python as they are written (ASCII punctuation read as spaces,
 as FTS5's tokenizer does, and accents folded: migration v18); ``tsv`` is a stored
 generated column, the ``english`` tsvectors of the five columns weighted A, B,
-C, D, D (``meta`` and ``context`` share D: a tsvector has four weights), under a GIN index.
+C, D, D (``meta`` and ``context`` share D: a tsvector has four weights) and the owner's
+:func:`~memoir.store.index_doc.owner_lexeme` (``#`` and the user name, without a position:
+no query word equals it or prefixes it, and ``ts_rank`` of a query never counts it), under
+a GIN index. A user's search asks for that lexeme as a second condition on ``tsv``: the
+GIN scan intersects its posting list with the query's (migration v22), so the cost follows
+the user's rows, not every user's.
 As on SQLite, one query word at least must be in the exchange's own columns (not only in
 ``context``), and an excluded term is tested against its own columns only. A parsed query (see
 :mod:`memoir.store.query_text`) becomes a tsquery built from ``websearch_to_tsquery`` per
@@ -21,6 +26,7 @@ may.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +37,7 @@ from memoir.store import sql_index
 from memoir.store.fold import fold_accents, fold_index_text
 from memoir.store.index_doc import (
     IndexDoc,
+    owner_tsquery,
     rewrite_span,
     role_column,
     session_documents,
@@ -57,6 +64,7 @@ __all__ = [
     "TS_CONFIG",
     "delete_index",
     "delete_session_index",
+    "owner_condition",
     "rebuild_index",
     "reindex_session",
     "reindex_span",
@@ -79,6 +87,13 @@ _REBUILD_PAGE = 2000
 # whatever the server knows of the tables), an unknown id writes no row
 INDEX_INSERT = (
     "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, "
+    "context_doc, owner_doc) SELECT pk, u, a, t, m, c, o FROM (SELECT (SELECT pk FROM "
+    "exchanges WHERE id = v.id) AS pk, v.* FROM unnest(%b::text[], %b::text[], %b::text[], "
+    "%b::text[], %b::text[], %b::text[], %b::text[]) AS v(id, u, a, t, m, c, o) OFFSET 0) AS r "
+    "WHERE pk IS NOT NULL"
+)
+_INDEX_INSERT_V21 = (
+    "INSERT INTO exchange_search (exchange_pk, user_doc, assistant_doc, tools_doc, meta_doc, "
     "context_doc) SELECT pk, u, a, t, m, c FROM (SELECT (SELECT pk FROM exchanges WHERE "
     "id = v.id) AS pk, v.* FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], "
     "%b::text[], %b::text[]) AS v(id, u, a, t, m, c) OFFSET 0) AS r WHERE pk IS NOT NULL"
@@ -91,18 +106,46 @@ _INDEX_INSERT_V3 = (
 _OWN_TSV = "(ts_filter(d.tsv, '{a,b,c}') || " + plain_tsvector_sql((("d.meta_doc", "D"),)) + ")"
 
 
+# how many document columns ``exchange_search`` has, per connection: 6 at the current
+# schema, fewer in a database at an older one (a migration before v22 or v4 writes its
+# rows). Read once per connection (a catalog query is a round trip); every migration
+# that changes the columns rebuilds the rows, and the rebuild reads it afresh.
+_WIDTHS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
+
+
+def _width(conn: psycopg.Connection[Any], *, fresh: bool = False) -> int:
+    known = None if fresh else _WIDTHS.get(conn)
+    if known is not None:
+        return known
+    present = conn.execute(
+        "SELECT count(*) FROM pg_attribute WHERE attrelid = 'exchange_search'::regclass "
+        "AND attname IN ('context_doc', 'owner_doc') AND NOT attisdropped"
+    ).fetchone()
+    width = 4 + int(present[0] if present else 0)
+    _WIDTHS[conn] = width
+    return width
+
+
 def write_index(
-    conn: psycopg.Connection[Any], rows: list[tuple[str, IndexDoc]], width: int = 5
+    conn: psycopg.Connection[Any], rows: list[tuple[str, IndexDoc]], width: int | None = None
 ) -> None:
     """Index rows for exchanges already written, by exchange id, their documents folded
     as the ``tsv`` column reads them (migration v18; folding is idempotent, so the
-    ``translate()`` of an older schema's column reads them alike); ``width`` 4 leaves out
-    ``context_doc`` (the table of an older schema version, while a migration before v4
-    rebuilds it)."""
-    if rows and width == 5:
-        docs = [[fold_index_text(c) for c in doc.columns()] for _, doc in rows]
-        conn.execute(INDEX_INSERT, [[xid for xid, _ in rows], *map(list, zip(*docs, strict=True))])
-    elif rows:
+    ``translate()`` of an older schema's column reads them alike) and the owner as it is;
+    ``width`` 5 leaves out ``owner_doc``, 4 ``context_doc`` too (the table of an older
+    schema version, while a migration before v22 or v4 rebuilds it; None: as the table
+    is). At width 5 and 6 all the rows are one statement, the documents as arrays."""
+    if not rows:
+        return
+    width = _width(conn) if width is None else width
+    if width >= 5:
+        docs = [[fold_index_text(c) for c in doc.columns()[:5]] for _, doc in rows]
+        arrays = [[xid for xid, _ in rows], *map(list, zip(*docs, strict=True))]
+        if width == 6:
+            conn.execute(INDEX_INSERT, [*arrays, [doc.owner for _, doc in rows]])
+        else:
+            conn.execute(_INDEX_INSERT_V21, arrays)
+    else:
         params = [(*(fold_index_text(c) for c in doc.columns()[:width]), xid) for xid, doc in rows]
         with conn.cursor() as cur:
             cur.executemany(_INDEX_INSERT_V3, params)
@@ -166,11 +209,7 @@ def rebuild_index(conn: psycopg.Connection[Any]) -> int:
     """Drop every index row and write one per exchange, session by session (an exchange's
     row quotes its neighbours); returns the rows written."""
     conn.execute("DELETE FROM exchange_search")
-    has_context = conn.execute(
-        "SELECT 1 FROM pg_attribute WHERE attrelid = 'exchange_search'::regclass "
-        "AND attname = 'context_doc' AND NOT attisdropped"
-    ).fetchone()
-    width = 5 if has_context else 4
+    width = _width(conn, fresh=True)
     done = 0
     for session in indexed_sessions(conn):
         batch: list[tuple[str, IndexDoc]] = []
@@ -208,6 +247,14 @@ def tsquery_sql(query: ParsedQuery) -> tuple[str, list[Any]] | None:
     return expr, params
 
 
+def owner_condition(filters: SearchFilters, tsv: str) -> tuple[str, list[Any]]:
+    """`` AND tsv @@ <the owner's lexeme>`` for a search of ``filters.user`` (the GIN scan
+    intersects it with the query), with its parameter; nothing without a user."""
+    if filters.user is None:
+        return "", []
+    return f" AND {tsv} @@ %s::tsquery", [owner_tsquery(filters.user)]
+
+
 def _top(
     conn: psycopg.Connection[Any],
     tsq: tuple[str, list[Any]],
@@ -226,12 +273,14 @@ def _top(
         role += f" AND {_OWN_TSV} @@ {_any_sql(terms, own_params)}"
     if excluded:
         role += f" AND NOT ({_OWN_TSV} @@ {_any_sql(excluded, own_params)})"
-    params = [*own_params, *params]
+    owner_sql, owner_params = owner_condition(filters, "d.tsv")
+    params = [*owner_params, *own_params, *params]
     sql = (
         f"WITH q AS (SELECT {tsq[0]} AS q), cand AS ("
         "SELECT x.id, d.exchange_pk AS pk, d.tsv FROM q, exchange_search d "
         "JOIN exchanges x ON x.pk = d.exchange_pk JOIN sessions s ON s.id = x.session_id "
-        f"WHERE d.tsv @@ q.q{role}{where} ORDER BY d.exchange_pk DESC LIMIT {RANK_WINDOW}) "
+        f"WHERE d.tsv @@ q.q{owner_sql}{role}{where} "
+        f"ORDER BY d.exchange_pk DESC LIMIT {RANK_WINDOW}) "
         f"SELECT cand.id, cand.pk, ts_rank('{RANK_WEIGHTS}', cand.tsv, q.q) AS score "
         "FROM cand, q ORDER BY score DESC, cand.pk DESC LIMIT %s"
     )

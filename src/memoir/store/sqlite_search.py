@@ -1,17 +1,19 @@
 """Full-text search on SQLite: the FTS5 table ``exchange_fts`` and its queries.
 
-``exchange_fts(user, assistant, tools, meta, context)`` is a regular FTS5 table (porter stemming
-over unicode61, diacritics folded) whose ``rowid`` is ``exchanges.pk``; its columns are
-the :class:`~memoir.store.index_doc.IndexDoc` strings. Ranking is bm25 with column
-weights; a query runs in two steps: the top ``limit`` rowids (FTS5 drives, each match
-joins its exchange and session by primary key for the filters), then ``snippet()`` for
-those rows only. All terms must match, in the exchange's own columns or its neighbours'
-excerpt (``context``), and one of them at least in its own columns; when nothing does,
-any term may (a loosened query). Excluded terms and snippets look at the exchange's own
-columns only. FTS5 quotes the index's text, verbatim but for the spaces CJK segmentation
-put around each CJK character; the snippet of an exchange whose text holds CJK is made in
-Python instead, from its stored text (:func:`~memoir.store.snippet_text.make_snippet`, as
-PostgreSQL's are).
+``exchange_fts(user, assistant, tools, meta, context, owner)`` is a regular FTS5 table
+(porter stemming over unicode61, diacritics folded) whose ``rowid`` is ``exchanges.pk``;
+its columns are the :class:`~memoir.store.index_doc.IndexDoc` strings and the owner's
+:func:`~memoir.store.index_doc.owner_token` (weight 0: a row matched only there is no
+hit, so no query text finds it). Ranking is bm25 with column weights; a query runs in
+two steps: the top ``limit`` rowids (FTS5 drives, each match joins its exchange and
+session by primary key for the filters), then ``snippet()`` for those rows only. All
+terms must match, in the exchange's own columns or its neighbours' excerpt
+(``context``), and one of them at least in its own columns; when nothing does, any term
+may (a loosened query). Excluded terms and snippets look at the exchange's own columns
+only. FTS5 quotes the index's text, verbatim but for the spaces CJK segmentation put
+around each CJK character; the snippet of an exchange whose text holds CJK is made in
+Python instead, from its stored text (:func:`~memoir.store.snippet_text.make_snippet`,
+as PostgreSQL's are).
 
 Cost is bounded on big archives, where bm25 would read every posting of every term:
 
@@ -19,6 +21,8 @@ Cost is bounded on big archives, where bm25 would read every posting of every te
   backwards and stops), all of them when there are fewer;
 - a term in more than ``UBIQUITOUS`` of recent exchanges is dropped
   (:func:`~memoir.store.query_text.drop_ubiquitous`);
+- a user's search intersects the match with the owner's token, so its cost follows the
+  user's rows, not every user's (:func:`owner_prefilter`);
 - filters narrow the match inside FTS5 before any join: the project token, harness
   words and the month tokens of a date range on the ``meta`` column
   (:func:`meta_prefilter`), a session by the rowid range of its exchanges; the SQL
@@ -39,6 +43,7 @@ from memoir.store.codec import to_utc
 from memoir.store.index_doc import (
     IndexDoc,
     month_token,
+    owner_token,
     project_token,
     rewrite_span,
     role_column,
@@ -74,6 +79,7 @@ __all__ = [
     "delete_index",
     "delete_session_index",
     "meta_prefilter",
+    "owner_prefilter",
     "rebuild_index",
     "reindex_session",
     "reindex_span",
@@ -82,11 +88,12 @@ __all__ = [
     "write_index",
 ]
 
-COLUMNS = ("user", "assistant", "tools", "meta", "context")
+COLUMNS = ("user", "assistant", "tools", "meta", "context", "owner")
 # bm25 weights, in COLUMNS order; a word in a neighbour's excerpt counts a quarter of the
-# same word in the exchange's own prompt (it hints at the topic, it is not the turn)
-COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 0.5, 1.0)
-OWN_COLUMNS = "user assistant tools meta"  # an FTS5 column filter: all but ``context``
+# same word in the exchange's own prompt (it hints at the topic, it is not the turn); the
+# owner's token counts nothing (it narrows, it never ranks or makes a hit)
+COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 0.5, 1.0, 0.0)
+OWN_COLUMNS = "user assistant tools meta"  # an FTS5 column filter: the exchange's own
 # what a snippet quotes: the words of the exchange, never the index's own keys (project,
 # harness, date words) — a hit on those alone is shown from the exchange's text instead
 SNIPPET_COLUMNS = "user assistant tools"
@@ -102,20 +109,28 @@ _BM25 = "bm25(exchange_fts, " + ", ".join(str(w) for w in COLUMN_WEIGHTS) + ")"
 # its neighbours' excerpt: bm25 with ``context`` weighted 0 is 0 exactly then (FTS5 floors
 # idf above 0). A per-row test over the posting data already read; an FTS5 column-filtered
 # clause instead walks every posting list a second time (text p50 28 → 20 ms at 1M).
-_OWN_HIT = "bm25(exchange_fts, " + ", ".join(str(w) for w in COLUMN_WEIGHTS[:4]) + ", 0.0) < 0"
+_OWN_HIT = "bm25(exchange_fts, " + ", ".join(str(w) for w in COLUMN_WEIGHTS[:4]) + ", 0.0, 0.0) < 0"
 _REBUILD_PAGE = 2000
 
 
+def _width(conn: sqlite3.Connection) -> int:
+    """How many columns ``exchange_fts`` has: fewer than :data:`COLUMNS` in a database at
+    an older schema version (a migration before v22 writes its rows; a PRAGMA, no I/O)."""
+    return len(conn.execute("PRAGMA table_info(exchange_fts)").fetchall())
+
+
 def write_index(
-    conn: sqlite3.Connection, rows: Iterable[tuple[int, IndexDoc]], width: int = len(COLUMNS)
+    conn: sqlite3.Connection, rows: Iterable[tuple[int, IndexDoc]], width: int | None = None
 ) -> None:
-    """Insert index rows; ``width`` < 5 writes the first columns only (the table of an
-    older schema version, while a migration before v4 rebuilds it)."""
+    """Insert index rows; ``width`` < 6 writes the first columns only (the table of an
+    older schema version, while a migration before v22 rebuilds it; None: as many as
+    the table has)."""
+    width = _width(conn) if width is None else width
     names = ", ".join(COLUMNS[:width])
     marks = ", ".join("?" * (width + 1))
     conn.executemany(
         f"INSERT INTO exchange_fts(rowid, {names}) VALUES ({marks})",
-        ((pk, *doc.columns()[:width]) for pk, doc in rows),
+        ((pk, *(*doc.columns(), owner_token(doc.owner))[:width]) for pk, doc in rows),
     )
 
 
@@ -157,7 +172,7 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     """Drop every index row and write one per exchange, session by session (an exchange's
     row quotes its neighbours); returns the rows written."""
     conn.execute("DELETE FROM exchange_fts")
-    width = len(conn.execute("PRAGMA table_info(exchange_fts)").fetchall())
+    width = _width(conn)
     done = 0
     for session in indexed_sessions(conn):
         pks: dict[str, int] = {}
@@ -229,6 +244,15 @@ def meta_prefilter(filters: SearchFilters) -> str | None:
     return "{meta} : (" + " AND ".join(clauses) + ")"
 
 
+def owner_prefilter(filters: SearchFilters) -> str | None:
+    """The FTS5 clause on the ``owner`` column every exchange of ``filters.user`` matches
+    (None without a user): FTS5 intersects the query's posting lists with the owner's.
+    The SQL filter after the join stays exact."""
+    if filters.user is None:
+        return None
+    return '{owner} : "' + owner_token(filters.user) + '"'
+
+
 def _select(
     filters: SearchFilters,
     order: str,
@@ -275,6 +299,9 @@ def _ranked(
             match = f"({match}) AND ({to_fts5(ParsedQuery(groups=(terms,)), OWN_COLUMNS)})"
             own = False
         match = f"({match}) AND {pre}"
+    owner = owner_prefilter(filters)
+    if owner is not None:
+        match = f"({match}) AND {owner}"
     span = None
     if filters.session_id is not None:
         lo, hi = conn.execute(

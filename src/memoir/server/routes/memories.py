@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
-from memoir.memory.present import exchange_finder, item_json
+from memoir.memory.present import exchange_finder, item_json, quoted_exchanges
 from memoir.model.results import Remembered
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of
@@ -67,7 +67,7 @@ def list_memories(
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The caller's items: ranked by recall when ``q`` is given, else newest first."""
-    find = exchange_finder(partial(service.exchanges_of, memoir))
+    holding = partial(service.exchanges_holding, memoir)
     if q is not None and q.strip():
         hits = memoir.recall(
             q,
@@ -79,6 +79,7 @@ def list_memories(
             limit=limit,
             user=user,
         )
+        find = quoted_exchanges([h.item for h in hits], holding)
         rows = []
         for hit in hits:
             row = item_json(hit.item, find)
@@ -95,6 +96,7 @@ def list_memories(
         limit=limit,
         user=user,
     )
+    find = quoted_exchanges([h.item for h in items], holding)
     return {"data": {"memories": [item_json(h.item, find) for h in items]}}
 
 

@@ -36,6 +36,7 @@ from memoir.store.migrations import (
     v019_owner_indexes,
     v020_keyed_items,
     v021_session_names,
+    v022_owner_tokens,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -173,6 +174,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         v021_session_names.NAME,
         v021_session_names.SQLITE,
         v021_session_names.POSTGRES,
+    ),
+    Migration(
+        v022_owner_tokens.VERSION,
+        v022_owner_tokens.NAME,
+        v022_owner_tokens.SQLITE,
+        v022_owner_tokens.POSTGRES,
+        reindex=v022_owner_tokens.REINDEX,
+        sqlite_after=v022_owner_tokens.refill_items,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from memoir.model import Event, Exchange
@@ -29,6 +32,30 @@ class EventsPart(Part):
 
 
 class ExchangesPart(Part):
+    def holding(self, events: Iterable[tuple[str, int]]) -> dict[tuple[str, int], str]:
+        """The id of the exchange holding each (session id, event ordinal), for the events
+        an exchange holds: one read of those sessions' exchange spans (ids and ordinals
+        only), not one read of each session's exchanges."""
+        wanted = set(events)
+        sessions = sorted({sid for sid, _ in wanted})
+        spans: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+        for start in range(0, len(sessions), _CHUNK):
+            chunk = sessions[start : start + _CHUNK]
+            marks = ", ".join("?" for _ in chunk)
+            for sid, first, last, xid in self._db.rows(
+                "SELECT session_id, first_ordinal, last_ordinal, id FROM exchanges "
+                f"WHERE session_id IN ({marks}) ORDER BY session_id, first_ordinal",
+                chunk,
+            ):
+                spans[str(sid)].append((int(first), int(last), str(xid)))
+        out: dict[tuple[str, int], str] = {}
+        for sid, ordinal in wanted:
+            rows = spans.get(sid, [])
+            at = bisect.bisect_right(rows, ordinal, key=lambda r: r[0]) - 1
+            if at >= 0 and rows[at][0] <= ordinal <= rows[at][1]:
+                out[(sid, ordinal)] = rows[at][2]
+        return out
+
     def of(self, session_id: str) -> list[Exchange]:
         """A session's exchanges, in order."""
         rows = self._db.rows(

@@ -214,7 +214,7 @@ class MemoryItemsPart(Part):
         """Ids of the items matching the full-text query within ``f``, best first."""
         with self._db.ro() as tx:
             where, params = f.sql(tx)
-            return self.text.rank(tx, query, where, params, limit)
+            return self.text.rank(tx, query, where, params, limit, f.owner)
 
     def ids(self, f: ItemFilter, limit: int | None = None) -> list[str]:
         """Ids within ``f``, newest first."""

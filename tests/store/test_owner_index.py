@@ -1,0 +1,158 @@
+"""The owner in the full-text indexes (v22), on both backends: a user's text search and
+recall return only that user's rows, the index narrows to them (PostgreSQL's GIN scan
+and SQLite's FTS5 match carry the owner), and no query text matches an owner — not the
+token's or the lexeme's literal text, not a prefix of it, not a name."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+from store_builders import batch, conversation, session
+
+from memoir.store import SearchFilters, Store
+from memoir.store.index_doc import owner_lexeme, owner_token, owner_tsquery
+from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
+from memoir.store.parts.memory_items import ItemFilter
+from memoir.store.query_text import parse_query
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+USERS = ("alice", "bob")
+# each user's words; "kestrel" is said by both
+TURNS = {
+    "alice": [("kestrel nesting on the tower", "noted the kestrel", None)],
+    "bob": [("kestrel migration south", "noted", None)],
+}
+
+CONTENT = {"alice": "Watches kestrels daily.", "bob": "Counts kestrels yearly."}
+
+
+def _fill(store: Store) -> None:
+    for user in USERS:
+        sid = f"{user}-s"
+        made = conversation(sid, TURNS[user])
+        store.ingest.apply(batch(replace(session(sid), user=user), made))
+        content = CONTENT[user]
+        store.memory_items.save(
+            [
+                MemoryItemRow(
+                    id=f"{user}-i",
+                    session_id=sid,
+                    project="proj",
+                    scope="global",
+                    kind="fact",
+                    content=content,
+                    normalized=content.casefold(),
+                    keys=("kestrel",),
+                    operation_id=f"op-{user}",
+                    created_at=T0,
+                    sources=(MemorySourceRow(sid, 1, content),),
+                    owner=user,
+                    scope_key="",
+                    key_sig=key_sig(("kestrel",)),
+                )
+            ]
+        )
+
+
+def _search(store: Store, query: str, user: str | None) -> list[str]:
+    return [h.exchange_id for h in store.index.search(query, SearchFilters(user=user), 10)]
+
+
+def _recall(store: Store, query: str, user: str | None) -> list[str]:
+    return store.memory_items.rank_text(parse_query(query), ItemFilter(owner=user), 10)
+
+
+def test_a_users_search_and_recall_return_only_their_rows(store: Store) -> None:
+    _fill(store)
+    assert _search(store, "kestrel", "alice") == ["alice-s:1"]
+    assert _search(store, "kestrel", "bob") == ["bob-s:1"]
+    assert sorted(_search(store, "kestrel", None)) == ["alice-s:1", "bob-s:1"]
+    assert _search(store, "migration", "alice") == []  # bob's word
+    assert _search(store, "tower OR migration", "bob") == ["bob-s:1"]
+    assert _search(store, "kestrel", "carol") == []  # a user with nothing
+    assert _recall(store, "kestrel", "alice") == ["alice-i"]
+    assert _recall(store, "kestrel", "bob") == ["bob-i"]
+    assert sorted(_recall(store, "kestrel", None)) == ["alice-i", "bob-i"]
+    assert _recall(store, "kestrel", "carol") == []
+    assert _recall(store, "yearly", "alice") == []  # bob's word
+
+
+@pytest.mark.parametrize("user", [None, "alice", "bob"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        owner_token("alice"),  # SQLite's token, as typed
+        owner_token("alice")[:8] + "*",  # a prefix of it
+        owner_lexeme("alice"),  # PostgreSQL's lexeme, as typed: "#alice"
+        "alice",  # the name (no exchange or item says it)
+        f'"{owner_token("alice")}"',
+    ],
+)
+def test_no_query_text_matches_an_owner(store: Store, query: str, user: str | None) -> None:
+    _fill(store)
+    assert _search(store, query, user) == []
+    assert _recall(store, query, user) == []
+
+
+def test_the_index_holds_each_rows_owner(store: Store) -> None:
+    """What the migration and every write put in the index: on SQLite the token in the
+    ``owner`` columns; on PostgreSQL the owner and its lexeme in ``tsv``."""
+    _fill(store)
+    if store.backend == "sqlite":  # type: ignore[attr-defined]
+        rows = store._db.rows("SELECT owner FROM exchange_fts ORDER BY rowid")  # type: ignore[attr-defined]
+        assert rows == [(owner_token("alice"),), (owner_token("bob"),)]
+        items = store._db.rows("SELECT owner FROM memory_fts ORDER BY rowid")  # type: ignore[attr-defined]
+        assert items == [(owner_token("alice"),), (owner_token("bob"),)]
+        return
+    got = store._db.rows(  # type: ignore[attr-defined]
+        "SELECT d.owner_doc, d.tsv @@ ?::tsquery, d.tsv @@ ?::tsquery FROM exchange_search d "
+        "ORDER BY d.exchange_pk",
+        (owner_tsquery("alice"), owner_tsquery("bob")),
+    )
+    assert [tuple(r) for r in got] == [("alice", True, False), ("bob", False, True)]
+    items = store._db.rows(  # type: ignore[attr-defined]
+        "SELECT id, tsv @@ ?::tsquery FROM memory_items ORDER BY id", (owner_tsquery("alice"),)
+    )
+    assert [tuple(r) for r in items] == [("alice-i", True), ("bob-i", False)]
+
+
+def test_an_owner_name_with_quotes_and_backslashes_is_one_lexeme(store: Store) -> None:
+    odd = "o'brien\\x y"
+    sid = "odd-s"
+    made = conversation(sid, [("kestrel on the roof", "yes", None)])
+    store.ingest.apply(batch(replace(session(sid), user=odd), made))
+    assert _search(store, "kestrel", odd) == ["odd-s:1"]
+    assert _search(store, "kestrel", "o'brien") == []
+    assert _search(store, "kestrel", "y") == []
+
+
+def test_the_index_itself_narrows_to_the_owner(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice's index rows relabelled as bob's: her own search finds nothing though the
+    SQL filter after the match would keep them — the owner is part of the index match."""
+    _fill(store)
+    db = store._db  # type: ignore[attr-defined]
+    if store.backend == "sqlite":  # type: ignore[attr-defined]
+        with db.tx() as tx:
+            tx.run(
+                "UPDATE exchange_fts SET owner = ? WHERE user MATCH 'tower'", (owner_token("bob"),)
+            )
+            tx.run(
+                "UPDATE memory_fts SET owner = ? WHERE body MATCH 'daily'", (owner_token("bob"),)
+            )
+        assert _recall(store, "kestrel", "alice") == []
+        assert _recall(store, "kestrel", "bob") == ["bob-i"]
+    else:
+        with db.tx() as tx:
+            tx.run("UPDATE exchange_search SET owner_doc = 'bob' WHERE owner_doc = 'alice'")
+        from boundary.sqltrace import traced
+
+        with traced(monkeypatch) as ran:
+            assert _recall(store, "kestrel", "alice") == ["alice-i"]
+        (sql, params, _), *_ = [s for s in ran.statements if "tsv @@" in s[0]]
+        assert "i.tsv @@ ?::tsquery" in sql and owner_tsquery("alice") in params
+    assert _search(store, "kestrel", "alice") == []
+    assert _search(store, "kestrel", "bob") == ["bob-s:1"]
