@@ -81,9 +81,10 @@ def assert_upgraded_intact(store: Store) -> None:
 
 
 def test_pending_is_ordered_and_bounded() -> None:
-    assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
+    # v22 (owner tokens) lands from another branch; until then the chain skips it
+    assert [m.version for m in MIGRATIONS] == [*range(1, 22), 23] == [m.version for m in pending(0)]
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == list(range(1, 22))
+    assert [m.version for m in pending(0)] == [*range(1, 22), 23]
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -129,6 +130,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (19, "owner-indexes"),
             (20, "keyed-items"),
             (21, "session-names"),
+            (23, "embedding-log-everywhere"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"

@@ -36,6 +36,7 @@ from memoir.store.migrations import (
     v019_owner_indexes,
     v020_keyed_items,
     v021_session_names,
+    v023_embedding_log_everywhere,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -173,6 +174,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v021_session_names.NAME,
         v021_session_names.SQLITE,
         v021_session_names.POSTGRES,
+    ),
+    Migration(
+        v023_embedding_log_everywhere.VERSION,
+        v023_embedding_log_everywhere.NAME,
+        v023_embedding_log_everywhere.SQLITE,
+        v023_embedding_log_everywhere.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
