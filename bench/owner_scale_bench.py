@@ -23,8 +23,14 @@ the two homes for each request, ``--repeat`` times after a warm-up: the median m
 - ``GET /api/memories`` (newest 100) and ``GET /api/memories?q=…`` (recall),
 - ``GET /api/search?q=…`` (default mode: hybrid) and ``&mode=vector``, and the default
   mode again right after a write of alice's (untimed: one message appended and embedded),
+- the default mode and ``&mode=vector`` right after a write of *another* user's (``bob``,
+  in both homes with one scratch session; his message appended and embedded, untimed):
+  what a replica pays to learn of someone else's write (issue 37, point 4),
 
 and the ratio beside/alone (target: ≤ 1.2). The client's own cost is in both arms alike.
+``--only search`` times the search routes alone. ``--before-src DIR`` also runs the same
+bench (same arguments) in a child process over another checkout's ``src`` (e.g. ``git
+archive main src``), after this one, and reports its table beside as ``before``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -276,17 +283,18 @@ def _tenth_page(client: Any) -> str:
     return f"{url}&cursor={cursor}"
 
 
-def _check(name: str, body: dict[str, Any]) -> int:
-    """How many rows a request answered (and that they are alice's)."""
+def _check(name: str, body: dict[str, Any], hers: set[str]) -> int:
+    """How many rows a request answered (and that they are alice's: ``hers`` are her
+    sessions' stored ids, digests of her names for them)."""
     data = body["data"]
     if "sessions" in data:
         rows = data["sessions"]
-        assert all(r["id"].startswith(f"{USER}-") for r in rows), name
+        assert all(r["id"] in hers for r in rows), name
         return len(rows)
     if "memories" in data:
         return len(data["memories"])
     hits = data["hits"]
-    assert all(h["session_id"].startswith(f"{USER}-") for h in hits), name
+    assert all(h["session_id"] in hers for h in hits), name
     return len(hits)
 
 
@@ -299,10 +307,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         _home(Path(tmp), "alone", db_alone) as alone,
         _home(Path(tmp), "beside", db_beside) as beside,
     ):
-        keys = {}
+        keys, bob_keys = {}, {}
         for name, memoir in (("alone", alone), ("beside", beside)):
             t = time.perf_counter()
             keys[name] = memoir.store.users.add(USER)
+            bob_keys[name] = memoir.store.users.add("bob")
             _alice(memoir)
             log(f"{name}: alice's data {time.perf_counter() - t:.1f} s")
         t = time.perf_counter()
@@ -313,7 +322,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
             for table in ("users", "sessions", "exchanges", "events", "embeddings", "memory_items")
         }
         clients = {n: _client(m, keys[n]) for n, m in (("alone", alone), ("beside", beside))}
-        with clients["alone"], clients["beside"]:
+        bobs = {n: _client(m, bob_keys[n]) for n, m in (("alone", alone), ("beside", beside))}
+        with clients["alone"], clients["beside"], bobs["alone"], bobs["beside"]:
             routes = {
                 "sessions_page_1": "/api/sessions?order=recent&limit=5",
                 "sessions_page_10": _tenth_page(clients["alone"]),
@@ -324,10 +334,26 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 # the first search after a write (alice's own, embedded on write): the
                 # replica's vectors are read again for the new generation
                 "search_after_write": "/api/search?q=rollback%20migration%20latency",
+                # the first search after another user's write: what a replica pays to
+                # learn of it (issue 37, point 4)
+                "search_after_other_write": "/api/search?q=rollback%20migration%20latency",
+                "search_vector_after_other_write": (
+                    "/api/search?q=rollback%20migration%20latency&mode=vector"
+                ),
             }
+            if args.only:
+                routes = {r: u for r, u in routes.items() if r.startswith(args.only)}
             pages = {n: _tenth_page(c) for n, c in clients.items()}
+            mine = "SELECT id FROM sessions WHERE user_name = ?"
             for c in clients.values():
-                assert c.post("/api/sessions", json={"id": f"{USER}-scratch"}).status_code == 201
+                made = c.post("/api/sessions", json={"id": f"{USER}-scratch"})
+                assert made.status_code == 201, made.text
+            hers = {
+                arm: {str(r[0]) for r in m.store._db.rows(mine, (USER,))}
+                for arm, m in (("alone", alone), ("beside", beside))
+            }
+            for c in bobs.values():
+                assert c.post("/api/sessions", json={"id": "bob-scratch"}).status_code == 201
             written = 0
             times: dict[str, dict[str, list[float]]] = {
                 r: {"alone": [], "beside": []} for r in routes
@@ -338,20 +364,23 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 for route, url in routes.items():
                     for arm in order:
                         path = pages[arm] if route == "sessions_page_10" else url
-                        if route == "search_after_write":
+                        if "after" in route:
                             written += 1
                             note = [
                                 {"role": "user", "content": f"note {written}", "id": str(written)}
                             ]
-                            w = clients[arm].post(
-                                f"/api/sessions/{USER}-scratch/events", json={"messages": note}
+                            own = route == "search_after_write"
+                            writer = clients[arm] if own else bobs[arm]
+                            scratch = f"{USER}-scratch" if own else "bob-scratch"
+                            w = writer.post(
+                                f"/api/sessions/{scratch}/events", json={"messages": note}
                             )
                             assert w.status_code == 200, w.text
                         t = time.perf_counter()
                         r = clients[arm].get(path)
                         took = time.perf_counter() - t
                         assert r.status_code == 200, (route, arm, r.text)
-                        counts[route][arm] = _check(route, r.json())
+                        counts[route][arm] = _check(route, r.json(), hers[arm])
                         if rep >= 2:
                             times[route][arm].append(took)
         table = {}
@@ -377,6 +406,8 @@ def main() -> None:
     p.add_argument("--other-items", type=int, default=100_000)
     p.add_argument("--exchanges", type=int, default=3)
     p.add_argument("--repeat", type=int, default=30)
+    p.add_argument("--only", default=None, help="time only the routes named with this prefix")
+    p.add_argument("--before-src", default=None, help="also run over this src (a child)")
     args = p.parse_args()
 
     def log(line: str) -> None:
@@ -392,6 +423,16 @@ def main() -> None:
         **run(args, log),
         "load_avg_end": [round(x, 2) for x in os.getloadavg()],
     }
+    if args.before_src:
+        log(f"before: the same bench over {args.before_src}")
+        argv = [a for a in sys.argv[1:] if a != args.before_src and a != "--before-src"]
+        env = {**os.environ, "PYTHONPATH": str(Path(args.before_src).resolve())}
+        child = [sys.executable, __file__, *argv]
+        if "--json" not in argv:
+            child.append("--json")
+        done = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
+        before = json.loads(done.stdout)
+        result["before"] = {k: before[k] for k in ("routes", "load_avg_start", "load_avg_end")}
     if args.json:
         print(json.dumps(result, indent=2))
         return
@@ -401,6 +442,8 @@ def main() -> None:
     print(f"{'route':18} {'alone ms':>9} {'beside ms':>10} {'ratio':>6}")
     for route, x in result["routes"].items():
         print(f"{route:18} {x['alone_ms']:>9} {x['beside_ms']:>10} {x['ratio']:>6}")
+    for route, x in result.get("before", {}).get("routes", {}).items():
+        print(f"before {route:11} {x['alone_ms']:>9} {x['beside_ms']:>10} {x['ratio']:>6}")
 
 
 if __name__ == "__main__":
