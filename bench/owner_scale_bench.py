@@ -28,6 +28,8 @@ the two homes for each request, ``--repeat`` times after a warm-up: the median m
   what a replica pays to learn of someone else's write (issue 37, point 4),
 
 and the ratio beside/alone (target: ≤ 1.2). The client's own cost is in both arms alike.
+Beside each search route: ``matrix_ms``, the median time inside ``matrix_for`` (bringing
+the replica's vector matrix up to date), which the machine's load disturbs less.
 ``--only search`` times the search routes alone. ``--before-src DIR`` also runs the same
 bench (same arguments) in a child process over another checkout's ``src`` (e.g. ``git
 archive main src``), after this one, and reports its table beside as ``before``.
@@ -298,8 +300,27 @@ def _check(name: str, body: dict[str, Any], hers: set[str]) -> int:
     return len(hits)
 
 
+def _timing_matrix_for() -> dict[str, float]:
+    """Wrap search's ``matrix_for`` (the same name before and after) to add up its time."""
+    from memoir.search import engine
+
+    spent = {"s": 0.0}
+    real = engine.matrix_for
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent["s"] += time.perf_counter() - started
+
+    engine.matrix_for = timed  # type: ignore[assignment]
+    return spent
+
+
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    spent = _timing_matrix_for()
     with (
         tempfile.TemporaryDirectory(prefix="memoir-owner-scale-") as tmp,
         _pg_schema(args.database_url) as db_alone,
@@ -358,6 +379,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
             times: dict[str, dict[str, list[float]]] = {
                 r: {"alone": [], "beside": []} for r in routes
             }
+            matrix: dict[str, dict[str, list[float]]] = {
+                r: {"alone": [], "beside": []} for r in routes
+            }
             counts: dict[str, dict[str, int]] = {r: {} for r in routes}
             for rep in range(args.repeat + 2):  # two warm-up rounds
                 order = ("alone", "beside") if rep % 2 == 0 else ("beside", "alone")
@@ -376,6 +400,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                                 f"/api/sessions/{scratch}/events", json={"messages": note}
                             )
                             assert w.status_code == 200, w.text
+                        spent["s"] = 0.0
                         t = time.perf_counter()
                         r = clients[arm].get(path)
                         took = time.perf_counter() - t
@@ -383,6 +408,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                         counts[route][arm] = _check(route, r.json(), hers[arm])
                         if rep >= 2:
                             times[route][arm].append(took)
+                            matrix[route][arm].append(spent["s"])
         table = {}
         for route in routes:
             a = statistics.median(times[route]["alone"]) * 1000
@@ -393,6 +419,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 "ratio": round(b / a, 2),
                 "rows": counts[route],
             }
+            if route.startswith("search"):
+                table[route]["matrix_ms"] = {
+                    arm: round(statistics.median(matrix[route][arm]) * 1000, 3)
+                    for arm in ("alone", "beside")
+                }
         out["routes"] = table
     return out
 
