@@ -107,7 +107,6 @@ def handles(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[St
             made = [SQLiteStore(tmp_path / "one.db") for _ in range(2)]
         else:
             from conftest import fresh_pg_schema
-
             from memoir.store.postgres_store import PostgresStore
 
             url = stack.enter_context(fresh_pg_schema())
