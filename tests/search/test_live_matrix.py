@@ -191,3 +191,39 @@ def test_a_replica_the_log_was_pruned_past_reads_whole(
     a.embeddings.put("m", [(ids[-1], _vec(400))], DIM)
     assert _nearest(b, 400)[0] == ids[-1]
     assert wholes == ["m"]
+
+
+def test_the_coarse_projection_is_kept_and_patched_with_the_matrix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above COARSE_MIN rows the projection is built once per live matrix, however many
+    stores' matrices take turns, and a patch projects only the rows it writes."""
+    monkeypatch.setattr(vectors, "COARSE_MIN", 100)
+    built: list[int] = []
+    real_build = vectors.build_coarse
+
+    def counting(matrix: np.ndarray) -> object:
+        built.append(matrix.shape[0])
+        return real_build(matrix)
+
+    monkeypatch.setattr(vectors, "build_coarse", counting)
+
+    def live_of(seed: int) -> LiveMatrix:
+        ids = [f"s{n % 9}:{n}" for n in range(500)]
+        blob = b"".join(_vec(seed * 1000 + n) for n in range(500))
+        return LiveMatrix(ids, np.frombuffer(blob, np.float32).reshape(-1, DIM), 1, 0)
+
+    first, second = live_of(1), live_of(2)
+    query = np.frombuffer(_vec(1007), np.float32)
+    held = [vectors._snapshot(first), vectors._snapshot(second)]  # as matrix_for keeps them
+    for snapshot in (*held, *held):  # each build clears the other's entry
+        vectors.nearest(snapshot, query, 3)
+    assert built == [500, 500]
+    fresh = np.frombuffer(_vec(5555), np.float32)
+    first.patch(["new:1"], {"new:1": _vec(5555)})  # the next query itself, appended
+    snapshot = vectors._snapshot(first)
+    got = vectors.nearest(snapshot, fresh, 3)
+    assert str(snapshot.ids[got[0][0]]) == "new:1" and built == [500, 500]
+    assert first.projected is not None and first.projected.shape[0] == 501
+    expected = fresh @ first.basis
+    assert np.allclose(first.projected[500], expected)

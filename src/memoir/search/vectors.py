@@ -311,12 +311,16 @@ def nearest(
     key = id(vectors)
     with _lock:
         coarse = _coarse.get(key)
+    live = vectors.live
+    if coarse is None and live is not None and vectors.index is live.index:
+        basis, projected = live.basis, live.projected  # (another store's snapshot was last)
+        if basis is not None and projected is not None and projected.shape[0] >= vectors.size:
+            coarse = CoarseIndex(basis, projected[: vectors.size])
     if coarse is None:
         coarse = build_coarse(vectors.matrix)
         with _lock:
             _coarse.clear()
             _coarse[key] = coarse
-        live = vectors.live
         if live is not None:
             with live.lock:
                 if live.n == vectors.size and live.index is vectors.index:
