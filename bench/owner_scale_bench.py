@@ -25,8 +25,16 @@ the two homes for each request, ``--repeat`` times after a warm-up: the median m
 - ``GET /api/search?q=…`` (default mode: hybrid), ``&mode=vector`` and ``&mode=text``,
   and the default mode again right after a write of alice's (untimed: one message
   appended and embedded),
+- the default mode and ``&mode=vector`` right after a write of *another* user's (``bob``,
+  in both homes with one scratch session; his message appended and embedded, untimed):
+  what a replica pays to learn of someone else's write (issue 37, point 4),
 
 and the ratio beside/alone (target: ≤ 1.2). The client's own cost is in both arms alike.
+Beside each search route: ``matrix_ms``, the median time inside ``matrix_for`` (bringing
+the replica's vector matrix up to date), which the machine's load disturbs less.
+``--only search`` times the search routes alone. ``--before-src DIR`` first runs the same
+bench (same arguments) in a child process over another checkout's ``src`` (e.g. ``git
+archive main src``) and reports its table beside as ``before``.
 """
 
 from __future__ import annotations
@@ -321,23 +329,43 @@ def _tenth_page(client: Any) -> str:
     return f"{url}&cursor={cursor}"
 
 
-def _check(name: str, body: dict[str, Any]) -> int:
-    """How many rows a request answered (and that they are alice's)."""
+def _check(name: str, body: dict[str, Any], hers: set[str]) -> int:
+    """How many rows a request answered (and that they are alice's: ``hers`` are her
+    sessions' stored ids, digests of her names for them)."""
     data = body["data"]
     if "sessions" in data:
-        rows = data["sessions"]  # alice's are named by her (stored under a digest, v21)
-        assert all((r.get("name") or r["id"]).startswith(f"{USER}-") for r in rows), name
+        rows = data["sessions"]
+        assert all(r["id"] in hers for r in rows), name
         return len(rows)
     if "memories" in data:
         assert all(not m["id"].startswith("u") for m in data["memories"]), name
         return len(data["memories"])
-    hits = data["hits"]  # the others' sessions are stored as user<N>-s<K>
-    assert not any(h["session_id"].startswith("user") for h in hits), name
+    hits = data["hits"]
+    assert all(h["session_id"] in hers for h in hits), name
     return len(hits)
+
+
+def _timing_matrix_for() -> dict[str, float]:
+    """Wrap search's ``matrix_for`` (the same name before and after) to add up its time."""
+    from memoir.search import engine
+
+    spent = {"s": 0.0}
+    real = engine.matrix_for
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent["s"] += time.perf_counter() - started
+
+    engine.matrix_for = timed  # type: ignore[assignment]
+    return spent
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    spent = _timing_matrix_for()
     with (
         tempfile.TemporaryDirectory(prefix="memoir-owner-scale-") as tmp,
         _pg_schema(args.database_url) as db_alone,
@@ -345,10 +373,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         _home(Path(tmp), "alone", db_alone) as alone,
         _home(Path(tmp), "beside", db_beside) as beside,
     ):
-        keys = {}
+        keys, bob_keys = {}, {}
         for name, memoir in (("alone", alone), ("beside", beside)):
             t = time.perf_counter()
             keys[name] = memoir.store.users.add(USER)
+            bob_keys[name] = memoir.store.users.add("bob")
             _alice(memoir)
             log(f"{name}: alice's data {time.perf_counter() - t:.1f} s")
         t = time.perf_counter()
@@ -361,7 +390,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
             for table in ("users", "sessions", "exchanges", "events", "embeddings", "memory_items")
         }
         clients = {n: _client(m, keys[n]) for n, m in (("alone", alone), ("beside", beside))}
-        with clients["alone"], clients["beside"]:
+        bobs = {n: _client(m, bob_keys[n]) for n, m in (("alone", alone), ("beside", beside))}
+        with clients["alone"], clients["beside"], bobs["alone"], bobs["beside"]:
             routes = {
                 "sessions_page_1": "/api/sessions?order=recent&limit=5",
                 "sessions_page_10": _tenth_page(clients["alone"]),
@@ -373,12 +403,31 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 # the first search after a write (alice's own, embedded on write): the
                 # replica's vectors are read again for the new generation
                 "search_after_write": "/api/search?q=rollback%20migration%20latency",
+                # the first search after another user's write: what a replica pays to
+                # learn of it (issue 37, point 4)
+                "search_after_other_write": "/api/search?q=rollback%20migration%20latency",
+                "search_vector_after_other_write": (
+                    "/api/search?q=rollback%20migration%20latency&mode=vector"
+                ),
             }
+            if args.only:
+                routes = {r: u for r, u in routes.items() if r.startswith(args.only)}
             pages = {n: _tenth_page(c) for n, c in clients.items()}
+            mine = "SELECT id FROM sessions WHERE user_name = ?"
             for c in clients.values():
-                assert c.post("/api/sessions", json={"id": f"{USER}-scratch"}).status_code == 201
+                made = c.post("/api/sessions", json={"id": f"{USER}-scratch"})
+                assert made.status_code == 201, made.text
+            hers = {
+                arm: {str(r[0]) for r in m.store._db.rows(mine, (USER,))}
+                for arm, m in (("alone", alone), ("beside", beside))
+            }
+            for c in bobs.values():
+                assert c.post("/api/sessions", json={"id": "bob-scratch"}).status_code == 201
             written = 0
             times: dict[str, dict[str, list[float]]] = {
+                r: {"alone": [], "beside": []} for r in routes
+            }
+            matrix: dict[str, dict[str, list[float]]] = {
                 r: {"alone": [], "beside": []} for r in routes
             }
             counts: dict[str, dict[str, int]] = {r: {} for r in routes}
@@ -387,22 +436,27 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 for route, url in routes.items():
                     for arm in order:
                         path = pages[arm] if route == "sessions_page_10" else url
-                        if route == "search_after_write":
+                        if "after" in route:
                             written += 1
                             note = [
                                 {"role": "user", "content": f"note {written}", "id": str(written)}
                             ]
-                            w = clients[arm].post(
-                                f"/api/sessions/{USER}-scratch/events", json={"messages": note}
+                            own = route == "search_after_write"
+                            writer = clients[arm] if own else bobs[arm]
+                            scratch = f"{USER}-scratch" if own else "bob-scratch"
+                            w = writer.post(
+                                f"/api/sessions/{scratch}/events", json={"messages": note}
                             )
                             assert w.status_code == 200, w.text
+                        spent["s"] = 0.0
                         t = time.perf_counter()
                         r = clients[arm].get(path)
                         took = time.perf_counter() - t
                         assert r.status_code == 200, (route, arm, r.text)
-                        counts[route][arm] = _check(route, r.json())
+                        counts[route][arm] = _check(route, r.json(), hers[arm])
                         if rep >= 2:
                             times[route][arm].append(took)
+                            matrix[route][arm].append(spent["s"])
         table = {}
         for route in routes:
             a = statistics.median(times[route]["alone"]) * 1000
@@ -413,6 +467,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
                 "ratio": round(b / a, 2),
                 "rows": counts[route],
             }
+            if route.startswith("search"):
+                table[route]["matrix_ms"] = {
+                    arm: round(statistics.median(matrix[route][arm]) * 1000, 3)
+                    for arm in ("alone", "beside")
+                }
         out["routes"] = table
     return out
 
@@ -433,6 +492,7 @@ def main() -> None:
         help="also run this bench first over the code in this src folder (e.g. `git "
         "archive main src`), in a process of its own: the figures from before",
     )
+    p.add_argument("--only", default=None, help="time only the routes named with this prefix")
     args = p.parse_args()
 
     def log(line: str) -> None:

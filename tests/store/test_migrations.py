@@ -83,7 +83,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == list(range(1, 23))
+    assert [m.version for m in pending(0)] == list(range(1, 24))
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -130,6 +130,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (20, "keyed-items"),
             (21, "session-names"),
             (22, "owner-tokens"),
+            (23, "embedding-log-everywhere"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"
@@ -262,3 +263,61 @@ def test_postgres_failed_migration_rolls_back(
         version = conn.execute("SELECT max(version) FROM schema_version").fetchone()
         assert version == (CURRENT_VERSION,)
         assert conn.execute("SELECT to_regclass('t_ok')").fetchone() == (None,)
+
+
+# --- v23: the change log on both backends, and its pruned mark ------------------------------
+def assert_logged_from_v23(store: Store) -> None:
+    """A vector written at v21 is kept (at generation 1, not logged: the log starts at the
+    upgrade); the first write after v23 is logged on either backend, nothing pruned yet."""
+    assert store.embeddings.load("m") == (["s1:1"], VECTOR, 2)
+    assert store.embeddings.generation("m") == 1
+    assert store.embeddings.pruned("m") == 0
+    start = store.embeddings.log_end("m")
+    store.embeddings.put("m", [("s1:5", VECTOR)], 2)
+    end, changed = store.embeddings.changes("m", start)
+    assert changed == ["s1:5"] and end == store.embeddings.log_end("m") > start
+    assert store.embeddings.generation("m") == 2
+
+
+def test_sqlite_v21_vectors_upgrade_to_the_logged_schema(tmp_path: Path) -> None:
+    path = tmp_path / "v21.db"
+    with sqlite_conn(path) as conn:
+        sqlite_store_module.migrate(conn, target=1)
+        fill_v1(lambda sql, p: conn.execute(sql, p), to_iso, "?")
+        assert sqlite_store_module.migrate(conn, target=21) == 21
+        conn.execute(
+            "INSERT INTO embeddings (model, exchange_id, dim, vec) VALUES ('m', 's1:1', 2, ?)",
+            (VECTOR,),
+        )
+        conn.execute("DELETE FROM embedding_changes")  # v7's log, as a file's trim leaves it
+    store = sqlite_store_module.SQLiteStore(path)
+    try:
+        assert store.schema_version() == CURRENT_VERSION
+        assert_logged_from_v23(store)
+    finally:
+        store.close()
+
+
+@pytest.mark.postgres
+def test_postgres_v21_vectors_upgrade_to_the_logged_schema(pg_database: str) -> None:
+    import psycopg
+
+    from memoir.store import postgres_store as pgs
+
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        pgs.migrate(conn, target=1)
+        with conn.transaction():
+            fill_v1(lambda sql, p: conn.execute(sql, p), to_utc, "%s")
+        assert pgs.migrate(conn, target=21) == 21
+        conn.execute(
+            "INSERT INTO embeddings (model, exchange_id, dim, vec) VALUES ('m', 's1:1', 2, %s)",
+            (VECTOR,),
+        )
+        logged = conn.execute("SELECT count(*) FROM embedding_changes").fetchone()
+        assert logged == (0,)  # before v23 PostgreSQL logged nothing
+    store = pgs.PostgresStore(pg_database)
+    try:
+        assert store.schema_version() == CURRENT_VERSION
+        assert_logged_from_v23(store)
+    finally:
+        store.close()

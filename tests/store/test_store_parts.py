@@ -253,17 +253,12 @@ def test_checkpoints_and_traces(store: Store) -> None:
 
 
 def test_the_change_log_names_every_exchange_whose_vector_changed(store: Store) -> None:
-    """SQLite logs which exchanges' vectors were written or removed (migration v7), so a
-    cached matrix is patched instead of read whole; PostgreSQL keeps no log (no files)."""
+    """Both backends log which exchanges' vectors were written or removed (migrations v7,
+    v23), so a matrix in memory or in a file is patched instead of read whole."""
     ingest(store, "s1", TURNS)
     ingest(store, "s2", TURNS)
     store.embeddings.put("m", [("s1:1", vec(1, 0)), ("s1:3", vec(0, 1))], 2)
     assert store.embeddings.vectors("m", ["s1:3", "nope", "s1:3"]) == {"s1:3": vec(0, 1)}
-    if store.backend != "sqlite":
-        assert store.embeddings.log_end("m") is None
-        assert store.embeddings.changes("m", 0) is None
-        store.embeddings.forget_changes("m", 10)  # nothing to trim: no error
-        return
     start = store.embeddings.log_end("m")
     assert start is not None and start > 0
     store.embeddings.put("m", [("s1:1", vec(1, 1))], 2)  # a new vector for a known key
@@ -277,6 +272,8 @@ def test_the_change_log_names_every_exchange_whose_vector_changed(store: Store) 
     end, ids = found
     assert ids == ["s1:1", "s2:1"] and end == store.embeddings.log_end("m") > start
     assert store.embeddings.changes("m", end) == (end, [])
+    assert store.embeddings.pruned("m") == 0
     store.embeddings.forget_changes("m", end)
     assert store.embeddings.changes("m", 0) == (0, [])
-    assert store.embeddings.changes("other", 0) is not None
+    assert store.embeddings.pruned("m") == end == store.embeddings.log_end("m")  # the mark
+    assert store.embeddings.changes("other", 0)[1] == ["s2:1"]  # another model's: kept

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from memoir.search.embedder import Embedder, TokenEmbedder
 from memoir.search.late import pack_tokens
-from memoir.search.vectors import invalidate
 from memoir.store.port import Store
 
 if TYPE_CHECKING:
@@ -93,8 +92,7 @@ def embed_backlog(
             progress(stored)
         if len(rows) < want and stored == len(rows):
             break
-    if done:
-        invalidate(store, embedder.name)
+    # no cache to drop: the generation moved, and a replica patches from the change log
     return BackfillResult(embedder.name, done, batches, complete)
 
 

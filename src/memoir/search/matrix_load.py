@@ -46,6 +46,7 @@ class Loaded:
     ids: tuple[str, ...]
     matrix: np.ndarray  # (n, dim) float32
     coarse: tuple[np.ndarray, np.ndarray] | None  # (basis, projected rows), when kept
+    log_end: int | None = None  # the change log's end at or before the read: patch from it
 
 
 def patched(store: VectorReads, model: str, directory: Path) -> Loaded | None:
@@ -62,10 +63,9 @@ def patched(store: VectorReads, model: str, directory: Path) -> Loaded | None:
     if log_end is None or found is None:
         return None
     ids, base = found
-    changes = store.embeddings.changes(model, log_end)
-    if changes is None or not changes[1]:
-        return None  # no log, or a change the log does not hold: read whole
-    changed = changes[1]
+    end, changed = store.embeddings.changes(model, log_end)
+    if not changed or store.embeddings.pruned(model) > log_end:
+        return None  # a change the log does not hold (or no longer holds): read whole
     if len(changed) > max(PATCH_MIN, REWRITE_SHARE * len(ids)):
         return None
     current = store.embeddings.vectors(model, changed)
@@ -84,7 +84,7 @@ def patched(store: VectorReads, model: str, directory: Path) -> Loaded | None:
     if coarse is not None:
         basis, projected = coarse
         coarse = (basis, np.concatenate([projected[keep], rows @ basis]))
-    return Loaded(kept + tuple(added), matrix, coarse)
+    return Loaded(kept + tuple(added), matrix, coarse, end)
 
 
 def read_whole(store: VectorReads, model: str, generation: int, directory: Path | None) -> Loaded:
@@ -99,8 +99,8 @@ def read_whole(store: VectorReads, model: str, generation: int, directory: Path 
         matrix = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), dim)
     else:
         matrix = np.zeros((0, max(dim, 1)), dtype=np.float32)
-    loaded = Loaded(tuple(ids), matrix, None)
-    if directory is None or (log_end is None and len(ids) < matrix_file.FILE_MIN_ROWS):
+    loaded = Loaded(tuple(ids), matrix, None, log_end)
+    if directory is None:
         return loaded
     try:
         with store.claims.hold(f"vectors:{model}", "the vector matrix is being cached"):
@@ -149,17 +149,17 @@ def _patchable(store: VectorReads, model: str, directory: Path, count: int) -> b
     if not generations:
         return False
     log_end = read_log_end(directory, model, generations[0])
-    changes = None if log_end is None else store.embeddings.changes(model, log_end)
-    if changes is None:
+    if log_end is None:
         return False
-    return len(changes[1]) <= max(PATCH_MIN, REWRITE_SHARE * count)
+    changed = store.embeddings.changes(model, log_end)[1]
+    if store.embeddings.pruned(model) > log_end:
+        return False
+    return len(changed) <= max(PATCH_MIN, REWRITE_SHARE * count)
 
 
-def _trim_log(store: VectorReads, model: str, directory: Path, log_end: int | None) -> None:
+def _trim_log(store: VectorReads, model: str, directory: Path, log_end: int) -> None:
     """Drop the log entries no cached file needs: up to the oldest file's log end, or to
     this read's end when no file is kept (a small matrix)."""
-    if log_end is None:
-        return
     ends = [read_log_end(directory, model, g) for g in cached_generations(directory, model)]
     if not ends:
         store.embeddings.forget_changes(model, log_end)

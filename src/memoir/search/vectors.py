@@ -6,20 +6,24 @@ is an exact scan; above, a projected first pass picks a shortlist that is rescor
 this project's 2-core machine (see docs/benchmarks.md) without an ANN index and its
 upkeep. The matrix is loaded once per (store, model) and kept while the store's embedding
 generation for the model (raised by every write to its vectors, whichever process makes
-it) stays the same; a large one is also cached as a memory-mapped file beside an SQLite
-database (:mod:`memoir.search.matrix_file`), so the next process does not read it again.
+it) stays the same; when it moves, the rows the change log names are patched in
+(:mod:`memoir.search.live_matrix`). A large one is also cached as a memory-mapped file
+beside an SQLite database (:mod:`memoir.search.matrix_file`), so the next process does
+not read it again.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
-from memoir.search.matrix_file import read_coarse, read_matrix, write_coarse
+from memoir.search.live_matrix import PATCH_MIN, PATCH_SHARE, LiveMatrix
+from memoir.search.matrix_file import read_coarse, read_log_end, read_matrix, write_coarse
 from memoir.search.matrix_load import patched, read_whole, write_files
 from memoir.search.reads import VectorReads
 
@@ -42,19 +46,27 @@ SMALL_SUBSET = 50_000
 
 @dataclass(frozen=True, slots=True)
 class VectorMatrix:
-    ids: tuple[str, ...]
+    """What one search scores: the first ``size`` rows of a model's matrix. Read from a
+    :class:`LiveMatrix` (``live``), the arrays are views of its buffers and ``alive``
+    marks the rows whose vectors were removed since (None: none were)."""
+
+    ids: Sequence[str]
     matrix: np.ndarray  # (n, dim) float32, unit rows
     dim: int
     generation: int  # the store's embedding generation for the model when read
+    alive: np.ndarray | None = field(default=None, compare=False)
+    live: LiveMatrix | None = field(default=None, compare=False, repr=False)
+    index: dict[str, int] | None = field(default=None, compare=False, repr=False)
+    codes: tuple[np.ndarray, dict[str, int]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def size(self) -> int:
-        return len(self.ids)
+        return int(self.matrix.shape[0])
 
     def rows_of(self, ids: list[str]) -> list[int]:
         """Row numbers of the given exchange ids (those that have a vector)."""
         index = _row_index(self)
-        return [index[i] for i in ids if i in index]
+        return [row for row in (index.get(i) for i in ids) if row is not None and row < self.size]
 
     def without(self, ids: list[str]) -> set[str]:
         """Those of ``ids`` that have no vector here."""
@@ -62,8 +74,8 @@ class VectorMatrix:
         return {i for i in ids if i not in index}
 
     def session_mask(self, session_ids: list[str]) -> np.ndarray:
-        """A boolean per row: does its exchange belong to one of ``session_ids``? (An
-        exchange id is its session id, ``:``, an ordinal.)"""
+        """A boolean per row: does its exchange belong to one of ``session_ids`` (and is
+        its vector still there)? (An exchange id is its session id, ``:``, an ordinal.)"""
         import numpy as np
 
         codes, index = _session_codes(self)
@@ -72,10 +84,11 @@ class VectorMatrix:
             code = index.get(sid)
             if code is not None:
                 wanted[code] = True
-        return wanted[codes]
+        mask = wanted[codes[: self.size]]
+        return mask if self.alive is None else mask & self.alive
 
 
-_cache: dict[tuple[int, str], VectorMatrix] = {}
+_cache: dict[tuple[int, str], LiveMatrix] = {}
 _coarse: dict[int, CoarseIndex] = {}
 _rows: dict[int, dict[str, int]] = {}
 _sessions: dict[int, tuple[np.ndarray, dict[str, int]]] = {}
@@ -83,6 +96,8 @@ _times: dict[int, np.ndarray] = {}
 
 
 def _row_index(vectors: VectorMatrix) -> dict[str, int]:
+    if vectors.index is not None:
+        return vectors.index
     key = id(vectors)
     with _lock:
         index = _rows.get(key)
@@ -96,6 +111,8 @@ def _session_codes(vectors: VectorMatrix) -> tuple[np.ndarray, dict[str, int]]:
     """Per row, a small integer naming its session; and session id → that integer."""
     import numpy as np
 
+    if vectors.codes is not None:
+        return vectors.codes
     key = id(vectors)
     with _lock:
         found = _sessions.get(key)
@@ -121,48 +138,90 @@ def invalidate(store: VectorReads | None = None, model: str | None = None) -> No
     with _lock:
         for key in list(_cache):
             if (store is None or key[0] == id(store)) and (model is None or key[1] == model):
-                _forget(_cache.pop(key))
-
-
-def _forget(vectors: VectorMatrix) -> None:
-    """Drop what was derived from ``vectors`` (call with ``_lock`` held)."""
-    for derived in (_coarse, _rows, _sessions, _times):
-        derived.pop(id(vectors), None)
+                _cache.pop(key)
+        _coarse.clear()
 
 
 def matrix_for(store: VectorReads, model: str) -> VectorMatrix:
     """``model``'s vectors in ``store``: from this process's memory while its generation is
-    current, else from the cached file of that generation, else an older cached file
-    patched with the logged changes, else from the store (:mod:`memoir.search.matrix_load`)."""
+    current, else this process's matrix patched with the logged changes, else from the
+    cached file of that generation, else an older cached file patched with the logged
+    changes, else from the store (:mod:`memoir.search.matrix_load`)."""
     key = (id(store), model)
     generation = store.embeddings.generation(model)
     with _lock:
-        cached = _cache.get(key)
-    if cached is not None and cached.generation == generation:
-        return cached
+        live = _cache.get(key)
+    if live is not None:
+        with live.lock:
+            if live.generation == generation and live.snapshot is not None:
+                return cast(VectorMatrix, live.snapshot)  # unchanged: the same snapshot
+            if _caught_up(live, store, model, generation):
+                return _snapshot(live)
+    live = _load(store, model, generation)
+    with _lock:
+        _cache[key] = live
+    return _snapshot(live)
+
+
+def _caught_up(live: LiveMatrix, store: VectorReads, model: str, generation: int) -> bool:
+    """Patch ``live`` with what the change log says changed since it was read; False
+    (untouched) when the log no longer holds that, or it is too much to patch."""
+    if live.log_end is None:
+        return False
+    embeddings = store.embeddings
+    end, changed = embeddings.changes(model, live.log_end)
+    if embeddings.pruned(model) > live.log_end:  # asked after: a prune since is seen
+        return False
+    if len(changed) > max(PATCH_MIN, PATCH_SHARE * live.n):
+        return False
+    current = embeddings.vectors(model, changed) if changed else {}
+    if any(len(blob) != 4 * live.dim for blob in current.values()):
+        return False  # the model changed its width: read whole
+    times = embeddings.times(model, list(current)) if live.wants_times and current else []
+    live.patch(changed, current, times)
+    live.generation, live.log_end = generation, end
+    return True
+
+
+def _load(store: VectorReads, model: str, generation: int) -> LiveMatrix:
+    """A new matrix for ``model`` at ``generation``: the cached file of that generation,
+    else an older file patched from the log, else the store whole."""
     directory = store.cache_dir
     found = read_matrix(directory, model, generation) if directory is not None else None
-    patch = None
-    if found is not None:
+    if found is not None and directory is not None:
         ids, matrix = found
-        loaded = VectorMatrix(ids, matrix, int(matrix.shape[1]), generation)
+        log_end = read_log_end(directory, model, generation)
+        live = LiveMatrix(ids, matrix, generation, log_end)
     else:
         patch = patched(store, model, directory) if directory is not None else None
         whole = patch or read_whole(store, model, generation, directory)
-        loaded = VectorMatrix(whole.ids, whole.matrix, int(whole.matrix.shape[1]), generation)
-    coarse = None
-    if patch is not None and patch.coarse is not None:
-        coarse = CoarseIndex(*patch.coarse)
-    elif loaded.size >= COARSE_MIN:
-        coarse = _coarse_for(directory, model, loaded)
-    with _lock:
-        if cached is not None:
-            _forget(cached)
-        _cache[key] = loaded
-        if coarse is not None:
-            _coarse.clear()
-            _coarse[id(loaded)] = coarse
-    return loaded
+        live = LiveMatrix(whole.ids, whole.matrix, generation, whole.log_end, whole.coarse)
+    if live.basis is None and live.n >= COARSE_MIN:
+        snapshot = _snapshot(live)
+        coarse = _coarse_for(directory, model, snapshot)
+        live.set_coarse(coarse.basis, coarse.projected)
+    return live
+
+
+def _snapshot(live: LiveMatrix) -> VectorMatrix:
+    """The rows as they are now (call with ``live.lock`` held, or before it is shared)."""
+    snapshot = VectorMatrix(
+        live.ids,
+        live.rows,
+        live.dim,
+        live.generation,
+        alive=live.alive,
+        live=live,
+        index=live.index,
+        codes=(live.codes, live.sessions),
+    )
+    projected = live.projected
+    if live.basis is not None and projected is not None:
+        with _lock:
+            _coarse.clear()  # one live matrix at a time
+            _coarse[id(snapshot)] = CoarseIndex(live.basis, projected)
+    live.snapshot = snapshot
+    return snapshot
 
 
 def _coarse_for(directory: Path | None, model: str, vectors: VectorMatrix) -> CoarseIndex:
@@ -200,9 +259,19 @@ def time_mask(
     once per loaded matrix."""
     import numpy as np
 
+    live = vectors.live
+    seconds = None
+    if live is not None:
+        with live.lock:
+            if vectors.index is live.index:  # not squeezed since: its rows are ours
+                seconds = live.seconds(
+                    store.embeddings.times(model) if not live.wants_times else []
+                )
+                seconds = seconds[: vectors.size]
     key = id(vectors)
-    with _lock:
-        seconds = _times.get(key)
+    if seconds is None:
+        with _lock:
+            seconds = _times.get(key)
     if seconds is None:
         index = _row_index(vectors)
         seconds = np.full(vectors.size, np.nan)
@@ -214,6 +283,8 @@ def time_mask(
             _times.clear()  # one live matrix at a time
             _times[key] = seconds
     keep = ~np.isnan(seconds)
+    if vectors.alive is not None:
+        keep &= vectors.alive
     if after is not None:
         keep &= seconds >= after.timestamp()
     if before is not None:
@@ -229,6 +300,8 @@ def nearest(
     rescored exactly above."""
     import numpy as np
 
+    if vectors.alive is not None:  # rows whose vectors were removed since: never scored
+        mask = vectors.alive if mask is None else mask & vectors.alive
     if mask is not None:
         kept = np.flatnonzero(mask)
         if kept.size <= SMALL_SUBSET:  # a copy of few rows is cheaper than scoring all
@@ -238,11 +311,20 @@ def nearest(
     key = id(vectors)
     with _lock:
         coarse = _coarse.get(key)
+    live = vectors.live
+    if coarse is None and live is not None and vectors.index is live.index:
+        basis, projected = live.basis, live.projected  # (another store's snapshot was last)
+        if basis is not None and projected is not None and projected.shape[0] >= vectors.size:
+            coarse = CoarseIndex(basis, projected[: vectors.size])
     if coarse is None:
         coarse = build_coarse(vectors.matrix)
         with _lock:
             _coarse.clear()
             _coarse[key] = coarse
+        if live is not None:
+            with live.lock:
+                if live.n == vectors.size and live.index is vectors.index:
+                    live.set_coarse(coarse.basis, coarse.projected)  # patched from now on
     rows = np.sort(coarse.shortlist(query, k, mask))
     return [(int(rows[i]), s) for i, s in top_k(vectors.matrix[rows], query, k)]
 

@@ -145,7 +145,7 @@ class PostgresStore(SqlStore):
             delete_rows=delete_session_rows,
             engine=postgres_search,
             # rows a vector write checks are locked against a concurrent sync's update
-            embeddings=EmbeddingsPart(db, lock_rows=True, backlog_hint=False, change_log=False),
+            embeddings=EmbeddingsPart(db, lock_rows=True, backlog_hint=False),
             claims=_AdvisoryClaims(self),
             index_keys=INDEX_KEYS,
             dialect=POSTGRES,

@@ -167,7 +167,7 @@ class SQLiteStore(SqlStore):
             delete_rows=delete_session_rows,
             engine=sqlite_search,
             # matrix files live beside an SQLite database: the change log patches them
-            embeddings=EmbeddingsPart(db, lock_rows=False, backlog_hint=True, change_log=True),
+            embeddings=EmbeddingsPart(db, lock_rows=False, backlog_hint=True),
             claims=LocalClaims() if in_memory else FileClaims(claims_dir),
             index_keys=INDEX_KEYS,
             dialect=SQLITE,

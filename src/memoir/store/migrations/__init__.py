@@ -37,6 +37,7 @@ from memoir.store.migrations import (
     v020_keyed_items,
     v021_session_names,
     v022_owner_tokens,
+    v023_embedding_log_everywhere,
 )
 
 __all__ = ["CURRENT_VERSION", "MIGRATIONS", "Migration", "pending"]
@@ -182,6 +183,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         v022_owner_tokens.POSTGRES,
         reindex=v022_owner_tokens.REINDEX,
         sqlite_after=v022_owner_tokens.refill_items,
+    ),
+    Migration(
+        v023_embedding_log_everywhere.VERSION,
+        v023_embedding_log_everywhere.NAME,
+        v023_embedding_log_everywhere.SQLITE,
+        v023_embedding_log_everywhere.POSTGRES,
     ),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -1,7 +1,8 @@
 """Vectors per exchange and model (with the token states re-ranking reads), the backlog of
-exchanges still to embed, and — where matrix files are cached beside the database — the
-log of which vectors changed (migration v7), so a cached matrix is patched rather than
-read whole again (:mod:`memoir.search.vectors`)."""
+exchanges still to embed, and the log of which vectors changed (migrations v7, v23), so a
+matrix held in memory or cached in a file is patched rather than read whole again
+(:mod:`memoir.search.vectors`). The log is pruned by writers: it keeps the newest
+:data:`LOG_KEEP` sequence numbers of a model (at most twice that before a prune)."""
 
 from __future__ import annotations
 
@@ -15,23 +16,24 @@ from memoir.store.codec import exchange_text_from_row, from_iso
 from memoir.store.db import Db, Tx
 from memoir.store.index_doc import EMBED_RECIPE, embedding_text
 
-__all__ = ["EmbeddingsPart"]
+__all__ = ["LOG_KEEP", "EmbeddingsPart"]
 
 _CHUNK = 500
+# the change log keeps this many of a model's newest sequence numbers (pruned past 2×):
+# a reader further behind reads the matrix whole, as it would for that many changes
+LOG_KEEP = 50_000
 
 
 class EmbeddingsPart:
     """``lock_rows``: re-read the exchanges a write checks ``FOR SHARE`` (PostgreSQL:
     against a concurrent sync's update). ``backlog_hint``: remember per model that every
     exchange up to a pk has a vector (SQLite, where pks of new or changed exchanges only
-    grow; PostgreSQL sequences commit out of order). ``change_log``: the v7 log is kept
-    (SQLite, whose matrix files live beside the database)."""
+    grow; PostgreSQL sequences commit out of order)."""
 
-    def __init__(self, db: Db, *, lock_rows: bool, backlog_hint: bool, change_log: bool) -> None:
+    def __init__(self, db: Db, *, lock_rows: bool, backlog_hint: bool) -> None:
         self._db = db
         self._lock = " FOR SHARE" if lock_rows else ""
         self._use_hint = backlog_hint
-        self._change_log = change_log
         self._hints: dict[str, int] = {}
         self._hint_lock = threading.Lock()
 
@@ -188,7 +190,21 @@ class EmbeddingsPart:
                     for (xid, vec), blob in zip(rows, blobs, strict=True)
                 ],
             )
+            self._prune(tx, model)
         return len(rows)
+
+    def _prune(self, tx: Tx, model: str) -> None:
+        """Past ``2 × LOG_KEEP`` numbers of ``model`` in the log, drop all but the newest
+        :data:`LOG_KEEP` and raise the mark (in the writer's transaction: on PostgreSQL it
+        holds the model's generation row, so prunes of one model never interleave)."""
+        rows = tx.run(
+            "SELECT (SELECT max(seq) FROM embedding_changes WHERE model = ?), "
+            "(SELECT pruned FROM embedding_generations WHERE model = ?)",
+            (model, model),
+        )
+        end, mark = (int(v or 0) for v in rows[0]) if rows else (0, 0)
+        if end - mark > 2 * LOG_KEEP:
+            _forget(tx, model, end - LOG_KEEP)
 
     def _still_reading(self, tx: Tx, ids: list[str], texts: Sequence[str]) -> list[bool]:
         """Per id: does the exchange still read ``texts[n]``? The rows are read inside the
@@ -252,15 +268,27 @@ class EmbeddingsPart:
         )
         return int(rows[0][0]) if rows else 0
 
-    def times(self, model: str) -> list[tuple[str, datetime | None]]:
-        """When each exchange with a vector for ``model`` happened (its start, else its end;
-        None when it has neither): what a date filter reads without loading exchanges."""
-        rows = self._db.rows(
+    def times(
+        self, model: str, exchange_ids: Sequence[str] | None = None
+    ) -> list[tuple[str, datetime | None]]:
+        """When each exchange with a vector for ``model`` (of ``exchange_ids``, when given)
+        happened (its start, else its end; None when it has neither): what a date filter
+        reads without loading exchanges."""
+        sql = (
             "SELECT m.exchange_id, coalesce(x.started_at, x.ended_at) FROM embeddings m "
-            "JOIN exchanges x ON x.id = m.exchange_id WHERE m.model = ?",
-            (model,),
+            "JOIN exchanges x ON x.id = m.exchange_id WHERE m.model = ?"
         )
-        return [(r[0], from_iso(r[1])) for r in rows]
+        if exchange_ids is None:
+            return [(r[0], from_iso(r[1])) for r in self._db.rows(sql, (model,))]
+        wanted = list(dict.fromkeys(exchange_ids))
+        out: list[tuple[str, datetime | None]] = []
+        with self._db.ro() as tx:
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                rows = tx.run(f"{sql} AND m.exchange_id IN ({marks})", (model, *chunk))
+                out += [(r[0], from_iso(r[1])) for r in rows]
+        return out
 
     def token_states(self, model: str, exchange_ids: Sequence[str]) -> dict[str, bytes]:
         """The stored token states of these exchanges for ``model`` (those that have any)."""
@@ -287,21 +315,23 @@ class EmbeddingsPart:
                 out.update((str(r[0]), bytes(r[1])) for r in rows)
         return out
 
-    # the change log (SQLite) ---------------------------------------------------------
-    def log_end(self, model: str) -> int | None:
-        """Where the change log ends now: the highest sequence number it ever gave (every
-        model's; entries trimmed away still count, so a read can tell whether anything was
-        logged since — or trimmed past it); None when no log is kept."""
-        if not self._change_log:
-            return None
-        rows = self._db.rows("SELECT seq FROM sqlite_sequence WHERE name = 'embedding_changes'")
-        return int(rows[0][0] or 0) if rows else 0
+    # the change log -------------------------------------------------------------------
+    def log_end(self, model: str) -> int:
+        """Where ``model``'s change log ends now: its highest sequence number, or the mark it
+        was pruned to when higher (entries pruned away still count, so a read can tell
+        whether anything was logged since — or pruned past it). Numbers of one model are
+        committed in order (v23), so everything at or below it is already visible."""
+        rows = self._db.rows(
+            "SELECT (SELECT max(seq) FROM embedding_changes WHERE model = ?), "
+            "(SELECT pruned FROM embedding_generations WHERE model = ?)",
+            (model, model),
+        )
+        return max(int(v or 0) for v in rows[0]) if rows else 0
 
-    def changes(self, model: str, after: int) -> tuple[int, list[str]] | None:
+    def changes(self, model: str, after: int) -> tuple[int, list[str]]:
         """(where the log ends, the exchanges whose ``model`` vector was written or removed
-        after ``after``), each once; None when no log is kept."""
-        if not self._change_log:
-            return None
+        after ``after``), each once. Complete only while :meth:`pruned` is at most
+        ``after``: ask that after this."""
         rows = self._db.rows(
             "SELECT seq, exchange_id FROM embedding_changes WHERE model = ? AND seq > ? "
             "ORDER BY seq",
@@ -310,12 +340,23 @@ class EmbeddingsPart:
         end = int(rows[-1][0]) if rows else after
         return end, list(dict.fromkeys(str(r[1]) for r in rows))
 
+    def pruned(self, model: str) -> int:
+        """The sequence number ``model``'s log was pruned up to (0: never)."""
+        rows = self._db.rows("SELECT pruned FROM embedding_generations WHERE model = ?", (model,))
+        return int(rows[0][0] or 0) if rows else 0
+
     def forget_changes(self, model: str, upto: int) -> None:
-        """Drop the log entries a full read at ``upto`` covers."""
-        if not self._change_log:
-            return
+        """Drop the log entries a full read at ``upto`` covers (and raise the mark)."""
         with self._db.tx() as tx:
-            tx.run("DELETE FROM embedding_changes WHERE model = ? AND seq <= ?", (model, upto))
+            _forget(tx, model, upto)
+
+
+def _forget(tx: Tx, model: str, upto: int) -> None:
+    tx.run("DELETE FROM embedding_changes WHERE model = ? AND seq <= ?", (model, upto))
+    tx.run(
+        "UPDATE embedding_generations SET pruned = ? WHERE model = ? AND pruned < ?",
+        (upto, model, upto),
+    )
 
 
 def _embed_text(row: Any) -> str:
