@@ -1042,7 +1042,7 @@ class Memoir:
         with self._parts_lock:
             if self._jobs is None:
                 from memoir.jobs import JobService, JobTiming, LocalAdmission, RedisAdmission
-                from memoir.jobs.admission import Admission
+                from memoir.jobs.service import Admission
 
                 admission: Admission = (
                     RedisAdmission(self.settings.redis_url)
