@@ -638,7 +638,7 @@ class Memoir:
         from memoir.ingest.plan import excluded
         from memoir.memory.sync_pass import MemoryPassReport, run_memory_pass
         from memoir.store import ensure_writable
-        from memoir.summaries.policy import SummaryPolicy, is_quiescent
+        from memoir.summaries.state import SummaryPolicy, is_quiescent
 
         limit = self.settings.memory_limit if limit is None else limit
         whole_number("limit", limit, 0)
@@ -727,7 +727,7 @@ class Memoir:
     def summary_store(self) -> SummaryStore:
         """Where this home keeps summaries (``MEMOIR_SUMMARY_STORE``): archive files beside
         the transcripts, or the store's summary rows."""
-        from memoir.summaries.stores import open_summary_store
+        from memoir.summaries.persist import open_summary_store
 
         return open_summary_store(self.settings, self.store)
 
@@ -748,7 +748,7 @@ class Memoir:
         conversations that need it, fresh ones first, at most ``limit`` (default
         ``MEMOIR_SUMMARY_LIMIT``) model-backed summaries. ``progress`` is told which
         conversation is being summarized, and how many of how many, before each one."""
-        from memoir.summaries.model_source import closing_source
+        from memoir.summaries.session import closing_source
         from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
         limit = self.settings.summary_limit if limit is None else limit
@@ -775,8 +775,7 @@ class Memoir:
         summarize``): full, incremental (merged into its summary), or auto; saved, and
         held by the session's summary claim (``Busy`` while another process has it)."""
         from memoir.search.session_ref import resolve_session
-        from memoir.summaries.model_source import closing_source
-        from memoir.summaries.session import EpisodeSettings, summarize_session
+        from memoir.summaries.session import EpisodeSettings, closing_source, summarize_session
 
         session_id = resolve_session(self.store.sessions, session_id, user=self.user)
         with closing_source(self.model, self.fallback_model) as models:
@@ -797,7 +796,7 @@ class Memoir:
         of derived text: where it stands, or, with ``repair``, a bounded run of it."""
         from memoir.ingest.verify import Problem, verify
         from memoir.summaries.persist import summary_findings
-        from memoir.summaries.policy import SummaryPolicy
+        from memoir.summaries.state import SummaryPolicy
 
         report = verify(self.settings, self.store, observer=self.sync_observer(), repair=repair)
         findings = summary_findings(
@@ -866,7 +865,7 @@ class Memoir:
         events, exchanges, …), ``archive_files`` / ``archive_bytes``, ``backend``, and the
         conversations by summary state (``summaries_summarized``, ``summaries_pending``, …)."""
         from memoir.summaries.persist import summary_counts
-        from memoir.summaries.policy import SummaryPolicy
+        from memoir.summaries.state import SummaryPolicy
 
         data: dict[str, int | str] = dict(self.store.stats())
         files = size = 0
@@ -1090,9 +1089,8 @@ class Memoir:
         its replacement from saving."""
         from memoir.errors import SummaryError
         from memoir.store.claims import summary_claim
-        from memoir.summaries.fenced import FencedSummaryStore, events_digest
-        from memoir.summaries.model_source import closing_source
-        from memoir.summaries.session import EpisodeSettings, summarize_session
+        from memoir.summaries.port import FencedSummaryStore, events_digest
+        from memoir.summaries.session import EpisodeSettings, closing_source, summarize_session
 
         read = self.store.events.of(job.session_id)
         upto = read[-1].ordinal if read else 0

@@ -14,8 +14,8 @@ from memoir.llm.values import RequestMeta
 
 from .test_offline import CONVERSATION, render_claude
 
-episodes_prompts = pytest.importorskip("memoir.summaries.episodic.prompts")
-episodes_shape = pytest.importorskip("memoir.summaries.episodic.shape")
+episodes_prompts = pytest.importorskip("memoir.summaries.calls")
+episodes_shape = pytest.importorskip("memoir.summaries.offline")
 
 MODEL = OfflineModel()
 META = RequestMeta(user="u", session="s")

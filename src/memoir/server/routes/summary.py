@@ -16,7 +16,7 @@ from memoir.secrets import mask
 from memoir.server.auth import Caller, caller, current_user, memoir_of, signed_in
 from memoir.server.present import REVEAL, coverage_json
 from memoir.server.routing import JsonRoute, errors
-from memoir.summaries.poll import answered_from_row, polled_summary
+from memoir.summaries.port import answered_from_row, polled_summary
 
 __all__ = ["router"]
 
