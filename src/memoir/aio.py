@@ -37,7 +37,7 @@ from memoir.model.session import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.compaction import CompactionResult, Compactor
-    from memoir.compaction.budget import Budget
+    from memoir.compaction.plan import Budget
     from memoir.jobs import Job
     from memoir.llm.port import Model, TokenCounter
     from memoir.memory.recall import ContextBlock, Recalled

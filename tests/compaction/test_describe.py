@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from memoir.compaction.describe import (
+from memoir.compaction.standin import (
+    StandIns,
     call_brief,
     calls_by_result,
     excerpt,
     message_details,
     outcome_of,
 )
-from memoir.compaction.standin import StandIns
 
 from .helpers import assistant, call, result, user
 
