@@ -33,7 +33,7 @@ from memoir.compaction.job import (
 )
 from memoir.compaction.plan import DEFAULT_RATIO, DEFAULT_TAIL_RATIO, Budget, head_text, pin_index
 from memoir.compaction.sequence import (
-    MESSAGE_OVERHEAD,
+    MESSAGE_FRAME_TOKENS,
     Message,
     MessageCounter,
     content_tokens,
@@ -291,7 +291,7 @@ class Compactor:
         if extra is None:
             extra = 0
             if replay.summary is not None:
-                extra += self.tokens.text(head_text(replay.summary)) + MESSAGE_OVERHEAD
+                extra += self.tokens.text(head_text(replay.summary)) + MESSAGE_FRAME_TOKENS
             extra += _JOIN_MARGIN
             replaced = [i for i, p in enumerate(pos) if p in replay.replaced]
             if replaced:

@@ -29,9 +29,9 @@ from memoir.compaction.plan import (
     tail_plan,
     truncate_cuts,
 )
-from memoir.compaction.request import SummaryOutcome, build_summary_request, summarize
+from memoir.compaction.request import SummaryOutcome, ask_for_summary, build_summary_request
 from memoir.compaction.sequence import (
-    MESSAGE_OVERHEAD,
+    MESSAGE_FRAME_TOKENS,
     Message,
     MessageCounter,
     content_tokens,
@@ -314,7 +314,7 @@ def summary_outcome(job: CompactionRun, model: Model | None) -> RunOutcome:
     if model is None:
         got = SummaryOutcome(None, "no summarizer model", ())
     else:
-        got = summarize(model, request.request)
+        got = ask_for_summary(model, request.request)
     if got.summary is None:
         return _failed(got.reason or "no summary", start, replacements=reps, budgets=got.budgets)
     out = job.fit(got.summary, start, reps)
@@ -379,7 +379,7 @@ def _drop_oldest(job: CompactionRun, head: str | None, drop_first: bool) -> RunO
         suffix[i] = suffix[i + 1] + job.counts[i]
     fixed = suffix[0] - suffix[job.system_count]
     if head is not None:
-        fixed += job.tokens.text(head_text(head)) + MESSAGE_OVERHEAD
+        fixed += job.tokens.text(head_text(head)) + MESSAGE_FRAME_TOKENS
     goal = job.budget.threshold // 2
     keep_newest = [s for c, s in zip(cuts, starts, strict=True) if c < len(us)] or starts
     chosen: RunOutcome | None = None

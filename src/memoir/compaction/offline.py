@@ -5,7 +5,7 @@
 them (stand-ins included) and the previous checkpoint's summary. The offline model
 answers it with :func:`work_summary`, or the prose summary
 (:func:`memoir.llm.offline.prose.prose_summary`) when the transcript shows no work.
-Lines, each under a heading of :data:`memoir.compaction.request.SUMMARY_FORMAT`::
+Lines, each under a heading of :data:`memoir.compaction.request.WORK_SUMMARY_FORMAT`::
 
     Goals and constraints:
     - <the user's sentences: the first request, every constraint or preference, the latest>

@@ -1,4 +1,4 @@
-"""The summary request, bounded: what the summarizer is asked to read. Pure.
+"""The summary request, bounded: what the summarizer is asked to read (built purely).
 
 The covered messages are rendered as a transcript inside ``<transcript>…</transcript>``
 (a previous checkpoint's summary inside ``<previous_summary>…</previous_summary>``, the
@@ -20,7 +20,8 @@ only lowers ``max_tokens``: retries are byte-identical otherwise.
 
 Asking for the summary: the budget ladder and the validity check around one model.
 
-:func:`ladder_step` is the pure decision; :func:`summarize` the loop that calls the model.
+:func:`ladder_step` is the pure decision; :func:`ask_for_summary` the loop that calls the
+model.
 On :class:`OutputBudgetRejected` the same request is sent again with the next lower
 budget of the ladder (4096, 2048, 1024, 256 — only budgets below the one rejected),
 stopping at the first accepted. Any other failure — a truncated, empty, refused or
@@ -53,7 +54,7 @@ from typing import Any
 
 from memoir.compaction.offline import CompactionTask
 from memoir.compaction.plan import Budget, ladder_after
-from memoir.compaction.sequence import MESSAGE_OVERHEAD, Message, content_text, tool_call_text
+from memoir.compaction.sequence import MESSAGE_FRAME_TOKENS, Message, content_text, tool_call_text
 from memoir.compaction.standin import StandIns, call_brief
 from memoir.compaction.values import Omission
 from memoir.llm.errors import ModelError, OutputBudgetRejected, Truncated
@@ -63,15 +64,15 @@ from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import clean_speaker
 
 __all__ = [
-    "SUMMARY_FORMAT",
     "SUMMARY_SYSTEM",
+    "WORK_SUMMARY_FORMAT",
     "SummaryOutcome",
     "SummaryPlan",
+    "ask_for_summary",
     "build_summary_request",
     "ladder_step",
     "render_entry",
     "strip_reasoning",
-    "summarize",
     "summary_problem",
 ]
 
@@ -142,7 +143,7 @@ def ladder_step(error: BaseException | None, budget: int) -> int | None:
     return None
 
 
-def summarize(model: Model, request: ModelRequest) -> SummaryOutcome:
+def ask_for_summary(model: Model, request: ModelRequest) -> SummaryOutcome:
     budgets: list[int] = []
     budget: int | None = request.max_tokens
     while budget is not None:
@@ -178,7 +179,7 @@ SUMMARY_SYSTEM = (
 )
 
 # the headings of the summary of the work: what an agent resuming needs, in that order
-SUMMARY_FORMAT = (
+WORK_SUMMARY_FORMAT = (
     "Goals and constraints: the user's goals, requests, preferences and constraints, in "
     "their own words.\n"
     "Decisions: what was decided, and why.\n"
@@ -276,7 +277,7 @@ def build_summary_request(
         meta=RequestMeta(session=session, purpose=Purpose.COMPACTION),
         task=task,
     )
-    input_tokens = count(SUMMARY_SYSTEM) + count(content) + 2 * MESSAGE_OVERHEAD
+    input_tokens = count(SUMMARY_SYSTEM) + count(content) + 2 * MESSAGE_FRAME_TOKENS
     return SummaryPlan(
         request,
         input_tokens,
@@ -415,11 +416,11 @@ def _omission(m: Message, position: int, tool: str | None, tokens: int) -> Omiss
 
 def _fixed_tokens(previous_summary: str | None, count: Callable[[str], int]) -> int:
     frame = _user_content(previous_summary, "")
-    return count(SUMMARY_SYSTEM) + count(frame) + 2 * MESSAGE_OVERHEAD + 8
+    return count(SUMMARY_SYSTEM) + count(frame) + 2 * MESSAGE_FRAME_TOKENS + 8
 
 
 def _user_content(previous_summary: str | None, transcript: str) -> str:
-    parts = [_INSTRUCTIONS, f"<summary_format>\n{SUMMARY_FORMAT}\n</summary_format>"]
+    parts = [_INSTRUCTIONS, f"<summary_format>\n{WORK_SUMMARY_FORMAT}\n</summary_format>"]
     if previous_summary:
         parts.append(f"<previous_summary>\n{previous_summary.strip()}\n</previous_summary>")
     parts.append(f"<transcript>\n{transcript}\n</transcript>")

@@ -23,7 +23,7 @@ user message, or an assistant message together with all its tool results.
 
 Token counts of chat messages, cached per message so a long history is counted once.
 
-A message costs ``MESSAGE_OVERHEAD`` tokens (role and framing, as OpenAI's cookbook
+A message costs ``MESSAGE_FRAME_TOKENS`` tokens (role and framing, as OpenAI's cookbook
 counts them) plus its content, plus for each tool call its name and arguments. The cache
 is keyed by the message object and checked against the identity of its ``content`` and
 ``tool_calls`` values, so replacing either (``m["content"] = …``) is noticed; messages are
@@ -45,7 +45,7 @@ __all__ = [
     "BLOCK_TOOL_PARTS",
     "MEDIA_PARTS",
     "MEDIA_TOKENS",
-    "MESSAGE_OVERHEAD",
+    "MESSAGE_FRAME_TOKENS",
     "SYSTEM_ROLES",
     "Message",
     "MessageCounter",
@@ -378,7 +378,7 @@ def units(messages: Sequence[Message], start: int | None = None) -> list[Unit]:
     return out
 
 
-MESSAGE_OVERHEAD = 4
+MESSAGE_FRAME_TOKENS = 4
 # what one image (or audio clip, file) costs in context, counted high: its bytes are not
 # text, but a model is billed ~85-1,600 tokens for an image by the providers' own tables
 # (OpenAI by 512-px tiles, Anthropic ~1,600 at 1.15 megapixels); compaction errs towards
@@ -418,7 +418,7 @@ def uncounted_text(message: Message) -> str:
 
 def content_tokens(message_tokens: int) -> int:
     """A message's size without its framing: what stand-ins and omissions report."""
-    return max(0, message_tokens - MESSAGE_OVERHEAD)
+    return max(0, message_tokens - MESSAGE_FRAME_TOKENS)
 
 
 def tool_call_text(call: Any) -> str:
@@ -486,9 +486,9 @@ class MessageCounter:
             del self._cache[key]
 
     def _measure(self, message: Message) -> int:
-        tokens = MESSAGE_OVERHEAD + self.text(content_text(message))
+        tokens = MESSAGE_FRAME_TOKENS + self.text(content_text(message))
         tokens += self.text(uncounted_text(message))
         tokens += MEDIA_TOKENS * media_parts(message)
         for call in message.get("tool_calls") or []:
-            tokens += MESSAGE_OVERHEAD + self.text(tool_call_text(call))
+            tokens += MESSAGE_FRAME_TOKENS + self.text(tool_call_text(call))
         return tokens

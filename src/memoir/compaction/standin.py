@@ -43,12 +43,12 @@ __all__ = [
     "CallOutcome",
     "StandIns",
     "call_brief",
+    "call_outcome",
     "calls_by_result",
-    "clip",
+    "clip_line",
     "describe",
     "excerpt",
     "message_details",
-    "outcome_of",
     "replaced",
     "stand_in",
     "tool_names_by_call",
@@ -79,7 +79,7 @@ _ERROR_LINES = 2
 _ERROR_CHARS = 300
 
 
-def clip(text: str, limit: int = _LINE_CHARS) -> str:
+def clip_line(text: str, limit: int = _LINE_CHARS) -> str:
     """``text`` on one line, at most ``limit`` characters, cut between words with "…"."""
     one = " ".join(text.split())
     if len(one) <= limit:
@@ -101,7 +101,7 @@ def excerpt(line: str, limit: int = _LINE_CHARS) -> str:
     if len(one) <= limit:
         return json.dumps(one, ensure_ascii=False)
     if _prose(one):
-        return json.dumps(clip(one, limit), ensure_ascii=False)
+        return json.dumps(clip_line(one, limit), ensure_ascii=False)
     return f"a line of {len(one):,} characters"
 
 
@@ -151,9 +151,9 @@ def _scalar(value: Any) -> str | None:
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (str, int, float)):
-        return clip(str(value), _ARG_CHARS)
+        return clip_line(str(value), _ARG_CHARS)
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return clip(" ".join(value), _ARG_CHARS)
+        return clip_line(" ".join(value), _ARG_CHARS)
     return None
 
 
@@ -165,7 +165,7 @@ def call_brief(call: Any) -> str:
     name = _call_name(call)
     args = _arguments(call)
     if isinstance(args, str):
-        text = clip(args, _ARG_CHARS)
+        text = clip_line(args, _ARG_CHARS)
         return f"{name} {json.dumps(text, ensure_ascii=False)}" if text else name
     if not isinstance(args, Mapping):
         return name
@@ -193,7 +193,7 @@ class CallOutcome:
         return "; ".join(parts)
 
 
-def outcome_of(text: str) -> CallOutcome:
+def call_outcome(text: str) -> CallOutcome:
     """The exit status (the last one stated) and the last error lines of an output, each
     whole (an error line cut would mislead: longer ones are left out)."""
     status, errors = tool_outcome(
@@ -224,7 +224,7 @@ def message_details(message: Message, call: Mapping[str, Any] | None) -> str:
     if role == "tool":
         brief = call_brief(call) if call is not None else ""
         parts = [f"of {brief}"] if " " in brief else []  # the tool alone is said already
-        outcome = outcome_of(text)
+        outcome = call_outcome(text)
         if outcome.errors:
             parts.append(outcome.describe())
         else:  # no error line: how the output ended (often its own summary line)

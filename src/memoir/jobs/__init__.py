@@ -23,16 +23,16 @@ from memoir.jobs.values import (
     JobTiming,
     Superseded,
 )
-from memoir.jobs.worker import Handler, JobProgress, Worker
+from memoir.jobs.worker import JobHandler, JobProgress, Worker
 
 __all__ = [
     "ABANDONED",
     "Admission",
     "AdmissionUnavailable",
-    "Handler",
     "Job",
     "JobAborted",
     "JobError",
+    "JobHandler",
     "JobProgress",
     "JobService",
     "JobState",

@@ -36,7 +36,7 @@ from memoir.jobs.service import JobService
 from memoir.jobs.values import ABANDONED, Ending, Job, JobAborted, Superseded, ending, worker_gone
 from memoir.store.job_rows import JobRow
 
-__all__ = ["Handler", "JobProgress", "Worker", "default_worker_id"]
+__all__ = ["JobHandler", "JobProgress", "Worker", "default_worker_id"]
 
 log = logging.getLogger(__name__)
 
@@ -114,14 +114,14 @@ class JobProgress:
         raise Superseded(f"job {self._row.id}: this worker's claim is gone")
 
 
-Handler = Callable[[Job, JobProgress, threading.Event], "dict[str, Any] | None"]
+JobHandler = Callable[[Job, JobProgress, threading.Event], "dict[str, Any] | None"]
 
 
 class Worker:
     def __init__(
         self,
         service: JobService,
-        handlers: Mapping[str, Handler],
+        handlers: Mapping[str, JobHandler],
         *,
         worker_id: str | None = None,
         poll_s: float = 1.0,

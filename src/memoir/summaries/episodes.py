@@ -34,8 +34,8 @@ from memoir.llm.transcript import quote_speaker_lines
 from memoir.model import Event, EventKind, clean_speaker, speaker_of
 
 __all__ = [
+    "HISTORY_TOOL_CHARS",
     "SEPARATOR",
-    "TOOL_TEXT_CHARS",
     "Episode",
     "HistoryItem",
     "build_episodes",
@@ -142,7 +142,7 @@ def split_point(
     return min(ranked)[2]
 
 
-TOOL_TEXT_CHARS = 2_000
+HISTORY_TOOL_CHARS = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +189,7 @@ def _from_event(ev: Event) -> HistoryItem | None:
         return HistoryItem("assistant", f"{label}: {body}", ordinal=ev.ordinal)
     if kind is EventKind.TOOL_CALL:
         name = ev.tool_name or "tool"
-        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
+        body = quote_speaker_lines(clip_middle(text.strip(), HISTORY_TOOL_CHARS))
         opens = (ev.call_id,) if ev.call_id else ()
         return HistoryItem(
             "assistant", f"Assistant called {name}: {body}", opens=opens, ordinal=ev.ordinal
@@ -198,14 +198,14 @@ def _from_event(ev: Event) -> HistoryItem | None:
         label = f"Tool result ({ev.tool_name})" if ev.tool_name else "Tool result"
         if ev.payload.get("is_error"):
             label += " [error]"
-        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
+        body = quote_speaker_lines(clip_middle(text.strip(), HISTORY_TOOL_CHARS))
         answers = (ev.call_id,) if ev.call_id else ()
         return HistoryItem("tool", f"{label}: {body}", answers=answers, ordinal=ev.ordinal)
     if kind is EventKind.COMPACTION:
-        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
+        body = quote_speaker_lines(clip_middle(text.strip(), HISTORY_TOOL_CHARS))
         return HistoryItem("system", f"[Earlier context was compacted: {body}]", ordinal=ev.ordinal)
     if kind is EventKind.ATTACHMENT:
-        body = quote_speaker_lines(clip_middle(text.strip(), TOOL_TEXT_CHARS))
+        body = quote_speaker_lines(clip_middle(text.strip(), HISTORY_TOOL_CHARS))
         return HistoryItem("user", f"Attachment: {body}", ordinal=ev.ordinal)
     return None  # THINKING, META
 
@@ -232,7 +232,7 @@ def _from_dict(msg: Mapping[str, Any], index: int) -> HistoryItem | None:
             fn = call.get("function") or {}
             name = fn.get("name", "tool") if isinstance(fn, Mapping) else "tool"
             args = fn.get("arguments", "") if isinstance(fn, Mapping) else ""
-            lines.append(f"[called {name}: {clip_middle(str(args), TOOL_TEXT_CHARS)}]")
+            lines.append(f"[called {name}: {clip_middle(str(args), HISTORY_TOOL_CHARS)}]")
             if call.get("id"):
                 opens.append(str(call["id"]))
     if role == "tool":
@@ -240,7 +240,7 @@ def _from_dict(msg: Mapping[str, Any], index: int) -> HistoryItem | None:
             answers.append(str(msg["tool_call_id"]))
         name = msg.get("name")
         speaker = f"Tool result ({name})" if name else "Tool result"
-        lines = [clip_middle("\n".join(lines), TOOL_TEXT_CHARS)] if lines else []
+        lines = [clip_middle("\n".join(lines), HISTORY_TOOL_CHARS)] if lines else []
     if not lines:
         return None
     body = quote_speaker_lines("\n".join(lines))
@@ -260,7 +260,7 @@ def _parts(parts: Sequence[Any], lines: list[str], opens: list[str], answers: li
         elif kind == "tool_use":
             lines.append(
                 f"[called {part.get('name', 'tool')}: "
-                f"{clip_middle(str(part.get('input', '')), TOOL_TEXT_CHARS)}]"
+                f"{clip_middle(str(part.get('input', '')), HISTORY_TOOL_CHARS)}]"
             )
             if part.get("id"):
                 opens.append(str(part["id"]))
@@ -268,7 +268,7 @@ def _parts(parts: Sequence[Any], lines: list[str], opens: list[str], answers: li
             inner = part.get("content")
             if isinstance(inner, list):
                 inner = " ".join(str(p.get("text", "")) for p in inner if isinstance(p, Mapping))
-            lines.append(f"[tool result: {clip_middle(str(inner or ''), TOOL_TEXT_CHARS)}]")
+            lines.append(f"[tool result: {clip_middle(str(inner or ''), HISTORY_TOOL_CHARS)}]")
             if part.get("tool_use_id"):
                 answers.append(str(part["tool_use_id"]))
     lines[:] = [line for line in lines if line]

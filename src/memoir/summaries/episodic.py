@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 Progress = Callable[[str, int, int], None]
-Mode = Literal["full", "incremental"]
+EpisodicMode = Literal["full", "incremental"]
 
 DEFAULT_EPISODE_TOKENS = 10_000
 DEFAULT_MAX_FULL_TOKENS = 200_000
@@ -145,7 +145,7 @@ class EpisodicSummarizer:
         history: Iterable[Event | Mapping[str, Any]],
         *,
         previous: EpisodicSummary | Mapping[str, Any] | str | None = None,
-        mode: Mode = "full",
+        mode: EpisodicMode = "full",
         user: str | None = None,
         session: str | None = None,
         job_id: str | None = None,

@@ -193,9 +193,9 @@ def save_summary(
     caller measured it before reading the events (``covered``). ``data`` (the episodic
     summarizer's structured summary) is accepted; the file format keeps only the text.
     """
-    from memoir.summaries.summarizer import clean_summary  # the episodic code: on writes
+    from memoir.summaries.summarizer import tidy_summary  # the episodic code: on writes
 
-    body = clean_summary(body)  # every writer's text, never a header or error sentinel
+    body = tidy_summary(body)  # every writer's text, never a header or error sentinel
     if not body:
         raise SummaryError("the summary has no text once header lines are removed; not saved")
     located = _locate(summaries, store, session_id)

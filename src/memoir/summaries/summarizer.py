@@ -35,9 +35,9 @@ __all__ = [
     "SUMMARY_SYSTEM",
     "LongPath",
     "SummaryText",
-    "clean_summary",
     "render_transcript",
     "summarize_conversation",
+    "tidy_summary",
     "tiny_summary",
 ]
 
@@ -227,7 +227,7 @@ def _one_call(
     return SummaryText(body, name, 1)
 
 
-def clean_summary(text: str) -> str:
+def tidy_summary(text: str) -> str:
     return _clean(text)
 
 

@@ -59,7 +59,7 @@ from memoir.summaries.state import (
     is_quiescent,
     queue_rank,
 )
-from memoir.summaries.summarizer import LongPath, SummaryText, clean_summary, summarize_conversation
+from memoir.summaries.summarizer import LongPath, SummaryText, summarize_conversation, tidy_summary
 
 __all__ = [
     "PassProgress",
@@ -101,7 +101,7 @@ def session_long_path(
             if state.has_body:
                 return SummaryText(state.body.strip(), state.model or "unchanged", 0)
             raise SummaryError("the episodic summarizer found nothing to summarize")
-        body = clean_summary(run.summary.text)
+        body = tidy_summary(run.summary.text)
         if not body:
             raise SummaryError("the episodic summarizer produced an empty summary")
         return SummaryText(body, run.summary.model, run.calls)
