@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.compaction import Compactor
-from memoir.compaction.tokens import MessageCounter
+from memoir.compaction.sequence import MessageCounter
 from memoir.llm.scripted import ScriptedModel
 from memoir.store.sqlite_store import SQLiteStore
 

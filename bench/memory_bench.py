@@ -49,7 +49,7 @@ from typing import Any
 from memoir import service
 from memoir.app import Memoir
 from memoir.compaction import Compactor
-from memoir.compaction.checkpoints import new_checkpoint
+from memoir.compaction.values import new_checkpoint
 from memoir.config import Settings
 from memoir.llm.port import Model
 from memoir.llm.scripted import ScriptedModel

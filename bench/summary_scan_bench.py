@@ -36,7 +36,7 @@ from typing import Any
 from memoir.config import Settings
 from memoir.llm.offline import OfflineModel
 from memoir.summaries.files import FileSummaryStore
-from memoir.summaries.model_source import ModelSource
+from memoir.summaries.session import ModelSource
 from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
 __all__: list[str] = []

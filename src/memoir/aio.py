@@ -38,7 +38,7 @@ from memoir.model.session import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.compaction import CompactionResult, Compactor
-    from memoir.compaction.budget import Budget
+    from memoir.compaction.plan import Budget
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.jobs import JobService
     from memoir.llm.port import Model, TokenCounter

@@ -259,7 +259,7 @@ class Memoir:
             run = m.summarize("3f2a9c1e", mode="full")
             print(run.mode, run.saved)
         """
-        from memoir.summaries.model_source import closing_source
+        from memoir.summaries.session import closing_source
 
         sid = verbs.find_session(self.store, session_id, self.user).id
         with closing_source(self._model, self._fallback_model) as models:

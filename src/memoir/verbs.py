@@ -40,8 +40,7 @@ if TYPE_CHECKING:
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
-    from memoir.summaries.model_source import ModelSource
-    from memoir.summaries.session import RunMode, SessionRun
+    from memoir.summaries.session import ModelSource, RunMode, SessionRun
 
 __all__ = [
     "appended",

@@ -142,7 +142,7 @@ def embed_written(settings: Settings, store: Store, session_ids: Sequence[str]) 
 def summary_store(settings: Settings, store: Store) -> SummaryStore:
     """Where this home keeps summaries (``MEMOIR_SUMMARY_STORE``): archive files beside
     the transcripts, or the store's summary rows."""
-    from memoir.summaries.stores import open_summary_store
+    from memoir.summaries.persist import open_summary_store
 
     return open_summary_store(settings, store)
 
@@ -187,7 +187,7 @@ def job_service(settings: Settings, store: Store) -> JobService:
     """A job service over this store: admission in Redis when ``MEMOIR_REDIS_URL`` is set,
     else a bounded in-process LRU; the intervals ``MEMOIR_JOB_*_S``."""
     from memoir.jobs import JobService, JobTiming, LocalAdmission, RedisAdmission
-    from memoir.jobs.admission import Admission
+    from memoir.jobs.service import Admission
 
     admission: Admission = (
         RedisAdmission(settings.redis_url) if settings.redis_url else LocalAdmission()

@@ -13,7 +13,7 @@ from memoir.compaction import (
     output_budget,
     threshold_for,
 )
-from memoir.compaction.summarize import ladder_step
+from memoir.compaction.request import ladder_step
 from memoir.errors import CompactionError
 from memoir.llm.errors import OutputBudgetRejected, Transient, Truncated
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memoir.compaction import Compactor, validate_sequence
-from memoir.compaction.checkpoints import disposition
+from memoir.compaction.values import disposition
 from memoir.config import Settings
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import ModelRequest
@@ -335,7 +335,7 @@ def test_replay_point_checks_replaced_messages(
 ) -> None:
     from datetime import UTC, datetime
 
-    from memoir.compaction.checkpoints import replay_point
+    from memoir.compaction.values import replay_point
     from memoir.store.values import CheckpointRow
 
     row = CheckpointRow(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memoir.compaction import Compactor, validate_sequence
-from memoir.compaction.tokens import MessageCounter
+from memoir.compaction.sequence import MessageCounter
 from memoir.errors import CompactionError
 from memoir.llm.errors import Transient
 from memoir.llm.offline import OfflineModel

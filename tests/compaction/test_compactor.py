@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memoir.compaction import Compactor, validate_sequence
-from memoir.compaction.tokens import MessageCounter
+from memoir.compaction.sequence import MessageCounter
 from memoir.errors import CompactionError
 from memoir.llm.errors import (
     BadResponse,
@@ -422,8 +422,7 @@ def test_user_text_that_alone_cannot_fit_is_stood_in_and_summarized() -> None:
 def test_media_parts_count_towards_the_window() -> None:
     """An image's bytes are not text, but a model is billed for it: a history of pictures
     reaches the threshold like one of words."""
-    from memoir.compaction.sequence import content_text
-    from memoir.compaction.tokens import MEDIA_TOKENS
+    from memoir.compaction.sequence import MEDIA_TOKENS, content_text
 
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 9_000}}
     message = {"role": "user", "content": [{"type": "text", "text": "look"}, image]}

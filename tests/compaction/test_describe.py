@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from memoir.compaction.describe import (
+from memoir.compaction.standin import (
+    StandIns,
     call_brief,
+    call_outcome,
     calls_by_result,
     excerpt,
     message_details,
-    outcome_of,
 )
-from memoir.compaction.standin import StandIns
 
 from .helpers import assistant, call, result, user
 
@@ -62,14 +62,14 @@ def test_call_brief_names_what_the_call_touched(name: str, args: Any, brief: str
         ("x" * 400 + " error", None, ()),  # an error line too long to quote whole: none
     ],
 )
-def test_outcome_of(output: str, status: str | None, errors: tuple[str, ...]) -> None:
-    got = outcome_of(output)
+def test_call_outcome(output: str, status: str | None, errors: tuple[str, ...]) -> None:
+    got = call_outcome(output)
     assert (got.exit_status, got.errors) == (status, errors)
 
 
 def test_outcome_keeps_the_last_two_error_lines_whole() -> None:
     out = "Traceback (most recent call last):\n  File 'a.py', line 3\nKeyError: 'user_id'"
-    assert outcome_of(out).errors == ("Traceback (most recent call last):", "KeyError: 'user_id'")
+    assert call_outcome(out).errors == ("Traceback (most recent call last):", "KeyError: 'user_id'")
 
 
 @pytest.mark.parametrize(

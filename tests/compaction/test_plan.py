@@ -152,8 +152,7 @@ def test_tail_plan_always_starts_a_unit_and_keeps_the_last_budget_verbatim(
     msgs: list[dict[str, Any]], budget: int
 ) -> None:
     from memoir.compaction.plan import tail_plan
-    from memoir.compaction.sequence import units
-    from memoir.compaction.tokens import MessageCounter
+    from memoir.compaction.sequence import MessageCounter, units
 
     counter = MessageCounter()
     counts = counter.counts(msgs)

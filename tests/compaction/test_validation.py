@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memoir.compaction import summary_problem
-from memoir.compaction.validation import strip_reasoning
+from memoir.compaction.request import strip_reasoning
 
 CASES = [
     ("The user fixed the login bug.", None),

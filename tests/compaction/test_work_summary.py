@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from memoir.compaction.budget import Budget
 from memoir.compaction.offline import CompactionTask, work_summary
-from memoir.compaction.request import build_summary_request
+from memoir.compaction.plan import Budget
+from memoir.compaction.request import build_summary_request, summary_problem
+from memoir.compaction.sequence import MessageCounter, content_tokens
 from memoir.compaction.standin import StandIns
-from memoir.compaction.tokens import MessageCounter, content_tokens
-from memoir.compaction.validation import summary_problem
 from memoir.llm.offline import OfflineModel
 from memoir.llm.tokens import default_counter
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta

@@ -26,8 +26,7 @@ from memoir.ingest.sync import NO_INDEX_MARKER, SyncReport
 from memoir.ingest.verify import verify
 from memoir.store import Store
 from memoir.store.values import SearchFilters
-from memoir.summaries.persist import SummaryUpkeep
-from memoir.summaries.stores import open_summary_store
+from memoir.summaries.persist import SummaryUpkeep, open_summary_store
 
 SID = "cccccccc-1111-4222-8333-444444444444"
 ONE_BATCH = 1 << 40

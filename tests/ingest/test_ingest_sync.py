@@ -15,8 +15,7 @@ from memoir.demo.builders import ClaudeWriter, CodexWriter, tool_use_block
 from memoir.ingest import sync as sync_module
 from memoir.ingest.sync import NO_INDEX_MARKER, SyncReport
 from memoir.store import Store, open_store
-from memoir.summaries.persist import SummaryUpkeep
-from memoir.summaries.stores import open_summary_store
+from memoir.summaries.persist import SummaryUpkeep, open_summary_store
 
 TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
 SHORT = "982581eb-41b9-46da-86c1-ac34168117a8"

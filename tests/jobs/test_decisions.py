@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memoir.jobs.decisions import (
+from memoir.jobs.values import (
     Ending,
     abandoned,
     admission_key,

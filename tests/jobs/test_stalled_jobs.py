@@ -21,8 +21,7 @@ import pytest
 
 from memoir import service
 from memoir.jobs import Worker
-from memoir.jobs.decisions import STALLED_BEATS, stalled, worker_gone
-from memoir.jobs.values import Job
+from memoir.jobs.values import STALLED_BEATS, Job, stalled, worker_gone
 from memoir.jobs.worker import default_worker_id
 from memoir.llm.scripted import ScriptedModel
 from memoir.store.job_rows import JobRow

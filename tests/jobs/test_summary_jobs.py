@@ -219,8 +219,8 @@ def test_the_abandoned_message_points_to_a_retry() -> None:
 
 def test_the_fenced_summary_store_writes_only_while_the_check_passes(memoir: Memoir) -> None:
     from memoir.jobs import Superseded
-    from memoir.summaries.fenced import FencedSummaryStore
     from memoir.summaries.persist import save_summary
+    from memoir.summaries.port import FencedSummaryStore
 
     add_session(memoir)
     allowed = [True]

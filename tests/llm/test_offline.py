@@ -24,8 +24,7 @@ from memoir.llm.values import (
     RequestMeta,
     StopReason,
 )
-from memoir.summaries.episodic.offline import EpisodeTask, HalfTask, MergeTask
-from memoir.summaries.offline import SummaryTask
+from memoir.summaries.offline import EpisodeTask, HalfTask, MergeTask, SummaryTask
 
 MODEL = OfflineModel()
 LISTS = ("decisions", "facts", "people", "open_threads", "preferences", "state")

@@ -14,8 +14,8 @@ from memoir.llm.values import RequestMeta
 
 from .test_offline import CONVERSATION, render_claude
 
-episodes_prompts = pytest.importorskip("memoir.summaries.episodic.prompts")
-episodes_shape = pytest.importorskip("memoir.summaries.episodic.shape")
+episodes_prompts = pytest.importorskip("memoir.summaries.calls")
+episodes_shape = pytest.importorskip("memoir.summaries.offline")
 
 MODEL = OfflineModel()
 META = RequestMeta(user="u", session="s")
@@ -47,7 +47,7 @@ def test_episode_half_and_merge_parse(transcript: str) -> None:
 
 
 def test_compaction_summary_passes_validation(transcript: str) -> None:
-    validation = pytest.importorskip("memoir.compaction.validation")
+    validation = pytest.importorskip("memoir.compaction.request")
     request_mod = pytest.importorskip("memoir.compaction.request")
     from memoir.llm.values import ChatMessage, ModelRequest, Purpose
 

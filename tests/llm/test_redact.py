@@ -112,8 +112,7 @@ def test_the_offline_task_is_redacted_with_the_prompt() -> None:
     from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
     from memoir.memory import ExtractionTask, Trigger
     from memoir.memory.evidence import SliceTurn
-    from memoir.summaries.episodic.offline import MergeTask
-    from memoir.summaries.offline import SummaryTask
+    from memoir.summaries.offline import MergeTask, SummaryTask
 
     kind, secret, context = SECRETS[0]
     said = context.format(secret=secret)

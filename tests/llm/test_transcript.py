@@ -7,7 +7,7 @@ import pytest
 from memoir.compaction.request import render_entry
 from memoir.llm.offline.text import parse_turns, sentences_of
 from memoir.llm.transcript import opens_turn, quote_speaker_lines
-from memoir.summaries.episodic.history import normalise
+from memoir.summaries.episodes import normalise
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from memoir.store import IngestBatch, Store
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, ReceiptRow, Settlement
 from memoir.store.parts import rescan as rescan_part
 from memoir.store.values import CheckpointRow, SummaryRow, TraceRow
-from memoir.summaries.database import DatabaseSummaryStore
+from memoir.summaries.port import DatabaseSummaryStore
 
 _RNG = random.Random(414)
 KEY = "sk-ant-" + "api03-" + "".join(_RNG.choice(string.ascii_letters) for _ in range(93)) + "AA"

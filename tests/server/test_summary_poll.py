@@ -17,7 +17,7 @@ from memoir.store.job_rows import JobRow
 from memoir.store.parts.users import hash_key
 from memoir.store.port import Store
 from memoir.store.values import SummaryRow
-from memoir.summaries.poll import answered_from_row, polled_summary
+from memoir.summaries.port import answered_from_row, polled_summary
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 

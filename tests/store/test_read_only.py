@@ -314,7 +314,7 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
     from memoir.ingest.sync import sync
     from memoir.llm.scripted import ScriptedModel
     from memoir.store.postgres_store import PostgresStore
-    from memoir.summaries.model_source import ModelSource
+    from memoir.summaries.session import ModelSource
     from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
     writer = PostgresStore(pg_database)

@@ -20,10 +20,9 @@ from memoir.model import Event, Harness, Session
 from memoir.model.session import SessionInfo
 from memoir.store.claims import local_claim
 from memoir.store.values import SummaryRow
-from memoir.summaries.model_source import ModelSource
-from memoir.summaries.persist import SummaryUpkeep
+from memoir.summaries.persist import SummaryUpkeep, open_summary_store
 from memoir.summaries.port import SummaryStore
-from memoir.summaries.stores import open_summary_store
+from memoir.summaries.session import ModelSource
 from memoir.summaries.summary_pass import PassSettings, SummaryPassReport, run_summary_pass
 
 PROJECT = "-Users-testuser-example-project"

@@ -7,11 +7,9 @@ from pathlib import Path
 import pytest
 
 from memoir.model import Author, Event, EventKind, Harness, Session
-from memoir.summaries.database import DatabaseSummaryStore
 from memoir.summaries.files import FileSummaryStore
-from memoir.summaries.policy import decide
-from memoir.summaries.port import Conversation, SummaryStore
-from memoir.summaries.state import SummaryKind, SummaryState
+from memoir.summaries.port import Conversation, DatabaseSummaryStore, SummaryStore
+from memoir.summaries.state import SummaryKind, SummaryState, decide
 
 from .helpers import PROJECT, FakeStore
 from .test_policy import NOW, POLICY, TABLE

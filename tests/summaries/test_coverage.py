@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.summaries.coverage import TRAILER_BYTES, ArchiveTail, indexed_through
-from memoir.summaries.persist import _archive_tail
+from memoir.summaries.persist import TRAILER_BYTES, ArchiveTail, _archive_tail, indexed_through
 
 
 def _whole(data: bytes) -> ArchiveTail:

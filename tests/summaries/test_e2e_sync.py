@@ -18,9 +18,8 @@ from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
-from memoir.summaries.fileformat import parse_summary_file
 from memoir.summaries.persist import read_summary_state
-from memoir.summaries.state import SummaryKind
+from memoir.summaries.state import SummaryKind, parse_summary_file
 
 from .helpers import HOUR_MS, NOW_MS, TINY_ID, conversation, run_pass
 

@@ -6,12 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.summaries.fileformat import (
+from memoir.summaries.state import (
+    Coverage,
+    Failure,
+    SummaryKind,
+    SummaryState,
     format_error_sentinel,
     format_summary_file,
     parse_summary_file,
 )
-from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
 
 LEGACY_ISO_MS = 1780826400000  # 2026-06-07T10:00:00.000Z
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from memoir.atomic import write_text_atomic
 from memoir.llm.scripted import ScriptedModel
-from memoir.summaries.fileformat import format_summary_file, parse_summary_file
-from memoir.summaries.state import SummaryState
+from memoir.summaries.state import SummaryState, format_summary_file, parse_summary_file
 
 from .helpers import NOW_MS, archive, conversation, make_memoir, run_pass, summary_file
 

@@ -10,7 +10,7 @@ import pytest
 from memoir import Memoir, service
 from memoir.llm.port import Model
 from memoir.llm.scripted import ScriptedModel
-from memoir.summaries.model_source import closing_source
+from memoir.summaries.session import closing_source
 
 
 class Closable(ScriptedModel):

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
-from memoir.summaries.fileformat import parse_summary_file
-from memoir.summaries.state import Failure, SummaryKind
+from memoir.summaries.state import Failure, SummaryKind, parse_summary_file
 
 from .helpers import (
     HOUR_MS,

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
-from memoir.summaries.fileformat import parse_summary_file
-from memoir.summaries.state import SummaryKind
+from memoir.summaries.state import SummaryKind, parse_summary_file
 
 from .helpers import (
     HOUR_MS,

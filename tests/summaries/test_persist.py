@@ -10,14 +10,13 @@ from memoir.errors import NotFound, SummaryError
 from memoir.llm.errors import Transient
 from memoir.llm.scripted import ScriptedModel
 from memoir.model import Harness, Session
-from memoir.summaries.fileformat import parse_summary_file
 from memoir.summaries.persist import (
     read_summary_body,
     save_summary,
     summary_counts,
     summary_problems,
 )
-from memoir.summaries.policy import SummaryPolicy
+from memoir.summaries.state import SummaryPolicy, parse_summary_file
 
 from .helpers import (
     HOUR_MS,

@@ -8,15 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.summaries.policy import (
-    Action,
+from memoir.summaries.state import (
+    Coverage,
+    Failure,
+    SummaryAction,
+    SummaryKind,
     SummaryPolicy,
+    SummaryState,
     decide,
     is_quiescent,
     queue_rank,
     should_retry_after_failure,
 )
-from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
 
 HOUR = 3_600_000
 NOW = 1_800_000_000_000
@@ -29,28 +32,45 @@ def real(covered: int, failure: Failure | None = None) -> SummaryState:
 
 # Every row of the decision table: (state, current size, expected action).
 TABLE = [
-    ("missing", SummaryState.missing(), 100, Action.SUMMARIZE),
-    ("empty: skip forever", SummaryState.empty(), 10**9, Action.SKIP_EMPTY),
-    ("errored at max", SummaryState.errored(5, NOW), 100, Action.GIVE_UP),
-    ("errored beyond max", SummaryState.errored(9, 0), 100, Action.GIVE_UP),
-    ("errored floor elapsed", SummaryState.errored(2, NOW - HOUR), 100, Action.RETRY),
-    ("errored floor not elapsed", SummaryState.errored(2, NOW - HOUR + 1), 100, Action.BACKOFF),
-    ("errored legacy {0, ts}", SummaryState.errored(0, NOW - 10), 100, Action.BACKOFF),
-    ("errored unrecognised {0,0}", SummaryState.errored(0, 0), 100, Action.RETRY),
-    ("legacy header-less", SummaryState(SummaryKind.LEGACY, body="x"), 100, Action.STAMP_BASELINE),
-    ("real, no growth", real(100), 100, Action.CURRENT),
-    ("real, shrunk", real(100), 50, Action.CURRENT),
-    ("real, grown", real(100), 101, Action.RESUMMARIZE),
-    ("real, grown, floor elapsed", real(100, Failure(1, NOW - HOUR)), 200, Action.RETRY_RESUMMARY),
-    ("real, grown, floor not elapsed", real(100, Failure(1, NOW - 1)), 200, Action.BACKOFF),
-    ("real, grown, at max", real(100, Failure(5, 0)), 200, Action.GIVE_UP),
-    ("real, at max, no growth", real(100, Failure(5, 0)), 100, Action.GIVE_UP),
-    ("real, failure state, no growth", real(100, Failure(1, NOW)), 100, Action.CURRENT),
+    ("missing", SummaryState.missing(), 100, SummaryAction.SUMMARIZE),
+    ("empty: skip forever", SummaryState.empty(), 10**9, SummaryAction.SKIP_EMPTY),
+    ("errored at max", SummaryState.errored(5, NOW), 100, SummaryAction.GIVE_UP),
+    ("errored beyond max", SummaryState.errored(9, 0), 100, SummaryAction.GIVE_UP),
+    ("errored floor elapsed", SummaryState.errored(2, NOW - HOUR), 100, SummaryAction.RETRY),
+    (
+        "errored floor not elapsed",
+        SummaryState.errored(2, NOW - HOUR + 1),
+        100,
+        SummaryAction.BACKOFF,
+    ),
+    ("errored legacy {0, ts}", SummaryState.errored(0, NOW - 10), 100, SummaryAction.BACKOFF),
+    ("errored unrecognised {0,0}", SummaryState.errored(0, 0), 100, SummaryAction.RETRY),
+    (
+        "legacy header-less",
+        SummaryState(SummaryKind.LEGACY, body="x"),
+        100,
+        SummaryAction.STAMP_BASELINE,
+    ),
+    ("real, no growth", real(100), 100, SummaryAction.CURRENT),
+    ("real, shrunk", real(100), 50, SummaryAction.CURRENT),
+    ("real, grown", real(100), 101, SummaryAction.RESUMMARIZE),
+    (
+        "real, grown, floor elapsed",
+        real(100, Failure(1, NOW - HOUR)),
+        200,
+        SummaryAction.RETRY_RESUMMARY,
+    ),
+    ("real, grown, floor not elapsed", real(100, Failure(1, NOW - 1)), 200, SummaryAction.BACKOFF),
+    ("real, grown, at max", real(100, Failure(5, 0)), 200, SummaryAction.GIVE_UP),
+    ("real, at max, no growth", real(100, Failure(5, 0)), 100, SummaryAction.GIVE_UP),
+    ("real, failure state, no growth", real(100, Failure(1, NOW)), 100, SummaryAction.CURRENT),
 ]
 
 
 @pytest.mark.parametrize(("name", "state", "current", "expected"), TABLE, ids=[r[0] for r in TABLE])
-def test_decision_table(name: str, state: SummaryState, current: int, expected: Action) -> None:
+def test_decision_table(
+    name: str, state: SummaryState, current: int, expected: SummaryAction
+) -> None:
     assert decide(state, current, POLICY, NOW) is expected
 
 
@@ -67,24 +87,25 @@ def test_giving_up_is_permanent(
     """At max attempts nothing — growth, time — brings a conversation back."""
     assert (
         decide(real(covered, Failure(attempts, last)), covered + growth, POLICY, NOW + later)
-        is Action.GIVE_UP
+        is SummaryAction.GIVE_UP
     )
     assert (
-        decide(SummaryState.errored(attempts, last), covered, POLICY, NOW + later) is Action.GIVE_UP
+        decide(SummaryState.errored(attempts, last), covered, POLICY, NOW + later)
+        is SummaryAction.GIVE_UP
     )
 
 
 @pytest.mark.parametrize(
     ("failure", "expected"),
     [
-        (Failure(0, 0), Action.RETRY),
-        (Failure(4, NOW - HOUR), Action.RETRY),
-        (Failure(4, NOW - HOUR + 1), Action.BACKOFF),
-        (Failure(5, NOW - 10 * HOUR), Action.GIVE_UP),
-        (Failure(1, NOW + HOUR), Action.BACKOFF),  # clock skew: a future attempt waits
+        (Failure(0, 0), SummaryAction.RETRY),
+        (Failure(4, NOW - HOUR), SummaryAction.RETRY),
+        (Failure(4, NOW - HOUR + 1), SummaryAction.BACKOFF),
+        (Failure(5, NOW - 10 * HOUR), SummaryAction.GIVE_UP),
+        (Failure(1, NOW + HOUR), SummaryAction.BACKOFF),  # clock skew: a future attempt waits
     ],
 )
-def test_shared_failure_policy(failure: Failure, expected: Action) -> None:
+def test_shared_failure_policy(failure: Failure, expected: SummaryAction) -> None:
     assert should_retry_after_failure(failure, POLICY, NOW) is expected
 
 
@@ -96,7 +117,7 @@ def test_policy_cap_and_floor_come_from_settings(settings) -> None:
     )
     policy = SummaryPolicy.from_settings(tuned)
     assert policy == SummaryPolicy(quiescence_ms=0, retry_floor_ms=1_800_000, max_attempts=2)
-    assert decide(SummaryState.errored(2, 0), 1, policy, NOW) is Action.GIVE_UP
+    assert decide(SummaryState.errored(2, 0), 1, policy, NOW) is SummaryAction.GIVE_UP
 
 
 NOW_DT = datetime.fromtimestamp(NOW / 1000, tz=UTC)
@@ -123,27 +144,27 @@ def test_quiescence(last: datetime | None, quiescence: int, expected: bool) -> N
 
 def test_queue_order_is_fresh_before_retries() -> None:
     items = [
-        (Action.RETRY_RESUMMARY, real(1, Failure(1, 5))),
-        (Action.RESUMMARIZE, real(1)),
-        (Action.RETRY, SummaryState.errored(1, 7)),
-        (Action.RETRY, SummaryState.errored(1, 3)),
-        (Action.SUMMARIZE, SummaryState.missing()),
+        (SummaryAction.RETRY_RESUMMARY, real(1, Failure(1, 5))),
+        (SummaryAction.RESUMMARIZE, real(1)),
+        (SummaryAction.RETRY, SummaryState.errored(1, 7)),
+        (SummaryAction.RETRY, SummaryState.errored(1, 3)),
+        (SummaryAction.SUMMARIZE, SummaryState.missing()),
     ]
     ordered = sorted(items, key=lambda i: queue_rank(*i))
     assert [a for a, _ in ordered] == [
-        Action.SUMMARIZE,
-        Action.RETRY,
-        Action.RETRY,
-        Action.RESUMMARIZE,
-        Action.RETRY_RESUMMARY,
+        SummaryAction.SUMMARIZE,
+        SummaryAction.RETRY,
+        SummaryAction.RETRY,
+        SummaryAction.RESUMMARIZE,
+        SummaryAction.RETRY_RESUMMARY,
     ]
-    assert [s.failure.last_attempt_ms for a, s in ordered if a is Action.RETRY] == [3, 7]
+    assert [s.failure.last_attempt_ms for a, s in ordered if a is SummaryAction.RETRY] == [3, 7]
 
 
 def test_only_summary_actions_call_the_model() -> None:
-    assert {a for a in Action if a.calls_model} == {
-        Action.SUMMARIZE,
-        Action.RETRY,
-        Action.RESUMMARIZE,
-        Action.RETRY_RESUMMARY,
+    assert {a for a in SummaryAction if a.calls_model} == {
+        SummaryAction.SUMMARIZE,
+        SummaryAction.RETRY,
+        SummaryAction.RESUMMARIZE,
+        SummaryAction.RETRY_RESUMMARY,
     }

@@ -24,10 +24,9 @@ from memoir.llm.offline.prose import (
     summarize_lines,
 )
 from memoir.llm.tokens import TiktokenCounter
-from memoir.summaries.episodic.offline import merge_object
-from memoir.summaries.policy import Action as Decision
-from memoir.summaries.policy import SummaryPolicy, decide
-from memoir.summaries.state import SUMMARY_FORMAT, SummaryState
+from memoir.summaries.offline import merge_object
+from memoir.summaries.state import SUMMARY_FORMAT, SummaryPolicy, SummaryState, decide
+from memoir.summaries.state import SummaryAction as Decision
 from memoir.summaries.summarizer import summarize_conversation
 
 CORPUS = Path(__file__).resolve().parents[2] / "src" / "memoir" / "demo" / "corpus"

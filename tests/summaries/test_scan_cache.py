@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 import memoir.summaries.files as files_mod
-from memoir.summaries.files import FileSummaryStore
-from memoir.summaries.scan_cache import FULL_RESCAN_MS, ScanCache
+from memoir.summaries.files import FULL_RESCAN_MS, FileSummaryStore, ScanCache
 from memoir.summaries.state import SummaryKind, SummaryState
 
 from .helpers import PROJECT, append

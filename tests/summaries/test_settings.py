@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from memoir.config import MS_PER_HOUR, Settings, hours_to_ms
-from memoir.summaries.policy import SummaryPolicy
+from memoir.summaries.state import SummaryPolicy
 
 Q = "MEMOIR_SUMMARY_QUIESCENCE_HOURS"
 R = "MEMOIR_SUMMARY_ERROR_RETRY_HOURS"

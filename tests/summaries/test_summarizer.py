@@ -100,11 +100,10 @@ def test_a_refused_short_summary_is_asked_once_of_the_fallback(tmp_path) -> None
 def test_the_pass_long_path_takes_the_episode_settings(tmp_path, monkeypatch) -> None:
     from types import SimpleNamespace
 
-    import memoir.summaries.long_path as long_path_mod
+    import memoir.summaries.summary_pass as long_path_mod
     from memoir.config import Settings
-    from memoir.summaries.long_path import session_long_path
     from memoir.summaries.state import SummaryState
-    from memoir.summaries.summary_pass import PassSettings
+    from memoir.summaries.summary_pass import PassSettings, session_long_path
 
     seen: list = []
 

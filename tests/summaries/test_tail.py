@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memoir.summaries.tail import last_exchange_time, parse_timestamp
+from memoir.summaries.files import last_exchange_time, parse_timestamp
 
 from .helpers import assistant_line, user_line
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from memoir.bench.compaction_data import History, agent_history
 from memoir.compaction import CompactionResult, Compactor
-from memoir.compaction.tokens import MessageCounter
+from memoir.compaction.sequence import MessageCounter
 from memoir.llm.offline import OfflineModel
 from memoir.llm.port import Model
 

@@ -3,7 +3,7 @@
 Each conversation is ingested into a throwaway home the way ``memoir bench locomo`` does
 (one Memoir session per LoCoMo session; the speaker scored is ingested as the user, the
 other as the assistant). Then, per session, a compaction checkpoint covering the whole
-session is persisted (built by :func:`memoir.compaction.checkpoints.new_checkpoint`, the
+session is persisted (built by :func:`memoir.compaction.values.new_checkpoint`, the
 row a ``Compactor`` writes, with a window large enough that no range is split) and
 handed to :meth:`memoir.memory.memories.Memories.on_checkpoint` — the fire-and-forget
 dispatch a compaction makes. The session's lane runs it through the real pipeline
@@ -41,7 +41,7 @@ from typing import Any, Literal
 from memoir import service
 from memoir.app import Memoir
 from memoir.bench.locomo_data import Conversation, load_conversation, to_memoir
-from memoir.compaction.checkpoints import new_checkpoint
+from memoir.compaction.values import new_checkpoint
 from memoir.config import Settings
 from memoir.errors import ConfigError, MemoirError
 from memoir.model import Event, Session

@@ -105,7 +105,7 @@ def render_messages(source: MessagesFile, messages: list[dict[str, Any]]) -> str
 def _transcript_messages(path: Path) -> list[dict[str, Any]] | None:
     """A Claude Code or Codex transcript read through its reader and turned into messages
     the way Memoir compacts a stored session; None for anything else."""
-    from memoir.compaction.events import messages_from_events
+    from memoir.compaction.values import messages_from_events
     from memoir.ingest.detect import Format, detect_format
     from memoir.ingest.reader import read_bytes
 
@@ -159,7 +159,7 @@ def compact(
     """Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary
     of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO of
     the threshold), a message too large for that kept as a stand-in."""
-    from memoir.compaction.events import messages_from_events
+    from memoir.compaction.values import messages_from_events
 
     if (file is None) == (session is None):
         raise UsageError("give a messages FILE or --session SESSION, not both or neither")

@@ -8,7 +8,8 @@ kept as stand-ins that say what they were. The pure parts are usable on their ow
 validation and the event converter.
 """
 
-from memoir.compaction.budget import (
+from memoir.compaction.compactor import Compactor
+from memoir.compaction.plan import (
     LADDER,
     MESSAGE_CAP_FLOOR,
     Budget,
@@ -17,13 +18,19 @@ from memoir.compaction.budget import (
     output_budget,
     threshold_for,
 )
-from memoir.compaction.checkpoints import ELIGIBLE, POLICY_DENIED, disposition
-from memoir.compaction.compactor import Compactor
-from memoir.compaction.events import History, messages_from_events
+from memoir.compaction.request import summary_problem
 from memoir.compaction.sequence import validate_sequence
 from memoir.compaction.standin import stand_in
-from memoir.compaction.validation import summary_problem
-from memoir.compaction.values import CompactionResult, Omission, Strategy
+from memoir.compaction.values import (
+    ELIGIBLE,
+    POLICY_DENIED,
+    CompactionResult,
+    History,
+    Omission,
+    Strategy,
+    disposition,
+    messages_from_events,
+)
 
 __all__ = [
     "ELIGIBLE",

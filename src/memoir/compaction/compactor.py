@@ -1,7 +1,7 @@
 """The compactor: decide, summarize or fall back, persist the checkpoint, trace it.
 
-The pure parts live next door (``budget``, ``plan``, ``request``, ``validation``,
-``sequence``); this module is the one place that calls the model and the store::
+The pure parts live next door (``plan``, ``request``, ``sequence``, ``standin``);
+this module is the one place that calls the model and the store::
 
     compactor = Compactor(model, store=memoir.store)
     if compactor.should_compact(messages, window=32_000, session_id=sid):
@@ -24,20 +24,19 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from memoir.compaction.backstop import truncate_outcome
-from memoir.compaction.budget import DEFAULT_RATIO, DEFAULT_TAIL_RATIO, Budget
-from memoir.compaction.checkpoints import (
-    Replay,
-    fingerprint,
-    latest_checkpoint,
-    new_checkpoint,
-    replay_point,
+from memoir.compaction.job import (
+    CompactionRun,
+    RunNote,
+    RunOutcome,
+    summary_outcome,
+    truncate_outcome,
 )
-from memoir.compaction.events import messages_from_events
-from memoir.compaction.job import Job, Outcome, RunNote, summary_outcome
-from memoir.compaction.plan import head_text, pin_index
+from memoir.compaction.plan import DEFAULT_RATIO, DEFAULT_TAIL_RATIO, Budget, head_text, pin_index
 from memoir.compaction.sequence import (
+    MESSAGE_FRAME_TOKENS,
     Message,
+    MessageCounter,
+    content_tokens,
     join_same_role,
     leading_system_count,
     shorten_runs,
@@ -45,8 +44,15 @@ from memoir.compaction.sequence import (
     validate_sequence,
 )
 from memoir.compaction.standin import StandIns
-from memoir.compaction.tokens import MESSAGE_OVERHEAD, MessageCounter, content_tokens
-from memoir.compaction.values import CompactionResult
+from memoir.compaction.values import (
+    CompactionResult,
+    Replay,
+    fingerprint,
+    latest_checkpoint,
+    messages_from_events,
+    new_checkpoint,
+    replay_point,
+)
 from memoir.config import Settings
 from memoir.errors import CompactionError, MemoirError
 from memoir.llm.port import Model, TokenCounter
@@ -210,7 +216,7 @@ class Compactor:
         session_id: str | None,
         replay: Replay | None,
         notes: Sequence[tuple[int, int, int]] = (),
-    ) -> tuple[Job, list[dict[str, Any]]]:
+    ) -> tuple[CompactionRun, list[dict[str, Any]]]:
         """The job over ``msgs`` (replaying the session's checkpoint when it applies) and
         the context as it stands."""
         job = self._job(msgs, pos, budget, replay, session_id)
@@ -230,7 +236,7 @@ class Compactor:
         budget: Budget,
         replay: Replay | None,
         session_id: str | None,
-    ) -> Job:
+    ) -> CompactionRun:
         counts = self.tokens.counts(msgs)
         stand_ins = StandIns(msgs, pos, [content_tokens(c) for c in counts])
         sysn = leading_system_count(msgs)
@@ -239,7 +245,7 @@ class Compactor:
             for i, p in enumerate(pos):
                 if p in replay.replaced:
                     rep0[i] = stand_ins.context(i)
-        return Job(
+        return CompactionRun(
             messages=msgs,
             positions=pos,
             counts=counts,
@@ -285,7 +291,7 @@ class Compactor:
         if extra is None:
             extra = 0
             if replay.summary is not None:
-                extra += self.tokens.text(head_text(replay.summary)) + MESSAGE_OVERHEAD
+                extra += self.tokens.text(head_text(replay.summary)) + MESSAGE_FRAME_TOKENS
             extra += _JOIN_MARGIN
             replaced = [i for i, p in enumerate(pos) if p in replay.replaced]
             if replaced:
@@ -301,8 +307,8 @@ class Compactor:
 
     def _persist(
         self,
-        job: Job,
-        outcome: Outcome,
+        job: CompactionRun,
+        outcome: RunOutcome,
         result: CompactionResult,
         flags: SessionFlags | None,
         raw: dict[int, Message],

@@ -1,10 +1,14 @@
 """One compaction run: the summary path and the truncate backstop over a fixed history.
 
-:class:`Job` holds what a run works on (messages, cached counts, the budget, the replayed
-checkpoint, the stand-ins); :func:`summary_outcome` plans the verbatim tail and
+:class:`CompactionRun` holds what a run works on (messages, cached counts, the budget, the
+replayed checkpoint, the stand-ins); :func:`summary_outcome` plans the verbatim tail and
 summarizes what comes before it (or, when nothing before it needs summarizing, keeps
-everything with the oversized messages stood in); :mod:`.backstop` is what runs when
-that fails. Only ``summary_outcome`` performs I/O (the model).
+everything with the oversized messages stood in); :func:`truncate_outcome` (the backstop below) is
+what runs when that fails. Only ``summary_outcome`` performs I/O (the model).
+
+The truncate backstop: no usable summary, and the context must still end below the
+threshold. Pure (it never calls the model); it always makes progress or says, in one
+line, why even the least context compaction can keep does not fit.
 """
 
 from __future__ import annotations
@@ -13,29 +17,42 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoir.compaction.budget import Budget
-from memoir.compaction.checkpoints import Replay
 from memoir.compaction.plan import (
+    Budget,
     TailPlan,
     assemble,
     fit_by_stand_ins,
+    head_text,
     pin_index,
+    pin_indices,
     split_head,
     tail_plan,
+    truncate_cuts,
 )
-from memoir.compaction.request import build_summary_request
-from memoir.compaction.sequence import Message, units
+from memoir.compaction.request import SummaryOutcome, ask_for_summary, build_summary_request
+from memoir.compaction.sequence import (
+    MESSAGE_FRAME_TOKENS,
+    Message,
+    MessageCounter,
+    content_tokens,
+    units,
+)
 from memoir.compaction.standin import StandIns
-from memoir.compaction.summarize import SummaryOutcome, summarize
-from memoir.compaction.tokens import MessageCounter, content_tokens
-from memoir.compaction.values import CompactionResult, Omission, Strategy, Where
+from memoir.compaction.values import CompactionResult, Omission, Replay, Strategy, Where
+from memoir.errors import CompactionError
 from memoir.llm.port import Model
 
-__all__ = ["Job", "Outcome", "RunNote", "summary_outcome"]
+__all__ = [
+    "CompactionRun",
+    "RunNote",
+    "RunOutcome",
+    "summary_outcome",
+    "truncate_outcome",
+]
 
 
 @dataclass
-class Outcome:
+class RunOutcome:
     strategy: Strategy
     summary: str | None  # the new summary (summary strategy only)
     start: int  # first message kept verbatim in the tail; watermark = start - 1
@@ -67,7 +84,7 @@ class RunNote:
 
 
 @dataclass
-class Job:
+class CompactionRun:
     messages: list[Message]
     positions: Sequence[int]
     counts: list[int]
@@ -122,16 +139,16 @@ class Job:
 
     def at(
         self, strategy: Strategy, summary: str | None, start: int, reps: dict[int, Message]
-    ) -> Outcome:
+    ) -> RunOutcome:
         """The context for ``start`` as planned, without fitting."""
         pin = pin_index(self.messages, self.system_count, start, summary is not None)
         context = self.assemble(summary, start, reps)
         tokens = self.tokens.total(context)
-        return Outcome(strategy, summary, start, context, tokens, dict(reps), pin, head=summary)
+        return RunOutcome(strategy, summary, start, context, tokens, dict(reps), pin, head=summary)
 
     def fit(
         self, summary: str | None, start: int, initial: Mapping[int, Message] | None = None
-    ) -> Outcome:
+    ) -> RunOutcome:
         """The context for ``start``, made to fit below the threshold with stand-ins."""
         pin = pin_index(self.messages, self.system_count, start, summary is not None)
         cands = list(range(start, len(self.messages))) + ([pin] if pin is not None else [])
@@ -144,7 +161,7 @@ class Job:
             self.budget.threshold,
             initial,
         )
-        return Outcome("truncate", None, start, context, tokens, reps, pin, head=summary)
+        return RunOutcome("truncate", None, start, context, tokens, reps, pin, head=summary)
 
     def result(
         self,
@@ -155,7 +172,7 @@ class Job:
         *,
         removed: int,
         omitted: tuple[Omission, ...] = (),
-        outcome: Outcome | None = None,
+        outcome: RunOutcome | None = None,
         kept_verbatim: int = 0,
     ) -> CompactionResult:
         b = self.budget
@@ -183,7 +200,7 @@ class Job:
 
     def unchanged(self, context: list[dict[str, Any]], tokens: int) -> CompactionResult:
         """The result under the threshold: the history as it stands (replayed)."""
-        out = Outcome("none", None, self.start0, context, tokens, dict(self.rep0))
+        out = RunOutcome("none", None, self.start0, context, tokens, dict(self.rep0))
         out.pin = pin_index(
             self.messages, self.system_count, self.start0, self.prev_summary is not None
         )
@@ -192,7 +209,7 @@ class Job:
             "none", context, tokens, tokens, removed=removed, omitted=omitted, kept_verbatim=kept
         )
 
-    def finish(self, outcome: Outcome, before: int) -> CompactionResult:
+    def finish(self, outcome: RunOutcome, before: int) -> CompactionResult:
         kept, removed, omitted = self._accounts(outcome)
         return self.result(
             outcome.strategy,
@@ -205,7 +222,7 @@ class Job:
             kept_verbatim=kept,
         )
 
-    def _accounts(self, outcome: Outcome) -> tuple[int, int, tuple[Omission, ...]]:
+    def _accounts(self, outcome: RunOutcome) -> tuple[int, int, tuple[Omission, ...]]:
         """(kept verbatim, removed, omitted) of the messages this run started from."""
         n = len(self.messages)
         pin0 = pin_index(
@@ -242,7 +259,7 @@ class Job:
         )
 
 
-def _tool_of(job: Job, i: int) -> str | None:
+def _tool_of(job: CompactionRun, i: int) -> str | None:
     m = job.messages[i]
     if m.get("role") == "tool":
         return job.tool_names.get(i) or "tool"
@@ -250,11 +267,11 @@ def _tool_of(job: Job, i: int) -> str | None:
     return ",".join(str((c.get("function") or {}).get("name") or "tool") for c in calls) or None
 
 
-def _failed(reason: str, start: int, **more: Any) -> Outcome:
-    return Outcome("truncate", None, start, reason=reason, failed=True, **more)
+def _failed(reason: str, start: int, **more: Any) -> RunOutcome:
+    return RunOutcome("truncate", None, start, reason=reason, failed=True, **more)
 
 
-def summary_outcome(job: Job, model: Model | None) -> Outcome:
+def summary_outcome(job: CompactionRun, model: Model | None) -> RunOutcome:
     """Plan the tail, ask for the summary of what comes before it (with the ladder),
     assemble and fit. When nothing before the tail needs summarizing — the oversized
     messages stood in are enough — no model is asked (strategy ``stand_in``). ``failed``
@@ -297,7 +314,7 @@ def summary_outcome(job: Job, model: Model | None) -> Outcome:
     if model is None:
         got = SummaryOutcome(None, "no summarizer model", ())
     else:
-        got = summarize(model, request.request)
+        got = ask_for_summary(model, request.request)
     if got.summary is None:
         return _failed(got.reason or "no summary", start, replacements=reps, budgets=got.budgets)
     out = job.fit(got.summary, start, reps)
@@ -310,7 +327,7 @@ def summary_outcome(job: Job, model: Model | None) -> Outcome:
     return out
 
 
-def _restored(job: Job, plan: TailPlan) -> TailPlan:
+def _restored(job: CompactionRun, plan: TailPlan) -> TailPlan:
     """``plan`` (the whole history, some of it stood in) with stand-ins put back to the
     messages they replace, newest first, while the tail stays within its budget plus the
     summary's — no summary is written, so its share of the context is free."""
@@ -322,3 +339,82 @@ def _restored(job: Job, plan: TailPlan) -> TailPlan:
             tokens = grown
             stand.discard(i)
     return TailPlan(plan.start, frozenset(stand), tokens)
+
+
+def truncate_outcome(job: CompactionRun, failed: RunOutcome) -> RunOutcome:
+    """No usable summary: keep the tail the summary path planned (stand-ins and all) when
+    that fits, else drop the oldest units until the context is below half the threshold
+    (headroom against compacting again next turn); the newest unit stays, replaced by
+    stand-ins if that is what it takes; as the last resort only the pinned user message
+    remains. The previous summary stays — from the replayed checkpoint, or from an earlier
+    result the caller kept as its history (its head message, which is then always
+    dropped)."""
+    head = job.prev_summary
+    n = len(job.messages)
+    earlier = split_head(job.messages[job.start0]) if head is None and job.start0 < n else None
+    if earlier is not None:  # the caller kept an earlier result: carry its summary along
+        head = earlier[0]
+    chosen: RunOutcome | None = None
+    if failed.start > job.start0:
+        planned = job.fit(head, failed.start, failed.replacements)
+        if planned.tokens < job.budget.threshold:
+            chosen = planned
+    if chosen is None:
+        chosen = _drop_oldest(job, head, earlier is not None)
+    chosen.strategy, chosen.summary, chosen.failed = "truncate", None, False
+    chosen.reason, chosen.budgets = failed.reason, failed.budgets
+    return chosen
+
+
+def _drop_oldest(job: CompactionRun, head: str | None, drop_first: bool) -> RunOutcome:
+    us = units(job.messages, job.start0)
+    n = len(job.messages)
+    cuts = truncate_cuts(len(us), 0)
+    starts = [us[c].start if c < len(us) else n for c in cuts]
+    if drop_first:
+        starts = [s if s > job.start0 else min(job.start0 + 1, n) for s in starts]
+    pins = pin_indices(job.messages, job.system_count, head is not None)
+    suffix = [0] * (n + 1)
+    for i in range(n - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + job.counts[i]
+    fixed = suffix[0] - suffix[job.system_count]
+    if head is not None:
+        fixed += job.tokens.text(head_text(head)) + MESSAGE_FRAME_TOKENS
+    goal = job.budget.threshold // 2
+    keep_newest = [s for c, s in zip(cuts, starts, strict=True) if c < len(us)] or starts
+    chosen: RunOutcome | None = None
+    for s in keep_newest:
+        pin = pins[s]
+        estimate = fixed + suffix[s] + (job.counts[pin] if pin is not None else 0)
+        if estimate < goal:
+            chosen = job.at("truncate", head, s, {})
+            if chosen.tokens < job.budget.threshold:
+                break
+            chosen = None
+    if chosen is None:
+        chosen = job.fit(head, keep_newest[-1])
+    if chosen.tokens >= job.budget.threshold:
+        chosen = job.fit(head, n)
+    if chosen.tokens >= job.budget.threshold and head is not None:
+        chosen = job.fit(None, n)  # a smaller window than the previous summary was written for
+    if chosen.tokens >= job.budget.threshold:
+        raise CompactionError(_no_room(job, chosen))
+    return chosen
+
+
+def _no_room(job: CompactionRun, least: RunOutcome) -> str:
+    """Why even the least context compaction can keep does not fit, naming what is left."""
+    threshold = job.budget.threshold
+    system = [m for m in least.context if m.get("role") == "system"]
+    system_tokens = job.tokens.total(system) if system else 0
+    if system_tokens >= threshold:
+        return (
+            f"the system prompt alone is {system_tokens} tokens against a threshold of "
+            f"{threshold}; raise the window or shorten the system prompt"
+        )
+    parts = f"the system prompt of {system_tokens} tokens, " if system else ""
+    return (
+        f"even at the least compaction keeps ({parts}the newest message and any note of what "
+        f"was left out) the context is {least.tokens} tokens, over the threshold of "
+        f"{threshold} (the window × MEMOIR_COMPACT_THRESHOLD_RATIO); raise the window"
+    )

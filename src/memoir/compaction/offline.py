@@ -5,7 +5,7 @@
 them (stand-ins included) and the previous checkpoint's summary. The offline model
 answers it with :func:`work_summary`, or the prose summary
 (:func:`memoir.llm.offline.prose.prose_summary`) when the transcript shows no work.
-Lines, each under a heading of :data:`memoir.compaction.request.SUMMARY_FORMAT`::
+Lines, each under a heading of :data:`memoir.compaction.request.WORK_SUMMARY_FORMAT`::
 
     Goals and constraints:
     - <the user's sentences: the first request, every constraint or preference, the latest>
@@ -26,21 +26,249 @@ then the rest) and shown in conversation order. A previous summary in this forma
 is merged item by item, so a rolling compaction keeps what
 earlier rounds kept; a previous summary in another form is carried as key facts. The
 stand-ins' own wording never becomes an item: only what they say of the work.
+
+Reading an agent's transcript for the summary of the work (:func:`read_work`).
+
+A compaction request renders the history as entries (``[user]``, ``[assistant]`` with
+``→ name(arguments)`` lines for its tool calls, ``[tool result: bash command="…"]``) and
+stands in for what it leaves out with ``[content omitted …]`` lines that say what is
+known (the call, ``exit status N``, ``error: "…"``, a user message's first and last
+lines), or one ``[N messages omitted here: …; calls: …]`` line per run of them. This
+module turns that into facts — the user's sentences, the assistant's, the calls with
+their outcomes, the paths touched — and never reads the stand-ins' own wording as what
+was said. Pure and deterministic.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from memoir.compaction.offline_read import Run, Work, read_work
 from memoir.llm.offline.analysis import finish, near_duplicate
 from memoir.llm.offline.prose import is_filler, prose_summary
 from memoir.llm.offline.rank import cue, rank_sentences
-from memoir.llm.offline.text import clip_words, content_words, split_sentences
+from memoir.llm.offline.text import (
+    Sentence,
+    Turn,
+    clip_words,
+    content_words,
+    parse_turns,
+    sentences_of,
+    split_sentences,
+)
+from memoir.model.tool_outcome import tool_outcome
 
-__all__ = ["SECTIONS", "CompactionTask", "work_summary"]
+__all__ = [
+    "SECTIONS",
+    "AgentWork",
+    "CompactionTask",
+    "ToolRun",
+    "read_work",
+    "work_summary",
+]
+
+_CALL_LINE = re.compile(r"^→ (?P<name>[\w.:/-]{1,80})\((?P<args>.*)\)\s*$")
+_STAND_IN = re.compile(r"^\[content omitted from [^:\]]*: ")
+_COLLAPSED = re.compile(r"^\[(?P<n>\d+) messages omitted here: (?P<what>[^\]]*)\]\s*$")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_STAND_ERROR = re.compile(r'; error: ((?:"(?:[^"\\]|\\.)*"(?: / )?)+)')
+_STAND_USER = re.compile(r"; ([\d,]+ lines; it began: .*?)\. The user sent it")
+_PATH = re.compile(
+    r"(?<![\w@/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*\w\.\w{1,8}\b"
+    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|c|h|cpp|hpp|cs|md|toml|yaml"
+    r"|yml|json|sql|sh|cfg|ini|txt|lock|html|css)\b"
+)
+_PATH_KEYS = ("path", "file_path", "filepath", "filename", "file", "paths", "target")
+_COMMAND_KEYS = ("command", "cmd", "script")
+_EDITING = re.compile(r"edit|write|create|patch|apply|replace|insert|update|save|rename|delete")
+_ARG_CHARS = 160
+
+
+@dataclass
+class ToolRun:
+    """One tool call with what came back: ``ok`` unless an exit status other than 0 or an
+    error line was seen (``errors``)."""
+
+    tool: str
+    brief: str  # "bash command=\"pytest -q\""
+    command: str | None  # the shell command, when the call ran one
+    exit_status: str | None = None
+    errors: tuple[str, ...] = ()
+    omitted_tokens: int | None = None  # the output was left out of the request
+    turn: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.errors) or self.exit_status not in (None, "0")
+
+    @property
+    def key(self) -> str:
+        return self.command or self.brief
+
+
+@dataclass
+class AgentWork:
+    turns: list[Turn]
+    user: list[Sentence]
+    assistant: list[Sentence]
+    runs: list[ToolRun] = field(default_factory=list)
+    paths: dict[str, bool] = field(default_factory=dict)  # path -> edited
+    long_user: list[tuple[int, str]] = field(default_factory=list)  # (turn, what it was)
+
+
+def _one_line(text: str, limit: int = _ARG_CHARS) -> str:
+    one = " ".join(text.split())
+    if len(one) <= limit:
+        return one
+    cut = one[:limit].rsplit(" ", 1)[0] if " " in one[:limit] else one[:limit]
+    return cut + "…"
+
+
+def _args_of(raw: str) -> dict[str, object]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _brief_args(brief: str) -> dict[str, str]:
+    """``bash command="pytest -q" path="x"`` -> {"command": "pytest -q", "path": "x"}."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*")', brief):
+        try:
+            out[m.group(1)] = str(json.loads(m.group(2)))
+        except ValueError:
+            continue
+    return out
+
+
+def _quoted(text: str) -> tuple[str, ...]:
+    out = []
+    for m in _QUOTED.finditer(text):
+        try:
+            out.append(str(json.loads(f'"{m.group(1)}"')))
+        except ValueError:
+            out.append(m.group(1))
+    return tuple(out)
+
+
+def _outcome(body: str) -> tuple[str | None, tuple[str, ...]]:
+    def clean(line: str) -> str | None:
+        line = line.removeprefix("> ")
+        return None if _STAND_IN.match(line) else line
+
+    return tool_outcome(body, clean=clean, show=_one_line)
+
+
+class _Reader:
+    def __init__(self, work: AgentWork) -> None:
+        self.work = work
+
+    def touch(self, path: str, edited: bool) -> None:
+        path = path.strip().strip("'\"`,;:()")
+        if not path or len(path) > 200 or " " in path or not _PATH.fullmatch(path):
+            return  # a folder ("src"), a glob or a sentence is no file touched
+        self.work.paths[path] = self.work.paths.get(path, False) or edited
+
+    def paths_in(self, text: str, edited: bool = False) -> None:
+        for m in _PATH.finditer(text):
+            self.touch(m.group(0), edited)
+
+    def call_args(self, name: str, args: dict[str, object]) -> None:
+        editing = bool(_EDITING.search(name.lower()))
+        for key in _PATH_KEYS:
+            value = args.get(key)
+            values = value if isinstance(value, list) else [value]
+            for v in values:
+                if isinstance(v, str):
+                    self.touch(v, editing)
+        for key in _COMMAND_KEYS:
+            value = args.get(key)
+            if isinstance(value, str):
+                self.paths_in(value)
+
+    def assistant_turn(self, turn: Turn) -> None:
+        for line in turn.text.splitlines():
+            m = _CALL_LINE.match(line.strip())
+            if m:
+                self.call_args(m.group("name"), _args_of(m.group("args")))
+            elif not line.startswith("["):
+                self.paths_in(line)
+            self.collapsed(line, turn.index)
+
+    def tool_turn(self, turn: Turn) -> None:
+        head, _, body = turn.text.partition("\n")
+        brief = head[:-1] if head.endswith("]") else head
+        tool = brief.split(" ", 1)[0] or "tool"
+        args = _brief_args(brief)
+        command = next((args[k] for k in _COMMAND_KEYS if k in args), None)
+        run = ToolRun(tool, _one_line(brief), command, turn=turn.index)
+        self.call_args(tool, dict(args))
+        stand = body.strip()
+        if _STAND_IN.match(stand):
+            size = re.search(r", ~(\d+) tokens", stand)
+            run.omitted_tokens = int(size.group(1)) if size else None
+            exit_status = re.search(r"; exit status (-?\d+)", stand)
+            run.exit_status = exit_status.group(1) if exit_status else None
+            said = _STAND_ERROR.search(stand)
+            run.errors = _quoted(said.group(1)) if said else ()
+        else:
+            run.exit_status, run.errors = _outcome(body)
+            for line in body.splitlines():
+                self.collapsed(line, turn.index)
+        self.work.runs.append(run)
+
+    def user_turn(self, turn: Turn) -> None:
+        for line in turn.text.splitlines():
+            if _STAND_IN.match(line.strip()):
+                said = _STAND_USER.search(line)
+                if said:
+                    self.work.long_user.append((turn.index, said.group(1)))
+            else:
+                self.paths_in(line)
+            self.collapsed(line, turn.index)
+
+    def collapsed(self, line: str, turn: int) -> None:
+        m = _COLLAPSED.match(line.strip())
+        if not m or "; calls: " not in m.group("what"):
+            return
+        calls = m.group("what").split("; calls: ", 1)[1]
+        for brief in re.split(r", (?=[\w.:/-]+(?: |$))", calls.split(" and ")[0]):
+            args = _brief_args(brief)
+            tool = brief.split(" ", 1)[0]
+            command = next((args[k] for k in _COMMAND_KEYS if k in args), None)
+            self.work.runs.append(ToolRun(tool, _one_line(brief), command, turn=turn))
+            self.call_args(tool, dict(args))
+
+
+def read_work(transcript: str) -> AgentWork:
+    """The facts of an agent's transcript (see the module docstring)."""
+    turns = parse_turns(transcript)
+    # the call lines of an assistant turn are calls, not what it said
+    spoken = [
+        Turn(t.role, "\n".join(x for x in t.text.splitlines() if not x.startswith("→ ")), t.index)
+        if t.role == "assistant"
+        else t
+        for t in turns
+    ]
+    prose = sentences_of(spoken, roles=("user", "assistant"))
+    work = AgentWork(
+        turns,
+        [s for s in prose if s.role == "user"],
+        [s for s in prose if s.role == "assistant"],
+    )
+    reader = _Reader(work)
+    for turn in turns:
+        if turn.role == "tool":
+            reader.tool_turn(turn)
+        elif turn.role == "assistant":
+            reader.assistant_turn(turn)
+        elif turn.role == "user":
+            reader.user_turn(turn)
+    return work
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +307,7 @@ _LIMITS = {"Goals and constraints": 16, "Decisions": 12, "Commands run": 24, "Ke
 
 
 @dataclass(frozen=True, slots=True)
-class Item:
+class WorkItem:
     section: str
     text: str
     priority: int  # 0 first
@@ -91,9 +319,9 @@ def _said(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _previous_items(previous: str) -> list[Item]:
+def _previous_items(previous: str) -> list[WorkItem]:
     """Items of a previous summary: by heading when it has this format's headings."""
-    out: list[Item] = []
+    out: list[WorkItem] = []
     section: str | None = None
     loose: list[str] = []
     # lines count from 1: a previous file sorts just before the fresh file it precedes
@@ -105,7 +333,7 @@ def _previous_items(previous: str) -> list[Item]:
             rest = m.group("rest").strip()
             if rest and section == "Files touched":
                 for k, path in enumerate(rest.rstrip(".").split(", ")):
-                    out.append(Item(section, path, 2, -1.0, n - 1 + k / 1000))
+                    out.append(WorkItem(section, path, 2, -1.0, n - 1 + k / 1000))
             continue  # a previous last state is superseded by this one
         if line.startswith("- ") and section is not None:
             text = line[2:].strip()
@@ -117,24 +345,24 @@ def _previous_items(previous: str) -> list[Item]:
             )
             if section == "Goals and constraints" and not first_goal:
                 priority = 0 if _CONSTRAINT.search(text) else 3
-            out.append(Item(section, text, priority, -1.0 + n / 10_000, -1.0 + n / 10_000))
+            out.append(WorkItem(section, text, priority, -1.0 + n / 10_000, -1.0 + n / 10_000))
         elif line:
             loose.append(line)
     if not out:
         for n, sentence in enumerate(s for line in loose for s in split_sentences(line)):
             if len(sentence.split()) >= 3:
-                out.append(Item("Key facts", finish(sentence), 2, n, -1.0 + n / 10_000))
+                out.append(WorkItem("Key facts", finish(sentence), 2, n, -1.0 + n / 10_000))
     return out
 
 
-def _command_items(work: Work) -> tuple[list[Item], list[Item]]:
+def _command_items(work: AgentWork) -> tuple[list[WorkItem], list[WorkItem]]:
     """Commands run (one item per command: its runs, last outcome, last failure) and the
     open errors (commands whose last run failed)."""
-    runs: dict[str, list[Run]] = {}
+    runs: dict[str, list[ToolRun]] = {}
     for run in work.runs:
         runs.setdefault(run.key, []).append(run)
-    commands: list[Item] = []
-    errors: list[Item] = []
+    commands: list[WorkItem] = []
+    errors: list[WorkItem] = []
     last_turn = max((r.turn for r in work.runs), default=0) or 1
     for key, group in runs.items():
         last = group[-1]
@@ -146,20 +374,22 @@ def _command_items(work: Work) -> tuple[list[Item], list[Item]]:
             outcome = f"{_describe(failures[-1])}, later ok"
         recency = 1 - last.turn / last_turn
         commands.append(
-            Item("Commands run", f"{shown}{times} → {outcome}", 2 if failures else 4, recency, 0.0)
+            WorkItem(
+                "Commands run", f"{shown}{times} → {outcome}", 2 if failures else 4, recency, 0.0
+            )
         )
         if last.failed:
             why = "; ".join(last.errors) or f"exit status {last.exit_status}"
-            errors.append(Item("Open errors", f"{shown}: {why}", 1, recency, last.turn))
+            errors.append(WorkItem("Open errors", f"{shown}: {why}", 1, recency, last.turn))
     ordered = sorted(commands, key=lambda it: -it.rank)  # conversation order of last runs
     return [_at(it, k) for k, it in enumerate(ordered)], errors
 
 
-def _at(item: Item, order: float) -> Item:
-    return Item(item.section, item.text, item.priority, item.rank, order)
+def _at(item: WorkItem, order: float) -> WorkItem:
+    return WorkItem(item.section, item.text, item.priority, item.rank, order)
 
 
-def _describe(run: Run) -> str:
+def _describe(run: ToolRun) -> str:
     parts = []
     if run.exit_status is not None and (run.exit_status != "0" or not run.errors):
         parts.append(f"exit status {run.exit_status}")
@@ -174,8 +404,8 @@ def _clip(text: str, words: int) -> str:
     return clip_words(text, words)
 
 
-def _sentence_items(work: Work) -> list[Item]:
-    items: list[Item] = []
+def _sentence_items(work: AgentWork) -> list[WorkItem]:
+    items: list[WorkItem] = []
     users = work.user
     first_turn = users[0].turn if users else None
     for s in users:
@@ -185,25 +415,25 @@ def _sentence_items(work: Work) -> list[Item]:
         if is_filler(s.text) and not _CONSTRAINT.search(s.text):
             continue
         if s.turn == first_turn or _CONSTRAINT.search(s.text):
-            items.append(Item("Goals and constraints", text, 0, s.position, s.position))
+            items.append(WorkItem("Goals and constraints", text, 0, s.position, s.position))
         elif len(s.text.split()) >= 4:  # a request ("ok, continue" is none)
-            items.append(Item("Goals and constraints", text, 3, -s.position, s.position))
+            items.append(WorkItem("Goals and constraints", text, 3, -s.position, s.position))
     for n, (turn, what) in enumerate(work.long_user):
         text = f"The user sent a long message ({what})."
-        items.append(Item("Goals and constraints", text, 2, n, turn - 0.5))
+        items.append(WorkItem("Goals and constraints", text, 2, n, turn - 0.5))
     prose = sorted(work.user + work.assistant, key=lambda s: s.position)
     for s in prose:
         if cue("decision", s.text) or (s.role == "assistant" and _REASON.search(s.text)):
             text = finish(clip_words(s.text, _ITEM_WORDS))
-            items.append(Item("Decisions", text, 1, s.position, s.position))
+            items.append(WorkItem("Decisions", text, 1, s.position, s.position))
     ranked = [s for _, s in rank_sentences(work.assistant)]
     for k, s in enumerate(ranked[:40]):
         text = finish(clip_words(s.text, _ITEM_WORDS))
-        items.append(Item("Key facts", text, 5, k, s.position))
+        items.append(WorkItem("Key facts", text, 5, k, s.position))
     return items
 
 
-def _last_state(work: Work) -> list[Item]:
+def _last_state(work: AgentWork) -> list[WorkItem]:
     parts = []
     if work.user:
         last_turn = [s.text for s in work.user if s.turn == work.user[-1].turn]
@@ -217,18 +447,18 @@ def _last_state(work: Work) -> list[Item]:
     if not parts:
         return []
     text = " ".join(p[0].upper() + p[1:] for p in parts)
-    return [Item("Last state", text, 0, 0, 0)]
+    return [WorkItem("Last state", text, 0, 0, 0)]
 
 
-def _file_items(work: Work) -> list[Item]:
+def _file_items(work: AgentWork) -> list[WorkItem]:
     out = []
     for k, (path, edited) in enumerate(work.paths.items()):
         shown = f"{path} (edited)" if edited else path
-        out.append(Item("Files touched", shown, 1 if edited else 4, k, k))
+        out.append(WorkItem("Files touched", shown, 1 if edited else 4, k, k))
     return out
 
 
-def _render(items: list[Item]) -> str:
+def _render(items: list[WorkItem]) -> str:
     lines: list[str] = []
     for section in SECTIONS:
         chosen = sorted((it for it in items if it.section == section), key=lambda it: it.order)
@@ -265,7 +495,7 @@ def work_summary(
     return _fit(candidates, max_tokens, count)
 
 
-def _head(item: Item) -> str:
+def _head(item: WorkItem) -> str:
     """What an item is about: a command (before its outcome), a path (without a mark)."""
     return item.text.split(" → ", 1)[0].split(" (× ", 1)[0].removesuffix(" (edited)")
 
@@ -273,11 +503,13 @@ def _head(item: Item) -> str:
 _FAILED = re.compile(r"→ (?:exit status (?!0\b)|[^,]*(?:error|fail|exception))", re.IGNORECASE)
 
 
-def _merge_commands(earlier: list[Item], fresh: list[Item]) -> tuple[list[Item], list[Item]]:
+def _merge_commands(
+    earlier: list[WorkItem], fresh: list[WorkItem]
+) -> tuple[list[WorkItem], list[WorkItem]]:
     """A command run again: the new item says how it ends now and, if an earlier run
     failed and the new one does not say so, how that failure read."""
     new = {_head(it): k for k, it in enumerate(fresh) if it.section == "Commands run"}
-    kept: list[Item] = []
+    kept: list[WorkItem] = []
     for it in earlier:
         k = new.get(_head(it)) if it.section == "Commands run" else None
         if k is None:
@@ -287,12 +519,12 @@ def _merge_commands(earlier: list[Item], fresh: list[Item]) -> tuple[list[Item],
             was = it.text.split(" → ", 1)[1].removesuffix(", later ok")
             item = fresh[k]
             text = f"{item.text}; earlier: {was}"
-            fresh[k] = Item(item.section, text, min(item.priority, 2), item.rank, item.order)
+            fresh[k] = WorkItem(item.section, text, min(item.priority, 2), item.rank, item.order)
     return kept, fresh
 
 
-def _fit(candidates: list[Item], max_tokens: int, count: Callable[[str], int]) -> str:
-    chosen: list[Item] = []
+def _fit(candidates: list[WorkItem], max_tokens: int, count: Callable[[str], int]) -> str:
+    chosen: list[WorkItem] = []
     seen: set[str] = set()
     said: list[frozenset[str]] = []
     per_section: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""The summary request, bounded: what the summarizer is asked to read. Pure.
+"""The summary request, bounded: what the summarizer is asked to read (built purely).
 
 The covered messages are rendered as a transcript inside ``<transcript>…</transcript>``
 (a previous checkpoint's summary inside ``<previous_summary>…</previous_summary>``, the
@@ -17,32 +17,161 @@ calls they stood for), then runs of replies and tool output, and only then runs 
 hold the user's words. If even that cannot fit there is no request (the caller goes to
 the backstop). The request is built once, for the first output budget, and the ladder
 only lowers ``max_tokens``: retries are byte-identical otherwise.
+
+Asking for the summary: the budget ladder and the validity check around one model.
+
+:func:`ladder_step` is the pure decision; :func:`ask_for_summary` the loop that calls the
+model.
+On :class:`OutputBudgetRejected` the same request is sent again with the next lower
+budget of the ladder (4096, 2048, 1024, 256 — only budgets below the one rejected),
+stopping at the first accepted. Any other failure — a truncated, empty, refused or
+invalid summary, reasoning without content, the provider down — ends the attempt: the
+caller falls back to the backstop. Nothing rejected ever reaches the context.
+
+Is a summary usable? A rejected summary goes to the ladder/backstop, never into the
+context. Pure.
+
+Rejected: empty text; reasoning without content (a ``<think>`` block and nothing else, or
+an unclosed one, or a provider reasoning trace with empty text); text ending inside an
+open code fence; text ending mid-sentence. Truncation (max_tokens) never reaches this
+check: the model port raises :class:`memoir.llm.errors.Truncated` instead.
+
+"Mid-sentence" is judged on the last line: a prose line may not end with a bare word
+(``… and then the``, ``… the user asked``) or a CJK character (CJK prose ends with
+``。``); it may end with terminal punctuation (Latin or CJK), a closing quote or bracket,
+or a token that is no plain word (``src/app.py``, ``3.2``, an emoji). A list item,
+heading or table row may end bare (summaries often end with a bullet). None may end with
+a comma, colon, an opening bracket or a dangling connective.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memoir.compaction.budget import Budget
-from memoir.compaction.describe import call_brief
 from memoir.compaction.offline import CompactionTask
-from memoir.compaction.sequence import Message, content_text
-from memoir.compaction.standin import StandIns
-from memoir.compaction.tokens import MESSAGE_OVERHEAD, tool_call_text
+from memoir.compaction.plan import Budget, ladder_after
+from memoir.compaction.sequence import MESSAGE_FRAME_TOKENS, Message, content_text, tool_call_text
+from memoir.compaction.standin import StandIns, call_brief
 from memoir.compaction.values import Omission
+from memoir.llm.errors import ModelError, OutputBudgetRejected, Truncated
+from memoir.llm.port import Model
 from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import clean_speaker
 
 __all__ = [
-    "SUMMARY_FORMAT",
     "SUMMARY_SYSTEM",
+    "WORK_SUMMARY_FORMAT",
+    "SummaryOutcome",
     "SummaryPlan",
+    "ask_for_summary",
     "build_summary_request",
+    "ladder_step",
     "render_entry",
+    "strip_reasoning",
+    "summary_problem",
 ]
+
+_THINK = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)", re.MULTILINE)
+_TERMINAL = tuple(".!?…。！？」』）)]}\"'`*_>")
+_DANGLING = tuple(",;:-–—(/[{&+=")
+_CJK_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
+_LIST_ITEM = re.compile(r"^\s*([-*+•]|\d+[.)]|#{1,6}\s|\|)")
+_CONNECTIVE = re.compile(
+    r"\b(and|or|but|the|a|an|of|to|with|for|in|on|that|which|because|then)$", re.IGNORECASE
+)
+
+
+def strip_reasoning(text: str) -> str:
+    """The text without closed reasoning blocks; '' when an unclosed one remains."""
+    stripped = _THINK.sub("", text)
+    if _OPEN_THINK.search(stripped):
+        return ""
+    return stripped.strip()
+
+
+def summary_problem(text: str, extra: Mapping[str, Any] | None = None) -> str | None:
+    """Why ``text`` cannot be used as a summary, or None when it can."""
+    if not text.strip():
+        if extra and any(extra.get(k) for k in ("reasoning", "reasoning_content", "thinking")):
+            return "reasoning without content"
+        return "empty summary"
+    body = strip_reasoning(text)
+    if not body:
+        return "reasoning without content"
+    if len(_FENCE.findall(body)) % 2 == 1:
+        return "ends inside an open code fence"
+    last = body.rstrip().splitlines()[-1].rstrip()
+    if last.endswith(_DANGLING) or _CONNECTIVE.search(last):
+        return "ends mid-sentence"
+    if _LIST_ITEM.match(last) or last.endswith(_TERMINAL):
+        return None
+    words = last.split()
+    if words and words[-1].isascii() and words[-1].isalpha():
+        return "ends mid-sentence"  # a bare word: the sentence was going on
+    if _CJK_END.search(last):
+        return "ends mid-sentence"  # CJK prose ends with 。！？ — without, it was cut
+    return None  # a path, a version, a number, an emoji: a line can end so
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryOutcome:
+    summary: str | None  # None: no usable summary, see ``reason``
+    reason: str | None
+    budgets: tuple[int, ...]  # max_tokens of every request sent, in order
+
+    @property
+    def calls(self) -> int:
+        return len(self.budgets)
+
+    @property
+    def budget_used(self) -> int | None:
+        return self.budgets[-1] if self.budgets else None
+
+
+def ladder_step(error: BaseException | None, budget: int) -> int | None:
+    """The next budget to try after ``error`` at ``budget``; None means stop (accepted,
+    when ``error`` is None, or backstop)."""
+    if isinstance(error, OutputBudgetRejected):
+        return ladder_after(budget)
+    return None
+
+
+def ask_for_summary(model: Model, request: ModelRequest) -> SummaryOutcome:
+    budgets: list[int] = []
+    budget: int | None = request.max_tokens
+    while budget is not None:
+        sent = (
+            request
+            if budget == request.max_tokens
+            else dataclasses.replace(request, max_tokens=budget)
+        )
+        budgets.append(budget)
+        try:
+            completion = model.complete(sent)
+        except OutputBudgetRejected as exc:
+            budget = ladder_step(exc, budget)
+            if budget is None:
+                return SummaryOutcome(None, "output budget rejected at every step", tuple(budgets))
+            continue
+        except Truncated:
+            return SummaryOutcome(None, "summary cut by max_tokens", tuple(budgets))
+        except ModelError as exc:
+            said = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            reason = f"summarizer failed: {type(exc).__name__}" + (f": {said}" if said else "")
+            return SummaryOutcome(None, reason, tuple(budgets))
+        problem = summary_problem(completion.text, completion.extra)
+        if problem is not None:
+            return SummaryOutcome(None, f"summary rejected: {problem}", tuple(budgets))
+        return SummaryOutcome(strip_reasoning(completion.text), None, tuple(budgets))
+    return SummaryOutcome(None, "no output budget to try", tuple(budgets))
+
 
 SUMMARY_SYSTEM = (
     "You compact the history of a conversation between a user and an AI assistant that "
@@ -50,7 +179,7 @@ SUMMARY_SYSTEM = (
 )
 
 # the headings of the summary of the work: what an agent resuming needs, in that order
-SUMMARY_FORMAT = (
+WORK_SUMMARY_FORMAT = (
     "Goals and constraints: the user's goals, requests, preferences and constraints, in "
     "their own words.\n"
     "Decisions: what was decided, and why.\n"
@@ -148,7 +277,7 @@ def build_summary_request(
         meta=RequestMeta(session=session, purpose=Purpose.COMPACTION),
         task=task,
     )
-    input_tokens = count(SUMMARY_SYSTEM) + count(content) + 2 * MESSAGE_OVERHEAD
+    input_tokens = count(SUMMARY_SYSTEM) + count(content) + 2 * MESSAGE_FRAME_TOKENS
     return SummaryPlan(
         request,
         input_tokens,
@@ -287,11 +416,11 @@ def _omission(m: Message, position: int, tool: str | None, tokens: int) -> Omiss
 
 def _fixed_tokens(previous_summary: str | None, count: Callable[[str], int]) -> int:
     frame = _user_content(previous_summary, "")
-    return count(SUMMARY_SYSTEM) + count(frame) + 2 * MESSAGE_OVERHEAD + 8
+    return count(SUMMARY_SYSTEM) + count(frame) + 2 * MESSAGE_FRAME_TOKENS + 8
 
 
 def _user_content(previous_summary: str | None, transcript: str) -> str:
-    parts = [_INSTRUCTIONS, f"<summary_format>\n{SUMMARY_FORMAT}\n</summary_format>"]
+    parts = [_INSTRUCTIONS, f"<summary_format>\n{WORK_SUMMARY_FORMAT}\n</summary_format>"]
     if previous_summary:
         parts.append(f"<previous_summary>\n{previous_summary.strip()}\n</previous_summary>")
     parts.append(f"<transcript>\n{transcript}\n</transcript>")

@@ -4,7 +4,7 @@ A message over the cap is replaced whole — never sliced: a byte-slice can land
 structured value and the model "completes" it by guessing. The stand-in names the tool,
 gives the approximate size, says what is known of it (the call's arguments, its exit
 status and error lines; a user message's length and first and last lines — see
-:mod:`memoir.compaction.describe`), says the work happened and that the source should be
+:mod:`memoir.compaction.standin`), says the work happened and that the source should be
 re-read rather than reconstructed. It is derived only from the message and its place in
 the history (no clock, no request id), so retries send byte-identical requests and
 prefix caches stay valid::
@@ -15,30 +15,236 @@ prefix caches stay valid::
 
 In the context the same stand-in also says where the full message is: ``re-read the
 source (#4 of the full history)``.
+
+What is known of a message without its bulk: the call behind a tool result, the
+arguments that name what it touched, its exit status and error lines, the opening and
+closing words of a long user message. Pure and deterministic (derived only from the
+messages), so a stand-in built from it is the same bytes on every retry.
+
+A stand-in says what it stands for with these facts — never with a slice of the content
+cut at a byte count (a severed value reads as data): whole lines, each a quotation; a
+long line only when it is prose, cut between words and ending in "…" (:func:`excerpt`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from memoir.compaction.describe import calls_by_result, message_details
-from memoir.compaction.sequence import Message
+from memoir.compaction.sequence import Message, content_text
+from memoir.model.tool_outcome import EXIT_STATUS, tool_outcome
 
 __all__ = [
     "IN_CONTEXT",
     "IN_REQUEST",
+    "KEY_ARGUMENTS",
+    "CallOutcome",
     "StandIns",
+    "call_brief",
+    "call_outcome",
+    "calls_by_result",
+    "clip_line",
     "describe",
+    "excerpt",
+    "message_details",
     "replaced",
     "stand_in",
     "tool_names_by_call",
 ]
 
-Where = Literal["this summary request", "the context"]
-IN_REQUEST: Where = "this summary request"
-IN_CONTEXT: Where = "the context"
+# arguments that say what a call touched, in the order they are named
+KEY_ARGUMENTS = (
+    "command",
+    "cmd",
+    "path",
+    "file_path",
+    "filepath",
+    "filename",
+    "file",
+    "paths",
+    "directory",
+    "dir",
+    "pattern",
+    "query",
+    "url",
+    "target",
+    "name",
+)
+_MAX_ARGS = 3
+_ARG_CHARS = 120
+_LINE_CHARS = 160
+_ERROR_LINES = 2
+_ERROR_CHARS = 300
+
+
+def clip_line(text: str, limit: int = _LINE_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters, cut between words with "…"."""
+    one = " ".join(text.split())
+    if len(one) <= limit:
+        return one
+    cut = one[:limit].rsplit(" ", 1)[0] if " " in one[:limit] else one[:limit]
+    return cut.rstrip(",;:") + "…"
+
+
+def _prose(text: str) -> bool:
+    letters = sum(ch.isalpha() or ch.isspace() for ch in text)
+    return bool(text) and letters / len(text) >= 0.8 and len(text.split()) >= 3
+
+
+def excerpt(line: str, limit: int = _LINE_CHARS) -> str:
+    """A line as a stand-in may quote it: whole when short; a long line of prose cut
+    between words ("…"); any other long line (data, code, a minified value — where a cut
+    would read as a severed value) only described."""
+    one = " ".join(line.split())
+    if len(one) <= limit:
+        return json.dumps(one, ensure_ascii=False)
+    if _prose(one):
+        return json.dumps(clip_line(one, limit), ensure_ascii=False)
+    return f"a line of {len(one):,} characters"
+
+
+def calls_by_result(messages: Sequence[Message]) -> dict[int, Mapping[str, Any]]:
+    """Index of each tool result -> the call it answers, matched by occurrence (the
+    assistant message just before its block), so a reused call id never borrows another
+    call's arguments."""
+    out: dict[int, Mapping[str, Any]] = {}
+    open_calls: dict[str, Mapping[str, Any]] = {}
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "assistant":
+            open_calls = {
+                str(c["id"]): c
+                for c in m.get("tool_calls") or []
+                if isinstance(c, Mapping) and c.get("id")
+            }
+        elif role == "tool":
+            call = open_calls.get(str(m.get("tool_call_id") or ""))
+            if call is not None:
+                out[i] = call
+        else:
+            open_calls = {}
+    return out
+
+
+def _call_name(call: Mapping[str, Any]) -> str:
+    fn = call.get("function") or {}
+    name = fn.get("name") if isinstance(fn, Mapping) else None
+    return str(name or call.get("name") or "tool")
+
+
+def _arguments(call: Mapping[str, Any]) -> Any:
+    fn = call.get("function") or {}
+    raw = fn.get("arguments") if isinstance(fn, Mapping) else None
+    if raw is None:
+        raw = call.get("arguments", call.get("input"))
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _scalar(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (str, int, float)):
+        return clip_line(str(value), _ARG_CHARS)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return clip_line(" ".join(value), _ARG_CHARS)
+    return None
+
+
+def call_brief(call: Any) -> str:
+    """``bash command="pytest -q"``: the tool and the arguments that name what it touched
+    (a command, paths, a query), each clipped; the name alone when none is known."""
+    if not isinstance(call, Mapping):
+        return "tool"
+    name = _call_name(call)
+    args = _arguments(call)
+    if isinstance(args, str):
+        text = clip_line(args, _ARG_CHARS)
+        return f"{name} {json.dumps(text, ensure_ascii=False)}" if text else name
+    if not isinstance(args, Mapping):
+        return name
+    keys = [k for k in KEY_ARGUMENTS if k in args and _scalar(args[k]) is not None]
+    if not keys:
+        keys = [k for k in args if isinstance(k, str) and _scalar(args[k]) is not None][:2]
+    parts = [f"{k}={json.dumps(_scalar(args[k]), ensure_ascii=False)}" for k in keys[:_MAX_ARGS]]
+    return " ".join([name, *parts])
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """How a tool run ended, as far as its output says: an exit status, error lines."""
+
+    exit_status: str | None
+    errors: tuple[str, ...]
+
+    def describe(self) -> str:
+        parts = []
+        if self.exit_status is not None:
+            parts.append(f"exit status {self.exit_status}")
+        if self.errors:
+            quoted = " / ".join(json.dumps(e, ensure_ascii=False) for e in self.errors)
+            parts.append(f"error: {quoted}")
+        return "; ".join(parts)
+
+
+def call_outcome(text: str) -> CallOutcome:
+    """The exit status (the last one stated) and the last error lines of an output, each
+    whole (an error line cut would mislead: longer ones are left out)."""
+    status, errors = tool_outcome(
+        text,
+        most=_ERROR_LINES,
+        clean=lambda line: line if len(line) <= _ERROR_CHARS else None,
+    )
+    return CallOutcome(status, errors)
+
+
+def _user_words(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    count = "1 line" if len(lines) == 1 else f"{len(lines):,} lines"
+    described = f"{count}; it began: {excerpt(lines[0])}"
+    if len(lines) > 1:
+        described += f" and ended: {excerpt(lines[-1])}"
+    return described
+
+
+def message_details(message: Message, call: Mapping[str, Any] | None) -> str:
+    """What a stand-in says of ``message`` beyond its kind and size (may be empty): for a
+    tool result the call and how it ended, for a tool call the calls made, for a user or
+    assistant message its length in lines and its first and last lines."""
+    role = message.get("role")
+    text = content_text(message)
+    if role == "tool":
+        brief = call_brief(call) if call is not None else ""
+        parts = [f"of {brief}"] if " " in brief else []  # the tool alone is said already
+        outcome = call_outcome(text)
+        if outcome.errors:
+            parts.append(outcome.describe())
+        else:  # no error line: how the output ended (often its own summary line)
+            last = next((x for x in reversed(text.splitlines()) if x.strip()), "")
+            if outcome.exit_status is not None:
+                parts.append(f"exit status {outcome.exit_status}")
+            if last and not EXIT_STATUS.search(last) and len(last.strip()) <= _LINE_CHARS:
+                parts.append(f"last line: {excerpt(last)}")
+        return "; ".join(parts)
+    calls = message.get("tool_calls") or []
+    if role == "assistant" and calls:
+        briefs = [call_brief(c) for c in calls[:4]]
+        more = f" and {len(calls) - 4} more" if len(calls) > 4 else ""
+        return "calls: " + ", ".join(briefs) + more
+    return _user_words(text)
+
+
+Place = Literal["this summary request", "the context"]
+IN_REQUEST: Place = "this summary request"
+IN_CONTEXT: Place = "the context"
 
 
 def tool_names_by_call(messages: Sequence[Message]) -> dict[int, str]:
@@ -75,13 +281,13 @@ def stand_in(
     tokens: int,
     *,
     tool_name: str | None,
-    where: Where,
+    where: Place,
     details: str = "",
     position: int | None = None,
 ) -> str:
     """The text that replaces ``message`` whole; a pure function of its arguments.
 
-    ``details`` (:func:`memoir.compaction.describe.message_details`) says what is known
+    ``details`` (:func:`memoir.compaction.standin.message_details`) says what is known
     of it — the call and its outcome, a user message's first and last lines — and
     ``position`` where the full message is (its place in the caller's history)."""
     what = describe(message, tool_name)

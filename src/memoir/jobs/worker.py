@@ -9,7 +9,7 @@ is set when the worker stops or the job has run for ``abort_s``. What it returns
 in the job's data.
 
 While a handler runs, a thread heartbeats every ``heartbeat_s``. Once the handler returns,
-:func:`memoir.jobs.decisions.ending` decides: completed, failed, released to the queue (the
+:func:`memoir.jobs.values.ending` decides: completed, failed, released to the queue (the
 worker is stopping: another worker resumes it, its finished episodes cached), or nothing
 (superseded). On start-up a worker puts back in the queue, at once, the running jobs of
 workers of its own host whose process is gone (a replica restarted after ``kill -9``), and
@@ -32,13 +32,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.errors import MemoirError, StoreError
-from memoir.jobs.decisions import Ending, ending, worker_gone
-from memoir.jobs.errors import JobAborted, Superseded
 from memoir.jobs.service import JobService
-from memoir.jobs.values import ABANDONED, Job
+from memoir.jobs.values import ABANDONED, Ending, Job, JobAborted, Superseded, ending, worker_gone
 from memoir.store.job_rows import JobRow
 
-__all__ = ["Handler", "JobProgress", "Worker", "default_worker_id"]
+__all__ = ["JobHandler", "JobProgress", "Worker", "default_worker_id"]
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +114,14 @@ class JobProgress:
         raise Superseded(f"job {self._row.id}: this worker's claim is gone")
 
 
-Handler = Callable[[Job, JobProgress, threading.Event], "dict[str, Any] | None"]
+JobHandler = Callable[[Job, JobProgress, threading.Event], "dict[str, Any] | None"]
 
 
 class Worker:
     def __init__(
         self,
         service: JobService,
-        handlers: Mapping[str, Handler],
+        handlers: Mapping[str, JobHandler],
         *,
         worker_id: str | None = None,
         poll_s: float = 1.0,

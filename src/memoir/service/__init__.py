@@ -444,7 +444,7 @@ def session_summary(
     while job admission is down. None when the key is not live or the session is not the
     caller's (:func:`user_for_key_hash` tells which)."""
     from memoir.summaries.persist import read_summary_state, summary_updated_at
-    from memoir.summaries.poll import answered_from_row, polled_summary
+    from memoir.summaries.port import answered_from_row, polled_summary
 
     poll = memoir.store.summaries.poll(session_id, key_hash=key_hash, user=user)
     if poll is None:

@@ -139,9 +139,8 @@ def run_summary_job(
     saving."""
     from memoir.errors import SummaryError
     from memoir.store.claims import summary_claim
-    from memoir.summaries.fenced import FencedSummaryStore, events_digest
-    from memoir.summaries.model_source import closing_source
-    from memoir.summaries.session import EpisodeSettings, summarize_session
+    from memoir.summaries.port import FencedSummaryStore, events_digest
+    from memoir.summaries.session import EpisodeSettings, closing_source, summarize_session
 
     store = memoir.store
     read = store.events.of(job.session_id)

@@ -160,7 +160,7 @@ def summarize_pending(
     ``MEMOIR_SUMMARY_LIMIT``) model-backed summaries; ``progress`` is told which one is
     being summarized, and how many of how many, before each one."""
     from memoir.config import whole_number
-    from memoir.summaries.model_source import closing_source
+    from memoir.summaries.session import closing_source
     from memoir.summaries.summary_pass import PassSettings, run_summary_pass
 
     limit = memoir.settings.summary_limit if limit is None else limit
@@ -234,7 +234,7 @@ def stats(memoir: Memoir) -> dict[str, int | str]:
     exchanges, …), ``archive_files`` / ``archive_bytes``, ``backend``, and the
     conversations by summary state (``summaries_summarized``, ``summaries_pending``, …)."""
     from memoir.summaries.persist import summary_counts
-    from memoir.summaries.policy import SummaryPolicy
+    from memoir.summaries.state import SummaryPolicy
 
     settings, store = memoir.settings, memoir.store
     data: dict[str, int | str] = dict(store.stats())
@@ -258,7 +258,7 @@ def verify(memoir: Memoir, *, repair: bool = False) -> VerifyReport:
     from memoir.ingest.verify import Problem
     from memoir.ingest.verify import verify as check
     from memoir.summaries.persist import summary_findings
-    from memoir.summaries.policy import SummaryPolicy
+    from memoir.summaries.state import SummaryPolicy
 
     report = check(memoir.settings, memoir.store, observer=sync_observer(memoir), repair=repair)
     findings = summary_findings(
@@ -377,7 +377,7 @@ def remember_from_sync(
     from memoir.config import whole_number
     from memoir.ingest.plan import excluded
     from memoir.memory.sync_pass import MemoryPassReport, run_memory_pass
-    from memoir.summaries.policy import SummaryPolicy, is_quiescent
+    from memoir.summaries.state import SummaryPolicy, is_quiescent
     from memoir.wiring import memory_parts
 
     settings = memoir.settings

@@ -1,14 +1,16 @@
 """Summaries that stay true: written once a conversation is idle, refreshed when it grows,
 failures backed off and bounded.
 
-Pure core: :class:`SummaryState` (state.py), the file format (fileformat.py) and the
-decision table with the quiescence gate and failure policy (policy.py). Two adapters share
-them: archive files beside the transcripts (files.py, episodic-memory compatible) and the
-store's summary rows (database.py). ``run_summary_pass`` (summary_pass.py) is what
-``memoir sync`` runs; a conversation beyond one request takes the episodic path
-(episodic/, through session.py's ``summarize_session``, which ``memoir summarize`` runs
-too); persist.py serves ``summarize``, search, ``stats`` and ``verify``, and its
-``SummaryUpkeep`` is what a sync calls when it rewrites or removes a conversation.
+Pure core (state.py): :class:`SummaryState`, the file format and the decision table with
+the quiescence gate and failure policy. Two adapters share them: archive files beside the
+transcripts (files.py, episodic-memory compatible) and the store's summary rows (port.py,
+beside the port and the episode cache). ``run_summary_pass`` (summary_pass.py) is what
+``memoir sync`` runs; summarizer.py picks the cheapest honest path for one conversation; a
+conversation beyond one request takes the episodic path (episodic.py over episodes.py and
+calls.py, offline.py its offline strategy, through session.py's ``summarize_session``,
+which ``memoir summarize`` runs too); persist.py serves ``summarize``, search, ``stats``
+and ``verify``, and its ``SummaryUpkeep`` is what a sync calls when it rewrites or removes
+a conversation.
 
 Every entry point takes what it uses — the store, the summary store, the models
 (:class:`ModelSource`), the settings values — never the ``Memoir`` facade.
@@ -24,13 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memoir.summaries.episodic import EpisodicSummarizer
-    from memoir.summaries.fileformat import format_summary_file, parse_summary_file
-    from memoir.summaries.model_source import ModelSource
     from memoir.summaries.persist import (
         SummaryFinding,
         SummaryUpkeep,
         forget_summary,
         mark_summary_stale,
+        open_summary_store,
         read_summary_body,
         read_summary_state,
         save_summary,
@@ -38,11 +39,20 @@ if TYPE_CHECKING:
         summary_findings,
         summary_problems,
     )
-    from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
     from memoir.summaries.port import Conversation, SummaryStore
-    from memoir.summaries.session import EpisodeSettings, SessionRun, summarize_session
-    from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
-    from memoir.summaries.stores import open_summary_store
+    from memoir.summaries.session import EpisodeSettings, ModelSource, SessionRun, summarize_session
+    from memoir.summaries.state import (
+        Coverage,
+        Failure,
+        SummaryAction,
+        SummaryKind,
+        SummaryPolicy,
+        SummaryState,
+        decide,
+        format_summary_file,
+        is_quiescent,
+        parse_summary_file,
+    )
     from memoir.summaries.summary_pass import (
         PassProgress,
         PassSettings,
@@ -51,7 +61,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "Action",
     "Conversation",
     "Coverage",
     "EpisodeSettings",
@@ -61,6 +70,7 @@ __all__ = [
     "PassProgress",
     "PassSettings",
     "SessionRun",
+    "SummaryAction",
     "SummaryFinding",
     "SummaryKind",
     "SummaryPassReport",
@@ -88,9 +98,9 @@ __all__ = [
 # each public name: the module it is imported from when first used
 _HOME = {
     "EpisodicSummarizer": "memoir.summaries.episodic",
-    "format_summary_file": "memoir.summaries.fileformat",
-    "parse_summary_file": "memoir.summaries.fileformat",
-    "ModelSource": "memoir.summaries.model_source",
+    "format_summary_file": "memoir.summaries.state",
+    "parse_summary_file": "memoir.summaries.state",
+    "ModelSource": "memoir.summaries.session",
     "SummaryFinding": "memoir.summaries.persist",
     "SummaryUpkeep": "memoir.summaries.persist",
     "forget_summary": "memoir.summaries.persist",
@@ -101,10 +111,10 @@ _HOME = {
     "summary_counts": "memoir.summaries.persist",
     "summary_findings": "memoir.summaries.persist",
     "summary_problems": "memoir.summaries.persist",
-    "Action": "memoir.summaries.policy",
-    "SummaryPolicy": "memoir.summaries.policy",
-    "decide": "memoir.summaries.policy",
-    "is_quiescent": "memoir.summaries.policy",
+    "SummaryAction": "memoir.summaries.state",
+    "SummaryPolicy": "memoir.summaries.state",
+    "decide": "memoir.summaries.state",
+    "is_quiescent": "memoir.summaries.state",
     "Conversation": "memoir.summaries.port",
     "SummaryStore": "memoir.summaries.port",
     "EpisodeSettings": "memoir.summaries.session",
@@ -114,7 +124,7 @@ _HOME = {
     "Failure": "memoir.summaries.state",
     "SummaryKind": "memoir.summaries.state",
     "SummaryState": "memoir.summaries.state",
-    "open_summary_store": "memoir.summaries.stores",
+    "open_summary_store": "memoir.summaries.persist",
     "PassProgress": "memoir.summaries.summary_pass",
     "PassSettings": "memoir.summaries.summary_pass",
     "SummaryPassReport": "memoir.summaries.summary_pass",

@@ -2,40 +2,228 @@
 
 ``<archive>/<project>/<session-id>-summary.txt`` sits beside ``<session-id>.jsonl``;
 coverage is the archived JSONL's byte size. Writes are atomic (temp file + rename).
-The scan is made cheap by :mod:`memoir.summaries.scan_cache`.
+The scan is made cheap by the scan cache (:class:`ScanCache`).
+
+A small cache that keeps the per-sync archive scan from re-reading summary files.
+
+Per project folder it keeps the folder's mtime, the conversations that may need work
+("watch" rows: state and all) and the settled ones (a current real summary or an empty
+file) packed as ``session\tcovered`` lines. While a folder's mtime is unchanged no file was
+added, removed or renamed in it — every summary write replaces its file by rename — so
+the folder is not listed and no summary file is read.
+
+Growth: Memoir's archive copy grows by in-place appends, which leave the folder's mtime
+alone, so by default every settled transcript is still stat-ed and compared with its
+coverage (one ``stat`` each). When the archive writer declares that it bumps the folder's
+mtime on every write (``memoir.ingest.archive.BUMPS_FOLDER_MTIME``), settled transcripts
+of unchanged folders are not even stat-ed.
+
+Safety nets: a folder modified within the last few seconds is never trusted (mtime
+granularity), and the whole archive is re-read when the cache is older than
+``FULL_RESCAN_MS`` (another tool's in-place edit is noticed within the hour). The cache is
+advisory: missing, unreadable or from another version, it is ignored.
+
+The last exchange's timestamp of an archived JSONL transcript, read from its tail.
+
+The quiescence gate measures idleness from this timestamp, never from the file's mtime
+(the archive copy's mtime changes on every sync). Claude Code and Codex CLI records carry
+a top-level ``"timestamp"``; records that are not part of an exchange (file-history
+snapshots, compaction summaries) are passed over. The last exchange record decides: its
+timestamp, or None when that timestamp is unparseable, when no record has one, or when
+nothing was found within ``max_bytes`` of the end (None counts as idle).
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import time
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memoir.atomic import write_text_atomic
 from memoir.model import Event
-from memoir.summaries.fileformat import COVERAGE_PREFIX, format_summary_file, parse_summary_file
+from memoir.private import private_dir
 from memoir.summaries.port import Conversation
-from memoir.summaries.scan_cache import (
-    FULL_RESCAN_MS,
-    HOT_DIR_NS,
-    CachedDir,
-    Row,
-    ScanCache,
-    pack_settled,
-    row_of,
-    state_of,
-    unpack_settled,
+from memoir.summaries.state import (
+    COVERAGE_PREFIX,
+    SUMMARY_FORMAT,
+    Coverage,
+    Failure,
+    SummaryKind,
+    SummaryState,
+    format_summary_file,
+    parse_summary_file,
 )
-from memoir.summaries.state import SUMMARY_FORMAT, Coverage, SummaryKind, SummaryState
-from memoir.summaries.tail import last_exchange_time
 
 if TYPE_CHECKING:
     from memoir.store import Store
 
-__all__ = ["SUMMARY_SUFFIX", "FileSummaryStore", "is_settled", "summary_path_for"]
+__all__ = [
+    "FULL_RESCAN_MS",
+    "HOT_DIR_NS",
+    "SUMMARY_SUFFIX",
+    "CachedDir",
+    "FileSummaryStore",
+    "Row",
+    "ScanCache",
+    "is_settled",
+    "last_exchange_time",
+    "pack_settled",
+    "parse_timestamp",
+    "row_of",
+    "state_of",
+    "summary_path_for",
+    "unpack_settled",
+]
+
+_NOT_EXCHANGE = frozenset({"file-history-snapshot", "summary", "queue-operation", "session_meta"})
+_BLOCK = 64 * 1024
+
+
+def parse_timestamp(value: object) -> datetime | None:
+    """An ISO-8601 string (``Z`` allowed) or epoch seconds/milliseconds, as aware UTC."""
+    try:
+        if isinstance(value, str) and value.strip():
+            moment = datetime.fromisoformat(value.strip())
+            return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = value / 1000 if value > 1e11 else value
+            return datetime.fromtimestamp(seconds, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def _timestamp_of(line: bytes) -> tuple[bool, datetime | None]:
+    """(is this an exchange record with a timestamp, its parsed time or None)."""
+    if b'"timestamp"' not in line:
+        return False, None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False, None
+    if not isinstance(record, dict) or "timestamp" not in record:
+        return False, None
+    if record.get("type") in _NOT_EXCHANGE:
+        return False, None
+    return True, parse_timestamp(record.get("timestamp"))
+
+
+def last_exchange_time(path: Path, *, max_bytes: int = 8 * 1024 * 1024) -> datetime | None:
+    """Timestamp of the last exchange record in ``path`` (None: none found or unreadable)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        end = os.fstat(fd).st_size
+        pos, carry, read = end, b"", 0
+        while pos > 0 and read < max_bytes:
+            size = min(_BLOCK, pos)
+            pos -= size
+            chunk = os.pread(fd, size, pos) + carry
+            read += size
+            lines = chunk.split(b"\n")
+            carry = lines[0] if pos > 0 else b""
+            complete = lines[1:] if pos > 0 else lines
+            for line in reversed(complete):
+                found, moment = _timestamp_of(line) if line.strip() else (False, None)
+                if found:
+                    return moment  # an unparseable timestamp counts as idle
+        return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+FULL_RESCAN_MS = 3_600_000
+HOT_DIR_NS = 3_000_000_000
+_VERSION = 4  # 4: rows carry the summary format (issue 38); a v3 cache is read afresh
+
+
+# [session_id, kind, covered | None, attempts | None, last_attempt_ms | None, format]
+Row = list[Any]
+
+
+def row_of(session_id: str, state: SummaryState) -> Row:
+    cov = state.coverage.amount if state.coverage is not None else None
+    failure = state.failure
+    return [
+        session_id,
+        state.kind.value,
+        cov,
+        failure.attempts if failure else None,
+        failure.last_attempt_ms if failure else None,
+        state.format,
+    ]
+
+
+def state_of(row: Row) -> SummaryState:
+    _, kind, cov, attempts, last, written = row
+    return SummaryState(
+        SummaryKind(kind),
+        coverage=Coverage(int(cov)) if cov is not None else None,
+        failure=Failure(int(attempts), int(last or 0)) if attempts is not None else None,
+        written_format=int(written),
+    )
+
+
+@dataclass(slots=True)
+class CachedDir:
+    """One folder: its mtime (None when it was hot: never trusted), the rows that may need
+    work, and the settled ones packed as ``sid\tcovered`` lines (``sid\t-`` for an empty
+    summary) so that loading them costs one string."""
+
+    mtime_ns: int | None
+    watch: list[Row] = field(default_factory=list)
+    settled: str = ""
+
+
+def pack_settled(rows: list[tuple[str, int | None]]) -> str:
+    return "\n".join(f"{sid}\t{'-' if cov is None else cov}" for sid, cov in rows)
+
+
+def unpack_settled(packed: str) -> list[tuple[str, int | None]]:
+    out: list[tuple[str, int | None]] = []
+    for line in packed.split("\n") if packed else ():
+        sid, _, cov = line.rpartition("\t")
+        out.append((sid, None if cov == "-" else int(cov)))
+    return out
+
+
+@dataclass(slots=True)
+class ScanCache:
+    full_at_ms: int = 0
+    dirs: dict[str, CachedDir] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> ScanCache | None:
+        try:
+            data = json.loads(path.read_bytes())
+            if data.get("v") != _VERSION:
+                return None
+            dirs = {name: CachedDir(m, w, st) for name, (m, w, st) in data["dirs"].items()}
+            return cls(int(data["at"]), dirs)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def save(self, path: Path) -> None:
+        data = {
+            "v": _VERSION,
+            "at": self.full_at_ms,
+            "dirs": {name: [d.mtime_ns, d.watch, d.settled] for name, d in self.dirs.items()},
+        }
+        try:
+            private_dir(path.parent)
+            write_text_atomic(path, json.dumps(data, separators=(",", ":")))
+        except OSError:
+            pass  # advisory: the next scan reads everything
+
 
 SUMMARY_SUFFIX = "-summary.txt"
 _FORMAT_CHARS = 40  # of a body: enough to tell its summary format

@@ -10,46 +10,74 @@ and keep them true as ingest changes conversations.
   (:func:`mark_summary_stale`) or removes a conversation (:func:`forget_summary`).
 
 Each takes the home's summary store (``summaries``: the adapter ``MEMOIR_SUMMARY_STORE``
-picks, :func:`memoir.summaries.stores.open_summary_store`) and the store it reads events
+picks, :func:`memoir.summaries.persist.open_summary_store`) and the store it reads events
 from. With the archive-file store, a session that has no archived transcript (fed through
 the API) is kept in the database adapter instead.
+
+Which summary store a home uses: :func:`open_summary_store` picks one of the two adapters
+of the :class:`~memoir.summaries.port.SummaryStore` port from ``settings.summary_store``.
+
+* ``"files"`` — :class:`~memoir.summaries.files.FileSummaryStore`, summary files beside the
+  archived transcripts (its scan cache under ``<home>/cache``);
+* ``"database"`` — :class:`~memoir.summaries.port.DatabaseSummaryStore`, the store's
+  summary rows.
+
+Coverage of a freshly written summary. Pure.
+
+Files count the archived JSONL bytes measured before the events were read (append-only:
+bytes that arrive later are growth, and re-queue the conversation); the database counts
+the events the summary was made from. Bytes past the index's offset that hold nothing to
+index (a JSON list's closing bracket, a last line not finished yet) are covered too:
+:func:`indexed_through`.
 """
 
 from __future__ import annotations
 
 import glob
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoir.errors import NotFound, SummaryError
+from memoir.ingest.archive import BUMPS_FOLDER_MTIME
 from memoir.ingest.detect import WHOLE_FORMATS
-from memoir.model import Session
+from memoir.model import Event, Session, build_exchanges
 from memoir.store.parts import SummariesPart
 from memoir.store.port import Store
 from memoir.store.values import SummaryRow
-from memoir.summaries.coverage import (
-    TRAILER_BYTES,
-    ArchiveTail,
-    coverage_after,
-    indexed_through,
+from memoir.summaries.files import SUMMARY_SUFFIX, FileSummaryStore, summary_path_for
+from memoir.summaries.port import Conversation, DatabaseSummaryStore, SummaryStore
+from memoir.summaries.state import (
+    Coverage,
+    SummaryAction,
+    SummaryKind,
+    SummaryPolicy,
+    SummaryState,
+    decide,
+    is_quiescent,
 )
-from memoir.summaries.database import DatabaseSummaryStore
-from memoir.summaries.files import SUMMARY_SUFFIX, summary_path_for
-from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent
-from memoir.summaries.port import Conversation, SummaryStore
-from memoir.summaries.state import Coverage, SummaryKind, SummaryState
+
+if TYPE_CHECKING:
+    from memoir.config import Settings
+    from memoir.store import Store
 
 __all__ = [
     "COUNT_KEYS",
+    "TRAILER_BYTES",
+    "ArchiveTail",
     "SummaryFinding",
     "SummaryUpkeep",
     "classify",
+    "coverage_after",
     "coverage_before_reading",
     "forget_summary",
+    "indexed_through",
+    "iso_ms",
     "mark_summary_stale",
+    "open_summary_store",
     "read_summary_body",
     "read_summary_state",
     "save_summary",
@@ -58,6 +86,75 @@ __all__ = [
     "summary_problems",
     "summary_updated_at",
 ]
+
+TRAILER_BYTES = 64  # the most bytes past the indexed offset read whole to see they hold nothing
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveTail:
+    """What an archived transcript holds past the index's offset, as far as it was read:
+    ``read`` bytes (all there are, unless the read stopped at a newline or the archive was
+    cut meanwhile), the first :data:`TRAILER_BYTES` of them (``start``), and whether a
+    newline was among them (a finished line the index has not read)."""
+
+    read: int = 0
+    start: bytes = b""
+    newline: bool = False
+
+
+def iso_ms(moment: datetime) -> str:
+    """``2025-09-19T17:36:33.487Z`` (the JavaScript ``toISOString`` form)."""
+    moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def last_exchange_iso(events: Sequence[Event]) -> str | None:
+    exchanges = build_exchanges(events)
+    if not exchanges:
+        return None
+    last = exchanges[-1]
+    moment = last.ended_at or last.started_at
+    return iso_ms(moment) if moment is not None else None
+
+
+def coverage_after(unit: str, measured: int, events: Sequence[Event]) -> tuple[int, str | None]:
+    """(amount, lastExchange) to stamp on a summary made from ``events``."""
+    amount = measured if unit == "bytes" else len(events)
+    return amount, last_exchange_iso(events)
+
+
+def indexed_through(
+    offset: int, size: int, tail: ArchiveTail, *, lines: bool, recorded: int
+) -> int:
+    """How far the index has read an archived transcript of ``size`` bytes that it parsed
+    up to ``offset``; ``tail`` is what the archive holds from ``offset``. ``lines``: the
+    transcript is read line by line (JSONL, not a JSON list read whole); ``recorded``: the
+    file size the index recorded when it last read the file.
+
+    All of it when the tail holds nothing to index, else ``offset``:
+
+    * the closing bracket of a JSON list and the blanks around it (at most
+      :data:`TRAILER_BYTES`, read whole): the generic reader's offset stops before them, so
+      that a list grown by appending reads as grown, not rewritten;
+    * one unterminated line of a JSONL transcript (no newline in the whole tail) that the
+      index's last read of the file ended on (``recorded == size``): the reader takes a last
+      line without its newline only when it is a whole JSON object, else waits for it to
+      end — half a line left by a crashed session may never end. When it does end, the
+      file grows and so does the archive, past this coverage: the conversation is due
+      again and the line indexed. Bytes an unfinished sync copied past its last commit
+      (``recorded`` differs) are not counted.
+
+    Without this a JSON chat's summary covered 2 bytes short of its archive for ever, and a
+    crashed session's by its half line: every sync summarized them again."""
+    past = size - offset
+    if past <= 0 or tail.read != past:  # read to the end, or the tail was not read whole
+        return offset
+    if past <= TRAILER_BYTES and tail.start.strip() in (b"", b"]"):
+        return size
+    if lines and not tail.newline and recorded == size:
+        return size
+    return offset
+
 
 _TAIL_CHUNK_BYTES = 1024 * 1024  # read at a time past the offset, looking for a newline
 
@@ -96,9 +193,9 @@ def save_summary(
     caller measured it before reading the events (``covered``). ``data`` (the episodic
     summarizer's structured summary) is accepted; the file format keeps only the text.
     """
-    from memoir.summaries.summarizer import clean_summary  # the episodic code: on writes
+    from memoir.summaries.summarizer import tidy_summary  # the episodic code: on writes
 
-    body = clean_summary(body)  # every writer's text, never a header or error sentinel
+    body = tidy_summary(body)  # every writer's text, never a header or error sentinel
     if not body:
         raise SummaryError("the summary has no text once header lines are removed; not saved")
     located = _locate(summaries, store, session_id)
@@ -257,7 +354,7 @@ def classify(
 ) -> tuple[str, bool]:
     """(count key, idle) for one conversation; idle only computed where it matters."""
     action = decide(conv.state, conv.current, policy, now_ms)
-    if action is Action.GIVE_UP:
+    if action is SummaryAction.GIVE_UP:
         return "given_up", True
     kind = conv.state.kind
     if kind is SummaryKind.EMPTY:
@@ -266,7 +363,7 @@ def classify(
         return "errored", True
     if kind is SummaryKind.MISSING:
         return "pending", True
-    if action is Action.CURRENT or kind is SummaryKind.LEGACY:
+    if action is SummaryAction.CURRENT or kind is SummaryKind.LEGACY:
         return "summarized", True
     return "stale", is_quiescent(summaries.last_exchange(conv), policy, now_ms)
 
@@ -328,3 +425,20 @@ def summary_problems(
 ) -> list[str]:
     """:func:`summary_findings` as one line each."""
     return [str(f) for f in summary_findings(summaries, policy, now_ms=now_ms)]
+
+
+def open_summary_store(settings: Settings, store: Store) -> SummaryStore:
+    if settings.summary_store == "database":
+        return DatabaseSummaryStore(store)
+    # Memoir's archive writer changes the project folder's mtime on every write (appends
+    # included), so the scan need not stat settled transcripts.
+    return FileSummaryStore(
+        settings.archive_dir,
+        store,
+        cache_path=_cache_path(settings),
+        trust_folder_mtime=BUMPS_FOLDER_MTIME,
+    )
+
+
+def _cache_path(settings: Settings) -> Path:
+    return settings.home / "cache" / "summary-scan.json"

@@ -13,20 +13,29 @@ source offset) or an event count.
 An incremental run beyond the size guard is done in rounds within one call (each round
 has its own attempt budget and merges into the previous round's result); the summary is
 persisted once, when it covers everything.
+
+Where the summaries engine gets its models: asked for only once a model call is due.
+
+A home with nothing to summarize never needs a usable model, so a missing key or a bad
+``MEMOIR_LLM`` surfaces where a summary is about to be written (after the read-only check,
+the session's claim and its lookup), never as a failure charged to a conversation. The
+composition root hands in its own factories (``ModelSource(memoir.model,
+memoir.fallback_model)``); a caller that has its models at hand uses :meth:`ModelSource.of`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from memoir.config import Settings
 from memoir.errors import NotFound, OversizedHistory
+from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.port import Model
 from memoir.llm.retry import Retrying
 from memoir.model import Event
@@ -34,9 +43,8 @@ from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim
 from memoir.store.port import Store
 from memoir.store.values import TraceRow
-from memoir.summaries.episodic.cache import CACHE_TTL_S, EpisodeCache, StoreEpisodeCache
-from memoir.summaries.episodic.plan import full_run_refusal
-from memoir.summaries.episodic.summarizer import (
+from memoir.summaries.episodes import full_run_refusal
+from memoir.summaries.episodic import (
     DEFAULT_EPISODE_TOKENS,
     DEFAULT_MAX_EPISODES,
     DEFAULT_MAX_FULL_TOKENS,
@@ -45,21 +53,76 @@ from memoir.summaries.episodic.summarizer import (
     Progress,
     full_run_size,
 )
-from memoir.summaries.model_source import ModelSource
 from memoir.summaries.persist import coverage_before_reading, read_summary_state, save_summary
-from memoir.summaries.port import SummaryStore
+from memoir.summaries.port import CACHE_TTL_S, EpisodeCache, StoreEpisodeCache, SummaryStore
 
 __all__ = [
     "TRACE_KIND",
     "EpisodeSettings",
+    "ModelSource",
     "Previous",
     "RunMode",
     "SessionRun",
     "check_full_regeneration",
+    "closing_source",
     "episodic_summarizer",
     "find_previous",
     "summarize_session",
 ]
+
+
+def _no_fallback() -> Model | None:
+    return None
+
+
+def _no_scorer() -> SentenceScorer | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    """The model a summary is written with, the refusal fallback (None: none) and the
+    sentence scorer an offline summary ranks by (None: lexically)."""
+
+    model: Callable[[], Model]
+    fallback: Callable[[], Model | None] = _no_fallback
+    scorer: Callable[[], SentenceScorer | None] = _no_scorer
+
+    @classmethod
+    def of(cls, model: Model, fallback: Model | None = None) -> ModelSource:
+        """Models already built (tests, a caller that resolved them itself)."""
+        return cls(lambda: model, lambda: fallback)
+
+
+@contextmanager
+def closing_source(
+    model: Callable[[], Model],
+    fallback: Callable[[], Model | None] = _no_fallback,
+    scorer: Callable[[], SentenceScorer | None] = _no_scorer,
+) -> Iterator[ModelSource]:
+    """A :class:`ModelSource` over these factories whose models, those it built, are
+    closed when the block ends (a remote model holds an HTTP client's connections)."""
+    built: list[Model] = []
+
+    def kept(factory: Callable[[], Model | None]) -> Model | None:
+        made = factory()
+        if made is not None:
+            built.append(made)
+        return made
+
+    def first() -> Model:
+        made = model()
+        built.append(made)
+        return made
+
+    try:
+        yield ModelSource(first, lambda: kept(fallback), scorer)
+    finally:
+        for made in built:
+            close = getattr(made, "close", None)
+            if callable(close):
+                close()
+
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@
 * fits one request (``SHORT_TOKEN_BUDGET`` transcript tokens) → one call, Purpose.SUMMARY,
   the material inside ``<transcript>…</transcript>``;
 * longer → the episodic summarizer (:mod:`memoir.summaries.episodic`), episode by episode
-  and merged (the pass hands in its own ``long`` path: incremental, see long_path.py).
+  and merged (the pass hands in its own ``long`` path: incremental, see summary_pass.py).
 
 Summaries say what the conversation was about, the decisions made and where it ended.
 Failures raise (a ModelError or SummaryError); the caller records them.
@@ -26,18 +26,18 @@ from memoir.llm.tokens import default_counter
 from memoir.llm.transcript import quote_speaker_lines
 from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import Event, EventKind, Exchange, build_exchanges
-from memoir.summaries.episodic.cache import EpisodeCache
-from memoir.summaries.episodic.summarizer import EpisodicSummarizer
+from memoir.summaries.episodic import EpisodicSummarizer
 from memoir.summaries.offline import SummaryTask
+from memoir.summaries.port import EpisodeCache
 
 __all__ = [
     "SHORT_TOKEN_BUDGET",
     "SUMMARY_SYSTEM",
     "LongPath",
     "SummaryText",
-    "clean_summary",
     "render_transcript",
     "summarize_conversation",
+    "tidy_summary",
     "tiny_summary",
 ]
 
@@ -227,7 +227,7 @@ def _one_call(
     return SummaryText(body, name, 1)
 
 
-def clean_summary(text: str) -> str:
+def tidy_summary(text: str) -> str:
     return _clean(text)
 
 

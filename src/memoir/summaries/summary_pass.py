@@ -1,6 +1,6 @@
 """The summary pass ``memoir sync`` runs after indexing.
 
-1. Scan every archived conversation (cheap: see :mod:`memoir.summaries.scan_cache`) and
+1. Scan every archived conversation (cheap: see :mod:`memoir.summaries.files`) and
    decide each one with the pure decision table.
 2. Stamp legacy header-less summaries with a current-size baseline (no model call).
 3. Gate every model-calling action on quiescence — idle since the last exchange — BEFORE
@@ -11,36 +11,111 @@
 
 A caller that shows progress passes ``progress``: it is told (:class:`PassProgress`) which
 conversation is being summarized before each one, and once more when the pass is done.
+
+The pass's path for conversations beyond one request: :func:`summarize_session` in
+``auto`` mode with the episodic summarizer — a first summary episode by episode, a refresh
+merged incrementally into the previous summary (rounds when the new part is itself long).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memoir.config import Settings
-from memoir.errors import Busy, MemoirError
+from memoir.errors import Busy, MemoirError, SummaryError
 from memoir.llm.errors import AuthError, RateLimited
 from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.port import Model
+from memoir.model import Event
 from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim
 from memoir.store.port import Store
-from memoir.summaries.coverage import coverage_after
-from memoir.summaries.episodic.cache import StoreEpisodeCache
-from memoir.summaries.long_path import episode_cache_ttl_s, session_long_path
-from memoir.summaries.model_source import ModelSource
-from memoir.summaries.persist import coverage_before_reading
-from memoir.summaries.policy import Action, SummaryPolicy, decide, is_quiescent, queue_rank
-from memoir.summaries.port import Conversation, SummaryStore
-from memoir.summaries.session import EpisodeSettings
-from memoir.summaries.state import SummaryKind, SummaryState
-from memoir.summaries.summarizer import summarize_conversation
+from memoir.summaries.persist import coverage_after, coverage_before_reading
+from memoir.summaries.port import (
+    CACHE_TTL_S,
+    Conversation,
+    EpisodeCache,
+    StoreEpisodeCache,
+    SummaryStore,
+)
+from memoir.summaries.session import (
+    EpisodeSettings,
+    ModelSource,
+    RunMode,
+    episodic_summarizer,
+    summarize_session,
+)
+from memoir.summaries.state import (
+    SUMMARY_FORMAT,
+    SummaryAction,
+    SummaryKind,
+    SummaryPolicy,
+    SummaryState,
+    decide,
+    is_quiescent,
+    queue_rank,
+)
+from memoir.summaries.summarizer import LongPath, SummaryText, summarize_conversation, tidy_summary
 
-__all__ = ["PassProgress", "PassRow", "PassSettings", "SummaryPassReport", "run_summary_pass"]
+__all__ = [
+    "PassProgress",
+    "PassRow",
+    "PassSettings",
+    "SummaryPassReport",
+    "episode_cache_ttl_s",
+    "run_summary_pass",
+    "session_long_path",
+]
+
+
+def session_long_path(
+    store: Store,
+    summaries: SummaryStore,
+    session_id: str,
+    state: SummaryState,
+    model: Model,
+    fallback: Model | None,
+    cache: EpisodeCache | None,
+    episodes: EpisodeSettings,
+) -> LongPath:
+    """The long path for one conversation of the pass (which holds its summary claim):
+    ``state`` is its summary as the pass found it; ``episodes`` the pass's episode
+    settings (their cache TTL from :func:`episode_cache_ttl_s`)."""
+
+    # a summary of an older format is written afresh, never merged into
+    outdated = state.format < SUMMARY_FORMAT
+    mode: RunMode = "full" if outdated else "auto"
+
+    def run(events: Sequence[Event]) -> SummaryText:
+        # it retries itself, inside its attempt budget, as `memoir summarize` does
+        summarizer = episodic_summarizer(model, fallback, cache, episodes)
+        # the summary pass already holds this session's summary claim
+        run = summarize_session(
+            store, summaries, session_id, mode=mode, summarizer=summarizer, claim=False
+        )
+        if run.summary is None:  # the growth held no new event: keep the body, restamp
+            if state.has_body:
+                return SummaryText(state.body.strip(), state.model or "unchanged", 0)
+            raise SummaryError("the episodic summarizer found nothing to summarize")
+        body = tidy_summary(run.summary.text)
+        if not body:
+            raise SummaryError("the episodic summarizer produced an empty summary")
+        return SummaryText(body, run.summary.model, run.calls)
+
+    return run
+
+
+def episode_cache_ttl_s(retry_floor_hours: float) -> float:
+    """How long the summary pass keeps finished episodes: past the retry floor (when a
+    failed long summary is tried again) by an hour, and never less than an hour. Finished
+    episodes must outlive the floor, or the sync that retries a failed long summary (not
+    before the floor) finds none of them and redoes them all."""
+    return max(CACHE_TTL_S, (retry_floor_hours + 1.0) * 3600.0)
+
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +213,14 @@ def run_summary_pass(
 
     policy = settings.policy
     report = SummaryPassReport()
-    due: list[tuple[Action, Conversation]] = []
+    due: list[tuple[SummaryAction, Conversation]] = []
     for conv in summaries.scan():
         action = decide(conv.state, conv.current, policy, now)
-        if action is Action.STAMP_BASELINE:
+        if action is SummaryAction.STAMP_BASELINE:
             _stamp(summaries, conv, report)
-        elif action is Action.GIVE_UP:
+        elif action is SummaryAction.GIVE_UP:
             report.given_up_total += 1
-        elif action is Action.BACKOFF:
+        elif action is SummaryAction.BACKOFF:
             report.backing_off += 1
         elif action.calls_model:
             if is_quiescent(summaries.last_exchange(conv), policy, now):

@@ -12,21 +12,19 @@ from memoir.llm.errors import Refused, Transient, Truncated
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import Purpose, RequestMeta
 from memoir.model import EventKind
-from memoir.summaries.episodic import (
-    EpisodicSummarizer,
-    MemoryEpisodeCache,
-    StoreEpisodeCache,
-    cache_key,
-)
-from memoir.summaries.episodic import prompts as prompts_module
-from memoir.summaries.episodic.cache import (
+from memoir.summaries import calls as prompts_module
+from memoir.summaries.calls import episode_request, half_request
+from memoir.summaries.episodic import EpisodicSummarizer
+from memoir.summaries.port import (
     CachedResult,
     CachedSplit,
+    MemoryEpisodeCache,
     SafeCache,
+    StoreEpisodeCache,
+    cache_key,
     decode_entry,
     encode_entry,
 )
-from memoir.summaries.episodic.prompts import episode_request, half_request
 
 from .episode_helpers import Oracle, episode_json, event, marked_history, transcript_of
 
@@ -252,6 +250,6 @@ def test_finished_episodes_outlive_the_retry_floor_when_told_to(ttl: float, reus
 def test_the_summary_pass_keeps_episodes_past_its_retry_floor(
     floor_hours: float, ttl: float
 ) -> None:
-    from memoir.summaries.long_path import episode_cache_ttl_s
+    from memoir.summaries.summary_pass import episode_cache_ttl_s
 
     assert episode_cache_ttl_s(floor_hours) == ttl

@@ -201,7 +201,7 @@ def test_the_facade_retry_wrapper_is_peeled_so_the_budget_sees_every_attempt(
     wrapped = Retrying(flaky, RetryPolicy(attempts=3), sleep=lambda s: None)
     monkeypatch.setattr(Memoir, "_model", lambda self: wrapped)
     monkeypatch.setattr(Memoir, "_fallback_model", lambda self: None)
-    monkeypatch.setattr("memoir.summaries.episodic.calls.time.sleep", lambda s: None)
+    monkeypatch.setattr("memoir.summaries.calls.time.sleep", lambda s: None)
     with pytest.raises(SummaryError, match="failed 3 times"):
         memoir.summarize("s1")
     assert flaky.calls == 3  # the summarizer's own retries, each counted in the budget

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from memoir.summaries.episodic.shape import (
+from memoir.summaries.offline import (
     FACT_LISTS,
     SUMMARY_KEYS,
     UnusableAnswer,

@@ -15,11 +15,20 @@ from memoir.llm import errors as E
 from memoir.llm.scripted import ScriptedModel
 from memoir.llm.values import Purpose
 from memoir.model import EventKind
+from memoir.summaries.calls import Recovery, next_action, retry_delay
+from memoir.summaries.episodes import (
+    HistoryItem,
+    clip_middle,
+    cut_allowed,
+    grapheme_boundaries,
+    normalise,
+    pack,
+    run_scope,
+    safe_cut,
+    split_point,
+)
 from memoir.summaries.episodic import EpisodicSummarizer
-from memoir.summaries.episodic.history import Item, cut_allowed, normalise
-from memoir.summaries.episodic.plan import Action, next_action, pack, retry_delay, run_scope
-from memoir.summaries.episodic.shape import UnusableAnswer
-from memoir.summaries.episodic.text import clip_middle, grapheme_boundaries, safe_cut, split_point
+from memoir.summaries.offline import UnusableAnswer
 
 from .episode_helpers import Oracle, event, transcript_of
 
@@ -116,16 +125,16 @@ def test_a_chinese_history_is_split_on_a_code_point_boundary_after_a_sentence() 
 # --- episodes: tool pairs are never split ------------------------------------------------
 
 
-def items(spec: str) -> list[Item]:
+def items(spec: str) -> list[HistoryItem]:
     """'u', 'a', 'c1' (call 1), 'r1' (result of call 1) separated by spaces."""
-    out: list[Item] = []
+    out: list[HistoryItem] = []
     for tok in spec.split():
         if tok[0] == "c":
-            out.append(Item("assistant", tok, opens=(tok[1:],)))
+            out.append(HistoryItem("assistant", tok, opens=(tok[1:],)))
         elif tok[0] == "r":
-            out.append(Item("tool", tok, answers=(tok[1:],)))
+            out.append(HistoryItem("tool", tok, answers=(tok[1:],)))
         else:
-            out.append(Item("user", tok))
+            out.append(HistoryItem("user", tok))
     return out
 
 
@@ -283,24 +292,24 @@ def test_run_scope_table(
 @pytest.mark.parametrize(
     ("error", "can_split", "expected"),
     [
-        (E.Truncated("t", partial="{"), True, Action.SPLIT),
-        (E.Truncated("t", partial="{"), False, Action.FAIL),
-        (E.Truncated("t", partial=" \n"), True, Action.FAIL),
-        (E.Refused("r"), True, Action.FALLBACK),
-        (E.Refused("r"), False, Action.FALLBACK),
-        (E.Unauthorized("u"), True, Action.FAIL),
-        (E.Forbidden("f"), True, Action.FAIL),
-        (E.OutOfCredit("c"), True, Action.FAIL),
-        (E.RateLimited("r"), True, Action.RETRY),
-        (E.Transient("t"), True, Action.RETRY),
-        (E.EmptyResponse("e"), True, Action.RETRY),
-        (E.BadResponse("b"), True, Action.RETRY),
-        (UnusableAnswer("prose"), True, Action.RETRY),
-        (E.ContextTooLong("c"), True, Action.FAIL),
-        (E.OutputBudgetRejected("o"), True, Action.FAIL),
+        (E.Truncated("t", partial="{"), True, Recovery.SPLIT),
+        (E.Truncated("t", partial="{"), False, Recovery.FAIL),
+        (E.Truncated("t", partial=" \n"), True, Recovery.FAIL),
+        (E.Refused("r"), True, Recovery.FALLBACK),
+        (E.Refused("r"), False, Recovery.FALLBACK),
+        (E.Unauthorized("u"), True, Recovery.FAIL),
+        (E.Forbidden("f"), True, Recovery.FAIL),
+        (E.OutOfCredit("c"), True, Recovery.FAIL),
+        (E.RateLimited("r"), True, Recovery.RETRY),
+        (E.Transient("t"), True, Recovery.RETRY),
+        (E.EmptyResponse("e"), True, Recovery.RETRY),
+        (E.BadResponse("b"), True, Recovery.RETRY),
+        (UnusableAnswer("prose"), True, Recovery.RETRY),
+        (E.ContextTooLong("c"), True, Recovery.FAIL),
+        (E.OutputBudgetRejected("o"), True, Recovery.FAIL),
     ],
 )
-def test_next_action_table(error: BaseException, can_split: bool, expected: Action) -> None:
+def test_next_action_table(error: BaseException, can_split: bool, expected: Recovery) -> None:
     assert next_action(error, can_split=can_split) is expected
 
 

@@ -14,7 +14,7 @@ from memoir.config import Settings
 from memoir.errors import OversizedHistory
 from memoir.model import Harness, Session
 from memoir.store.values import IngestBatch
-from memoir.summaries.episodic.plan import full_run_refusal, run_scope
+from memoir.summaries.episodes import full_run_refusal, run_scope
 from memoir.summaries.session import EpisodeSettings, check_full_regeneration
 
 from .episode_helpers import marked_history

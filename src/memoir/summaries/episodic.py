@@ -7,7 +7,7 @@ refusal fallback, one attempt budget, the episode cache, then one merge.
         │ run_scope (full: all or OversizedHistory; incremental: a bounded prefix)
         ▼
     episode i ── cache hit? ──▶ object
-        │ miss: Caller.ask (budget, retries, refusal → fallback once)
+        │ miss: ModelCaller.ask (budget, retries, refusal → fallback once)
         ├─ ok ──▶ object (cached)
         └─ Truncated with text ──▶ split once (cached decision) ──▶ half A, half B
                                     (compact prompt, cached; a truncated half fails the run)
@@ -29,8 +29,25 @@ from memoir.llm.port import Model, TokenCounter
 from memoir.llm.tokens import default_counter
 from memoir.llm.values import RequestMeta
 from memoir.model import Event
-from memoir.summaries.episodic.budget import AttemptBudget
-from memoir.summaries.episodic.cache import (
+from memoir.summaries.calls import (
+    Answer,
+    AttemptBudget,
+    Cancelled,
+    ModelCaller,
+    episode_request,
+    half_request,
+    merge_request,
+)
+from memoir.summaries.episodes import (
+    Episode,
+    build_episodes,
+    full_run_refusal,
+    normalise,
+    run_scope,
+    split_point,
+)
+from memoir.summaries.offline import render_summary
+from memoir.summaries.port import (
     CACHE_TTL_S,
     CachedResult,
     CachedSplit,
@@ -38,17 +55,16 @@ from memoir.summaries.episodic.cache import (
     SafeCache,
     cache_key,
 )
-from memoir.summaries.episodic.calls import Answer, Caller, Cancelled
-from memoir.summaries.episodic.history import normalise
-from memoir.summaries.episodic.plan import Episode, build_episodes, full_run_refusal, run_scope
-from memoir.summaries.episodic.prompts import episode_request, half_request, merge_request
-from memoir.summaries.episodic.shape import render_summary
-from memoir.summaries.episodic.text import split_point
 
-__all__ = ["EpisodicSummarizer", "EpisodicSummary", "Progress", "full_run_size"]
+__all__ = [
+    "EpisodicSummarizer",
+    "EpisodicSummary",
+    "Progress",
+    "full_run_size",
+]
 
 Progress = Callable[[str, int, int], None]
-Mode = Literal["full", "incremental"]
+EpisodicMode = Literal["full", "incremental"]
 
 DEFAULT_EPISODE_TOKENS = 10_000
 DEFAULT_MAX_FULL_TOKENS = 200_000
@@ -129,7 +145,7 @@ class EpisodicSummarizer:
         history: Iterable[Event | Mapping[str, Any]],
         *,
         previous: EpisodicSummary | Mapping[str, Any] | str | None = None,
-        mode: Mode = "full",
+        mode: EpisodicMode = "full",
         user: str | None = None,
         session: str | None = None,
         job_id: str | None = None,
@@ -153,7 +169,7 @@ class EpisodicSummarizer:
         episodes = self._scope(episodes, incremental)
         meta = RequestMeta(user=user, session=session, job_id=job_id)
         cancelled = threading.Event()
-        caller = Caller(
+        caller = ModelCaller(
             self.model,
             self.fallback,
             AttemptBudget(self.attempt_budget),
@@ -202,7 +218,7 @@ class EpisodicSummarizer:
     def _run_episodes(
         self,
         episodes: list[Episode],
-        caller: Caller,
+        caller: ModelCaller,
         cache: SafeCache,
         meta: RequestMeta,
         progress: Progress | None,
@@ -240,7 +256,7 @@ class EpisodicSummarizer:
         return [p for p in parts if p is not None]
 
     def _guarded(
-        self, ep: Episode, total: int, caller: Caller, cache: SafeCache, meta: RequestMeta
+        self, ep: Episode, total: int, caller: ModelCaller, cache: SafeCache, meta: RequestMeta
     ) -> _Part:
         """One episode; a failure stops the siblings before their next call."""
         try:
@@ -252,7 +268,7 @@ class EpisodicSummarizer:
             raise
 
     def _episode(
-        self, ep: Episode, total: int, caller: Caller, cache: SafeCache, meta: RequestMeta
+        self, ep: Episode, total: int, caller: ModelCaller, cache: SafeCache, meta: RequestMeta
     ) -> _Part:
         label = f"episode {ep.index + 1} of {total}"
         request = episode_request(ep.text, meta)
@@ -283,7 +299,7 @@ class EpisodicSummarizer:
         return part
 
     def _half(
-        self, text: str, label: str, caller: Caller, cache: SafeCache, meta: RequestMeta
+        self, text: str, label: str, caller: ModelCaller, cache: SafeCache, meta: RequestMeta
     ) -> Answer | CachedResult:
         request = half_request(text, meta)
         key = cache_key(request, model=self.model.name)
@@ -300,7 +316,7 @@ class EpisodicSummarizer:
         parts: list[_Part],
         episodes: list[Episode],
         entries: list[Any],
-        caller: Caller,
+        caller: ModelCaller,
         cache: SafeCache,
         mode: str,
         complete: bool,
