@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memoir.config import Settings, whole_number
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 from memoir.private import tighten_home
 from memoir.store import Store, open_store
 
@@ -936,7 +936,7 @@ class Memoir:
     ) -> tuple[Session, bool]:
         """A session fed over the API, owned by ``user``: (the session, whether it is new).
         ``session_id`` is a name of ``user``'s: the session is stored under
-        :func:`~memoir.model.session.named_session_id` of the user and the name, with the
+        :func:`~memoir.model.event.named_session_id` of the user and the name, with the
         name, so every user has names of their own (two users' ``chat-1`` are two
         sessions). A name (or an id) ``user`` has already returns that session as it is.
         Without one, Memoir chooses the id (32 hex digits) and the session has no name."""
@@ -944,7 +944,7 @@ class Memoir:
         from datetime import datetime
 
         from memoir.model import Harness, Session, SessionFlags
-        from memoir.model.session import named_session_id
+        from memoir.model.event import named_session_id
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "creating a session")

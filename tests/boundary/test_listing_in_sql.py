@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 from memoir.search.embedder import HashEmbedder
 from memoir.search.session_ref import resolve_session
 from memoir.server import create_app

@@ -13,7 +13,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.errors import ConfigError, NotFound
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

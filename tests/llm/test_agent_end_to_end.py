@@ -20,7 +20,7 @@ from memoir.ingest.discover import Candidate
 from memoir.ingest.plan import Plan, Skip, plan_file
 from memoir.ingest.sync import ignored_path
 from memoir.llm.agent_cli import RUNS_FOLDER
-from memoir.model.names import claude_folder
+from memoir.model.harness import claude_folder
 
 from .agent_fakes import calls, install
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoir.compaction.sequence import Message, content_text
-from memoir.model.tool_outcome import EXIT_STATUS, tool_outcome
+from memoir.model.event import EXIT_STATUS, tool_outcome
 
 __all__ = [
     "KEY_ARGUMENTS",

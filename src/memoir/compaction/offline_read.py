@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from memoir.llm.offline.text import Sentence, Turn, parse_turns, sentences_of
-from memoir.model.tool_outcome import tool_outcome
+from memoir.model.event import tool_outcome
 
 __all__ = ["Run", "Work", "read_work"]
 

@@ -29,7 +29,7 @@ from typing import Any
 from memoir.ingest.lines import RawLine
 from memoir.ingest.records import EventSink, FormatReader, ReadResult
 from memoir.model import Author, EventKind, Harness
-from memoir.model.harness_text import HarnessShape
+from memoir.model.harness import HarnessShape
 from memoir.store.values import SkippedLine
 
 __all__ = ["AIDER_HISTORY", "AiderReader", "line_kind", "read_markdown"]

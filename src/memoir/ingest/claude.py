@@ -7,7 +7,7 @@ text, thinking, tool_use, tool_result, image); ``summary`` becomes a META event;
 nothing. Decisions:
 
 - text the CLI wrote under the user's role is HARNESS, never the user's words
-  (:mod:`memoir.model.harness_text`): the local-command caveat, command echoes
+  (:mod:`memoir.model.harness`): the local-command caveat, command echoes
   (``<command-name>``, ``<local-command-stdout>`` …), ``<system-reminder>`` blocks, hook
   output, ``[Request interrupted by user…]``, image placeholders, a continuation preamble;
   a message holding such a block beside the user's own words is cut in two (or more)
@@ -31,7 +31,7 @@ from typing import Any
 
 from memoir.ingest.records import SMALL_INPUT, FormatReader, bounded, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
-from memoir.model.harness_text import HarnessShape, harness_shape
+from memoir.model.harness import HarnessShape, harness_shape
 
 __all__ = ["CLAUDE_IGNORED_TYPES", "CLAUDE_TYPES", "ClaudeReader", "block_text"]
 

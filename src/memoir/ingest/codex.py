@@ -8,7 +8,7 @@ the conversation (messages, reasoning, tool calls and their outputs paired by
 
 Text the CLI put in user-role messages (``<environment_context>``, ``<user_instructions>``,
 the AGENTS.md it pastes in, ``<turn_aborted>``, ``<user_shell_command>``, image
-placeholders; :mod:`memoir.model.harness_text`) is HARNESS, not the user speaking; a
+placeholders; :mod:`memoir.model.harness`) is HARNESS, not the user speaking; a
 message holding such a block beside the user's words is cut in two events, the user's part
 USER_TEXT. ``developer``/``system`` messages are META.
 """

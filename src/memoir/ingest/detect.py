@@ -11,11 +11,11 @@ UUID, as Claude Code names its files, else the first ``sessionId``; a subagent f
 ``<parent session>-<file stem>`` so it never collides with its parent; Codex:
 ``session_meta.payload.id``; generic: the file stem). The project is the first folder
 under the source (the source folder's own name for files directly inside it), kept as
-written (:func:`memoir.model.names.project_name`: only separators, control characters and
+written (:func:`memoir.model.harness.project_name`: only separators, control characters and
 leading dots made safe, with a hash suffix then). Codex keeps its rollouts in date folders,
 so a Codex session's project is its cwd spelled the way Claude Code names project folders
 (``/home/ann/app`` → ``-home-ann-app``) but with non-ASCII letters kept
-(:func:`memoir.model.names.cwd_project`). A Claude Code folder that is its session's cwd
+(:func:`memoir.model.harness.cwd_project`). A Claude Code folder that is its session's cwd
 in Claude Code's lossy spelling (``-home-ann-------`` for ``/home/ann/проект``) is named
 from the cwd the same way, so two Cyrillic projects stay two. Session ids keep the older,
 ASCII-only :func:`safe_name` (they are stored everywhere and never re-derived).
@@ -38,7 +38,7 @@ from memoir.ingest.generic import GENERIC_ROLES
 from memoir.ingest.lines import split_complete_lines
 from memoir.ingest.opencode import is_opencode_record
 from memoir.ingest.records import loads_lenient
-from memoir.model.names import claude_folder, cwd_project, project_name
+from memoir.model.harness import claude_folder, cwd_project, project_name
 
 __all__ = [
     "WHOLE_FORMATS",

@@ -4,7 +4,7 @@ A file is either a JSON list of messages or JSONL with one message a line. A mes
 ``{role, content, tool_calls?, tool_call_id?, name?, timestamp?}``; ``content`` is a string
 or a list of parts (``{type: "text", text}``, image parts). Roles: ``user`` → USER_TEXT
 (harness text an agent's CLI or SDK left in it — a ``<system-reminder>``, a command echo —
-cut out as HARNESS, :mod:`memoir.model.harness_text`; this reader also reads what the HTTP
+cut out as HARNESS, :mod:`memoir.model.harness`; this reader also reads what the HTTP
 API and MCP append),
 ``assistant`` → ASSISTANT_TEXT plus one TOOL_CALL per ``tool_calls`` entry, ``tool`` (or
 ``function``) → TOOL_RESULT named after the call it answers, ``system``/``developer`` →

@@ -27,7 +27,7 @@ from typing import Any
 
 from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
-from memoir.model.harness_text import HarnessShape
+from memoir.model.harness import HarnessShape
 
 __all__ = ["OpenCodeReader", "is_opencode_record"]
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.model import Author, Event, EventKind, Harness
-from memoir.model.harness_text import HarnessShape, split_harness
+from memoir.model.harness import HarnessShape, split_harness
 from memoir.store.values import SkippedLine
 
 __all__ = [
@@ -252,7 +252,7 @@ class FormatReader:
         """A user-role message: USER_TEXT (with ``payload``), kept exactly as written when
         none of it is harness text; else cut into its pieces, in order — the user's as
         USER_TEXT, the harness's as HARNESS by the system, payload ``{"harness": shape}``
-        and what ``note(piece, shape)`` adds (:mod:`memoir.model.harness_text`). Not
+        and what ``note(piece, shape)`` adds (:mod:`memoir.model.harness`). Not
         ``spoken`` (text beside a tool's answer), the user's pieces are META instead."""
         pieces = split_harness(text)
         if all(p.shape is None for p in pieces):

@@ -10,10 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memoir.model.event import Author, Event, EventKind, clean_speaker, speaker_of, spoken_text
-    from memoir.model.event_times import infer_times
+    from memoir.model.event import (
+        Author,
+        Event,
+        EventKind,
+        Harness,
+        Session,
+        SessionFlags,
+        clean_speaker,
+        infer_times,
+        speaker_of,
+        spoken_text,
+    )
     from memoir.model.exchange import Exchange, build_exchanges, exchange_id, exchanges_around
-    from memoir.model.session import Harness, Session, SessionFlags
 
 __all__ = [
     "Author",
@@ -40,14 +49,14 @@ _HOME = {
     "clean_speaker": "memoir.model.event",
     "speaker_of": "memoir.model.event",
     "spoken_text": "memoir.model.event",
-    "infer_times": "memoir.model.event_times",
+    "infer_times": "memoir.model.event",
     "Exchange": "memoir.model.exchange",
     "build_exchanges": "memoir.model.exchange",
     "exchange_id": "memoir.model.exchange",
     "exchanges_around": "memoir.model.exchange",
-    "Harness": "memoir.model.session",
-    "Session": "memoir.model.session",
-    "SessionFlags": "memoir.model.session",
+    "Harness": "memoir.model.event",
+    "Session": "memoir.model.event",
+    "SessionFlags": "memoir.model.event",
 }
 
 

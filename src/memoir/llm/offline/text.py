@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from memoir.llm.transcript import opens_turn
-from memoir.model.harness_text import split_harness
+from memoir.model.harness import split_harness
 
 __all__ = [
     "Sentence",
@@ -102,7 +102,7 @@ def _role(match: re.Match[str]) -> str:
 def parse_turns(transcript: str) -> list[Turn]:
     """Split a transcript into speaker turns (see the module docstring). Harness text in
     a user turn (a command echo, a system reminder, an environment block:
-    :mod:`memoir.model.harness_text`) is not the user's: cut from the turn, and a turn
+    :mod:`memoir.model.harness`) is not the user's: cut from the turn, and a turn
     that is nothing else is a ``harness`` turn: not prose, never what the user set out to do."""
     turns: list[Turn] = []
     role, lines = "unknown", list[str]()
