@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from memoir.ingest.sync import SyncProgress, SyncReport
     from memoir.ingest.verify import VerifyReport
     from memoir.jobs import Job, JobProgress, JobService
-    from memoir.llm.offline.rank import SentenceScorer
     from memoir.llm.port import Model, TokenCounter
+    from memoir.llm.transcript import SentenceScorer
     from memoir.memory.keeping import ImportReport
     from memoir.memory.keyed import KeyedMemories
     from memoir.memory.memories import Memories, RecoveryReport
@@ -201,7 +201,7 @@ class Memoir:
         """How the offline summary ranks its sentences: the centrality of the embedder's
         vectors when ``MEMOIR_SUMMARY_SENTENCES=embedder`` and an embedder is configured
         and installed; None (lexical) otherwise."""
-        from memoir.llm.offline.rank import embedding_scorer
+        from memoir.llm.transcript import embedding_scorer
 
         if self.settings.summary_sentences != "embedder":
             return None
@@ -341,7 +341,7 @@ class Memoir:
             return self._root.memories()
         with self._parts_lock:
             if self._memories is None:
-                from memoir.llm.tokens import counter_for, encoding_for_model
+                from memoir.llm.offline import counter_for, encoding_for_model
                 from memoir.memory.memories import Memories
                 from memoir.memory.runner import Runner
 
@@ -423,7 +423,7 @@ class Memoir:
         session's system prompt, within ``budget_tokens`` (counted exactly with the
         configured model's tokenizer): with ``query``, in recall order; else constraints,
         preferences, decisions, facts, plans (each: most often said, then newest)."""
-        from memoir.llm.tokens import counter_for, encoding_for_model
+        from memoir.llm.offline import counter_for, encoding_for_model
         from memoir.memory.recall import (
             KIND_ORDER,
             MAX_CONTEXT_POOL,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from memoir.app import Memoir
     from memoir.config import Settings
-    from memoir.llm.ledger import UsageTotal
+    from memoir.llm.port import UsageTotal
     from memoir.model import Exchange, Session
     from memoir.store.memory_rows import MemoryItemRow as MemoryItem
     from memoir.store.memory_rows import ReceiptRow as Receipt
@@ -205,7 +205,7 @@ def memory_receipts(memoir: Memoir, session_id: str | None = None) -> list[Recei
 # model calls and embeddings --------------------------------------------------------------
 def usage_report(memoir: Memoir, since: datetime | None = None) -> list[UsageTotal]:
     """``memoir``'s user's model calls and tokens, by day and model (since ``since``)."""
-    from memoir.llm.ledger import usage_totals
+    from memoir.llm.port import usage_totals
 
     return usage_totals(memoir.store.usage.records(since=since, owner=memoir.user))
 

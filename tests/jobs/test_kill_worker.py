@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from memoir.jobs import ABANDONED, Worker
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
 from memoir.summaries.persist import read_summary_body
 
 from .helpers import FAST, add_session, open_memoir, pg_schema, reply, start_doomed_worker, wait_for

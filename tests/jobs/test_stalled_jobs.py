@@ -22,7 +22,7 @@ from memoir.jobs import Worker
 from memoir.jobs.decisions import STALLED_BEATS, stalled, worker_gone
 from memoir.jobs.values import Job
 from memoir.jobs.worker import default_worker_id
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
 from memoir.store.job_rows import JobRow
 from memoir.summaries.persist import read_summary_body
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm.offline import OfflineModel
-from memoir.llm.values import ModelRequest
+from memoir.llm.port import ModelRequest
 from memoir.model import SessionFlags
 from memoir.store.values import CheckpointRow
 
@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent(
     from datetime import UTC, datetime, timedelta
     from memoir.app import Memoir
     from memoir.config import Settings
-    from memoir.llm.errors import Truncated
+    from memoir.llm.port import Truncated
     from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags
     from memoir.model import build_exchanges
     from memoir.store import IngestBatch

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memoir import Memoir
+from memoir.llm.offline import ScriptedModel
 from memoir.llm.port import Model
-from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.model_source import closing_source
 
 

@@ -10,7 +10,7 @@ cut to the same number of words as the session's summary:
   included);
 - **random** — sentences of the conversation drawn at random (fixed seed), in order;
 - **keyword** — the summary of format 1 (the keyword-led extractive summary,
-  :func:`memoir.llm.offline.summary.text_summary` over the same transcript); also
+  :func:`memoir.llm.offline_summary.text_summary` over the same transcript); also
   reported at its own full length (``keyword (full)``).
 
 With a sentence scorer (``memoir bench summaries`` passes the embedder's centrality when
@@ -31,11 +31,9 @@ from typing import Any
 
 from memoir.bench.locomo_data import load_conversation, to_memoir
 from memoir.errors import ConfigError
-from memoir.llm.offline import OfflineModel
-from memoir.llm.offline.rank import SentenceScorer
-from memoir.llm.offline.summary import text_summary
-from memoir.llm.offline.text import split_sentences
-from memoir.llm.tokens import TiktokenCounter
+from memoir.llm.offline import OfflineModel, TiktokenCounter
+from memoir.llm.offline_summary import text_summary
+from memoir.llm.transcript import SentenceScorer, split_sentences
 from memoir.model import Event, build_exchanges, spoken_text
 from memoir.summaries.summarizer import (
     SUMMARY_MAX_TOKENS,

@@ -176,7 +176,7 @@ def summaries(
     session summaries, next to baselines cut to the same length (lead, random sentences,
     the keyword-led summary of format 1)."""
     from memoir.bench.summaries import run_summaries
-    from memoir.llm.offline.rank import embedding_scorer
+    from memoir.llm.transcript import embedding_scorer
     from memoir.search.embedder import load_embedder
 
     loaded = load_embedder("auto") if embedder else None

@@ -4,7 +4,7 @@
 (``ModelRequest.task``): the transcript of the covered messages as the request renders
 them (stand-ins included) and the previous checkpoint's summary. The offline model
 answers it with :func:`work_summary`, or the prose summary
-(:func:`memoir.llm.offline.prose.prose_summary`) when the transcript shows no work.
+(:func:`memoir.llm.offline_prose.prose_summary`) when the transcript shows no work.
 Lines, each under a heading of :data:`memoir.compaction.request.SUMMARY_FORMAT`::
 
     Goals and constraints:
@@ -35,10 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memoir.compaction.offline_read import Run, Work, read_work
-from memoir.llm.offline.analysis import finish, near_duplicate
-from memoir.llm.offline.prose import is_filler, prose_summary
-from memoir.llm.offline.rank import cue, rank_sentences
-from memoir.llm.offline.text import clip_words, content_words, split_sentences
+from memoir.llm.offline_prose import is_filler, prose_summary
+from memoir.llm.offline_summary import finish, near_duplicate
+from memoir.llm.transcript import clip_words, content_words, cue, rank_sentences, split_sentences
 
 __all__ = ["SECTIONS", "CompactionTask", "work_summary"]
 

@@ -16,7 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from memoir.llm.offline.text import Sentence, Turn, parse_turns, sentences_of
+from memoir.llm.transcript import Sentence, Turn, parse_turns, sentences_of
 from memoir.model.event import tool_outcome
 
 __all__ = ["Run", "Work", "read_work"]

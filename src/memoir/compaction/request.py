@@ -32,8 +32,8 @@ from memoir.compaction.sequence import Message, content_text
 from memoir.compaction.standin import StandIns
 from memoir.compaction.tokens import MESSAGE_OVERHEAD, tool_call_text
 from memoir.compaction.values import Omission
+from memoir.llm.port import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.llm.transcript import quote_speaker_lines
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import clean_speaker
 
 __all__ = [

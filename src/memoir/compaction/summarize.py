@@ -15,9 +15,7 @@ from dataclasses import dataclass
 
 from memoir.compaction.budget import ladder_after
 from memoir.compaction.validation import strip_reasoning, summary_problem
-from memoir.llm.errors import ModelError, OutputBudgetRejected, Truncated
-from memoir.llm.port import Model
-from memoir.llm.values import ModelRequest
+from memoir.llm.port import Model, ModelError, ModelRequest, OutputBudgetRejected, Truncated
 
 __all__ = ["SummaryOutcome", "ladder_step", "summarize"]
 

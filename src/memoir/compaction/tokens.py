@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memoir.compaction.sequence import Message, content_text, media_parts
+from memoir.llm.offline import default_counter
 from memoir.llm.port import TokenCounter
-from memoir.llm.tokens import default_counter
 
 __all__ = [
     "MEDIA_TOKENS",

@@ -4,7 +4,7 @@ context. Pure.
 Rejected: empty text; reasoning without content (a ``<think>`` block and nothing else, or
 an unclosed one, or a provider reasoning trace with empty text); text ending inside an
 open code fence; text ending mid-sentence. Truncation (max_tokens) never reaches this
-check: the model port raises :class:`memoir.llm.errors.Truncated` instead.
+check: the model port raises :class:`memoir.llm.port.Truncated` instead.
 
 "Mid-sentence" is judged on the last line: a prose line may not end with a bare word
 (``… and then the``, ``… the user asked``) or a CJK character (CJK prose ends with

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.port import Model
+from memoir.llm.transcript import SentenceScorer
 
 __all__ = ["ModelSource", "closing_source"]
 

@@ -2,7 +2,7 @@
 
 :class:`SummaryTask` is what a one-call summary request carries beside its prompt
 (``ModelRequest.task``). The offline model answers it with
-:func:`memoir.llm.offline.prose.prose_summary`: the goal the user stated and how it ended,
+:func:`memoir.llm.offline_prose.prose_summary`: the goal the user stated and how it ended,
 then the most central sentences in order — the conversation's own sentences within
 ``max_tokens``; central by the task's ``scorer`` when it has one (the embedder's centrality,
 wired by the composition root), lexically otherwise.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memoir.llm.offline.prose import prose_summary
-from memoir.llm.offline.rank import SentenceScorer
+from memoir.llm.offline_prose import prose_summary
+from memoir.llm.transcript import SentenceScorer
 
 __all__ = ["SummaryTask"]
 

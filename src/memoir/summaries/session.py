@@ -28,7 +28,7 @@ from typing import Any, Literal
 from memoir.config import Settings
 from memoir.errors import NotFound, OversizedHistory
 from memoir.llm.port import Model
-from memoir.llm.retry import Retrying
+from memoir.llm.wiring import Retrying
 from memoir.model import Event
 from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 
 from memoir.app import Memoir
-from memoir.llm.ledger import usage_totals
+from memoir.llm.port import usage_totals
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.routing import JsonRoute
 

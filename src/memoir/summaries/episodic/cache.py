@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from memoir.llm.values import ModelRequest
+from memoir.llm.port import ModelRequest
 
 __all__ = [
     "CACHE_TTL_S",

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoir.errors import SummaryError
-from memoir.llm import errors as llm_errors
-from memoir.llm.port import Model
-from memoir.llm.values import Completion, ModelRequest
+from memoir.llm import port as llm_errors
+from memoir.llm.port import Completion, Model, ModelRequest
 from memoir.summaries.episodic.budget import AttemptBudget
 from memoir.summaries.episodic.plan import Action, next_action, retry_delay
 from memoir.summaries.episodic.shape import UnusableAnswer, parse_summary
@@ -70,7 +69,7 @@ class Caller:
         self.output_tokens = 0
 
     def ask(self, request: ModelRequest, label: str, *, can_split: bool) -> Answer:
-        """The parsed answer to ``request``. Raises :class:`~memoir.llm.errors.Truncated`
+        """The parsed answer to ``request``. Raises :class:`~memoir.llm.port.Truncated`
         only when ``can_split`` (the caller splits), else SummaryError / BudgetExhausted."""
         retry = 0
         while True:

@@ -22,10 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memoir.llm.offline.analysis import Analysis, finish
-from memoir.llm.offline.prose import read_transcript, summarize_lines
-from memoir.llm.offline.rank import keywords
-from memoir.llm.offline.text import split_sentences
+from memoir.llm.offline_prose import read_transcript, summarize_lines
+from memoir.llm.offline_summary import Analysis, finish
+from memoir.llm.transcript import keywords, split_sentences
 from memoir.summaries.episodic.shape import FACT_LISTS
 
 __all__ = [
@@ -90,7 +89,7 @@ def half_object(transcript: str) -> dict[str, Any]:
 
 def _narrative(transcript: str, sentences: int) -> str:
     """The prose summary's headline (the goal and how it ended), then up to
-    ``sentences - 1`` of its central sentences (:mod:`memoir.llm.offline.prose`)."""
+    ``sentences - 1`` of its central sentences (:mod:`memoir.llm.offline_prose`)."""
     lines, actions = read_transcript(transcript)
     prose = summarize_lines(lines, actions, body_words=24 * max(0, sentences - 1))
     parts = [prose.headline, *prose.body[: max(0, sentences - 1)]]

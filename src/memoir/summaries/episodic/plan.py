@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from memoir.llm import errors as llm_errors
+from memoir.llm import port as llm_errors
 from memoir.llm.port import TokenCounter
 from memoir.summaries.episodic.history import Item, cut_allowed
 from memoir.summaries.episodic.shape import UnusableAnswer

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from memoir.llm.values import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
+from memoir.llm.port import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
 from memoir.summaries.episodic.offline import EpisodeTask, HalfTask, MergeTask
 
 __all__ = [
