@@ -21,10 +21,8 @@ from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
     from memoir.compaction import Compactor
-    from memoir.ingest.observer import SyncObserver
-    from memoir.ingest.rescan import RescanReport
-    from memoir.ingest.sync import SyncProgress, SyncReport
-    from memoir.ingest.verify import VerifyReport
+    from memoir.ingest.sync import SyncObserver, SyncProgress, SyncReport
+    from memoir.ingest.verify import RescanReport, VerifyReport
     from memoir.jobs import Job, JobProgress, JobService
     from memoir.llm.port import Model, TokenCounter
     from memoir.llm.transcript import SentenceScorer
@@ -220,7 +218,7 @@ class Memoir:
         single-instance embed lock (``Busy`` when another process embeds), then writes the
         matrix files the next search maps. Raises ``ConfigError`` when no embedder is
         configured or installed."""
-        from memoir.ingest.lock import embed_lock
+        from memoir.ingest.archive import embed_lock
         from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
         from memoir.search.embedder import EmbeddingsUnavailable
         from memoir.search.vectors import prepare_files
@@ -521,7 +519,7 @@ class Memoir:
         exact project name of a memory item (one imported from another home), among
         ``user``'s (None: this Memoir's user's). ``NotFound`` when it names none."""
         from memoir.errors import NotFound
-        from memoir.ingest.detect import project_name
+        from memoir.ingest.discover import project_name
         from memoir.search.session_ref import resolve_project
         from memoir.store.parts.memory_items import ItemFilter
 
@@ -705,7 +703,7 @@ class Memoir:
         removed first (else they are listed in ``SyncReport.excluded_kept``); with
         ``follow_symlinks``, symlinked transcripts pointing out of their source are read
         too (else listed in ``SyncReport.symlinks_left_out``)."""
-        from memoir.ingest.lock import sync_lock
+        from memoir.ingest.archive import sync_lock
         from memoir.ingest.sync import sync
 
         with sync_lock(self.settings.home):
@@ -809,17 +807,17 @@ class Memoir:
 
     def secret_rescan(self, *, run: bool) -> RescanReport:
         """With ``run``, :meth:`rescan_secrets`; else where the re-scan stands (read only)."""
-        from memoir.ingest.rescan import state_report
+        from memoir.ingest.verify import state_report
 
         return self.rescan_secrets() if run else state_report(self.store.rescan.states())
 
     def rescan_secrets(self, budget: int | None = None) -> RescanReport:
         """Re-scan derived text with this version's secret detector, a bounded share a run
-        (``memoir.ingest.rescan``): after every sync, and by ``memoir verify --repair``;
+        (``memoir.ingest.verify``): after every sync, and by ``memoir verify --repair``;
         ``memoir verify`` reports where it stands. One process at a time
         (another's run is left to finish), and none on a read-only store."""
         from memoir.errors import Busy
-        from memoir.ingest.rescan import BUDGET, RescanReport, rescan, state_report
+        from memoir.ingest.verify import BUDGET, RescanReport, rescan, state_report
         from memoir.secret_rules import detector_id
 
         if self.store.read_only:
@@ -990,7 +988,7 @@ class Memoir:
         self, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
     ) -> AppendResult:
         from memoir.errors import NotFound
-        from memoir.ingest.api_messages import api_messages
+        from memoir.ingest.reader import api_messages
         from memoir.model import Harness
         from memoir.store import ensure_writable
         from memoir.store.values import ApiMessage

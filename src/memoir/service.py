@@ -106,7 +106,7 @@ def session_id(memoir: Memoir, ref: str) -> str:
 def project(memoir: Memoir, ref: str) -> str:
     """The project of ``memoir``'s user's sessions ``ref`` names: its name, its folder or
     the folder's last part; an unknown one is ``NotFound``, not a silent "nothing"."""
-    from memoir.ingest.detect import project_name
+    from memoir.ingest.discover import project_name
     from memoir.search.session_ref import resolve_project
 
     return resolve_project(memoir.store.sessions, ref, safe=project_name, user=memoir.user)

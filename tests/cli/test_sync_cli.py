@@ -20,7 +20,7 @@ import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.errors import NotFound
-from memoir.ingest.lock import embed_lock, sync_lock
+from memoir.ingest.archive import embed_lock, sync_lock
 
 TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
 

@@ -26,7 +26,7 @@ import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.errors import Busy, ReadOnly, StoreError
-from memoir.ingest.lock import sync_lock, sync_lock_to_read
+from memoir.ingest.archive import sync_lock, sync_lock_to_read
 from memoir.store.sqlite_store import SQLiteStore
 from memoir.store.values import SearchFilters
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings
-from memoir.ingest.detect import Format
+from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
 from memoir.llm.port import Model
 from memoir.model import Event, Harness, Session

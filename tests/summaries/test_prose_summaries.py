@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.ingest.detect import Format
+from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
 from memoir.llm.offline import OfflineModel, TiktokenCounter
 from memoir.llm.offline_prose import (

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.errors import NotFound, SummaryError
-from memoir.ingest.detect import WHOLE_FORMATS
+from memoir.ingest.discover import WHOLE_FORMATS
 from memoir.model import Session
 from memoir.store.parts import SummariesPart
 from memoir.store.port import Store

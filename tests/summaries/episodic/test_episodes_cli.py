@@ -53,7 +53,7 @@ def run_cli(args: list[str]) -> int:
 
 
 def fixture_history(claude_fixtures: Path, repeat: int) -> list[Event]:
-    from memoir.ingest.detect import Format
+    from memoir.ingest.discover import Format
     from memoir.ingest.reader import read_bytes
 
     base: list[Event] = []
