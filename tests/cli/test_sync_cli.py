@@ -530,7 +530,7 @@ def test_a_pass_stopped_by_the_account_is_one_line_and_exit_two(
 
 
 def test_show_keeps_the_end_of_a_long_tool_output(cli: CliRunner, tmp_path: Path) -> None:
-    from memoir.demo.builders import ClaudeWriter, tool_use_block
+    from memoir.demo import ClaudeWriter, tool_use_block
 
     sid = "bbbbbbbb-1111-4222-8333-444444444444"
     log = "".join(f"tests/test_mod{i}.py::test_case PASSED\n" for i in range(3_000))

@@ -14,7 +14,7 @@ import pytest
 
 from cli_run import run_cli
 from memoir.cli.cmd_sync import empty_scan_line
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.ingest import sync as sync_module
 from memoir.ingest.discover import broken_link
 

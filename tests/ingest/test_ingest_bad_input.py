@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
 from memoir.model import EventKind

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter, CodexWriter, tool_use_block
+from memoir.demo import ClaudeWriter, CodexWriter, tool_use_block
 from memoir.ingest import sync as sync_module
 from memoir.ingest.discover import Format
 from memoir.ingest.reader import ReadResult, read_lines

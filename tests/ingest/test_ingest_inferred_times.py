@@ -20,7 +20,7 @@ from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.model.event import named_session_id
 from memoir.server import create_app
 

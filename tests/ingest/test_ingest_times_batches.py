@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.ingest import plan as times_module
 from memoir.ingest import sync as sync_module
 from memoir.store import Store

@@ -9,7 +9,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.errors import Busy
 from memoir.ingest.archive import sync_lock
 

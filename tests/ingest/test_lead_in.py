@@ -18,7 +18,7 @@ from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import CodexWriter
+from memoir.demo import CodexWriter
 from memoir.ingest import verify as mend
 from memoir.model import Exchange
 from memoir.model.event import named_session_id

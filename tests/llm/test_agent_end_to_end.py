@@ -15,7 +15,7 @@ import pytest
 from cli_run import run_cli
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter, CodexWriter
+from memoir.demo import ClaudeWriter, CodexWriter
 from memoir.ingest.discover import FoundFile
 from memoir.ingest.plan import Plan, Skip, plan_file
 from memoir.ingest.sync import ignored_path

@@ -21,7 +21,7 @@ import pytest
 from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir import Memoir
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.llm.offline import OfflineModel
 from memoir.llm.port import Purpose
 

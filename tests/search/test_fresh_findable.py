@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.model.event import named_session_id
 from memoir.search import backfill
 from memoir.server import create_app

@@ -31,7 +31,7 @@ import pytest
 from cli_run import run_cli
 from llm.wire import Reply, WireServer, openai_chat
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.llm.offline import OfflineModel
 from memoir.llm.port import ModelRequest
 from memoir.llm.wiring import wrap

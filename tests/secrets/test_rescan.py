@@ -170,7 +170,7 @@ def test_an_upgrade_s_next_sync_cleans_a_summary_file_and_verify_counts_it(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from memoir.demo.builders import ClaudeWriter
+    from memoir.demo import ClaudeWriter
     from memoir.ingest import verify as rescan_module
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))
