@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo"
 MEMOIR = [sys.executable, "-m", "memoir.cli"]

@@ -20,9 +20,8 @@ import statistics
 import time
 from datetime import UTC, datetime
 
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.tokens import default_counter
-from memoir.llm.values import ModelRequest, Purpose
+from memoir.llm.offline import ScriptedModel, default_counter
+from memoir.llm.port import ModelRequest, Purpose
 from memoir.model import Author, Event, EventKind
 from memoir.summaries.episodic import EpisodicSummarizer
 

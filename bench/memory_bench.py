@@ -51,10 +51,8 @@ from memoir.app import Memoir
 from memoir.compaction import Compactor
 from memoir.compaction.values import new_checkpoint
 from memoir.config import Settings
-from memoir.llm.port import Model
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.tokens import counter_for, encoding_for_model
-from memoir.llm.values import Completion, ModelRequest
+from memoir.llm.offline import ScriptedModel, counter_for, encoding_for_model
+from memoir.llm.port import Completion, Model, ModelRequest
 from memoir.llm.wiring import wrap
 from memoir.memory.memories import Memories
 from memoir.memory.runner import MemoryParts, Runner

@@ -45,7 +45,7 @@ from typing import Any
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter, text_block, tool_use_block
+from memoir.demo import ClaudeWriter, text_block, tool_use_block
 from memoir.ingest.records import loads
 from memoir.ingest.sync import sync
 from memoir.store import open_store

@@ -31,8 +31,8 @@ from memoir.app import Memoir
 from memoir.cli.app import app
 from memoir.compaction import Compactor
 from memoir.config import Settings
-from memoir.ingest.lock import embed_lock, sync_lock
-from memoir.llm.scripted import ScriptedModel
+from memoir.ingest.archive import embed_lock, sync_lock
+from memoir.llm.offline import ScriptedModel
 from memoir.private import loose_modes, private_dir, tighten_home
 
 UMASKS = [0o000, 0o022, 0o077]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
 from memoir.app import CONFIGURED, Memoir
 from memoir.config import Settings, whole_number
 from memoir.errors import StoreError
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.compaction import CompactionResult, Compactor

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memoir import verbs, wiring
 from memoir.config import Settings, whole_number
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 from memoir.store import Store, open_store
 from memoir.wiring import check_user, instant, item_filter
 

@@ -14,7 +14,7 @@ drivers and SDKs are translated at the boundary (``raise X(...) from exc``)::
     ├── IngestError            a transcript cannot be read at all (single bad lines are
     │                          skipped and counted, never raised)
     ├── NotFound               a session / exchange / checkpoint id that does not exist
-    ├── ModelError             (memoir.llm.errors) every model failure, see that module
+    ├── ModelError             (memoir.llm.port) every model failure, see that module
     ├── SummaryError           a summary run failed (carries the reason)
     │   ├── BudgetExhausted    the per-run attempt budget ran out
     │   └── OversizedHistory   a full regeneration beyond the configured size

@@ -306,7 +306,7 @@ DETECTOR_REVISION = 2
 def detector_id() -> str:
     """A short id of what :mod:`memoir.secrets` finds: its rule files, detect-secrets'
     version and :data:`DETECTOR_REVISION`. Stored derived text scanned with another id is
-    re-scanned (:mod:`memoir.ingest.rescan`). Cheap: it imports no detector."""
+    re-scanned (:mod:`memoir.ingest.verify`). Cheap: it imports no detector."""
     import hashlib
     from importlib import metadata, resources
 

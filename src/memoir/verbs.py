@@ -169,7 +169,7 @@ def context_block(
     """The block of the most relevant live items within ``budget_tokens`` (counted with
     the tokenizer of ``model_name``): with ``query``, in recall order; else constraints,
     preferences, decisions, facts, plans (each: most often said, then newest)."""
-    from memoir.llm.tokens import counter_for, encoding_for_model
+    from memoir.llm.offline import counter_for, encoding_for_model
     from memoir.memory.recall import (
         KIND_ORDER,
         MAX_CONTEXT_POOL,
@@ -235,7 +235,7 @@ def sync_home(
     """A sync under the home's single-instance lock (``Busy`` when another holds it);
     then, the lock released, embedding on write of what it touched and a bounded run of
     the secret re-scan of derived text."""
-    from memoir.ingest.lock import sync_lock
+    from memoir.ingest.archive import sync_lock
     from memoir.ingest.sync import sync
 
     with sync_lock(settings.home):

@@ -17,8 +17,8 @@ from memoir.config import Settings
 from memoir.errors import ConfigError, NotFound
 
 if TYPE_CHECKING:
-    from memoir.ingest.observer import SyncObserver
-    from memoir.ingest.rescan import RescanReport
+    from memoir.ingest.sync import SyncObserver
+    from memoir.ingest.verify import RescanReport
     from memoir.jobs import JobService
     from memoir.llm.port import Model
     from memoir.memory.memories import Memories
@@ -165,10 +165,10 @@ def summary_body(settings: Settings, store: Store, session_id: str) -> str | Non
 
 def rescan_secrets(settings: Settings, store: Store, budget: int | None = None) -> RescanReport:
     """Re-scan derived text with this version's secret detector, a bounded share a run
-    (``memoir.ingest.rescan``): after every sync, and by ``memoir verify --repair``. One
+    (``memoir.ingest.verify``): after every sync, and by ``memoir verify --repair``. One
     process at a time (another's run is left to finish), and none on a read-only store."""
     from memoir.errors import Busy
-    from memoir.ingest.rescan import BUDGET, RescanReport, rescan, state_report
+    from memoir.ingest.verify import BUDGET, RescanReport, rescan, state_report
     from memoir.secret_rules import detector_id
 
     if store.read_only:
@@ -206,7 +206,7 @@ def memory_parts(store: Store) -> MemoryParts:
 
 def memory_engine(settings: Settings, store: Store, memory_model: Callable[[], Model]) -> Memories:
     """The memory engine of a home: its lanes, its runner with ``memory_model()``."""
-    from memoir.llm.tokens import counter_for, encoding_for_model
+    from memoir.llm.offline import counter_for, encoding_for_model
     from memoir.memory.memories import Memories
     from memoir.memory.runner import Runner
 
@@ -221,7 +221,7 @@ def memory_project(store: Store, ref: str, owner: str) -> str:
     """The project ``ref`` names, as ``--project`` takes it: its name, its folder or the
     folder's last part, or the exact project name of a memory item of ``owner``'s (one
     imported from another home). ``NotFound`` when it names none."""
-    from memoir.ingest.detect import project_name
+    from memoir.ingest.discover import project_name
     from memoir.search.session_ref import resolve_project
     from memoir.store.parts.memory_items import ItemFilter
 
@@ -276,14 +276,14 @@ def create_session(
 ) -> tuple[Session, bool]:
     """A session fed over the API, owned by ``user``: (the session, whether it is new).
     ``session_id`` is a name of ``user``'s: the session is stored under
-    :func:`~memoir.model.session.named_session_id` of the user and the name, with the
+    :func:`~memoir.model.event.named_session_id` of the user and the name, with the
     name, so every user has names of their own (two users' ``chat-1`` are two sessions).
     A name (or an id) ``user`` has already returns that session as it is. Without one,
     Memoir chooses the id (32 hex digits) and the session has no name."""
     import uuid
 
     from memoir.model import Harness, Session, SessionFlags
-    from memoir.model.session import named_session_id
+    from memoir.model.event import named_session_id
     from memoir.store import ensure_writable
 
     ensure_writable(store, "creating a session")
@@ -319,7 +319,7 @@ def append_messages(
     ``added``, ``skipped`` and the session's ``last_ordinal`` as this append left it. A
     message whose id is stored already is skipped; concurrent appends to one session take
     turns in the store; what was added is embedded on write."""
-    from memoir.ingest.api_messages import api_messages
+    from memoir.ingest.reader import api_messages
     from memoir.model import Harness
     from memoir.store import ensure_writable
     from memoir.store.values import ApiMessage

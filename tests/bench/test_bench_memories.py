@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from memory_corpus import write_conversation
 
-from memoir.bench.memories import evidence_scores, observation_turns
+from memoir.bench.quality import evidence_scores, observation_turns
 from memoir.cli.app import main
 
 

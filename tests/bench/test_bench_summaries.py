@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from memoir.bench.summaries import EMBEDDER_METHOD, METHODS, cut_words, run_summaries
+from memoir.bench.quality import EMBEDDER_METHOD, METHODS, cut_words, run_summaries
 from memoir.cli.app import main
 from memoir.errors import ConfigError
-from memoir.llm.offline.rank import embedding_scorer
+from memoir.llm.transcript import embedding_scorer
 
 TALK = [
     ("Ana", "Hi Bo! Good to see you!"),

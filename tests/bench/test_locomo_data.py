@@ -6,8 +6,7 @@ from pathlib import Path
 import pytest
 from locomo_corpus import write_conversation
 
-from memoir.bench.locomo import question_scores
-from memoir.bench.locomo_data import load_conversation, parse_locomo_date, to_memoir
+from memoir.bench import load_conversation, parse_locomo_date, question_scores, to_memoir
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 
 A, B = "alice", "bob"
 A_SESSION, B_SESSION = "alice-chat", "bob-chat"  # each user's name for their session

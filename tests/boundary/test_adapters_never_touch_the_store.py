@@ -47,7 +47,7 @@ def store_uses(source: str) -> list[str]:
         ("import memoir.store.codec", True),
         ("kept = memoir.settings.summary_store", False),  # a setting, not the store
         ("last = service.last_event(memoir, sid)", False),
-        ("from memoir.model.storable import scrub_deep", False),
+        ("from memoir.model.event import scrub_deep", False),
         ("from memoir import service", False),
         ("help_text = 'what is stored'", False),
     ],

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memoir.model import RecentQuery
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 from memoir.search.embedder import HashEmbedder
 from memoir.search.session_ref import resolve_session
 from memoir.server import create_app

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from memoir import service
 from memoir.errors import NotFound
 from memoir.model import Harness, Session
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 from memoir.server import create_app
 
 from .conftest import B_STORED, A, B, World

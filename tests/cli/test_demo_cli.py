@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import memoir.cli.cmd_memories
 import memoir.cli.cmd_sync
 from memoir.cli.app import app, main
-from memoir.demo.home import MARKER
+from memoir.demo.tour import MARKER
 
 DEMO_SESSIONS = 14
 

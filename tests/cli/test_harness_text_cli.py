@@ -20,7 +20,7 @@ import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
 from conftest import fresh_pg_schema
 from memoir.cli.app import app
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 
 SID = "7a1b2c3d-0000-4000-8000-00000000ca7e"
 CAVEAT = (

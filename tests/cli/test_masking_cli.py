@@ -10,7 +10,7 @@ import pytest
 
 from cli_run import run_cli
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter, tool_use_block
+from memoir.demo import ClaudeWriter, tool_use_block
 from memoir.store import open_store
 
 SID = "5ec7e7a1-0000-4000-8000-00000000beef"

@@ -16,7 +16,7 @@ import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.config import Settings
-from memoir.ingest import detect
+from memoir.ingest import discover as detect
 from memoir.ingest import sync as sync_module
 from memoir.ingest.sync import sync
 from memoir.store import codec, sql_common

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memoir.cli.app import PIPE_WIDTH, plain_text
-from memoir.demo.builders import ClaudeWriter, tool_use_block
+from memoir.demo import ClaudeWriter, tool_use_block
 
 SID = "5ec7e7a1-0000-4000-8000-00000000c0de"
 SAYINGS = [

@@ -20,7 +20,7 @@ import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.errors import NotFound
-from memoir.ingest.lock import embed_lock, sync_lock
+from memoir.ingest.archive import embed_lock, sync_lock
 
 TINY = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"
 
@@ -530,7 +530,7 @@ def test_a_pass_stopped_by_the_account_is_one_line_and_exit_two(
 
 
 def test_show_keeps_the_end_of_a_long_tool_output(cli: CliRunner, tmp_path: Path) -> None:
-    from memoir.demo.builders import ClaudeWriter, tool_use_block
+    from memoir.demo import ClaudeWriter, tool_use_block
 
     sid = "bbbbbbbb-1111-4222-8333-444444444444"
     log = "".join(f"tests/test_mod{i}.py::test_case PASSED\n" for i in range(3_000))

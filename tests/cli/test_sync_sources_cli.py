@@ -14,7 +14,7 @@ import pytest
 
 from cli_run import run_cli
 from memoir.cli.cmd_sync import empty_scan_line
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.ingest import sync as sync_module
 from memoir.ingest.discover import broken_link
 
@@ -53,7 +53,7 @@ def test_a_file_deleted_between_scan_and_read_is_passed_over(
     real = sync_module.ingest_file
 
     def deleted_first(
-        run: object, cand: sync_module.Candidate, *args: object, **kw: object
+        run: object, cand: sync_module.FoundFile, *args: object, **kw: object
     ) -> None:
         if cand.path == gone:
             gone.unlink()

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
 from memoir.cli.app import app
-from memoir.demo.builders import ClaudeWriter, CodexWriter, jsonl
+from memoir.demo import ClaudeWriter, CodexWriter, jsonl
 
 _CHAT = [
     {"role": "system", "content": "You are a careful payments engineer."},

@@ -15,7 +15,7 @@ from memoir.compaction import (
 )
 from memoir.compaction.request import ladder_step
 from memoir.errors import CompactionError
-from memoir.llm.errors import OutputBudgetRejected, Transient, Truncated
+from memoir.llm.port import OutputBudgetRejected, Transient, Truncated
 
 
 @pytest.mark.parametrize(

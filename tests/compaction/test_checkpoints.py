@@ -12,8 +12,8 @@ import pytest
 from memoir.compaction import Compactor, validate_sequence
 from memoir.compaction.values import disposition
 from memoir.config import Settings
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import ModelRequest
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import ModelRequest
 from memoir.model import SessionFlags
 
 from .helpers import FakeStore, assistant, big_text, call, result, system, user
@@ -192,7 +192,7 @@ def test_truncate_checkpoint_carries_the_previous_summary_and_replays_stand_ins(
 
 
 def ConnectionRefused() -> Exception:
-    from memoir.llm.errors import Transient
+    from memoir.llm.port import Transient
 
     return Transient("connection refused")
 

@@ -10,21 +10,23 @@ import pytest
 from memoir.compaction import Compactor, validate_sequence
 from memoir.compaction.sequence import MessageCounter
 from memoir.errors import CompactionError
-from memoir.llm.errors import (
+from memoir.llm.offline import ScriptedModel, default_counter
+from memoir.llm.port import (
     BadResponse,
+    Completion,
     ContextTooLong,
     EmptyResponse,
     ModelError,
     OutputBudgetRejected,
+    Purpose,
     RateLimited,
     Refused,
+    StopReason,
     Transient,
     Truncated,
     Unauthorized,
+    Usage,
 )
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.tokens import default_counter
-from memoir.llm.values import Completion, Purpose, StopReason, Usage
 
 from .helpers import GOOD, assistant, big_text, call, result, system, user
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoir.compaction import Compactor, validate_sequence
-from memoir.llm.errors import OutputBudgetRejected, Transient
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import OutputBudgetRejected, Transient
 
 from .helpers import GOOD
 from .strategies import histories

@@ -12,8 +12,8 @@ import pytest
 from memoir.compaction import Compactor, validate_sequence
 from memoir.config import Settings
 from memoir.errors import CompactionError
-from memoir.llm.errors import Transient
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Transient
 from memoir.store import open_store
 
 BIG = "lorem ipsum dolor sit amet " * 8000  # ~40k tokens

@@ -14,9 +14,8 @@ from memoir.compaction.plan import Budget
 from memoir.compaction.request import build_summary_request, summary_problem
 from memoir.compaction.sequence import MessageCounter, content_tokens
 from memoir.compaction.standin import StandIns
-from memoir.llm.offline import OfflineModel
-from memoir.llm.tokens import default_counter
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.llm.offline import OfflineModel, default_counter
+from memoir.llm.port import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.summaries.offline import SummaryTask
 
 from .helpers import assistant, big_text, call, result, user

@@ -14,7 +14,7 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.errors import ConfigError, NotFound
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.ingest.detect import Format
+from memoir.ingest.discover import Format
+from memoir.ingest.plan import KNOWN_AT, known_before, with_times
 from memoir.ingest.reader import ReadResult
-from memoir.ingest.times import KNOWN_AT, known_before, with_times
 from memoir.model import Author, Event, EventKind
-from memoir.model.event_times import fill_times, infer_times
+from memoir.model.event import fill_times, infer_times
 
 
 def at(hour: int) -> datetime:

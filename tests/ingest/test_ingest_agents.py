@@ -21,10 +21,9 @@ import memoir.cli.cmd_show
 import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
 from conftest import FIXTURES, fresh_pg_schema
 from memoir.cli.app import app
-from memoir.ingest.aider import line_kind
-from memoir.ingest.detect import Format, detect_format, identify
-from memoir.ingest.discover import chats_only, scan
-from memoir.ingest.opencode_store import OpenSession, export, session_lines
+from memoir.ingest.discover import Format, chats_only, detect_format, identify, scan
+from memoir.ingest.gemini_aider import line_kind
+from memoir.ingest.opencode import OpenSession, export, session_lines
 from memoir.ingest.reader import read_bytes
 
 GEMINI = FIXTURES / "gemini-cli" / "tmp"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from memoir.demo.builders import ClaudeWriter
-from memoir.ingest.detect import Format
+from memoir.demo import ClaudeWriter
+from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
 from memoir.model import EventKind
 
@@ -107,7 +107,7 @@ def test_lone_surrogate_escape_is_kept() -> None:
 
 
 def test_record_the_reader_trips_over_is_skipped_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memoir.ingest.claude import ClaudeReader
+    from memoir.ingest.claude_codex import ClaudeReader
 
     original = ClaudeReader._assistant
 

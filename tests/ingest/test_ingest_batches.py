@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter, CodexWriter, tool_use_block
+from memoir.demo import ClaudeWriter, CodexWriter, tool_use_block
 from memoir.ingest import sync as sync_module
-from memoir.ingest.detect import Format
-from memoir.ingest.lines import LineReader
+from memoir.ingest.discover import Format
 from memoir.ingest.reader import ReadResult, read_lines
+from memoir.ingest.records import LineReader
 from memoir.ingest.sync import NO_INDEX_MARKER, SyncReport
 from memoir.ingest.verify import verify
 from memoir.store import Store

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memoir.demo.builders import ClaudeWriter, text_block, tool_result_block, tool_use_block
-from memoir.ingest.detect import Format, detect_format
+from memoir.demo import ClaudeWriter, text_block, tool_result_block, tool_use_block
+from memoir.ingest.discover import Format, detect_format
 from memoir.ingest.reader import read_bytes
 from memoir.model import Author, EventKind, build_exchanges
 

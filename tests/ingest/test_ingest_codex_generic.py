@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from memoir.demo.builders import CodexWriter, jsonl
-from memoir.ingest.detect import Format, detect_format
+from memoir.demo import CodexWriter, jsonl
+from memoir.ingest.discover import Format, detect_format
 from memoir.ingest.reader import read_bytes
 from memoir.model import Author, EventKind, build_exchanges
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.ingest.detect import Format, Identity, detect_format, identify, safe_name
+from memoir.ingest.discover import Format, Identity, detect_format, identify, safe_name
 from memoir.ingest.plan import excluded
 
 UUID = "67a8478e-78dc-44ab-82ea-f65c8ead85f6"

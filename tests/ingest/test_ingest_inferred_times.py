@@ -20,8 +20,8 @@ from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
-from memoir.model.session import named_session_id
+from memoir.demo import ClaudeWriter
+from memoir.model.event import named_session_id
 from memoir.server import create_app
 
 SID = "dddddddd-2222-4333-8444-555555555555"

@@ -8,7 +8,7 @@ import tracemalloc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.ingest.lines import LineReader, split_complete_lines
+from memoir.ingest.records import LineReader, split_complete_lines
 
 line_bytes = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"x"))
 

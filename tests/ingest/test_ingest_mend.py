@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.ingest.verify import Problem, fixed
 
 UUID = "aaaaaaaa-1111-4222-8333-444444444444"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.demo.builders import ClaudeWriter, CodexWriter, tool_use_block
-from memoir.ingest.detect import Format
+from memoir.demo import ClaudeWriter, CodexWriter, tool_use_block
+from memoir.ingest.discover import Format
 from memoir.ingest.reader import ReadResult, read_bytes
 from memoir.model import build_exchanges
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter, CodexWriter, tool_use_block
+from memoir.demo import ClaudeWriter, CodexWriter, tool_use_block
 from memoir.ingest import sync as sync_module
 from memoir.ingest.sync import NO_INDEX_MARKER, SyncReport
 from memoir.store import Store, open_store

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
+from memoir.ingest import plan as times_module
 from memoir.ingest import sync as sync_module
-from memoir.ingest import times as times_module
 from memoir.store import Store
 
 SID = "eeeeeeee-3333-4444-8555-666666666666"

@@ -10,9 +10,9 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.errors import Busy
-from memoir.ingest.lock import sync_lock
+from memoir.ingest.archive import sync_lock
 
 UUID_A = "aaaaaaaa-1111-4222-8333-444444444444"
 

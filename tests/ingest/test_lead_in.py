@@ -19,10 +19,10 @@ from conftest import fresh_pg_schema
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import CodexWriter
-from memoir.ingest import mend
+from memoir.demo import CodexWriter
+from memoir.ingest import verify as mend
 from memoir.model import Exchange
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 from memoir.server import create_app
 from memoir.store.port import Store
 from memoir.store.values import SearchFilters

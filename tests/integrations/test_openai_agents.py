@@ -26,7 +26,7 @@ from memoir.aio import AsyncMemoir
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.integrations.openai_agents import MemoirSession, chat_groups
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 from memoir.store.port import Store
 
 NO_TRACES = RunConfig(tracing_disabled=True)

@@ -18,7 +18,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.values import ModelRequest, Purpose
+from memoir.llm.port import ModelRequest, Purpose
 from memoir.model import Author, Event, EventKind, Harness, Session
 from memoir.store.values import IngestBatch
 
@@ -129,8 +129,8 @@ import json, sys, threading
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Purpose
 
 opts, delay_s, worker_id = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3] or None
 m = Memoir.open(Settings.from_env(sources=(), **opts))

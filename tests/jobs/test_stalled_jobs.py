@@ -23,7 +23,7 @@ from memoir import service
 from memoir.jobs import Worker
 from memoir.jobs.values import STALLED_BEATS, Job, stalled, worker_gone
 from memoir.jobs.worker import default_worker_id
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
 from memoir.store.job_rows import JobRow
 from memoir.summaries.persist import read_summary_body
 

@@ -24,7 +24,7 @@ from memoir.aio import AsyncCompactor, AsyncMemoir
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import ConfigError, NotFound, StoreError
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 from memoir.store.port import Store
 from memoir.store.values import SearchFilters
 

@@ -7,9 +7,12 @@ import pytest
 
 from memoir.errors import ConfigError
 from memoir.llm.agent_cli import NEUTRAL_SYSTEM, error_for_message, prompt_of, system_of
-from memoir.llm.errors import (
+from memoir.llm.offline import encoding_for_model
+from memoir.llm.port import (
+    ChatMessage,
     ContextTooLong,
     ModelError,
+    ModelRequest,
     OutOfCredit,
     RateLimited,
     Refused,
@@ -17,9 +20,7 @@ from memoir.llm.errors import (
     Unauthorized,
     UnknownModel,
 )
-from memoir.llm.factory import ModelSpec, agent_missing, parse_spec
-from memoir.llm.tokens import encoding_for_model
-from memoir.llm.values import ChatMessage, ModelRequest
+from memoir.llm.wiring import ModelSpec, agent_missing, parse_spec
 
 NOW = 1_767_000_000.0
 

@@ -16,12 +16,12 @@ from cli_run import run_cli
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter, CodexWriter
-from memoir.ingest.discover import Candidate
+from memoir.demo import ClaudeWriter, CodexWriter
+from memoir.ingest.discover import FoundFile
 from memoir.ingest.plan import Plan, Skip, plan_file
 from memoir.ingest.sync import ignored_path
 from memoir.llm.agent_cli import RUNS_FOLDER
-from memoir.model.names import claude_folder
+from memoir.model.harness import claude_folder
 
 from .agent_fakes import calls, install
 
@@ -183,7 +183,7 @@ def test_plan_leaves_out_only_memoir_agent_runs(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(writer.bytes())
         with open(path, "rb") as fp:
-            cand = Candidate(path, tmp_path / "src", path.stat().st_size, 0)
+            cand = FoundFile(path, tmp_path / "src", path.stat().st_size, 0)
             plan = plan_file(
                 fp.fileno(),
                 cand,

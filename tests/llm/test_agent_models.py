@@ -14,23 +14,31 @@ import pytest
 from memoir.config import Settings
 from memoir.errors import ConfigError
 from memoir.llm.agent_cli import RUNS_FOLDER
-from memoir.llm.claude_code_provider import ClaudeCodeModel
-from memoir.llm.codex_provider import CodexModel
-from memoir.llm.errors import (
+from memoir.llm.agent_providers import ClaudeCodeModel, CodexModel
+from memoir.llm.port import (
     BadResponse,
+    ChatMessage,
+    MemorySink,
+    Model,
     ModelError,
+    ModelRequest,
+    Purpose,
     RateLimited,
     Refused,
+    RequestMeta,
+    StopReason,
     Transient,
     Unauthorized,
     UnknownModel,
 )
-from memoir.llm.factory import check_settings, fallback_from_settings, model_from_settings
-from memoir.llm.ledger import MemorySink
-from memoir.llm.port import Model
-from memoir.llm.retry import Retrying, RetryPolicy
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta, StopReason
-from memoir.llm.wiring import wrap
+from memoir.llm.wiring import (
+    Retrying,
+    RetryPolicy,
+    check_settings,
+    fallback_from_settings,
+    model_from_settings,
+    wrap,
+)
 
 from .agent_fakes import alive, calls, install
 from .test_redaction_wire import SECRETS

@@ -14,11 +14,16 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.errors import Refused
-from memoir.llm.ledger import Metered
-from memoir.llm.port import UsageRecord
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import (
+    ChatMessage,
+    Metered,
+    ModelRequest,
+    Purpose,
+    Refused,
+    RequestMeta,
+    UsageRecord,
+)
 from memoir.summaries.offline import SummaryTask
 
 

@@ -13,20 +13,18 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import ConfigError
-from memoir.llm.anthropic_provider import AnthropicModel
-from memoir.llm.factory import (
+from memoir.llm.offline import OfflineModel
+from memoir.llm.port import ChatMessage, Metered, ModelRequest, Purpose, RequestMeta
+from memoir.llm.sdk_providers import AnthropicModel, OpenAIModel
+from memoir.llm.wiring import (
     ModelSpec,
+    Redacting,
+    Retrying,
     check_settings,
     fallback_from_settings,
     model_from_settings,
     parse_spec,
 )
-from memoir.llm.ledger import Metered
-from memoir.llm.offline import OfflineModel
-from memoir.llm.openai_provider import OpenAIModel
-from memoir.llm.redacting import Redacting
-from memoir.llm.retry import Retrying
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.summaries.offline import SummaryTask
 
 
@@ -169,7 +167,7 @@ def test_cli_missing_key_is_one_line_without_traceback(tmp_path: Path) -> None:
     code = (
         "import sys; from memoir.cli.app import main; from memoir.app import Memoir\n"
         "from memoir.config import Settings\n"
-        "from memoir.llm.factory import check_settings\n"
+        "from memoir.llm.wiring import check_settings\n"
         "from memoir.cli.app import app\n"
         "@app.command('llm-check')\n"
         "def _c() -> None:\n"

@@ -8,12 +8,25 @@ from datetime import UTC, datetime
 import pytest
 
 from memoir.config import Settings
-from memoir.llm.errors import RateLimited, Refused, Transient, Truncated
-from memoir.llm.ledger import MemorySink, Metered, UsageTotal, outcome_of, usage_totals
-from memoir.llm.port import UsageRecord
-from memoir.llm.retry import Retrying, RetryPolicy
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta, Usage
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import (
+    ChatMessage,
+    MemorySink,
+    Metered,
+    ModelRequest,
+    Purpose,
+    RateLimited,
+    Refused,
+    RequestMeta,
+    Transient,
+    Truncated,
+    Usage,
+    UsageRecord,
+    UsageTotal,
+    outcome_of,
+    usage_totals,
+)
+from memoir.llm.wiring import Retrying, RetryPolicy
 
 META = RequestMeta(user="alice", session="s-1", purpose=Purpose.EPISODE, job_id="job-7")
 REQUEST = ModelRequest(messages=(ChatMessage("user", "hi"),), max_tokens=10, meta=META)

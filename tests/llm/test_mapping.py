@@ -6,7 +6,14 @@ import email.utils
 
 import pytest
 
-from memoir.llm.errors import (
+from memoir.llm.mapping import (
+    completion_or_error,
+    error_for_status,
+    error_message_of,
+    parse_retry_after,
+    stop_reason_of,
+)
+from memoir.llm.port import (
     BadResponse,
     ContextTooLong,
     EmptyResponse,
@@ -16,19 +23,13 @@ from memoir.llm.errors import (
     OutputBudgetRejected,
     RateLimited,
     Refused,
+    StopReason,
     Transient,
     Truncated,
     Unauthorized,
     UnknownModel,
+    Usage,
 )
-from memoir.llm.mapping import (
-    completion_or_error,
-    error_for_status,
-    error_message_of,
-    parse_retry_after,
-    stop_reason_of,
-)
-from memoir.llm.values import StopReason, Usage
 
 
 @pytest.mark.parametrize(

@@ -13,16 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoir.compaction.offline import CompactionTask
-from memoir.llm.errors import Truncated
-from memoir.llm.offline import OfflineModel
-from memoir.llm.tokens import default_counter
-from memoir.llm.values import (
+from memoir.llm.offline import OfflineModel, default_counter
+from memoir.llm.port import (
     ChatMessage,
     ModelRequest,
     OfflineTask,
     Purpose,
     RequestMeta,
     StopReason,
+    Truncated,
 )
 from memoir.summaries.offline import EpisodeTask, HalfTask, MergeTask, SummaryTask
 
@@ -323,13 +322,13 @@ def test_any_transcript_gives_valid_output(
     ],
 )
 def test_parse_turns(transcript: str, roles: list[str]) -> None:
-    from memoir.llm.offline.text import parse_turns
+    from memoir.llm.transcript import parse_turns
 
     assert [t.role for t in parse_turns(transcript)] == roles
 
 
 def test_parse_turns_keeps_continuation_lines() -> None:
-    from memoir.llm.offline.text import parse_turns
+    from memoir.llm.transcript import parse_turns
 
     turns = parse_turns("User: line one\ncontinued here\nAssistant: ok")
     assert turns[0].text == "line one\ncontinued here"
@@ -361,7 +360,7 @@ def test_summary_carries_a_previous_summary_forward() -> None:
     ],
 )
 def test_finish_tidies_without_changing_what_was_said(raw: str, tidy: str) -> None:
-    from memoir.llm.offline.analysis import finish
+    from memoir.llm.offline_summary import finish
 
     assert finish(raw) == tidy
 
@@ -387,7 +386,7 @@ def test_finish_tidies_without_changing_what_was_said(raw: str, tidy: str) -> No
     ],
 )
 def test_sentences_end_where_sentences_end(line: str, sentences: list[str]) -> None:
-    from memoir.llm.offline.text import split_sentences
+    from memoir.llm.transcript import split_sentences
 
     assert [s.strip() for s in split_sentences(line)] == sentences
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from memoir.llm.offline.summary import text_summary
-from memoir.llm.tokens import default_counter
+from memoir.llm.offline import default_counter
+from memoir.llm.offline_summary import text_summary
 
 
 def test_a_repeated_sentence_is_said_once() -> None:

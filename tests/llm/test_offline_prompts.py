@@ -10,7 +10,7 @@ import pytest
 
 from memoir.compaction.offline import CompactionTask
 from memoir.llm.offline import OfflineModel
-from memoir.llm.values import RequestMeta
+from memoir.llm.port import RequestMeta
 
 from .test_offline import CONVERSATION, render_claude
 
@@ -49,7 +49,7 @@ def test_episode_half_and_merge_parse(transcript: str) -> None:
 def test_compaction_summary_passes_validation(transcript: str) -> None:
     validation = pytest.importorskip("memoir.compaction.request")
     request_mod = pytest.importorskip("memoir.compaction.request")
-    from memoir.llm.values import ChatMessage, ModelRequest, Purpose
+    from memoir.llm.port import ChatMessage, ModelRequest, Purpose
 
     system = getattr(request_mod, "SUMMARY_SYSTEM", "Summarize.")
     for budget in (64, 256, 1024):

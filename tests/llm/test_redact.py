@@ -108,8 +108,8 @@ def test_the_offline_task_is_redacted_with_the_prompt() -> None:
     fields, tuples and dicts alike) is redacted too, an enum is kept, and the count is the
     prompt's (the same secret is not counted twice)."""
     from memoir.llm.offline import OfflineModel
-    from memoir.llm.redacting import Redacting, redact_request
-    from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+    from memoir.llm.port import ChatMessage, ModelRequest, Purpose, RequestMeta
+    from memoir.llm.wiring import Redacting, redact_request
     from memoir.memory import ExtractionTask, Trigger
     from memoir.memory.evidence import SliceTurn
     from memoir.summaries.offline import MergeTask, SummaryTask

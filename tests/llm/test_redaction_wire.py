@@ -7,9 +7,8 @@ import pytest
 
 from memoir.config import Settings
 from memoir.errors import ConfigError
-from memoir.llm.ledger import MemorySink
-from memoir.llm.openai_provider import OpenAIModel
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.llm.port import ChatMessage, MemorySink, ModelRequest, Purpose, RequestMeta
+from memoir.llm.sdk_providers import OpenAIModel
 from memoir.llm.wiring import wrap
 from memoir.secrets import placeholder
 

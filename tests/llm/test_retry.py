@@ -6,9 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.llm.errors import (
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import (
+    ChatMessage,
     EmptyResponse,
     ModelError,
+    ModelRequest,
     OutOfCredit,
     RateLimited,
     Refused,
@@ -16,9 +19,7 @@ from memoir.llm.errors import (
     Truncated,
     Unauthorized,
 )
-from memoir.llm.retry import Retrying, RetryPolicy, backoff_delay, call_with_retries
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import ChatMessage, ModelRequest
+from memoir.llm.wiring import Retrying, RetryPolicy, backoff_delay, call_with_retries
 
 REQUEST = ModelRequest(messages=(ChatMessage("user", "hi"),), max_tokens=10)
 

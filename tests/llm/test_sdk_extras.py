@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.llm.factory import sdk_missing
+from memoir.llm.wiring import sdk_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
-from memoir.demo.builders import ClaudeWriter, tool_use_block
+from memoir.demo import ClaudeWriter, tool_use_block
 
 from .test_redaction_wire import SECRETS
 from .wire import Reply, WireServer, openai_chat

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.llm import tokens
-from memoir.llm.tokens import (
+from memoir.llm import offline as tokens
+from memoir.llm.offline import (
     CachedCounter,
     TiktokenCounter,
     VocabularyMismatch,
@@ -20,7 +20,7 @@ from memoir.llm.tokens import (
     encoding_for_model,
     request_tokens,
 )
-from memoir.llm.values import ChatMessage, ModelRequest
+from memoir.llm.port import ChatMessage, ModelRequest
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",

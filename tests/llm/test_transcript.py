@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memoir.compaction.request import render_entry
-from memoir.llm.offline.text import parse_turns, sentences_of
-from memoir.llm.transcript import opens_turn, quote_speaker_lines
+from memoir.llm.transcript import opens_turn, parse_turns, quote_speaker_lines, sentences_of
 from memoir.summaries.episodes import normalise
 
 

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from memoir.llm.anthropic_provider import AnthropicModel
-from memoir.llm.errors import (
+from memoir.llm.port import (
     BadResponse,
+    ChatMessage,
     ContextTooLong,
     EmptyResponse,
     Forbidden,
     ModelError,
+    ModelRequest,
     OutOfCredit,
     OutputBudgetRejected,
     RateLimited,
     Refused,
+    RequestMeta,
+    StopReason,
     Transient,
     Truncated,
     Unauthorized,
 )
-from memoir.llm.values import ChatMessage, ModelRequest, RequestMeta, StopReason
+from memoir.llm.sdk_providers import AnthropicModel
 
 from .wire import Reply, WireServer, anthropic_message
 

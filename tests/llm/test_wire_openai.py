@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from memoir.llm.errors import (
+from memoir.llm.mapping import opaque_user
+from memoir.llm.port import (
     BadResponse,
+    ChatMessage,
     ContextTooLong,
     EmptyResponse,
     Forbidden,
     ModelError,
+    ModelRequest,
     OutOfCredit,
     OutputBudgetRejected,
     RateLimited,
     Refused,
+    RequestMeta,
+    StopReason,
     Transient,
     Truncated,
     Unauthorized,
 )
-from memoir.llm.mapping import opaque_user
-from memoir.llm.openai_provider import OpenAIModel
-from memoir.llm.values import ChatMessage, ModelRequest, RequestMeta, StopReason
+from memoir.llm.sdk_providers import OpenAIModel
 
 from .wire import Reply, WireServer, openai_chat
 
@@ -259,7 +262,7 @@ def test_max_completion_tokens_switch_for_reasoning_models(wire: WireServer) -> 
 
 
 def test_the_max_tokens_switch_is_two_calls_in_the_ledger(wire: WireServer) -> None:
-    from memoir.llm.ledger import MemorySink, Metered
+    from memoir.llm.port import MemorySink, Metered
 
     rejected = {
         "error": {

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memoir.demo.builders import ClaudeWriter, tool_use_block
+from memoir.demo import ClaudeWriter, tool_use_block
 
 from .mcp_client import Client, Server, base_env, run_cli
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memoir.app import Memoir
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.mcp.args import Args
 from memoir.mcp.bounds import MAX_RESULT_CHARS, MIN_PAGE_CHARS, json_len
 from memoir.mcp.home import Home

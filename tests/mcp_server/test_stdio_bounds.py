@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memoir.app import Memoir
-from memoir.demo.builders import ClaudeWriter, tool_use_block
+from memoir.demo import ClaudeWriter, tool_use_block
 from memoir.mcp.bounds import DEFAULT_PAGE_CHARS, MAX_RESULT_CHARS
 from memoir.model import EventKind
 

@@ -206,7 +206,7 @@ def test_remember_recall_and_forget(fresh_demo: Path, server_for: Callable[..., 
 def test_remember_without_a_session_takes_the_current_conversation(
     tmp_path: Path, server_for: Callable[..., Server]
 ) -> None:
-    from memoir.demo.builders import ClaudeWriter
+    from memoir.demo import ClaudeWriter
 
     project = tmp_path / "work" / "app"
     project.mkdir(parents=True)

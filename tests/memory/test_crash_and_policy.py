@@ -25,7 +25,7 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm.offline import OfflineModel
-from memoir.llm.values import ModelRequest
+from memoir.llm.port import ModelRequest
 from memoir.model import SessionFlags
 from memoir.store.values import CheckpointRow
 
@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent(
     from memoir import service
     from memoir.app import Memoir
     from memoir.config import Settings
-    from memoir.llm.errors import Truncated
+    from memoir.llm.port import Truncated
     from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags
     from memoir.model import build_exchanges
     from memoir.store import IngestBatch

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from memoir.errors import BudgetExhausted
-from memoir.llm import errors as e
+from memoir.llm import port as e
 from memoir.memory import (
     EvidenceSlice,
     FailureAction,

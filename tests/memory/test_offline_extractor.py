@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memoir.llm.errors import Truncated
 from memoir.llm.offline import OfflineModel
+from memoir.llm.port import Truncated
 from memoir.memory import (
     Envelope,
     ExtractionTask,

@@ -11,11 +11,8 @@ from typing import Any
 import pytest
 
 from memoir import service
-from memoir.llm.errors import Truncated
-from memoir.llm.offline import OfflineModel
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.tokens import counter_for
-from memoir.llm.values import ModelRequest
+from memoir.llm.offline import OfflineModel, ScriptedModel, counter_for
+from memoir.llm.port import ModelRequest, Truncated
 from memoir.memory.memories import Memories, checkpoint_op
 from memoir.memory.runner import MemoryConfig, MemoryParts, Runner
 from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags, build_exchanges

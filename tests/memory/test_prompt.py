@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.llm.values import Purpose
+from memoir.llm.port import Purpose
 from memoir.memory import (
     PROMPT_HASH,
     PROMPT_ID,

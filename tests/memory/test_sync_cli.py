@@ -21,9 +21,9 @@ import pytest
 from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir import Memoir, service
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.llm.offline import OfflineModel
-from memoir.llm.values import Purpose
+from memoir.llm.port import Purpose
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 LINTER = "from now on, always run the linter before committing"

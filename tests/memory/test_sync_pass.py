@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 
-from memoir.llm.errors import Truncated
-from memoir.llm.offline import OfflineModel
-from memoir.llm.tokens import counter_for
-from memoir.llm.values import ModelRequest
+from memoir.llm.offline import OfflineModel, counter_for
+from memoir.llm.port import ModelRequest, Truncated
 from memoir.memory.memories import Memories, sync_op
 from memoir.memory.runner import MemoryParts, Runner
 from memoir.memory.sync_pass import MemoryPassReport, Verdict, due_order, run_memory_pass, verdict

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.model.harness_text import HarnessShape, Piece, harness_shape, split_harness, user_part
+from memoir.model.harness import HarnessShape, Piece, harness_shape, split_harness, user_part
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path("/work/shared/fixtures/claude-code")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.model.names import (
+from memoir.model.harness import (
     HASH_CHARS,
     MAX_NAME_BYTES,
     claude_folder,

@@ -11,7 +11,7 @@ from search_corpus import fill
 
 from memoir import Memoir, service
 from memoir.errors import Busy, ConfigError
-from memoir.ingest.lock import embed_lock, sync_lock
+from memoir.ingest.archive import embed_lock, sync_lock
 from memoir.search.embedder import EmbeddingsUnavailable
 from memoir.store.index_doc import EMBED_RECIPE
 

@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
-from memoir.model.session import named_session_id
+from memoir.demo import ClaudeWriter
+from memoir.model.event import named_session_id
 from memoir.search import backfill
 from memoir.server import create_app
 from memoir.store.port import Store

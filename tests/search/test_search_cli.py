@@ -13,7 +13,7 @@ from search_corpus import HOSTILE, fill
 from memoir.cli.app import main, resolve_session
 from memoir.config import Settings
 from memoir.errors import MemoirError
-from memoir.ingest.lock import embed_lock
+from memoir.ingest.archive import embed_lock
 from memoir.model import Harness, Session, SessionFlags
 from memoir.store import open_store
 

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from memoir.app import Memoir
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 
 __all__ = ["Api", "error_message"]
 

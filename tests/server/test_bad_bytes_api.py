@@ -13,7 +13,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.demo.builders import ClaudeWriter
+from memoir.demo import ClaudeWriter
 from memoir.errors import ConfigError, StoreError
 from memoir.server.middleware import nul_in_request
 from memoir.store.port import Store

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 from memoir.server.errors import ApiError
 from memoir.server.present import page_after
 from memoir.server.web.pages import SECURITY_HEADERS

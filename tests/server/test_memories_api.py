@@ -3,7 +3,7 @@ with its history, forget by item and by selector — each limited to the caller'
 
 from __future__ import annotations
 
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 
 from .server_api import Api
 

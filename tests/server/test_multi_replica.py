@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from jobs.helpers import pg_schema  # tests/jobs: a package on the rootdir path
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 
 from .serve_proc import memoir_cli, serve
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from memoir.model.session import named_session_id
+from memoir.model.event import named_session_id
 
 from .server_api import Api
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.model.storable import scrub, scrub_deep
+from memoir.model.event import scrub, scrub_deep
 from memoir.store.codec import dumps, from_iso, loads, to_iso, to_utc
 
 AWARE = st.datetimes(

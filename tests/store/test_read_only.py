@@ -27,7 +27,7 @@ import memoir.cli.cmd_sync  # noqa: F401
 from memoir import service
 from memoir.cli.app import app
 from memoir.errors import Busy, ReadOnly, StoreError
-from memoir.ingest.lock import sync_lock, sync_lock_to_read
+from memoir.ingest.archive import sync_lock, sync_lock_to_read
 from memoir.store.sqlite_store import SQLiteStore
 from memoir.store.values import SearchFilters
 
@@ -312,7 +312,7 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
     from memoir.app import Memoir
     from memoir.config import Settings
     from memoir.ingest.sync import sync
-    from memoir.llm.scripted import ScriptedModel
+    from memoir.llm.offline import ScriptedModel
     from memoir.store.postgres_store import PostgresStore
     from memoir.summaries.session import ModelSource
     from memoir.summaries.summary_pass import PassSettings, run_summary_pass

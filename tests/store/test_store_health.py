@@ -116,7 +116,7 @@ THREE = [*TURNS, ("gamma question about yaks", "gamma answer", None)]
 
 
 def test_a_lost_exchange_row_is_found_and_rebuilt_from_the_events(store: Store) -> None:
-    from memoir.ingest.mend import rebuild_exchanges
+    from memoir.ingest.verify import rebuild_exchanges
 
     ingest(store, "s1", THREE)
     kept = {x.id: x for x in store.exchanges.of("s1")}

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings
-from memoir.ingest.detect import Format
+from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
 from memoir.llm.port import Model
 from memoir.model import Event, Harness, Session
-from memoir.model.session import SessionInfo
+from memoir.model.event import SessionInfo
 from memoir.store.claims import local_claim
 from memoir.store.values import SummaryRow
 from memoir.summaries.persist import SummaryUpkeep, open_summary_store

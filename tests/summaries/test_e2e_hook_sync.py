@@ -16,7 +16,7 @@ from memoir.cli.app import main
 from .helpers import TINY_ID
 
 cmd_sync = pytest.importorskip("memoir.cli.cmd_sync")
-lock = pytest.importorskip("memoir.ingest.lock")
+lock = pytest.importorskip("memoir.ingest.archive")
 
 PROJECT = "-Users-testuser-example-project"
 

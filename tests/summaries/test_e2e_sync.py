@@ -16,8 +16,8 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.errors import Transient
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Transient
 from memoir.summaries.persist import read_summary_state
 from memoir.summaries.state import SummaryKind, parse_summary_file
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memoir import Memoir, service
+from memoir.llm.offline import ScriptedModel
 from memoir.llm.port import Model
-from memoir.llm.scripted import ScriptedModel
 from memoir.summaries.session import closing_source
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memoir.llm.errors import Transient
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Transient
 from memoir.summaries.state import Failure, SummaryKind, parse_summary_file
 
 from .helpers import (
@@ -272,7 +272,7 @@ def test_database_adapter_gates_on_the_last_event(home) -> None:
 
 
 def test_an_account_problem_stops_the_pass_and_charges_no_conversation(home) -> None:
-    from memoir.llm.errors import OutOfCredit, RateLimited, Unauthorized, UnknownModel
+    from memoir.llm.port import OutOfCredit, RateLimited, Unauthorized, UnknownModel
 
     memoir = make_memoir(home)
     _failing_fleet(memoir, 4)

@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.llm.errors import Transient
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Transient
 from memoir.summaries.state import SummaryKind, parse_summary_file
 
 from .helpers import (

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memoir.errors import NotFound, SummaryError
-from memoir.llm.errors import Transient
-from memoir.llm.scripted import ScriptedModel
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Transient
 from memoir.model import Harness, Session
 from memoir.summaries.persist import (
     read_summary_body,

@@ -12,18 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from memoir.ingest.detect import Format
+from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
-from memoir.llm.offline import OfflineModel
-from memoir.llm.offline.prose import (
-    Action,
+from memoir.llm.offline import OfflineModel, TiktokenCounter
+from memoir.llm.offline_prose import (
     Line,
+    ToolAction,
     _imperative,
     is_filler,
     prose_summary,
     summarize_lines,
 )
-from memoir.llm.tokens import TiktokenCounter
 from memoir.summaries.offline import merge_object
 from memoir.summaries.state import SUMMARY_FORMAT, SummaryPolicy, SummaryState, decide
 from memoir.summaries.state import SummaryAction as Decision
@@ -222,13 +221,13 @@ def _lines(*pairs: tuple[str, str]) -> list[Line]:
                 ("user", "The cache layer is slow on big pages."),
                 ("assistant", "Replaced the lock with a read-write lock."),
             ),
-            (Action("file", "cache.py"),),
+            (ToolAction("file", "cache.py"),),
             "done",  # tools used make it a task
         ),
     ],
 )
 def test_status_of_how_it_ended(
-    turns: tuple[tuple[str, str], ...], actions: tuple[Action, ...], status: str | None
+    turns: tuple[tuple[str, str], ...], actions: tuple[ToolAction, ...], status: str | None
 ) -> None:
     summary = summarize_lines(_lines(*turns), actions)
     assert summary.status == status

@@ -7,9 +7,8 @@ import json
 import pytest
 
 import memoir.summaries.summarizer as summarizer_mod
-from memoir.llm.errors import EmptyResponse
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import EmptyResponse, Purpose
 from memoir.summaries.summarizer import summarize_conversation
 
 from .helpers import FakeStore, archive, conversation
@@ -84,7 +83,7 @@ def test_long_conversation_goes_through_the_episodic_summarizer(tmp_path, monkey
 
 
 def test_a_refused_short_summary_is_asked_once_of_the_fallback(tmp_path) -> None:
-    from memoir.llm.errors import Refused
+    from memoir.llm.port import Refused
 
     events = _events(tmp_path, conversation("s1", 3))
     model = ScriptedModel(default=Refused("flagged"))

@@ -12,9 +12,8 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.llm.offline import OfflineModel
-from memoir.llm.offline.prose import Line, summarize_lines
-from memoir.llm.offline.rank import centrality, embedding_scorer, rank_sentences
-from memoir.llm.offline.text import Sentence
+from memoir.llm.offline_prose import Line, summarize_lines
+from memoir.llm.transcript import Sentence, centrality, embedding_scorer, rank_sentences
 from memoir.model import Author, Event, EventKind
 from memoir.summaries.summarizer import summarize_conversation
 
@@ -99,7 +98,7 @@ def test_without_an_embedder_the_body_is_the_lexical_ranking() -> None:
 
 
 def _sentences() -> list[Sentence]:
-    from memoir.llm.offline.prose import _Reading
+    from memoir.llm.offline_prose import _Reading
 
     return list(_Reading.of(LINES).sentences)
 

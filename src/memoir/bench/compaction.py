@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoir.bench.compaction_data import History, agent_history
+from memoir.bench.compaction_data import AgentHistory, agent_history
 from memoir.compaction import CompactionResult, Compactor
 from memoir.compaction.sequence import MessageCounter
 from memoir.llm.offline import OfflineModel
@@ -136,7 +136,7 @@ def _recent(
 
 def _score_facts(
     run: RunScore,
-    history: History,
+    history: AgentHistory,
     fed: int,
     result: CompactionResult,
     counter: MessageCounter,
@@ -173,7 +173,7 @@ def _score_facts(
 
 
 def score_run(
-    history: History,
+    history: AgentHistory,
     window: int,
     model: Model,
     *,

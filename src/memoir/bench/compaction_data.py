@@ -27,7 +27,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Fact", "History", "agent_history"]
+__all__ = ["AgentHistory", "Fact", "agent_history"]
 
 _WORDS = [
     "orca",
@@ -114,7 +114,7 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
-class History:
+class AgentHistory:
     messages: list[dict[str, Any]]
     facts: tuple[Fact, ...]
     seed: int
@@ -269,7 +269,7 @@ _PLAN = (
 )
 
 
-def agent_history(turns: int, seed: int) -> History:
+def agent_history(turns: int, seed: int) -> AgentHistory:
     """A deterministic agent history of ``turns`` steps with the facts of ``_PLAN``."""
     b = _Builder(seed)
     b.say("user", "The nightly export is failing; find out why and fix it.")
@@ -287,4 +287,4 @@ def agent_history(turns: int, seed: int) -> History:
             b.filler_step()
     if b.messages[-1]["role"] == "user":
         b.say("assistant", "Understood; starting on that now.")
-    return History(b.messages, tuple(b.facts), seed, turns)
+    return AgentHistory(b.messages, tuple(b.facts), seed, turns)

@@ -36,7 +36,7 @@ from memoir.cli.help_text import COMMANDS, LazyGroup, tidy_help
 from memoir.cli.top_help import DESCRIPTION, ROOT_OPTION, asks_top_help
 from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from memoir.bench import KS, run_locomo
-from memoir.bench.memories import SPEAKERS, run_memories
+from memoir.bench.quality import SPEAKERS, run_memories
 from memoir.cli.app import app, console, err_console, print_json
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError, UsageError
@@ -175,8 +175,8 @@ def summaries(
     """ROUGE-1/2/L F1 of the offline session summaries against LoCoMo's reference
     session summaries, next to baselines cut to the same length (lead, random sentences,
     the keyword-led summary of format 1)."""
-    from memoir.bench.summaries import run_summaries
-    from memoir.llm.offline.rank import embedding_scorer
+    from memoir.bench.quality import run_summaries
+    from memoir.llm.transcript import embedding_scorer
     from memoir.search.embedder import load_embedder
 
     loaded = load_embedder("auto") if embedder else None

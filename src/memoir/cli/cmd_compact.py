@@ -106,7 +106,7 @@ def _transcript_messages(path: Path) -> list[dict[str, Any]] | None:
     """A Claude Code or Codex transcript read through its reader and turned into messages
     the way Memoir compacts a stored session; None for anything else."""
     from memoir.compaction.values import messages_from_events
-    from memoir.ingest.detect import Format, detect_format
+    from memoir.ingest.discover import Format, detect_format
     from memoir.ingest.reader import read_bytes
 
     data = path.read_bytes()

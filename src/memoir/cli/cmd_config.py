@@ -26,7 +26,7 @@ def env_name(setting: str) -> str:
 def settings_problems(settings: Settings) -> dict[str, str]:
     """Setting name → what is wrong with it, for the settings other commands would refuse:
     the model and its fallback (spec and key), the embedder, the database URL."""
-    from memoir.llm.factory import check_settings
+    from memoir.llm.wiring import check_settings
     from memoir.search.embedder import EMBEDDER_CHOICES
     from memoir.service import database_file
 

@@ -27,7 +27,7 @@ from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
 from memoir.distribution import install_hint
 from memoir.errors import ConfigError
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 
 __all__ = ["PLUGIN_FOLDER", "codex_config_path", "plugin_dir"]
 

@@ -54,7 +54,7 @@ def serve(
             f"memoir serve needs the server extra: {install_hint('server')} ({exc})"
         ) from exc
     from memoir.app import Memoir
-    from memoir.model.session import LOCAL_USER
+    from memoir.model.event import LOCAL_USER
     from memoir.server.auth import LINK_TTL_S, SignInLinks, is_loopback, link_url
     from memoir.server.middleware import JsonFormatter
 

@@ -52,7 +52,7 @@ from memoir.cli.app import (
 )
 from memoir.config import Settings
 from memoir.errors import Busy, ConfigError, MemoirError
-from memoir.ingest.lock import sync_lock, sync_lock_to_read
+from memoir.ingest.archive import sync_lock, sync_lock_to_read
 from memoir.ingest.sync import SyncProgress, SyncReport
 from memoir.memory.sync_pass import MemoryPassProgress
 from memoir.private import private_dir, private_file

@@ -4,7 +4,7 @@
 (``ModelRequest.task``): the transcript of the covered messages as the request renders
 them (stand-ins included) and the previous checkpoint's summary. The offline model
 answers it with :func:`work_summary`, or the prose summary
-(:func:`memoir.llm.offline.prose.prose_summary`) when the transcript shows no work.
+(:func:`memoir.llm.offline_prose.prose_summary`) when the transcript shows no work.
 Lines, each under a heading of :data:`memoir.compaction.request.WORK_SUMMARY_FORMAT`::
 
     Goals and constraints:
@@ -46,19 +46,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memoir.llm.offline.analysis import finish, near_duplicate
-from memoir.llm.offline.prose import is_filler, prose_summary
-from memoir.llm.offline.rank import cue, rank_sentences
-from memoir.llm.offline.text import (
+from memoir.llm.offline_prose import is_filler, prose_summary
+from memoir.llm.offline_summary import finish, near_duplicate
+from memoir.llm.transcript import (
     Sentence,
     Turn,
     clip_words,
     content_words,
+    cue,
     parse_turns,
+    rank_sentences,
     sentences_of,
     split_sentences,
 )
-from memoir.model.tool_outcome import tool_outcome
+from memoir.model.event import tool_outcome
 
 __all__ = [
     "SECTIONS",

@@ -34,7 +34,7 @@ context. Pure.
 Rejected: empty text; reasoning without content (a ``<think>`` block and nothing else, or
 an unclosed one, or a provider reasoning trace with empty text); text ending inside an
 open code fence; text ending mid-sentence. Truncation (max_tokens) never reaches this
-check: the model port raises :class:`memoir.llm.errors.Truncated` instead.
+check: the model port raises :class:`memoir.llm.port.Truncated` instead.
 
 "Mid-sentence" is judged on the last line: a prose line may not end with a bare word
 (``… and then the``, ``… the user asked``) or a CJK character (CJK prose ends with
@@ -57,10 +57,17 @@ from memoir.compaction.plan import Budget, ladder_after
 from memoir.compaction.sequence import MESSAGE_FRAME_TOKENS, Message, content_text, tool_call_text
 from memoir.compaction.standin import StandIns, call_brief
 from memoir.compaction.values import Omission
-from memoir.llm.errors import ModelError, OutputBudgetRejected, Truncated
-from memoir.llm.port import Model
+from memoir.llm.port import (
+    ChatMessage,
+    Model,
+    ModelError,
+    ModelRequest,
+    OutputBudgetRejected,
+    Purpose,
+    RequestMeta,
+    Truncated,
+)
 from memoir.llm.transcript import quote_speaker_lines
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.model import clean_speaker
 
 __all__ = [

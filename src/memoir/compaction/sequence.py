@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from memoir.llm.offline import default_counter
 from memoir.llm.port import TokenCounter
-from memoir.llm.tokens import default_counter
 
 __all__ = [
     "BLOCK_TOOL_PARTS",

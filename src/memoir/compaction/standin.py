@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memoir.compaction.sequence import Message, content_text
-from memoir.model.tool_outcome import EXIT_STATUS, tool_outcome
+from memoir.model.event import EXIT_STATUS, tool_outcome
 
 __all__ = [
     "IN_CONTEXT",

@@ -6,9 +6,9 @@ Data flow: :func:`discover` finds transcript files under the sources;
 ones whose size and mtime the index already has (stat only), plans the rest
 (:mod:`memoir.ingest.plan`: resume, re-index a rewritten file, or leave it out), reads each
 one once from the indexed byte offset — every chunk goes to the archive copy
-(:mod:`memoir.ingest.archive`) and through the line splitter (:mod:`memoir.ingest.lines`) into
+(:mod:`memoir.ingest.archive`) and through the line splitter (:mod:`memoir.ingest.records`) into
 a format reader (:mod:`memoir.ingest.reader`) — gives the events their source left
-without a time the nearest known one (:mod:`memoir.ingest.times`), rebuilds the exchange
+without a time the nearest known one (:mod:`memoir.ingest.plan`), rebuilds the exchange
 that was still open,
 and commits everything for that file in one ``store.ingest.apply`` transaction. What was
 derived from a conversation (its summary) is not ingest's: the caller passes a
@@ -28,11 +28,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memoir.ingest.detect import Format, detect_format
-    from memoir.ingest.discover import discover
-    from memoir.ingest.observer import SyncObserver
+    from memoir.ingest.discover import Format, detect_format, discover
     from memoir.ingest.reader import ReadResult, read_bytes
-    from memoir.ingest.sync import NO_INDEX_MARKER, SyncProgress, SyncReport
+    from memoir.ingest.sync import NO_INDEX_MARKER, SyncObserver, SyncProgress, SyncReport
     from memoir.ingest.verify import Problem, VerifyReport
 
 __all__ = [
@@ -51,13 +49,13 @@ __all__ = [
 
 # each public name: the module it is imported from when first used
 _HOME = {
-    "Format": "memoir.ingest.detect",
-    "detect_format": "memoir.ingest.detect",
+    "Format": "memoir.ingest.discover",
+    "detect_format": "memoir.ingest.discover",
     "discover": "memoir.ingest.discover",
-    "SyncObserver": "memoir.ingest.observer",
     "ReadResult": "memoir.ingest.reader",
     "read_bytes": "memoir.ingest.reader",
     "NO_INDEX_MARKER": "memoir.ingest.sync",
+    "SyncObserver": "memoir.ingest.sync",
     "SyncProgress": "memoir.ingest.sync",
     "SyncReport": "memoir.ingest.sync",
     "Problem": "memoir.ingest.verify",

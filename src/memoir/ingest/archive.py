@@ -1,4 +1,7 @@
-"""The archive: a durable copy of every transcript, because agents delete theirs.
+"""What sync keeps in the home beside the index: the archive copy of every transcript, the
+files it left out, and its single-instance locks.
+
+The archive: a durable copy of every transcript, because agents delete theirs.
 
 ``<home>/archive/<project>/<session-id>.jsonl`` mirrors the source byte for byte (the
 summary coverage of the episodic-memory design is measured in these bytes). A new copy is
@@ -7,28 +10,56 @@ only its new bytes appended, after truncating the copy to the size the index rec
 an append interrupted by a crash is redone cleanly by the next sync. A copy that is about
 to be replaced by a rewritten (shrunk or changed) transcript is first moved to
 ``<project>/.replaced/`` so nothing once archived is ever lost.
+
+Files sync looked at and deliberately left out of the index.
+
+A binary file, a file in no known format, a file in an excluded project, a conversation
+carrying the do-not-index marker and one of Memoir's own model calls through the user's
+agent CLI (``memoir_agent``) are remembered in ``<home>/state/ingest-ignored.json``
+with the size and mtime seen, so the next sync skips them on ``stat`` alone (no session
+rows exist for them, hence no source state in the store). ``verify`` lists them.
+
+Single-instance locks: ``fcntl`` locks on ``<home>/locks/<name>.lock``.
+
+``sync_lock`` keeps one sync (archive + index + summary pass) per home; ``embed_lock`` one
+embedding catch-up, so a background sync that embeds a large backlog never holds the sync
+lock while it does. The kernel releases a lock when its holder dies, so a crashed process
+never blocks the next one. A second holder fails fast with :class:`memoir.errors.Busy`
+(:func:`memoir.store.claims.file_claim` does the locking).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from memoir.atomic import sweep_temps, temp_for
+from memoir.atomic import sweep_temps, temp_for, write_text_atomic
+from memoir.errors import ReadOnly
 from memoir.private import private_dir, private_file
+from memoir.store.claims import file_claim, shared_file_claim
 
 __all__ = [
     "BUMPS_FOLDER_MTIME",
     "HASH_SPAN",
     "ArchiveCopy",
+    "IgnoredFile",
+    "IgnoredFiles",
     "archive_path",
+    "embed_lock",
     "in_archive",
     "is_prefix_of",
+    "lock_path",
     "preserve",
     "span_hashes",
+    "sync_lock",
+    "sync_lock_to_read",
 ]
 
 HASH_SPAN = 4096
@@ -166,3 +197,86 @@ class ArchiveCopy:
         if self._tmp is not None:
             self._tmp.unlink(missing_ok=True)
             self._tmp = None
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredFile:
+    path: str
+    size: int
+    mtime_ns: int
+    # "binary" | "unknown_format" | "excluded" | "no_index" | "unreadable" | "too_large"
+    # | "memoir_agent"
+    reason: str
+    session_id: str | None = None
+    project: str | None = None
+
+
+class IgnoredFiles:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.items: dict[str, IgnoredFile] = {}
+        self.dirty = False
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError, OSError):
+            raw = {}
+        if isinstance(raw, dict):
+            for key, value in raw.items():
+                try:
+                    self.items[key] = IgnoredFile(**value)
+                except TypeError:
+                    continue
+
+    def unchanged(self, path: str, size: int, mtime_ns: int) -> IgnoredFile | None:
+        item = self.items.get(path)
+        if item is not None and item.size == size and item.mtime_ns == mtime_ns:
+            return item
+        return None
+
+    def get(self, path: str) -> IgnoredFile | None:
+        return self.items.get(path)
+
+    def add(self, item: IgnoredFile) -> None:
+        if self.items.get(item.path) != item:
+            self.items[item.path] = item
+            self.dirty = True
+
+    def discard(self, path: str) -> None:
+        if self.items.pop(path, None) is not None:
+            self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        private_dir(self.path.parent)
+        data = {k: asdict(v) for k, v in sorted(self.items.items())}
+        write_text_atomic(self.path, json.dumps(data, indent=1))
+        self.dirty = False
+
+
+def lock_path(home: Path, name: str = "sync") -> Path:
+    return home / "locks" / f"{name}.lock"
+
+
+def sync_lock(home: Path) -> AbstractContextManager[None]:
+    """Held while a sync archives, indexes and summarizes."""
+    return file_claim(lock_path(home, "sync"), "another memoir sync is running")
+
+
+@contextmanager
+def sync_lock_to_read(home: Path) -> Iterator[None]:
+    """The sync lock for a reader (``memoir verify``): held as ``sync_lock`` is, or — in a
+    home this process cannot write — shared, which still keeps a sync out and fails with
+    ``Busy`` while one runs."""
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(sync_lock(home))
+        except ReadOnly:
+            busy = "another memoir sync is running"
+            stack.enter_context(shared_file_claim(lock_path(home, "sync"), busy))
+        yield
+
+
+def embed_lock(home: Path) -> AbstractContextManager[None]:
+    """Held while missing embeddings are computed (``memoir embed``, a background sync)."""
+    return file_claim(lock_path(home, "embed"), "another memoir embed is running")

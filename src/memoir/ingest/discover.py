@@ -1,4 +1,7 @@
-"""Find transcript files under the sources, with one ``stat`` each (the fast path).
+"""Find transcript files under the sources (one stat each), and decide each one's format and
+whose session it is (pure).
+
+Find transcript files under the sources, with one ``stat`` each (the fast path).
 
 Every ``*.jsonl`` and ``*.json`` file below a source counts, and every Aider history
 (``.aider.chat.history.md``); hidden folders (``.git``, the archive's ``.replaced``) and
@@ -12,25 +15,71 @@ transcript the walk found is passed over: it is read once, under its own name); 
 pointing elsewhere is left out and named in ``left_out`` —
 anything under a source that links to ``~/.ssh/…`` or another user's files must not end up
 archived because it is called ``*.json``.
+
+Which format a transcript is in, and whose session it is (pure).
+
+The format is decided from the first lines: a ``{type, payload}`` record with a Codex type
+means Codex; a record with a Claude Code type or a ``sessionId`` means Claude Code; a
+record with a ``role`` means generic JSONL; a file whose first byte is ``[`` is a generic
+JSON list. A file none of this recognises is ``binary`` when it holds NUL bytes, else of
+unknown format; either way it is ignored and counted, never indexed.
+
+Identity: the session id is the transcript's own (Claude Code: the file stem when it is a
+UUID, as Claude Code names its files, else the first ``sessionId``; a subagent file gets
+``<parent session>-<file stem>`` so it never collides with its parent; Codex:
+``session_meta.payload.id``; generic: the file stem). The project is the first folder
+under the source (the source folder's own name for files directly inside it), kept as
+written (:func:`memoir.model.harness.project_name`: only separators, control characters and
+leading dots made safe, with a hash suffix then). Codex keeps its rollouts in date folders,
+so a Codex session's project is its cwd spelled the way Claude Code names project folders
+(``/home/ann/app`` → ``-home-ann-app``) but with non-ASCII letters kept
+(:func:`memoir.model.harness.cwd_project`). A Claude Code folder that is its session's cwd
+in Claude Code's lossy spelling (``-home-ann-------`` for ``/home/ann/проект``) is named
+from the cwd the same way, so two Cyrillic projects stay two. Session ids keep the older,
+ASCII-only :func:`safe_name` (they are stored everywhere and never re-derived).
 """
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
-from memoir.ingest.aider import AIDER_HISTORY
+from memoir.ingest.claude_codex import CLAUDE_TYPES, CODEX_TYPES
+from memoir.ingest.gemini_aider import AIDER_HISTORY, is_gemini_record
+from memoir.ingest.opencode import is_opencode_record
+from memoir.ingest.records import GENERIC_ROLES, loads_lenient, split_complete_lines
+from memoir.model.harness import claude_folder, cwd_project, project_name
 
-__all__ = ["Candidate", "chats_only", "discover", "scan", "source_key", "transcript_name"]
+__all__ = [
+    "WHOLE_FORMATS",
+    "Format",
+    "FoundFile",
+    "Identity",
+    "chats_only",
+    "detect_format",
+    "discover",
+    "head_records",
+    "identify",
+    "project_from_cwd",
+    "project_name",
+    "safe_name",
+    "scan",
+    "source_key",
+    "transcript_name",
+]
 
 _SUFFIXES = (".jsonl", ".json")
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
+class FoundFile:
     path: Path
     root: Path
     size: int
@@ -204,7 +253,209 @@ def scan(
                 yield path, base, size, mtime
 
 
-def discover(sources: Iterable[Path], *, skip: Iterable[Path] = ()) -> Iterator[Candidate]:
+def discover(sources: Iterable[Path], *, skip: Iterable[Path] = ()) -> Iterator[FoundFile]:
     """Transcript files under ``sources`` (each once, in a stable order per folder)."""
     for path, root, size, mtime in scan(sources, skip=skip):
-        yield Candidate(Path(path), Path(root), size, mtime)
+        yield FoundFile(Path(path), Path(root), size, mtime)
+
+
+HEAD_LINES = 64
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@+=-]")
+
+
+class Format(StrEnum):
+    CLAUDE = "claude-code"
+    CODEX = "codex"
+    GEMINI = "gemini-cli"
+    GEMINI_JSON = "gemini-cli-json"  # a chat as one JSON document (Gemini CLI before JSONL)
+    OPENCODE = "opencode"
+    AIDER = "aider"
+    GENERIC_JSONL = "generic"
+    GENERIC_LIST = "generic-list"
+    BINARY = "binary"
+    UNKNOWN = "unknown"
+
+
+# formats read whole (a JSON document cannot be read on from an offset)
+WHOLE_FORMATS = frozenset({Format.GENERIC_LIST, Format.GEMINI_JSON})
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    session_id: str
+    project: str
+    subagent: bool = False
+    cwd: str | None = None
+
+
+def head_records(head: bytes, limit: int = HEAD_LINES) -> list[dict[str, Any]]:
+    """The JSON objects among the first ``limit`` lines of ``head`` (bad lines dropped). An
+    unterminated last line counts when it parses (a finished file without a newline)."""
+    lines, used = split_complete_lines(head)
+    pieces = [piece for _, piece in lines[:limit]]
+    if len(pieces) < limit and used < len(head):
+        pieces.append(head[used:])
+    out: list[dict[str, Any]] = []
+    for piece in pieces:
+        if not piece.strip():
+            continue
+        try:
+            obj = loads_lenient(piece)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def _record_format(obj: dict[str, Any]) -> Format | None:
+    """The format one record speaks for (None: it says nothing, e.g. a type that is a list)."""
+    kind, role = obj.get("type"), obj.get("role")
+    kind = kind if isinstance(kind, str) else None
+    if isinstance(obj.get("payload"), dict) and kind in CODEX_TYPES:
+        return Format.CODEX
+    if is_gemini_record(obj):  # before Claude Code: its metadata line has a sessionId too
+        return Format.GEMINI
+    if is_opencode_record(obj):
+        return Format.OPENCODE
+    if kind in CLAUDE_TYPES or "sessionId" in obj:
+        return Format.CLAUDE
+    if isinstance(role, str) and role in GENERIC_ROLES:
+        return Format.GENERIC_JSONL
+    return None
+
+
+def detect_format(head: bytes, name: str = "") -> Format:
+    """The format of a transcript whose first bytes are ``head`` (and whose file name is
+    ``name``: an Aider history is told by its name, its lines being Markdown)."""
+    if name.endswith(AIDER_HISTORY):
+        return Format.AIDER if b"\x00" not in head[:8192] else Format.BINARY
+    stripped = head.lstrip()
+    if stripped.startswith(b"\xef\xbb\xbf"):
+        stripped = stripped[3:].lstrip()
+    if stripped.startswith(b"["):
+        return Format.GENERIC_LIST
+    records = head_records(head)
+    if stripped.startswith(b"{") and not records and b'"projectHash"' in head[:4096]:
+        return Format.GEMINI_JSON
+    for obj in records:
+        found = _record_format(obj)
+        if found is not None:
+            return found
+    if b"\x00" in head[:8192]:
+        return Format.BINARY
+    return Format.UNKNOWN
+
+
+def safe_name(name: str) -> str:
+    """``name`` made safe as one path component (no separators, no dot-only names): what a
+    session id is made of (project names: :func:`project_name`)."""
+    cleaned = _UNSAFE.sub("_", name).strip(".") or "_"
+    return cleaned[:200]
+
+
+def project_from_cwd(cwd: str | None) -> str:
+    """A Codex session's project: its cwd (``codex`` when it has none)."""
+    return cwd_project(cwd, "codex")
+
+
+def _agent_identity(
+    fmt: Format, records: list[dict[str, Any]], path: Path, root: Path, project_root: str | None
+) -> Identity:
+    """Gemini CLI: the metadata line's ``sessionId``, the project its ``.project_root``
+    (else its folder under ``tmp``); OpenCode: the session line's id and ``directory``;
+    Aider: the folder holding the history, and an id made of its name and path."""
+    if fmt is Format.AIDER:
+        cwd = str(path.parent)
+        digest = hashlib.blake2b(str(path).encode(), digest_size=4).hexdigest()
+        return Identity(
+            safe_name(f"aider-{path.parent.name}-{digest}"), cwd_project(cwd), False, cwd
+        )
+    if fmt is Format.OPENCODE:
+        info: dict[str, Any] = next(
+            (
+                r["info"]
+                for r in records
+                if isinstance(r.get("info"), dict) and "directory" in r["info"]
+            ),
+            {},
+        )
+        sid = str(info["id"]) if isinstance(info.get("id"), str) else path.stem
+        where = str(info["directory"]) if isinstance(info.get("directory"), str) else None
+        return Identity(
+            safe_name(sid), cwd_project(where, "opencode"), bool(info.get("parentID")), where
+        )
+    meta: dict[str, Any] = next(
+        (r for r in records if is_gemini_record(r) and "sessionId" in r), {}
+    )
+    gid = str(meta["sessionId"]) if isinstance(meta.get("sessionId"), str) else path.stem
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = path.parts
+    folder = (
+        parts[parts.index("chats") - 1] if "chats" in parts[1:] else _folder_project(path, root)
+    )
+    subagent = meta.get("kind") == "subagent" or path.parent.name != "chats"
+    project = (
+        cwd_project(project_root, project_name(folder)) if project_root else project_name(folder)
+    )
+    return Identity(safe_name(gid), project, subagent, project_root)
+
+
+def _folder_project(path: Path, root: Path) -> str:
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = ()
+    return parts[0] if len(parts) > 1 else (root.name or "default")
+
+
+def identify(
+    fmt: Format,
+    records: list[dict[str, Any]],
+    path: Path,
+    root: Path,
+    project_root: str | None = None,
+) -> Identity:
+    """Session id and project of a transcript from its first records (pure);
+    ``project_root``: the folder a Gemini CLI chat's project is (its ``.project_root``)."""
+    stem = path.name.split(".", 1)[0] if path.name.startswith("rollout-") else path.stem
+    if fmt in (Format.GEMINI, Format.GEMINI_JSON, Format.OPENCODE, Format.AIDER):
+        return _agent_identity(fmt, records, path, root, project_root)
+    if fmt is Format.CODEX:
+        meta: dict[str, Any] = next(
+            (
+                r["payload"]
+                for r in records
+                if r.get("type") == "session_meta" and isinstance(r.get("payload"), dict)
+            ),
+            {},
+        )
+        sid = meta.get("id") if isinstance(meta.get("id"), str) else None
+        cwd = meta.get("cwd") if isinstance(meta.get("cwd"), str) else None
+        return Identity(safe_name(sid or stem), project_from_cwd(cwd), False, cwd)
+    folder = _folder_project(path, root)
+    project = project_name(folder)
+    if fmt is not Format.CLAUDE:
+        return Identity(safe_name(stem), project)
+    first = next((r for r in records if isinstance(r.get("sessionId"), str)), None)
+    parent = first.get("sessionId") if first else None
+    cwd = first.get("cwd") if first and isinstance(first.get("cwd"), str) else None
+    if cwd and folder == claude_folder(cwd):  # Claude Code's lossy spelling of the cwd
+        project = cwd_project(cwd, project)
+    in_subfolder = len(path.relative_to(root).parts) > 2 if path.is_relative_to(root) else False
+    subagent = (
+        bool(first and first.get("isSidechain"))
+        or stem.startswith("agent-")
+        or (in_subfolder and "subagents" in path.parts)
+    )
+    if subagent:
+        fresh = isinstance(parent, str) and not stem.startswith(parent)
+        sid = f"{parent}-{stem}" if fresh else stem
+    elif _UUID.match(stem):
+        sid = stem
+    else:
+        sid = parent if isinstance(parent, str) else stem
+    return Identity(safe_name(str(sid)), project, subagent, cwd)

@@ -1,9 +1,29 @@
-"""Decide what one changed transcript needs (pure but for reading a few head bytes).
+"""What one changed transcript needs, and a time for every event it gives none: the steps sync
+takes around reading a file.
+
+Decide what one changed transcript needs (pure but for reading a few head bytes).
 
 Given the file, what the index remembers about it (its :class:`SourceState`) and the
 sessions already owned by other files, :func:`plan_file` says: resume at the indexed
 offset, re-index from scratch (the file shrank or its indexed bytes changed), or leave the
 file out (binary, unknown format, excluded project).
+
+A time for every event a transcript gives none: sync's one step after parsing.
+
+The rule is :func:`memoir.model.infer_times` (the nearest known event time before, else
+after, else the file's modification time). Sync reads a transcript in batches, and across
+syncs as it grows; what this module adds is what a batch cannot see by itself, so a file
+read in many batches gets the times one read of it gives:
+
+- the last known event time before the batch: kept in the parser state as
+  :data:`KNOWN_AT` (written with every batch; a state written before it was kept falls back
+  on the reader's ``last_at``);
+- when a batch holds no known time and nothing before it did, the first known time after
+  it: :class:`TimeAhead` reads on through the rest of the file (a second handle, a batch
+  of lines at a time, stopping at the first event that has a time), once per file read.
+
+A transcript that grows is timed as it stood: lines without a time synced before the first
+line with one was written took the file's modification time then, and keep it.
 """
 
 from __future__ import annotations
@@ -11,27 +31,41 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from memoir.ingest.archive import archive_path, in_archive, span_hashes
-from memoir.ingest.detect import (
+from memoir.ingest.discover import (
     WHOLE_FORMATS,
     Format,
+    FoundFile,
     Identity,
     detect_format,
     head_records,
     identify,
+    source_key,
 )
-from memoir.ingest.discover import Candidate, source_key
-from memoir.ingest.gemini import document_head
-from memoir.ingest.lines import CHUNK_BYTES
-from memoir.model import Harness
+from memoir.ingest.gemini_aider import document_head
+from memoir.ingest.reader import ReadResult, first_line_number, read_any
+from memoir.ingest.records import CHUNK_BYTES, LineReader, parse_ts
+from memoir.model import Event, Harness, infer_times
 from memoir.store.values import SourceState
 
-__all__ = ["HEAD_BYTES", "Plan", "Skip", "excluded", "is_rewritten", "plan_file"]
+__all__ = [
+    "HEAD_BYTES",
+    "KNOWN_AT",
+    "Plan",
+    "Skip",
+    "TimeAhead",
+    "excluded",
+    "is_rewritten",
+    "known_before",
+    "plan_file",
+    "with_times",
+]
 
 HEAD_BYTES = 256 * 1024
 FIRST_LINE_SCAN = 64 * 1024 * 1024  # how far past an over-long first line detection looks
@@ -144,7 +178,7 @@ def _shared_bytes_agree(fd: int, size: int, other: str) -> bool:
 
 def _held_elsewhere(
     fd: int,
-    cand: Candidate,
+    cand: FoundFile,
     owner: str,
     old: SourceState | None,
     identity: Identity,
@@ -195,7 +229,7 @@ def _after_first_line(fd: int, head: bytes) -> bytes | None:
 
 def plan_file(
     fd: int,
-    cand: Candidate,
+    cand: FoundFile,
     state: SourceState | None,
     *,
     archive_dir: Path,
@@ -324,3 +358,94 @@ def plan_file(
         indexed=state.offset if state is not None else 0,
         clash_with=clash,
     )
+
+
+KNOWN_AT = "known_at"  # parser state: the time of the last event that had one (ISO, or None)
+_LOOK_BYTES = 2 * 1024 * 1024  # lines parsed at a time looking ahead
+
+
+def known_before(state: Mapping[str, Any]) -> datetime | None:
+    """The last known event time of what was read before ``state`` was saved."""
+    if KNOWN_AT in state:
+        return parse_ts(state[KNOWN_AT])
+    return parse_ts(state.get("last_at"))  # saved before KNOWN_AT was kept
+
+
+def _last_known(events: Sequence[Event], before: datetime | None) -> datetime | None:
+    for e in reversed(events):
+        if e.timestamp is not None and not e.time_inferred:
+            return e.timestamp
+    return before
+
+
+class TimeAhead:
+    """The time of the first event past a batch that has one of its own, in the file at
+    ``path`` (``size`` bytes, format ``fmt``); looked for once, then remembered (a later
+    batch that needs it again lies before that event: the answer is the same)."""
+
+    def __init__(self, path: str, fmt: Format, session_id: str, size: int) -> None:
+        self._path, self._fmt, self._sid, self._size = path, fmt, session_id, size
+        self._looked = False
+        self._found: datetime | None = None
+
+    def __call__(self, after: ReadResult) -> datetime | None:
+        if not self._looked:
+            self._looked = True
+            self._found = self._look(after)
+        return self._found
+
+    def _look(self, after: ReadResult) -> datetime | None:
+        try:
+            fp = open(self._path, "rb")  # noqa: SIM115 - closed below; sync's handle reads on
+        except OSError:
+            return None
+        with fp:
+            lines = iter(
+                LineReader(
+                    fp,
+                    offset=after.offset,
+                    line=first_line_number(after.line_count, after.state),
+                    limit=max(0, self._size - after.offset),
+                )
+            )
+            state, offset, count = after.state, after.offset, after.line_count
+            while True:
+                read = read_any(
+                    lines,
+                    self._fmt,
+                    path=self._path,
+                    session_id=self._sid,
+                    next_ordinal=1,
+                    state=state,
+                    offset=offset,
+                    line_count=count,
+                    max_bytes=_LOOK_BYTES,
+                )
+                for e in read.events:
+                    if e.timestamp is not None:
+                        return e.timestamp
+                if not read.more:
+                    return None
+                state, offset, count = read.state, read.offset, read.line_count
+
+
+def with_times(
+    result: ReadResult,
+    state_before: Mapping[str, Any],
+    *,
+    mtime_ns: int,
+    ahead: TimeAhead | None,
+) -> ReadResult:
+    """``result`` (a batch read from ``state_before``) with a time for each event its
+    source gave none, marked ``time_inferred``, and its state's :data:`KNOWN_AT` moved on."""
+    before = known_before(state_before)
+    events: Sequence[Event] = result.events
+    if any(e.timestamp is None for e in events):
+        fallback = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+        alone = before is None and all(e.timestamp is None for e in events)
+        if alone and result.more and ahead is not None:
+            fallback = ahead(result) or fallback
+        events = infer_times(events, before=before, fallback=fallback)
+    known = _last_known(events, before)
+    state = {**result.state, KNOWN_AT: known.isoformat() if known is not None else None}
+    return replace(result, events=tuple(events), state=state)

@@ -1,4 +1,7 @@
-"""Turn transcript lines into events (pure): bytes from an offset + parser state in,
+"""From transcript lines to events (pure): each format's reader chosen and run, and the generic
+format (OpenAI-style chat messages, from a file or sent over the HTTP API).
+
+Turn transcript lines into events (pure): bytes from an offset + parser state in,
 events, skipped lines, the new offset and the new parser state out.
 
 Bad input never stops a read and never costs a good line: a line that is not valid JSON,
@@ -15,34 +18,70 @@ waits for the next sync.
 start (``ReadResult.more``): called again on the same line iterator with the result's
 offset, line count and state, it goes on exactly where it stopped — what sync uses to
 commit a large transcript in bounded batches.
+
+The generic format: OpenAI-style chat messages, one file per session.
+
+A file is either a JSON list of messages or JSONL with one message a line. A message is
+``{role, content, tool_calls?, tool_call_id?, name?, timestamp?}``; ``content`` is a string
+or a list of parts (``{type: "text", text}``, image parts). Roles: ``user`` → USER_TEXT
+(harness text an agent's CLI or SDK left in it — a ``<system-reminder>``, a command echo —
+cut out as HARNESS, :mod:`memoir.model.harness`; this reader also reads what the HTTP
+API and MCP append),
+``assistant`` → ASSISTANT_TEXT plus one TOOL_CALL per ``tool_calls`` entry, ``tool`` (or
+``function``) → TOOL_RESULT named after the call it answers, ``system``/``developer`` →
+META. A user or assistant message's ``name`` (a person in a group chat, one agent of
+several) is kept as its event's speaker, ``payload["speaker"]``. The session id is the file
+stem.
+
+OpenAI-style messages sent over the HTTP API, as the events the generic reader makes of
+them: one :class:`~memoir.store.values.ApiMessage` per message, carrying the client's id
+for it. Ordinals are placeholders; the store numbers the events when it appends them.
+
+A message sent without a ``timestamp`` takes the nearest one of the messages sent with it
+(the one before, else the one after), else the time it is stored
+(:func:`memoir.model.infer_times`), marked ``time_inferred``. Messages stored by earlier
+appends are not consulted: a message is posted when it is said or later, so the time it
+arrives is a closer bound than an older message's.
+
+A message's ``metadata`` (a JSON object: what the caller wants back with it, such as an
+agent framework's own item) is kept in the payload of its first event,
+``payload["metadata"]``, and comes back with it from ``Memoir.events``.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
-from memoir.ingest.aider import read_markdown
-from memoir.ingest.claude import ClaudeReader
-from memoir.ingest.codex import CodexReader
-from memoir.ingest.detect import Format
-from memoir.ingest.gemini import GeminiReader
-from memoir.ingest.generic import GenericReader
-from memoir.ingest.lines import LineReader, RawLine
+from memoir.errors import ConfigError
+from memoir.ingest.claude_codex import ClaudeReader, CodexReader
+from memoir.ingest.discover import Format
+from memoir.ingest.gemini_aider import GeminiReader, read_markdown
 from memoir.ingest.opencode import OpenCodeReader
 from memoir.ingest.records import (
+    GENERIC_ROLES,
+    SMALL_INPUT,
     EventSink,
     FormatReader,
+    LineReader,
+    RawLine,
     ReadResult,
+    compact_json,
     loads,
     loads_lenient,
+    parse_ts,
     stdlib_loads,
 )
-from memoir.store.values import SkippedLine
+from memoir.model import Author, EventKind, Harness, clean_speaker, infer_times
+from memoir.store.values import ApiMessage, SkippedLine
 
 __all__ = [
+    "GenericReader",
     "ReadResult",
+    "api_messages",
     "first_line_number",
     "read_any",
     "read_bytes",
@@ -334,3 +373,134 @@ def read_any(
         line_count=line_count,
         max_bytes=max_bytes,
     )
+
+
+def _parts_text(content: object) -> tuple[str, list[str]]:
+    """(text, number of non-text parts) of a message content."""
+    if isinstance(content, str):
+        return content, []
+    if content is None:
+        return "", []
+    texts: list[str] = []
+    others: list[str] = []
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type") in (
+                "text",
+                "input_text",
+                "output_text",
+            ):
+                texts.append(str(part.get("text", "")))
+            else:
+                others.append(_attachment(part))
+        return "\n\n".join(t for t in texts if t), others
+    return compact_json(content), []
+
+
+def _attachment(part: object) -> str:
+    """How a non-text part is shown: ``[image]``, ``[audio]``, ``[file]`` or ``[attachment]``."""
+    kind = str(part.get("type", "")) if isinstance(part, dict) else ""
+    if "image" in kind:
+        return "[image]"
+    if "audio" in kind:
+        return "[audio]"
+    return "[file]" if kind in ("file", "input_file", "document") else "[attachment]"
+
+
+class GenericReader(FormatReader):
+    harness = Harness.GENERIC
+
+    def handle(self, obj: dict[str, Any]) -> bool:
+        role = obj.get("role")
+        if not isinstance(role, str) or role not in GENERIC_ROLES:
+            return False
+        ts = parse_ts(obj.get("timestamp") or obj.get("created_at"))
+        self.note_time(ts)
+        text, others = _parts_text(obj.get("content"))
+        speaker = clean_speaker(obj.get("name")) if role in ("user", "assistant") else None
+        said = {"speaker": speaker} if speaker else None
+        if role == "user":
+            if text:  # harness text an agent's SDK left in it is cut out (records.py)
+                self.user_words(text, ts, payload=said)
+            for shown in others:
+                self.sink.emit(EventKind.ATTACHMENT, Author.USER, shown, ts)
+        elif role == "assistant":
+            if text:
+                self.sink.emit(EventKind.ASSISTANT_TEXT, Author.ASSISTANT, text, ts, payload=said)
+            self._calls(obj.get("tool_calls"), ts)
+        elif role in ("tool", "function"):
+            call_id = obj.get("tool_call_id")
+            name = self.tool_for(call_id) or (str(obj["name"]) if obj.get("name") else None)
+            self.tool_event(EventKind.TOOL_RESULT, Author.TOOL, text, ts, name, call_id)
+        elif text:
+            self.sink.emit(EventKind.META, Author.SYSTEM, text, ts, payload={"role": role})
+        return True
+
+    def _calls(self, calls: object, ts: Any) -> None:
+        if not isinstance(calls, list):
+            return
+        for call in calls:
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function")
+            function = function if isinstance(function, dict) else {}
+            name = str(function.get("name") or call.get("name") or "tool")
+            call_id = call.get("id")
+            arguments = function.get("arguments", call.get("arguments", ""))
+            self.remember_tool(call_id, name)
+            text = arguments if isinstance(arguments, str) else compact_json(arguments)
+            payload = {"arguments": text} if len(text) <= SMALL_INPUT else {}
+            self.tool_event(EventKind.TOOL_CALL, Author.ASSISTANT, text, ts, name, call_id, payload)
+
+
+def api_messages(
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    stored_at: datetime | None = None,
+) -> list[ApiMessage]:
+    """Each message (``{role, content, …, id?}``) as its events, in order, each with a time
+    (``stored_at``, default now, for those with no known neighbour). ``ConfigError``
+    naming the first message that is not one: not a mapping, a role the generic reader does
+    not know, an ``id`` that is not a non-empty string of at most 200 characters (what the
+    HTTP API's schema lets through always passes)."""
+    for n, message in enumerate(messages):
+        _check(n, message)
+    sink = EventSink(session_id, 1)
+    reader = GenericReader(sink, {})
+    out: list[ApiMessage] = []
+    spans: list[tuple[int, int]] = []
+    for message in messages:
+        start = len(sink.events)
+        reader.handle(dict(message))
+        spans.append((start, len(sink.events)))
+    events = infer_times(sink.events, before=None, fallback=stored_at or datetime.now(UTC))
+    for message, (start, end) in zip(messages, spans, strict=True):
+        metadata = message.get("metadata")
+        if metadata is not None and start < end:  # kept with the message's first event
+            first = events[start]
+            events[start] = replace(first, payload={**first.payload, "metadata": dict(metadata)})
+        client_id = message.get("id")
+        out.append(
+            ApiMessage(
+                client_id=str(client_id) if client_id is not None else None,
+                events=tuple(events[start:end]),
+            )
+        )
+    return out
+
+
+def _check(n: int, message: object) -> None:
+    if not isinstance(message, Mapping):
+        raise ConfigError(f"message {n} is a {type(message).__name__}, not a {{role, content}} map")
+    role = message.get("role")
+    if not isinstance(role, str) or role not in GENERIC_ROLES:
+        roles = ", ".join(sorted(GENERIC_ROLES))
+        raise ConfigError(f"message {n} has role {role!r}; roles: {roles}")
+    cid = message.get("id")
+    if cid is not None and (not isinstance(cid, str) or not 0 < len(cid) <= 200):
+        raise ConfigError(f"message {n}: id must be a string of 1 to 200 characters")
+    if not isinstance(message.get("metadata", {}), Mapping):
+        raise ConfigError(f"message {n}: metadata must be a JSON object")

@@ -6,7 +6,7 @@ directory walk and one query). Otherwise plan it (:mod:`memoir.ingest.plan`), re
 from the indexed offset — every chunk read goes to the archive copy and through the line
 splitter and the format reader — in batches of about :data:`BATCH_BYTES` of lines, so a
 sync's memory does not grow with a transcript's size. Events the transcript gave no time
-are given the nearest known one right after parsing (:mod:`memoir.ingest.times`, which
+are given the nearest known one right after parsing (:mod:`memoir.ingest.plan`, which
 carries the last known time across batches). Each batch's events, exchanges
 (the one still open rebuilt together with the new ones), skipped lines and source state
 are committed in a transaction of their own; the source state of a batch that is not the
@@ -36,12 +36,12 @@ batch removes what the earlier ones stored (the batch holding it is never commit
 sync stopped before it gets there finds it next time).
 
 What was derived from a conversation is not ingest's to keep: the ``observer``
-(:class:`memoir.ingest.observer.SyncObserver`) is told the moment a transcript is found
+(:class:`SyncObserver`) is told the moment a transcript is found
 rewritten (after its new rows are committed) or a conversation is removed.
 
 An OpenCode data folder among the sources holds a database, not transcripts: its sessions
 are first exported to JSONL files under ``<home>/sources/opencode/``
-(:mod:`memoir.ingest.opencode_store`), and that folder is walked in its place.
+(:mod:`memoir.ingest.opencode`), and that folder is walked in its place.
 
 An excluded project (``MEMOIR_EXCLUDE_PROJECTS``) is never read; conversations of it stored
 before it was excluded are listed in ``SyncReport.excluded_kept`` and removed the same way
@@ -59,19 +59,23 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memoir.config import Settings, as_paths
 from memoir.errors import ConcurrentWrite, StoreError
-from memoir.ingest.archive import ArchiveCopy, in_archive, is_prefix_of, preserve, span_hashes
-from memoir.ingest.detect import WHOLE_FORMATS, Format
-from memoir.ingest.discover import Candidate, scan, source_key
-from memoir.ingest.ignored import IgnoredFile, IgnoredFiles
-from memoir.ingest.lines import LineReader
-from memoir.ingest.observer import SyncObserver
-from memoir.ingest.opencode_store import export as export_opencode
-from memoir.ingest.opencode_store import is_opencode_dir
-from memoir.ingest.plan import Plan, Skip, excluded, plan_file
+from memoir.ingest.archive import (
+    ArchiveCopy,
+    IgnoredFile,
+    IgnoredFiles,
+    in_archive,
+    is_prefix_of,
+    preserve,
+    span_hashes,
+)
+from memoir.ingest.discover import WHOLE_FORMATS, Format, FoundFile, scan, source_key
+from memoir.ingest.opencode import export as export_opencode
+from memoir.ingest.opencode import is_opencode_dir
+from memoir.ingest.plan import Plan, Skip, TimeAhead, excluded, plan_file, with_times
 from memoir.ingest.reader import (
     ReadResult,
     first_line_number,
@@ -79,12 +83,11 @@ from memoir.ingest.reader import (
     read_gemini_document,
     read_json_list,
 )
-from memoir.ingest.records import parse_ts
-from memoir.ingest.times import TimeAhead, with_times
+from memoir.ingest.records import LineReader, parse_ts
 from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
+from memoir.model.event import SessionInfo
 from memoir.model.exchange import open_tail
-from memoir.model.session import SessionInfo
 from memoir.private import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
@@ -94,6 +97,7 @@ __all__ = [
     "BATCH_BYTES",
     "MAX_JSON_BYTES",
     "NO_INDEX_MARKER",
+    "SyncObserver",
     "SyncProgress",
     "SyncReport",
     "ignored_path",
@@ -107,6 +111,28 @@ MAX_JSON_BYTES = 64 * 1024 * 1024  # a one-document JSON transcript is parsed wh
 _EVENT_PAGE = 2000  # stored events read per query when the open exchange is rebuilt
 
 log = logging.getLogger(__name__)
+
+
+class SyncObserver(Protocol):
+    """What a sync tells whoever keeps something derived from a conversation.
+
+    Ingest knows nothing of what that is; the composition root (``memoir.app``) hands in the
+    summaries' upkeep. Each call is made at the moment of the change, inside the sync (under
+    its lock), right after what it reports is committed — so no crash can fall between the
+    change and the caller's reaction that a later sync would not repair: a rewritten file is
+    told once its new rows are in; a removed conversation (the do-not-index marker, a purge)
+    before the file is remembered as ignored, so a sync that stops in between removes it, and
+    tells, again."""
+
+    def rewritten(self, session_id: str) -> None:
+        """The session's transcript was rewritten and is indexed anew from its start:
+        what was derived from the old content may tell of what is gone."""
+        ...
+
+    def removed(self, session_id: str, project: str) -> None:
+        """The session's rows and archived copies were removed (it carries the
+        do-not-index marker, or its project was purged): nothing derived may stay."""
+        ...
 
 
 @dataclass
@@ -154,7 +180,7 @@ def ignored_path(settings: Settings) -> Path:
 
 
 @dataclass
-class _Run:
+class _SyncRun:
     settings: Settings
     store: Store
     observer: SyncObserver
@@ -165,12 +191,12 @@ class _Run:
 
 def _new_run(
     settings: Settings, store: Store, observer: SyncObserver
-) -> tuple[_Run, dict[str, SourceState]]:
+) -> tuple[_SyncRun, dict[str, SourceState]]:
     """A run's shared state, and the index's source states it was built from."""
     states = store.ingest.sources()
     owners = {st.session_id: path for path, st in states.items()}
     ignored = IgnoredFiles(ignored_path(settings))
-    return _Run(settings, store, observer, SyncReport(), ignored, owners), states
+    return _SyncRun(settings, store, observer, SyncReport(), ignored, owners), states
 
 
 def sync(
@@ -203,7 +229,7 @@ def sync(
         run.owners.pop(sid, None)
     given = settings.sources if sources is None else as_paths(sources)
     roots = _opencode_exported(settings, given, report)
-    todo: list[Candidate] = []
+    todo: list[FoundFile] = []
     unread: list[str] = []
     found = scan(
         roots,
@@ -222,7 +248,7 @@ def sync(
         elif st is None and _still_ignored(run, name, size, mtime_ns):
             report.files_ignored += 1
         else:
-            todo.append(Candidate(Path(key), Path(root), size, mtime_ns))
+            todo.append(FoundFile(Path(key), Path(root), size, mtime_ns))
     _note_unread_folders(run.ignored, [str(r) for r in roots], unread)
     with store.bulk_writes():  # memory that does not grow with the database
         _ingest_all(run, todo, states, progress)
@@ -238,7 +264,7 @@ def opencode_out(settings: Settings, data_dir: Path) -> Path:
 
 
 def _opencode_exported(settings: Settings, roots: Iterable[Path], report: SyncReport) -> list[Path]:
-    """``roots`` with each OpenCode data folder exported (:mod:`memoir.ingest.opencode_store`)
+    """``roots`` with each OpenCode data folder exported (:mod:`memoir.ingest.opencode`)
     and replaced by the folder its sessions were written to."""
     out: list[Path] = []
     for root in roots:
@@ -253,8 +279,8 @@ def _opencode_exported(settings: Settings, roots: Iterable[Path], report: SyncRe
 
 
 def _ingest_all(
-    run: _Run,
-    todo: list[Candidate],
+    run: _SyncRun,
+    todo: list[FoundFile],
     states: dict[str, SourceState],
     progress: Callable[[SyncProgress], None] | None,
 ) -> None:
@@ -319,7 +345,7 @@ def vanished(exc: OSError, path: str | os.PathLike[str]) -> bool:
     return isinstance(exc, (FileNotFoundError, NotADirectoryError)) and not os.path.lexists(path)
 
 
-def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
+def _still_ignored(run: _SyncRun, key: str, size: int, mtime_ns: int) -> bool:
     """Left out last time and unchanged since; an excluded project only while it still is."""
     item = run.ignored.unchanged(key, size, mtime_ns)
     if item is None:
@@ -331,8 +357,8 @@ def _still_ignored(run: _Run, key: str, size: int, mtime_ns: int) -> bool:
 
 
 def ingest_file(
-    run: _Run,
-    cand: Candidate,
+    run: _SyncRun,
+    cand: FoundFile,
     state: SourceState | None,
     *,
     key: str | None = None,
@@ -344,7 +370,7 @@ def ingest_file(
     with open(cand.path, "rb") as fp:
         fd = fp.fileno()
         st = os.fstat(fd)
-        cand = Candidate(cand.path, cand.root, st.st_size, st.st_mtime_ns)
+        cand = FoundFile(cand.path, cand.root, st.st_size, st.st_mtime_ns)
         plan = plan_file(
             fd,
             cand,
@@ -391,8 +417,8 @@ class _Cursor:
 
 
 def _ingest(
-    run: _Run,
-    cand: Candidate,
+    run: _SyncRun,
+    cand: FoundFile,
     plan: Plan,
     state: SourceState | None,
     fp: Any,
@@ -432,7 +458,7 @@ def _ingest(
     _indexed(run, plan, copied=copy is not None and copy.written > 0)
 
 
-def _open_copy(plan: Plan, fd: int, cand: Candidate) -> ArchiveCopy | None:
+def _open_copy(plan: Plan, fd: int, cand: FoundFile) -> ArchiveCopy | None:
     if plan.archive == cand.path:
         return None  # indexing an archived copy itself (verify --repair)
     keep = plan.keep
@@ -500,7 +526,7 @@ def _has_marker(events: tuple[Event, ...]) -> bool:
     )
 
 
-def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None) -> None:
+def _skip_file(run: _SyncRun, cand: FoundFile, skip: Skip, state: SourceState | None) -> None:
     if skip.reason == "empty":
         return
     run.report.files_ignored += 1
@@ -518,7 +544,7 @@ def _skip_file(run: _Run, cand: Candidate, skip: Skip, state: SourceState | None
     )
 
 
-def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -> None:
+def _forget(run: _SyncRun, cand: FoundFile, plan: Plan, state: SourceState | None) -> None:
     """The conversation carries the do-not-index marker: remove every trace of it."""
     sid = plan.identity.session_id
     if state is not None or run.store.sessions.get(sid) is not None:
@@ -531,7 +557,7 @@ def _forget(run: _Run, cand: Candidate, plan: Plan, state: SourceState | None) -
     run.ignored.add(IgnoredFile(source_key(cand.path), cand.size, cand.mtime_ns, "no_index", sid))
 
 
-def _too_large(run: _Run, cand: Candidate, plan: Plan) -> None:
+def _too_large(run: _SyncRun, cand: FoundFile, plan: Plan) -> None:
     """A one-document JSON transcript over :data:`MAX_JSON_BYTES`: not read (it would be
     held whole), reported as an error on every sync and listed by ``verify``."""
     name = source_key(cand.path)
@@ -548,7 +574,7 @@ def _too_large(run: _Run, cand: Candidate, plan: Plan) -> None:
     )
 
 
-def _excluded_stored(run: _Run) -> list[SessionInfo]:
+def _excluded_stored(run: _SyncRun) -> list[SessionInfo]:
     """Stored conversations of projects that ``MEMOIR_EXCLUDE_PROJECTS`` now excludes."""
     patterns = run.settings.exclude_projects
     if not patterns:
@@ -556,7 +582,7 @@ def _excluded_stored(run: _Run) -> list[SessionInfo]:
     return [i for i in run.store.sessions.recent() if excluded(i.session.project, patterns)]
 
 
-def _purge(run: _Run, session: Session, sources: list[SourceState]) -> None:
+def _purge(run: _SyncRun, session: Session, sources: list[SourceState]) -> None:
     """Remove a stored conversation of an excluded project: its rows and its archived
     copies, and tell the observer (a later sync leaves its transcript out as excluded)."""
     run.store.sessions.delete(session.id)
@@ -633,8 +659,8 @@ def _session(
 
 
 def _commit(
-    run: _Run,
-    cand: Candidate,
+    run: _SyncRun,
+    cand: FoundFile,
     plan: Plan,
     result: ReadResult,
     hashes: tuple[str, str],
@@ -704,7 +730,7 @@ def _commit(
     cur.carry = carry
 
 
-def _indexed(run: _Run, plan: Plan, *, copied: bool) -> None:
+def _indexed(run: _SyncRun, plan: Plan, *, copied: bool) -> None:
     """Count a file whose last batch is committed."""
     report = run.report
     report.files_indexed += 1
@@ -738,7 +764,7 @@ def index_file(
     report.files_scanned = 1
     ingest_file(
         run,
-        Candidate(path, root, st.st_size, st.st_mtime_ns),
+        FoundFile(path, root, st.st_size, st.st_mtime_ns),
         states.get(key or str(path)),
         key=key,
         reread=reread,

@@ -1,4 +1,7 @@
-"""``verify``: is the index a faithful picture of the archive?
+"""Checks and repairs of what is stored: verify the index against the archive and mend what it
+finds, and re-scan derived text when the secret detector changes.
+
+``verify``: is the index a faithful picture of the archive?
 
 Problems, damage (``memoir verify`` exits 1 when there is any):
 
@@ -16,7 +19,7 @@ Problems, damage (``memoir verify`` exits 1 when there is any):
 
 ``secret_rescan`` says where the re-scan of derived text (summaries, checkpoints, cached
 answers, memory items) with this version's secret detector stands
-(:mod:`memoir.ingest.rescan`: each sync does a bounded share, ``--repair`` one more): what
+(:mod:`memoir.ingest.verify`: each sync does a bounded share, ``--repair`` one more): what
 it read and changed since the detector changed, and whether every target is done. It is
 no problem: derived text, never the archive.
 
@@ -31,7 +34,7 @@ and counts as ignored; nothing of it was ever meant to be indexed.
 
 ``repair`` rebuilds the exchanges of sessions whose events belong to no exchange from
 those events, reads again from its start (archived copy, else source) each transcript
-whose stored events are damaged (:mod:`memoir.ingest.mend`), rebuilds the store's search
+whose stored events are damaged (:mod:`memoir.ingest.verify`), rebuilds the store's search
 index, re-indexes archived copies the index is
 behind on or has lost (an orphaned copy through a sync of the sources first, so a source
 that is still there keeps its one identity; from the archive itself when the source is
@@ -41,27 +44,84 @@ that re-indexing rewrites or removes is told to the ``observer``, as a sync tell
 ``VerifyReport.repaired`` counts the problems found before the repair that are gone after
 it (:func:`fixed`), never the work done; what it could not mend, and why, is in
 ``VerifyReport.unrepaired``.
+
+Mend a session whose derived rows are damaged (``verify --repair``), by what it takes.
+
+- Its events are whole but some belong to no exchange (an exchange row was lost):
+  :func:`rebuild_exchanges` builds its exchanges again from its stored events — events are
+  the authority — the way a sync builds them, a page of events at a time with the open
+  exchange carried (:func:`memoir.model.exchange.open_tail`), and writes them through the one
+  ingest write (``store.ingest.apply``): exchanges stored alike are left as they are, the
+  missing ones are written with their index rows (and their neighbours' context).
+- Its events themselves are damaged (a gap in its ordinals, an exchange whose events are
+  gone): :func:`reread_session` reads its transcript again from the start, from the
+  archived copy (what was indexed, whatever its agent did to the source since) or, when
+  that is gone, from the source; with neither, nothing can bring the events back.
+
+Derived text re-scanned when the secret detector changes (issue 41, point 4).
+
+Summaries, compaction checkpoints and traces, cached model answers (episodes) and memory
+items were written by earlier versions with the detector of their day. When
+:func:`memoir.secrets.detector_id` differs from the one a target was scanned with, the
+target is read again from its start, a page at a time, and each text that now holds a
+secret is rewritten with placeholders (:func:`memoir.secrets.mask`, JSON strings one by
+one with :func:`~memoir.secrets.mask_json`). A memory item whose content or quote holds
+one is forgotten, as extraction refuses such an item (a quote stays an exact substring of
+its stored message, and no credential is stored).
+
+When: at the end of every ``memoir sync`` (and ``memoir verify --repair``), one process at
+a time; a plain ``memoir verify`` reports where it stands (:func:`state_report`) and writes
+nothing. Once every target is done with the current detector a run costs one query.
+
+Bounded and resumable: a run reads at most ``budget`` rows; each page's changes and its
+cursor are written in one transaction (summaries: the summary first, then the cursor — a
+summary masked twice is the same), so a run killed half-way resumes after the last page
+it finished. The archive, the events and the search index are never touched.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memoir.config import Settings
-from memoir.ingest.archive import in_archive
-from memoir.ingest.ignored import IgnoredFiles
-from memoir.ingest.mend import rebuild_exchanges, reread_session
-from memoir.ingest.observer import SyncObserver
-from memoir.ingest.sync import MAX_JSON_BYTES, UNREADABLE_FOLDER, ignored_path, index_file, sync
+from memoir.ingest.archive import IgnoredFiles, in_archive
+from memoir.ingest.sync import (
+    _EVENT_PAGE,
+    MAX_JSON_BYTES,
+    UNREADABLE_FOLDER,
+    SyncObserver,
+    ignored_path,
+    index_file,
+    sync,
+)
+from memoir.model import Event, Exchange, Session, build_exchanges
+from memoir.model.exchange import open_tail
 from memoir.private import DIR_MODE, FILE_MODE, loose_modes, make_private
+from memoir.secret_rules import detector_id
+from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
 from memoir.store.port import Store
-from memoir.store.values import SourceState
+from memoir.store.values import IngestBatch, SourceState
 
-__all__ = ["Problem", "VerifyReport", "fixed", "verify"]
+__all__ = [
+    "BUDGET",
+    "PAGE",
+    "Problem",
+    "RescanReport",
+    "SummaryTexts",
+    "VerifyReport",
+    "fixed",
+    "rebuild_exchanges",
+    "reread_from",
+    "reread_session",
+    "rescan",
+    "state_report",
+    "verify",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +139,7 @@ class VerifyReport:
     archive_files: int = 0
     repaired: int = 0  # problems found before the repair and gone after it
     unrepaired: list[str] = field(default_factory=list)  # what repair could not mend, why
-    # derived text re-scanned with this version's secret detector (memoir.ingest.rescan)
+    # derived text re-scanned with this version's secret detector (memoir.ingest.verify)
     secret_rescan: dict[str, Any] | None = None
 
     @property
@@ -199,7 +259,7 @@ def fixed(before: list[Problem], after: list[Problem]) -> int:
 def _mend_sessions(
     settings: Settings, store: Store, report: VerifyReport, observer: SyncObserver
 ) -> None:
-    """Sessions with lost exchange rows or damaged events (see :mod:`memoir.ingest.mend`);
+    """Sessions with lost exchange rows or damaged events (see :mod:`memoir.ingest.verify`);
     then the search index, rebuilt whole, when the store still reports a problem."""
     damage = store.damaged_sessions()
     for sid in damage.events_lost:
@@ -285,3 +345,220 @@ def verify(
         after.unrepaired = report.unrepaired
         return after
     return report
+
+
+def rebuild_exchanges(store: Store, session_id: str) -> bool:
+    """Build ``session_id``'s exchanges again from its stored events and write those
+    missing or different; False when the session is unknown."""
+    session = store.sessions.get(session_id)
+    if session is None:
+        return False
+    last = store.events.last_ordinal(session_id)
+    carry: list[Event] = []
+    after = 0
+    while after < last:
+        upto = min(after + _EVENT_PAGE, last)
+        page = store.events.of(session_id, after=after, upto=upto)
+        after = upto
+        if not page:
+            continue
+        everything = [*carry, *page]
+        built = build_exchanges(everything)
+        carry = open_tail(everything)
+        _write(store, session, built[:-1] if carry else built)
+    if carry:
+        _write(store, session, build_exchanges(carry))
+    return True
+
+
+def _write(store: Store, session: Session, exchanges: list[Exchange]) -> None:
+    if exchanges:  # no source state: the transcript's resume point is not this write's
+        store.ingest.apply(IngestBatch(session=session, exchanges=tuple(exchanges)))
+
+
+def reread_from(settings: Settings, state: SourceState) -> Path | None:
+    """The file to read ``state``'s transcript again from: its archived copy when it holds
+    every byte indexed, else its source when that is still there; None when neither."""
+    if state.archive_path:
+        archived = in_archive(settings.archive_dir, state.archive_path)
+        try:
+            if os.stat(archived).st_size >= state.offset:
+                return archived
+        except OSError:
+            pass
+    return Path(state.path) if os.path.isfile(state.path) else None
+
+
+def reread_session(
+    settings: Settings, store: Store, session_id: str, observer: SyncObserver
+) -> bool:
+    """Read ``session_id``'s transcript again from its start (its stored events are
+    damaged); False when no archived copy or source of it is left to read."""
+    states = [s for s in store.ingest.sources().values() if s.session_id == session_id]
+    for state in states:
+        path = reread_from(settings, state)
+        if path is None:
+            continue
+        copy = in_archive(settings.archive_dir, state.archive_path) if state.archive_path else None
+        root = settings.archive_dir if path == copy else path.parent
+        index_file(settings, store, path, root=root, observer=observer, key=state.path, reread=True)
+        return True
+    return False
+
+
+BUDGET = 5000  # rows read per run at most
+PAGE = 100
+SUMMARIES = "summaries"
+
+
+class SummaryTexts(Protocol):
+    """What the re-scan needs of a summary store (:class:`memoir.summaries.port.SummaryStore`)."""
+
+    def scan(self, *, full: bool = False) -> list[Any]: ...
+    def refresh(self, conversation: Any) -> Any: ...
+    def write(self, conversation: Any, state: Any) -> None: ...
+
+
+@dataclass
+class RescanReport:
+    """``run``: per target, rows read and changed by this run; ``total``: the same since
+    the detector changed; ``done``: targets fully re-scanned with ``detector``;
+    ``skipped``: why nothing was scanned."""
+
+    detector: str
+    run: dict[str, dict[str, int]] = field(default_factory=dict)
+    total: dict[str, dict[str, int]] = field(default_factory=dict)
+    done: list[str] = field(default_factory=list)
+    skipped: str | None = None  # why this run scanned nothing (read-only, another's run)
+
+    @property
+    def finished(self) -> bool:
+        return set(self.done) >= {*TABLE_TARGETS, SUMMARIES}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "finished": self.finished}
+
+
+def state_report(states: dict[str, RescanState], detector: str | None = None) -> RescanReport:
+    """Where the re-scan stands, from the stored ``states`` (nothing is read or written):
+    a target scanned with another detector counts as not started."""
+    detector = detector or detector_id()
+    report = RescanReport(detector)
+    for target in (*TABLE_TARGETS, SUMMARIES):
+        state = states.get(target)
+        if state is None or state.detector != detector:
+            state = RescanState(target, detector)
+        report.total[target] = {"scanned": state.scanned, "changed": state.changed}
+        if state.done:
+            report.done.append(target)
+    return report
+
+
+def masked_text(text: str) -> str:
+    """``text`` with its secrets masked; a JSON document has its strings masked one by one
+    (it stays JSON)."""
+    from memoir.secrets import has_secret, mask, mask_json  # the detector loads on use
+
+    if not text or not has_secret(text):
+        return text
+    if text[:1] in "{[":
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return mask(text)
+        done = mask_json(value)
+        return text if done is value else json.dumps(done, ensure_ascii=False)
+    return mask(text)
+
+
+def rescan(
+    part: RescanPart,
+    summaries: SummaryTexts | None = None,
+    *,
+    budget: int = BUDGET,
+    detector: str | None = None,
+    page: int = PAGE,
+) -> RescanReport:
+    """Re-scan what is left of each target, at most ``budget`` rows in all."""
+    detector = detector or detector_id()
+    states = part.states()
+    report = RescanReport(detector)
+    left = budget
+    for target in (*TABLE_TARGETS, SUMMARIES):
+        state = states.get(target)
+        if state is None or state.detector != detector:
+            state = RescanState(target, detector)
+        read = changed = 0
+        listed: list[Any] | None = None
+        while not state.done and left > 0:
+            size = min(page, left)
+            if target == SUMMARIES:
+                if listed is None:  # every conversation, once a run, by session id
+                    found = summaries.scan(full=True) if summaries is not None else []
+                    listed = sorted(found, key=_session_of)
+                state, n, c = _summary_page(state, listed, summaries, size)
+                part.save(state)
+            else:
+                state, n, c = _table_page(part, state, size)
+            read, changed, left = read + n, changed + c, left - max(n, 1)
+        report.run[target] = {"scanned": read, "changed": changed}
+        report.total[target] = {"scanned": state.scanned, "changed": state.changed}
+        if state.done:
+            report.done.append(target)
+    return report
+
+
+def _table_page(part: RescanPart, state: RescanState, size: int) -> tuple[RescanState, int, int]:
+    from memoir.secrets import has_secret
+
+    rows = part.page(state.target, state.cursor, size)
+    updates: dict[str, str] = {}
+    forget: list[str] = []
+    for key, texts in rows:
+        if state.target == "memory":
+            if any(has_secret(t) for t in texts):
+                forget.append(key)
+        elif (new := masked_text(texts[0])) != texts[0]:
+            updates[key] = new
+    changed = len(updates) + len(forget)
+    state = replace(
+        state,
+        cursor=rows[-1][0] if rows else state.cursor,
+        scanned=state.scanned + len(rows),
+        changed=state.changed + changed,
+        done=len(rows) < size,
+    )
+    part.save(state, updates=updates, forget=forget)
+    return state, len(rows), changed
+
+
+def _summary_page(
+    state: RescanState, listed: list[Any], summaries: SummaryTexts | None, size: int
+) -> tuple[RescanState, int, int]:
+    if summaries is None:  # no summary store here: nothing to scan
+        return replace(state, done=True), 0, 0
+    pending = [c for c in listed if c.session_id > state.cursor][:size]
+    from memoir.secrets import mask
+
+    changed = 0
+    for conversation in pending:
+        full = summaries.refresh(conversation)
+        body = full.state.body
+        if body and (new := mask(body)) != body:
+            summaries.write(full, replace(full.state, body=new))
+            changed += 1
+    return (
+        replace(
+            state,
+            cursor=pending[-1].session_id if pending else state.cursor,
+            scanned=state.scanned + len(pending),
+            changed=state.changed + changed,
+            done=len(pending) < size,
+        ),
+        len(pending),
+        changed,
+    )
+
+
+def _session_of(conversation: Any) -> str:
+    return str(conversation.session_id)

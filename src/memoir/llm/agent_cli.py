@@ -1,7 +1,7 @@
 """The user's own coding agent as a model: one non-interactive run of its CLI per call.
 
-``MEMOIR_LLM=claude-code`` (:mod:`memoir.llm.claude_code_provider`) and ``MEMOIR_LLM=codex``
-(:mod:`memoir.llm.codex_provider`) answer through the ``claude`` / ``codex`` executable on
+``MEMOIR_LLM=claude-code`` (:mod:`memoir.llm.agent_providers`) and ``MEMOIR_LLM=codex``
+(:mod:`memoir.llm.agent_providers`) answer through the ``claude`` / ``codex`` executable on
 PATH, under the login the user already has. What the two share lives here:
 
 - :func:`run_agent` starts the CLI in its own process group with the prompt on stdin and
@@ -14,7 +14,7 @@ PATH, under the login the user already has. What the two share lives here:
 - :func:`prompt_of` renders a request as the one prompt a CLI takes.
 - :func:`error_for_message` maps what a CLI said when it failed (an ``API Error: 429 …``,
   ``Invalid API key · Please run /login``, a usage limit, a policy refusal) onto the
-  :mod:`memoir.llm.errors` tree; it is pure and tested as a table.
+  :mod:`memoir.llm.port` tree; it is pure and tested as a table.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memoir.llm.errors import (
+from memoir.llm.mapping import error_for_status
+from memoir.llm.port import (
     ContextTooLong,
     ModelError,
+    ModelRequest,
     OutOfCredit,
     RateLimited,
     Refused,
@@ -39,8 +41,6 @@ from memoir.llm.errors import (
     Unauthorized,
     UnknownModel,
 )
-from memoir.llm.mapping import error_for_status
-from memoir.llm.values import ModelRequest
 from memoir.private import private_dir
 
 __all__ = [

@@ -14,8 +14,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from memoir.llm.errors import (
+from memoir.llm.port import (
     BadResponse,
+    Completion,
     ContextTooLong,
     EmptyResponse,
     Forbidden,
@@ -24,12 +25,13 @@ from memoir.llm.errors import (
     OutputBudgetRejected,
     RateLimited,
     Refused,
+    StopReason,
     Transient,
     Truncated,
     Unauthorized,
     UnknownModel,
+    Usage,
 )
-from memoir.llm.values import Completion, StopReason, Usage
 
 __all__ = [
     "completion_or_error",

@@ -19,7 +19,7 @@ from memoir.config import Settings
 from memoir.mcp.bounds import MAX_RESULT_CHARS
 from memoir.mcp.home import Home
 from memoir.mcp.tools import TOOLS, ToolSpec
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 
 __all__ = ["MAX_RESULT_CHARS", "TOOLS", "Home", "ToolSpec", "serve"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from memoir.config import Settings
 from memoir.errors import NotFound
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.app import Memoir

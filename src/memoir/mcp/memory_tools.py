@@ -19,7 +19,7 @@ from memoir.mcp.bounds import MAX_QUERY_CHARS, fit_items, shorten
 from memoir.mcp.home import Home
 from memoir.mcp.refs import PROJECT_BLANK, SESSION_BLANK, known_project, session_id
 from memoir.mcp.tools import KINDS
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 
 if TYPE_CHECKING:
     from memoir.app import Memoir

@@ -26,7 +26,7 @@ from memoir.mcp.bounds import MAX_RESULT_CHARS, to_text
 from memoir.mcp.dispatch import call
 from memoir.mcp.home import Home
 from memoir.mcp.tools import INSTRUCTIONS, TOOLS, ToolSpec
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 
 __all__ = ["answer", "build_server", "serve"]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from memoir.errors import BudgetExhausted
-from memoir.llm import errors as llm_errors
+from memoir.llm import port as llm_errors
 from memoir.memory.errors import MalformedProposal
 from memoir.memory.evidence import EvidenceSlice, has_user_text
 from memoir.memory.validate import Validation, remember_precheck

@@ -17,7 +17,7 @@ Rules, applied to the durable events of ``(after_cursor, context_through]``:
   never citable; attachment references and fenced code removed.
 - Everything else — tool calls and their inputs, tool results, thinking, attachments,
   meta, compaction markers, harness text (``HARNESS``: what the agent's CLI wrote in the
-  user's place, told apart at ingest by :mod:`memoir.model.harness_text`), and user-kind
+  user's place, told apart at ingest by :mod:`memoir.model.harness`), and user-kind
   events not authored by the user — is excluded entirely: not sanitized, not summarized,
   not counted into the request.
 

@@ -4,7 +4,7 @@ Deterministic, no network, linear in the slice. It reads only the citable user t
 an evidence slice, and of each only the user's own lines
 (:func:`memoir.memory.own_words.own_lines`: no code, logs, traces, shell prompts,
 blockquotes, pasted emails, letters, chat transcripts or text after "Here's the email:"),
-sentence by sentence (:func:`memoir.llm.offline.text.split_sentences`), and keeps a
+sentence by sentence (:func:`memoir.llm.transcript.split_sentences`), and keeps a
 sentence that carries a cue (:func:`memoir.memory.cues.reading`), taking the kind from
 the first cue family that matches:
 
@@ -68,7 +68,7 @@ Content is the sentence as the user wrote it, less a frame (NFC, whitespace coll
 first person kept — no rewriting, so nothing is lost or garbled; "I" is always the user);
 each item quotes the sentence exactly as it stands in the shown event text, and the same
 content said again later (with or without a frame) adds a quote (up to 8) instead of a
-second item. Keys come from :func:`memoir.llm.offline.rank.keywords` (lower-cased, 1–6).
+second item. Keys come from :func:`memoir.llm.transcript.keywords` (lower-cased, 1–6).
 Scope is ``project`` when the sentence names the project, repo, codebase, app, API,
 branch or CI, or is a "we" decision; else ``global``. Temporal is ``point`` for a
 sentence holding exactly one ISO date, else ``undated``.
@@ -100,8 +100,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memoir.llm.offline.rank import keywords
-from memoir.llm.offline.text import content_words, split_sentences
+from memoir.llm.transcript import content_words, keywords, split_sentences
 from memoir.memory.cues import fold, reading
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
 from memoir.memory.own_words import own_lines

@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memoir.llm.values import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
+from memoir.llm.port import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
 from memoir.memory.errors import MalformedProposal
 from memoir.memory.evidence import SliceTurn
 from memoir.memory.values import (

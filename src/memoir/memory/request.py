@@ -32,9 +32,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Literal
 
-from memoir.llm.port import TokenCounter
-from memoir.llm.tokens import default_counter, request_tokens
-from memoir.llm.values import ModelRequest
+from memoir.llm.offline import default_counter, request_tokens
+from memoir.llm.port import ModelRequest, TokenCounter
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
 from memoir.memory.offline_extractor import ExtractionTask
 from memoir.memory.prompt import build_request

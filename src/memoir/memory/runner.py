@@ -23,9 +23,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError
-from memoir.llm.errors import AuthError
-from memoir.llm.port import Model, TokenCounter
-from memoir.llm.tokens import request_tokens
+from memoir.llm.offline import request_tokens
+from memoir.llm.port import AuthError, Model, TokenCounter
 from memoir.memory.decisions import (
     OVERSIZED,
     VALIDATION,

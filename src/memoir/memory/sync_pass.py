@@ -39,11 +39,11 @@ from enum import StrEnum
 from typing import Any
 
 from memoir.errors import MemoirError
-from memoir.llm.errors import AuthError
+from memoir.llm.port import AuthError
 from memoir.memory.memories import Memories
 from memoir.memory.tasks import MemoryParts, Outcome
 from memoir.model import Harness, SessionFlags
-from memoir.model.session import SessionInfo
+from memoir.model.event import SessionInfo
 
 __all__ = [
     "MemoryPassProgress",

@@ -17,7 +17,7 @@ An item is accepted only if all of these hold (the reason codes in brackets):
   after the same normalization [``quote_not_found``];
 - no secret in the content or a quote [``sensitive_information``]: an item that would
   store a credential is refused, never kept with a placeholder. A model behind the
-  redacting boundary (:mod:`memoir.llm.redacting`) was shown ``[redacted: …]`` where the
+  redacting boundary (:mod:`memoir.llm.wiring`) was shown ``[redacted: …]`` where the
   credential is; a quote of those words matches the shown (masked) text, not the stored
   one, and is refused with this reason too — a stored quote stays an exact substring of
   its stored message, and a credential is never stored;

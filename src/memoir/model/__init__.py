@@ -10,10 +10,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memoir.model.event import Author, Event, EventKind, clean_speaker, speaker_of, spoken_text
-    from memoir.model.event_times import infer_times
-    from memoir.model.exchange import Exchange, build_exchanges, exchange_id, exchanges_around
-    from memoir.model.session import (
+    from memoir.model.event import (
+        Author,
+        Event,
+        EventKind,
         Harness,
         RecentKey,
         RecentPage,
@@ -21,8 +21,14 @@ if TYPE_CHECKING:
         Session,
         SessionFlags,
         SessionInfo,
+        clean_speaker,
+        infer_times,
+        scrub,
+        scrub_deep,
+        speaker_of,
+        spoken_text,
     )
-    from memoir.model.storable import scrub, scrub_deep
+    from memoir.model.exchange import Exchange, build_exchanges, exchange_id, exchanges_around
 
 __all__ = [
     "Author",
@@ -55,20 +61,20 @@ _HOME = {
     "clean_speaker": "memoir.model.event",
     "speaker_of": "memoir.model.event",
     "spoken_text": "memoir.model.event",
-    "infer_times": "memoir.model.event_times",
+    "infer_times": "memoir.model.event",
     "Exchange": "memoir.model.exchange",
     "build_exchanges": "memoir.model.exchange",
     "exchange_id": "memoir.model.exchange",
     "exchanges_around": "memoir.model.exchange",
-    "Harness": "memoir.model.session",
-    "RecentKey": "memoir.model.session",
-    "RecentPage": "memoir.model.session",
-    "RecentQuery": "memoir.model.session",
-    "Session": "memoir.model.session",
-    "SessionFlags": "memoir.model.session",
-    "SessionInfo": "memoir.model.session",
-    "scrub": "memoir.model.storable",
-    "scrub_deep": "memoir.model.storable",
+    "Harness": "memoir.model.event",
+    "Session": "memoir.model.event",
+    "SessionFlags": "memoir.model.event",
+    "RecentKey": "memoir.model.event",
+    "RecentPage": "memoir.model.event",
+    "RecentQuery": "memoir.model.event",
+    "SessionInfo": "memoir.model.event",
+    "scrub": "memoir.model.event",
+    "scrub_deep": "memoir.model.event",
 }
 
 

@@ -9,7 +9,7 @@ below that and far above what a chat message needs. (Sync's reader takes orjson'
 levels: a transcript is only stored, never echoed.)
 
 What is read is made storable as sync makes a transcript storable
-(:func:`memoir.model.storable.scrub_deep`): a lone UTF-16 surrogate (``"\\ud800"``, half an
+(:func:`memoir.model.event.scrub_deep`): a lone UTF-16 surrogate (``"\\ud800"``, half an
 emoji) becomes ``?`` and NUL becomes U+FFFD, in keys and values alike.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from memoir.model.storable import scrub_deep
+from memoir.model.event import scrub_deep
 
 __all__ = ["MAX_DEPTH", "depth_over", "parse_json", "scrubbed"]
 

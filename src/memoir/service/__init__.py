@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
     from memoir.app import Memoir
     from memoir.config import Settings
-    from memoir.llm.ledger import UsageTotal
+    from memoir.llm.port import UsageTotal
     from memoir.model import Exchange, Session
     from memoir.model.results import Memory as MemoryItem
     from memoir.model.results import MemoryReceipt as Receipt
@@ -185,7 +185,7 @@ def session_id(memoir: Memoir, ref: str) -> str:
 def project(memoir: Memoir, ref: str) -> str:
     """The project of ``memoir``'s user's sessions ``ref`` names: its name, its folder or
     the folder's last part; an unknown one is ``NotFound``, not a silent "nothing"."""
-    from memoir.ingest.detect import project_name
+    from memoir.ingest.discover import project_name
     from memoir.search.session_ref import resolve_project
 
     return resolve_project(memoir.store.sessions, ref, safe=project_name, user=memoir.user)
@@ -292,7 +292,7 @@ def memory_receipts(memoir: Memoir, session_id: str | None = None) -> list[Recei
 # model calls and embeddings --------------------------------------------------------------
 def usage_report(memoir: Memoir, since: datetime | None = None) -> list[UsageTotal]:
     """``memoir``'s user's model calls and tokens, by day and model (since ``since``)."""
-    from memoir.llm.ledger import usage_totals
+    from memoir.llm.port import usage_totals
 
     return usage_totals(memoir.store.usage.records(since=since, owner=memoir.user))
 

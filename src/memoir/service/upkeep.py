@@ -15,11 +15,10 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from memoir.app import Memoir
-    from memoir.ingest.observer import SyncObserver
-    from memoir.ingest.rescan import RescanReport
-    from memoir.ingest.verify import VerifyReport
-    from memoir.llm.offline.rank import SentenceScorer
+    from memoir.ingest.sync import SyncObserver
+    from memoir.ingest.verify import RescanReport, VerifyReport
     from memoir.llm.port import Model
+    from memoir.llm.transcript import SentenceScorer
     from memoir.memory.keyed import KeyedMemories
     from memoir.memory.memories import Memories, RecoveryReport
     from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
@@ -99,7 +98,7 @@ def summary_scorer(memoir: Memoir) -> SentenceScorer | None:
     """How the offline summary ranks its sentences: the centrality of the embedder's
     vectors when ``MEMOIR_SUMMARY_SENTENCES=embedder`` and an embedder is configured and
     installed; None (lexical) otherwise."""
-    from memoir.llm.offline.rank import embedding_scorer
+    from memoir.llm.transcript import embedding_scorer
 
     if memoir.settings.summary_sentences != "embedder":
         return None
@@ -188,7 +187,7 @@ def embed_pending(
     from memoir.config import whole_number
     from memoir.distribution import install_hint
     from memoir.errors import ConfigError
-    from memoir.ingest.lock import embed_lock
+    from memoir.ingest.archive import embed_lock
     from memoir.private import tighten_home
     from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
     from memoir.search.embedder import EmbeddingsUnavailable
@@ -271,7 +270,7 @@ def verify(memoir: Memoir, *, repair: bool = False) -> VerifyReport:
 
 def secret_rescan(memoir: Memoir, *, run: bool) -> RescanReport:
     """With ``run``, :func:`rescan_secrets`; else where the re-scan stands (read only)."""
-    from memoir.ingest.rescan import state_report
+    from memoir.ingest.verify import state_report
 
     return rescan_secrets(memoir) if run else state_report(memoir.store.rescan.states())
 

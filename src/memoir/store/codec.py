@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from memoir.errors import ConfigError
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, SessionFlags
-from memoir.model.storable import scrub
+from memoir.model.event import scrub
 from memoir.store.values import SkippedLine, SourceState
 
 try:  # optional speed-up

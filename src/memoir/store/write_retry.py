@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from memoir.model import Event, Exchange, Session
-from memoir.model.storable import scrub_deep
+from memoir.model.event import scrub_deep
 from memoir.store.values import IngestBatch, SkippedLine, SourceState
 
 __all__ = ["is_encoding_error", "scrub_batch", "with_scrub_retry"]

@@ -33,11 +33,11 @@ from enum import StrEnum
 from typing import Any
 
 from memoir.errors import BudgetExhausted, ConfigError, SummaryError
-from memoir.llm import errors as llm_errors
-from memoir.llm.port import Model
-from memoir.llm.values import (
+from memoir.llm import port as llm_errors
+from memoir.llm.port import (
     ChatMessage,
     Completion,
+    Model,
     ModelRequest,
     OfflineTask,
     Purpose,
@@ -288,7 +288,7 @@ class ModelCaller:
         self.output_tokens = 0
 
     def ask(self, request: ModelRequest, label: str, *, can_split: bool) -> Answer:
-        """The parsed answer to ``request``. Raises :class:`~memoir.llm.errors.Truncated`
+        """The parsed answer to ``request``. Raises :class:`~memoir.llm.port.Truncated`
         only when ``can_split`` (the caller splits), else SummaryError / BudgetExhausted."""
         retry = 0
         while True:

@@ -4,7 +4,7 @@ The summary engine's offline strategy: the prose summary of a transcript.
 
 :class:`SummaryTask` is what a one-call summary request carries beside its prompt
 (``ModelRequest.task``). The offline model answers it with
-:func:`memoir.llm.offline.prose.prose_summary`: the goal the user stated and how it ended,
+:func:`memoir.llm.offline_prose.prose_summary`: the goal the user stated and how it ended,
 then the most central sentences in order — the conversation's own sentences within
 ``max_tokens``; central by the task's ``scorer`` when it has one (the embedder's centrality,
 wired by the composition root), lexically otherwise.
@@ -47,10 +47,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoir.llm.offline.analysis import Analysis, finish
-from memoir.llm.offline.prose import prose_summary, read_transcript, summarize_lines
-from memoir.llm.offline.rank import SentenceScorer, keywords
-from memoir.llm.offline.text import split_sentences
+from memoir.llm.offline_prose import prose_summary, read_transcript, summarize_lines
+from memoir.llm.offline_summary import Analysis, finish
+from memoir.llm.transcript import SentenceScorer, keywords, split_sentences
 
 __all__ = [
     "FACT_LISTS",
@@ -238,7 +237,7 @@ def half_object(transcript: str) -> dict[str, Any]:
 
 def _narrative(transcript: str, sentences: int) -> str:
     """The prose summary's headline (the goal and how it ended), then up to
-    ``sentences - 1`` of its central sentences (:mod:`memoir.llm.offline.prose`)."""
+    ``sentences - 1`` of its central sentences (:mod:`memoir.llm.offline_prose`)."""
     lines, actions = read_transcript(transcript)
     prose = summarize_lines(lines, actions, body_words=24 * max(0, sentences - 1))
     parts = [prose.headline, *prose.body[: max(0, sentences - 1)]]

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoir.errors import NotFound, SummaryError
 from memoir.ingest.archive import BUMPS_FOLDER_MTIME
-from memoir.ingest.detect import WHOLE_FORMATS
+from memoir.ingest.discover import WHOLE_FORMATS
 from memoir.model import Event, Session, build_exchanges
 from memoir.store.parts import SummariesPart
 from memoir.store.port import Store

@@ -58,7 +58,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from memoir.llm.values import ModelRequest
+from memoir.llm.port import ModelRequest
 from memoir.model import Event, Harness
 from memoir.store.parts.summaries import SummaryPoll
 from memoir.store.values import SummaryRow

@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 from memoir.config import Settings
 from memoir.errors import NotFound, OversizedHistory
-from memoir.llm.offline.rank import SentenceScorer
 from memoir.llm.port import Model
-from memoir.llm.retry import Retrying
+from memoir.llm.transcript import SentenceScorer
+from memoir.llm.wiring import Retrying
 from memoir.model import Event
 from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim

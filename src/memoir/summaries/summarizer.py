@@ -19,12 +19,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memoir.errors import SummaryError
-from memoir.llm.errors import EmptyResponse, Refused
-from memoir.llm.offline.rank import SentenceScorer
-from memoir.llm.port import Model, TokenCounter
-from memoir.llm.tokens import default_counter
-from memoir.llm.transcript import quote_speaker_lines
-from memoir.llm.values import ChatMessage, ModelRequest, Purpose, RequestMeta
+from memoir.llm.offline import default_counter
+from memoir.llm.port import (
+    ChatMessage,
+    EmptyResponse,
+    Model,
+    ModelRequest,
+    Purpose,
+    Refused,
+    RequestMeta,
+    TokenCounter,
+)
+from memoir.llm.transcript import SentenceScorer, quote_speaker_lines
 from memoir.model import Event, EventKind, Exchange, build_exchanges
 from memoir.summaries.episodic import EpisodicSummarizer
 from memoir.summaries.offline import SummaryTask

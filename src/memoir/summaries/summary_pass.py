@@ -27,9 +27,8 @@ from typing import Any
 
 from memoir.config import Settings
 from memoir.errors import Busy, MemoirError, SummaryError
-from memoir.llm.errors import AuthError, RateLimited
-from memoir.llm.offline.rank import SentenceScorer
-from memoir.llm.port import Model
+from memoir.llm.port import AuthError, Model, RateLimited
+from memoir.llm.transcript import SentenceScorer
 from memoir.model import Event
 from memoir.store import ensure_writable
 from memoir.store.claims import summary_claim

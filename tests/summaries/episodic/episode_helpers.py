@@ -9,8 +9,7 @@ import re
 import threading
 from typing import Any
 
-from memoir.llm.errors import ModelError
-from memoir.llm.values import ModelRequest, Purpose
+from memoir.llm.port import ModelError, ModelRequest, Purpose
 from memoir.model import Author, Event, EventKind
 
 MARKER = re.compile(r"MARK(\d+)")

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from memoir.errors import SummaryError
-from memoir.llm.errors import Refused, Transient, Truncated
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose, RequestMeta
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Purpose, Refused, RequestMeta, Transient, Truncated
 from memoir.model import EventKind
 from memoir.summaries import calls as prompts_module
 from memoir.summaries.calls import episode_request, half_request

@@ -14,10 +14,8 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import OversizedHistory, SummaryError
-from memoir.llm.errors import Refused, Transient, Truncated
-from memoir.llm.ledger import MemorySink, Metered
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import MemorySink, Metered, Purpose, Refused, Transient, Truncated
 from memoir.model import Event, Harness, Session
 from memoir.store.values import IngestBatch
 from memoir.summaries.episodic import EpisodicSummarizer
@@ -58,7 +56,7 @@ def run_cli(args: list[str]) -> int:
 
 
 def fixture_history(claude_fixtures: Path, repeat: int) -> list[Event]:
-    from memoir.ingest.detect import Format
+    from memoir.ingest.discover import Format
     from memoir.ingest.reader import read_bytes
 
     base: list[Event] = []
@@ -194,7 +192,7 @@ def test_cli_failure_is_one_line_and_nonzero(
 def test_the_facade_retry_wrapper_is_peeled_so_the_budget_sees_every_attempt(
     memoir: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoir.llm.retry import Retrying, RetryPolicy
+    from memoir.llm.wiring import Retrying, RetryPolicy
 
     add_session(memoir, marked_history(1))
     flaky = ScriptedModel(default=Oracle({(Purpose.EPISODE, None): [Transient("503")] * 20}))

@@ -10,18 +10,19 @@ from typing import Any
 import pytest
 
 from memoir.errors import BudgetExhausted, OversizedHistory, SummaryError
-from memoir.llm.errors import (
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import (
     AuthError,
     ContextTooLong,
     Forbidden,
+    ModelRequest,
     OutOfCredit,
+    Purpose,
     Refused,
     Transient,
     Truncated,
     Unauthorized,
 )
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import ModelRequest, Purpose
 from memoir.summaries.episodic import EpisodicSummarizer, EpisodicSummary
 
 from .episode_helpers import Oracle, episode_json, marked_history, transcript_of

@@ -11,9 +11,9 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.llm import errors as E
-from memoir.llm.scripted import ScriptedModel
-from memoir.llm.values import Purpose
+from memoir.llm import port as E
+from memoir.llm.offline import ScriptedModel
+from memoir.llm.port import Purpose
 from memoir.model import EventKind
 from memoir.summaries.calls import Recovery, next_action, retry_delay
 from memoir.summaries.episodes import (

@@ -4,7 +4,7 @@ project names re-derived.
 Before v14 a project's name kept only ``A-Za-z0-9._@+=-`` of its folder's name (every
 other character became ``_``), so the folders ``проект`` and ``данные`` were both the
 project ``______``; a Codex session's cwd kept only ``A-Za-z0-9-``. Now names follow
-:func:`memoir.model.names.project_name` and :func:`memoir.model.names.cwd_project`.
+:func:`memoir.model.harness.project_name` and :func:`memoir.model.harness.cwd_project`.
 
 What is stored lets most names be re-derived (:func:`rederive`, pure): a session keeps
 its transcript's path (``source_path``) and its cwd. The source folder the sync walked is
@@ -36,7 +36,7 @@ from pathlib import PurePath
 from typing import Any, cast
 
 from memoir.model import Session
-from memoir.model.names import claude_folder, cwd_project, project_name
+from memoir.model.harness import claude_folder, cwd_project, project_name
 from memoir.store.codec import SESSION_COLS, dumps, loads, session_from_row
 from memoir.store.db import Tx
 

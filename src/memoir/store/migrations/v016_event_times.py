@@ -5,7 +5,7 @@ Before v16 an event the source gave no time (a Claude Code line without one, a g
 JSON chat with none, a message appended over the API without one) was stored with none,
 and so were the exchanges made only of such events: date filters, "recent" orderings and
 the page passed them over. Ingest now infers a time for each
-(:func:`memoir.model.event_times.infer_times`); this migration does the same for what is
+(:func:`memoir.model.event.infer_times`); this migration does the same for what is
 stored, session by session, in the migration's transaction:
 
 - each event without a time takes the time of the nearest event before it in its
@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from memoir.model import Session
-from memoir.model.event_times import fill_times
+from memoir.model.event import fill_times
 from memoir.store.codec import SESSION_COLS, from_iso, session_from_row
 from memoir.store.db import Tx
 

@@ -1,5 +1,5 @@
 """v21: ``sessions.name``, the id a client chose for a session it fed. Such a session is
-stored under a digest of its user and that name (``memoir.model.session.named_session_id``),
+stored under a digest of its user and that name (``memoir.model.event.named_session_id``),
 so session names are per user; the name is kept to be shown back (listings, the session).
 Sessions stored before keep their id and have no name: their id still works everywhere."""
 

@@ -21,8 +21,7 @@ from typing import Any
 
 from memoir.errors import ConfigError, NotFound
 from memoir.model import Event, Session, build_exchanges
-from memoir.model.session import named_session_id
-from memoir.model.storable import scrub_deep
+from memoir.model.event import named_session_id, scrub_deep
 from memoir.store.codec import (
     EVENT_COLS,
     EXCHANGE_COLS,

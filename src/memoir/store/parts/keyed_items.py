@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memoir.model.storable import scrub_deep
+from memoir.model.event import scrub_deep
 from memoir.store.codec import stored_time
 from memoir.store.db import Db, Part, Tx
 from memoir.store.fold import fold_index_text

@@ -1,6 +1,6 @@
 """The re-scan of derived text with a newer secret detector: its state and its pages.
 
-:mod:`memoir.ingest.rescan` decides what to change; this part reads a page of a target's
+:mod:`memoir.ingest.verify` decides what to change; this part reads a page of a target's
 rows after a cursor and writes a page's changes and the new cursor in one transaction,
 so a run killed half-way resumes where its last page ended. Targets and their rows:
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from memoir.errors import NotFound
 from memoir.model import Session, SessionFlags
-from memoir.model.session import RecentKey, RecentPage, RecentQuery, SessionInfo, named_session_id
+from memoir.model.event import RecentKey, RecentPage, RecentQuery, SessionInfo, named_session_id
 from memoir.store.codec import SESSION_READ_COLS, from_iso, prefixed, session_from_row
 from memoir.store.db import Db, Tx
 from memoir.store.search_filter import filter_sql

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from memoir.llm.port import UsageRecord
-from memoir.model.session import LOCAL_USER
+from memoir.model.event import LOCAL_USER
 from memoir.store.codec import stored_time, value_from_row
 from memoir.store.db import Part
 

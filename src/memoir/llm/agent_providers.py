@@ -1,4 +1,7 @@
-"""The ``claude-code`` provider: the installed Claude Code CLI, under the user's own login.
+"""The agent CLI providers, one run of the user's own coding agent per call: Claude Code and
+Codex.
+
+The ``claude-code`` provider: the installed Claude Code CLI, under the user's own login.
 
 One call is one run of ``claude -p --output-format json`` (print mode: answer and exit)
 with the prompt on stdin and no tools (``--tools ""``), no MCP servers but none
@@ -21,6 +24,31 @@ A failed run says so with ``is_error: true`` (the message in ``result``, e.g. ``
 key · Please run /login`` or ``API Error: 429 …``) or an ``error_*`` subtype (``errors``
 lists why), and exits non-zero. Input tokens in the ledger are all three input counts
 (``input_tokens`` leaves out what was read from or written to the prompt cache).
+
+The ``codex`` provider: the installed Codex CLI, under the user's own login.
+
+One call is one run of ``codex exec --json -`` (non-interactive: answer and exit; ``-``
+reads the prompt from stdin) in a read-only sandbox (``--sandbox read-only``: it cannot
+edit or run anything that writes), asking for no MCP servers and no notify program
+(``-c mcp_servers={}``, ``-c notify=[]``; a Codex that merges overrides into the user's
+tables still starts the servers configured there), no saved session (``--ephemeral``; sync
+recognises the runs anyway, by their working folder: :mod:`memoir.llm.agent_cli`) and no
+git check (the runs folder is not a repository). Codex takes no system prompt of its own
+here, so Memoir's goes in front of the prompt. ``codex:<model>`` passes ``-m <model>``.
+
+``--json`` prints one JSON event per line (JSONL)::
+
+    {"type": "thread.started", "thread_id": "0199a213-…"}
+    {"type": "turn.started"}
+    {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning", "text": "…"}}
+    {"type": "item.completed",
+     "item": {"id": "item_1", "type": "agent_message", "text": "<answer>"}}
+    {"type": "turn.completed", "usage": {"input_tokens": …, "cached_input_tokens": …,
+                                         "output_tokens": …}}
+
+A failed turn ends with ``{"type": "turn.failed", "error": {"message": …}}``, often after
+``{"type": "error", "message": …}`` (``Reconnecting… 1/5`` notices are progress, not
+failure); the process exits non-zero. ``cached_input_tokens`` is part of ``input_tokens``.
 """
 
 from __future__ import annotations
@@ -38,13 +66,19 @@ from memoir.llm.agent_cli import (
     run_agent,
     system_of,
 )
-from memoir.llm.errors import BadResponse
 from memoir.llm.mapping import completion_or_error, stop_reason_of
-from memoir.llm.values import Completion, ModelRequest, Usage
+from memoir.llm.port import BadResponse, Completion, ModelRequest, StopReason, Usage
 
-__all__ = ["ClaudeCodeModel", "claude_argv", "completion_of_result"]
+__all__ = [
+    "ClaudeCodeModel",
+    "CodexModel",
+    "claude_argv",
+    "codex_argv",
+    "completion_of_events",
+    "completion_of_result",
+]
 
-PROVIDER = "claude-code"
+CLAUDE_CODE = "claude-code"
 # a system prompt longer than this goes on stdin with the prompt, not on the command line
 MAX_SYSTEM_ARG = 16_000
 NO_HOOKS = json.dumps({"disableAllHooks": True})
@@ -84,13 +118,13 @@ class ClaudeCodeModel:
         binary: str = "claude",
     ) -> None:
         self.model = model
-        self.name = f"{PROVIDER}:{model}" if model else PROVIDER
+        self.name = f"{CLAUDE_CODE}:{model}" if model else CLAUDE_CODE
         self.runs_dir = runs_dir
         self.timeout_s = timeout_s
         self.binary = binary
 
     def complete(self, request: ModelRequest) -> Completion:
-        context: dict[str, Any] = {"provider": PROVIDER, "model": self.model or "default"}
+        context: dict[str, Any] = {"provider": CLAUDE_CODE, "model": self.model or "default"}
         system = system_of(request)
         if len(system) > MAX_SYSTEM_ARG:
             prompt, system = prompt_of(request, with_system=True), NEUTRAL_SYSTEM
@@ -145,7 +179,7 @@ def _count(usage: dict[str, Any], field: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _usage_of(result: dict[str, Any]) -> Usage:
+def _claude_usage(result: dict[str, Any]) -> Usage:
     usage = result.get("usage")
     if not isinstance(usage, dict):
         return Usage()
@@ -170,11 +204,11 @@ def completion_of_result(
     result: dict[str, Any], returncode: int, latency_ms: float, asked: str
 ) -> Completion:
     """A Completion from Claude Code's result object, or the ModelError it reports."""
-    usage = _usage_of(result)
+    usage = _claude_usage(result)
     model = _model_of(result, asked)
     session = result.get("session_id") if isinstance(result.get("session_id"), str) else None
     context: dict[str, Any] = {
-        "provider": PROVIDER,
+        "provider": CLAUDE_CODE,
         "model": model,
         "request_id": session,
         "usage": usage,
@@ -194,7 +228,7 @@ def completion_of_result(
         stop=stop_reason_of(raw_stop),
         usage=usage,
         model=model,
-        provider=PROVIDER,
+        provider=CLAUDE_CODE,
         request_id=session,
         latency_ms=latency_ms,
         raw_stop=raw_stop,
@@ -203,3 +237,137 @@ def completion_of_result(
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         completion.extra["cost_usd"] = float(cost)
     return completion
+
+
+CODEX = "codex"
+
+
+def codex_argv(binary: str, model: str, runs_dir: Path) -> list[str]:
+    """The command line of one call (the prompt goes on stdin: the final ``-``)."""
+    argv = [
+        binary,
+        "exec",
+        "--json",
+        "--ephemeral",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "read-only",
+        "-c",
+        "mcp_servers={}",
+        "-c",
+        "notify=[]",
+        "-C",
+        str(runs_dir),
+    ]
+    if model:
+        argv += ["-m", model]
+    return [*argv, "-"]
+
+
+class CodexModel:
+    """An OpenAI model through the user's Codex CLI. Thread-safe (one process per call)."""
+
+    def __init__(
+        self,
+        model: str = "",
+        *,
+        runs_dir: Path,
+        timeout_s: float | None = 120.0,
+        binary: str = "codex",
+    ) -> None:
+        self.model = model
+        self.name = f"{CODEX}:{model}" if model else CODEX
+        self.runs_dir = runs_dir
+        self.timeout_s = timeout_s
+        self.binary = binary
+
+    def complete(self, request: ModelRequest) -> Completion:
+        context: dict[str, Any] = {"provider": CODEX, "model": self.model or "default"}
+        run = run_agent(
+            codex_argv(self.binary, self.model, self.runs_dir),
+            prompt_of(request, with_system=True),
+            cwd=self.runs_dir,
+            timeout_s=self.timeout_s,
+            context=context,
+        )
+        return completion_of_events(
+            run.stdout, run.stderr, run.returncode, run.latency_ms, self.model
+        )
+
+
+def _events(stdout: str) -> list[dict[str, Any]]:
+    events = []
+    for line in stdout.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue  # a line cut short (the process died mid-write), or a stray banner
+        if isinstance(value, dict) and isinstance(value.get("type"), str):
+            events.append(value)
+    return events
+
+
+def _codex_usage(event: dict[str, Any]) -> Usage:
+    usage = event.get("usage")
+    if not isinstance(usage, dict):
+        return Usage()
+
+    def count(field: str) -> int:
+        value = usage.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        return 0
+
+    return Usage(count("input_tokens"), count("output_tokens"))
+
+
+def _failure_of(event: dict[str, Any]) -> str | None:
+    """The message of a failure event; None for anything else (a reconnect notice too)."""
+    if event["type"] == "turn.failed":
+        error = event.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        return str(message or "the turn failed")
+    if event["type"] == "error":
+        message = str(event.get("message") or "")
+        return None if message.lower().startswith("reconnecting") else message or "error"
+    return None
+
+
+def completion_of_events(
+    stdout: str, stderr: str, returncode: int, latency_ms: float, asked: str
+) -> Completion:
+    """A Completion from ``codex exec --json`` output, or the ModelError it reports."""
+    events = _events(stdout)
+    thread = next((e.get("thread_id") for e in events if e["type"] == "thread.started"), None)
+    request_id = thread if isinstance(thread, str) else None
+    done = [e for e in events if e["type"] == "turn.completed"]
+    usage = _codex_usage(done[-1]) if done else Usage()
+    model = asked or "default"
+    context: dict[str, Any] = {
+        "provider": CODEX,
+        "model": model,
+        "request_id": request_id,
+        "usage": usage,
+    }
+    failures = [m for e in events if (m := _failure_of(e)) is not None]
+    if failures or returncode != 0:
+        said = failures[-1] if failures else first_line(stderr) or first_line(stdout)
+        raise error_for_message(first_line(said) or f"codex exited {returncode}", **context)
+    if not done:
+        raise BadResponse(f"codex stopped before its turn completed: {stdout[-200:]!r}", **context)
+    messages = [
+        str(item.get("text") or "")
+        for e in events
+        if e["type"] == "item.completed"
+        and isinstance(item := e.get("item"), dict)
+        and (item.get("type") or item.get("item_type")) in ("agent_message", "assistant_message")
+    ]
+    return completion_or_error(
+        text=messages[-1] if messages else "",
+        stop=StopReason.END,
+        usage=usage,
+        model=model,
+        provider=CODEX,
+        request_id=request_id,
+        latency_ms=latency_ms,
+    )

@@ -19,7 +19,7 @@ end, and is said only for a task (a request, or tools used).
 
 Where a source named its speakers (a group chat: ``Caroline: I went…``), a sentence that
 opens with "I" is reported in the speaker's name ("Caroline went…"), as a summary is
-written. The structured input is :class:`Line` and :class:`Action`
+written. The structured input is :class:`Line` and :class:`ToolAction`
 (:func:`summarize_lines`); :func:`read_transcript` reads a rendered transcript (what the
 summary and compaction tasks carry) into it.
 """
@@ -31,22 +31,25 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memoir.llm.offline.analysis import finish, near_duplicate
-from memoir.llm.offline.rank import SentenceScorer, cue, rank_sentences
-from memoir.llm.offline.text import (
+from memoir.llm.offline_summary import finish, near_duplicate
+from memoir.llm.transcript import (
+    NAMED_LINE,
     Sentence,
+    SentenceScorer,
     Turn,
     clip_words,
     content_words,
+    cue,
+    opens_turn,
     parse_turns,
+    rank_sentences,
     sentences_of,
 )
-from memoir.llm.transcript import NAMED_LINE, opens_turn
 
 __all__ = [
-    "Action",
     "Line",
     "ProseSummary",
+    "ToolAction",
     "is_filler",
     "prose_summary",
     "read_transcript",
@@ -163,7 +166,7 @@ class Line:
 
 
 @dataclass(frozen=True, slots=True)
-class Action:
+class ToolAction:
     """What the agent touched: a file (``kind="file"``) or a command (``"command"``)."""
 
     kind: str
@@ -211,7 +214,7 @@ def is_filler(text: str) -> bool:
 # -- reading ---------------------------------------------------------------------------
 
 
-def _target(tool: str, args: object) -> Action | None:
+def _target(tool: str, args: object) -> ToolAction | None:
     if not isinstance(args, dict):
         return None
     for key in ("command", "cmd"):
@@ -219,11 +222,11 @@ def _target(tool: str, args: object) -> Action | None:
         if isinstance(value, list):
             value = " ".join(str(v) for v in value)
         if isinstance(value, str) and value.strip():
-            return Action("command", clip_words(value.strip().splitlines()[0], 10))
+            return ToolAction("command", clip_words(value.strip().splitlines()[0], 10))
     for key in ("file_path", "path", "notebook_path", "filename", "file"):
         value = args.get(key)
         if isinstance(value, str) and _FILE.search(value.strip()) and len(value) < 200:
-            return Action("file", value.strip())
+            return ToolAction("file", value.strip())
     return None
 
 
@@ -234,12 +237,12 @@ def _parse_args(text: str) -> object:
         return None
 
 
-def read_transcript(transcript: str) -> tuple[list[Line], list[Action]]:
+def read_transcript(transcript: str) -> tuple[list[Line], list[ToolAction]]:
     """The prose lines and the agent's actions of a transcript in the prompt convention:
     ``Assistant called Bash: {json}`` turns and ``[tools: Read (path), Bash (cmd)]``
     markers give the actions; a ``Name: `` prefix that leads two or more turns names
     their speaker."""
-    actions: list[Action] = []
+    actions: list[ToolAction] = []
     for raw in transcript.splitlines():
         m = opens_turn(raw)
         called = m.groupdict().get("called") if m else None
@@ -253,7 +256,7 @@ def read_transcript(transcript: str) -> tuple[list[Line], list[Action]]:
             tool, target = item.group(1), item.group(2)
             kind = "command" if tool.lower() in ("bash", "shell", "exec", "run") else "file"
             if kind == "command" or _FILE.search(target):
-                actions.append(Action(kind, target))
+                actions.append(ToolAction(kind, target))
     # "Ana (user): …" → "User: Ana: …", the prefix form named speakers take in a turn
     unnamed = "\n".join(
         NAMED_LINE.sub(lambda m: f"{m.group('role').capitalize()}: {m.group('name')}: ", ln, 1)
@@ -475,7 +478,7 @@ def _central(
     return sorted(chosen, key=lambda s: s.position)
 
 
-def _dedupe(actions: Sequence[Action], kind: str) -> tuple[str, ...]:
+def _dedupe(actions: Sequence[ToolAction], kind: str) -> tuple[str, ...]:
     out: list[str] = []
     for a in actions:
         if a.kind == kind and a.target not in out:
@@ -485,7 +488,7 @@ def _dedupe(actions: Sequence[Action], kind: str) -> tuple[str, ...]:
 
 def summarize_lines(
     lines: Sequence[Line],
-    actions: Sequence[Action] = (),
+    actions: Sequence[ToolAction] = (),
     *,
     body_words: int | None = None,
     scorer: SentenceScorer | None = None,
@@ -603,7 +606,7 @@ def _fit(
 
 def _earlier(previous: str) -> list[str]:
     """Sentences of a previous summary carried forward (a keyword line of format 1 never)."""
-    from memoir.llm.offline.summary import _previous_sentences
+    from memoir.llm.offline_summary import _previous_sentences
 
     return _previous_sentences(previous, limit=4)
 

