@@ -13,10 +13,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memoir.config import Settings, whole_number
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
+from memoir.home_files import tighten_home
 from memoir.model.session import LOCAL_USER
-from memoir.private import tighten_home
 from memoir.store import Store, open_store
 
 if TYPE_CHECKING:
@@ -615,7 +614,7 @@ class Memoir:
         if enabled:
             switch.unlink(missing_ok=True)
         else:
-            from memoir.private import private_file
+            from memoir.home_files import private_file
 
             self.settings.ensure_home()
             with private_file(switch, "wb") as out:
@@ -820,7 +819,7 @@ class Memoir:
         (another's run is left to finish), and none on a read-only store."""
         from memoir.errors import Busy
         from memoir.ingest.rescan import BUDGET, RescanReport, rescan, state_report
-        from memoir.secret_rules import detector_id
+        from memoir.secrets.rules import detector_id
 
         if self.store.read_only:
             return RescanReport(detector_id(), skipped="the store is read-only")

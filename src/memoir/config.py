@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from memoir.errors import ConfigError
-from memoir.private import private_dir
+from memoir.home_files import private_dir
 
 __all__ = [
     "MEMORY_SYNC_OFF",

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from memoir.cli.app import app
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 
 if TYPE_CHECKING:
     from memoir.app import Memoir

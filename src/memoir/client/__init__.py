@@ -20,7 +20,7 @@ a frozen value of :mod:`memoir.client.values`. An error answer is raised as an
 
 from __future__ import annotations
 
-from memoir.distribution import install_hint
+from memoir.errors import install_hint
 
 try:
     import httpx  # noqa: F401

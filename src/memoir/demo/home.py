@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memoir.errors import ConfigError
-from memoir.private import private_dir, private_file
+from memoir.home_files import private_dir, private_file
 from memoir.store import Store
 
 __all__ = ["MARKER", "check_only_demo", "claim_home"]

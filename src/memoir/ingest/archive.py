@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from memoir.atomic import sweep_temps, temp_for
-from memoir.private import private_dir, private_file
+from memoir.home_files import private_dir, private_file, sweep_temps, temp_for
 
 __all__ = [
     "BUMPS_FOLDER_MTIME",

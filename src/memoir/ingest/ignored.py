@@ -13,8 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from memoir.atomic import write_text_atomic
-from memoir.private import private_dir
+from memoir.home_files import private_dir, write_text_atomic
 
 __all__ = ["IgnoredFile", "IgnoredFiles"]
 

@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoir.atomic import write_atomic
-from memoir.private import private_dir
+from memoir.home_files import private_dir, write_atomic
 
 __all__ = [
     "ExportReport",

@@ -25,7 +25,7 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
-from memoir.secret_rules import detector_id
+from memoir.secrets.rules import detector_id
 from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
 
 __all__ = ["BUDGET", "PAGE", "RescanReport", "SummaryTexts", "rescan", "state_report"]

@@ -63,6 +63,7 @@ from typing import Any
 
 from memoir.config import Settings, as_paths
 from memoir.errors import ConcurrentWrite, StoreError
+from memoir.home_files import tighten_home
 from memoir.ingest.archive import ArchiveCopy, in_archive, is_prefix_of, preserve, span_hashes
 from memoir.ingest.detect import WHOLE_FORMATS, Format
 from memoir.ingest.discover import Candidate, scan, source_key
@@ -85,7 +86,6 @@ from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.exchange import open_tail
 from memoir.model.session import SessionInfo
-from memoir.private import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SourceState

@@ -12,7 +12,7 @@ Problems, damage (``memoir verify`` exits 1 when there is any):
 - ``index_behind_archive``: the archived copy holds bytes the index never read;
 - ``orphan_archive``: an archived transcript no index row refers to;
 - ``mode_too_open``: a folder or file under the home that others could read (Memoir keeps
-  them owner-only: ``0700`` / ``0600``, :mod:`memoir.private`), with its mode.
+  them owner-only: ``0700`` / ``0600``, :mod:`memoir.home_files`), with its mode.
 
 ``secret_rescan`` says where the re-scan of derived text (summaries, checkpoints, cached
 answers, memory items) with this version's secret detector stands
@@ -52,12 +52,12 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings
+from memoir.home_files import DIR_MODE, FILE_MODE, loose_modes, make_private
 from memoir.ingest.archive import in_archive
 from memoir.ingest.ignored import IgnoredFiles
 from memoir.ingest.mend import rebuild_exchanges, reread_session
 from memoir.ingest.observer import SyncObserver
 from memoir.ingest.sync import MAX_JSON_BYTES, UNREADABLE_FOLDER, ignored_path, index_file, sync
-from memoir.private import DIR_MODE, FILE_MODE, loose_modes, make_private
 from memoir.store.port import Store
 from memoir.store.values import SourceState
 

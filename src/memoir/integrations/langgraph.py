@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from memoir.distribution import install_hint
+from memoir.errors import install_hint
 
 try:
     from langgraph.store.base import (

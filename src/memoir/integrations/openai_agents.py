@@ -27,8 +27,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memoir.distribution import install_hint
-from memoir.errors import CompactionError, NotFound
+from memoir.errors import CompactionError, NotFound, install_hint
 
 try:
     from agents import FunctionTool, function_tool

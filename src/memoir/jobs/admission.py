@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from memoir.config import mask_url
-from memoir.distribution import install_hint
+from memoir.errors import install_hint
 from memoir.jobs.errors import AdmissionUnavailable
 
 __all__ = ["Admission", "LocalAdmission", "RedisAdmission"]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memoir.home_files import private_dir
 from memoir.llm.errors import (
     ContextTooLong,
     ModelError,
@@ -41,7 +42,6 @@ from memoir.llm.errors import (
 )
 from memoir.llm.mapping import error_for_status
 from memoir.llm.values import ModelRequest
-from memoir.private import private_dir
 
 __all__ = [
     "RUNS_FOLDER",

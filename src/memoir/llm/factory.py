@@ -27,8 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from memoir.config import Settings
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 from memoir.llm.port import Model
 
 __all__ = [

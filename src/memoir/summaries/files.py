@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoir.atomic import write_text_atomic
+from memoir.home_files import write_text_atomic
 from memoir.model import Event
 from memoir.summaries.fileformat import COVERAGE_PREFIX, format_summary_file, parse_summary_file
 from memoir.summaries.port import Conversation

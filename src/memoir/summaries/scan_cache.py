@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoir.atomic import write_text_atomic
-from memoir.private import private_dir
+from memoir.home_files import private_dir, write_text_atomic
 from memoir.summaries.state import Coverage, Failure, SummaryKind, SummaryState
 
 __all__ = [
