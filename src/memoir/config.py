@@ -144,7 +144,7 @@ class Settings:
             raise ConfigError(
                 f"summary_store must be 'files' or 'database', not {self.summary_store!r}"
             )
-        for name in _WHOLE_NUMBERS:
+        for name in map(_setting, _WHOLE_NUMBERS):
             whole_number(name, getattr(self, name), 0 if name in _ZERO_OK else 1)
         for name in _NUMBERS:
             value = getattr(self, name)
@@ -225,8 +225,8 @@ class Settings:
             )
         if (v := take("exclude_projects", "MEMOIR_EXCLUDE_PROJECTS")) is not None:
             values["exclude_projects"] = tuple(p.strip() for p in v.split(",") if p.strip())
-        for name in _STRINGS:
-            if (v := take(name, f"MEMOIR_{name.upper()}")) is not None:
+        for key in _STRINGS:
+            if (v := take(name := _setting(key), key)) is not None:
                 values[name] = v
         if (v := take("llm_api_key", "MEMOIR_LLM_API_KEY")) is not None:
             values["llm_api_key"] = v
@@ -239,8 +239,8 @@ class Settings:
                 values["llm_api_key"] = v
         if (v := take("redact", "MEMOIR_REDACT")) is not None:
             values["redact"] = v.lower()
-        for name, choices in _CHOICES.items():
-            if (v := take(name, key := f"MEMOIR_{name.upper()}")) is not None:
+        for key, choices in _CHOICES.items():
+            if (v := take(name := _setting(key), key)) is not None:
                 if v not in choices:
                     raise ConfigError(f"{key} must be {' or '.join(map(repr, choices))}, not {v!r}")
                 values[name] = v
@@ -256,17 +256,12 @@ class Settings:
         if values["sync_disabled"]:
             origins["sync_disabled"] = "env MEMOIR_SYNC_DISABLED"
 
-        def keys(name: str) -> tuple[str, ...]:  # the episodic-memory plugin's names too
-            legacy = (f"EPISODIC_MEMORY_{name.upper()}",) if name in _EPISODIC_NAMES else ()
-            return (f"MEMOIR_{name.upper()}", *legacy)
-
         defaults: dict[str, Any] = {f.name: f.default for f in fields(cls)}
-        for name in _FLOATS:
-            if (v := take(name, *keys(name))) is not None:
-                values[name] = _non_negative_float(v, defaults[name], name, origins)
-        for name in _WHOLE_NUMBERS:
-            if (v := take(name, *keys(name))) is not None:
-                values[name] = _whole_number(v, defaults[name], name, origins)
+        for key in (*_FLOATS, *_WHOLE_NUMBERS):
+            name = _setting(key)  # the episodic-memory plugin's names too
+            legacy = (key.replace("MEMOIR_", "EPISODIC_MEMORY_"),) if name in _EPISODIC else ()
+            if (v := take(name, key, *legacy)) is not None:
+                values[name] = _env_number(v, defaults[name], name, origins)
         if values.get("pg_pool_timeout_s") == 0:  # a wait of 0 would refuse every call
             _warn_once("MEMOIR_PG_POOL_TIMEOUT_S=0 is not above 0; using 10")
             values["pg_pool_timeout_s"] = 10.0
@@ -336,36 +331,47 @@ class Settings:
         return rows
 
 
-# the settings read from MEMOIR_<NAME> (and EPISODIC_MEMORY_<NAME> for _EPISODIC_NAMES):
-# as they are; one of the choices; a number of 0 or more; a whole number (0 or more for
-# _ZERO_OK, else 1 or more: a bad one warns and the default is used)
-_STRINGS = ("database_url", "llm", "llm_base_url", "llm_fallback", "redis_url", "embedder")
-_CHOICES = {"summary_store": ("files", "database"), "summary_sentences": ("lexical", "embedder")}
+# the variables read as they are; as one of their choices; as a number of 0 or more; as a
+# whole number (of 0 or more for _ZERO_OK, else 1 or more). A bad number warns and the
+# default is used. Each sets the setting of its name less MEMOIR_, lower-cased.
+_STRINGS = (
+    "MEMOIR_DATABASE_URL",
+    "MEMOIR_LLM",
+    "MEMOIR_LLM_BASE_URL",
+    "MEMOIR_LLM_FALLBACK",
+    "MEMOIR_REDIS_URL",
+    "MEMOIR_EMBEDDER",
+)
+_CHOICES = {
+    "MEMOIR_SUMMARY_STORE": ("files", "database"),
+    "MEMOIR_SUMMARY_SENTENCES": ("lexical", "embedder"),
+}
 _FLOATS = (
-    "summary_quiescence_hours",
-    "summary_error_retry_hours",
-    "compact_threshold_ratio",
-    "compact_tail_ratio",
-    "llm_timeout_s",
-    "job_heartbeat_s",
-    "job_abort_s",
-    "job_claim_s",
-    "job_abandon_s",
-    "pg_pool_timeout_s",
-    "pg_statement_timeout_s",
+    "MEMOIR_SUMMARY_QUIESCENCE_HOURS",
+    "MEMOIR_SUMMARY_ERROR_RETRY_HOURS",
+    "MEMOIR_COMPACT_THRESHOLD_RATIO",
+    "MEMOIR_COMPACT_TAIL_RATIO",
+    "MEMOIR_LLM_TIMEOUT_S",
+    "MEMOIR_JOB_HEARTBEAT_S",
+    "MEMOIR_JOB_ABORT_S",
+    "MEMOIR_JOB_CLAIM_S",
+    "MEMOIR_JOB_ABANDON_S",
+    "MEMOIR_PG_POOL_TIMEOUT_S",
+    "MEMOIR_PG_STATEMENT_TIMEOUT_S",
 )
-_EPISODIC_NAMES = ("summary_quiescence_hours", "summary_error_retry_hours", "summary_max_attempts")
 _WHOLE_NUMBERS = (
-    "llm_retry_budget",
-    "summary_max_attempts",
-    "summary_limit",
-    "memory_limit",
-    "episode_concurrency",
-    "episode_attempt_budget",
-    "episode_tokens",
-    "episode_max_full_tokens",
-    "pg_pool_size",
+    "MEMOIR_LLM_RETRY_BUDGET",
+    "MEMOIR_SUMMARY_MAX_ATTEMPTS",
+    "MEMOIR_SUMMARY_LIMIT",
+    "MEMOIR_MEMORY_LIMIT",
+    "MEMOIR_EPISODE_CONCURRENCY",
+    "MEMOIR_EPISODE_ATTEMPT_BUDGET",
+    "MEMOIR_EPISODE_TOKENS",
+    "MEMOIR_EPISODE_MAX_FULL_TOKENS",
+    "MEMOIR_PG_POOL_SIZE",
 )
+# also read from EPISODIC_MEMORY_<NAME> (the episodic-memory plugin's variables)
+_EPISODIC = ("summary_quiescence_hours", "summary_error_retry_hours", "summary_max_attempts")
 _ZERO_OK = ("summary_limit", "memory_limit")
 _NUMBERS = (
     "llm_timeout_s",
@@ -440,31 +446,25 @@ def _switch(raw: str) -> bool | None:
     return None
 
 
-def _non_negative_float(raw: str, default: float, name: str, origins: dict[str, str]) -> float:
-    """``raw`` (read from the variable ``origins[name]`` names) as a number of 0 or more;
-    else a warning, the default, and its origin saying why."""
-    key = origins[name].removeprefix("env ")
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value != value or value < 0 or value == float("inf"):  # NaN, negative, inf
-        _warn_once(f"{key}={raw!r} is not a non-negative number; using the default {default}")
-        origins[name] = f"default ({key}={raw!r} ignored)"
-        return default
-    return value
+def _setting(key: str) -> str:
+    return key.removeprefix("MEMOIR_").lower()
 
 
-def _whole_number(raw: str, default: int, name: str, origins: dict[str, str]) -> int:
-    """As :func:`_non_negative_float`, for a whole number (of 0 or more for _ZERO_OK)."""
+def _env_number(raw: str, default: float, name: str, origins: dict[str, str]) -> float:
+    """``raw`` (from the variable ``origins[name]`` names) as a number like ``default``: a
+    whole number of at least 1 (0 for _ZERO_OK) for an int, else one of 0 or more; else a
+    warning, the default, and its origin saying why."""
     key = origins[name].removeprefix("env ")
-    least = 0 if name in _ZERO_OK else 1
+    whole = isinstance(default, int)
+    least = 1 if whole and name not in _ZERO_OK else 0
     try:
-        value = int(raw)
+        value = int(raw) if whole else float(raw)
     except ValueError:
         value = least - 1
-    if value < least:
-        what = "a positive integer" if least == 1 else f"an integer of at least {least}"
+    if value != value or value < least or value == float("inf"):  # NaN, too small, inf
+        what = "a non-negative number"
+        if whole:
+            what = "a positive integer" if least == 1 else f"an integer of at least {least}"
         _warn_once(f"{key}={raw!r} is not {what}; using the default {default}")
         origins[name] = f"default ({key}={raw!r} ignored)"
         return default

@@ -220,14 +220,14 @@ def _rule(raw: dict[str, Any], top: tuple[Allow, ...]) -> Rule:
     return Rule(
         id=str(raw["id"]),
         regex=_compile(raw["regex"]),
-        keywords=_keywords(raw),
+        keywords=_keywords_of(raw),
         entropy=float(raw["entropy"]) if "entropy" in raw else None,
         secret_group=int(raw.get("secretGroup", 0)),
         allows=_allows(raw.get("allowlists", [])) + top,
     )
 
 
-def _keywords(raw: dict[str, Any]) -> tuple[str, ...]:
+def _keywords_of(raw: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted({str(k).lower() for k in raw.get("keywords", ())}))
 
 
@@ -277,7 +277,7 @@ def _top_allows(n: int) -> tuple[Allow, ...]:
 @cache
 def rule_keywords() -> tuple[tuple[str, ...], ...]:
     """Each rule's keywords, lower-cased, in :func:`load_rules`' order (none compiled)."""
-    return tuple(_keywords(raw) for raw, _file in _specs())
+    return tuple(_keywords_of(raw) for raw, _file in _specs())
 
 
 @cache

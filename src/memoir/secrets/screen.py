@@ -111,13 +111,13 @@ def keyword_gate() -> Gate | None:
 
 
 @cache
-def _specific(i: int) -> re.Pattern[str]:
+def _specific_regex(i: int) -> re.Pattern[str]:
     pattern, flags = plugin_table()["SPECIFIC"][i][:2]
     return re.compile(pattern, flags)
 
 
 @cache
-def _keywords() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
+def _keyword_regexes() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
     """The denylist's alternation and the keyword patterns."""
     table = plugin_table()
     pattern, flags = table["ANY_KEYWORD"]
@@ -125,7 +125,7 @@ def _keywords() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
 
 
 @cache
-def _entropy() -> tuple[tuple[re.Pattern[str], frozenset[str], int], ...]:
+def _entropy_regexes() -> tuple[tuple[re.Pattern[str], frozenset[str], int], ...]:
     return tuple(
         (re.compile(p, f), frozenset(charset), length)
         for p, f, charset, length in plugin_table()["ENTROPY"]
@@ -136,9 +136,9 @@ def _ungated() -> list[int]:
     return [i for i in range(len(plugin_table()["SPECIFIC"])) if gate(i) is None]
 
 
-def _keyword(text: str) -> bool:
+def _keyword_may_match(text: str) -> bool:
     """Whether a keyword pattern matches ``text`` (the plugin's first check included)."""
-    any_keyword, patterns = _keywords()
+    any_keyword, patterns = _keyword_regexes()
     return any_keyword.search(text) is not None and any(p.search(text) for p in patterns)
 
 
@@ -146,7 +146,7 @@ def _entropy_value(value: str) -> bool:
     """Whether an entropy plugin could take ``value`` (in its charset, long enough)."""
     return any(
         len(value) >= length and all(ch in charset for ch in value)
-        for _regex, charset, length in _entropy()
+        for _regex, charset, length in _entropy_regexes()
     )
 
 
@@ -159,7 +159,9 @@ def _quoted(line: str) -> bool:
     if "'" not in line and '"' not in line:
         return False
     return any(
-        len(m.group(2)) >= length for regex, _c, length in _entropy() for m in regex.finditer(line)
+        len(m.group(2)) >= length
+        for regex, _c, length in _entropy_regexes()
+        for m in regex.finditer(line)
     )
 
 
@@ -172,22 +174,22 @@ def may_find(lines: Sequence[str], tags: Mapping[int, Any]) -> bool:
     for n, line in enumerate(lines):
         held = tags.get(n, ())
         for i in ungated:
-            if _specific(i).search(line) is not None:
+            if _specific_regex(i).search(line) is not None:
                 return True
         for family, i in held:
             g = gate(i) if family == "g" else None
-            if g is not None and g.admits(line) and _specific(i).search(line) is not None:
+            if g is not None and g.admits(line) and _specific_regex(i).search(line) is not None:
                 return True
         keyworded = ("k", 0) in held and kw_gate is not None and kw_gate.admits(line)
         if _quoted(line) or _env(line):
             return True
         pieces = segments(line)
         if len(pieces) == 1:
-            if keyworded and _keyword(line):
+            if keyworded and _keyword_may_match(line):
                 return True
             continue
         for _at, piece in pieces:
-            if keyworded and _keyword(piece):
+            if keyworded and _keyword_may_match(piece):
                 return True
             if _env(piece):
                 return True
