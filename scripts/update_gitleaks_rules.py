@@ -4,7 +4,7 @@ binary embeds its default config verbatim).
 
     .venv/bin/python scripts/update_gitleaks_rules.py [--version 8.30.1]
 
-Then set ``GITLEAKS_VERSION`` in src/memoir/secret_rules.py and the version line of
+Then set ``GITLEAKS_VERSION`` in src/memoir/secrets/rules.py and the version line of
 src/memoir/data/LICENSE-gitleaks, and run ``pytest tests/secrets`` (the format matrix and
 the false-alarm counts say whether the new rules still fit).
 """

@@ -8,7 +8,7 @@ from typing import BinaryIO
 
 import pytest
 
-from memoir.atomic import temp_for, write_atomic, write_text_atomic
+from memoir.home_files import temp_for, write_atomic, write_text_atomic
 
 
 def test_a_write_replaces_the_file_and_sweeps_its_own_leftovers(tmp_path: Path) -> None:

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memoir.distribution import DISTRIBUTION, install_hint
-from memoir.errors import ConfigError
+from memoir.errors import DISTRIBUTION, ConfigError, install_hint
 from memoir.search import embedder as embedder_module
 from memoir.search.embedder import load_embedder
 
@@ -51,7 +50,7 @@ def test_every_install_hint_in_src_uses_the_distribution_name() -> None:
             continue
         text = path.read_text(encoding="utf-8")
         for name, _ in _hints(text):
-            if rel == "distribution.py":  # the one place hints are made
+            if rel == "errors.py":  # the one place hints are made
                 assert name in ("{DISTRIBUTION}", DISTRIBUTION), name
                 continue
             assert name in OTHER_PACKAGES, f"{rel}: `pip install {name}`: use install_hint()"

@@ -229,7 +229,7 @@ def test_search_without_vectors_imports_no_vector_library(tmp_path: Path) -> Non
         assert not loaded & {"numpy", "onnxruntime", "tokenizers"}, embedder
         assert "pydantic" not in loaded, embedder  # arguments converted plainly (plain_params)
     # read through a pipe (no COLUMNS): hits masked with no detect-secrets plugin (none
-    # of their regexes matches these hits: memoir.secret_screen), written without rich
+    # of their regexes matches these hits: memoir.secrets.screen), written without rich
     for args in (["coupon"], ["coupon", "--json"], ["timezone flaky"], ["zzyzx"]):
         loaded = _cli("search", *args, env={**env, "COLUMNS": ""})
         assert "memoir.search.engine" in loaded, args

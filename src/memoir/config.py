@@ -14,9 +14,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from memoir.errors import ConfigError
-from memoir.private import private_dir
+from memoir.home_files import private_dir
 
 __all__ = [
     "MEMORY_SYNC_OFF",
@@ -110,9 +111,8 @@ class Settings:
     # offline summaries' sentences: "lexical" (the default: ROUGE-L 0.206 vs 0.192 on LoCoMo
     # dev, docs/benchmarks.md) or "embedder" (centrality of the embedder's vectors)
     summary_sentences: str = "lexical"
-    embed_on_write: bool = (
-        True  # sync and append embed what they stored (memoir.search.backfill.embed_written)
-    )
+    # sync and append embed what they stored (memoir.search.backfill.embed_written)
+    embed_on_write: bool = True
     # jobs: admission across replicas (None: a bounded in-process store), worker intervals
     redis_url: str | None = None
     job_heartbeat_s: float = 10.0
@@ -144,24 +144,20 @@ class Settings:
             raise ConfigError(
                 f"summary_store must be 'files' or 'database', not {self.summary_store!r}"
             )
-        for name in _WHOLE_NUMBERS:
+        for name in map(_setting, _WHOLE_NUMBERS):
             whole_number(name, getattr(self, name), 0 if name in _ZERO_OK else 1)
         for name in _NUMBERS:
             value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not 0 <= value < float("inf")
-            ):
+            if not _number(value) or not 0 <= value < float("inf"):
                 raise ConfigError(f"{name} must be a number of 0 or more, not {value!r}")
         wait = self.pg_pool_timeout_s
-        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 < wait < 1e9:
+        if not _number(wait) or not 0 < wait < 1e9:
             raise ConfigError(f"pg_pool_timeout_s must be seconds above 0, not {wait!r}")
         ratio = self.compact_threshold_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 < ratio <= 1.0:
+        if not _number(ratio) or not 0.0 < ratio <= 1.0:
             raise ConfigError(f"compact_threshold_ratio must be in (0, 1], not {ratio!r}")
         tail = self.compact_tail_ratio
-        if isinstance(tail, bool) or not isinstance(tail, (int, float)) or not 0.0 <= tail < 0.75:
+        if not _number(tail) or not 0.0 <= tail < 0.75:
             raise ConfigError(f"compact_tail_ratio must be in [0, 0.75), not {tail!r}")
         if not isinstance(self.memory_from_sync, bool):
             raise ConfigError(
@@ -219,8 +215,6 @@ class Settings:
 
         if (v := take("home", "MEMOIR_HOME")) is not None:
             values["home"] = Path(v).expanduser()
-        if (v := take("database_url", "MEMOIR_DATABASE_URL")) is not None:
-            values["database_url"] = v
         if (v := take("sources", "MEMOIR_SOURCES")) is not None:
             values["sources"] = tuple(Path(p).expanduser() for p in v.split(os.pathsep) if p)
         else:
@@ -231,10 +225,9 @@ class Settings:
             )
         if (v := take("exclude_projects", "MEMOIR_EXCLUDE_PROJECTS")) is not None:
             values["exclude_projects"] = tuple(p.strip() for p in v.split(",") if p.strip())
-        if (v := take("llm", "MEMOIR_LLM")) is not None:
-            values["llm"] = v
-        if (v := take("llm_base_url", "MEMOIR_LLM_BASE_URL")) is not None:
-            values["llm_base_url"] = v
+        for key in _STRINGS:
+            if (v := take(name := _setting(key), key)) is not None:
+                values[name] = v
         if (v := take("llm_api_key", "MEMOIR_LLM_API_KEY")) is not None:
             values["llm_api_key"] = v
         else:
@@ -244,24 +237,13 @@ class Settings:
             )
             if fallback_key and (v := take("llm_api_key", fallback_key)) is not None:
                 values["llm_api_key"] = v
-        if (v := take("llm_fallback", "MEMOIR_LLM_FALLBACK")) is not None:
-            values["llm_fallback"] = v
         if (v := take("redact", "MEMOIR_REDACT")) is not None:
             values["redact"] = v.lower()
-        if (v := take("redis_url", "MEMOIR_REDIS_URL")) is not None:
-            values["redis_url"] = v
-        if (v := take("summary_store", "MEMOIR_SUMMARY_STORE")) is not None:
-            if v not in ("files", "database"):
-                raise ConfigError(f"MEMOIR_SUMMARY_STORE must be 'files' or 'database', not {v!r}")
-            values["summary_store"] = v
-        if (v := take("embedder", "MEMOIR_EMBEDDER")) is not None:
-            values["embedder"] = v
-        if (v := take("summary_sentences", "MEMOIR_SUMMARY_SENTENCES")) is not None:
-            if v not in ("lexical", "embedder"):
-                raise ConfigError(
-                    f"MEMOIR_SUMMARY_SENTENCES must be 'lexical' or 'embedder', not {v!r}"
-                )
-            values["summary_sentences"] = v
+        for key, choices in _CHOICES.items():
+            if (v := take(name := _setting(key), key)) is not None:
+                if v not in choices:
+                    raise ConfigError(f"{key} must be {' or '.join(map(repr, choices))}, not {v!r}")
+                values[name] = v
         if (v := take("memory_from_sync", "MEMOIR_MEMORY_FROM_SYNC")) is not None:
             if (on := _switch(v)) is not None:
                 values["memory_from_sync"] = on
@@ -270,55 +252,16 @@ class Settings:
                 origins["memory_from_sync"] = f"default (MEMOIR_MEMORY_FROM_SYNC={v!r} ignored)"
         if (v := take("embed_on_write", "MEMOIR_EMBED_ON_WRITE")) is not None:
             values["embed_on_write"] = v.lower() not in ("0", "false", "no", "off")
-        values["sync_disabled"] = _truthy(env.get("MEMOIR_SYNC_DISABLED"))
+        values["sync_disabled"] = _switch(env.get("MEMOIR_SYNC_DISABLED") or "") is True
         if values["sync_disabled"]:
             origins["sync_disabled"] = "env MEMOIR_SYNC_DISABLED"
 
-        for name, keys, default in (
-            (
-                "summary_quiescence_hours",
-                ("MEMOIR_SUMMARY_QUIESCENCE_HOURS", "EPISODIC_MEMORY_SUMMARY_QUIESCENCE_HOURS"),
-                1.0,
-            ),
-            (
-                "summary_error_retry_hours",
-                ("MEMOIR_SUMMARY_ERROR_RETRY_HOURS", "EPISODIC_MEMORY_SUMMARY_ERROR_RETRY_HOURS"),
-                1.0,
-            ),
-            ("compact_threshold_ratio", ("MEMOIR_COMPACT_THRESHOLD_RATIO",), 0.75),
-            ("compact_tail_ratio", ("MEMOIR_COMPACT_TAIL_RATIO",), 0.5),
-            ("llm_timeout_s", ("MEMOIR_LLM_TIMEOUT_S",), 120.0),
-            ("job_heartbeat_s", ("MEMOIR_JOB_HEARTBEAT_S",), 10.0),
-            ("job_abort_s", ("MEMOIR_JOB_ABORT_S",), 600.0),
-            ("job_claim_s", ("MEMOIR_JOB_CLAIM_S",), 900.0),
-            ("job_abandon_s", ("MEMOIR_JOB_ABANDON_S",), 930.0),
-            ("pg_pool_timeout_s", ("MEMOIR_PG_POOL_TIMEOUT_S",), 10.0),
-            ("pg_statement_timeout_s", ("MEMOIR_PG_STATEMENT_TIMEOUT_S",), 30.0),
-        ):
-            if (v := take(name, *keys)) is not None:
-                values[name] = _non_negative_float(
-                    v, default, origins[name].removeprefix("env "), name, origins
-                )
-        for name, keys, default_i in (
-            (
-                "summary_max_attempts",
-                ("MEMOIR_SUMMARY_MAX_ATTEMPTS", "EPISODIC_MEMORY_SUMMARY_MAX_ATTEMPTS"),
-                5,
-            ),
-            ("summary_limit", ("MEMOIR_SUMMARY_LIMIT",), 10),  # 0: no model summaries
-            ("memory_limit", ("MEMOIR_MEMORY_LIMIT",), 10),  # 0: no memory from sync
-            ("episode_concurrency", ("MEMOIR_EPISODE_CONCURRENCY",), 4),
-            ("episode_attempt_budget", ("MEMOIR_EPISODE_ATTEMPT_BUDGET",), 32),
-            ("llm_retry_budget", ("MEMOIR_LLM_RETRY_BUDGET",), 3),
-            ("episode_tokens", ("MEMOIR_EPISODE_TOKENS",), 10_000),
-            ("episode_max_full_tokens", ("MEMOIR_EPISODE_MAX_FULL_TOKENS",), 200_000),
-            ("pg_pool_size", ("MEMOIR_PG_POOL_SIZE",), 8),
-        ):
-            if (v := take(name, *keys)) is not None:
-                least = 0 if name in _ZERO_OK else 1
-                values[name] = _whole_number(
-                    v, default_i, origins[name].removeprefix("env "), name, origins, least
-                )
+        defaults: dict[str, Any] = {f.name: f.default for f in fields(cls)}
+        for key in (*_FLOATS, *_WHOLE_NUMBERS):
+            name = _setting(key)  # the episodic-memory plugin's names too
+            legacy = (key.replace("MEMOIR_", "EPISODIC_MEMORY_"),) if name in _EPISODIC else ()
+            if (v := take(name, key, *legacy)) is not None:
+                values[name] = _env_number(v, defaults[name], name, origins)
         if values.get("pg_pool_timeout_s") == 0:  # a wait of 0 would refuse every call
             _warn_once("MEMOIR_PG_POOL_TIMEOUT_S=0 is not above 0; using 10")
             values["pg_pool_timeout_s"] = 10.0
@@ -388,17 +331,47 @@ class Settings:
         return rows
 
 
-_WHOLE_NUMBERS = (
-    "llm_retry_budget",
-    "summary_max_attempts",
-    "summary_limit",
-    "memory_limit",
-    "episode_concurrency",
-    "episode_attempt_budget",
-    "episode_tokens",
-    "episode_max_full_tokens",
-    "pg_pool_size",
+# the variables read as they are; as one of their choices; as a number of 0 or more; as a
+# whole number (of 0 or more for _ZERO_OK, else 1 or more). A bad number warns and the
+# default is used. Each sets the setting of its name less MEMOIR_, lower-cased.
+_STRINGS = (
+    "MEMOIR_DATABASE_URL",
+    "MEMOIR_LLM",
+    "MEMOIR_LLM_BASE_URL",
+    "MEMOIR_LLM_FALLBACK",
+    "MEMOIR_REDIS_URL",
+    "MEMOIR_EMBEDDER",
 )
+_CHOICES = {
+    "MEMOIR_SUMMARY_STORE": ("files", "database"),
+    "MEMOIR_SUMMARY_SENTENCES": ("lexical", "embedder"),
+}
+_FLOATS = (
+    "MEMOIR_SUMMARY_QUIESCENCE_HOURS",
+    "MEMOIR_SUMMARY_ERROR_RETRY_HOURS",
+    "MEMOIR_COMPACT_THRESHOLD_RATIO",
+    "MEMOIR_COMPACT_TAIL_RATIO",
+    "MEMOIR_LLM_TIMEOUT_S",
+    "MEMOIR_JOB_HEARTBEAT_S",
+    "MEMOIR_JOB_ABORT_S",
+    "MEMOIR_JOB_CLAIM_S",
+    "MEMOIR_JOB_ABANDON_S",
+    "MEMOIR_PG_POOL_TIMEOUT_S",
+    "MEMOIR_PG_STATEMENT_TIMEOUT_S",
+)
+_WHOLE_NUMBERS = (
+    "MEMOIR_LLM_RETRY_BUDGET",
+    "MEMOIR_SUMMARY_MAX_ATTEMPTS",
+    "MEMOIR_SUMMARY_LIMIT",
+    "MEMOIR_MEMORY_LIMIT",
+    "MEMOIR_EPISODE_CONCURRENCY",
+    "MEMOIR_EPISODE_ATTEMPT_BUDGET",
+    "MEMOIR_EPISODE_TOKENS",
+    "MEMOIR_EPISODE_MAX_FULL_TOKENS",
+    "MEMOIR_PG_POOL_SIZE",
+)
+# also read from EPISODIC_MEMORY_<NAME> (the episodic-memory plugin's variables)
+_EPISODIC = ("summary_quiescence_hours", "summary_error_retry_hours", "summary_max_attempts")
 _ZERO_OK = ("summary_limit", "memory_limit")
 _NUMBERS = (
     "llm_timeout_s",
@@ -420,11 +393,7 @@ def check_job_intervals(
         ("job_claim_s", claim_s),
         ("job_abandon_s", abandon_s),
     ):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not 0 < value < float("inf")
-        ):
+        if not _number(value) or not 0 < value < float("inf"):
             raise ConfigError(f"{name} must be a number of seconds above 0, not {value!r}")
     if not heartbeat_s < abandon_s:
         raise ConfigError(
@@ -463,8 +432,8 @@ def as_paths(value: object, name: str = "sources") -> tuple[Path, ...]:
     return tuple(paths)
 
 
-def _truthy(raw: str | None) -> bool:
-    return raw is not None and raw.strip().lower() in ("1", "true", "yes", "on")
+def _number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _switch(raw: str) -> bool | None:
@@ -477,29 +446,25 @@ def _switch(raw: str) -> bool | None:
     return None
 
 
-def _non_negative_float(
-    raw: str, default: float, key: str, name: str, origins: dict[str, str]
-) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value != value or value < 0 or value == float("inf"):  # NaN, negative, inf
-        _warn_once(f"{key}={raw!r} is not a non-negative number; using the default {default}")
-        origins[name] = f"default ({key}={raw!r} ignored)"
-        return default
-    return value
+def _setting(key: str) -> str:
+    return key.removeprefix("MEMOIR_").lower()
 
 
-def _whole_number(
-    raw: str, default: int, key: str, name: str, origins: dict[str, str], least: int
-) -> int:
+def _env_number(raw: str, default: float, name: str, origins: dict[str, str]) -> float:
+    """``raw`` (from the variable ``origins[name]`` names) as a number like ``default``: a
+    whole number of at least 1 (0 for _ZERO_OK) for an int, else one of 0 or more; else a
+    warning, the default, and its origin saying why."""
+    key = origins[name].removeprefix("env ")
+    whole = isinstance(default, int)
+    least = 1 if whole and name not in _ZERO_OK else 0
     try:
-        value = int(raw)
+        value = int(raw) if whole else float(raw)
     except ValueError:
         value = least - 1
-    if value < least:
-        what = "a positive integer" if least == 1 else f"an integer of at least {least}"
+    if value != value or value < least or value == float("inf"):  # NaN, too small, inf
+        what = "a non-negative number"
+        if whole:
+            what = "a positive integer" if least == 1 else f"an integer of at least {least}"
         _warn_once(f"{key}={raw!r} is not {what}; using the default {default}")
         origins[name] = f"default ({key}={raw!r} ignored)"
         return default

@@ -22,11 +22,18 @@ drivers and SDKs are translated at the boundary (``raise X(...) from exc``)::
     └── Busy                   another instance holds the lock (sync, job claim)
 
 Python's built-in ``MemoryError`` is never shadowed: no Memoir error has that name.
+
+An error that a missing extra causes says how to install it, and every such hint is made
+here (:func:`install_hint`), so none can point a user at someone else's package: the import
+name and the command are ``memoir``; the distribution is not: ``memoir`` on the package
+index is an unrelated 2020 package (and ``memoirs``, ``memoir-ai``, ``memoire-ai`` are
+other memory projects). ``tests/test_distribution.py`` greps ``src/`` for any other hint.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "DISTRIBUTION",
     "BudgetExhausted",
     "Busy",
     "CompactionError",
@@ -41,7 +48,17 @@ __all__ = [
     "StoreError",
     "SummaryError",
     "UsageError",
+    "install_hint",
 ]
+
+DISTRIBUTION = "memoir-engine"
+
+
+def install_hint(extra: str | None = None) -> str:
+    """``pip install 'memoir-engine[extra]'`` (or the base package): what a user types."""
+    if extra is None:
+        return f"pip install {DISTRIBUTION}"
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 class MemoirError(Exception):

@@ -169,7 +169,7 @@ def rescan_secrets(settings: Settings, store: Store, budget: int | None = None) 
     process at a time (another's run is left to finish), and none on a read-only store."""
     from memoir.errors import Busy
     from memoir.ingest.verify import BUDGET, RescanReport, rescan, state_report
-    from memoir.secret_rules import detector_id
+    from memoir.secrets.rules import detector_id
 
     if store.read_only:
         return RescanReport(detector_id(), skipped="the store is read-only")

@@ -62,7 +62,7 @@ def test_piped_output_keeps_long_values_whole(
 def test_version(home: Path) -> None:
     from importlib.metadata import version
 
-    from memoir.distribution import DISTRIBUTION
+    from memoir.errors import DISTRIBUTION
 
     out = run(["--version"], home)
     assert (out.returncode, out.stdout) == (0, f"memoir {version(DISTRIBUTION)}\n")

@@ -1,10 +1,11 @@
 """The tables a scan reads instead of loading detect-secrets or the rule files
-(memoir.secret_table, memoir.secret_rule_table) are what the installed plugins and the
-shipped files give; and memoir.secret_screen, which decides from them whether the plugins
-need to run at all, never skips a text they find something in."""
+(memoir/data/secret_plugin_table.json, secret_rule_table.json) are what the installed
+plugins and the shipped files give; and memoir.secrets.screen, which decides from them
+whether the plugins need to run at all, never skips a text they find something in."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,9 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir import secret_plugins, secret_rule_table, secret_screen, secret_table, secrets
-from memoir.regex_gates import fold
-from memoir.secret_rules import read_rule_files
+from memoir import secrets
+from memoir.secrets import plugins, screen
+from memoir.secrets.gates import fold
+from memoir.secrets.rules import read_rule_files, rule_table
+
+TABLE = screen.plugin_table()
+
+
+def _as_json(value: object) -> object:
+    """``value`` as the JSON table holds it (tuples become lists)."""
+    return json.loads(json.dumps(value))
+
 
 LINES = [
     "aws_access_key_id = AKIAQYLPMN5HHHFPZAM2",
@@ -40,26 +50,26 @@ BENIGN = [
 
 
 def test_the_plugin_table_is_what_the_installed_plugins_give() -> None:
-    live = secret_plugins.table_values()
+    live = plugins.table_values()
+    assert set(TABLE) == set(live)
     for name, value in live.items():
-        assert getattr(secret_table, name) == value, name
-    assert len(secret_table.SPECIFIC) == len(secret_plugins.GATED)
+        assert TABLE[name] == _as_json(value), name
+    assert len(TABLE["SPECIFIC"]) == len(plugins.GATED)
 
 
 def test_the_rule_table_is_what_the_rule_files_give() -> None:
     rules, tops = read_rule_files()
-    assert rules == secret_rule_table.RULES
-    assert tops == secret_rule_table.TOPS
+    assert rule_table() == (_as_json(rules), _as_json(tops))
     assert len(rules) >= 200
 
 
-@pytest.mark.parametrize("index", range(len(secret_table.ENTROPY)))
+@pytest.mark.parametrize("index", range(len(TABLE["ENTROPY"])))
 def test_no_value_shorter_than_the_entropy_bound_passes_the_limit(index: int) -> None:
     """A string of n characters has at most log2(n) bits each, reached when they all
     differ: at the bound's length less one, even that is at or under the plugin's limit
     (and one character past the bound, such a string is over it: the bound is close)."""
-    plugin = secret_plugins._ENTROPY[index]
-    _pattern, _flags, charset, length = secret_table.ENTROPY[index]
+    plugin = plugins._ENTROPY[index]
+    _pattern, _flags, charset, length = TABLE["ENTROPY"][index]
     widest = "".join(sorted(set(charset), key=lambda ch: (ch.isdigit(), ch)))  # not a number
     assert plugin.calculate_shannon_entropy(widest[: length - 1]) <= plugin.entropy_limit
     assert plugin.calculate_shannon_entropy(widest[: length + 1]) > plugin.entropy_limit
@@ -74,7 +84,7 @@ def _plugins_find(text: str) -> list[tuple[int, int, int, str]]:
 def _screen(text: str) -> bool:
     lines = secrets._lines(text)
     found = secrets._needles().lines_of(text, fold(text), [o for o, _ in lines])
-    return secret_screen.may_find([line for _, line in lines], found)
+    return screen.may_find([line for _, line in lines], found)
 
 
 @pytest.mark.parametrize("line", LINES)

@@ -4,7 +4,7 @@ re-summary; a current summary, or one a remote model wrote, is left alone."""
 
 from __future__ import annotations
 
-from memoir.atomic import write_text_atomic
+from memoir.home_files import write_text_atomic
 from memoir.llm.offline import ScriptedModel
 from memoir.summaries.state import SummaryState, format_summary_file, parse_summary_file
 

@@ -207,7 +207,7 @@ def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        from memoir.distribution import DISTRIBUTION
+        from memoir.errors import DISTRIBUTION
 
         _get_console().print(f"memoir {version(DISTRIBUTION)}")
         raise typer.Exit()

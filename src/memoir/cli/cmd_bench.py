@@ -12,8 +12,7 @@ from rich.table import Table
 from memoir.bench import KS, run_locomo
 from memoir.bench.quality import SPEAKERS, run_memories
 from memoir.cli.app import app, console, err_console, print_json
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError, UsageError
+from memoir.errors import ConfigError, UsageError, install_hint
 from memoir.search.embedder import load_embedder
 
 __all__ = ["bench_app", "compaction", "locomo", "memories", "summaries"]

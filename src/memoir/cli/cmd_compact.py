@@ -200,7 +200,7 @@ def _check_output(target: Path) -> None:
 def _write_output(output: str, text: str) -> None:
     """``--output``: stdout for ``-``, else the file written whole or not at all (a file
     that was there keeps its permissions; a new one is owner-only, as Memoir's own)."""
-    from memoir.atomic import write_text_atomic
+    from memoir.home_files import write_text_atomic
 
     if output == "-":
         try:

@@ -10,8 +10,7 @@ from rich.table import Table
 
 from memoir.cli.app import app, console, err_console, print_json
 from memoir.config import Settings
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 
 __all__ = ["config", "env_name", "settings_problems"]
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import typer
 
-from memoir.atomic import write_text_atomic
 from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
 from memoir.errors import ConfigError
+from memoir.home_files import write_text_atomic
 
 __all__ = [
     "HOOK_ARGS",

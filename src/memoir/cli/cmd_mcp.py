@@ -25,7 +25,7 @@ import typer
 
 from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
-from memoir.distribution import install_hint
+from memoir.errors import install_hint
 from memoir.errors import ConfigError
 from memoir.model.event import LOCAL_USER
 
@@ -95,7 +95,7 @@ def plugin_dir() -> Path | None:
 
 
 def _install_codex(path: Path, user: str | None = None) -> dict[str, Any]:
-    from memoir.atomic import write_text_atomic
+    from memoir.home_files import write_text_atomic
     from memoir.cli.cmd_hook import memoir_command, pinned_settings
     from memoir.mcp.codex import CodexEntry, with_entry
 
@@ -142,10 +142,10 @@ def _read_plugin(folder: Path) -> dict[str, str]:
 def _install_claude(
     source: Path | None, target: Path | None, user: str | None = None
 ) -> dict[str, Any]:
-    from memoir.atomic import write_text_atomic
+    from memoir.home_files import write_text_atomic
     from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command, pinned_settings
     from memoir.mcp.claude_plugin import installed_files, is_plugin
-    from memoir.private import private_dir
+    from memoir.home_files import private_dir
 
     settings = Settings.from_env()
     source = source or plugin_dir()

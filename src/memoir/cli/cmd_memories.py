@@ -343,7 +343,7 @@ def export(
     if out is None or str(out) == "-":
         typer.echo("".join(lines), nl=False)
         return
-    from memoir.atomic import write_atomic
+    from memoir.home_files import write_atomic
 
     data = "".join(lines).encode("utf-8")
     try:

@@ -19,8 +19,7 @@ import typer
 
 from memoir import service
 from memoir.cli.app import app
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 
 if TYPE_CHECKING:
     from memoir.app import Memoir

@@ -1,5 +1,5 @@
 """Every operation of the API, once: what to send (a :class:`Call`) and how to read the
-answer. Pure — :mod:`memoir.client.http` sends a call with httpx, synchronously or not.
+answer. Pure — :mod:`memoir.client` sends a call with httpx, synchronously or not.
 
 :data:`OPERATIONS` names each builder's route (method, path template); a parameter is
 named as the API names it, except where :data:`RENAMED` says (``id`` of a new session is

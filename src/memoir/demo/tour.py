@@ -40,7 +40,7 @@ from memoir.demo.make_corpus import CORPUS_DIR, corpus_sources
 from memoir.errors import ConfigError
 from memoir.ingest.sync import SyncReport
 from memoir.model import EventKind
-from memoir.private import private_dir, private_file
+from memoir.home_files import private_dir, private_file
 from memoir.store import Store
 
 __all__ = [

@@ -88,7 +88,7 @@ from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.event import SessionInfo
 from memoir.model.exchange import open_tail
-from memoir.private import tighten_home
+from memoir.home_files import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SourceState

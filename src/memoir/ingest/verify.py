@@ -15,7 +15,7 @@ Problems, damage (``memoir verify`` exits 1 when there is any):
 - ``index_behind_archive``: the archived copy holds bytes the index never read;
 - ``orphan_archive``: an archived transcript no index row refers to;
 - ``mode_too_open``: a folder or file under the home that others could read (Memoir keeps
-  them owner-only: ``0700`` / ``0600``, :mod:`memoir.private`), with its mode.
+  them owner-only: ``0700`` / ``0600``, :mod:`memoir.home_files`), with its mode.
 
 ``secret_rescan`` says where the re-scan of derived text (summaries, checkpoints, cached
 answers, memory items) with this version's secret detector stands
@@ -101,8 +101,8 @@ from memoir.ingest.sync import (
 )
 from memoir.model import Event, Exchange, Session, build_exchanges
 from memoir.model.exchange import open_tail
-from memoir.private import DIR_MODE, FILE_MODE, loose_modes, make_private
-from memoir.secret_rules import detector_id
+from memoir.home_files import DIR_MODE, FILE_MODE, loose_modes, make_private
+from memoir.secrets.rules import detector_id
 from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SourceState

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from memoir import service
-from memoir.distribution import install_hint
+from memoir.errors import install_hint
 
 try:
     from langgraph.store.base import (

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memoir import service
-from memoir.distribution import install_hint
+from memoir.errors import install_hint
 from memoir.errors import CompactionError, NotFound
 
 try:

@@ -20,8 +20,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memoir.distribution import install_hint
-from memoir.errors import CompactionError
+from memoir.errors import CompactionError, install_hint
 
 try:
     from pydantic_ai.capabilities import ProcessHistory

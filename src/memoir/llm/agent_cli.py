@@ -41,7 +41,7 @@ from memoir.llm.port import (
     Unauthorized,
     UnknownModel,
 )
-from memoir.private import private_dir
+from memoir.home_files import private_dir
 
 __all__ = [
     "RUNS_FOLDER",

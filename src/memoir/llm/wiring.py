@@ -68,7 +68,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from memoir.config import Settings
-from memoir.distribution import install_hint
+from memoir.errors import install_hint
 from memoir.errors import ConfigError
 from memoir.llm.port import (
     ChatMessage,

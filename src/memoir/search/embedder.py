@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 import regex
 
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 from memoir.search import e5, minilm
 from memoir.search.embedder_port import Embedder, TokenEmbedder, normalise_rows
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 from memoir.search.embedder import Embedder, load_embedder
 from memoir.search.engine import SummaryReader, search
 from memoir.search.hits import SearchHit

@@ -25,8 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from memoir.atomic import temp_for, write_atomic, write_text_atomic
-from memoir.private import private_dir
+from memoir.home_files import private_dir, temp_for, write_atomic, write_text_atomic
 
 if TYPE_CHECKING:
     import numpy as np
@@ -209,7 +208,7 @@ def _finish(directory: Path, model: str, generation: int, log_end: int | None) -
     else:
         log_path.unlink(missing_ok=True)
     parts = "|".join(re.escape(p) for p in _PARTS)
-    # temp files are ".<name>.<pid>.tmp" (memoir.atomic); before, "<name>.<pid>.tmp"
+    # temp files are ".<name>.<pid>.tmp" (memoir.home_files); before, "<name>.<pid>.tmp"
     mine = re.compile(r"\.?" + re.escape(_stem(model)) + r"-g(\d+)\.(" + parts + r")(\.\d+\.tmp)?")
     legacy = re.compile(re.escape(_legacy_stem(model)) + r"-g\d+\.(" + parts + r")")
     for old in directory.iterdir():

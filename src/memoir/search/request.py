@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 from memoir.search.embedder import Embedder
 from memoir.search.hits import MODES, SearchMode
 from memoir.store.query_text import Term, meaning_text, parse_query

@@ -185,10 +185,10 @@ def embed_pending(
     matrix files the next search maps. ``ConfigError`` when no embedder is configured or
     installed."""
     from memoir.config import whole_number
-    from memoir.distribution import install_hint
+    from memoir.errors import install_hint
     from memoir.errors import ConfigError
     from memoir.ingest.archive import embed_lock
-    from memoir.private import tighten_home
+    from memoir.home_files import tighten_home
     from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
     from memoir.search.embedder import EmbeddingsUnavailable
     from memoir.search.vectors import prepare_files
@@ -352,7 +352,7 @@ def set_memory_from_sync(memoir: Memoir, enabled: bool) -> tuple[bool, str]:
     if enabled:
         switch.unlink(missing_ok=True)
     else:
-        from memoir.private import private_file
+        from memoir.home_files import private_file
 
         memoir.settings.ensure_home()
         with private_file(switch, "wb") as out:

@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoir.distribution import install_hint
-from memoir.errors import ConfigError, ReadOnly
+from memoir.errors import ConfigError, ReadOnly, install_hint
 from memoir.store.port import Store
 from memoir.store.values import (
     CheckpointRow,

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 
 from memoir.errors import Busy, ReadOnly
-from memoir.private import open_private, private_dir
+from memoir.home_files import open_private, private_dir
 
 __all__ = [
     "FileClaims",

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from memoir.errors import MigrationError, ReadOnly, StoreError
-from memoir.private import make_private, open_private, private_dir
+from memoir.home_files import make_private, open_private, private_dir
 from memoir.store import sqlite_search
 from memoir.store.claims import FileClaims, LocalClaims
 from memoir.store.codec import to_iso

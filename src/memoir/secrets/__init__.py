@@ -6,10 +6,10 @@ label and the span in the text); :func:`has_secret` says whether there is any;
 is shown. Pure and deterministic: the same text always redacts to the same text.
 
 Two rule sets run side by side over each line: detect-secrets' plugins
-(:mod:`memoir.secret_plugins`: keyword assignments, entropy, private-key blocks, the older
+(:mod:`memoir.secrets.plugins`: keyword assignments, entropy, private-key blocks, the older
 token formats) and gitleaks' default rules with Memoir's additions
-(:mod:`memoir.secret_rules`: today's token formats, a password told in prose). One
-Aho-Corasick pass (:class:`memoir.regex_gates.Needles`) says which lines each plugin regex
+(:mod:`memoir.secrets.rules`: today's token formats, a password told in prose). One
+Aho-Corasick pass (:class:`memoir.secrets.gates.Needles`) says which lines each plugin regex
 and each rule can match. Where two find the same span, the first of this order names it:
 detect-secrets' specific detectors, the rules for one service, its keyword plugin, its
 entropy plugins, then the rules on a keyword and any value. :func:`detector_id` names what
@@ -24,22 +24,22 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from memoir import secret_screen, secret_table
-from memoir.regex_gates import Needles, fold
-from memoir.secret_rules import detector_id, rule_at, rule_hits, rule_keywords
+from memoir.secrets import screen
+from memoir.secrets.gates import Needles, fold
+from memoir.secrets.rules import detector_id, rule_at, rule_hits, rule_keywords
 
 if TYPE_CHECKING:
-    from memoir.secret_plugins import Gated
+    from memoir.secrets.plugins import Gated
 
 __all__ = [
-    "BASE64_LIMIT",  # noqa: F822 (from memoir.secret_plugins, on first use)
-    "HEX_LIMIT",  # noqa: F822
+    "BASE64_LIMIT",
+    "HEX_LIMIT",
     "Finding",
     "Redacted",
     "detector_id",
     "find_secrets",
     "has_secret",
-    "kind_of",  # noqa: F822
+    "kind_of",
     "mask",
     "mask_json",
     "placeholder",
@@ -52,7 +52,7 @@ __all__ = [
 _RULE_RANK = 1
 _GENERIC_RANK = 4
 _GENERIC_RULES = frozenset({"generic-api-key", "password-in-prose"})
-# what memoir.secret_plugins holds, imported on first use (the tests read them here)
+# what memoir.secrets.plugins holds, imported on first use (the tests read them here)
 _LAZY = {
     "_GATED": "GATED",
     "_KEYWORD_PATTERNS": "KEYWORD_PATTERNS",
@@ -75,23 +75,23 @@ class Finding:
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from memoir import secret_plugins
+        from memoir.secrets import plugins
 
-        return getattr(secret_plugins, _LAZY[name])
+        return getattr(plugins, _LAZY[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @cache
 def _needles() -> Needles:
-    """Every gate's strings in one automaton, from :mod:`memoir.secret_table` and the
+    """Every gate's strings in one automaton, from the plugins' table and the
     rules' keywords (neither detect-secrets nor a rule's regex is loaded for it): tag
     ``("g", i)`` for the ``i``-th specific regex's gate's first clause, ``("k", 0)`` for
     the keyword gate's, ``("r", n)`` for rule ``n``'s keywords."""
     needles: list[tuple[str, tuple[str, int]]] = []
-    for i in range(len(secret_table.SPECIFIC)):
-        if (gate := secret_screen.gate(i)) is not None:
+    for i in range(len(screen.plugin_table()["SPECIFIC"])):
+        if (gate := screen.gate(i)) is not None:
             needles += [(s, ("g", i)) for s in gate.clauses[0]]
-    if (gate := secret_screen.keyword_gate()) is not None:
+    if (gate := screen.keyword_gate()) is not None:
         needles += [(s, ("k", 0)) for s in gate.clauses[0]]
     for n, keywords in enumerate(rule_keywords()):
         needles += [(k, ("r", n)) for k in keywords]
@@ -155,7 +155,7 @@ def find_secrets(text: str) -> list[Finding]:
 def _find(text: str, *, gates: bool) -> list[Finding]:
     """:func:`find_secrets`; without ``gates`` every regex runs on every line (the
     reference the gated scan is tested against). detect-secrets' plugins are loaded only
-    when :func:`memoir.secret_screen.may_find` says they may find something."""
+    when :func:`memoir.screen.may_find` says they may find something."""
     lines = _lines(text)
     rules_on: dict[int, set[int]] = {}  # rule index: the lines holding one of its keywords
     starts = [offset for offset, _ in lines]
@@ -165,7 +165,7 @@ def _find(text: str, *, gates: bool) -> list[Finding]:
             if family == "r":
                 rules_on.setdefault(i, set()).add(n)
     raw: list[tuple[int, int, int, str]] = []  # (start, -end, rank, kind)
-    if not gates or secret_screen.may_find([line for _, line in lines], found):
+    if not gates or screen.may_find([line for _, line in lines], found):
         raw += _plugin_findings(text, lines, found, gates=gates)
     raw += _rule_findings(lines, rules_on)
     findings: list[Finding] = []
@@ -184,7 +184,7 @@ def _plugin_findings(
     regexes on the lines their gates admit (``found``: each line's gate tags), the keyword
     plugin on the lines its gate admits, the entropy plugins on every line; without
     ``gates``, every regex on every line."""
-    from memoir.secret_plugins import GATED, KEYWORD_GATE, PRIVATE_KEY, kind_of, scan_line
+    from memoir.secrets.plugins import GATED, KEYWORD_GATE, PRIVATE_KEY, kind_of, scan_line
 
     every: list[Gated] = [(plugin, regex, None) for plugin, regex, _ in GATED]
     per_line: list[list[Gated]] = [every] * len(lines)
@@ -244,7 +244,7 @@ _NAMES = {
     "telegram_bot_token": "Telegram bot token",
     "twilio_api_key": "Twilio key",
     "secret_keyword": "secret",
-    # gitleaks-format rules (memoir.secret_rules); any other is named by its id
+    # gitleaks-format rules (memoir.secrets.rules); any other is named by its id
     "anthropic_api_key": "Anthropic key",
     "anthropic_admin_api_key": "Anthropic key",
     "anthropic_key": "Anthropic key",

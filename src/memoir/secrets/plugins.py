@@ -27,13 +27,14 @@ references, non-alphanumeric values) drop the usual false positives.
   line, so the joined line read whole is one value holding white space (dropped as
   prose) or one span over both.
 - Left out: ``IPPublicDetector`` (an address is not a credential). A password told in
-  prose ("my password is hunter2") is :mod:`memoir.secret_rules`' (``password-in-prose``).
+  prose ("my password is hunter2") is :mod:`memoir.secrets.rules`' (``password-in-prose``).
 
 Thread-safe: the plugin instances are never mutated.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -76,8 +77,8 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from memoir.regex_gates import Gate, fold, gate_of, match_starts, prefixes_of
-from memoir.secret_screen import ENV_LINE, segments
+from memoir.secrets.gates import Gate, fold, gate_of, match_starts, prefixes_of
+from memoir.secrets.screen import ENV_LINE, segments
 
 __all__ = [
     "BASE64_LIMIT",
@@ -90,7 +91,6 @@ __all__ = [
     "Gated",
     "kind_of",
     "scan_line",
-    "table_source",
     "table_values",
 ]
 
@@ -179,7 +179,7 @@ def _group_span(match: re.Match[str]) -> tuple[int, int]:
     return best
 
 
-# each specific detector's regex with its literal gate (memoir.regex_gates): a line with
+# each specific detector's regex with its literal gate (memoir.secrets.gates): a line with
 # none of a gate's strings cannot match that regex, so a text's lines are looked up by
 # substring search (a fast scan of the whole text) and each regex runs only on the lines
 # its gate admits — instead of ~50 regex searches on every line (an alternation of them
@@ -354,7 +354,8 @@ def _min_length(limit: float) -> int:
 
 
 def table_values() -> dict[str, Any]:
-    """What :mod:`memoir.secret_table` holds, from the installed detect-secrets."""
+    """What :func:`memoir.secrets.screen.plugin_table` reads, from the installed
+    detect-secrets (tuples where the file has lists)."""
 
     def gate(g: Gate | None) -> tuple[Any, bool]:
         return ((), False) if g is None else (g.clauses, g.folded)
@@ -371,40 +372,7 @@ def table_values() -> dict[str, Any]:
     }
 
 
-_TABLE_NOTES = {
-    "SPECIFIC": "each specific detector's regex, in GATED's order: (pattern, flags, its "
-    "gate's clauses, whether the gate compares folded text)",
-    "KEYWORD_GATE": "the keyword patterns' gate: (clauses, folded)",
-    "ANY_KEYWORD": "the denylist's words, one of which every keyword pattern holds",
-    "KEYWORDS": "the keyword patterns: (pattern, flags, the group holding the value)",
-    "ENTROPY": "the entropy plugins: (pattern, flags, charset, the shortest value whose "
-    "entropy may pass the limit)",
-}
+if __name__ == "__main__":  # regenerate memoir/data/secret_plugin_table.json
+    from memoir.secrets.screen import PLUGIN_TABLE
 
-
-def table_source() -> str:
-    """The text of :mod:`memoir.secret_table` (before ``ruff format``)."""
-    from importlib.metadata import version
-
-    head = (
-        "# ruff: noqa: E501 (the plugins' patterns, whole)\n"
-        '"""What :mod:`memoir.secret_screen` needs of detect-secrets\' plugins, copied from\n'
-        f"detect-secrets {version('detect-secrets')} by ``python -m memoir.secret_plugins``"
-        " (generated, then\n``ruff format``; do not edit: tests/secrets/test_secret_table.py"
-        ' compares it with the\ninstalled plugins)."""\n'
-    )
-    import textwrap
-
-    body = "".join(
-        "\n"
-        + textwrap.indent(textwrap.fill(_TABLE_NOTES[name], 86), "# ")
-        + f"\n{name} = {value!r}\n"
-        for name, value in table_values().items()
-    )
-    return head + body
-
-
-if __name__ == "__main__":  # regenerate memoir/secret_table.py
-    from pathlib import Path
-
-    Path(__file__).with_name("secret_table.py").write_text(table_source(), encoding="utf-8")
+    PLUGIN_TABLE.write_text(json.dumps(table_values(), indent=1) + "\n", encoding="utf-8")

@@ -1,10 +1,12 @@
-"""Owner-only files: everything Memoir keeps under its home is readable by its owner alone.
+"""Files in the home: owner-only modes, and whole-file writes a crash cannot leave half
+done (pure file-system helpers).
 
-The home holds transcript text (the archive copies, the database, its ``-wal``), so every
-folder Memoir creates is ``0700`` and every file ``0600``, whatever the process umask: a
-mode is passed on each create and set again after it (the umask can only take bits away,
-and a umask of ``0o200`` would take the owner's own). The process umask is never changed:
-a library must not surprise the application it runs in.
+Everything Memoir keeps under its home is readable by its owner alone. The home holds
+transcript text (the archive copies, the database, its ``-wal``), so every folder Memoir
+creates is ``0700`` and every file ``0600``, whatever the process umask: a mode is passed
+on each create and set again after it (the umask can only take bits away, and a umask of
+``0o200`` would take the owner's own). The process umask is never changed: a library must
+not surprise the application it runs in.
 
 A home made by an older Memoir (or under a loose umask) is tightened by :func:`tighten_home`
 when it is opened for writing: its files and folders are walked once, symlinks never
@@ -12,13 +14,23 @@ followed, and the home folder itself is tightened last — an owner-only home is
 that the walk is done (nobody else can reach anything inside it), so the next open looks
 only at the home's own entries. :func:`loose_modes` lists what is still too open, for
 ``memoir verify``.
+
+A whole file is written to ``.<name>.<pid>.tmp`` beside it and renamed over it
+(:func:`write_atomic`). A process killed between the two leaves its temp file behind; the
+next write of the same file sweeps such leftovers first. Callers write a given file from
+one process at a time (the sync lock, a session's summary claim), so a temp file not their
+own is a leftover. A file that other programs write too (Claude Code's settings) is written
+with a ``tag``: its temp files are ``.<name>.<tag>.<pid>.tmp``, and only those are swept. A
+new file is owner-only (``0600``), whatever the umask; ``keep_mode`` gives the new content
+the permissions of the file it replaces instead.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -30,7 +42,11 @@ __all__ = [
     "open_private",
     "private_dir",
     "private_file",
+    "sweep_temps",
+    "temp_for",
     "tighten_home",
+    "write_atomic",
+    "write_text_atomic",
 ]
 
 DIR_MODE = 0o700
@@ -183,3 +199,50 @@ def _walk(home: Path) -> Iterator[tuple[Path, os.stat_result]]:
             yield path, entry_info
             if stat.S_ISDIR(entry_info.st_mode):
                 stack.append(path)
+
+
+def _prefix(target: Path, tag: str) -> str:
+    return f".{target.name}.{tag}." if tag else f".{target.name}."
+
+
+def temp_for(target: Path, tag: str = "") -> Path:
+    return target.with_name(f"{_prefix(target, tag)}{os.getpid()}.tmp")
+
+
+def sweep_temps(target: Path, tag: str = "") -> None:
+    """Remove the temp copies of ``target`` killed writers left (never this process's)."""
+    mine = temp_for(target, tag)
+    for stale in target.parent.glob(f"{glob.escape(_prefix(target, tag))}*.tmp"):
+        if stale != mine:
+            stale.unlink(missing_ok=True)
+
+
+def write_atomic(
+    target: Path,
+    write: Callable[[BinaryIO], object],
+    *,
+    tag: str = "",
+    keep_mode: bool = False,
+) -> None:
+    """Replace ``target``'s content with what ``write`` writes into the (binary) file it is
+    handed, in one rename; a failed write leaves ``target`` as it was and no temp file."""
+    sweep_temps(target, tag)
+    tmp = temp_for(target, tag)
+    try:
+        with private_file(tmp, "wb") as out:
+            write(out)
+        if keep_mode:
+            try:
+                tmp.chmod(target.stat().st_mode & 0o7777)
+            except FileNotFoundError:
+                pass  # a new file: owner-only
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(target: Path, text: str, *, tag: str = "", keep_mode: bool = False) -> None:
+    """Replace ``target``'s content with ``text`` (UTF-8) in one rename."""
+    data = text.encode("utf-8")
+    write_atomic(target, lambda out: out.write(data), tag=tag, keep_mode=keep_mode)

@@ -23,15 +23,21 @@ only match file paths.
 The regexes are RE2 (Go) syntax; :func:`to_python` rewrites the few differences
 (``\\z``, POSIX classes, a ``(?i)`` that starts mid-pattern) and they are compiled with
 ``re.ASCII``: in RE2 ``\\w``, ``\\d``, ``\\s`` and ``\\b`` are ASCII.
+
+A scan reads no TOML (~10 ms): :func:`read_rule_files`' result is shipped as
+``memoir/data/secret_rule_table.json`` (:func:`rule_table`), written by ``python -m
+memoir.secrets.rules``; tests/secrets/test_secret_table.py compares it with the files.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -45,13 +51,14 @@ __all__ = [
     "rule_at",
     "rule_hits",
     "rule_keywords",
-    "rule_table_source",
+    "rule_table",
     "shannon_entropy",
     "to_python",
 ]
 
 GITLEAKS_VERSION = "8.30.1"  # the gitleaks release whose default config data/gitleaks.toml is
 RULE_FILES = ("gitleaks.toml", "memoir_rules.toml")
+RULE_TABLE = Path(__file__).resolve().parent.parent / "data" / "secret_rule_table.json"
 
 _POSIX = {
     "alnum": "a-zA-Z0-9",
@@ -213,14 +220,14 @@ def _rule(raw: dict[str, Any], top: tuple[Allow, ...]) -> Rule:
     return Rule(
         id=str(raw["id"]),
         regex=_compile(raw["regex"]),
-        keywords=_keywords(raw),
+        keywords=_keywords_of(raw),
         entropy=float(raw["entropy"]) if "entropy" in raw else None,
         secret_group=int(raw.get("secretGroup", 0)),
         allows=_allows(raw.get("allowlists", [])) + top,
     )
 
 
-def _keywords(raw: dict[str, Any]) -> tuple[str, ...]:
+def _keywords_of(raw: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted({str(k).lower() for k in raw.get("keywords", ())}))
 
 
@@ -231,7 +238,7 @@ def read_rule_files() -> tuple[tuple[tuple[dict[str, Any], int], ...], tuple[Any
     """Every text rule of :data:`RULE_FILES` (the keys a rule is read by, and the index of
     its file), in :func:`load_rules`' order: a rule id in a later file replaces the earlier
     one in its place; and each file's top allowlist (a table, a list of them, or None).
-    What :mod:`memoir.secret_rule_table` holds, so a scan reads no TOML (~10 ms)."""
+    What :func:`rule_table` reads (as lists where this gives tuples)."""
     import tomllib
     from importlib import resources
 
@@ -249,39 +256,28 @@ def read_rule_files() -> tuple[tuple[tuple[dict[str, Any], int], ...], tuple[Any
     return tuple(by_id.values()), tuple(tops)
 
 
-def rule_table_source() -> str:
-    """The text of :mod:`memoir.secret_rule_table` (before ``ruff format``)."""
-    rules, tops = read_rule_files()
-    return (
-        "# ruff: noqa: E501 (the rules' patterns, whole)\n"
-        '"""The rules of memoir/data/*.toml as :func:`memoir.secret_rules.read_rule_files`\n'
-        "reads them, written by ``python -m memoir.secret_rules`` (generated, then ``ruff\n"
-        "format``; do not edit: tests/secrets/test_secret_table.py compares it with the\n"
-        'files)."""\n\nfrom typing import Any\n\n'
-        f"RULES: tuple[tuple[dict[str, Any], int], ...] = {rules!r}\n"
-        f"TOPS: tuple[Any, ...] = {tops!r}\n"
-    )
+@cache
+def rule_table() -> tuple[list[list[Any]], list[Any]]:
+    """:func:`read_rule_files`' rules and top allowlists, from the shipped JSON copy."""
+    data = json.loads(RULE_TABLE.read_text(encoding="utf-8"))
+    return data["rules"], data["tops"]
 
 
-def _specs() -> tuple[tuple[dict[str, Any], int], ...]:
-    from memoir.secret_rule_table import RULES
-
-    return RULES
+def _specs() -> list[list[Any]]:
+    return rule_table()[0]
 
 
 @cache
 def _top_allows(n: int) -> tuple[Allow, ...]:
     """The top allowlist of the ``n``-th file of :data:`RULE_FILES`, compiled."""
-    from memoir.secret_rule_table import TOPS
-
-    top = TOPS[n]
+    top = rule_table()[1][n]
     return _allows([top] if isinstance(top, dict) else top)
 
 
 @cache
 def rule_keywords() -> tuple[tuple[str, ...], ...]:
     """Each rule's keywords, lower-cased, in :func:`load_rules`' order (none compiled)."""
-    return tuple(_keywords(raw) for raw, _file in _specs())
+    return tuple(_keywords_of(raw) for raw, _file in _specs())
 
 
 @cache
@@ -343,9 +339,7 @@ def rule_hits(rule: Rule, line: str) -> list[tuple[int, int]]:
     return found
 
 
-if __name__ == "__main__":  # regenerate memoir/secret_rule_table.py
-    from pathlib import Path
-
-    Path(__file__).with_name("secret_rule_table.py").write_text(
-        rule_table_source(), encoding="utf-8"
-    )
+if __name__ == "__main__":  # regenerate memoir/data/secret_rule_table.json
+    rules, tops = read_rule_files()
+    text = json.dumps({"rules": rules, "tops": tops}, indent=1, ensure_ascii=False)
+    RULE_TABLE.write_text(text + "\n", encoding="utf-8")

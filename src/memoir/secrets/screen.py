@@ -1,15 +1,17 @@
 """Whether detect-secrets' plugins can find anything in a text, told without importing
-them (pure). Importing the plugins costs more than most searches (``requests`` alone,
-which their network checks use, is ~55 ms); most texts hold nothing they could match.
+them (pure, but for reading the shipped table). Importing the plugins costs more than
+most searches (``requests`` alone, which their network checks use, is ~55 ms); most texts
+hold nothing they could match.
 
-Every plugin hit (:mod:`memoir.secret_plugins`) starts as a match of one of their regexes,
+Every plugin hit (:mod:`memoir.secrets.plugins`) starts as a match of one of their regexes,
 filtered after: a specific detector's regex in a line its gate admits (or any line, for
 the two with no gate), a keyword pattern in a line the keyword gate admits or in one
 assignment of a joined line, an entropy plugin's quoted string (whose entropy can exceed
-the limit only from :data:`~memoir.secret_table.ENTROPY`'s length on), or the value of an
+the limit only from the table's ``ENTROPY`` length on), or the value of an
 ``.env`` assignment in the plugin's charset and of that length. :func:`may_find` looks
 for exactly those matches, with the same regexes, copied from the installed plugins into
-:mod:`memoir.secret_table` (a test regenerates it and compares); when there is none, the
+memoir/data/secret_plugin_table.json (:func:`plugin_table`; ``python -m
+memoir.secrets.plugins`` writes it, and a test regenerates it and compares); when there is none, the
 plugins would find nothing, and are not loaded.
 
 The line-splitting rules the plugins' scan uses (:func:`segments`) live here, so both
@@ -18,15 +20,26 @@ read a line alike.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from memoir import secret_table as table
-from memoir.regex_gates import Gate
+from memoir.secrets.gates import Gate
 
-__all__ = ["ENV_LINE", "gate", "keyword_gate", "may_find", "segments"]
+__all__ = [
+    "ENV_LINE",
+    "PLUGIN_TABLE",
+    "gate",
+    "keyword_gate",
+    "may_find",
+    "plugin_table",
+    "segments",
+]
+
+PLUGIN_TABLE = Path(__file__).resolve().parent.parent / "data" / "secret_plugin_table.json"
 
 ENV_LINE = re.compile(
     r"^[ \t]*(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_.]*[ \t]*=[ \t]*"
@@ -67,45 +80,65 @@ def segments(line: str) -> list[tuple[int, str]]:
 
 
 @cache
+def plugin_table() -> dict[str, Any]:
+    """What this screen needs of the plugins (memoir/data/secret_plugin_table.json):
+    ``SPECIFIC``, each specific detector's regex in ``GATED``'s order (pattern, flags,
+    its gate's clauses, whether the gate compares folded text); ``KEYWORD_GATE``, the
+    keyword patterns' gate (clauses, folded); ``ANY_KEYWORD``, the denylist's words, one
+    of which every keyword pattern holds (pattern, flags); ``KEYWORDS``, the keyword
+    patterns (pattern, flags, the group holding the value); ``ENTROPY``, the entropy
+    plugins (pattern, flags, charset, the shortest value whose entropy may pass the
+    limit)."""
+    data: dict[str, Any] = json.loads(PLUGIN_TABLE.read_text(encoding="utf-8"))
+    return data
+
+
+def _gate(clauses: list[list[str]], folded: bool) -> Gate | None:
+    return Gate(tuple(tuple(c) for c in clauses), folded) if clauses else None
+
+
+@cache
 def gate(i: int) -> Gate | None:
-    """The gate of the ``i``-th specific regex (:data:`memoir.secret_table.SPECIFIC`)."""
-    clauses, folded = table.SPECIFIC[i][2:]
-    return Gate(clauses, folded) if clauses else None
+    """The gate of the ``i``-th specific regex (the table's ``SPECIFIC``)."""
+    clauses, folded = plugin_table()["SPECIFIC"][i][2:]
+    return _gate(clauses, folded)
 
 
 @cache
 def keyword_gate() -> Gate | None:
-    clauses, folded = table.KEYWORD_GATE
-    return Gate(clauses, folded) if clauses else None
+    clauses, folded = plugin_table()["KEYWORD_GATE"]
+    return _gate(clauses, folded)
 
 
 @cache
-def _specific(i: int) -> re.Pattern[str]:
-    pattern, flags = table.SPECIFIC[i][:2]
+def _specific_regex(i: int) -> re.Pattern[str]:
+    pattern, flags = plugin_table()["SPECIFIC"][i][:2]
     return re.compile(pattern, flags)
 
 
 @cache
-def _keywords() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
+def _keyword_regexes() -> tuple[re.Pattern[str], tuple[re.Pattern[str], ...]]:
     """The denylist's alternation and the keyword patterns."""
-    pattern, flags = table.ANY_KEYWORD
-    return re.compile(pattern, flags), tuple(re.compile(p, f) for p, f, _g in table.KEYWORDS)
+    table = plugin_table()
+    pattern, flags = table["ANY_KEYWORD"]
+    return re.compile(pattern, flags), tuple(re.compile(p, f) for p, f, _g in table["KEYWORDS"])
 
 
 @cache
-def _entropy() -> tuple[tuple[re.Pattern[str], frozenset[str], int], ...]:
+def _entropy_regexes() -> tuple[tuple[re.Pattern[str], frozenset[str], int], ...]:
     return tuple(
-        (re.compile(p, f), frozenset(charset), length) for p, f, charset, length in table.ENTROPY
+        (re.compile(p, f), frozenset(charset), length)
+        for p, f, charset, length in plugin_table()["ENTROPY"]
     )
 
 
 def _ungated() -> list[int]:
-    return [i for i in range(len(table.SPECIFIC)) if gate(i) is None]
+    return [i for i in range(len(plugin_table()["SPECIFIC"])) if gate(i) is None]
 
 
-def _keyword(text: str) -> bool:
+def _keyword_may_match(text: str) -> bool:
     """Whether a keyword pattern matches ``text`` (the plugin's first check included)."""
-    any_keyword, patterns = _keywords()
+    any_keyword, patterns = _keyword_regexes()
     return any_keyword.search(text) is not None and any(p.search(text) for p in patterns)
 
 
@@ -113,7 +146,7 @@ def _entropy_value(value: str) -> bool:
     """Whether an entropy plugin could take ``value`` (in its charset, long enough)."""
     return any(
         len(value) >= length and all(ch in charset for ch in value)
-        for _regex, charset, length in _entropy()
+        for _regex, charset, length in _entropy_regexes()
     )
 
 
@@ -126,7 +159,9 @@ def _quoted(line: str) -> bool:
     if "'" not in line and '"' not in line:
         return False
     return any(
-        len(m.group(2)) >= length for regex, _c, length in _entropy() for m in regex.finditer(line)
+        len(m.group(2)) >= length
+        for regex, _c, length in _entropy_regexes()
+        for m in regex.finditer(line)
     )
 
 
@@ -139,22 +174,22 @@ def may_find(lines: Sequence[str], tags: Mapping[int, Any]) -> bool:
     for n, line in enumerate(lines):
         held = tags.get(n, ())
         for i in ungated:
-            if _specific(i).search(line) is not None:
+            if _specific_regex(i).search(line) is not None:
                 return True
         for family, i in held:
             g = gate(i) if family == "g" else None
-            if g is not None and g.admits(line) and _specific(i).search(line) is not None:
+            if g is not None and g.admits(line) and _specific_regex(i).search(line) is not None:
                 return True
         keyworded = ("k", 0) in held and kw_gate is not None and kw_gate.admits(line)
         if _quoted(line) or _env(line):
             return True
         pieces = segments(line)
         if len(pieces) == 1:
-            if keyworded and _keyword(line):
+            if keyworded and _keyword_may_match(line):
                 return True
             continue
         for _at, piece in pieces:
-            if keyworded and _keyword(piece):
+            if keyworded and _keyword_may_match(piece):
                 return True
             if _env(piece):
                 return True
