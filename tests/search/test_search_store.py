@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from search_corpus import CONVERSATIONS, HOSTILE, T0, fill
 
+from memoir import service
 from memoir.app import Memoir
 from memoir.errors import ConfigError
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
@@ -362,8 +363,8 @@ def test_memoir_search_facade(store: Store, settings: object) -> None:
     hits = memoir.search("dark mode toggle", mode="text", embedder=None)
     assert [h.exchange_id for h in hits][:1] == ["s-web:6"]
     assert hits[0].summary is None  # no summary written for this session
-    reader = memoir.summary_body  # what Memoir.search hands the engine by default
-    assert reader is not None and reader("s-web") is None
+    # what Memoir.search hands the engine by default
+    assert service.summary_body(memoir, "s-web") is None
     hits = memoir.search("dark mode", summaries={"s-web": "Dark mode work."}.get, embedder=None)
     assert hits[0].summary == "Dark mode work."
 

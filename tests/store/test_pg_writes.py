@@ -199,8 +199,8 @@ def test_an_append_whose_connection_the_server_ended_runs_again(
             tmp_path / "home", llm="offline", database_url=f"{url}&application_name={tag}"
         )
         try:
-            made.create_session("ann", session_id="s")
-            assert made.append_messages("ann", "s", _messages("s", 4)) == (4, 0)
+            service.create_session(made, "ann", session_id="s")
+            assert service.append_messages(made, "ann", "s", _messages("s", 4)) == (4, 0)
             stale: list[bool] = []
             real_stale = postgres_store._stale
 
@@ -222,9 +222,9 @@ def test_an_append_whose_connection_the_server_ended_runs_again(
                 while admin.execute(f"SELECT count(*) {sql}", (tag,)).fetchone() != (0,):
                     assert time.monotonic() < deadline, "the ended sessions did not go"
                     time.sleep(0.01)
-            assert made.append_messages("ann", "s", _messages("s", 4, 4)) == (4, 0)
+            assert service.append_messages(made, "ann", "s", _messages("s", 4, 4)) == (4, 0)
             assert stale == [True]  # the first try found it ended; the second ran
-            sid = made.user_session("ann", "s").id
+            sid = service.user_session(made, "ann", "s").id
             assert [e.ordinal for e in made.store.events.of(sid)] == list(range(1, 9))
             assert made.store.api.message_ids(sid) == {f"s-{i}": i + 1 for i in range(8)}
         finally:

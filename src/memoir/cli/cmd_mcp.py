@@ -25,8 +25,7 @@ import typer
 
 from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
-from memoir.errors import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 from memoir.model.event import LOCAL_USER
 
 __all__ = ["PLUGIN_FOLDER", "codex_config_path", "plugin_dir"]
@@ -95,8 +94,8 @@ def plugin_dir() -> Path | None:
 
 
 def _install_codex(path: Path, user: str | None = None) -> dict[str, Any]:
-    from memoir.home_files import write_text_atomic
     from memoir.cli.cmd_hook import memoir_command, pinned_settings
+    from memoir.home_files import write_text_atomic
     from memoir.mcp.codex import CodexEntry, with_entry
 
     entry = CodexEntry.make(memoir_command(), pinned_settings(Settings.from_env()), user)
@@ -142,10 +141,9 @@ def _read_plugin(folder: Path) -> dict[str, str]:
 def _install_claude(
     source: Path | None, target: Path | None, user: str | None = None
 ) -> dict[str, Any]:
-    from memoir.home_files import write_text_atomic
     from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command, pinned_settings
+    from memoir.home_files import private_dir, write_text_atomic
     from memoir.mcp.claude_plugin import installed_files, is_plugin
-    from memoir.home_files import private_dir
 
     settings = Settings.from_env()
     source = source or plugin_dir()

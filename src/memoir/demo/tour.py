@@ -38,9 +38,9 @@ from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo.make_corpus import CORPUS_DIR, corpus_sources
 from memoir.errors import ConfigError
+from memoir.home_files import private_dir, private_file
 from memoir.ingest.sync import SyncReport
 from memoir.model import EventKind
-from memoir.home_files import private_dir, private_file
 from memoir.store import Store
 
 __all__ = [

@@ -40,9 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from memoir.home_files import sweep_temps, temp_for, write_text_atomic
 from memoir.errors import ReadOnly
-from memoir.home_files import private_dir, private_file
+from memoir.home_files import private_dir, private_file, sweep_temps, temp_for, write_text_atomic
 from memoir.store.claims import file_claim, shared_file_claim
 
 __all__ = [

@@ -56,11 +56,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memoir.home_files import write_atomic
+from memoir.home_files import private_dir, write_atomic
 from memoir.ingest.records import SMALL_INPUT, FormatReader, compact_json, parse_ts
 from memoir.model import Author, EventKind, Harness
 from memoir.model.harness import HarnessShape
-from memoir.home_files import private_dir
 
 __all__ = [
     "ExportReport",

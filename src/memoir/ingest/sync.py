@@ -63,6 +63,7 @@ from typing import Any, Protocol
 
 from memoir.config import Settings, as_paths
 from memoir.errors import ConcurrentWrite, StoreError
+from memoir.home_files import tighten_home
 from memoir.ingest.archive import (
     ArchiveCopy,
     IgnoredFile,
@@ -88,7 +89,6 @@ from memoir.llm.agent_cli import runs_folder
 from memoir.model import Author, Event, EventKind, Exchange, Session, SessionFlags, build_exchanges
 from memoir.model.event import SessionInfo
 from memoir.model.exchange import open_tail
-from memoir.home_files import tighten_home
 from memoir.store import ensure_writable
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SourceState

@@ -89,6 +89,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memoir.config import Settings
+from memoir.home_files import DIR_MODE, FILE_MODE, loose_modes, make_private
 from memoir.ingest.archive import IgnoredFiles, in_archive
 from memoir.ingest.sync import (
     _EVENT_PAGE,
@@ -101,7 +102,6 @@ from memoir.ingest.sync import (
 )
 from memoir.model import Event, Exchange, Session, build_exchanges
 from memoir.model.exchange import open_tail
-from memoir.home_files import DIR_MODE, FILE_MODE, loose_modes, make_private
 from memoir.secrets.rules import detector_id
 from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
 from memoir.store.port import Store

@@ -28,8 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memoir import service
-from memoir.errors import install_hint
-from memoir.errors import CompactionError, NotFound
+from memoir.errors import CompactionError, NotFound, install_hint
 
 try:
     from agents import FunctionTool, function_tool

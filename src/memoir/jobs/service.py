@@ -36,8 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from memoir.config import mask_url
-from memoir.errors import install_hint
-from memoir.errors import NotFound
+from memoir.errors import NotFound, install_hint
 from memoir.jobs.values import AdmissionUnavailable, Job, JobTiming, admission_key, is_active
 from memoir.store.job_rows import JobRow
 from memoir.store.parts import JobsPart

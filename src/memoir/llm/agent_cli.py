@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memoir.home_files import private_dir
 from memoir.llm.mapping import error_for_status
 from memoir.llm.port import (
     ContextTooLong,
@@ -41,7 +42,6 @@ from memoir.llm.port import (
     Unauthorized,
     UnknownModel,
 )
-from memoir.home_files import private_dir
 
 __all__ = [
     "RUNS_FOLDER",

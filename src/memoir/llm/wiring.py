@@ -68,8 +68,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from memoir.config import Settings
-from memoir.errors import install_hint
-from memoir.errors import ConfigError
+from memoir.errors import ConfigError, install_hint
 from memoir.llm.port import (
     ChatMessage,
     Completion,

@@ -185,10 +185,9 @@ def embed_pending(
     matrix files the next search maps. ``ConfigError`` when no embedder is configured or
     installed."""
     from memoir.config import whole_number
-    from memoir.errors import install_hint
-    from memoir.errors import ConfigError
-    from memoir.ingest.archive import embed_lock
+    from memoir.errors import ConfigError, install_hint
     from memoir.home_files import tighten_home
+    from memoir.ingest.archive import embed_lock
     from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
     from memoir.search.embedder import EmbeddingsUnavailable
     from memoir.search.vectors import prepare_files

@@ -44,9 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoir.home_files import write_text_atomic
+from memoir.home_files import private_dir, write_text_atomic
 from memoir.model import Event
-from memoir.home_files import private_dir
 from memoir.summaries.port import Conversation
 from memoir.summaries.state import (
     COVERAGE_PREFIX,
