@@ -222,7 +222,7 @@ def _bulk_items(store: Any, items: list[Any]) -> None:
     statement. New ids, no merges: the items are distinct."""
     from memoir.store.codec import dumps
     from memoir.store.memory_rows import ITEM_COLS
-    from memoir.store.migrations.v013_memory_recall import fts_body
+    from memoir.store.migrations.v007_v013 import fts_body
     from memoir.store.sqlite_store import SQLiteStore
 
     sqlite = isinstance(store, SQLiteStore)

@@ -20,7 +20,7 @@ from memoir.ingest import discover as detect
 from memoir.ingest import sync as sync_module
 from memoir.ingest.sync import sync
 from memoir.store import codec, sql_common
-from memoir.store.migrations.v014_project_names import old_safe
+from memoir.store.migrations import old_safe
 from memoir.store.sqlite_store import SQLiteStore
 
 

@@ -13,8 +13,7 @@ from store_builders import T0, apply_before_v16, batch, conversation, source
 from conftest import fresh_pg_schema
 from memoir.model import Harness, Session
 from memoir.store import SearchFilters, Store
-from memoir.store.migrations import CURRENT_VERSION
-from memoir.store.migrations.v014_project_names import old_safe, rederive
+from memoir.store.migrations import CURRENT_VERSION, old_safe, rederive
 
 Opener = Callable[[int | None], Store]
 

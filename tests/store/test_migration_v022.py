@@ -19,7 +19,7 @@ from memoir.store import SearchFilters, Store
 from memoir.store.codec import dumps, event_params, exchange_params, session_params
 from memoir.store.index_doc import owner_token, owner_tsquery
 from memoir.store.migrations import CURRENT_VERSION
-from memoir.store.migrations.v013_memory_recall import fts_body
+from memoir.store.migrations.v007_v013 import fts_body
 from memoir.store.parts.memory_items import ItemFilter
 from memoir.store.query_text import parse_query
 

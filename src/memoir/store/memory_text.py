@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from memoir.store.db import Tx
 from memoir.store.fold import fold_accents
 from memoir.store.index_doc import owner_token, owner_tsquery
-from memoir.store.migrations.v013_memory_recall import fts_body
+from memoir.store.migrations.v007_v013 import fts_body
 from memoir.store.query_text import ParsedQuery, Term, to_fts5
 
 __all__ = ["ItemText", "PostgresItemText", "SqliteItemText", "fts_values", "tsquery_sql"]

@@ -43,7 +43,7 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
-from memoir.store.migrations.v018_index_folded_in_python import plain_tsvector_sql
+from memoir.store.migrations.v017_v023 import plain_tsvector_sql
 from memoir.store.query_text import ParsedQuery, Term, parse_query
 from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
