@@ -3,6 +3,7 @@ backends; failures roll back; a newer schema is refused."""
 
 from __future__ import annotations
 
+import importlib
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -86,6 +87,37 @@ def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in pending(0)] == list(range(1, 24))
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
+
+
+# where each version lives: (module, first version, last version)
+RANGES = (
+    ("memoir.store.migrations.v001_v006", 1, 6),
+    ("memoir.store.migrations.v007_v013", 7, 13),
+    ("memoir.store.migrations", 14, 16),
+    ("memoir.store.migrations.v017_v023", 17, 23),
+)
+
+
+@pytest.mark.parametrize(("module", "first", "last"), RANGES)
+def test_each_version_is_a_constant_named_for_it_in_its_range(
+    module: str, first: int, last: int
+) -> None:
+    found = importlib.import_module(module)
+    constants = {
+        name: value
+        for name, value in vars(found).items()
+        if isinstance(value, Migration) and name.startswith("V0") and name in found.__all__
+    }
+    owned = {name: m for name, m in constants.items() if first <= m.version <= last}
+    assert sorted(m.version for m in owned.values()) == list(range(first, last + 1))
+    for name, m in owned.items():
+        assert name.startswith(f"V{m.version:03d}_")
+        assert MIGRATIONS[m.version - 1] is m
+
+
+def test_the_ranges_cover_every_version_once() -> None:
+    covered = [v for _, first, last in RANGES for v in range(first, last + 1)]
+    assert covered == [m.version for m in MIGRATIONS]
 
 
 # --- SQLite -----------------------------------------------------------------------------
