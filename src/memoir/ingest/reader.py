@@ -29,8 +29,9 @@ entry, ``tool`` (or ``function``) → TOOL_RESULT named after the call it answer
 ``system``/``developer`` → META. A user or assistant message's ``name`` (a person in a
 group chat, one agent of several) is kept as its event's speaker, ``payload["speaker"]``.
 The session id is the file stem. OpenAI-style messages sent over the HTTP API, as the
-events the generic reader makes of them: one :class:`~memoir.store.values.ApiMessage` per message, carrying the client's id
-for it. Ordinals are placeholders; the store numbers the events when it appends them.
+events the generic reader makes of them: one :class:`~memoir.store.values.ApiMessage` per
+message, carrying the client's id for it. Ordinals are placeholders; the store numbers
+the events when it appends them.
 
 A message sent without a ``timestamp`` takes the nearest one of the messages sent with it
 (the one before, else the one after), else the time it is stored
