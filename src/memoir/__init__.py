@@ -23,7 +23,7 @@ if TYPE_CHECKING:
         ReadOnly,
         StoreError,
     )
-    from memoir.ingest.sync import SyncReport
+    from memoir.ingest.batches import SyncReport
     from memoir.jobs import Job
     from memoir.memory.keeping import ImportReport
     from memoir.memory.recall import ContextBlock
@@ -85,7 +85,7 @@ _HOME = {
     "Memoir": "memoir.app",
     "MemoryItems": "memoir.app",
     "CompactionResult": "memoir.compaction.values",
-    "SyncReport": "memoir.ingest.sync",
+    "SyncReport": "memoir.ingest.batches",
     "Job": "memoir.jobs",
     "ImportReport": "memoir.memory.keeping",
     "ContextBlock": "memoir.memory.recall",

@@ -26,32 +26,21 @@ import contextvars
 import functools
 import os
 import threading
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from memoir.app import CONFIGURED, Memoir
+from memoir.app import Memoir
+from memoir.compaction.compactor import Compactor
 from memoir.config import Settings, whole_number
 from memoir.errors import StoreError
 from memoir.model.event import LOCAL_USER
+from memoir.verbs import MemoryItems
 
 if TYPE_CHECKING:
-    from memoir.compaction import CompactionResult, Compactor
     from memoir.compaction.plan import Budget
-    from memoir.ingest.sync import SyncProgress, SyncReport
-    from memoir.jobs import JobService
     from memoir.llm.port import Model, TokenCounter
     from memoir.memory.keeping import ImportReport
-    from memoir.memory.recall import ContextBlock
-    from memoir.model import Event, Exchange, Session, SessionFlags
-    from memoir.model.results import Appended, Memory, RecallHit, Remembered
-    from memoir.search.embedder import Embedder
-    from memoir.search.engine import SearchMode, SummaryReader
-    from memoir.search.hits import SearchHit
-    from memoir.store.values import SearchFilters
-    from memoir.summaries.episodic import Progress as SummaryProgress
-    from memoir.summaries.session import RunMode, SessionRun
 
 __all__ = ["DEFAULT_WORKERS", "AsyncCompactor", "AsyncMemoir", "AsyncMemoryItems"]
 
@@ -61,6 +50,32 @@ two of PostgreSQL's 8 pooled connections; more calls wait their turn off the loo
 
 P = ParamSpec("P")
 T = TypeVar("T")
+S = TypeVar("S")
+
+
+class _Pooled(Protocol):
+    """What a mirrored method runs on: its class's ``_call`` (the method ``name`` of the
+    sync object it mirrors, looked up now and run on the worker threads)."""
+
+    async def _call(self, name: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def _on_pool(
+    method: Callable[Concatenate[S, P], T], summary: str, *example: str
+) -> Callable[Concatenate[_Pooled, P], Coroutine[Any, Any, T]]:
+    """The coroutine method mirroring the sync ``method`` (of ``Memoir``, ``MemoryItems``
+    or ``Compactor``): the same arguments and result (typed from ``method``), the call run
+    by the class's ``_call``; its docstring ``summary`` then the ``example`` lines
+    (``help`` shows ``method``'s signature)."""
+
+    async def mirrored(self: _Pooled, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        result: T = await self._call(method.__name__, *args, **kwargs)
+        return result
+
+    mirrored.__name__, mirrored.__qualname__ = method.__name__, f"Async{method.__qualname__}"
+    mirrored.__doc__ = "\n".join((summary, "", "Example::", "", *(f"    {e}" for e in example)))
+    mirrored.__wrapped__ = method  # type: ignore[attr-defined]
+    return mirrored
 
 
 class _Shared:
@@ -209,6 +224,9 @@ class AsyncMemoir:
     async def _run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await asyncio.wrap_future(self._shared.submit(fn, *args, **kwargs))
 
+    async def _call(self, name: str, /, *args: Any, **kwargs: Any) -> Any:
+        return await self._run(getattr(self._memoir, name), *args, **kwargs)
+
     async def aclose(self) -> None:
         """Refuse new calls (``StoreError``), wait for the running ones, close the store.
         A view of ``as_user`` closes nothing (its root owns the store)."""
@@ -228,218 +246,84 @@ class AsyncMemoir:
         await self.aclose()
 
     # conversations: feed, read, search --------------------------------------------------
-    async def append(
-        self,
-        session_id: str,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        project: str | None = None,
-        user: str | None = None,
-    ) -> Appended:
-        """Add chat messages to a session, made when new (:meth:`Memoir.append`); a message
-        whose ``id`` is stored already is skipped.
-
-        Example::
-
-            chat = [{"id": "m1", "role": "user", "content": "Where is the checklist?"}]
-            result = await memoir.append("support-42", chat, project="helpdesk")
-        """
-        return await self._run(
-            self._memoir.append, session_id, messages, project=project, user=user
-        )
-
-    async def sync(
-        self,
-        *,
-        sources: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
-        progress: Callable[[SyncProgress], None] | None = None,
-        purge_excluded: bool = False,
-        follow_symlinks: bool = False,
-    ) -> SyncReport:
-        """Archive and index new or grown transcripts (:meth:`Memoir.sync`); ``progress``
-        is called on a worker thread.
-
-        Example::
-
-            report = await memoir.sync()
-        """
-        return await self._run(
-            self._memoir.sync,
-            sources=sources,
-            progress=progress,
-            purge_excluded=purge_excluded,
-            follow_symlinks=follow_symlinks,
-        )
-
-    async def search(
-        self,
-        query: str,
-        *,
-        filters: SearchFilters | None = None,
-        mode: SearchMode | None = None,
-        limit: int = 10,
-        after: datetime | str | None = None,
-        before: datetime | str | None = None,
-        embedder: Embedder | Literal["configured"] | None = CONFIGURED,
-        summaries: SummaryReader | Literal["configured"] | None = CONFIGURED,
-    ) -> list[SearchHit]:
-        """Search past exchanges, best first (:meth:`Memoir.search`). A ``summaries``
-        function given runs on a worker thread.
-
-        Example::
-
-            hits = await memoir.search("deploy checklist", mode="text", after="2 weeks ago")
-        """
-        return await self._run(
-            self._memoir.search,
-            query,
-            filters=filters,
-            mode=mode,
-            limit=limit,
-            after=after,
-            before=before,
-            embedder=embedder,
-            summaries=summaries,
-        )
-
-    async def session(self, session_id: str) -> Session:
-        """The session an id (or a unique prefix) names (:meth:`Memoir.session`).
-
-        Example::
-
-            session = await memoir.session(hits[0].session_id)
-        """
-        return await self._run(self._memoir.session, session_id)
-
-    async def events(
-        self, session_id: str, *, after: int = 0, upto: int | None = None
-    ) -> list[Event]:
-        """The session's events in order (:meth:`Memoir.events`).
-
-        Example::
-
-            newer = await memoir.events("support-42", after=10)
-        """
-        return await self._run(self._memoir.events, session_id, after=after, upto=upto)
-
-    async def exchanges(self, session_id: str) -> list[Exchange]:
-        """The session's exchanges in order (:meth:`Memoir.exchanges`).
-
-        Example::
-
-            turns = await memoir.exchanges("support-42")
-        """
-        return await self._run(self._memoir.exchanges, session_id)
+    append = _on_pool(
+        Memoir.append,
+        (
+            "Add chat messages to a session, made when new (:meth:`Memoir.append`); a message "
+            "whose ``id`` is stored already is skipped."
+        ),
+        'chat = [{"id": "m1", "role": "user", "content": "Where is the checklist?"}]',
+        'result = await memoir.append("support-42", chat, project="helpdesk")',
+    )
+    sync = _on_pool(
+        Memoir.sync,
+        (
+            "Archive and index new or grown transcripts (:meth:`Memoir.sync`); ``progress`` "
+            "is called on a worker thread."
+        ),
+        "report = await memoir.sync()",
+    )
+    search = _on_pool(
+        Memoir.search,
+        (
+            "Search past exchanges, best first (:meth:`Memoir.search`). A ``summaries`` "
+            "function given runs on a worker thread."
+        ),
+        'hits = await memoir.search("deploy checklist", mode="text", after="2 weeks ago")',
+    )
+    session = _on_pool(
+        Memoir.session,
+        "The session an id (or a unique prefix) names (:meth:`Memoir.session`).",
+        "session = await memoir.session(hits[0].session_id)",
+    )
+    events = _on_pool(
+        Memoir.events,
+        "The session's events in order (:meth:`Memoir.events`).",
+        'newer = await memoir.events("support-42", after=10)',
+    )
+    exchanges = _on_pool(
+        Memoir.exchanges,
+        "The session's exchanges in order (:meth:`Memoir.exchanges`).",
+        'turns = await memoir.exchanges("support-42")',
+    )
 
     # long-term memory ---------------------------------------------------------------------
-    async def recall(
-        self,
-        query: str,
-        *,
-        scope: str | None = None,
-        project: str | None = None,
-        kinds: Sequence[str] = (),
-        limit: int = 10,
-        as_of: datetime | str | None = None,
-        history: bool = False,
-        user: str | None = None,
-    ) -> list[RecallHit]:
-        """The memory items that best answer ``query`` (:meth:`Memoir.recall`).
-
-        Example::
-
-            for found in await memoir.recall("database", kinds=["decision"]):
-                print(found.item.content)
-        """
-        return await self._run(
-            self._memoir.recall,
-            query,
-            scope=scope,
-            project=project,
-            kinds=kinds,
-            limit=limit,
-            as_of=as_of,
-            history=history,
-            user=user,
-        )
-
-    async def context(
-        self,
-        *,
-        project: str | None = None,
-        budget_tokens: int = 800,
-        query: str | None = None,
-        user: str | None = None,
-    ) -> ContextBlock:
-        """The context block of the most relevant live items, within ``budget_tokens``
-        (:meth:`Memoir.context`): what an agent prepends to its system prompt.
-
-        Example::
-
-            block = await memoir.context(project="helpdesk", budget_tokens=400)
-            system = f"You are a helpful agent.\\n\\n{block.text}"
-        """
-        return await self._run(
-            self._memoir.context,
-            project=project,
-            budget_tokens=budget_tokens,
-            query=query,
-            user=user,
-        )
-
-    async def remember(self, session_id: str, turn: int | None = None) -> Remembered:
-        """Extract what the user asked to keep, now (:meth:`Memoir.remember`).
-
-        Example::
-
-            outcome = await memoir.remember("support-42")
-        """
-        return await self._run(self._memoir.remember, session_id, turn)
-
-    async def forget(
-        self,
-        *,
-        item: str | None = None,
-        session: str | None = None,
-        project: str | None = None,
-        matching: str | None = None,
-        user: str | None = None,
-    ) -> list[Memory]:
-        """Forget the items one selector names (:meth:`Memoir.forget`).
-
-        Example::
-
-            gone = await memoir.forget(matching="tabs spaces")
-        """
-        return await self._run(
-            self._memoir.forget,
-            item=item,
-            session=session,
-            project=project,
-            matching=matching,
-            user=user,
-        )
+    recall = _on_pool(
+        Memoir.recall,
+        "The memory items that best answer ``query`` (:meth:`Memoir.recall`).",
+        'for found in await memoir.recall("database", kinds=["decision"]):',
+        "    print(found.item.content)",
+    )
+    context = _on_pool(
+        Memoir.context,
+        (
+            "The context block of the most relevant live items, within ``budget_tokens`` "
+            "(:meth:`Memoir.context`): what an agent prepends to its system prompt."
+        ),
+        'block = await memoir.context(project="helpdesk", budget_tokens=400)',
+        'system = f"You are a helpful agent.\\n\\n{block.text}"',
+    )
+    remember = _on_pool(
+        Memoir.remember,
+        "Extract what the user asked to keep, now (:meth:`Memoir.remember`).",
+        'outcome = await memoir.remember("support-42")',
+    )
+    forget = _on_pool(
+        Memoir.forget,
+        "Forget the items one selector names (:meth:`Memoir.forget`).",
+        'gone = await memoir.forget(matching="tabs spaces")',
+    )
 
     # summaries ----------------------------------------------------------------------------
-    async def summarize(
-        self,
-        session_id: str,
-        *,
-        mode: RunMode = "auto",
-        use_cache: bool = True,
-        progress: SummaryProgress | None = None,
-    ) -> SessionRun:
-        """Summarize one stored session now (:meth:`Memoir.summarize`); ``progress`` is
-        called on a worker thread.
-
-        Example::
-
-            run = await memoir.summarize("support-42")
-            print(run.summary.text)
-        """
-        return await self._run(
-            self._memoir.summarize, session_id, mode=mode, use_cache=use_cache, progress=progress
-        )
+    summarize = _on_pool(
+        Memoir.summarize,
+        (
+            "Summarize one stored session now (:meth:`Memoir.summarize`); ``progress`` is "
+            "called on a worker thread."
+        ),
+        'run = await memoir.summarize("support-42")',
+        "print(run.summary.text)",
+    )
 
     # compaction ---------------------------------------------------------------------------
     async def compactor(
@@ -478,15 +362,14 @@ class AsyncMemoir:
         """
         return AsyncMemoryItems(self)
 
-    async def jobs(self) -> JobService:
-        """The job service of this home (:meth:`Memoir.jobs`); its calls block, so run them
-        with :meth:`call` or a thread.
-
-        Example::
-
-            service = await memoir.jobs()
-        """
-        return await self._run(self._memoir.jobs)
+    jobs = _on_pool(
+        Memoir.jobs,
+        (
+            "The job service of this home (:meth:`Memoir.jobs`); its calls block, so run them "
+            "with :meth:`call` or a thread."
+        ),
+        "service = await memoir.jobs()",
+    )
 
 
 class AsyncMemoryItems:
@@ -495,40 +378,19 @@ class AsyncMemoryItems:
     def __init__(self, memoir: AsyncMemoir) -> None:
         self._aio = memoir
 
-    async def list(
-        self,
-        *,
-        project: str | None = None,
-        session_id: str | None = None,
-        kind: str | None = None,
-        limit: int = 50,
-        history: bool = False,
-    ) -> builtins.list[Memory]:
-        """The items passing the filters, newest first (:meth:`MemoryItems.list`).
+    async def _call(self, name: str, /, *args: Any, **kwargs: Any) -> Any:
+        return await self._aio._run(getattr(self._aio.memoir.memories, name), *args, **kwargs)
 
-        Example::
-
-            newest = await memoir.memories.list(kind="decision", limit=5)
-        """
-        items = self._aio.memoir.memories
-        return await self._aio._run(
-            items.list,
-            project=project,
-            session_id=session_id,
-            kind=kind,
-            limit=limit,
-            history=history,
-        )
-
-    async def history(self, item_id: str, user: str | None = None) -> builtins.list[Memory]:
-        """An item with what it superseded and what superseded it
-        (:meth:`MemoryItems.history`).
-
-        Example::
-
-            chain = await memoir.memories.history(found.item.id)
-        """
-        return await self._aio._run(self._aio.memoir.memories.history, item_id, user)
+    list = _on_pool(
+        MemoryItems.list,
+        "The items passing the filters, newest first (:meth:`MemoryItems.list`).",
+        'newest = await memoir.memories.list(kind="decision", limit=5)',
+    )
+    history = _on_pool(
+        MemoryItems.history,
+        ("An item with what it superseded and what superseded it (:meth:`MemoryItems.history`)."),
+        "chain = await memoir.memories.history(found.item.id)",
+    )
 
     async def export(self, user: str | None = None) -> builtins.list[str]:
         """Every item and tombstone as JSON lines (:meth:`MemoryItems.export`).
@@ -566,80 +428,29 @@ class AsyncCompactor:
         """The threshold and budgets for a context ``window`` (pure: no waiting)."""
         return self.compactor.budget(window)
 
-    async def _one_at_a_time(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def _call(self, name: str, /, *args: Any, **kwargs: Any) -> Any:
+        method = getattr(self.compactor, name)
         if self._turn is None:
             self._turn = asyncio.Lock()
         async with self._turn:
-            return await self._memoir._run(fn, *args, **kwargs)
+            return await self._memoir._run(method, *args, **kwargs)
 
-    async def should_compact(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        window: int,
-        session_id: str | None = None,
-        positions: Sequence[int] | None = None,
-    ) -> bool:
-        """Would the context reach the threshold? (``Compactor.should_compact``)
-
-        Example::
-
-            if await compactor.should_compact(messages, window=32_000): ...
-        """
-        return await self._one_at_a_time(
-            self.compactor.should_compact,
-            messages,
-            window=window,
-            session_id=session_id,
-            positions=positions,
-        )
-
-    async def compact(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        window: int,
-        session_id: str | None = None,
-        positions: Sequence[int] | None = None,
-        flags: SessionFlags | None = None,
-    ) -> CompactionResult:
-        """The context to send next, strictly below the threshold (``Compactor.compact``).
-
-        Example::
-
-            messages = (await compactor.compact(messages, window=32_000)).messages
-        """
-        return await self._one_at_a_time(
-            self.compactor.compact,
-            messages,
-            window=window,
-            session_id=session_id,
-            positions=positions,
-            flags=flags,
-        )
-
-    async def compact_events(
-        self,
-        events: Sequence[Event],
-        *,
-        window: int,
-        session_id: str | None = None,
-        flags: SessionFlags | None = None,
-    ) -> CompactionResult:
-        """Compact a stored event history (``Compactor.compact_events``).
-
-        Example::
-
-            events = await memoir.events("chat-1")
-            result = await compactor.compact_events(events, window=32_000)
-        """
-        return await self._one_at_a_time(
-            self.compactor.compact_events,
-            events,
-            window=window,
-            session_id=session_id,
-            flags=flags,
-        )
+    should_compact = _on_pool(
+        Compactor.should_compact,
+        "Would the context reach the threshold? (``Compactor.should_compact``)",
+        "if await compactor.should_compact(messages, window=32_000): ...",
+    )
+    compact = _on_pool(
+        Compactor.compact,
+        "The context to send next, strictly below the threshold (``Compactor.compact``).",
+        "messages = (await compactor.compact(messages, window=32_000)).messages",
+    )
+    compact_events = _on_pool(
+        Compactor.compact_events,
+        "Compact a stored event history (``Compactor.compact_events``).",
+        'events = await memoir.events("chat-1")',
+        "result = await compactor.compact_events(events, window=32_000)",
+    )
 
 
 class _Opening:

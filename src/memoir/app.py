@@ -10,7 +10,6 @@ server and the CLI need beyond them is :mod:`memoir.service`; how the parts are 
 
 from __future__ import annotations
 
-import builtins
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,16 +20,16 @@ from memoir import verbs, wiring
 from memoir.config import Settings, whole_number
 from memoir.model.event import LOCAL_USER
 from memoir.store import Store, open_store
+from memoir.verbs import MemoryItems
 from memoir.wiring import check_user, instant, item_filter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from memoir.compaction import Compactor
-    from memoir.ingest.sync import SyncProgress, SyncReport
+    from memoir.ingest.batches import SyncProgress, SyncReport
     from memoir.jobs import JobService
     from memoir.llm.port import Model, TokenCounter
-    from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories
     from memoir.memory.recall import ContextBlock, ItemEmbedder
     from memoir.model import Event, Exchange, Session
@@ -124,10 +123,8 @@ class Memoir:
             return
         if self._memories is not None:  # the running extraction ends; queued work is durable
             self._memories.close()
-        if self._jobs is not None:
-            close = getattr(self._jobs.admission, "close", None)
-            if close is not None:
-                close()
+        if self._jobs is not None and (close := getattr(self._jobs.admission, "close", None)):
+            close()
         self.store.close()
 
     def search(
@@ -195,7 +192,7 @@ class Memoir:
             report = m.sync()  # the default sources: ~/.claude, ~/.codex
             print(report.events_added, "events added")
         """
-        report = verbs.sync_home(
+        return verbs.sync_home(
             self.settings,
             self.store,
             sources=sources,
@@ -203,7 +200,6 @@ class Memoir:
             purge_excluded=purge_excluded,
             follow_symlinks=follow_symlinks,
         )
-        return report
 
     def session(self, session_id: str) -> Session:
         """The stored session of this Memoir's user ``session_id`` names: its id, or a
@@ -374,10 +370,8 @@ class Memoir:
         """
         whole_number("budget_tokens", budget_tokens, 0)
         where = item_filter(None, project, (), None, False, self._who(user))
-        model_name = self._model().name
-        return verbs.context_block(
-            self.store, where, budget_tokens, query, model_name, self._item_embedder()
-        )
+        model_name, embedder = self._model().name, self._item_embedder()
+        return verbs.context_block(self.store, where, budget_tokens, query, model_name, embedder)
 
     def forget(
         self,
@@ -398,8 +392,7 @@ class Memoir:
             gone = m.forget(matching="staging password")
             print(len(gone), "items forgotten")
         """
-        owner = self._who(user)
-        gone = verbs.forget(self.store, owner, item, session, project, matching)
+        gone = verbs.forget(self.store, self._who(user), item, session, project, matching)
         return verbs.memory_values(gone)
 
     def append(
@@ -439,7 +432,7 @@ class Memoir:
             for item in m.memories.list(project="shop"):
                 print(item.kind, item.content)
         """
-        return MemoryItems(self)
+        return MemoryItems(self.store, self.user)
 
     def jobs(self) -> JobService:
         """The job service of this home (one per Memoir, shared by its views: its in-process
@@ -505,83 +498,3 @@ class Memoir:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class MemoryItems:
-    """``Memoir.memories``: the memory items of one Memoir's user beyond the four verbs
-    (``remember``, ``recall``, ``context``, ``forget``)."""
-
-    def __init__(self, memoir: Memoir) -> None:
-        self._memoir = memoir
-
-    def list(
-        self,
-        *,
-        project: str | None = None,
-        session_id: str | None = None,
-        kind: str | None = None,
-        limit: int = 50,
-        history: bool = False,
-    ) -> builtins.list[Memory]:
-        """The items passing the filters, newest first (``history``: the superseded ones
-        too).
-
-        Example::
-
-            newest = m.memories.list(kind="decision", limit=5)
-        """
-        m = self._memoir
-        found = m.store.memory_items.find(
-            project=project,
-            session_id=session_id,
-            kind=kind,
-            limit=limit,
-            history=history,
-            owner=m.user,
-        )
-        return verbs.memory_values(found)
-
-    def history(self, item_id: str, user: str | None = None) -> builtins.list[Memory]:
-        """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's
-        user's) with what it superseded and what superseded it, oldest first.
-
-        Example::
-
-            for version in m.memories.history("9c1e"):
-                print(version.valid_from, version.content)
-        """
-        from memoir.errors import NotFound
-
-        m = self._memoir
-        found = m.store.memory_items.get(item_id, owner=m._who(user))
-        if found is None:
-            raise NotFound(f"no memory item {item_id!r}")
-        return verbs.memory_values(m.store.memory_items.chain(found.id))
-
-    def export(self, user: str | None = None) -> Iterable[str]:
-        """Every item (history included) and tombstone of ``user`` (None: this Memoir's
-        user) as JSON lines (for :meth:`import_lines`).
-
-        Example::
-
-            Path("memories.jsonl").write_text("".join(l + "\\n" for l in m.memories.export()))
-        """
-        from memoir.memory.keeping import export_lines
-
-        m = self._memoir
-        return export_lines(m.store.memory_items, m._who(user))
-
-    def import_lines(self, lines: Iterable[str], user: str | None = None) -> ImportReport:
-        """Read an export into this home as ``user``'s items (None: this Memoir's user's),
-        merging as extraction does; all or nothing.
-
-        Example::
-
-            report = m.memories.import_lines(Path("memories.jsonl").read_text().splitlines())
-        """
-        from memoir.memory.keeping import import_lines
-        from memoir.store import ensure_writable
-
-        m = self._memoir
-        ensure_writable(m.store, "memoir memories import")
-        return import_lines(m.store.memory_items, lines, m._who(user))

@@ -9,6 +9,7 @@ at module top.
 
 from __future__ import annotations
 
+import builtins
 import os
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from memoir.config import Settings, whole_number
 from memoir.errors import ConfigError, NotFound
 from memoir.wiring import (
+    check_user,
     embed_written,
     instant,
     memory_project,
@@ -27,8 +29,9 @@ from memoir.wiring import (
 
 if TYPE_CHECKING:
     from memoir.compaction import Compactor
-    from memoir.ingest.sync import SyncProgress, SyncReport
+    from memoir.ingest.batches import SyncProgress, SyncReport
     from memoir.llm.port import Model, TokenCounter
+    from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories
     from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
     from memoir.memory.tasks import Outcome
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
     from memoir.summaries.session import ModelSource, RunMode, SessionRun
 
 __all__ = [
+    "MemoryItems",
     "appended",
     "compactor",
     "context_block",
@@ -314,3 +318,80 @@ def compactor(
         tail_budget=tail_budget,
         on_checkpoint=None if memories is None else memories().on_checkpoint,
     )
+
+
+class MemoryItems:
+    """``Memoir.memories``: the memory items of one Memoir's user beyond the four verbs
+    (``remember``, ``recall``, ``context``, ``forget``)."""
+
+    def __init__(self, store: Store, user: str) -> None:
+        self._store, self._user = store, user
+
+    def _who(self, user: str | None) -> str:
+        return self._user if user is None else check_user(user)
+
+    def list(
+        self,
+        *,
+        project: str | None = None,
+        session_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 50,
+        history: bool = False,
+    ) -> builtins.list[Memory]:
+        """The items passing the filters, newest first (``history``: the superseded ones
+        too).
+
+        Example::
+
+            newest = m.memories.list(kind="decision", limit=5)
+        """
+        found = self._store.memory_items.find(
+            project=project,
+            session_id=session_id,
+            kind=kind,
+            limit=limit,
+            history=history,
+            owner=self._user,
+        )
+        return memory_values(found)
+
+    def history(self, item_id: str, user: str | None = None) -> builtins.list[Memory]:
+        """The item (its id or a unique prefix, of ``user``'s items — None: this Memoir's
+        user's) with what it superseded and what superseded it, oldest first.
+
+        Example::
+
+            for version in m.memories.history("9c1e"):
+                print(version.valid_from, version.content)
+        """
+        found = self._store.memory_items.get(item_id, owner=self._who(user))
+        if found is None:
+            raise NotFound(f"no memory item {item_id!r}")
+        return memory_values(self._store.memory_items.chain(found.id))
+
+    def export(self, user: str | None = None) -> Iterable[str]:
+        """Every item (history included) and tombstone of ``user`` (None: this Memoir's
+        user) as JSON lines (for :meth:`import_lines`).
+
+        Example::
+
+            Path("memories.jsonl").write_text("".join(l + "\\n" for l in m.memories.export()))
+        """
+        from memoir.memory.keeping import export_lines
+
+        return export_lines(self._store.memory_items, self._who(user))
+
+    def import_lines(self, lines: Iterable[str], user: str | None = None) -> ImportReport:
+        """Read an export into this home as ``user``'s items (None: this Memoir's user's),
+        merging as extraction does; all or nothing.
+
+        Example::
+
+            report = m.memories.import_lines(Path("memories.jsonl").read_text().splitlines())
+        """
+        from memoir.memory.keeping import import_lines
+        from memoir.store import ensure_writable
+
+        ensure_writable(self._store, "memoir memories import")
+        return import_lines(self._store.memory_items, lines, self._who(user))

@@ -18,11 +18,12 @@ import pytest
 
 from memoir.config import Settings
 from memoir.demo import ClaudeWriter, CodexWriter, tool_use_block
+from memoir.ingest import batches as batches_module
 from memoir.ingest import sync as sync_module
+from memoir.ingest.batches import NO_INDEX_MARKER, SyncReport
 from memoir.ingest.discover import Format
 from memoir.ingest.reader import ReadResult, read_lines
 from memoir.ingest.records import LineReader
-from memoir.ingest.sync import NO_INDEX_MARKER, SyncReport
 from memoir.ingest.verify import verify
 from memoir.store import Store
 from memoir.store.values import SearchFilters
@@ -233,12 +234,12 @@ def test_a_file_of_many_batches_is_stored_as_in_one(
     path = _put(src, folder, name, data)
     one, many = _home(tmp_path, "one", src), _home(tmp_path, "many", src)
 
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", ONE_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", ONE_BATCH)
     baseline_batches = _Batches(twin, monkeypatch)
     baseline = sync(one, twin)
     assert baseline_batches.calls == 1
 
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", TINY_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", TINY_BATCH)
     batches = _Batches(store, monkeypatch)
     report = sync(many, store)
     assert batches.calls > 20, "the file was not read in batches"
@@ -281,12 +282,12 @@ def test_a_grown_file_read_on_in_batches_rebuilds_its_open_exchange_alike(
     one, many = _home(tmp_path, "one", src), _home(tmp_path, "many", src)
     stamp = 2 * 10**18
     os.utime(path, ns=(stamp, stamp))
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", ONE_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", ONE_BATCH)
     sync(one, twin)
     path.write_bytes(data[:cut])
     first = sync(many, store)
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", TINY_BATCH)
-    monkeypatch.setattr(sync_module, "_EVENT_PAGE", 3)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", TINY_BATCH)
+    monkeypatch.setattr(batches_module, "_EVENT_PAGE", 3)
     path.write_bytes(data)
     os.utime(path, ns=(stamp, stamp))
     grown = sync(many, store)
@@ -324,7 +325,7 @@ def test_a_lead_in_synced_before_its_prompt_is_carried_to_the_first_exchange(
     one, many = _home(tmp_path, "one", src), _home(tmp_path, "many", src)
     stamp = 2 * 10**18
     os.utime(path, ns=(stamp, stamp))
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", ONE_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", ONE_BATCH)
     sync(one, twin)
     path.write_bytes(data[:cut])
     first = sync(many, store)
@@ -333,8 +334,8 @@ def test_a_lead_in_synced_before_its_prompt_is_carried_to_the_first_exchange(
     assert state is not None and state.parser_state["open_from"] == 2  # the first harness
     if not exchanges_first:
         assert store.index.search("leadword0", SearchFilters(), 5) == []  # no exchange yet
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", TINY_BATCH)
-    monkeypatch.setattr(sync_module, "_EVENT_PAGE", 3)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", TINY_BATCH)
+    monkeypatch.setattr(batches_module, "_EVENT_PAGE", 3)
     path.write_bytes(data)
     os.utime(path, ns=(stamp, stamp))
     grown = sync(many, store)
@@ -361,11 +362,11 @@ def test_a_sync_stopped_between_batches_resumes_without_loss_or_doubling(
     src = tmp_path / "src"
     path = _put(src, "p", f"{SID}.jsonl", data)
     one, many = _home(tmp_path, "one", src), _home(tmp_path, "many", src)
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", ONE_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", ONE_BATCH)
     sync(one, twin)
 
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", TINY_BATCH)
-    real = sync_module._commit
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", TINY_BATCH)
+    real = sync_module.commit_batch
     commits: list[int] = []
 
     def stopping(*args: Any, **kwargs: Any) -> None:
@@ -376,7 +377,7 @@ def test_a_sync_stopped_between_batches_resumes_without_loss_or_doubling(
         if where == "after_a_commit" and len(commits) == 12:
             raise stop("stopped")
 
-    monkeypatch.setattr(sync_module, "_commit", stopping)
+    monkeypatch.setattr(sync_module, "commit_batch", stopping)
     if stop is KeyboardInterrupt:
         with pytest.raises(KeyboardInterrupt):
             sync(many, store)
@@ -389,7 +390,7 @@ def test_a_sync_stopped_between_batches_resumes_without_loss_or_doubling(
     archived = many.archive_dir / "p" / f"{SID}.jsonl"
     assert archived.stat().st_size >= state.offset  # a copy renamed into place, not a temp
 
-    monkeypatch.setattr(sync_module, "_commit", real)
+    monkeypatch.setattr(sync_module, "commit_batch", real)
     resumed = sync(many, store)
     assert resumed.errors == [] and resumed.files_reset == 0
     assert resumed.events_added == len(store.events.of(SID)) - len(stored)
@@ -406,7 +407,7 @@ def test_a_marker_in_a_later_batch_removes_what_the_earlier_ones_stored(
     src = tmp_path / "src"
     path = _put(src, "p", f"{SID}.jsonl", data + b"\n" + marker)
     cfg = _home(tmp_path, "home", src)
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", TINY_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", TINY_BATCH)
     batches = _Batches(store, monkeypatch)
     report = sync(cfg, store)
     assert batches.calls > 20  # earlier batches were stored, then taken back

@@ -12,8 +12,9 @@ import pytest
 
 from memoir.config import Settings
 from memoir.demo import ClaudeWriter, CodexWriter, tool_use_block
+from memoir.ingest import batches as batches_module
 from memoir.ingest import sync as sync_module
-from memoir.ingest.sync import NO_INDEX_MARKER, SyncReport
+from memoir.ingest.batches import NO_INDEX_MARKER, SyncReport
 from memoir.store import Store, open_store
 from memoir.summaries.persist import SummaryUpkeep, open_summary_store
 
@@ -611,8 +612,8 @@ def test_two_replicas_syncing_the_same_grown_file_store_its_events_once(
     w.assistant("second answer")
     path.write_bytes(w.bytes())
     other = Settings.from_env({"MEMOIR_HOME": str(tmp_path / "replica-b")}, sources=(src,))
-    real_commit = sync_module._commit
-    raced: list[sync_module.SyncReport] = []
+    real_commit = sync_module.commit_batch
+    raced: list[batches_module.SyncReport] = []
     racing: list[bool] = []
 
     def commit_after_the_other_replica(*args: object, **kwargs: object) -> None:
@@ -621,7 +622,7 @@ def test_two_replicas_syncing_the_same_grown_file_store_its_events_once(
             raced.append(sync(other, store))
         real_commit(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sync_module, "_commit", commit_after_the_other_replica)
+    monkeypatch.setattr(sync_module, "commit_batch", commit_after_the_other_replica)
     report = sync(cfg, store)
     assert raced[0].files_indexed == 1
     assert (report.files_indexed, report.files_indexed_elsewhere) == (0, 1)

@@ -16,6 +16,7 @@ import pytest
 
 from memoir.config import Settings
 from memoir.demo import ClaudeWriter
+from memoir.ingest import batches as batches_module
 from memoir.ingest import plan as times_module
 from memoir.ingest import sync as sync_module
 from memoir.store import Store
@@ -71,7 +72,7 @@ def test_times_inferred_in_tiny_batches_are_those_of_one_read(
 ) -> None:
     src = tmp_path / "src"
     own = _transcript(src / "-home-ann-ops" / f"{SID}.jsonl")
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", 1 << 40)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", 1 << 40)
     _sync(tmp_path, "one", twin, src)
 
     looks: list[int] = []
@@ -82,7 +83,7 @@ def test_times_inferred_in_tiny_batches_are_those_of_one_read(
         return real_look(self, after)
 
     monkeypatch.setattr(times_module.TimeAhead, "_look", counted)
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", TINY_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", TINY_BATCH)
     batches = 0
     real_apply = store.ingest.apply
 
@@ -122,7 +123,7 @@ def test_a_transcript_with_no_time_in_any_batch_takes_its_mtime(
     path.parent.mkdir(parents=True)
     path.write_bytes(w.bytes())
     os.utime(path, (MTIME.timestamp(), MTIME.timestamp()))
-    monkeypatch.setattr(sync_module, "BATCH_BYTES", TINY_BATCH)
+    monkeypatch.setattr(batches_module, "BATCH_BYTES", TINY_BATCH)
     _sync(tmp_path, "home", store, src)
     events = store.events.of(SID)
     assert len(events) == 6

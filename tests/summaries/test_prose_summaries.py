@@ -16,13 +16,12 @@ from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
 from memoir.llm.offline import OfflineModel, TiktokenCounter
 from memoir.llm.offline_prose import (
-    Line,
-    ToolAction,
     _imperative,
     is_filler,
     prose_summary,
     summarize_lines,
 )
+from memoir.llm.offline_summary import Line, ToolAction
 from memoir.summaries.offline import merge_object
 from memoir.summaries.state import SUMMARY_FORMAT, SummaryPolicy, SummaryState, decide
 from memoir.summaries.state import SummaryAction as Decision

@@ -12,7 +12,8 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.llm.offline import OfflineModel
-from memoir.llm.offline_prose import Line, summarize_lines
+from memoir.llm.offline_prose import summarize_lines
+from memoir.llm.offline_summary import Line
 from memoir.llm.transcript import Sentence, centrality, embedding_scorer, rank_sentences
 from memoir.model import Author, Event, EventKind
 from memoir.summaries.summarizer import summarize_conversation

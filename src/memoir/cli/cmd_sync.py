@@ -54,7 +54,7 @@ from memoir.config import Settings
 from memoir.errors import Busy, ConfigError, MemoirError
 from memoir.home_files import private_dir, private_file
 from memoir.ingest.archive import sync_lock, sync_lock_to_read
-from memoir.ingest.sync import SyncProgress, SyncReport
+from memoir.ingest.batches import SyncProgress, SyncReport
 from memoir.memory.sync_pass import MemoryPassProgress
 from memoir.summaries.summary_pass import PassProgress
 

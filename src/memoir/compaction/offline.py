@@ -22,10 +22,11 @@ Lines, each under a heading of :data:`memoir.compaction.request.WORK_SUMMARY_FOR
 
 Items are taken by importance while the text fits ``max_tokens`` (the user's words and
 the last state first, then open errors and decisions, edited files, failed commands,
-then the rest) and shown in conversation order. A previous summary in this format
-is merged item by item, so a rolling compaction keeps what
-earlier rounds kept; a previous summary in another form is carried as key facts. The
-stand-ins' own wording never becomes an item: only what they say of the work.
+then the rest) and shown in conversation order. A previous summary in this format is
+merged item by item, so a rolling compaction keeps what earlier rounds kept; a previous
+summary in another form is carried as key facts. The stand-ins' own wording never
+becomes an item: only what they say of the work (:mod:`memoir.compaction.standin` reads
+them back).
 
 Reading an agent's transcript for the summary of the work (:func:`read_work`).
 
@@ -41,11 +42,19 @@ was said. Pure and deterministic.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from memoir.compaction.standin import (
+    brief_args,
+    call_args_of,
+    is_stand_in,
+    long_message_said,
+    one_line,
+    run_outcome,
+    stood_in_run,
+)
 from memoir.llm.offline_prose import is_filler, prose_summary
 from memoir.llm.offline_summary import finish, near_duplicate
 from memoir.llm.transcript import (
@@ -59,7 +68,6 @@ from memoir.llm.transcript import (
     sentences_of,
     split_sentences,
 )
-from memoir.model.event import tool_outcome
 
 __all__ = [
     "SECTIONS",
@@ -71,11 +79,7 @@ __all__ = [
 ]
 
 _CALL_LINE = re.compile(r"^→ (?P<name>[\w.:/-]{1,80})\((?P<args>.*)\)\s*$")
-_STAND_IN = re.compile(r"^\[content omitted from [^:\]]*: ")
 _COLLAPSED = re.compile(r"^\[(?P<n>\d+) messages omitted here: (?P<what>[^\]]*)\]\s*$")
-_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_STAND_ERROR = re.compile(r'; error: ((?:"(?:[^"\\]|\\.)*"(?: / )?)+)')
-_STAND_USER = re.compile(r"; ([\d,]+ lines; it began: .*?)\. The user sent it")
 _PATH = re.compile(
     r"(?<![\w@/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]*\w\.\w{1,8}\b"
     r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|rb|java|kt|c|h|cpp|hpp|cs|md|toml|yaml"
@@ -84,7 +88,6 @@ _PATH = re.compile(
 _PATH_KEYS = ("path", "file_path", "filepath", "filename", "file", "paths", "target")
 _COMMAND_KEYS = ("command", "cmd", "script")
 _EDITING = re.compile(r"edit|write|create|patch|apply|replace|insert|update|save|rename|delete")
-_ARG_CHARS = 160
 
 
 @dataclass
@@ -119,51 +122,6 @@ class AgentWork:
     long_user: list[tuple[int, str]] = field(default_factory=list)  # (turn, what it was)
 
 
-def _one_line(text: str, limit: int = _ARG_CHARS) -> str:
-    one = " ".join(text.split())
-    if len(one) <= limit:
-        return one
-    cut = one[:limit].rsplit(" ", 1)[0] if " " in one[:limit] else one[:limit]
-    return cut + "…"
-
-
-def _args_of(raw: str) -> dict[str, object]:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _brief_args(brief: str) -> dict[str, str]:
-    """``bash command="pytest -q" path="x"`` -> {"command": "pytest -q", "path": "x"}."""
-    out: dict[str, str] = {}
-    for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*")', brief):
-        try:
-            out[m.group(1)] = str(json.loads(m.group(2)))
-        except ValueError:
-            continue
-    return out
-
-
-def _quoted(text: str) -> tuple[str, ...]:
-    out = []
-    for m in _QUOTED.finditer(text):
-        try:
-            out.append(str(json.loads(f'"{m.group(1)}"')))
-        except ValueError:
-            out.append(m.group(1))
-    return tuple(out)
-
-
-def _outcome(body: str) -> tuple[str | None, tuple[str, ...]]:
-    def clean(line: str) -> str | None:
-        line = line.removeprefix("> ")
-        return None if _STAND_IN.match(line) else line
-
-    return tool_outcome(body, clean=clean, show=_one_line)
-
-
 class _Reader:
     def __init__(self, work: AgentWork) -> None:
         self.work = work
@@ -195,7 +153,7 @@ class _Reader:
         for line in turn.text.splitlines():
             m = _CALL_LINE.match(line.strip())
             if m:
-                self.call_args(m.group("name"), _args_of(m.group("args")))
+                self.call_args(m.group("name"), call_args_of(m.group("args")))
             elif not line.startswith("["):
                 self.paths_in(line)
             self.collapsed(line, turn.index)
@@ -204,30 +162,23 @@ class _Reader:
         head, _, body = turn.text.partition("\n")
         brief = head[:-1] if head.endswith("]") else head
         tool = brief.split(" ", 1)[0] or "tool"
-        args = _brief_args(brief)
+        args = brief_args(brief)
         command = next((args[k] for k in _COMMAND_KEYS if k in args), None)
-        run = ToolRun(tool, _one_line(brief), command, turn=turn.index)
+        run = ToolRun(tool, one_line(brief), command, turn=turn.index)
         self.call_args(tool, dict(args))
-        stand = body.strip()
-        if _STAND_IN.match(stand):
-            size = re.search(r", ~(\d+) tokens", stand)
-            run.omitted_tokens = int(size.group(1)) if size else None
-            exit_status = re.search(r"; exit status (-?\d+)", stand)
-            run.exit_status = exit_status.group(1) if exit_status else None
-            said = _STAND_ERROR.search(stand)
-            run.errors = _quoted(said.group(1)) if said else ()
+        if is_stand_in(body.strip()):
+            run.omitted_tokens, run.exit_status, run.errors = stood_in_run(body.strip())
         else:
-            run.exit_status, run.errors = _outcome(body)
+            run.exit_status, run.errors = run_outcome(body)
             for line in body.splitlines():
                 self.collapsed(line, turn.index)
         self.work.runs.append(run)
 
     def user_turn(self, turn: Turn) -> None:
         for line in turn.text.splitlines():
-            if _STAND_IN.match(line.strip()):
-                said = _STAND_USER.search(line)
-                if said:
-                    self.work.long_user.append((turn.index, said.group(1)))
+            if is_stand_in(line.strip()):
+                if said := long_message_said(line):
+                    self.work.long_user.append((turn.index, said))
             else:
                 self.paths_in(line)
             self.collapsed(line, turn.index)
@@ -238,10 +189,10 @@ class _Reader:
             return
         calls = m.group("what").split("; calls: ", 1)[1]
         for brief in re.split(r", (?=[\w.:/-]+(?: |$))", calls.split(" and ")[0]):
-            args = _brief_args(brief)
+            args = brief_args(brief)
             tool = brief.split(" ", 1)[0]
             command = next((args[k] for k in _COMMAND_KEYS if k in args), None)
-            self.work.runs.append(ToolRun(tool, _one_line(brief), command, turn=turn))
+            self.work.runs.append(ToolRun(tool, one_line(brief), command, turn=turn))
             self.call_args(tool, dict(args))
 
 
@@ -316,10 +267,6 @@ class WorkItem:
     order: float  # where it is shown within its section (conversation order)
 
 
-def _said(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def _previous_items(previous: str) -> list[WorkItem]:
     """Items of a previous summary: by heading when it has this format's headings."""
     out: list[WorkItem] = []
@@ -368,7 +315,7 @@ def _command_items(work: AgentWork) -> tuple[list[WorkItem], list[WorkItem]]:
     for key, group in runs.items():
         last = group[-1]
         failures = [r for r in group if r.failed]
-        shown = f"`{_clip(key, 30)}`"
+        shown = f"`{clip_words(key, 30)}`"
         times = f" (× {len(group)})" if len(group) > 1 else ""
         outcome = _describe(last)
         if failures and not last.failed:
@@ -383,11 +330,7 @@ def _command_items(work: AgentWork) -> tuple[list[WorkItem], list[WorkItem]]:
             why = "; ".join(last.errors) or f"exit status {last.exit_status}"
             errors.append(WorkItem("Open errors", f"{shown}: {why}", 1, recency, last.turn))
     ordered = sorted(commands, key=lambda it: -it.rank)  # conversation order of last runs
-    return [_at(it, k) for k, it in enumerate(ordered)], errors
-
-
-def _at(item: WorkItem, order: float) -> WorkItem:
-    return WorkItem(item.section, item.text, item.priority, item.rank, order)
+    return [replace(it, order=k) for k, it in enumerate(ordered)], errors
 
 
 def _describe(run: ToolRun) -> str:
@@ -399,10 +342,6 @@ def _describe(run: ToolRun) -> str:
     if not parts:
         parts.append("ok" if run.omitted_tokens is None else "ran (output not shown)")
     return ": ".join(parts)
-
-
-def _clip(text: str, words: int) -> str:
-    return clip_words(text, words)
 
 
 def _sentence_items(work: AgentWork) -> list[WorkItem]:
@@ -444,7 +383,7 @@ def _last_state(work: AgentWork) -> list[WorkItem]:
         if not work.user or last.position > work.user[-1].position:
             parts.append(f"the assistant was at: {finish(clip_words(last.text, 40))}")
     if work.runs:
-        parts.append(f"its last call was `{_clip(work.runs[-1].key, 30)}`.")
+        parts.append(f"its last call was `{clip_words(work.runs[-1].key, 30)}`.")
     if not parts:
         return []
     text = " ".join(p[0].upper() + p[1:] for p in parts)
@@ -484,7 +423,7 @@ def work_summary(
     fresh = _sentence_items(work) + _file_items(work) + new_commands + open_errors
     fresh += _last_state(work)
     earlier = _previous_items(previous) if previous.strip() else []
-    fixed = {f"`{_clip(r.key, 30)}`" for r in work.runs if not r.failed}
+    fixed = {f"`{clip_words(r.key, 30)}`" for r in work.runs if not r.failed}
     earlier = [
         it
         for it in earlier
@@ -532,7 +471,7 @@ def _fit(candidates: list[WorkItem], max_tokens: int, count: Callable[[str], int
     used = 0
     headings: set[str] = set()
     for item in candidates:
-        key = _said(item.text)
+        key = " ".join(item.text.lower().split())  # as said, case and spacing aside
         if key in seen:
             continue
         prose = item.section not in ("Files touched", "Commands run", "Open errors")

@@ -29,6 +29,7 @@ long line only when it is prose, cut between words and ending in "…" (:func:`e
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -42,15 +43,22 @@ __all__ = [
     "KEY_ARGUMENTS",
     "CallOutcome",
     "StandIns",
+    "brief_args",
+    "call_args_of",
     "call_brief",
     "call_outcome",
     "calls_by_result",
     "clip_line",
     "describe",
     "excerpt",
+    "is_stand_in",
+    "long_message_said",
     "message_details",
+    "one_line",
     "replaced",
+    "run_outcome",
     "stand_in",
+    "stood_in_run",
     "tool_names_by_call",
 ]
 
@@ -403,3 +411,85 @@ def _name_of(call: Mapping[str, Any]) -> str:
     fn = call.get("function") or {}
     name = fn.get("name") if isinstance(fn, Mapping) else None
     return str(name or call.get("name") or "tool")
+
+
+# reading a stand-in back: the offline strategy reads the requests these are written into --
+_STAND_IN = re.compile(r"^\[content omitted from [^:\]]*: ")
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_STAND_ERROR = re.compile(r'; error: ((?:"(?:[^"\\]|\\.)*"(?: / )?)+)')
+_STAND_USER = re.compile(r"; ([\d,]+ lines; it began: .*?)\. The user sent it")
+_READ_CHARS = 160
+
+
+def is_stand_in(text: str) -> bool:
+    """Whether ``text`` opens with a stand-in (``[content omitted from …: ``)."""
+    return bool(_STAND_IN.match(text))
+
+
+def stood_in_run(stand: str) -> tuple[int | None, str | None, tuple[str, ...]]:
+    """What a tool result's stand-in says of its run: the tokens left out, the exit status
+    and the error lines it quotes."""
+    size = re.search(r", ~(\d+) tokens", stand)
+    exit_status = re.search(r"; exit status (-?\d+)", stand)
+    said = _STAND_ERROR.search(stand)
+    return (
+        int(size.group(1)) if size else None,
+        exit_status.group(1) if exit_status else None,
+        _quoted(said.group(1)) if said else (),
+    )
+
+
+def long_message_said(line: str) -> str | None:
+    """What a long user message's stand-in says of it (``N lines; it began: …``)."""
+    said = _STAND_USER.search(line)
+    return said.group(1) if said else None
+
+
+def run_outcome(body: str) -> tuple[str | None, tuple[str, ...]]:
+    """The exit status and error lines of a tool result's text, stand-ins left out."""
+
+    def clean(line: str) -> str | None:
+        line = line.removeprefix("> ")
+        return None if _STAND_IN.match(line) else line
+
+    return tool_outcome(body, clean=clean, show=one_line)
+
+
+def one_line(text: str, limit: int = _READ_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters, cut between words with "…"."""
+    one = " ".join(text.split())
+    if len(one) <= limit:
+        return one
+    cut = one[:limit].rsplit(" ", 1)[0] if " " in one[:limit] else one[:limit]
+    return cut + "…"
+
+
+def call_args_of(raw: str) -> dict[str, object]:
+    """The arguments of a rendered call (``→ name({json})``), {} when they are no object."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def brief_args(brief: str) -> dict[str, str]:
+    """The arguments a :func:`call_brief` names: ``bash command="pytest -q" path="x"`` ->
+    {"command": "pytest -q", "path": "x"}."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r'(\w+)=("(?:[^"\\]|\\.)*")', brief):
+        try:
+            out[m.group(1)] = str(json.loads(m.group(2)))
+        except ValueError:
+            continue
+    return out
+
+
+def _quoted(text: str) -> tuple[str, ...]:
+    out = []
+    for m in _QUOTED.finditer(text):
+        try:
+            out.append(str(json.loads(f'"{m.group(1)}"')))
+        except ValueError:
+            out.append(m.group(1))
+    return tuple(out)

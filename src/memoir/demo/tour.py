@@ -39,7 +39,7 @@ from memoir.config import Settings
 from memoir.demo.make_corpus import CORPUS_DIR, corpus_sources
 from memoir.errors import ConfigError
 from memoir.home_files import private_dir, private_file
-from memoir.ingest.sync import SyncReport
+from memoir.ingest.batches import SyncReport
 from memoir.model import EventKind
 from memoir.store import Store
 

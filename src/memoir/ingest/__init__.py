@@ -28,9 +28,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memoir.ingest.batches import NO_INDEX_MARKER, SyncObserver, SyncProgress, SyncReport
     from memoir.ingest.discover import Format, detect_format, discover
     from memoir.ingest.reader import ReadResult, read_bytes
-    from memoir.ingest.sync import NO_INDEX_MARKER, SyncObserver, SyncProgress, SyncReport
     from memoir.ingest.verify import Problem, VerifyReport
 
 __all__ = [
@@ -54,10 +54,10 @@ _HOME = {
     "discover": "memoir.ingest.discover",
     "ReadResult": "memoir.ingest.reader",
     "read_bytes": "memoir.ingest.reader",
-    "NO_INDEX_MARKER": "memoir.ingest.sync",
-    "SyncObserver": "memoir.ingest.sync",
-    "SyncProgress": "memoir.ingest.sync",
-    "SyncReport": "memoir.ingest.sync",
+    "NO_INDEX_MARKER": "memoir.ingest.batches",
+    "SyncObserver": "memoir.ingest.batches",
+    "SyncProgress": "memoir.ingest.batches",
+    "SyncReport": "memoir.ingest.batches",
     "Problem": "memoir.ingest.verify",
     "VerifyReport": "memoir.ingest.verify",
 }

@@ -1,8 +1,7 @@
-"""From transcript lines to events (pure): each format's reader chosen and run, and the generic
-format (OpenAI-style chat messages, from a file or sent over the HTTP API).
-
-Turn transcript lines into events (pure): bytes from an offset + parser state in,
-events, skipped lines, the new offset and the new parser state out.
+"""From transcript lines to events (pure): each format's reader chosen and run — bytes
+from an offset + parser state in; events, skipped lines, the new offset and the new
+parser state out — and the generic format (OpenAI-style chat messages, from a file or
+sent over the HTTP API).
 
 Bad input never stops a read and never costs a good line: a line that is not valid JSON,
 not UTF-8, holds NUL bytes, is longer than the line limit, or is a record type the format
@@ -19,33 +18,29 @@ start (``ReadResult.more``): called again on the same line iterator with the res
 offset, line count and state, it goes on exactly where it stopped — what sync uses to
 commit a large transcript in bounded batches.
 
-The generic format: OpenAI-style chat messages, one file per session.
-
-A file is either a JSON list of messages or JSONL with one message a line. A message is
+The generic format: OpenAI-style chat messages, one file per session, either a JSON list
+of messages or JSONL with one message a line. A message is
 ``{role, content, tool_calls?, tool_call_id?, name?, timestamp?}``; ``content`` is a string
 or a list of parts (``{type: "text", text}``, image parts). Roles: ``user`` → USER_TEXT
 (harness text an agent's CLI or SDK left in it — a ``<system-reminder>``, a command echo —
 cut out as HARNESS, :mod:`memoir.model.harness`; this reader also reads what the HTTP
-API and MCP append),
-``assistant`` → ASSISTANT_TEXT plus one TOOL_CALL per ``tool_calls`` entry, ``tool`` (or
-``function``) → TOOL_RESULT named after the call it answers, ``system``/``developer`` →
-META. A user or assistant message's ``name`` (a person in a group chat, one agent of
-several) is kept as its event's speaker, ``payload["speaker"]``. The session id is the file
-stem.
-
-OpenAI-style messages sent over the HTTP API, as the events the generic reader makes of
-them: one :class:`~memoir.store.values.ApiMessage` per message, carrying the client's id
-for it. Ordinals are placeholders; the store numbers the events when it appends them.
+API and MCP append), ``assistant`` → ASSISTANT_TEXT plus one TOOL_CALL per ``tool_calls``
+entry, ``tool`` (or ``function``) → TOOL_RESULT named after the call it answers,
+``system``/``developer`` → META. A user or assistant message's ``name`` (a person in a
+group chat, one agent of several) is kept as its event's speaker, ``payload["speaker"]``.
+The session id is the file stem. OpenAI-style messages sent over the HTTP API, as the
+events the generic reader makes of them: one :class:`~memoir.store.values.ApiMessage` per
+message, carrying the client's id for it. Ordinals are placeholders; the store numbers
+the events when it appends them.
 
 A message sent without a ``timestamp`` takes the nearest one of the messages sent with it
 (the one before, else the one after), else the time it is stored
 (:func:`memoir.model.infer_times`), marked ``time_inferred``. Messages stored by earlier
 appends are not consulted: a message is posted when it is said or later, so the time it
-arrives is a closer bound than an older message's.
-
-A message's ``metadata`` (a JSON object: what the caller wants back with it, such as an
-agent framework's own item) is kept in the payload of its first event,
-``payload["metadata"]``, and comes back with it from ``Memoir.events``.
+arrives is a closer bound than an older message's. A message's ``metadata`` (a JSON
+object: what the caller wants back with it, such as an agent framework's own item) is
+kept in the payload of its first event, ``payload["metadata"]``, and comes back with it
+from ``Memoir.events``.
 """
 
 from __future__ import annotations
@@ -91,18 +86,17 @@ __all__ = [
 ]
 
 _SNAPSHOT_PREFIX = b'{"type":"file-history-snapshot"'
+_READERS: dict[Format, type[FormatReader]] = {
+    Format.CODEX: CodexReader,
+    Format.CLAUDE: ClaudeReader,
+    Format.GEMINI: GeminiReader,
+    Format.OPENCODE: OpenCodeReader,
+}
 
 
 def reader_for(fmt: Format, sink: EventSink, state: dict[str, Any]) -> FormatReader:
-    if fmt is Format.CODEX:
-        return CodexReader(sink, state)
-    if fmt is Format.CLAUDE:
-        return ClaudeReader(sink, state)
-    if fmt is Format.GEMINI:
-        return GeminiReader(sink, state)
-    if fmt is Format.OPENCODE:
-        return OpenCodeReader(sink, state)
-    return GenericReader(sink, state)
+    """The reader of ``fmt`` (the generic one for a generic list or JSONL)."""
+    return _READERS.get(fmt, GenericReader)(sink, state)
 
 
 def _decode(line: RawLine) -> tuple[Any, SkippedLine | None, str]:

@@ -19,40 +19,42 @@ end, and is said only for a task (a request, or tools used).
 
 Where a source named its speakers (a group chat: ``Caroline: I went…``), a sentence that
 opens with "I" is reported in the speaker's name ("Caroline went…"), as a summary is
-written. The structured input is :class:`Line` and :class:`ToolAction`
-(:func:`summarize_lines`); :func:`read_transcript` reads a rendered transcript (what the
+written (:func:`memoir.llm.offline_summary.third_person`). The structured input is
+:class:`~memoir.llm.offline_summary.Line` and ``ToolAction`` (:func:`summarize_lines`);
+:func:`memoir.llm.offline_summary.read_transcript` reads a rendered transcript (what the
 summary and compaction tasks carry) into it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from memoir.llm.offline_summary import finish, near_duplicate
+from memoir.llm.offline_summary import (
+    PROSE_ROLES,
+    Line,
+    ToolAction,
+    finish,
+    near_duplicate,
+    read_transcript,
+    third_person,
+)
 from memoir.llm.transcript import (
-    NAMED_LINE,
     Sentence,
     SentenceScorer,
     Turn,
     clip_words,
     content_words,
     cue,
-    opens_turn,
-    parse_turns,
     rank_sentences,
     sentences_of,
 )
 
 __all__ = [
-    "Line",
     "ProseSummary",
-    "ToolAction",
     "is_filler",
     "prose_summary",
-    "read_transcript",
     "summarize_lines",
 ]
 
@@ -66,7 +68,6 @@ BODY_SHARE = 0.16  # of the conversation's prose words, between the two bounds a
 MAX_ACTIONS = 6
 
 _CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_PROSE_ROLES = ("user", "assistant", "unknown", "system")
 
 _GREETING = re.compile(
     r"^(?:hey|hi|hello|hiya|yo|thanks|thank you|thx|cheers|good (?:morning|evening|afternoon|"
@@ -116,28 +117,9 @@ _ABANDONED = re.compile(
     r"not worth|let'?s (?:leave|stop|park) (?:it|this|here))\b",
     re.IGNORECASE,
 )
-# a file, not a folder a search was scoped to ("shop", "."): a name with an extension
-_FILE = re.compile(r"[^/.\s]\.\w{1,10}$|(?:^|/)(?:Makefile|Dockerfile|\.[\w.-]+)$")
 # a label an outcome sentence opens with ("Done: …", "Found it: …")
 _OUTCOME_LABEL = re.compile(
     r"^(?:done|fixed|found it|all set|ok(?:ay)?|great|good)[:,!.]\s+(?=\S)", re.I
-)
-_TOOLS_MARK = re.compile(r"^\[tools: (?P<list>[^\]\n]*)\]\s*$", re.MULTILINE)
-_NAME_PREFIX = re.compile(r"^(?P<name>[A-Z][\w'’.-]{1,30}(?: [A-Z][\w'’.-]{1,30})?):\s+(?=\S)")
-_FIRST_PERSON = (
-    (re.compile(r"^I'?m\b|^I am\b"), "{name} is"),
-    (
-        re.compile(r"^I'?ve\b|^I have\b(?= (?:been|got|a|an|the|to|no|some|just|always|never))"),
-        "{name} has",
-    ),
-    (re.compile(r"^I'?d\b"), "{name} would"),
-    (re.compile(r"^I'?ll\b"), "{name} will"),
-    (re.compile(r"^My\b"), "{name}'s"),
-    (re.compile(r"^I\b(?! think| guess| mean| know| feel| hope| wonder| bet)"), "{name}"),
-)
-_THIRD_PERSON_VERB = re.compile(
-    r"^(?P<verb>love|like|want|need|have|feel|think|enjoy|hope|plan|try|work|live|go|do|"
-    r"prefer|hate|miss|wish|know|keep|get|make|take|find|see|use)\b"
 )
 # a reply's reaction to what the other side said ("You have such a caring heart",
 # "That sounds great"): it answers, it tells nothing new
@@ -148,29 +130,6 @@ _REACTION = re.compile(
     re.IGNORECASE,
 )
 _YOU = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
-_OWN = re.compile(r"\b(?:my|me|myself|I'm|I've|I'd|I'll|I)\b")
-_THEIR = {"my": "their", "me": "them", "myself": "themselves", "I'm": "they're", "I": "they",
-          "I've": "they've", "I'd": "they'd", "I'll": "they'll"}  # fmt: skip
-_VERB_S = {"have": "has", "do": "does", "go": "goes", "try": "tries", "wish": "wishes",
-           "miss": "misses"}  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One turn of prose: who (``user``, ``assistant``, ``unknown``, ``system``), the
-    speaker's name when the source gave one, and the text."""
-
-    role: str
-    text: str
-    speaker: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolAction:
-    """What the agent touched: a file (``kind="file"``) or a command (``"command"``)."""
-
-    kind: str
-    target: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,131 +170,7 @@ def is_filler(text: str) -> bool:
     return bool(_GREETING.match(text.strip(" *_\"'“"))) and len(words) <= 9
 
 
-# -- reading ---------------------------------------------------------------------------
-
-
-def _target(tool: str, args: object) -> ToolAction | None:
-    if not isinstance(args, dict):
-        return None
-    for key in ("command", "cmd"):
-        value = args.get(key)
-        if isinstance(value, list):
-            value = " ".join(str(v) for v in value)
-        if isinstance(value, str) and value.strip():
-            return ToolAction("command", clip_words(value.strip().splitlines()[0], 10))
-    for key in ("file_path", "path", "notebook_path", "filename", "file"):
-        value = args.get(key)
-        if isinstance(value, str) and _FILE.search(value.strip()) and len(value) < 200:
-            return ToolAction("file", value.strip())
-    return None
-
-
-def _parse_args(text: str) -> object:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def read_transcript(transcript: str) -> tuple[list[Line], list[ToolAction]]:
-    """The prose lines and the agent's actions of a transcript in the prompt convention:
-    ``Assistant called Bash: {json}`` turns and ``[tools: Read (path), Bash (cmd)]``
-    markers give the actions; a ``Name: `` prefix that leads two or more turns names
-    their speaker."""
-    actions: list[ToolAction] = []
-    for raw in transcript.splitlines():
-        m = opens_turn(raw)
-        called = m.groupdict().get("called") if m else None
-        if m and called:
-            tool = called.split()[-1]
-            found = _target(tool, _parse_args(raw[m.end() :].strip()))
-            if found:
-                actions.append(found)
-    for mark in _TOOLS_MARK.finditer(transcript):
-        for item in re.finditer(r"(\w[\w.-]*) \(([^()]{1,200})\)", mark.group("list")):
-            tool, target = item.group(1), item.group(2)
-            kind = "command" if tool.lower() in ("bash", "shell", "exec", "run") else "file"
-            if kind == "command" or _FILE.search(target):
-                actions.append(ToolAction(kind, target))
-    # "Ana (user): …" → "User: Ana: …", the prefix form named speakers take in a turn
-    unnamed = "\n".join(
-        NAMED_LINE.sub(lambda m: f"{m.group('role').capitalize()}: {m.group('name')}: ", ln, 1)
-        for ln in transcript.splitlines()
-    )
-    turns = [t for t in parse_turns(unnamed) if t.role in _PROSE_ROLES]
-    return _named([(t.role, t.text) for t in turns]), actions
-
-
-def _named(turns: Sequence[tuple[str, str]]) -> list[Line]:
-    heads = [_NAME_PREFIX.match(text) for _, text in turns]
-    counts: dict[str, int] = {}
-    for m in heads:
-        if m:
-            counts[m.group("name")] = counts.get(m.group("name"), 0) + 1
-    names = {n for n, c in counts.items() if c >= 2}
-    lines = []
-    for (role, text), m in zip(turns, heads, strict=True):
-        if m and m.group("name") in names:
-            lines.append(Line(role, text[m.end() :], m.group("name")))
-        else:
-            lines.append(Line(role, text))
-    return lines
-
-
 # -- selecting -------------------------------------------------------------------------
-
-
-def _third_person(text: str, name: str | None) -> str:
-    """ "I went to…" said by Caroline → "Caroline went to…" (only a sentence that opens
-    with the speaker's "I"/"My"; anything else is kept as said)."""
-    if not name:
-        return text
-    for pattern, replacement in _FIRST_PERSON:
-        m = pattern.match(text)
-        if m is None:
-            continue
-        rest = text[m.end() :]
-        if replacement == "{name}":
-            verb = _THIRD_PERSON_VERB.match(rest.lstrip())
-            if verb:
-                word = verb.group("verb")
-                conj = _VERB_S.get(word, word + "s")
-                rest = " " + conj + rest.lstrip()[len(word) :]
-        rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
-        return replacement.format(name=name) + rest
-    return _reported(text, name)
-
-
-_FIRST_MENTION = re.compile(r"\b(?:I'm|I've|I'd|I'll|I|my|me|myself)\b")
-_NAMED = {"I'm": "{n} is", "I've": "{n} has", "I'd": "{n} would", "I'll": "{n} will",
-          "I": "{n}", "my": "{n}'s", "me": "{n}", "myself": "{n}"}  # fmt: skip
-
-
-_THEY_VERB = re.compile(r"\bthey (was|is|has|am|wasn't|isn't|hasn't)\b")
-_PLURAL = {"was": "were", "is": "are", "has": "have", "am": "are", "wasn't": "weren't",
-           "isn't": "aren't", "hasn't": "haven't"}  # fmt: skip
-
-
-def _agree(text: str) -> str:
-    """ "they was" → "they were" (after "I" became "they")."""
-    return _THEY_VERB.sub(lambda m: "they " + _PLURAL[m.group(1)], text)
-
-
-def _reported(text: str, name: str) -> str:
-    """A sentence with the speaker's "I" further in: its first "I"/"my"/"me" names the
-    speaker ("…so I went" → "…so Caroline went"), the later ones become they/their/them."""
-    m = _FIRST_MENTION.search(text)
-    if m is None:
-        return text
-    word = m.group(0)
-    rest = text[m.end() :]
-    if word == "I":
-        verb = _THIRD_PERSON_VERB.match(rest.lstrip())
-        if verb:
-            conj = _VERB_S.get(verb.group("verb"), verb.group("verb") + "s")
-            rest = " " + conj + rest.lstrip()[len(verb.group("verb")) :]
-    rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
-    return text[: m.start()] + _NAMED[word].format(n=name) + rest
 
 
 def _imperative(text: str) -> str:
@@ -360,13 +195,13 @@ class _Reading:
     @classmethod
     def of(cls, lines: Sequence[Line]) -> _Reading:
         turns = [Turn(ln.role, ln.text, n) for n, ln in enumerate(lines)]
-        return cls(list(lines), turns, sentences_of(turns, roles=_PROSE_ROLES))
+        return cls(list(lines), turns, sentences_of(turns, roles=PROSE_ROLES))
 
     def speaker(self, s: Sentence) -> str | None:
         return self.lines[s.turn].speaker
 
     def said(self, s: Sentence, words: int = SENTENCE_WORDS) -> str:
-        return finish(clip_words(_third_person(s.text.strip(), self.speaker(s)), words))
+        return finish(clip_words(third_person(s.text.strip(), self.speaker(s)), words))
 
 
 def _goal(r: _Reading) -> tuple[str, list[Sentence], bool]:
@@ -381,12 +216,12 @@ def _goal(r: _Reading) -> tuple[str, list[Sentence], bool]:
     if asking is None:  # no request: a talk, opened by its first substantive sentence
         telling = (s for s in firsts if not _REACTION.match(s.text) and not s.text.endswith("?"))
         first = next(telling, first)
-        goal = _trim(_third_person(first.text, r.speaker(first)), HEADLINE_GOAL_WORDS)
+        goal = _trim(third_person(first.text, r.speaker(first)), HEADLINE_GOAL_WORDS)
         return goal, [first], False
     if asking is first:
         used = [first]
         text = _imperative(first.text) if asking is first else first.text
-        goal = _trim(_third_person(text, r.speaker(first)), HEADLINE_GOAL_WORDS)
+        goal = _trim(third_person(text, r.speaker(first)), HEADLINE_GOAL_WORDS)
         return goal, used, asking is first
     if len(first.text.split()) + len(asking.text.split()) <= HEADLINE_GOAL_WORDS + 6:
         setup = _trim(first.text, HEADLINE_GOAL_WORDS)
@@ -514,7 +349,7 @@ def summarize_lines(
     if outcome is not None:
         said.append(frozenset(content_words(outcome.text)))
         said_end = _OUTCOME_LABEL.sub("", outcome.text.strip())
-        end = _trim(_third_person(said_end, r.speaker(outcome)), HEADLINE_OUTCOME_WORDS)
+        end = _trim(third_person(said_end, r.speaker(outcome)), HEADLINE_OUTCOME_WORDS)
         head = end.split(" ", 1)[0]
         if status and head[1:].isalpha() and head[1:].islower():  # "All 8 tests" → "all 8…"
             end = end[:1].lower() + end[1:]

@@ -1,7 +1,6 @@
 """The offline keyword summary and the one reading of a transcript it shares with the JSON
-answers.
-
-One reading of a transcript, shared by the text summary and the JSON answers.
+answers and the prose summary (:func:`read_transcript`: its prose :class:`Line` values and
+the agent's :class:`ToolAction` values, :mod:`memoir.llm.offline_prose` reads them).
 
 The keyword-led text summary of summary format 1 — no longer what the offline model
 writes (that is :mod:`memoir.llm.offline_prose`); kept as ``memoir bench summaries``'
@@ -24,17 +23,20 @@ keeps what earlier rounds covered.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memoir.llm.transcript import (
+    NAMED_LINE,
     Sentence,
     Turn,
     clip_words,
     content_words,
     cue,
     keywords,
+    opens_turn,
     parse_turns,
     rank_sentences,
     sentences_of,
@@ -44,10 +46,15 @@ from memoir.llm.transcript import (
 __all__ = [
     "EARLIER_SHARE",
     "MAX_POINTS",
+    "PROSE_ROLES",
     "Analysis",
+    "Line",
+    "ToolAction",
     "finish",
     "near_duplicate",
+    "read_transcript",
     "text_summary",
+    "third_person",
     "topic_phrase",
 ]
 
@@ -70,6 +77,169 @@ _MARKUP = re.compile(
 )
 # **bold** around words (never the ** of 2**10, nor the __ of mcp__tool or __init__)
 _BOLD = re.compile(r"(?<![\w*])\*\*(?=\S)(.+?)(?<=\S)\*\*(?![\w*])")
+
+PROSE_ROLES = ("user", "assistant", "unknown", "system")
+# a file, not a folder a search was scoped to ("shop", "."): a name with an extension
+_FILE = re.compile(r"[^/.\s]\.\w{1,10}$|(?:^|/)(?:Makefile|Dockerfile|\.[\w.-]+)$")
+_TOOLS_MARK = re.compile(r"^\[tools: (?P<list>[^\]\n]*)\]\s*$", re.MULTILINE)
+_NAME_PREFIX = re.compile(r"^(?P<name>[A-Z][\w'’.-]{1,30}(?: [A-Z][\w'’.-]{1,30})?):\s+(?=\S)")
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One turn of prose: who (``user``, ``assistant``, ``unknown``, ``system``), the
+    speaker's name when the source gave one, and the text."""
+
+    role: str
+    text: str
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAction:
+    """What the agent touched: a file (``kind="file"``) or a command (``"command"``)."""
+
+    kind: str
+    target: str
+
+
+def _target(tool: str, args: object) -> ToolAction | None:
+    if not isinstance(args, dict):
+        return None
+    for key in ("command", "cmd"):
+        value = args.get(key)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            return ToolAction("command", clip_words(value.strip().splitlines()[0], 10))
+    for key in ("file_path", "path", "notebook_path", "filename", "file"):
+        value = args.get(key)
+        if isinstance(value, str) and _FILE.search(value.strip()) and len(value) < 200:
+            return ToolAction("file", value.strip())
+    return None
+
+
+def _parse_args(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def read_transcript(transcript: str) -> tuple[list[Line], list[ToolAction]]:
+    """The prose lines and the agent's actions of a transcript in the prompt convention:
+    ``Assistant called Bash: {json}`` turns and ``[tools: Read (path), Bash (cmd)]``
+    markers give the actions; a ``Name: `` prefix that leads two or more turns names
+    their speaker."""
+    actions: list[ToolAction] = []
+    for raw in transcript.splitlines():
+        m = opens_turn(raw)
+        called = m.groupdict().get("called") if m else None
+        if m and called:
+            tool = called.split()[-1]
+            found = _target(tool, _parse_args(raw[m.end() :].strip()))
+            if found:
+                actions.append(found)
+    for mark in _TOOLS_MARK.finditer(transcript):
+        for item in re.finditer(r"(\w[\w.-]*) \(([^()]{1,200})\)", mark.group("list")):
+            tool, target = item.group(1), item.group(2)
+            kind = "command" if tool.lower() in ("bash", "shell", "exec", "run") else "file"
+            if kind == "command" or _FILE.search(target):
+                actions.append(ToolAction(kind, target))
+    # "Ana (user): …" → "User: Ana: …", the prefix form named speakers take in a turn
+    unnamed = "\n".join(
+        NAMED_LINE.sub(lambda m: f"{m.group('role').capitalize()}: {m.group('name')}: ", ln, 1)
+        for ln in transcript.splitlines()
+    )
+    turns = [t for t in parse_turns(unnamed) if t.role in PROSE_ROLES]
+    return _named([(t.role, t.text) for t in turns]), actions
+
+
+def _named(turns: Sequence[tuple[str, str]]) -> list[Line]:
+    heads = [_NAME_PREFIX.match(text) for _, text in turns]
+    counts: dict[str, int] = {}
+    for m in heads:
+        if m:
+            counts[m.group("name")] = counts.get(m.group("name"), 0) + 1
+    names = {n for n, c in counts.items() if c >= 2}
+    lines = []
+    for (role, text), m in zip(turns, heads, strict=True):
+        if m and m.group("name") in names:
+            lines.append(Line(role, text[m.end() :], m.group("name")))
+        else:
+            lines.append(Line(role, text))
+    return lines
+
+
+_FIRST_PERSON = (
+    (re.compile(r"^I'?m\b|^I am\b"), "{name} is"),
+    (
+        re.compile(r"^I'?ve\b|^I have\b(?= (?:been|got|a|an|the|to|no|some|just|always|never))"),
+        "{name} has",
+    ),
+    (re.compile(r"^I'?d\b"), "{name} would"),
+    (re.compile(r"^I'?ll\b"), "{name} will"),
+    (re.compile(r"^My\b"), "{name}'s"),
+    (re.compile(r"^I\b(?! think| guess| mean| know| feel| hope| wonder| bet)"), "{name}"),
+)
+_THIRD_PERSON_VERB = re.compile(
+    r"^(?P<verb>love|like|want|need|have|feel|think|enjoy|hope|plan|try|work|live|go|do|"
+    r"prefer|hate|miss|wish|know|keep|get|make|take|find|see|use)\b"
+)
+_OWN = re.compile(r"\b(?:my|me|myself|I'm|I've|I'd|I'll|I)\b")
+_THEIR = {"my": "their", "me": "them", "myself": "themselves", "I'm": "they're", "I": "they",
+          "I've": "they've", "I'd": "they'd", "I'll": "they'll"}  # fmt: skip
+_VERB_S = {"have": "has", "do": "does", "go": "goes", "try": "tries", "wish": "wishes",
+           "miss": "misses"}  # fmt: skip
+_FIRST_MENTION = re.compile(r"\b(?:I'm|I've|I'd|I'll|I|my|me|myself)\b")
+_NAMED = {"I'm": "{n} is", "I've": "{n} has", "I'd": "{n} would", "I'll": "{n} will",
+          "I": "{n}", "my": "{n}'s", "me": "{n}", "myself": "{n}"}  # fmt: skip
+_THEY_VERB = re.compile(r"\bthey (was|is|has|am|wasn't|isn't|hasn't)\b")
+_PLURAL = {"was": "were", "is": "are", "has": "have", "am": "are", "wasn't": "weren't",
+           "isn't": "aren't", "hasn't": "haven't"}  # fmt: skip
+
+
+def third_person(text: str, name: str | None) -> str:
+    """ "I went to…" said by Caroline → "Caroline went to…" (only a sentence that opens
+    with the speaker's "I"/"My"; anything else is kept as said)."""
+    if not name:
+        return text
+    for pattern, replacement in _FIRST_PERSON:
+        m = pattern.match(text)
+        if m is None:
+            continue
+        rest = text[m.end() :]
+        if replacement == "{name}":
+            verb = _THIRD_PERSON_VERB.match(rest.lstrip())
+            if verb:
+                word = verb.group("verb")
+                conj = _VERB_S.get(word, word + "s")
+                rest = " " + conj + rest.lstrip()[len(word) :]
+        rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
+        return replacement.format(name=name) + rest
+    return _reported(text, name)
+
+
+def _agree(text: str) -> str:
+    """ "they was" → "they were" (after "I" became "they")."""
+    return _THEY_VERB.sub(lambda m: "they " + _PLURAL[m.group(1)], text)
+
+
+def _reported(text: str, name: str) -> str:
+    """A sentence with the speaker's "I" further in: its first "I"/"my"/"me" names the
+    speaker ("…so I went" → "…so Caroline went"), the later ones become they/their/them."""
+    m = _FIRST_MENTION.search(text)
+    if m is None:
+        return text
+    word = m.group(0)
+    rest = text[m.end() :]
+    if word == "I":
+        verb = _THIRD_PERSON_VERB.match(rest.lstrip())
+        if verb:
+            conj = _VERB_S.get(verb.group("verb"), verb.group("verb") + "s")
+            rest = " " + conj + rest.lstrip()[len(verb.group("verb")) :]
+    rest = _agree(_OWN.sub(lambda w: _THEIR[w.group(0)], rest))
+    return text[: m.start()] + _NAMED[word].format(n=name) + rest
 
 
 def finish(text: str) -> str:

@@ -47,8 +47,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoir.llm.offline_prose import prose_summary, read_transcript, summarize_lines
-from memoir.llm.offline_summary import Analysis, finish
+from memoir.llm.offline_prose import prose_summary, summarize_lines
+from memoir.llm.offline_summary import Analysis, finish, read_transcript
 from memoir.llm.transcript import SentenceScorer, keywords, split_sentences
 
 __all__ = [
