@@ -1,24 +1,210 @@
-"""`memoir compact FILE --window N`: compact a messages file with the configured model."""
+"""`memoir embed`, `summarize` and `compact`: the commands that derive from the archive.
+
+`memoir embed`: compute the missing embeddings (semantic search catch-up).
+
+`memoir summarize SESSION`: the episodic summarizer over one stored session.
+
+`memoir compact FILE --window N`: compact a messages file with the configured model.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import typer
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
 from memoir import service
-from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
-from memoir.errors import CompactionError, MemoirError, UsageError
+from memoir.cli.app import (
+    app,
+    console,
+    err_console,
+    open_memoir,
+    print_json,
+    printable,
+)
+from memoir.errors import Busy, CompactionError, MemoirError, UsageError
+from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
+from memoir.search.embedder import Embedder, TokenEmbedder
+from memoir.summaries.episodic import Progress as ProgressFn
+from memoir.summaries.session import RunMode, SessionRun
 
-__all__ = ["MessagesFile", "compact", "read_messages", "render_messages"]
+__all__ = ["MessagesFile", "compact", "embed", "read_messages", "render_messages", "summarize"]
 
+
+# ---- memoir embed ----
+
+
+@app.command()
+def embed(
+    batch: int = typer.Option(
+        DEFAULT_BATCH, "--batch", min=1, max=4096, help="Exchanges per batch."
+    ),
+    max_items: int | None = typer.Option(
+        None, "--max", min=1, help="Stop after this many (the rest waits for the next run)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Embed the exchanges that have no vector yet, or no token states for re-ranking, then
+    redo vectors embedded from an older release's recipe (needs the embeddings extra)."""
+    with open_memoir(existing=True) as memoir:
+        # before any bar is drawn: a read-only home is one line, as for sync and summarize
+        service.ensure_writable(memoir, "memoir embed")
+        embedder = service.embedder(memoir)
+        try:
+            if as_json or embedder is None or not err_console.is_terminal:
+                # no embedder: embed_pending says why, in one line, with no bar before it
+                result = service.embed_pending(memoir, batch=batch, max_items=max_items)
+            else:
+                with Progress(  # on stderr and gone when done, as sync's and summarize's
+                    TextColumn("embedding"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=err_console,
+                    transient=True,
+                ) as bar:
+                    task = bar.add_task("embed", total=_backlog(memoir, embedder, max_items))
+                    result = service.embed_pending(
+                        memoir,
+                        batch=batch,
+                        max_items=max_items,
+                        progress=lambda n: bar.advance(task, n),
+                    )
+        except Busy:
+            if as_json:
+                print_json({"busy": True, "embedded": 0})
+            else:
+                console.print("another memoir embed is running; leaving it to finish")
+            return
+    _report_backfill(result, as_json)
+
+
+def _backlog(memoir: Any, embedder: Embedder, max_items: int | None) -> int:
+    """What the bar counts up to: the exchanges still to embed (at most ``max_items``)."""
+    left = service.embedding_backlog(
+        memoir, embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
+    )
+    return left if max_items is None else min(left, max_items)
+
+
+def _report_backfill(result: BackfillResult, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {"model": result.model, "embedded": result.embedded, "complete": result.complete}
+        )
+        return
+    left = "" if result.complete else " (more left: run memoir embed again)"
+    console.print(f"embedded {result.embedded} exchanges with {result.model}{left}")
+
+
+# ---- memoir summarize ----
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[ProgressFn | None]:
+    if not enabled:
+        yield None
+        return
+    bar = Progress(
+        TextColumn("{task.description:<9}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def report(phase: str, completed: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total)
+        bar.update(tasks[phase], completed=completed, total=total)
+
+    with bar:
+        yield report
+
+
+def _show(run: SessionRun) -> None:
+    summary = run.summary
+    if summary is None:
+        console.print(f"Summary of {run.session_id} is already up to date (nothing new).")
+        return
+    table = Table(title=f"summary of {run.session_id}", show_header=False)
+    rows = [
+        ("mode", run.mode + (f" ({run.rounds} rounds)" if run.rounds > 1 else "")),
+        ("episodes", str(summary.episodes)),
+        ("split after truncation", str(summary.splits)),
+        ("cache hits", str(summary.cache_hits)),
+        ("model calls", str(run.calls)),
+        ("model", summary.model + (" (fallback)" if summary.fallback_used else "")),
+        ("tokens in / out", f"{summary.input_tokens:,} / {summary.output_tokens:,}"),
+        ("saved", "yes" if run.saved else "NO"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    console.print(printable(summary.text), markup=False, highlight=False)
+
+
+@app.command()
+def summarize(
+    session: str = typer.Argument(..., help="Session id (or a unique prefix)."),
+    full: bool = typer.Option(False, "--full", help="Rebuild from the whole history."),
+    incremental: bool = typer.Option(
+        False, "--incremental", help="Summarize only what follows the existing summary."
+    ),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the episode cache."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Summarize a long session episode by episode and save the result.
+
+    Without --full or --incremental: incremental when the session already has a summary,
+    else full (and in parts when the history is beyond the full-regeneration guard).
+    """
+    if full and incremental:
+        raise UsageError("--full and --incremental cannot be used together; give one")
+    mode: RunMode = "full" if full else "incremental" if incremental else "auto"
+    with open_memoir(existing=True) as memoir:
+        session_id = service.session_id(memoir, session)
+        try:
+            with _progress_bar(err_console.is_terminal) as progress:
+                run = memoir.summarize(
+                    session_id, mode=mode, use_cache=not no_cache, progress=progress
+                )
+        except Busy as exc:  # one writer per session: the other run's summary will land
+            message = f"{exc}; leaving it to finish"
+            if as_json:
+                print_json({"busy": True, "message": message})
+            else:
+                console.print(message)
+            return
+    if as_json:
+        print_json(run.to_json())
+    else:
+        _show(run)
+    if run.summary is not None and not run.saved:
+        raise MemoirError(run.note or "the summary was not saved")
+
+
+# ---- memoir compact ----
 
 Shape = Literal["array", "object", "jsonl", "transcript"]
 
