@@ -111,11 +111,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Print a stored conversation, or one exchange of it in context, as a transcript.",
     ),
     "summarize": (
-        "cmd_archive",
+        "cmd_summarize",
         "Summarize a long session episode by episode and save the result.",
     ),
     "compact": (
-        "cmd_archive",
+        "cmd_summarize",
         "Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary "
         "of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO "
         "of the threshold), a message too large for that kept as a stand-in.",
@@ -154,7 +154,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "status.",
     ),
     "embed": (
-        "cmd_archive",
+        "cmd_embed",
         "Embed the exchanges that have no vector yet, or no token states for re-ranking, then "
         "redo vectors embedded from an older release's recipe (needs the embeddings extra).",
     ),

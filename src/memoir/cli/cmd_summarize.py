@@ -1,6 +1,4 @@
-"""`memoir embed`, `summarize` and `compact`: the commands that derive from the archive.
-
-`memoir embed`: compute the missing embeddings (semantic search catch-up).
+"""`memoir summarize` and `memoir compact`: the commands that write summaries.
 
 `memoir summarize SESSION`: the episodic summarizer over one stored session.
 
@@ -15,19 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 from rich.text import Text
 
@@ -41,78 +30,12 @@ from memoir.cli.app import (
     printable,
 )
 from memoir.errors import Busy, CompactionError, MemoirError, UsageError
-from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
-from memoir.search.embedder import Embedder, TokenEmbedder
-from memoir.summaries.episodic import Progress as ProgressFn
-from memoir.summaries.session import RunMode, SessionRun
 
-__all__ = ["MessagesFile", "compact", "embed", "read_messages", "render_messages", "summarize"]
+if TYPE_CHECKING:
+    from memoir.summaries.episodic import Progress as ProgressFn
+    from memoir.summaries.session import RunMode, SessionRun
 
-
-# ---- memoir embed ----
-
-
-@app.command()
-def embed(
-    batch: int = typer.Option(
-        DEFAULT_BATCH, "--batch", min=1, max=4096, help="Exchanges per batch."
-    ),
-    max_items: int | None = typer.Option(
-        None, "--max", min=1, help="Stop after this many (the rest waits for the next run)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-) -> None:
-    """Embed the exchanges that have no vector yet, or no token states for re-ranking, then
-    redo vectors embedded from an older release's recipe (needs the embeddings extra)."""
-    with open_memoir(existing=True) as memoir:
-        # before any bar is drawn: a read-only home is one line, as for sync and summarize
-        service.ensure_writable(memoir, "memoir embed")
-        embedder = service.embedder(memoir)
-        try:
-            if as_json or embedder is None or not err_console.is_terminal:
-                # no embedder: embed_pending says why, in one line, with no bar before it
-                result = service.embed_pending(memoir, batch=batch, max_items=max_items)
-            else:
-                with Progress(  # on stderr and gone when done, as sync's and summarize's
-                    TextColumn("embedding"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeRemainingColumn(),
-                    console=err_console,
-                    transient=True,
-                ) as bar:
-                    task = bar.add_task("embed", total=_backlog(memoir, embedder, max_items))
-                    result = service.embed_pending(
-                        memoir,
-                        batch=batch,
-                        max_items=max_items,
-                        progress=lambda n: bar.advance(task, n),
-                    )
-        except Busy:
-            if as_json:
-                print_json({"busy": True, "embedded": 0})
-            else:
-                console.print("another memoir embed is running; leaving it to finish")
-            return
-    _report_backfill(result, as_json)
-
-
-def _backlog(memoir: Any, embedder: Embedder, max_items: int | None) -> int:
-    """What the bar counts up to: the exchanges still to embed (at most ``max_items``)."""
-    left = service.embedding_backlog(
-        memoir, embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
-    )
-    return left if max_items is None else min(left, max_items)
-
-
-def _report_backfill(result: BackfillResult, as_json: bool) -> None:
-    if as_json:
-        print_json(
-            {"model": result.model, "embedded": result.embedded, "complete": result.complete}
-        )
-        return
-    left = "" if result.complete else " (more left: run memoir embed again)"
-    console.print(f"embedded {result.embedded} exchanges with {result.model}{left}")
+__all__ = ["MessagesFile", "compact", "read_messages", "render_messages", "summarize"]
 
 
 # ---- memoir summarize ----
@@ -123,6 +46,15 @@ def _progress_bar(enabled: bool) -> Iterator[ProgressFn | None]:
     if not enabled:
         yield None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     bar = Progress(
         TextColumn("{task.description:<9}"),
         BarColumn(),
