@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memoir.cli import asks_version
-from memoir.cli.help_text import COMMANDS
+from memoir.cli.conventions import COMMANDS
 from memoir.cli.top_help import asks_top_help
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def test_top_level_help_imports_no_framework(args: list[str]) -> None:
 
 def test_a_command_imports_its_own_module_only() -> None:
     loaded = _cli("config", "--help")
-    assert {n for n in loaded if n.startswith("memoir.cli.cmd_")} == {"memoir.cli.cmd_config"}
+    assert {n for n in loaded if n.startswith("memoir.cli.cmd_")} == {"memoir.cli.cmd_admin"}
 
 
 def test_help_lists_what_the_commands_register() -> None:

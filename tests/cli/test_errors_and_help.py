@@ -13,8 +13,14 @@ import pytest
 
 import memoir.config
 from cli_run import run_cli
-from memoir.cli.failures import error_code, plain_reason, wants_json
-from memoir.cli.help_text import COMMAND_ORDER, ordered, short_help
+from memoir.cli.conventions import (
+    COMMAND_ORDER,
+    error_code,
+    ordered,
+    plain_reason,
+    short_help,
+    wants_json,
+)
 from memoir.errors import ConfigError, NotFound, ReadOnly, UsageError
 
 
@@ -307,7 +313,7 @@ def test_config_names_the_variables_users_set(
 ) -> None:
     from dataclasses import fields
 
-    from memoir.cli.cmd_config import env_name
+    from memoir.cli.cmd_admin import env_name
     from memoir.config import Settings
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))

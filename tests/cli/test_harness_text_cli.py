@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import memoir.cli.cmd_compact
 import memoir.cli.cmd_memories
-import memoir.cli.cmd_search
-import memoir.cli.cmd_show
+import memoir.cli.cmd_read
+import memoir.cli.cmd_summarize
 import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
 from conftest import fresh_pg_schema
 from memoir.cli.app import app

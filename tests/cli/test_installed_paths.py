@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command
-from memoir.cli.cmd_mcp import plugin_dir
+from memoir.cli.cmd_serve import plugin_dir
 from memoir.demo.make_corpus import corpus_sources
 from memoir.errors import ConfigError
 from memoir.mcp.claude_plugin import HOOKS_FILE, MANIFEST, MCP_FILE, installed_files

@@ -1,4 +1,4 @@
-"""Arguments converted without pydantic (:mod:`memoir.cli.plain_params`): wherever the
+"""Arguments converted without pydantic (:mod:`memoir.cli.conventions`): wherever the
 plain decision answers, it answers what typer's own pydantic adapter answers, value and
 type; where it does not, typer's adapter converts (and refuses) as before."""
 
@@ -11,7 +11,7 @@ import pytest
 from typer._coercion import build_runtime_param, resolve_type_descriptor
 from typer.models import OptionInfo
 
-from memoir.cli.plain_params import NOT_PLAIN, plain_value
+from memoir.cli.conventions import NOT_PLAIN, plain_value
 from memoir.model import Harness
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import memoir.cli.cmd_search
-import memoir.cli.cmd_show
+import memoir.cli.cmd_read
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.config import Settings

@@ -105,7 +105,7 @@ def test_search_through_a_pipe_writes_what_rich_writes(home: Path, query: str, p
 
 
 def test_the_hint_on_stderr_is_the_same_plain() -> None:
-    from memoir.cli.cmd_search import _WAITING
+    from memoir.cli.cmd_read import _WAITING
 
     assert plain_text(_WAITING) and not any(ch in _WAITING for ch in "[\\")
 

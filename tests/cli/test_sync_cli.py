@@ -15,8 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 # importing the command modules registers their commands
-import memoir.cli.cmd_search
-import memoir.cli.cmd_show
+import memoir.cli.cmd_read
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir.cli.app import app
 from memoir.errors import NotFound

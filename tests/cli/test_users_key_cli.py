@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import memoir.cli.cmd_users  # noqa: F401  (registers the command)
+import memoir.cli.cmd_admin  # noqa: F401  (registers the command)
 from cli_run import run_cli
 from memoir.app import Memoir
 from memoir.config import Settings

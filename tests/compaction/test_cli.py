@@ -234,13 +234,13 @@ def test_output_refusals_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     ],
 )
 def test_render_messages_table(shape: str, messages: list[dict[str, Any]], expected: str) -> None:
-    from memoir.cli.cmd_compact import MessagesFile, render_messages
+    from memoir.cli.cmd_summarize import MessagesFile, render_messages
 
     assert render_messages(MessagesFile([], shape), messages) == expected  # type: ignore[arg-type]
 
 
 def test_render_keeps_the_envelope() -> None:
-    from memoir.cli.cmd_compact import MessagesFile, render_messages
+    from memoir.cli.cmd_summarize import MessagesFile, render_messages
 
     source = MessagesFile([], "object", {"messages": [1], "tools": [{"name": "t"}]})
     assert json.loads(render_messages(source, [{"role": "user", "content": "x"}])) == {

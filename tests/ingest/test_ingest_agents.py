@@ -16,8 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memoir.cli.cmd_hook
-import memoir.cli.cmd_search
-import memoir.cli.cmd_show
+import memoir.cli.cmd_read
 import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
 from conftest import FIXTURES, fresh_pg_schema
 from memoir.cli.app import app

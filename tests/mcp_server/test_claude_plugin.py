@@ -16,7 +16,7 @@ import pytest
 
 import memoir
 from memoir.cli.cmd_hook import HOOK_ARGS, is_memoir_hook
-from memoir.cli.cmd_mcp import plugin_dir
+from memoir.cli.cmd_serve import plugin_dir
 
 from .mcp_client import Client, Server, run_cli
 

@@ -21,8 +21,7 @@ import pytest
 from store_builders import ingest
 from typer.testing import CliRunner
 
-import memoir.cli.cmd_search
-import memoir.cli.cmd_show
+import memoir.cli.cmd_read
 import memoir.cli.cmd_sync  # noqa: F401
 from memoir import service
 from memoir.cli.app import app

@@ -11,9 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 # the commands used, registered as they are imported
-import memoir.cli.cmd_search
-import memoir.cli.cmd_sync
-import memoir.cli.cmd_usage  # noqa: F401
 from memoir.cli.app import app
 
 from .helpers import conversation

@@ -1,7 +1,7 @@
 """The typer application and what every command shares.
 
 Commands live in ``cmd_*.py`` modules of this package; each registers itself on ``app``
-(``@app.command()`` or ``app.add_typer``), and :data:`memoir.cli.help_text.COMMANDS` names
+(``@app.command()`` or ``app.add_typer``), and :data:`memoir.cli.conventions.COMMANDS` names
 the module of each, so a run imports only the module of the command it runs (``--help``
 none). Adding a command means adding one module and its line in that table. Errors: a
 :class:`memoir.errors.MemoirError` becomes one line on stderr and exit code 1 (2 for
@@ -30,9 +30,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from memoir.cli import plain_params
-from memoir.cli.failures import error_code, error_document, exit_status, usage_message, wants_json
-from memoir.cli.help_text import COMMANDS, LazyGroup, tidy_help
+from memoir.cli.conventions import (
+    COMMANDS,
+    LazyGroup,
+    error_code,
+    error_document,
+    exit_status,
+    tidy_help,
+    usage_message,
+    wants_json,
+)
+from memoir.cli.conventions import install as install_plain_params
 from memoir.cli.top_help import DESCRIPTION, ROOT_OPTION, asks_top_help
 from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
@@ -56,7 +64,7 @@ __all__ = [
     "write_plain",
 ]
 
-plain_params.install()  # arguments converted without pydantic where typer's result is certain
+install_plain_params()  # arguments converted without pydantic where typer's result is certain
 app = typer.Typer(
     name="memoir",
     help=DESCRIPTION,
@@ -450,7 +458,7 @@ def dash_query(
 
 def main(argv: list[str] | None = None) -> None:
     """The ``memoir`` command. Every error ends here: one line on stderr (``error: …``),
-    or under ``--json`` the JSON of :func:`memoir.cli.failures.error_document`, and the
+    or under ``--json`` the JSON of :func:`memoir.cli.conventions.error_document`, and the
     exit status the README lists (1 an error, 2 a bad setting or argument, 130
     interrupted)."""
     given = list(argv if argv is not None else sys.argv[1:])

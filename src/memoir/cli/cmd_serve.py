@@ -1,25 +1,56 @@
-"""`memoir serve`: the HTTP API (FastAPI under uvicorn), with background workers in the
+"""`memoir serve` and `memoir mcp`: the commands that serve Memoir to other programs.
+
+`memoir serve`: the HTTP API (FastAPI under uvicorn), with background workers in the
 same process on request (`--workers N`).
 
 On a loopback address (the default 127.0.0.1) it prints, once it listens, a sign-in link
 to the page for ``local`` — the owner of the sessions synced from this machine — on stdout:
 the token in it works once, for 15 minutes (:mod:`memoir.server.auth`). On any other
-address it prints none: ``local``'s data then needs a key (``memoir users key local``)."""
+address it prints none: ``local``'s data then needs a key (``memoir users key local``).
+
+`memoir mcp`: the MCP server over stdio, and `memoir mcp install --codex | --claude`.
+
+``memoir mcp`` serves search, read, summary, remember, memories and forget to an agent
+(the ``mcp`` extra). ``install --codex`` writes the server's entry into Codex CLI's
+``$CODEX_HOME/config.toml`` (``~/.codex``): merged with what is there, the previous file
+kept as ``config.toml.memoir.bak``, written atomically; installing twice changes nothing.
+``install --claude`` writes the Claude Code plugin (``integrations/claude-code`` in the
+repository: this server, the session-start sync hook and a skill saying when to search)
+into ``<home>/claude-code-plugin`` and prints how to add it to Claude Code.
+
+Both record how to start the memoir that installs them — its absolute path, or its
+interpreter with ``-m memoir.cli`` (:func:`memoir.cli.cmd_hook.memoir_command`) — so an
+agent starts it whatever its PATH holds (a venv's ``bin``, pipx's or uv's tools).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from memoir import service
-from memoir.cli.app import app
+from memoir.cli.app import app, console, print_json
+from memoir.config import Settings
 from memoir.errors import ConfigError, install_hint
+from memoir.model.event import LOCAL_USER
+
+if TYPE_CHECKING:
+    from memoir.app import Memoir
+
+__all__ = ["PLUGIN_FOLDER", "codex_config_path", "plugin_dir", "serve"]
+
+
+# ---- memoir serve ----
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
@@ -139,3 +170,228 @@ def _start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[th
         thread.start()
         threads.append(thread)
     return threads
+
+
+# ---- memoir mcp ----
+
+mcp_app = typer.Typer(
+    help="Serve Memoir's tools to an agent over MCP on stdio (search, read, summary, "
+    "remember, memories, forget); `memoir mcp install` wires the server into Codex or "
+    "Claude Code.",
+    invoke_without_command=True,
+)
+app.add_typer(mcp_app, name="mcp")
+
+BACKUP_SUFFIX = ".memoir.bak"
+PLUGIN_FOLDER = "claude-code-plugin"  # under the home: where --claude writes the plugin
+
+
+_USER_HELP = (
+    "The user the server acts for: every tool reads and changes this user's conversations "
+    "and memories only (default: `memoir --user`, MEMOIR_USER, else local)."
+)
+
+
+@mcp_app.callback(invoke_without_command=True)
+def mcp_serve(
+    ctx: typer.Context,
+    user: str | None = typer.Option(None, "--user", metavar="NAME", help=_USER_HELP),
+) -> None:
+    """Serve Memoir's tools over MCP on stdin/stdout (an agent starts this; see `memoir mcp
+    install`)."""
+    ctx.meta["memoir_mcp_user"] = user
+    if ctx.invoked_subcommand is not None:
+        return
+    who = _mcp_user(user)
+    settings = Settings.from_env()
+    # where the agent works: Claude Code names its project directory; others start us there
+    workdir = Path(os.environ.get("CLAUDE_PROJECT_DIR") or os.getcwd())
+    try:
+        import mcp  # noqa: F401  (the extra; the server itself loads it)
+    except ImportError:
+        raise ConfigError(f"memoir mcp needs the mcp extra: {install_hint('mcp')}") from None
+    from memoir.mcp import serve as run
+
+    run(settings, workdir, who)
+
+
+def _mcp_user(given: str | None) -> str:
+    """``--user`` of ``memoir mcp``, else the global one (``memoir --user``, MEMOIR_USER)."""
+    from memoir.cli.app import state
+
+    if given is None:
+        return state.user
+    if not given.strip() or given != given.strip():
+        raise ConfigError(f"--user: give a user's name, not {given!r}")
+    return given
+
+
+def codex_config_path() -> Path:
+    home = os.environ.get("CODEX_HOME")
+    return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
+
+
+def plugin_dir() -> Path | None:
+    """The Claude Code plugin of this checkout (None for an installed wheel)."""
+    found = Path(__file__).resolve().parents[3] / "integrations" / "claude-code"
+    return found if (found / ".claude-plugin" / "plugin.json").is_file() else None
+
+
+def _install_codex(path: Path, user: str | None = None) -> dict[str, Any]:
+    from memoir.cli.cmd_hook import memoir_command, pinned_settings
+    from memoir.home_files import write_text_atomic
+    from memoir.mcp.codex import CodexEntry, with_entry
+
+    entry = CodexEntry.make(memoir_command(), pinned_settings(Settings.from_env()), user)
+    path = path.resolve()  # through a symlink (a dotfiles checkout) to the file it names
+    try:
+        text = path.read_text(encoding="utf-8")
+        existed = True
+    except FileNotFoundError:
+        text, existed = "", False
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+    new, changed = with_entry(text, entry, str(path))
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    if changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if existed:
+            write_text_atomic(backup, text, tag="memoir", keep_mode=False)
+            shutil.copymode(path, backup)  # it may hold keys: as private as the file
+        write_text_atomic(path, new, tag="memoir", keep_mode=True)
+    return {
+        "config": str(path),
+        "changed": changed,
+        "backup": str(backup) if changed and existed else None,
+        "command": entry.command,
+        "args": list(entry.args),
+    }
+
+
+def _read_plugin(folder: Path) -> dict[str, str]:
+    """The plugin's files (relative path → text); hidden editor and cache files skipped."""
+    files: dict[str, str] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if not path.is_file() or "__pycache__" in rel or rel.endswith(("~", ".swp", ".pyc")):
+            continue
+        try:
+            files[rel] = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {path}: {exc}") from exc
+    return files
+
+
+def _install_claude(
+    source: Path | None, target: Path | None, user: str | None = None
+) -> dict[str, Any]:
+    from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command, pinned_settings
+    from memoir.home_files import private_dir, write_text_atomic
+    from memoir.mcp.claude_plugin import installed_files, is_plugin
+
+    settings = Settings.from_env()
+    source = source or plugin_dir()
+    if source is None:
+        raise ConfigError(
+            "the plugin's files live in the Memoir repository: clone it, then run "
+            "memoir mcp install --claude --from ./memoir/integrations/claude-code"
+        )
+    target = (target or settings.home / PLUGIN_FOLDER).expanduser().absolute()
+    pinned = pinned_settings(settings)
+    files = installed_files(
+        _read_plugin(source.expanduser()),
+        mcp_argv=(*memoir_command(), "mcp", *(("--user", user) if user else ())),
+        hook=hook_command(pinned),
+        env=pinned,
+        is_memoir_hook=is_memoir_hook,
+    )
+    there = _read_plugin(target) if target.is_dir() else {}
+    if there and not is_plugin(there):
+        raise ConfigError(
+            f"{target} holds files that are not Memoir's plugin; give --dir a new folder"
+        )
+    changed = False
+    for rel, text in files.items():
+        if there.get(rel) != text:
+            private_dir((target / rel).parent)  # the home's folders are owner-only
+            write_text_atomic(target / rel, text, tag="memoir", keep_mode=False)
+            changed = True
+    for rel in set(there) - set(files):  # dropped from the plugin since the last install
+        (target / rel).unlink()
+        changed = True
+    return {
+        "plugin": str(target),
+        "changed": changed,
+        "command": _mcp_command(files),
+        "steps": [
+            f"claude plugin marketplace add {target}",
+            "claude plugin install memoir@memoir",
+            f"(or for one session: claude --plugin-dir {target})",
+        ],
+    }
+
+
+def _mcp_command(files: dict[str, str]) -> list[str]:
+    """The MCP server's command line in a plugin's files."""
+    entry = json.loads(files[".mcp.json"])["mcpServers"]["memoir"]
+    return [entry["command"], *entry.get("args", [])]
+
+
+@mcp_app.command("install")
+def install(
+    ctx: typer.Context,
+    codex: bool = typer.Option(False, "--codex", help="Write the entry into Codex's config."),
+    claude: bool = typer.Option(
+        False, "--claude", help="Write the Claude Code plugin, pointing at this memoir."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="Codex config file (default $CODEX_HOME/config.toml)."
+    ),
+    source: Path | None = typer.Option(
+        None,
+        "--from",
+        help="The plugin folder to install from (default: this checkout's "
+        "integrations/claude-code).",
+    ),
+    target: Path | None = typer.Option(
+        None, "--dir", help=f"Where to write the plugin (default <home>/{PLUGIN_FOLDER})."
+    ),
+    user: str | None = typer.Option(
+        None,
+        "--user",
+        metavar="NAME",
+        help="Record this user in the entry: the server acts for them only (default: "
+        "`memoir mcp --user`, `memoir --user` or MEMOIR_USER when given, else local).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Wire the MCP server into an agent: Codex CLI's config.toml, or the Claude Code plugin,
+    each starting this memoir by its absolute path (no PATH needed)."""
+    if not codex and not claude:
+        raise ConfigError("say which agent: memoir mcp install --codex, or --claude")
+    given = user or ctx.meta.get("memoir_mcp_user")  # `memoir mcp --user NAME install`
+    chosen = _mcp_user(given)
+    recorded = None if chosen == LOCAL_USER and given is None else chosen
+    out: dict[str, Any] = {}
+    if codex:
+        out["codex"] = _install_codex(config or codex_config_path(), recorded)
+    if claude:
+        out["claude"] = _install_claude(source, target, recorded)
+    if as_json:
+        print_json(out)
+        return
+    if codex:
+        done = out["codex"]
+        if done["changed"]:
+            console.print(f"Codex: Memoir's MCP server added to {done['config']}", soft_wrap=True)
+            if done["backup"]:
+                console.print(f"  the previous file is kept as {done['backup']}", soft_wrap=True)
+        else:
+            console.print(f"Codex: already installed in {done['config']}", soft_wrap=True)
+    if claude:
+        done = out["claude"]
+        what = "written to" if done["changed"] else "already up to date in"
+        console.print(f"Claude Code: the plugin is {what} {done['plugin']}", soft_wrap=True)
+        console.print("  add it to Claude Code (once):", soft_wrap=True)
+        for step in done["steps"]:
+            console.print(f"  {step}", soft_wrap=True, markup=False)

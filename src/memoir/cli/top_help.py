@@ -4,7 +4,7 @@ options as data, and the text made of them. The console script answers ``memoir`
 is imported; ``memoir CMD --help`` is typer's.
 
 :data:`COMMANDS` names each command's module and its one line (what the command's
-docstring gives, :func:`memoir.cli.help_text.short_help`); :data:`ROOT_OPTIONS` what the
+docstring gives, :func:`memoir.cli.conventions.short_help`); :data:`ROOT_OPTIONS` what the
 typer callback declares. Tests hold both to the fully loaded typer app
 (``tests/test_light_imports.py``). The rest is pure: :func:`asks_top_help` reads the
 arguments, :func:`top_help` lays the text out for a width.
@@ -103,11 +103,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "memories from the sessions gone idle.",
     ),
     "search": (
-        "cmd_search",
+        "cmd_read",
         "Search past exchanges by words and (with the embeddings extra) by meaning.",
     ),
     "show": (
-        "cmd_show",
+        "cmd_read",
         "Print a stored conversation, or one exchange of it in context, as a transcript.",
     ),
     "summarize": (
@@ -115,7 +115,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Summarize a long session episode by episode and save the result.",
     ),
     "compact": (
-        "cmd_compact",
+        "cmd_summarize",
         "Compact an agent's context below window × MEMOIR_COMPACT_THRESHOLD_RATIO: a summary "
         "of the older messages, then the most recent kept verbatim (MEMOIR_COMPACT_TAIL_RATIO "
         "of the threshold), a message too large for that kept as a stand-in.",
@@ -135,15 +135,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Serve the HTTP API (OpenAPI at /openapi.json, docs at /docs) and the web page.",
     ),
     "worker": (
-        "cmd_jobs",
+        "cmd_admin",
         "Run background jobs until SIGTERM or Ctrl-C: abandoned jobs are resumed first, then "
         "queued ones taken; on stop, no new job is taken and the running one finishes or goes "
         "back to the queue for another worker.",
     ),
-    "users": ("cmd_users", "Users of the HTTP API (memoir serve) and their API keys."),
-    "jobs": ("cmd_jobs", "Background jobs (summary regenerations): list, show, cancel."),
+    "users": ("cmd_admin", "Users of the HTTP API (memoir serve) and their API keys."),
+    "jobs": ("cmd_admin", "Background jobs (summary regenerations): list, show, cancel."),
     "mcp": (
-        "cmd_mcp",
+        "cmd_serve",
         "Serve Memoir's tools to an agent over MCP on stdio (search, read, summary, remember, "
         "memories, forget); `memoir mcp install` wires the server into Codex or Claude Code.",
     ),
@@ -168,9 +168,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Check the index against the archive: exit 0 when intact (warnings, such as lines a "
         "transcript holds that could not be read, are listed and counted), 1 when damaged.",
     ),
-    "usage": ("cmd_usage", "Show model calls (ok / failed) and tokens in/out, by day and model."),
+    "usage": ("cmd_admin", "Show model calls (ok / failed) and tokens in/out, by day and model."),
     "config": (
-        "cmd_config",
+        "cmd_admin",
         "Show the effective settings and where each one came from (secrets masked); exit 2 "
         "when one of them would be refused.",
     ),
