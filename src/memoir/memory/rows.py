@@ -1,17 +1,38 @@
-"""The memory engine's values ↔ the store's memory rows."""
+"""The memory engine's values ↔ the store's memory rows.
+
+What the memory runner is given and gives back: the store parts it uses, its bounds,
+one task to run, and how a run ended.
+"""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
+from memoir.memory.decisions import Work
 from memoir.memory.validate import normalize
 from memoir.memory.values import MemoryItem, PendingFailure, Range, Scope, Trigger
 from memoir.model import Event
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, PendingRow, key_sig
+from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, PendingRow, ReceiptRow, key_sig
+from memoir.store.parts import (
+    CheckpointsPart,
+    EventsPart,
+    MemoryItemsPart,
+    MemoryPart,
+    SessionsPart,
+)
 
-__all__ = ["item_row", "pending_of", "pending_row"]
+__all__ = [
+    "MemoryConfig",
+    "MemoryParts",
+    "Outcome",
+    "Task",
+    "item_row",
+    "pending_of",
+    "pending_row",
+]
 
 
 def item_row(
@@ -92,3 +113,56 @@ def pending_row(p: PendingFailure, message: str, at: datetime) -> PendingRow:
         checkpoint_id=p.checkpoint_id,
         turn=p.requested_turn,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryParts:
+    """The store parts memory reads and writes."""
+
+    sessions: SessionsPart
+    events: EventsPart
+    checkpoints: CheckpointsPart
+    memory: MemoryPart
+    items: MemoryItemsPart
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """``window``: the context window a request must fit when the trigger froze none (a
+    compaction freezes its own); ``output_reserve``: tokens kept for the answer;
+    ``context_tail``: most events past the coverage boundary read for interpretation."""
+
+    window: int = 32_000
+    output_reserve: int = 2_000
+    context_tail: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """What to run: ``work`` (trigger, anchor, identity, a retry's range), the frozen
+    ``boundary`` / ``context`` (a compaction's coverage and context ends; None: the
+    requested turn's exchange, or the session's end), the frozen ``disposition`` and
+    ``window`` of a checkpoint, an extract's ``note``."""
+
+    work: Work
+    boundary: int | None = None
+    context: int | None = None
+    disposition: str | None = None
+    window: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a run ended: ``receipt`` when it settled; ``pending`` when it failed and was
+    recorded for a retry; ``waiting`` when policy was unavailable (nothing happened)."""
+
+    receipt: ReceiptRow | None = None
+    items: tuple[MemoryItemRow, ...] = ()
+    pending: PendingRow | None = None
+    waiting: str | None = None
+    error: str | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.receipt is not None

@@ -10,7 +10,7 @@ evidence slice → no-op without a model call when there is no user text (or a r
 text carries a secret) → the envelope (latest policy-safe prior compaction summary + the
 slice + the prompt) preflighted whole against the frozen window, split once in two when it
 does not fit → per segment at most three model calls → validation → policy again before
-commit → settle. The lane (:mod:`memoir.memory.lane`) holds the session's claim around it.
+commit → settle. The lane (:mod:`memoir.memory.memories`) holds the session's claim around it.
 """
 
 from __future__ import annotations
@@ -28,19 +28,21 @@ from memoir.llm.port import AuthError, Model, TokenCounter
 from memoir.memory.decisions import (
     OVERSIZED,
     VALIDATION,
+    Candidate,
     FailureAction,
     PolicyAction,
     PolicyStage,
     Work,
     after_failure,
     failure_class,
+    near_duplicate,
     on_denied,
     outcome_of,
     policy_decision,
     precheck,
+    same_claim,
     skip_denied,
 )
-from memoir.memory.errors import ExtractionError
 from memoir.memory.evidence import (
     EvidenceSlice,
     SliceTurn,
@@ -49,7 +51,6 @@ from memoir.memory.evidence import (
     exchange_end,
     turn_text,
 )
-from memoir.memory.near import Candidate, near_duplicate, same_claim
 from memoir.memory.offline_extractor import slot_of
 from memoir.memory.prompt import PROMPT_ID, parse_proposal
 from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, item_text
@@ -64,10 +65,18 @@ from memoir.memory.request import (
     split_range,
     without_tail,
 )
-from memoir.memory.rows import item_row, pending_of, pending_row
-from memoir.memory.tasks import MemoryConfig, MemoryParts, Outcome, Task
+from memoir.memory.rows import (
+    MemoryConfig,
+    MemoryParts,
+    Outcome,
+    Task,
+    item_row,
+    pending_of,
+    pending_row,
+)
 from memoir.memory.validate import normalize, validate_proposal
 from memoir.memory.values import (
+    ExtractionError,
     KnownItem,
     MemoryItem,
     PendingFailure,
@@ -348,7 +357,7 @@ class Runner:
         self, rows: tuple[MemoryItemRow, ...]
     ) -> tuple[tuple[MemoryItemRow, ...], tuple[str, dict[str, np.ndarray]] | None]:
         """Each row pointed at the live item it duplicates in other words (``merge_into``,
-        see :mod:`memoir.memory.near`): one with the same key set saying the same thing,
+        see :mod:`memoir.memory.decisions`): one with the same key set saying the same thing,
         else — when an embedder is configured — a near-duplicate by meaning. With the
         rows' vectors (embedder name, vectors by id) to store once they are saved."""
         out = []
