@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories
     from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
-    from memoir.memory.tasks import Outcome
+    from memoir.memory.rows import Outcome
     from memoir.model import Session
     from memoir.model.results import Appended, Memory, MemoryReceipt, RecallHit, Remembered
     from memoir.store import Store

@@ -14,7 +14,7 @@ from memoir.memory import (
     validate_proposal,
 )
 from memoir.memory.cues import reading
-from memoir.memory.own_words import code_or_log, own_lines
+from memoir.memory.evidence import code_or_log, own_lines
 
 from .helpers import user
 

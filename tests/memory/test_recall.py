@@ -362,7 +362,7 @@ def test_context_block_puts_constraints_first_and_is_empty_when_nothing_fits() -
     ],
 )
 def test_same_claim_guards(a: str, b: str, same: bool) -> None:
-    from memoir.memory.near import same_claim
+    from memoir.memory.decisions import same_claim
 
     assert same_claim(a, b) is same
 

@@ -37,7 +37,7 @@ app.add_typer(memories, name="memories")
 
 
 def _json_items(memoir: Any, items: list[MemoryItem]) -> list[dict[str, Any]]:
-    from memoir.memory.present import exchange_finder, item_json  # the engine loads on use
+    from memoir.memory.recall import exchange_finder, item_json
 
     find = exchange_finder(partial(service.exchanges_of, memoir))
     return [item_json(i, find) for i in items]
@@ -69,7 +69,7 @@ def remember(
 ) -> None:
     """Remember what the user said in a session: durable facts, preferences and decisions,
     each with the exact words it came from (runs now; prints what was saved, or why not)."""
-    from memoir.memory.present import receipt_json
+    from memoir.memory.recall import receipt_json
 
     with open_memoir(existing=True) as memoir:
         out = memoir.remember(session, turn)
@@ -549,7 +549,7 @@ def receipts(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What each memory operation settled on (outcome, reason, range, model, prompt)."""
-    from memoir.memory.present import receipt_json
+    from memoir.memory.recall import receipt_json
 
     with open_memoir(existing=True) as memoir:
         rows = service.memory_receipts(memoir, _session(memoir, session))

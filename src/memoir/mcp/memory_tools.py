@@ -52,7 +52,7 @@ def recall_items(
 
 
 def _items_json(memoir: Memoir, items: list[MemoryItem]) -> list[dict[str, Any]]:
-    from memoir.memory.present import exchange_finder, item_json
+    from memoir.memory.recall import exchange_finder, item_json
 
     find = exchange_finder(partial(service.exchanges_of, memoir))
     shown = []

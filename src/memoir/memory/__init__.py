@@ -42,7 +42,6 @@ from memoir.memory.decisions import (
     precheck,
     skip_denied,
 )
-from memoir.memory.errors import ExtractionError, MalformedProposal
 from memoir.memory.evidence import (
     EvidenceSlice,
     SliceTurn,
@@ -84,7 +83,9 @@ from memoir.memory.validate import (
     validate_proposal,
 )
 from memoir.memory.values import (
+    ExtractionError,
     ItemKind,
+    MalformedProposal,
     MemoryItem,
     PendingFailure,
     Proposal,

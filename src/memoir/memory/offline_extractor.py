@@ -2,7 +2,7 @@
 
 Deterministic, no network, linear in the slice. It reads only the citable user turns of
 an evidence slice, and of each only the user's own lines
-(:func:`memoir.memory.own_words.own_lines`: no code, logs, traces, shell prompts,
+(:func:`memoir.memory.evidence.own_lines`: no code, logs, traces, shell prompts,
 blockquotes, pasted emails, letters, chat transcripts or text after "Here's the email:"),
 sentence by sentence (:func:`memoir.llm.transcript.split_sentences`), and keeps a
 sentence that carries a cue (:func:`memoir.memory.cues.reading`), taking the kind from
@@ -102,8 +102,7 @@ from dataclasses import dataclass, replace
 
 from memoir.llm.transcript import content_words, keywords, split_sentences
 from memoir.memory.cues import fold, reading
-from memoir.memory.evidence import EvidenceSlice, SliceTurn
-from memoir.memory.own_words import own_lines
+from memoir.memory.evidence import EvidenceSlice, SliceTurn, own_lines
 from memoir.memory.prompt import proposal_json
 from memoir.memory.values import (
     MAX_INCIDENTAL,

@@ -35,10 +35,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from memoir.llm.port import ChatMessage, ModelRequest, OfflineTask, Purpose, RequestMeta
-from memoir.memory.errors import MalformedProposal
 from memoir.memory.evidence import SliceTurn
 from memoir.memory.values import (
     KnownItem,
+    MalformedProposal,
     Proposal,
     ProposalStatus,
     ProposedItem,

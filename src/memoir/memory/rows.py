@@ -1,17 +1,70 @@
-"""The memory engine's values ↔ the store's memory rows."""
+"""The memory engine's values ↔ the store's memory rows, and the live items a run reads
+(near-duplicates, the known items a proposal may update, forgotten quotes) and the earlier
+turns an elliptical reference is localized in.
+
+What the memory runner is given and gives back: the store parts it uses, its bounds,
+one task to run, and how a run ended.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
+from memoir.memory.decisions import Candidate, Work, near_duplicate, same_claim
+from memoir.memory.evidence import EvidenceSlice, SliceTurn, build_slice
+from memoir.memory.offline_extractor import slot_of
+from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, item_text
+from memoir.memory.request import localization_window
 from memoir.memory.validate import normalize
-from memoir.memory.values import MemoryItem, PendingFailure, Range, Scope, Trigger
-from memoir.model import Event
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, PendingRow, key_sig
+from memoir.memory.values import (
+    KnownItem,
+    MemoryItem,
+    PendingFailure,
+    Proposal,
+    Range,
+    Scope,
+    Trigger,
+)
+from memoir.model import Event, Session
+from memoir.store.memory_rows import (
+    MemoryItemRow,
+    MemorySourceRow,
+    PendingRow,
+    ReceiptRow,
+    evidence_fingerprint,
+    key_sig,
+)
+from memoir.store.parts import (
+    CheckpointsPart,
+    EventsPart,
+    MemoryItemsPart,
+    MemoryPart,
+    SessionsPart,
+)
+from memoir.store.parts.memory_items import ItemFilter
+from memoir.store.query_text import STOPWORDS
 
-__all__ = ["item_row", "pending_of", "pending_row"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "MemoryConfig",
+    "MemoryParts",
+    "Outcome",
+    "Task",
+    "earlier_turns",
+    "forgotten_quotes",
+    "item_row",
+    "known_items",
+    "near_duplicates",
+    "pending_of",
+    "pending_row",
+]
 
 
 def item_row(
@@ -92,3 +145,168 @@ def pending_row(p: PendingFailure, message: str, at: datetime) -> PendingRow:
         checkpoint_id=p.checkpoint_id,
         turn=p.requested_turn,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryParts:
+    """The store parts memory reads and writes."""
+
+    sessions: SessionsPart
+    events: EventsPart
+    checkpoints: CheckpointsPart
+    memory: MemoryPart
+    items: MemoryItemsPart
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """``window``: the context window a request must fit when the trigger froze none (a
+    compaction freezes its own); ``output_reserve``: tokens kept for the answer;
+    ``context_tail``: most events past the coverage boundary read for interpretation."""
+
+    window: int = 32_000
+    output_reserve: int = 2_000
+    context_tail: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """What to run: ``work`` (trigger, anchor, identity, a retry's range), the frozen
+    ``boundary`` / ``context`` (a compaction's coverage and context ends; None: the
+    requested turn's exchange, or the session's end), the frozen ``disposition`` and
+    ``window`` of a checkpoint, an extract's ``note``."""
+
+    work: Work
+    boundary: int | None = None
+    context: int | None = None
+    disposition: str | None = None
+    window: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a run ended: ``receipt`` when it settled; ``pending`` when it failed and was
+    recorded for a retry; ``waiting`` when policy was unavailable (nothing happened)."""
+
+    receipt: ReceiptRow | None = None
+    items: tuple[MemoryItemRow, ...] = ()
+    pending: PendingRow | None = None
+    waiting: str | None = None
+    error: str | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.receipt is not None
+
+
+# the live items a run reads --------------------------------------------------------------
+KNOWN_SCAN = 500  # the newest live memories of a scope looked at for the <memories> section
+KNOWN_SHOWN = 16  # of those, the ones sharing most key words with the range are shown
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def near_duplicates(
+    items: MemoryItemsPart, embedder: ItemEmbedder | None, rows: tuple[MemoryItemRow, ...]
+) -> tuple[tuple[MemoryItemRow, ...], tuple[str, dict[str, np.ndarray]] | None]:
+    """Each row pointed at the live item it duplicates in other words (``merge_into``,
+    see :mod:`memoir.memory.decisions`): one with the same key set saying the same thing,
+    else — when an embedder is configured — a near-duplicate by meaning. With the
+    rows' vectors (embedder name, vectors by id) to store once they are saved."""
+    out = []
+    for row in rows:
+        same_keys = items.select(
+            ItemFilter(owner=row.owner, scope_key=row.scope_key, key_sig=row.key_sig)
+        )
+        twin = next((i for i in same_keys if same_claim(row.content, i.content)), None)
+        out.append(replace(row, merge_into=twin.id) if twin is not None else row)
+    if embedder is None or not rows:
+        return tuple(out), None
+    made = embedder.embed([item_text(r) for r in out])
+    for n, (row, vector) in enumerate(zip(list(out), made, strict=True)):
+        if row.merge_into is not None:
+            continue
+        where = ItemFilter(owner=row.owner, scope_key=row.scope_key)
+        live = items.select(where, limit=KNOWN_SCAN)
+        have = items.vectors(embedder.name, [i.id for i in live])
+        missing = [i for i in live if i.id not in have][:EMBED_PER_CALL]
+        if missing:
+            fresh = embedder.embed([item_text(i) for i in missing])
+            computed = {i.id: fresh[k] for k, i in enumerate(missing)}
+            items.put_vectors(embedder.name, computed)
+            have.update(computed)
+        candidates = [Candidate(i.id, i.content, have[i.id]) for i in live if i.id in have]
+        target = near_duplicate(row.content, vector, candidates)
+        if target is not None:
+            out[n] = replace(row, merge_into=target)
+    return tuple(out), (embedder.name, {r.id: v for r, v in zip(out, made, strict=True)})
+
+
+def known_items(
+    items: MemoryItemsPart, session: Session | None, sid: str, slice_: EvidenceSlice
+) -> tuple[KnownItem, ...]:
+    """The owner's live memories (this project's and global ones) sharing a key word
+    with the citable user turns: what a statement of the range may update."""
+    if session is None:
+        return ()
+    said = [t.text for t in slice_.turns if t.role == "user" and t.citable]
+    words = {w.casefold() for text in said for w in _WORD.findall(text)} - STOPWORDS
+    words |= {slot[0] for text in said if (slot := slot_of(text)) is not None}
+    scope = ItemFilter(owner=session.user, projects=(session.project,))
+    candidates = items.select(scope, limit=KNOWN_SCAN)
+    scored = []
+    for item in candidates:
+        keys = {w.casefold() for k in item.keys for w in _WORD.findall(k)}
+        keys |= {k.casefold() for k in item.keys}
+        keys |= {w.casefold() for w in _WORD.findall(item.content)} - STOPWORDS
+        overlap = len(keys & words)
+        if overlap:
+            scored.append((-overlap, -(item.observed_at or item.created_at).timestamp(), item))
+    scored.sort(key=lambda t: (t[0], t[1], t[2].id))
+    out = []
+    for _, _, item in scored[:KNOWN_SHOWN]:
+        here = [q.ordinal for q in item.sources if q.session_id == sid]
+        latest = item.observed_at or item.first_observed_at or item.valid_from
+        out.append(
+            KnownItem(item.id, item.content, item.kind, item.keys, latest, max(here, default=None))
+        )
+    return tuple(out)
+
+
+def forgotten_quotes(
+    items: MemoryItemsPart, session: Session | None, sid: str, proposal: Proposal
+) -> set[str]:
+    """The fingerprints of the proposal's quotes the owner had forgotten."""
+    prints = {
+        evidence_fingerprint(sid, q.ordinal, text)
+        for item in (*proposal.items, *proposal.incidental)
+        for q in item.quotes
+        for text in (q.text, normalize(q.text))
+    }
+    if not prints:
+        return set()
+    owner = session.user if session is not None else "local"
+    return items.tombstoned(owner, prints)
+
+
+LOOKBACK_EVENTS = 400  # how far before a range localization looks for earlier turns
+
+
+def earlier_turns(
+    events: EventsPart,
+    sid: str,
+    range_: Range,
+    proposal: Proposal | None,
+    denied: tuple[Range, ...],
+) -> tuple[SliceTurn, ...]:
+    """Earlier turns of the same session for an elliptical reference: those naming a
+    search term first, bounded; they add no evidence and never cross a denial."""
+    before = range_.after_cursor + 1
+    earlier = events.of(sid, after=max(0, before - 1 - LOOKBACK_EVENTS), upto=before - 1)
+    if not earlier:
+        return ()
+    lo = earlier[0].ordinal - 1
+    turns = build_slice(earlier, Range.covering(lo, before - 1)).turns
+    terms = [t.casefold() for t in (proposal.search_terms if proposal else ())]
+    named = [t for t in turns if any(term in t.text.casefold() for term in terms)]
+    return localization_window(named or list(turns), before, denied)

@@ -10,13 +10,12 @@ evidence slice → no-op without a model call when there is no user text (or a r
 text carries a secret) → the envelope (latest policy-safe prior compaction summary + the
 slice + the prompt) preflighted whole against the frozen window, split once in two when it
 does not fit → per segment at most three model calls → validation → policy again before
-commit → settle. The lane (:mod:`memoir.memory.lane`) holds the session's claim around it.
+commit → settle. The lane (:mod:`memoir.memory.memories`) holds the session's claim around it.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -40,35 +39,41 @@ from memoir.memory.decisions import (
     precheck,
     skip_denied,
 )
-from memoir.memory.errors import ExtractionError
 from memoir.memory.evidence import (
     EvidenceSlice,
-    SliceTurn,
     build_slice,
     coverage_hash,
     exchange_end,
     turn_text,
 )
-from memoir.memory.near import Candidate, near_duplicate, same_claim
-from memoir.memory.offline_extractor import slot_of
 from memoir.memory.prompt import PROMPT_ID, parse_proposal
-from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, item_text
+from memoir.memory.recall import ItemEmbedder
 from memoir.memory.request import (
     CallStep,
     Envelope,
     PriorSummary,
-    localization_window,
     next_call,
     preflight,
     safe_summary,
     split_range,
     without_tail,
 )
-from memoir.memory.rows import item_row, pending_of, pending_row
-from memoir.memory.tasks import MemoryConfig, MemoryParts, Outcome, Task
-from memoir.memory.validate import normalize, validate_proposal
+from memoir.memory.rows import (
+    MemoryConfig,
+    MemoryParts,
+    Outcome,
+    Task,
+    earlier_turns,
+    forgotten_quotes,
+    item_row,
+    known_items,
+    near_duplicates,
+    pending_of,
+    pending_row,
+)
+from memoir.memory.validate import validate_proposal
 from memoir.memory.values import (
-    KnownItem,
+    ExtractionError,
     MemoryItem,
     PendingFailure,
     Proposal,
@@ -84,8 +89,6 @@ from memoir.store.memory_rows import (
     Settlement,
     evidence_fingerprint,
 )
-from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.query_text import STOPWORDS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,11 +96,6 @@ if TYPE_CHECKING:
 __all__ = ["MemoryConfig", "MemoryParts", "Outcome", "Runner", "Task"]
 
 log = logging.getLogger(__name__)
-
-LOOKBACK_EVENTS = 400  # how far before a range localization looks for earlier turns
-KNOWN_SCAN = 500  # the newest live memories of a scope looked at for the <memories> section
-KNOWN_SHOWN = 16  # of those, the ones sharing most key words with the range are shown
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class _Failed(ExtractionError):
@@ -253,7 +251,7 @@ class Runner:
             requested_turn=task.work.requested_turn,
             note=task.note,
             checkpoint_id=task.work.checkpoint_id,
-            known=self._known(run, slice_),
+            known=known_items(self.parts.items, run.session, run.task.work.session_id, slice_),
         )
         window = task.window or self.config.window
         reserve = self._reserve(window)
@@ -302,14 +300,18 @@ class Runner:
             if step is CallStep.STOP:
                 break
             if step is CallStep.LOCALIZE:
-                envelope = replace(envelope, localization=self._localize(run, envelope, proposal))
+                events, sid = self.parts.events, run.task.work.session_id
+                turns = earlier_turns(events, sid, envelope.range, proposal, run.denied)
+                envelope = replace(envelope, localization=turns)
                 localized = True
             request = envelope.request(self._reserve(run.task.window or self.config.window))
             run.tokens += request_tokens(request, self.counter)
             run.calls += 1
             proposal = parse_proposal(self.model.complete(request).text)
         assert proposal is not None
-        forgotten = self._forgotten(run, proposal)
+        forgotten = forgotten_quotes(
+            self.parts.items, run.session, run.task.work.session_id, proposal
+        )
         validation = validate_proposal(
             proposal,
             envelope.slice,
@@ -330,7 +332,8 @@ class Runner:
         items = tuple(
             self._item(run, envelope, n, item) for n, item in enumerate(validation.accepted)
         )
-        items, vectors = self._near_duplicates(items)
+        embedder = self._embedder() if self._embedder is not None and items else None
+        items, vectors = near_duplicates(self.parts.items, embedder, items)
         return self._settle(
             run,
             outcome,
@@ -344,87 +347,6 @@ class Runner:
             vectors=vectors,
         )
 
-    def _near_duplicates(
-        self, rows: tuple[MemoryItemRow, ...]
-    ) -> tuple[tuple[MemoryItemRow, ...], tuple[str, dict[str, np.ndarray]] | None]:
-        """Each row pointed at the live item it duplicates in other words (``merge_into``,
-        see :mod:`memoir.memory.near`): one with the same key set saying the same thing,
-        else — when an embedder is configured — a near-duplicate by meaning. With the
-        rows' vectors (embedder name, vectors by id) to store once they are saved."""
-        out = []
-        for row in rows:
-            same_keys = self.parts.items.select(
-                ItemFilter(owner=row.owner, scope_key=row.scope_key, key_sig=row.key_sig)
-            )
-            twin = next((i for i in same_keys if same_claim(row.content, i.content)), None)
-            out.append(replace(row, merge_into=twin.id) if twin is not None else row)
-        embedder = self._embedder() if self._embedder is not None and rows else None
-        if embedder is None:
-            return tuple(out), None
-        made = embedder.embed([item_text(r) for r in out])
-        for n, (row, vector) in enumerate(zip(list(out), made, strict=True)):
-            if row.merge_into is not None:
-                continue
-            where = ItemFilter(owner=row.owner, scope_key=row.scope_key)
-            live = self.parts.items.select(where, limit=KNOWN_SCAN)
-            have = self.parts.items.vectors(embedder.name, [i.id for i in live])
-            missing = [i for i in live if i.id not in have][:EMBED_PER_CALL]
-            if missing:
-                fresh = embedder.embed([item_text(i) for i in missing])
-                computed = {i.id: fresh[k] for k, i in enumerate(missing)}
-                self.parts.items.put_vectors(embedder.name, computed)
-                have.update(computed)
-            candidates = [Candidate(i.id, i.content, have[i.id]) for i in live if i.id in have]
-            target = near_duplicate(row.content, vector, candidates)
-            if target is not None:
-                out[n] = replace(row, merge_into=target)
-        return tuple(out), (embedder.name, {r.id: v for r, v in zip(out, made, strict=True)})
-
-    def _known(self, run: _Run, slice_: EvidenceSlice) -> tuple[KnownItem, ...]:
-        """The owner's live memories (this project's and global ones) sharing a key word
-        with the citable user turns: what a statement of the range may update."""
-        if run.session is None:
-            return ()
-        said = [t.text for t in slice_.turns if t.role == "user" and t.citable]
-        words = {w.casefold() for text in said for w in _WORD.findall(text)} - STOPWORDS
-        words |= {slot[0] for text in said if (slot := slot_of(text)) is not None}
-        scope = ItemFilter(owner=run.session.user, projects=(run.session.project,))
-        candidates = self.parts.items.select(scope, limit=KNOWN_SCAN)
-        sid = run.task.work.session_id
-        scored = []
-        for item in candidates:
-            keys = {w.casefold() for k in item.keys for w in _WORD.findall(k)}
-            keys |= {k.casefold() for k in item.keys}
-            keys |= {w.casefold() for w in _WORD.findall(item.content)} - STOPWORDS
-            overlap = len(keys & words)
-            if overlap:
-                scored.append((-overlap, -(item.observed_at or item.created_at).timestamp(), item))
-        scored.sort(key=lambda t: (t[0], t[1], t[2].id))
-        out = []
-        for _, _, item in scored[:KNOWN_SHOWN]:
-            here = [q.ordinal for q in item.sources if q.session_id == sid]
-            latest = item.observed_at or item.first_observed_at or item.valid_from
-            out.append(
-                KnownItem(
-                    item.id, item.content, item.kind, item.keys, latest, max(here, default=None)
-                )
-            )
-        return tuple(out)
-
-    def _forgotten(self, run: _Run, proposal: Proposal) -> set[str]:
-        """The fingerprints of the proposal's quotes the owner had forgotten."""
-        sid = run.task.work.session_id
-        prints = {
-            evidence_fingerprint(sid, q.ordinal, text)
-            for item in (*proposal.items, *proposal.incidental)
-            for q in item.quotes
-            for text in (q.text, normalize(q.text))
-        }
-        if not prints:
-            return set()
-        owner = run.session.user if run.session is not None else "local"
-        return self.parts.items.tombstoned(owner, prints)
-
     def _recheck(self, run: _Run, stage: PolicyStage) -> None:
         """Policy again (it may have changed since the run began): ``_PolicyStop`` unless
         the run may go on."""
@@ -432,23 +354,6 @@ class Runner:
         verdict = policy_decision(run.task.disposition, self.flags(session), stage)
         if verdict.action is not PolicyAction.PROCEED:
             raise _PolicyStop(verdict.action, verdict.reason or "policy_denied")
-
-    def _localize(
-        self, run: _Run, envelope: Envelope, proposal: Proposal | None
-    ) -> tuple[SliceTurn, ...]:
-        """Earlier turns of the same session for an elliptical reference: those naming a
-        search term first, bounded; they add no evidence and never cross a denial."""
-        before = envelope.range.after_cursor + 1
-        earlier = self.parts.events.of(
-            run.task.work.session_id, after=max(0, before - 1 - LOOKBACK_EVENTS), upto=before - 1
-        )
-        if not earlier:
-            return ()
-        lo = earlier[0].ordinal - 1
-        turns = build_slice(earlier, Range.covering(lo, before - 1)).turns
-        terms = [t.casefold() for t in (proposal.search_terms if proposal else ())]
-        named = [t for t in turns if any(term in t.text.casefold() for term in terms)]
-        return localization_window(named or list(turns), before, run.denied)
 
     # endings ------------------------------------------------------------------------------
     def _item(self, run: _Run, envelope: Envelope, n: int, item: MemoryItem) -> MemoryItemRow:

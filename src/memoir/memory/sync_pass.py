@@ -41,7 +41,7 @@ from typing import Any
 from memoir.errors import MemoirError
 from memoir.llm.port import AuthError
 from memoir.memory.memories import Memories
-from memoir.memory.tasks import MemoryParts, Outcome
+from memoir.memory.rows import MemoryParts, Outcome
 from memoir.model import Harness, SessionFlags
 from memoir.model.event import SessionInfo
 

@@ -18,6 +18,17 @@ Items of a ``remember`` or ``extract`` answer the request (a failing one fails t
 ``incidental`` items are what else the range holds (a failing one is dropped and
 counted). For ``compaction``, ``sync`` and ``incidental`` triggers nothing was requested:
 every item is treated as incidental (:attr:`Trigger.requests_items`).
+
+Errors of long-term memory extraction, under Memoir's one tree (:mod:`memoir.errors`)::
+
+    memoir.errors.MemoirError
+    └── ExtractionError          a memory extraction could not be carried out
+        └── MalformedProposal    the model's answer is not a proposal: bad JSON, a wrong
+                                 shape, a field of the wrong type or out of its bounds.
+                                 A failure class of its own for retry
+                                 (``failure_class`` → ``"malformed_proposal"``).
+
+Never named ``MemoryError`` (Python's built-in stays unshadowed).
 """
 
 from __future__ import annotations
@@ -28,15 +39,17 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
 
-from memoir.memory.errors import MalformedProposal
+from memoir.errors import MemoirError
 
 __all__ = [
     "MAX_INCIDENTAL",
     "MAX_ITEMS",
     "MAX_SEARCH_TERMS",
     "MAX_SEARCH_TERM_CHARS",
+    "ExtractionError",
     "ItemKind",
     "KnownItem",
+    "MalformedProposal",
     "MemoryItem",
     "PendingFailure",
     "Proposal",
@@ -53,6 +66,7 @@ __all__ = [
     "operation_id",
     "split_anchor",
 ]
+
 
 MAX_ITEMS = 32  # requested items (or, for compaction, every item) of one proposal
 MAX_INCIDENTAL = 10
@@ -323,3 +337,17 @@ def operation_id(session_id: str, trigger: Trigger | str, anchor: str | int) -> 
 def split_anchor(anchor: str | int, boundary: int) -> str:
     """The anchor of the first part of a range split at ``boundary`` (its own identity)."""
     return f"{anchor}#split@{boundary}"
+
+
+class ExtractionError(MemoirError):
+    """A memory extraction could not be carried out."""
+
+
+class MalformedProposal(ExtractionError):
+    """The model answered something that is not a valid proposal. ``where`` names the
+    offending field as a path (``items[2].quotes[0].ordinal``), empty for the whole answer."""
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+        self.detail = message

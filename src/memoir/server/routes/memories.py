@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
-from memoir.memory.present import exchange_finder, item_json, quoted_exchanges
+from memoir.memory.recall import exchange_finder, item_json, quoted_exchanges
 from memoir.model.results import Remembered
 from memoir.search import parse_when
 from memoir.server.auth import current_user, memoir_of

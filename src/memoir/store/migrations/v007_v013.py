@@ -314,7 +314,7 @@ V012_CHECKPOINT_BOUNDARY = Migration(
 #   item, ``''`` for a global one): what an item is unique within;
 # - ``key_sig``: the item's keys, sorted and joined (indexed: a new item with the same key
 #   set as a live one merges into it when the two say the same thing, see
-#   :mod:`memoir.memory.near`); two live items of one owner and scope never share their
+#   :mod:`memoir.memory.decisions`); two live items of one owner and scope never share their
 #   normalized content (a partial unique index), so concurrent extractions of one fact end
 #   as one item (the loser of the race merges);
 # - ``first_observed_at`` (the earliest quote's time; ``observed_at`` stays the latest) and

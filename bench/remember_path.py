@@ -1,0 +1,127 @@
+"""The remember path, followed call by call (issue 36, point 3): how many memoir modules
+``Memoir.remember`` enters on its way to the store and back.
+
+    PYTHONPATH=src .venv/bin/python bench/remember_path.py [--json] [--modules]
+
+A throwaway SQLite home (``MEMOIR_LLM=offline``, no embedder), one session whose user asks
+to remember something; then ``m.remember(session)`` runs under ``sys.setprofile`` (and
+``threading.setprofile``, as the memory lane may hand work to a thread). Every call and
+return event of a ``memoir.*`` frame is recorded with its module. Printed:
+
+- ``modules`` — the distinct memoir modules entered;
+- ``transitions`` — calls whose caller is a memoir frame of another module (the path
+  "enters … N times back and forth");
+- ``crossing returns`` — returns into a memoir frame of another module.
+
+Lazy imports done during the call are not counted (one warm-up ``remember`` runs first on
+another session, so the measured call imports nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from memoir import Memoir
+from memoir.config import Settings
+
+
+def _module(frame: FrameType | None) -> str | None:
+    if frame is None:
+        return None
+    name = frame.f_globals.get("__name__", "")
+    return name if isinstance(name, str) and name.startswith("memoir") else None
+
+
+class Trace:
+    """Call/return events of memoir frames, counted by module."""
+
+    def __init__(self) -> None:
+        self.entered: Counter[str] = Counter()
+        self.transitions = 0
+        self.crossing_returns = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event not in ("call", "return"):
+            return
+        here = _module(frame)
+        if here is None:
+            return
+        other = _module(frame.f_back)
+        with self.lock:
+            if event == "call":
+                self.entered[here] += 1
+                if other is not None and other != here:
+                    self.transitions += 1
+            elif other is not None and other != here:
+                self.crossing_returns += 1
+
+
+def _chat(text: str) -> list[dict[str, Any]]:
+    return [
+        {"id": "u1", "role": "user", "content": text},
+        {"id": "a1", "role": "assistant", "content": "Noted."},
+    ]
+
+
+def measure() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings.from_env(
+            {
+                "MEMOIR_HOME": str(Path(tmp) / "home"),
+                "MEMOIR_LLM": "offline",
+                "MEMOIR_EMBEDDER": "none",
+            },
+            sources=(),
+        )
+        with Memoir.open(settings) as m:
+            m.append("warm", _chat("Remember that I prefer tea over coffee."), project="p")
+            m.remember("warm")  # lazy imports and first-use set-up happen here
+            m.append("s1", _chat("Remember that we deploy on Fridays."), project="p")
+            trace = Trace()
+            threading.setprofile(trace)
+            sys.setprofile(trace)
+            try:
+                kept = m.remember("s1")
+            finally:
+                sys.setprofile(None)
+                threading.setprofile(None)  # type: ignore[arg-type]
+            assert kept.receipt is not None and kept.items, kept
+    return {
+        "outcome": kept.receipt.outcome,
+        "items": len(kept.items),
+        "modules": len(trace.entered),
+        "transitions": trace.transitions,
+        "crossing_returns": trace.crossing_returns,
+        "entered": dict(sorted(trace.entered.items())),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--modules", action="store_true", help="list the modules entered")
+    args = parser.parse_args(argv)
+    out = measure()
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    print(f"remember -> {out['outcome']} ({out['items']} item(s))")
+    print(f"memoir modules entered: {out['modules']}")
+    print(f"enters them {out['transitions']} times back and forth")
+    print(f"returns crossing modules: {out['crossing_returns']}")
+    if args.modules:
+        for name, calls in out["entered"].items():
+            print(f"  {calls:6d}  {name}")
+
+
+if __name__ == "__main__":
+    main()

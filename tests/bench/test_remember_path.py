@@ -1,0 +1,32 @@
+"""The remember-path bench (issue 36, point 3) as a test: it follows a real
+``Memoir.remember`` and its counts agree with one another."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_remember_path_counts_the_modules_it_enters() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "remember_path.py"), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    out = json.loads(done.stdout)
+    assert out["outcome"] == "remembered" and out["items"] == 1
+    entered = out["entered"]
+    assert out["modules"] == len(entered)
+    assert {"memoir.app", "memoir.memory.memories", "memoir.memory.runner"} <= set(entered)
+    assert any(name.startswith("memoir.store.") for name in entered)
+    # every call into another module returns to it once the call is done
+    assert out["transitions"] == out["crossing_returns"] > out["modules"]
