@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from memoir.memory.recall import ContextBlock
     from memoir.model import Event, Exchange, Session, SessionFlags
     from memoir.model.results import Appended, Memory, RecallHit, Remembered
-    from memoir.search.embedder import Embedder
+    from memoir.search.embedders import Embedder
     from memoir.search.engine import SearchMode, SummaryReader
     from memoir.search.hits import SearchHit
     from memoir.store.values import SearchFilters
