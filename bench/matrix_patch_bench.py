@@ -18,7 +18,7 @@ import numpy as np
 
 from memoir.config import Settings
 from memoir.search import vectors
-from memoir.search.matrix_load import read_whole
+from memoir.search.matrix_files import read_whole
 from memoir.store import open_store
 
 HOME = ".tmp/search-latency/corpus-1000000"

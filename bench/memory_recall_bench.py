@@ -120,7 +120,7 @@ def main() -> None:
             times.append(time.perf_counter() - t)
         out["recall_text_filtered"] = _ms(times)
         try:
-            from memoir.search.embedder import load_embedder
+            from memoir.search.embedders import load_embedder
 
             embedder = load_embedder("auto")
         except Exception:  # the extra is optional

@@ -16,7 +16,7 @@ hybrid mode (the whole library path: store query, snippets, neighbour context, f
 late-interaction re-rank, exchange and session lookups), after one warm-up query per mode;
 then again with a project filter (one project of 40) and a three-month date range.
 ``--cli`` also times whole ``memoir search`` processes, with and without the vector cache
-files (:mod:`memoir.search.matrix_file`).
+files (:mod:`memoir.search.matrix_files`).
 
 Hybrid is timed twice: first with no token states stored (the re-rank finds nothing to
 read), then after every exchange that reaches a query's re-rank head has been given
@@ -43,8 +43,8 @@ import numpy as np
 from memoir.config import Settings
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session
 from memoir.search import load_embedder, search
-from memoir.search.embedder import HashEmbedder, TokenEmbedder
-from memoir.search.late import RERANK_DEPTH, pack_tokens
+from memoir.search.embedders import HashEmbedder, TokenEmbedder
+from memoir.search.ranking import RERANK_DEPTH, pack_tokens
 from memoir.store import IngestBatch, Store, open_store
 from memoir.store.query_text import STOPWORDS
 from memoir.store.values import SearchFilters

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from memoir.demo.make_corpus import CORPUS_DIR
-from memoir.search.minilm import TOKEN_BASIS_PATH, MiniLMEmbedder, content_token
+from memoir.search.embedders import TOKEN_BASIS_PATH, MiniLMEmbedder, content_token
 
 DIMENSIONS = 96
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from memoir.errors import DISTRIBUTION, ConfigError, install_hint
-from memoir.search import embedder as embedder_module
-from memoir.search.embedder import load_embedder
+from memoir.search import embedders as embedder_module
+from memoir.search.embedders import load_embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "memoir"

@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 import memoir.cli.cmd_sync
-import memoir.search.matrix_file as matrix_file
+import memoir.search.matrix_files as matrix_file
 from compaction.helpers import big_text, call, result, system, user
 from conftest import fresh_pg_schema
 from memoir import service

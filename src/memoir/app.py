@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from memoir.memory.recall import ContextBlock, ItemEmbedder
     from memoir.model import Event, Exchange, Session
     from memoir.model.results import Appended, Memory, RecallHit, Remembered
-    from memoir.search.embedder import Embedder
+    from memoir.search.embedders import Embedder
     from memoir.search.engine import SearchMode, SummaryReader
     from memoir.search.hits import SearchHit
     from memoir.store.values import SearchFilters
@@ -157,7 +157,7 @@ class Memoir:
             hits = m.search("deploy on fridays", limit=5)
             print(hits[0].exchange_id, hits[0].score)
         """
-        from memoir.search.facade import search_configured
+        from memoir.search.engine import search_configured
 
         filters = verbs.search_filters(filters, after, before, self.user)
         chosen: dict[str, Any] = {} if embedder == CONFIGURED else {"embedder": embedder}
@@ -308,7 +308,7 @@ class Memoir:
             outcome = m.remember("3f2a9c1e")
             print([item.content for item in outcome.items])
         """
-        from memoir.search.session_ref import resolve_session
+        from memoir.search.request import resolve_session
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "memoir remember")

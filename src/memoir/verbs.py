@@ -206,7 +206,7 @@ def forget(
     """Forget the items of ``owner``'s one selector names, with what they superseded; their
     evidence is tombstoned so it is never extracted again."""
     from memoir.memory.keeping import forget as forget_items
-    from memoir.search.session_ref import resolve_session
+    from memoir.search.request import resolve_session
     from memoir.store import ensure_writable
 
     ensure_writable(store, "memoir memories forget")
@@ -262,7 +262,7 @@ def sync_home(
 def find_session(store: Store, ref: str, user: str) -> Session:
     """``user``'s stored session ``ref`` names (its id, a unique prefix, or its name);
     ``NotFound`` when none does (another user's session included)."""
-    from memoir.search.session_ref import resolve_session
+    from memoir.search.request import resolve_session
 
     found = store.sessions.get(resolve_session(store.sessions, ref, user=user), user=user)
     if found is None:  # removed between the two reads

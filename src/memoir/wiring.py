@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from memoir.memory.recall import ItemEmbedder
     from memoir.memory.runner import MemoryParts
     from memoir.model import Session
-    from memoir.search.embedder import Embedder
+    from memoir.search.embedders import Embedder
     from memoir.store import Store
     from memoir.store.parts.api import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
@@ -70,7 +70,7 @@ def instant(value: datetime | str, option: str, *, end: bool = False) -> datetim
     """A datetime as given, or text read as the CLI reads ``--after`` / ``--before``."""
     if isinstance(value, datetime):
         return value
-    from memoir.search.dates import parse_when
+    from memoir.search.request import parse_when
 
     return parse_when(value, end_of_day=end, option=option)
 
@@ -94,7 +94,7 @@ def fallback_model(settings: Settings, store: Store) -> Model | None:
 def embedder(settings: Settings) -> Embedder | None:
     """The configured embedder (``MEMOIR_EMBEDDER``), or None when semantic search is
     off (``none``) or its extra is not installed (``auto``)."""
-    from memoir.search.embedder import load_embedder
+    from memoir.search.embedders import load_embedder
 
     return load_embedder(settings.embedder)
 
@@ -104,7 +104,7 @@ def writing_embedder(settings: Settings, store: Store) -> Embedder | None:
     (``MEMOIR_EMBEDDER=hash``) is refused in a home holding real vectors."""
     made = embedder(settings)
     if settings.embedder == "hash" and not store.read_only:
-        from memoir.search.embedder import check_fake_embedder
+        from memoir.search.embedders import check_fake_embedder
 
         stored = [*store.embeddings.models(), *store.memory_items.vector_models()]
         check_fake_embedder(settings.embedder, stored)
@@ -222,7 +222,7 @@ def memory_project(store: Store, ref: str, owner: str) -> str:
     folder's last part, or the exact project name of a memory item of ``owner``'s (one
     imported from another home). ``NotFound`` when it names none."""
     from memoir.ingest.discover import project_name
-    from memoir.search.session_ref import resolve_project
+    from memoir.search.request import resolve_project
     from memoir.store.parts.memory_items import ItemFilter
 
     try:

@@ -49,7 +49,8 @@ def test_bench_locomo_says_why_rows_are_skipped(
     unavailable: bool,
     says: str,
 ) -> None:
-    from memoir.search import e5, minilm
+    from memoir.search import embedders as e5
+    from memoir.search import embedders as minilm
 
     if unavailable:  # a Python without the embeddings extra
         monkeypatch.setattr(minilm, "minilm_available", lambda: False)

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from memoir.model import RecentQuery
 from memoir.model.event import named_session_id
-from memoir.search.embedder import HashEmbedder
-from memoir.search.session_ref import resolve_session
+from memoir.search.embedders import HashEmbedder
+from memoir.search.request import resolve_session
 from memoir.server import create_app
 
 from .conftest import A_STORED, B_SESSION, B_STORED, A, B, World

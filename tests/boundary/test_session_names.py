@@ -128,7 +128,7 @@ def test_one_owner_filtered_lookup_takes_a_name_or_an_id(world: World) -> None:
     """``SessionsPart.get`` with a user: that user's session of that id or name; a session
     stored before v21 under the id its client gave is still found by it; prefixes of the
     id (a hit's ``session_id[:8]``) and of the name resolve to the owner's only."""
-    from memoir.search.session_ref import resolve_session
+    from memoir.search.request import resolve_session
 
     sessions = world.memoir.store.sessions
     legacy = Session(id="old-chat", project="api", harness=Harness.API, user=A)

@@ -204,7 +204,8 @@ def test_meaning_search_without_the_extra_says_what_is_stored(
 ) -> None:
     """`memoir stats` counts stored vectors; a search by meaning in a Python without the
     extra says it holds them and how to read them, not only "install it"."""
-    from memoir.search import e5, minilm
+    from memoir.search import embedders as e5
+    from memoir.search import embedders as minilm
 
     monkeypatch.setenv("MEMOIR_EMBEDDER", "hash")
     assert run_cli(["embed"], capsys)[0] == 0
@@ -301,7 +302,7 @@ def test_hook_help_describes_install_uninstall_status(capsys: pytest.CaptureFixt
 
 
 def test_bench_embedder_help_lists_every_choice(capsys: pytest.CaptureFixture[str]) -> None:
-    from memoir.search.embedder import EMBEDDER_CHOICES
+    from memoir.search.embedders import EMBEDDER_CHOICES
 
     code, out, _ = run_cli(["bench", "locomo", "--help"], capsys)
     flat = " ".join(out.replace("│", " ").split())

@@ -85,7 +85,7 @@ PROJECTS = [
     ],
 )
 def test_a_project_is_named_by_its_name_folder_or_last_part(ref: str, expected: list[str]) -> None:
-    from memoir.search.session_ref import project_matches
+    from memoir.search.request import project_matches
 
     assert project_matches(PROJECTS, ref) == expected
 

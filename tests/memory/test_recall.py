@@ -370,7 +370,7 @@ def test_same_claim_guards(a: str, b: str, same: bool) -> None:
 def test_near_duplicates_merge_with_an_embedder_and_reversed_claims_do_not(
     opener: Callable[[], Store],
 ) -> None:
-    from memoir.search.embedder import load_embedder
+    from memoir.search.embedders import load_embedder
 
     embedder = load_embedder("auto")
     if embedder is None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from memoir.errors import ConfigError
-from memoir.search.dates import parse_when
+from memoir.search.request import parse_when
 from memoir.store.codec import to_iso, to_utc
 
 LAST = datetime.max.replace(tzinfo=UTC)

@@ -12,7 +12,7 @@ from search_corpus import fill
 from memoir import Memoir, service
 from memoir.errors import Busy, ConfigError
 from memoir.ingest.archive import embed_lock, sync_lock
-from memoir.search.embedder import EmbeddingsUnavailable
+from memoir.search.embedders import EmbeddingsUnavailable
 from memoir.store.index_doc import EMBED_RECIPE
 
 
@@ -53,8 +53,8 @@ def test_no_embedder_is_a_clear_error(home: Path) -> None:
 def test_auto_without_the_extra_says_what_to_install(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memoir.search.minilm.minilm_available", lambda: False)
-    monkeypatch.setattr("memoir.search.e5.e5_available", lambda: False)
+    monkeypatch.setattr("memoir.search.embedders.minilm_available", lambda: False)
+    monkeypatch.setattr("memoir.search.embedders.e5_available", lambda: False)
     with Memoir.at(home, embedder="auto") as auto:
         assert service.embedder(auto) is None
         with pytest.raises(EmbeddingsUnavailable, match=r"memoir-engine\[embeddings\]"):

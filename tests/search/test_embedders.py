@@ -4,9 +4,14 @@ import numpy as np
 import pytest
 
 from memoir.errors import ConfigError
-from memoir.search.e5 import e5_available
-from memoir.search.embedder import Embedder, HashEmbedder, load_embedder, normalise_rows
-from memoir.search.minilm import minilm_available
+from memoir.search.embedders import (
+    Embedder,
+    HashEmbedder,
+    e5_available,
+    load_embedder,
+    minilm_available,
+    normalise_rows,
+)
 from memoir.search.vectors import top_k
 
 
@@ -88,8 +93,8 @@ def test_minilm_embeds_offline_with_meaningful_similarity() -> None:
 @pytest.mark.embeddings
 @pytest.mark.skipif(not minilm_available(), reason="embeddings extra not installed")
 def test_minilm_token_states_come_from_the_same_pass() -> None:
-    from memoir.search.late import maxsim
-    from memoir.search.minilm import MiniLMEmbedder
+    from memoir.search.embedders import MiniLMEmbedder
+    from memoir.search.ranking import maxsim
 
     embedder = MiniLMEmbedder.shared()
     texts = ["I painted a horse on the barn wall.", "The deploy failed twice on Friday."]
@@ -119,13 +124,13 @@ def test_minilm_token_states_come_from_the_same_pass() -> None:
     ],
 )
 def test_content_token_table(piece: str, kept: bool) -> None:
-    from memoir.search.minilm import content_token
+    from memoir.search.embedders import content_token
 
     assert content_token(piece) is kept
 
 
 def test_coarse_shortlist_returns_the_exact_top_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    import memoir.search.coarse as coarse
+    import memoir.search.vectors as coarse
     import memoir.search.vectors as vectors
 
     rng = np.random.default_rng(5)
@@ -157,7 +162,7 @@ def test_coarse_shortlist_returns_the_exact_top_rows(monkeypatch: pytest.MonkeyP
 def test_masked_nearest_is_the_exact_top_of_the_kept_rows(
     monkeypatch: pytest.MonkeyPatch, small_subset: int, coarse_min: int
 ) -> None:
-    import memoir.search.coarse as coarse
+    import memoir.search.vectors as coarse
     import memoir.search.vectors as vectors
 
     rng = np.random.default_rng(9)
@@ -216,7 +221,7 @@ def test_top_k_with_a_mask_returns_only_kept_rows_best_first() -> None:
 def test_a_background_process_embeds_on_one_core(
     monkeypatch: pytest.MonkeyPatch, niceness: int, cpus: int, threads: int
 ) -> None:
-    import memoir.search.minilm as minilm
+    import memoir.search.embedders as minilm
 
     monkeypatch.setattr(minilm.os, "nice", lambda inc: niceness)
     monkeypatch.setattr(minilm.os, "cpu_count", lambda: cpus)

@@ -155,7 +155,7 @@ def test_a_failing_embedder_never_fails_the_write(
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError("the model crashed")
 
-    monkeypatch.setattr("memoir.search.embedder.HashEmbedder.embed_with_tokens", broken)
+    monkeypatch.setattr("memoir.search.embedders.HashEmbedder.embed_with_tokens", broken)
     result = memoir.append("fresh", _messages())
     assert result.added == 2
     assert memoir.store.embeddings.backlog("hash-256", 10) != []  # left for memoir embed

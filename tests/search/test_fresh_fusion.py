@@ -14,9 +14,8 @@ from memoir.config import Settings
 from memoir.fusion import rrf, stand_in_ranks
 from memoir.search import backfill
 from memoir.search.backfill import embed_backlog, embed_written
-from memoir.search.embedder import HashEmbedder
-from memoir.search.late import pack_tokens, rerank
-from memoir.search.minilm import ATTENTION_BUDGET, BATCH, MAX_TOKENS, chunks
+from memoir.search.embedders import ATTENTION_BUDGET, MAX_TOKENS, MINILM_BATCH, HashEmbedder, chunks
+from memoir.search.ranking import pack_tokens, rerank
 from memoir.store.port import Store
 
 
@@ -96,7 +95,10 @@ def test_rerank_keeps_an_unembedded_exchange_in_its_place() -> None:
         ([5, 3, 4], [[1, 2, 0]]),  # short texts: one run, shortest first
         ([MAX_TOKENS] * 6, [[0, 1, 2, 3], [4, 5]]),  # full width: 4 rows a run
         ([128] * 20, [list(range(16)), list(range(16, 20))]),  # 16 rows of 128
-        ([10] * (BATCH + 1), [list(range(BATCH)), [BATCH]]),  # never past BATCH rows
+        (
+            [10] * (MINILM_BATCH + 1),
+            [list(range(MINILM_BATCH)), [MINILM_BATCH]],
+        ),  # never past MINILM_BATCH rows
         ([10, MAX_TOKENS, 10], [[0, 2, 1]]),  # 3 × 256² is within the budget
     ],
 )
@@ -105,7 +107,7 @@ def test_minilm_runs_are_bounded(lengths: list[int], expected: list[list[int]]) 
     assert runs == expected
     for run in runs:
         width = max(lengths[i] for i in run)
-        assert len(run) <= BATCH
+        assert len(run) <= MINILM_BATCH
         assert len(run) == 1 or len(run) * width * width <= ATTENTION_BUDGET
 
 
@@ -191,7 +193,9 @@ def test_memoir_embed_writes_the_matrix_file_a_page_at_a_time(
 ) -> None:
     """`memoir embed` leaves the matrix file for the next search without ever loading the
     whole matrix: pages of PAGE_ROWS vectors, and the file reads back as the store's."""
-    from memoir.search import matrix_file, matrix_load, vectors
+    from memoir.search import matrix_files as matrix_file
+    from memoir.search import matrix_files as matrix_load
+    from memoir.search import vectors
     from memoir.store import open_store
 
     monkeypatch.setattr(matrix_file, "FILE_MIN_ROWS", 1)
@@ -237,7 +241,8 @@ def _all(store: Store) -> list[tuple[str, str]]:
 def test_a_few_vectors_embedded_on_write_patch_the_file_instead_of_rewriting_it(
     settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoir.search import matrix_file, vectors
+    from memoir.search import matrix_files as matrix_file
+    from memoir.search import vectors
     from memoir.store import open_store
 
     monkeypatch.setattr(matrix_file, "FILE_MIN_ROWS", 1)

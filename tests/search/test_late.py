@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memoir.errors import StoreError
-from memoir.search.embedder import HashEmbedder, TokenEmbedder
-from memoir.search.late import RERANK_DEPTH, maxsim, pack_tokens, rerank, unpack_tokens
+from memoir.search.embedders import HashEmbedder, TokenEmbedder
+from memoir.search.ranking import RERANK_DEPTH, maxsim, pack_tokens, rerank, unpack_tokens
 
 E = np.eye(4, dtype=np.float32)
 

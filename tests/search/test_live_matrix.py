@@ -14,7 +14,7 @@ from search_corpus import fill
 
 from memoir.search import vectors
 from memoir.search.live_matrix import LiveMatrix
-from memoir.search.matrix_load import read_whole
+from memoir.search.matrix_files import read_whole
 from memoir.store import Store
 from memoir.store.parts import embeddings as embeddings_part
 

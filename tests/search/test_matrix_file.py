@@ -10,7 +10,7 @@ from search_corpus import fill
 
 from memoir.config import Settings
 from memoir.search import HashEmbedder, embed_backlog, vectors
-from memoir.search import matrix_file as mf
+from memoir.search import matrix_files as mf
 from memoir.store import Store, open_store
 
 
@@ -210,7 +210,7 @@ def test_a_cached_file_is_patched_with_what_changed_since(
 ) -> None:
     """Every start after a change used to read all vectors again (~15 s at 1M): now the
     newest file is patched from the change log, and the patch equals a whole read."""
-    from memoir.search import matrix_load
+    from memoir.search import matrix_files as matrix_load
 
     store = open_store(settings)
     try:
@@ -243,7 +243,7 @@ def test_a_patch_gives_up_when_its_file_was_replaced_meanwhile(
 ) -> None:
     """A file replaced while a process patched it may have had its log trimmed: the
     patch must not apply a partial log, it reads whole instead."""
-    from memoir.search import matrix_load
+    from memoir.search import matrix_files as matrix_load
 
     store = open_store(settings)
     try:
@@ -265,7 +265,7 @@ def test_a_slow_whole_read_never_writes_a_file_older_than_the_log(
     """C reads the log end, then its vectors slowly; meanwhile a vector is written and B
     reads whole, writes its file and trims the log past C's end. C's file would hide that
     write from every later patch: C must keep its read in memory, not write it."""
-    from memoir.search import matrix_load
+    from memoir.search import matrix_files as matrix_load
 
     writer, slow, fast, reader = (open_store(settings) for _ in range(4))
     try:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.search.query_dates import SLACK, DateSpan, query_dates, span_contains
+from memoir.search.ranking import SLACK, DateSpan, query_dates, span_contains
 
 
 def utc(y: int, m: int, d: int, hour: int = 0, minute: int = 0) -> datetime:

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from memoir.errors import ConfigError
 from memoir.model import Exchange, Harness, Session, SessionFlags
-from memoir.search.context import neighbour_smoothed
-from memoir.search.dates import parse_when
-from memoir.search.embedder import HashEmbedder
-from memoir.search.engine import matches_filters, mentions_any, resolve_mode, search
-from memoir.search.snippets import clean_summary, make_snippet, query_words, split_marks
+from memoir.search.embedders import HashEmbedder
+from memoir.search.engine import search
+from memoir.search.hits import clean_summary, make_snippet, query_words, split_marks
+from memoir.search.ranking import neighbour_smoothed
+from memoir.search.request import matches_filters, mentions_any, parse_when, resolve_mode
 from memoir.store.fold import ACCENTED, PLAIN, fold_accents
 from memoir.store.query_text import parse_query
 from memoir.store.values import SearchFilters

@@ -20,9 +20,8 @@ from memoir.search import (
     matches_filters,
     search,
 )
-from memoir.search.embedder import load_embedder
-from memoir.search.late import unpack_tokens
-from memoir.search.minilm import minilm_available
+from memoir.search.embedders import load_embedder, minilm_available
+from memoir.search.ranking import unpack_tokens
 from memoir.search.vectors import invalidate
 from memoir.store import IngestBatch, Store
 

@@ -53,7 +53,7 @@ from memoir.model import (
 )
 from memoir.model.exchange import exchange_id
 from memoir.search.backfill import embed_backlog
-from memoir.search.embedder import Embedder
+from memoir.search.embedders import Embedder
 from memoir.search.engine import search
 from memoir.search.hits import SearchMode
 from memoir.store import IngestBatch, SearchFilters, Store, open_store

@@ -316,8 +316,8 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
 
 def resolve_session(sessions: Any, session: str) -> str:
     """The session of the command's user ``session`` names (an id or a unique prefix):
-    :func:`memoir.search.session_ref.resolve_session` for ``--user``."""
-    from memoir.search import session_ref
+    :func:`memoir.search.request.resolve_session` for ``--user``."""
+    from memoir.search import request as session_ref
 
     return session_ref.resolve_session(sessions, session, user=state.user)
 

@@ -341,7 +341,7 @@ def settings_problems(settings: Settings) -> dict[str, str]:
     """Setting name → what is wrong with it, for the settings other commands would refuse:
     the model and its fallback (spec and key), the embedder, the database URL."""
     from memoir.llm.wiring import check_settings
-    from memoir.search.embedder import EMBEDDER_CHOICES
+    from memoir.search.embedders import EMBEDDER_CHOICES
     from memoir.service import database_file
 
     problems: dict[str, str] = {}
@@ -356,8 +356,7 @@ def settings_problems(settings: Settings) -> dict[str, str]:
             f"not {settings.embedder!r}"
         )
     elif settings.embedder in ("minilm", "e5"):
-        from memoir.search.e5 import e5_available
-        from memoir.search.minilm import minilm_available
+        from memoir.search.embedders import e5_available, minilm_available
 
         if settings.embedder == "minilm" and not minilm_available():
             problems["embedder"] = (

@@ -13,7 +13,7 @@ from memoir.bench import KS, run_locomo
 from memoir.bench.quality import SPEAKERS, run_memories
 from memoir.cli.app import app, console, err_console, print_json
 from memoir.errors import ConfigError, UsageError, install_hint
-from memoir.search.embedder import load_embedder
+from memoir.search.embedders import load_embedder
 
 __all__ = ["bench_app", "compaction", "locomo", "memories", "summaries"]
 
@@ -83,7 +83,7 @@ def locomo(
 def _bench_embedder(name: str) -> Any:
     """The embedder ``--embedder`` names; a name not among the choices is a usage error
     naming the flag (not the environment variable the same choices are read from)."""
-    from memoir.search.embedder import EMBEDDER_CHOICES
+    from memoir.search.embedders import EMBEDDER_CHOICES
 
     if name not in EMBEDDER_CHOICES:
         raise UsageError(f"--embedder must be one of {', '.join(EMBEDDER_CHOICES)}, not {name!r}")
@@ -176,7 +176,7 @@ def summaries(
     the keyword-led summary of format 1)."""
     from memoir.bench.quality import run_summaries
     from memoir.llm.transcript import embedding_scorer
-    from memoir.search.embedder import load_embedder
+    from memoir.search.embedders import load_embedder
 
     loaded = load_embedder("auto") if embedder else None
     report = run_summaries(

@@ -17,7 +17,7 @@ from memoir import service
 from memoir.cli.app import app, console, err_console, open_memoir, print_json
 from memoir.errors import Busy
 from memoir.search.backfill import DEFAULT_BATCH, BackfillResult
-from memoir.search.embedder import Embedder, TokenEmbedder
+from memoir.search.embedders import Embedder, TokenEmbedder
 
 __all__ = ["embed"]
 

@@ -298,7 +298,7 @@ def _print_ranked(rank: int, row: dict[str, Any]) -> None:
 
 
 def _when(raw: str | None) -> datetime | None:
-    from memoir.search.dates import parse_when
+    from memoir.search.request import parse_when
 
     # a day, a month or a year is taken whole: what held at its end (as README says)
     return None if raw is None else parse_when(raw, end_of_day=True, option="--as-of")

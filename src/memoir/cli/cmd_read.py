@@ -19,7 +19,7 @@ from memoir.cli import app as cli
 from memoir.cli.app import app, open_memoir, print_json, printable, require_query, write_plain
 from memoir.errors import MemoirError, NotFound
 from memoir.model import Event, EventKind, Exchange, Harness, exchanges_around, speaker_of
-from memoir.search.snippets import split_marks
+from memoir.search.hits import split_marks
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -143,14 +143,14 @@ def search_command(
 
 
 def _when(value: str, option: str, *, end_of_day: bool = False) -> Any:
-    from memoir.search.dates import parse_when
+    from memoir.search.request import parse_when
 
     return parse_when(value, end_of_day=end_of_day, option=option)
 
 
 def _hint_backlog(memoir: Any) -> None:
     """Say so when semantic ranking is installed but has nothing to rank yet."""
-    from memoir.search.embedder import TokenEmbedder, load_embedder
+    from memoir.search.embedders import TokenEmbedder, load_embedder
 
     embedder = load_embedder(memoir.settings.embedder)
     with_tokens = isinstance(embedder, TokenEmbedder)

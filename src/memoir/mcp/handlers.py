@@ -26,8 +26,8 @@ __all__ = ["search", "summary"]
 
 def search(home: Home, args: Args) -> dict[str, Any]:
     from memoir import SearchFilters, service
-    from memoir.search.dates import parse_when
     from memoir.search.masking import mask_hits
+    from memoir.search.request import parse_when
 
     query = args.text("query", required=True, max_chars=MAX_QUERY_CHARS, strip=False)
     assert query is not None

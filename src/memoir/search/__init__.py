@@ -7,7 +7,7 @@ Entry points: :func:`search` (typed :class:`SearchHit` list; its inputs become o
 :class:`HashEmbedder` is the deterministic fake for tests).
 
 The names are imported from their modules when first used, so importing one module of this
-package (the CLI's ``memoir.search.session_ref``) costs no more than that module.
+package (the CLI's ``memoir.search.request``) costs no more than that module.
 """
 
 from __future__ import annotations
@@ -18,16 +18,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memoir.fusion import rrf
     from memoir.search.backfill import BackfillResult, embed_backlog
-    from memoir.search.dates import parse_when
-    from memoir.search.embedder import (
-        Embedder,
-        EmbeddingsUnavailable,
-        HashEmbedder,
-        load_embedder,
-    )
-    from memoir.search.engine import matches_filters, resolve_mode, run_search, search
+    from memoir.search.embedders import Embedder, EmbeddingsUnavailable, HashEmbedder, load_embedder
+    from memoir.search.engine import run_search, search
     from memoir.search.hits import MODES, SearchHit, SearchMode
-    from memoir.search.request import SearchRequest
+    from memoir.search.request import SearchRequest, matches_filters, parse_when, resolve_mode
     from memoir.store.values import SearchFilters
 
 __all__ = [
@@ -55,16 +49,15 @@ _HOME = {
     "rrf": "memoir.fusion",
     "BackfillResult": "memoir.search.backfill",
     "embed_backlog": "memoir.search.backfill",
-    "parse_when": "memoir.search.dates",
     **dict.fromkeys(
         ("Embedder", "EmbeddingsUnavailable", "HashEmbedder", "load_embedder"),
-        "memoir.search.embedder",
+        "memoir.search.embedders",
     ),
-    **dict.fromkeys(
-        ("matches_filters", "resolve_mode", "run_search", "search"), "memoir.search.engine"
-    ),
+    **dict.fromkeys(("run_search", "search"), "memoir.search.engine"),
     **dict.fromkeys(("MODES", "SearchHit", "SearchMode"), "memoir.search.hits"),
-    "SearchRequest": "memoir.search.request",
+    **dict.fromkeys(
+        ("SearchRequest", "matches_filters", "parse_when", "resolve_mode"), "memoir.search.request"
+    ),
     "SearchFilters": "memoir.store.values",
 }
 

@@ -17,7 +17,7 @@ never makes a stored vector stale (a changed exchange loses its vector in the st
 re-embedded). On LoCoMo this lifted hybrid recall@10 from 0.788 to 0.804 (docs/benchmarks.md).
 
 An embedder with token states (:class:`TokenEmbedder`) stores them packed beside each
-vector (:func:`memoir.search.late.pack_tokens`), from the same forward pass; for such an
+vector (:func:`memoir.search.ranking.pack_tokens`), from the same forward pass; for such an
 embedder, vectors stored without token states (written before they existed) are redone.
 So are vectors embedded from an older recipe of that text (the store hands them out after
 the missing ones: :data:`memoir.store.index_doc.EMBED_RECIPE`, which must be raised when
@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memoir.search.embedder import Embedder, TokenEmbedder
-from memoir.search.late import pack_tokens
+from memoir.search.embedders import Embedder, TokenEmbedder
+from memoir.search.ranking import pack_tokens
 from memoir.store.port import Store
 
 if TYPE_CHECKING:

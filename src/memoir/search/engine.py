@@ -1,4 +1,6 @@
-"""Ranking: text ranks from the store's full-text index, vector ranks from the embeddings,
+"""A search run: lists fused, the head re-ranked, hits built; and the search a home configures.
+
+Ranking: text ranks from the store's full-text index, vector ranks from the embeddings,
 fused by reciprocal rank (hybrid), the head re-ranked token by token, exchanges from dates
 the query names favoured, then hits with snippets and the session's summary.
 
@@ -8,33 +10,49 @@ request.meaning → embedder → cosine over the matrix ─┴→ rrf → late-i
 
 A search's inputs are one :class:`~memoir.search.request.SearchRequest`, built and checked
 where it enters (:func:`search`); what it reads of the store is named by
-:class:`~memoir.search.reads.SearchReads`, and the summary beside each hit comes from the
+:class:`~memoir.search.request.SearchReads`, and the summary beside each hit comes from the
 caller's ``summaries`` (session id → body).
+
+A search as a home configures it: the embedder its ``MEMOIR_EMBEDDER`` names, a session
+prefix resolved, the summary beside each hit read by the caller's ``summaries``.
+
+What ``Memoir.search`` calls, with what it holds passed explicitly (the store, the
+embedder setting, the summary reader), so ``app.py`` stays a thin front door and this
+package never sees it; the ranking is :func:`search`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from memoir.errors import MemoirError
+from memoir.errors import ConfigError, MemoirError, install_hint
 from memoir.fusion import rrf, stand_in_ranks
-from memoir.model import Exchange, Session
-from memoir.search.context import neighbour_smoothed
-from memoir.search.embedder import Embedder, TokenEmbedder
-from memoir.search.hits import SearchHit, SearchMode
-from memoir.search.late import RERANK_DEPTH, rerank
-from memoir.search.memory_keys import memory_ranking
-from memoir.search.query_dates import query_dates, span_contains
-from memoir.search.reads import Lookup, SearchReads
-from memoir.search.request import SearchRequest, resolve_mode
-from memoir.search.snippets import MARK_START, clean_summary, make_snippet
+from memoir.search.embedders import Embedder, TokenEmbedder, load_embedder
+from memoir.search.hits import MARK_START, SearchHit, SearchMode, clean_summary, make_snippet
+from memoir.search.ranking import (
+    RERANK_DEPTH,
+    dated,
+    memory_ranking,
+    neighbour_smoothed,
+    rerank,
+    text_candidates,
+)
+from memoir.search.request import (
+    Lookup,
+    SearchReads,
+    SearchRequest,
+    exchange_text,
+    exchange_time,
+    mentions_any,
+    resolve_mode,
+    resolve_session,
+)
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
-from memoir.store.parts import EmbeddingsPart, IndexPart
-from memoir.store.query_text import Term, parse_query, words_of
+from memoir.store.parts import EmbeddingsPart
+from memoir.store.query_text import words_of
 from memoir.store.search_filter import filter_predicate
 from memoir.store.values import SearchFilters, TextHit
 
@@ -45,66 +63,46 @@ __all__ = [
     "DEFAULT_POOL",
     "SearchMode",
     "SummaryReader",
-    "exchange_time",
-    "matches_filters",
-    "mentions_any",
     "resolve_mode",
     "run_search",
     "search",
-    "text_candidates",
+    "search_configured",
 ]
+
 
 log = logging.getLogger(__name__)
 
+
 SummaryReader = Callable[[str], "str | None"]
+
+
 # Fusion constant: k=60 comes from fusing 1000-deep TREC runs; for a 10-hit page it
 # flattens ranks so far that exchanges both lists rank middling beat each list's best.
 # A small k lets the head of each list reach the page (words and meaning find different
 # turns: on LoCoMo their top-5s together hold more evidence than either top-10).
 HYBRID_K = 10
+
+
 HYBRID_WEIGHTS = (1.0, 1.0)
+
+
 MEMORY_WEIGHT = 1.0  # the memory-keys list counts as much as each of the two others
+
+
 # hybrid's vector query is moved towards the best text hits (Rocchio feedback): the words
 # pin down the topic, the vectors then find turns about it that use other words
 FEEDBACK_DOCS = 3
+
+
 FEEDBACK_WEIGHT = 1.0
+
+
 MAX_FILTER_SCAN = 20_000
+
+
 # candidates each ranking contributes, whatever the limit (a page of up to 25 hits is
 # ranked from 3 × its size; the LoCoMo bench measures this pool)
 DEFAULT_POOL = 75
-
-
-def exchange_time(exchange: Exchange) -> datetime | None:
-    return exchange.started_at or exchange.ended_at
-
-
-def matches_filters(exchange: Exchange, session: Session | None, filters: SearchFilters) -> bool:
-    """The filter semantics, applied to vector candidates (the store applies the same ones
-    in SQL to text candidates: both read :mod:`memoir.store.search_filter`)."""
-    return filter_predicate(filters)(exchange, session)
-
-
-def mentions_any(exchange: Exchange, terms: tuple[Term, ...]) -> bool:
-    """Whether the exchange's own text (prompt, reply, tool names and excerpt) holds one of
-    ``terms``: a word, a phrase's words in a row, or a prefix. The query's excluded terms,
-    applied to vector candidates (the index excludes text candidates itself, and also drops
-    a word's inflections there)."""
-    if not terms:
-        return False
-    words = words_of(f"{_exchange_text(exchange)}\n{exchange.tool_excerpt}")
-    present = set(words)
-    for term in terms:
-        size = len(term.words)
-        if size == 1 and not term.prefix:
-            if term.words[0] in present:
-                return True
-            continue
-        for at in range(len(words) - size + 1):
-            head, last = words[at : at + size - 1], words[at + size - 1]
-            tail_ok = last.startswith(term.words[-1]) if term.prefix else last == term.words[-1]
-            if tail_ok and tuple(head) == term.words[:-1]:
-                return True
-    return False
 
 
 class _Search:
@@ -231,7 +229,7 @@ def search(
     limit beyond what that pool ranks is filled from a deeper pass, after those hits.
 
     ``memory_keys``: text and hybrid search also rank exchanges through the memory items
-    they are evidence for (:mod:`memoir.search.memory_keys`).
+    they are evidence for (:mod:`memoir.search.ranking`).
     """
     request = SearchRequest.of(
         query,
@@ -278,7 +276,7 @@ def _page_snippets(
     request, exchanges = run.request, run.lookup.exchanges
     shown = [i for i, _ in ranked if i in exchanges]
     own = {
-        i: make_snippet(_exchange_text(exchanges[i]), request.meaning)
+        i: make_snippet(exchange_text(exchanges[i]), request.meaning)
         for i in shown
         if i not in ranking.text_hits
     }
@@ -292,7 +290,7 @@ def _page_snippets(
         elif i in own:
             out[i] = own[i]
         else:  # a text match the index marks nothing in: its neighbours' words matched
-            out[i] = make_snippet(_exchange_text(exchanges[i]), request.meaning)
+            out[i] = make_snippet(exchange_text(exchanges[i]), request.meaning)
     return out
 
 
@@ -349,7 +347,7 @@ def _rank(run: _Search, pool: int) -> _Ranking:
                 run.store.embeddings, embedder.name, ranked, query_tokens, unvectored
             )
     return _Ranking(
-        _dated(request.query, ranked, run.lookup),
+        dated(request.query, ranked, run.lookup, HYBRID_K),
         text_hits,
         _places(text_rank),
         _places(vector_rank),
@@ -395,7 +393,7 @@ def _reranked(
     query_tokens: np.ndarray,
     unvectored: set[str],
 ) -> list[tuple[str, float]]:
-    """The fused list with its head re-ranked token by token (:mod:`memoir.search.late`;
+    """The fused list with its head re-ranked token by token (:mod:`memoir.search.ranking`;
     ``unvectored`` exchanges, with no vector yet, keep their place there). The fused
     scores are handed out again in the new order, so scores still descend."""
     head = [i for i, _ in ranked[:RERANK_DEPTH]]
@@ -404,25 +402,6 @@ def _reranked(
         return ranked
     order = rerank([i for i, _ in ranked], query_tokens, stored, stand_in=unvectored)
     return list(zip(order, sorted((s for _, s in ranked), reverse=True), strict=True))
-
-
-def _dated(query: str, ranked: list[tuple[str, float]], lookup: Lookup) -> list[tuple[str, float]]:
-    """When the query names dates ("in August 2023", "on 3 June, 2023"), exchanges from
-    then (give or take a week) are favoured: they form a second list fused with the
-    ranking by reciprocal rank. A soft preference, not a filter (``--after``/``--before``
-    filter); people misremember dates by days."""
-    spans = query_dates(query)
-    if not spans or not ranked:
-        return ranked
-    lookup.load([i for i, _ in ranked])
-    inside = [
-        i
-        for i, _ in ranked
-        if (x := lookup.exchanges.get(i)) is not None and span_contains(spans, exchange_time(x))
-    ]
-    if not inside:
-        return ranked
-    return rrf([[i for i, _ in ranked], inside], k=HYBRID_K)
 
 
 def _hits(
@@ -459,40 +438,6 @@ def _hits(
     return out
 
 
-def any_word_query(query: str) -> str | None:
-    """The query with any of its terms sufficing (phrases, prefixes and exclusions kept),
-    in the store's query syntax; None when it has fewer than two terms."""
-    loose = parse_query(query).loosened()
-    if loose is None:
-        return None
-    parts = [_render(term) for group in loose.groups for term in group]
-    return " OR ".join(parts) + "".join(f" -{_render(t)}" for t in loose.excluded)
-
-
-def _render(term: Term) -> str:
-    if len(term.words) > 1:
-        return '"' + " ".join(term.words) + '"'
-    return term.words[0] + ("*" if term.prefix else "")
-
-
-def text_candidates(
-    index: IndexPart, query: str, filters: SearchFilters, pool: int
-) -> dict[str, TextHit]:
-    """Exchanges with every query word first (bm25 order), then — when those are fewer
-    than ``pool`` — exchanges with any of them (bm25 order). Long natural-language queries
-    rarely have all their words in one exchange; a person's few keywords usually do. The
-    hits carry no snippets: :func:`search` asks for those of the hits it shows."""
-    hits: dict[str, TextHit] = {}
-    for hit in index.search(query, filters, pool, snippets=False):
-        hits.setdefault(hit.exchange_id, hit)
-    if len(hits) < pool and (loose := any_word_query(query)) is not None:
-        for hit in index.search(loose, filters, pool, snippets=False):
-            if len(hits) >= pool:
-                break
-            hits.setdefault(hit.exchange_id, hit)
-    return hits
-
-
 def _summary(summaries: SummaryReader, session_id: str) -> str | None:
     """A summary that cannot be read is shown as none; the hit itself still counts."""
     try:
@@ -502,8 +447,54 @@ def _summary(summaries: SummaryReader, session_id: str) -> str | None:
         return None
 
 
-def _exchange_text(exchange: Exchange) -> str:
-    parts = [exchange.user_text, exchange.assistant_text]
-    if exchange.tool_names:
-        parts.append("tools: " + ", ".join(exchange.tool_names))
-    return "\n".join(p for p in parts if p)
+def _no_meaning_search(mode: str, setting: str, stored: list[str]) -> str:
+    """Why ``--mode vector|hybrid`` cannot run, and what to do, in one line: semantic
+    search switched off, or its extra missing — while this home may well hold vectors
+    (``memoir stats`` counts them) that an install elsewhere computed."""
+    if setting == "none":
+        return f"--mode {mode} searches by meaning, which MEMOIR_EMBEDDER=none switches off"
+    held = (
+        f"this home holds vectors ({', '.join(stored)}), but this Python cannot embed the "
+        "query to compare with them"
+        if stored
+        else "no embedder is installed"
+    )
+    return (
+        f"--mode {mode} searches by meaning: {held}; install the embeddings extra "
+        f"({install_hint('embeddings')}) or search with --mode text"
+    )
+
+
+_UNSET: Any = object()
+
+
+def search_configured(
+    store: SearchReads,
+    query: str,
+    *,
+    embedder_setting: str,
+    summaries: SummaryReader | None,
+    filters: SearchFilters | None = None,
+    mode: str | None = None,
+    limit: int = 10,
+    embedder: Embedder | None = _UNSET,
+) -> list[SearchHit]:
+    """:func:`~memoir.search.engine.search` with the embedder ``embedder_setting`` (the
+    home's ``MEMOIR_EMBEDDER``) names unless one is given (None: none), and a session
+    filter given as a unique prefix resolved to its session."""
+    if embedder is _UNSET:
+        embedder = load_embedder(embedder_setting)
+        if embedder is None and mode in ("vector", "hybrid"):
+            raise ConfigError(_no_meaning_search(mode, embedder_setting, store.embeddings.models()))
+    if isinstance(filters, SearchFilters) and filters.session_id is not None:
+        sid = resolve_session(store.sessions, filters.session_id, user=filters.user)
+        filters = replace(filters, session_id=sid)
+    return search(
+        store,
+        query,
+        filters=filters,
+        mode=mode,
+        limit=limit,
+        embedder=embedder,
+        summaries=summaries,
+    )

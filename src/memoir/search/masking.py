@@ -18,8 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from memoir.model import Exchange
-from memoir.search.hits import SearchHit
-from memoir.search.snippets import MARK_END, MARK_START, split_marks
+from memoir.search.hits import MARK_END, MARK_START, SearchHit, split_marks
 from memoir.secrets import find_secrets, mask, placeholder
 from memoir.store.index_doc import quoted_text, tools_text
 

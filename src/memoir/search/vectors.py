@@ -1,14 +1,26 @@
-"""Brute-force cosine search over the stored embeddings, cached in memory per process.
+"""Cosine search over the stored embeddings, cached per process, with a coarse pass at scale.
+
+A coarse first pass for large vector matrices: exact rescoring of a projected shortlist.
+
+Scanning 1M × 384 float32 rows reads 1.5 GB per query (~120 ms here, memory bound). Above
+:data:`COARSE_MIN` rows the scan runs on a projection onto the top :data:`COARSE_DIM`
+principal directions of the vectors (uncentred SVD of a fixed sample, so dot products are
+preserved within that subspace): a quarter of the bytes. The best ``max(SHORTLIST_MIN,
+SHORTLIST_FACTOR × k)`` rows of that pass are rescored exactly with the full vectors, so
+the order of what is returned is exact; only a row the projection ranked below the
+shortlist can be missed. Below the threshold every query is exact.
+
+Brute-force cosine search over the stored embeddings, cached in memory per process.
 
 Rows are unit length, so cosine is one matrix-vector product. Up to 200k rows every query
 is an exact scan; above, a projected first pass picks a shortlist that is rescored exactly
-(:mod:`memoir.search.coarse`), which keeps 1M × 384 well under the full scan's ~120 ms on
+(:class:`CoarseIndex`), which keeps 1M × 384 well under the full scan's ~120 ms on
 this project's 2-core machine (see docs/benchmarks.md) without an ANN index and its
 upkeep. The matrix is loaded once per (store, model) and kept while the store's embedding
 generation for the model (raised by every write to its vectors, whichever process makes
 it) stays the same; when it moves, the rows the change log names are patched in
 (:mod:`memoir.search.live_matrix`). A large one is also cached as a memory-mapped file
-beside an SQLite database (:mod:`memoir.search.matrix_file`), so the next process does
+beside an SQLite database (:mod:`memoir.search.matrix_files`), so the next process does
 not read it again.
 """
 
@@ -21,17 +33,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from memoir.search.coarse import COARSE_MIN, CoarseIndex, build_coarse
 from memoir.search.live_matrix import PATCH_MIN, PATCH_SHARE, LiveMatrix
-from memoir.search.matrix_file import read_coarse, read_log_end, read_matrix, write_coarse
-from memoir.search.matrix_load import patched, read_whole, write_files
-from memoir.search.reads import VectorReads
+from memoir.search.matrix_files import (
+    patched,
+    read_coarse,
+    read_log_end,
+    read_matrix,
+    read_whole,
+    write_coarse,
+    write_files,
+)
+from memoir.search.request import VectorReads
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "COARSE_DIM",
+    "COARSE_MIN",
+    "CoarseIndex",
     "VectorMatrix",
+    "build_coarse",
     "invalidate",
     "matrix_for",
     "nearest",
@@ -39,6 +61,63 @@ __all__ = [
     "time_mask",
     "top_k",
 ]
+
+
+COARSE_MIN = 200_000
+
+
+COARSE_DIM = 96
+
+
+SAMPLE = 20_000
+
+
+SHORTLIST_MIN = 2_000
+
+
+SHORTLIST_FACTOR = 40
+
+
+_CHUNK = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class CoarseIndex:
+    basis: np.ndarray  # (dim, COARSE_DIM) float32, orthonormal columns
+    projected: np.ndarray  # (n, COARSE_DIM) float32
+
+    def shortlist(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> np.ndarray:
+        """Row indexes worth rescoring exactly for the top ``k`` (unordered), only rows
+        ``mask`` keeps when one is given."""
+        import numpy as np
+
+        scores = self.projected @ (query @ self.basis)
+        count = scores.shape[0]
+        if mask is not None:
+            scores[~mask] = -np.inf
+            count = int(np.count_nonzero(mask))
+        size = min(count, max(SHORTLIST_MIN, SHORTLIST_FACTOR * k))
+        if size >= scores.shape[0]:
+            return np.arange(scores.shape[0]) if mask is None else np.flatnonzero(mask)
+        if size <= 0:
+            return np.zeros(0, dtype=np.int64)
+        return np.argpartition(-scores, size - 1)[:size]
+
+
+def build_coarse(matrix: np.ndarray, dim: int = COARSE_DIM, seed: int = 0) -> CoarseIndex:
+    """Project ``matrix`` onto the top ``dim`` right singular vectors of a row sample."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = matrix.shape[0]
+    sample = matrix[np.sort(rng.choice(n, size=min(SAMPLE, n), replace=False))]
+    _, _, vt = np.linalg.svd(sample.astype(np.float64), full_matrices=False)
+    basis = np.ascontiguousarray(vt[:dim].T, dtype=np.float32)
+    projected = np.empty((n, basis.shape[1]), dtype=np.float32)
+    for start in range(0, n, _CHUNK):
+        projected[start : start + _CHUNK] = matrix[start : start + _CHUNK] @ basis
+    return CoarseIndex(basis, projected)
+
 
 # a mask keeping at most this many rows is scanned exactly on a copy of those rows
 SMALL_SUBSET = 50_000
@@ -89,9 +168,17 @@ class VectorMatrix:
 
 
 _cache: dict[tuple[int, str], LiveMatrix] = {}
+
+
 _coarse: dict[int, CoarseIndex] = {}
+
+
 _rows: dict[int, dict[str, int]] = {}
+
+
 _sessions: dict[int, tuple[np.ndarray, dict[str, int]]] = {}
+
+
 _times: dict[int, np.ndarray] = {}
 
 
@@ -146,7 +233,7 @@ def matrix_for(store: VectorReads, model: str) -> VectorMatrix:
     """``model``'s vectors in ``store``: from this process's memory while its generation is
     current, else this process's matrix patched with the logged changes, else from the
     cached file of that generation, else an older cached file patched with the logged
-    changes, else from the store (:mod:`memoir.search.matrix_load`)."""
+    changes, else from the store (:mod:`memoir.search.matrix_files`)."""
     key = (id(store), model)
     generation = store.embeddings.generation(model)
     with _lock:

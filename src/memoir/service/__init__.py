@@ -177,7 +177,7 @@ def ensure_writable(memoir: Memoir, command: str) -> None:
 def session_id(memoir: Memoir, ref: str) -> str:
     """The session of ``memoir``'s user ``ref`` names (an id or a unique prefix);
     ``NotFound`` for none, another user's included."""
-    from memoir.search.session_ref import resolve_session
+    from memoir.search.request import resolve_session
 
     return resolve_session(memoir.store.sessions, ref, user=memoir.user)
 
@@ -186,7 +186,7 @@ def project(memoir: Memoir, ref: str) -> str:
     """The project of ``memoir``'s user's sessions ``ref`` names: its name, its folder or
     the folder's last part; an unknown one is ``NotFound``, not a silent "nothing"."""
     from memoir.ingest.discover import project_name
-    from memoir.search.session_ref import resolve_project
+    from memoir.search.request import resolve_project
 
     return resolve_project(memoir.store.sessions, ref, safe=project_name, user=memoir.user)
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from memoir.memory.memories import Memories, RecoveryReport
     from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
     from memoir.search.backfill import BackfillResult
-    from memoir.search.embedder import Embedder
+    from memoir.search.embedders import Embedder
     from memoir.summaries.port import SummaryStore
     from memoir.summaries.summary_pass import PassProgress, SummaryPassReport
 
@@ -66,7 +66,7 @@ def _writable(memoir: Memoir, command: str) -> None:
 
 
 def _session(memoir: Memoir, ref: str) -> str:
-    from memoir.search.session_ref import resolve_session
+    from memoir.search.request import resolve_session
 
     return resolve_session(memoir.store.sessions, ref, user=memoir.user)
 
@@ -190,7 +190,7 @@ def embed_pending(
     from memoir.home_files import tighten_home
     from memoir.ingest.archive import embed_lock
     from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
-    from memoir.search.embedder import EmbeddingsUnavailable
+    from memoir.search.embedders import EmbeddingsUnavailable
     from memoir.search.vectors import prepare_files
     from memoir.wiring import writing_embedder
 
