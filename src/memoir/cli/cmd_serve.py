@@ -55,7 +55,7 @@ def serve(
     from memoir.app import Memoir
     from memoir.model.event import LOCAL_USER
     from memoir.server.auth import LINK_TTL_S, SignInLinks, is_loopback, link_url
-    from memoir.server.middleware import JsonFormatter
+    from memoir.server.plumbing import JsonFormatter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
