@@ -64,9 +64,9 @@ def floor_app() -> Any:
     from fastapi import APIRouter, Depends, FastAPI
 
     from memoir.app import Memoir
-    from memoir.server import errors
+    from memoir.server import plumbing as errors
     from memoir.server.auth import Caller, caller, memoir_of
-    from memoir.server.middleware import RequestMiddleware
+    from memoir.server.plumbing import RequestMiddleware
     from memoir.server.routing import JsonRoute
 
     app = FastAPI(redirect_slashes=False, docs_url=None, redoc_url=None)
@@ -104,7 +104,7 @@ def _serve_floor(port: int) -> None:
 
     import uvicorn
 
-    from memoir.server.middleware import JsonFormatter
+    from memoir.server.plumbing import JsonFormatter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())

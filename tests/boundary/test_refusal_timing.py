@@ -35,7 +35,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from memoir.config import Settings
-from memoir.mcp.home import Home
+from memoir.mcp.reading import Home
 from memoir.mcp.server import answer
 from memoir.server import create_app
 from memoir.store.parts.users import hash_key

@@ -289,7 +289,7 @@ def test_worker_log_lines_carry_the_job_id(
     import json as json_lib
     import logging
 
-    from memoir.server.middleware import JsonFormatter
+    from memoir.server.plumbing import JsonFormatter
 
     add_session(memoir)
     use_model(memoir, ScriptedModel(default=reply("the worker")))

@@ -9,9 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memoir.errors import ConfigError
-from memoir.mcp.args import Args
-from memoir.mcp.bounds import fit_items, json_len, shorten
-from memoir.mcp.tools import TOOLS
+from memoir.mcp.tools import TOOLS, Args, fit_items, json_len, shorten
 
 
 @given(st.text(max_size=3_000), st.integers(min_value=60, max_value=2_500))

@@ -9,10 +9,8 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.demo import ClaudeWriter
-from memoir.mcp.args import Args
-from memoir.mcp.bounds import MAX_RESULT_CHARS, MIN_PAGE_CHARS, json_len
-from memoir.mcp.home import Home
-from memoir.mcp.reading import clip, read
+from memoir.mcp.reading import Home, clip, read
+from memoir.mcp.tools import MAX_RESULT_CHARS, MIN_PAGE_CHARS, Args, json_len
 
 SID = "eeeeeeee-5555-4666-8777-888888888888"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memoir.errors import MemoirError, NotFound
-from memoir.mcp.refs import exchange_parts, read_target
+from memoir.mcp.reading import exchange_parts, read_target
 
 from .ambiguous_home import SQUATTER_TEXT, build_ambiguous_home
 from .mcp_client import WEBSHOP, Client, Server

@@ -10,7 +10,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.demo import ClaudeWriter, tool_use_block
-from memoir.mcp.bounds import DEFAULT_PAGE_CHARS, MAX_RESULT_CHARS
+from memoir.mcp.tools import DEFAULT_PAGE_CHARS, MAX_RESULT_CHARS
 from memoir.model import EventKind
 
 from .mcp_client import Client, Server, run_cli

@@ -10,7 +10,7 @@ import jsonschema
 
 from memoir import service
 from memoir.app import Memoir
-from memoir.mcp.bounds import MAX_RESULT_CHARS
+from memoir.mcp.tools import MAX_RESULT_CHARS
 from memoir.model import EventKind
 
 from .mcp_client import CODEX, INFRA, LONG, WEBSHOP, Client, Server, run_cli

@@ -15,7 +15,7 @@ from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo import ClaudeWriter
 from memoir.errors import ConfigError, StoreError
-from memoir.server.middleware import nul_in_request
+from memoir.server.plumbing import nul_in_request
 from memoir.store.port import Store
 
 from .server_api import Api

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memoir import service
-from memoir.server.body import MAX_DEPTH
+from memoir.server.plumbing import MAX_DEPTH
 
 from .server_api import Api, error_message
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from memoir.server.body import depth_over, parse_json
+from memoir.server.plumbing import depth_over, parse_json
 
 DEPTHS = [
     pytest.param(1, 0, False, id="scalar"),

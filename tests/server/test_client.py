@@ -333,7 +333,7 @@ def test_error_for(status: int, body: Any, tree: type, code: str | None) -> None
 
 
 def test_every_code_the_server_maps_has_a_class() -> None:
-    from memoir.server.errors import STATUS
+    from memoir.server.plumbing import STATUS
 
     assert {code for _, _, code in STATUS} <= set(ERRORS)
 

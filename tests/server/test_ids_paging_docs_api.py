@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from memoir.model.event import named_session_id
-from memoir.server.errors import ApiError
-from memoir.server.present import page_after
+from memoir.server.plumbing import ApiError
+from memoir.server.schemas import page_after
 from memoir.server.web.pages import SECURITY_HEADERS
 
 from .server_api import Api, error_message

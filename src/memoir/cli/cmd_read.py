@@ -327,8 +327,8 @@ def _flush(pending: Text) -> Text:
 def _resolve(memoir: Any, target: str) -> tuple[str, str | None]:
     """The session ``target`` names, and the exchange when it is an exchange id
     (``SESSION:N``, the session part may be a unique prefix; read as an exchange before
-    the whole string is taken as a session id: :func:`memoir.mcp.refs.read_target`)."""
-    from memoir.mcp.refs import read_target
+    the whole string is taken as a session id: :func:`memoir.mcp.reading.read_target`)."""
+    from memoir.mcp.reading import read_target
 
     return read_target(
         target,

@@ -3,7 +3,7 @@ JSON, and the API's errors as classes of Memoir's exception tree. Pure (no I/O, 
 
 An error answer (``{"error": {"code", "message"}}``) becomes an :class:`ApiError` that is
 also the :mod:`memoir.errors` class the server mapped to that code (:data:`ERRORS`, the
-inverse of ``memoir.server.errors.STATUS``): ``except NotFound`` catches a 404 from the
+inverse of ``memoir.server.plumbing.STATUS``): ``except NotFound`` catches a 404 from the
 service as it catches one from the library::
 
     MemoirError
@@ -417,7 +417,7 @@ class ApiReadOnly(ApiUnavailable, ReadOnly):
     pass
 
 
-# the error code the server sends → the class raised (memoir.server.errors.STATUS inverted)
+# the error code the server sends → the class raised (memoir.server.plumbing.STATUS inverted)
 ERRORS: dict[str, type[ApiError]] = {
     "unauthorized": ApiUnauthorized,
     "invalid_request": ApiInvalid,

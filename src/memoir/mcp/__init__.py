@@ -16,9 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memoir.config import Settings
-from memoir.mcp.bounds import MAX_RESULT_CHARS
-from memoir.mcp.home import Home
-from memoir.mcp.tools import TOOLS, ToolSpec
+from memoir.mcp.reading import Home
+from memoir.mcp.tools import MAX_RESULT_CHARS, TOOLS, ToolSpec
 from memoir.model.event import LOCAL_USER
 
 __all__ = ["MAX_RESULT_CHARS", "TOOLS", "Home", "ToolSpec", "serve"]

@@ -1,6 +1,18 @@
-"""The ``read`` tool: a stored conversation, or one exchange with its neighbours, in pages.
+"""Where the tools read from: the home, what a reference names, and the ``read`` tool.
 
-A page holds the events after ``after`` (an event number) that fit in ``max_chars``
+:class:`Home`: the Memoir home a server answers from, opened on the first tool call, acting
+for the one user the server was started for (``memoir mcp --user NAME``; no tool takes a
+user). Opening the store is left until a tool needs it, so the ``initialize`` round trip
+pays only for the SDK's import. A home with no archive yet is not created: each call
+answers "run `memoir sync`" until one exists (a mistyped ``MEMOIR_HOME`` must not become an
+empty home).
+
+References: sessions and projects as a model names them (an id or a unique prefix, a folder
+name), and what a reference to a conversation (``memoir show X``, the ``read`` tool's
+``id``) names — an exchange, or a whole session (:func:`read_target`, shared by both).
+
+The ``read`` tool: a stored conversation, or one exchange with its neighbours, in pages. A
+page holds the events after ``after`` (an event number) that fit in ``max_chars``
 characters of JSON, read from the store a few dozen events at a time, so a 5 MB transcript
 costs a page, not the transcript. Thinking and meta events are passed over (they still
 count as read); tool calls and results are cut short unless asked for in full; an event
@@ -13,28 +25,151 @@ no argument to reveal them (``memoir show --reveal`` is the person's way).
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoir import service
-from memoir.errors import ConfigError, NotFound
-from memoir.mcp.args import Args
-from memoir.mcp.bounds import (
+from memoir.config import Settings
+from memoir.errors import ConfigError, MemoirError, NotFound
+from memoir.mcp.tools import (
     DEFAULT_PAGE_CHARS,
     MAX_RESULT_CHARS,
     MIN_PAGE_CHARS,
     TOOL_TEXT_CHARS,
+    Args,
     json_len,
     shorten,
 )
-from memoir.mcp.home import Home
-from memoir.mcp.refs import read_target, session_id
 from memoir.model import Author, Event, EventKind, exchanges_around, spoken_text
+from memoir.model.event import LOCAL_USER
 from memoir.model.exchange import TERMINAL_ESCAPE
 
 if TYPE_CHECKING:
     from memoir.app import Memoir
 
-__all__ = ["event_json", "read"]
+__all__ = [
+    "PROJECT_BLANK",
+    "SESSION_BLANK",
+    "Home",
+    "event_json",
+    "exchange_parts",
+    "known_project",
+    "read",
+    "read_target",
+    "session_id",
+]
+
+
+class Home:
+    """``settings``: read once at the edge (``memoir mcp``). ``workdir``: the directory the
+    agent works in (Claude Code's project directory, else the server's working
+    directory), where ``remember`` looks for the current conversation. ``user``: whose
+    conversations and memories every tool reads and changes (default ``local``, the owner
+    of the sessions synced from this machine)."""
+
+    def __init__(
+        self, settings: Settings, workdir: Path | None = None, user: str = LOCAL_USER
+    ) -> None:
+        self.settings = settings
+        self.workdir = workdir
+        self.user = user
+        self._memoir: Memoir | None = None
+        self._lock = threading.Lock()
+
+    def memoir(self) -> Memoir:
+        """The open Memoir; ``NotFound`` while the home has no archive (tool calls run on
+        worker threads: the first one opens it, the others wait for it)."""
+        with self._lock:
+            if self._memoir is None:
+                from memoir.app import Memoir
+                from memoir.service import database_file
+
+                path = database_file(self.settings)
+                if path is not None and not path.exists():
+                    raise NotFound(
+                        f"no Memoir archive at {self.settings.home} yet; run `memoir sync` "
+                        "to make one (or set MEMOIR_HOME to the home you use)"
+                    )
+                self._memoir = Memoir.open(self.settings, user=self.user)
+            return self._memoir
+
+    def close(self) -> None:
+        with self._lock:
+            if self._memoir is not None:
+                self._memoir.close()
+                self._memoir = None
+
+
+# what an empty ``session`` / ``project`` argument is told to give instead
+SESSION_BLANK = "give a session id or a unique prefix of it (a search hit's session_id)"
+PROJECT_BLANK = "give a project's name, its folder or the folder's last part"
+
+
+def session_id(home: Home, ref: str) -> str:
+    """The session of the server's user ``ref`` names (an id or a unique prefix); another
+    user's is "no session", as one that does not exist."""
+    from memoir import service
+
+    return service.session_id(home.memoir(), ref)
+
+
+def known_project(home: Home, project: str) -> str:
+    """``project`` as the index names it among the server's user's sessions: its name, its
+    folder or the folder's last part; an unknown project is an error, not a silent
+    "nothing found"."""
+    from memoir import service
+
+    return service.project(home.memoir(), project)
+
+
+def exchange_parts(ref: str) -> tuple[str, str] | None:
+    """``(session part, exchange number)`` when ``ref`` is shaped as an exchange id
+    (``SESSION:N``: the last ``:`` followed by ASCII digits only), else None. Pure."""
+    head, sep, tail = ref.rpartition(":")
+    if sep and head and tail and tail.isascii() and tail.isdigit():
+        return head, tail
+    return None
+
+
+def read_target(
+    ref: str,
+    *,
+    resolve: Callable[[str], str],
+    is_session: Callable[[str], bool],
+    is_exchange: Callable[[str], bool],
+    hint: str = "",
+) -> tuple[str, str | None]:
+    """The session ``ref`` names, and the exchange when it names one. ``resolve``: the
+    session an id or a unique prefix names (raising ``MemoirError`` when none or several);
+    ``is_session`` / ``is_exchange``: whether that exact id is stored; ``hint`` ends the
+    "no exchange" sentence. Pure given pure lookups (the tests pass dictionaries).
+
+    ``SESSION:N`` reads first as exchange ``N`` of ``SESSION`` when that session (an id or
+    a unique prefix) has that exchange — even when ``SESSION:N`` is also a session's id:
+    ids are one namespace across users, and a session named ``alice-session:1`` must not
+    take over a reference to alice's exchange. The whole string as a session id is the
+    fallback, so a session of an older version whose id holds ``:`` stays reachable.
+    Otherwise an exchange-shaped ``ref`` is an error about the exchange (or its session
+    part), anything else a session id or a unique prefix."""
+    parts = exchange_parts(ref)
+    if parts is None:
+        return resolve(ref), None
+    head, tail = parts
+    try:
+        sid = resolve(head)
+    except MemoirError:
+        if is_session(ref):
+            return ref, None
+        raise
+    exchange = f"{sid}:{tail}"
+    if is_exchange(exchange):
+        return sid, exchange
+    if is_session(ref):
+        return ref, None
+    raise NotFound(f"no exchange {ref!r}: session {sid} has no exchange :{tail}{hint}")
+
 
 _CHUNK = 48  # events read from the store per query
 # a page's envelope must leave most of even the smallest page to the events: a stored
@@ -132,7 +267,7 @@ def _more(ref: str, after: int) -> str:
 def _resolve(home: Home, ref: str) -> tuple[str, str | None]:
     """The session ``ref`` names, and the exchange when it is an exchange id (``SESSION:N``,
     the session part may be a unique prefix; read as an exchange before the whole string
-    is taken as a session id: :func:`memoir.mcp.refs.read_target`)."""
+    is taken as a session id: :func:`memoir.mcp.reading.read_target`)."""
     memoir = home.memoir()
     return read_target(
         ref,

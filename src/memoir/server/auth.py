@@ -31,7 +31,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memoir import service
 from memoir.app import Memoir
-from memoir.server.errors import ApiError
+from memoir.server.plumbing import ApiError
 
 __all__ = [
     "LINK_TTL_S",

@@ -3,7 +3,7 @@ OpenAPI schema says a route can answer.
 
 A route that takes a body reads it here, before FastAPI does: a non-empty body must say
 ``Content-Type: application/json`` (or ``…+json``; else 415) and parse with
-:func:`memoir.server.body.parse_json` (else 422 ``invalid_request``, "the body is not valid
+:func:`memoir.server.plumbing.parse_json` (else 422 ``invalid_request``, "the body is not valid
 JSON: …"), so malformed, too deeply nested and non-UTF-8 bodies are refused alike. An
 empty body is left to the route's schema (a required body is then 422, an optional one
 absent).
@@ -29,8 +29,7 @@ from fastapi.dependencies.utils import get_dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
 
-from memoir.server.body import parse_json
-from memoir.server.errors import ApiError
+from memoir.server.plumbing import ApiError, parse_json
 
 __all__ = [
     "LAST_EPOCH_MS",

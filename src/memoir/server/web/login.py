@@ -11,7 +11,7 @@ from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import BaseModel, ConfigDict, Field
 
 from memoir.server.auth import PAGE_KEY_PREFIX, is_loopback, sign_in_links
-from memoir.server.errors import ApiError
+from memoir.server.plumbing import ApiError
 from memoir.server.routing import JsonRoute
 
 __all__ = ["router"]

@@ -14,7 +14,7 @@ from importlib.abc import Traversable
 
 from fastapi import APIRouter, Request, Response
 
-from memoir.server.errors import ApiError
+from memoir.server.plumbing import ApiError
 
 __all__ = ["PAGES", "SECURITY_HEADERS", "assets", "router"]
 

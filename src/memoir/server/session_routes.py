@@ -1,22 +1,38 @@
-"""Sessions of the caller: create, list, get, archive; append and read events and
-exchanges."""
+"""The routes about the caller's sessions, one router per resource.
+
+- sessions: create, list, get, archive; append and read events and exchanges;
+- summaries: a session's summary, and its regeneration as a background job
+  (``memoir.jobs``): a duplicate request while a job is active gets the same job;
+- compaction: the context to send next, below the window's threshold; a summary writes a
+  checkpoint (which queues the memory extraction of what it covers);
+- usage: the caller's model usage (calls, failures and tokens by day and model).
+"""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
-from datetime import datetime
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from memoir import service
 from memoir.app import Memoir
+from memoir.errors import NotFound, SummaryError
 from memoir.model import Harness, RecentKey, RecentQuery
 from memoir.search import parse_when
-from memoir.server.auth import current_user, memoir_of
-from memoir.server.present import (
+from memoir.secrets import mask
+from memoir.server.auth import Caller, caller, current_user, memoir_of, signed_in
+from memoir.server.routing import OPAQUE, ORDINAL, WHEN, WHEN_HELP, JsonRoute, errors
+from memoir.server.schemas import (
     REVEAL,
+    CompactBody,
+    EventsBody,
+    NewSession,
+    coverage_json,
     decode_cursor,
     encode_cursor,
     event_json,
@@ -26,15 +42,18 @@ from memoir.server.present import (
     session_info_json,
     session_json,
 )
-from memoir.server.routing import OPAQUE, ORDINAL, WHEN, WHEN_HELP, JsonRoute, errors
-from memoir.server.schemas import EventsBody, NewSession
 
-__all__ = ["router"]
+__all__ = [
+    "compact_router",
+    "sessions_router",
+    "summary_router",
+    "usage_router",
+]
 
-router = APIRouter(prefix="/api/sessions", tags=["sessions"], route_class=JsonRoute)
+sessions_router = APIRouter(prefix="/api/sessions", tags=["sessions"], route_class=JsonRoute)
 
 
-@router.post(
+@sessions_router.post(
     "",
     status_code=201,
     responses={200: {"description": "Yours of that id already: the session as it is."}},
@@ -61,7 +80,7 @@ def create_session(
     return {"data": {"session": session_json(session)}}
 
 
-@router.get("", responses=errors(404))
+@sessions_router.get("", responses=errors(404))
 def list_sessions(
     cursor: str | None = Query(
         None,
@@ -170,7 +189,7 @@ def _recent_key(cursor: str, user: str) -> RecentKey:
     return (when, sid)
 
 
-@router.get("/{session_id}")
+@sessions_router.get("/{session_id}")
 def get_session(
     session_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
@@ -180,14 +199,14 @@ def get_session(
     return {"data": {"session": out}}
 
 
-@router.post("/{session_id}/archive")
+@sessions_router.post("/{session_id}/archive")
 def archive_session(
     session_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
     return {"data": {"session": session_json(service.archive_session(memoir, user, session_id))}}
 
 
-@router.post("/{session_id}/events")
+@sessions_router.post("/{session_id}/events")
 def append_events(
     session_id: str,
     body: EventsBody,
@@ -203,7 +222,7 @@ def append_events(
     }
 
 
-@router.get("/{session_id}/events")
+@sessions_router.get("/{session_id}/events")
 def read_events(
     session_id: str,
     after: int | None = Query(
@@ -228,7 +247,7 @@ def read_events(
     }
 
 
-@router.get("/{session_id}/exchanges")
+@sessions_router.get("/{session_id}/exchanges")
 def read_exchanges(
     session_id: str,
     after: int | None = Query(
@@ -250,4 +269,116 @@ def read_exchanges(
     return {
         "data": {"exchanges": [exchange_json(x, reveal=reveal) for x in page]},
         "next_cursor": str(page[-1].first_ordinal) if more else None,
+    }
+
+
+summary_router = APIRouter(prefix="/api/sessions", tags=["summaries"], route_class=JsonRoute)
+
+
+@summary_router.get("/{session_id}/summary")
+def get_summary(
+    session_id: str,
+    request: Request,
+    reveal: bool = Query(False, description=REVEAL),
+    who: Caller = Depends(caller),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """The stored summary (read from the database even when job admission is down) and
+    the session's latest regeneration job, if any."""
+    found = service.session_summary(memoir, session_id, key_hash=who.key_hash, user=who.user)
+    if found is None:  # a refusal: is the key live (404) or not (401)?
+        user = who.user
+        if user is None and who.key_hash is not None:
+            user = service.user_for_key_hash(memoir, who.key_hash)
+        signed_in(request, user)
+        raise NotFound(f"no session {session_id!r}")
+    signed_in(request, found.user)
+    state, updated, job = found.state, found.updated_at, found.job
+    return {
+        "data": {
+            "summary": _shown(state.body.strip(), reveal) if state.has_body else None,
+            "updated_at": updated.isoformat() if updated is not None else None,
+            "model": state.model,
+            "coverage": coverage_json(state.coverage, found.unit, found.current),
+            "job": job.to_json() if job is not None else None,
+        }
+    }
+
+
+def _shown(body: str, reveal: bool) -> str:
+    """The summary as shown: its secrets masked unless ``reveal`` (the summarizer saw the
+    transcript redacted, so this is a backstop for a summary written some other way)."""
+    return body if reveal else _masked(body)
+
+
+@functools.lru_cache(maxsize=512)
+def _masked(body: str) -> str:
+    """:func:`memoir.secrets.mask` of a summary, remembered by its text (a pure function
+    of it): a summary polled again is not scanned again; a changed one is a new key."""
+    return mask(body)
+
+
+@summary_router.post("/{session_id}/summary/regenerate", status_code=202, responses=errors(409))
+def regenerate_summary(
+    session_id: str,
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """Queue a full regeneration (202 with the job); while one is active, the same job.
+    409 `summary_failed` up front for a session with no events (no job is queued)."""
+    session_id = service.user_session(memoir, user, session_id).id
+    if service.last_event(memoir, session_id) == 0:
+        raise SummaryError(f"nothing to summarize: session {session_id!r} has no events yet")
+    job = service.regenerate_summary(memoir, user, session_id)
+    return {"data": {"job": job.to_json()}}
+
+
+compact_router = APIRouter(prefix="/api/sessions", tags=["compaction"], route_class=JsonRoute)
+
+
+@compact_router.post("/{session_id}/compact", responses=errors(409))
+def compact(
+    session_id: str,
+    body: CompactBody,
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """Compact `messages` (default: the session's stored events) for a model with this
+    context `window`: the new messages, and the checkpoint id when one was written."""
+    session = service.user_session(memoir, user, session_id)
+    session_id = session.id
+    compactor = memoir.compactor()
+    if body.messages is None:
+        events = service.events_of(memoir, session_id)
+        result = compactor.compact_events(events, window=body.window, session_id=session_id)
+    else:
+        result = compactor.compact(
+            body.messages, window=body.window, session_id=session_id, flags=session.flags
+        )
+    out = result.to_json()
+    out.setdefault("messages", result.messages)
+    out["checkpoint_id"] = result.checkpoint_id
+    return {"data": out}
+
+
+usage_router = APIRouter(prefix="/api", tags=["usage"], route_class=JsonRoute)
+
+
+@usage_router.get("/usage")
+def usage(
+    days: int = Query(0, ge=0, le=3650, description="Only the last N days (0: all)."),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """Calls made for the caller (recorded with its name) or for its sessions."""
+    since = datetime.now(UTC) - timedelta(days=days) if days else None
+    totals = service.usage_report(memoir.as_user(user), since)
+    return {
+        "data": {
+            "totals": [asdict(t) for t in totals],
+            "calls": sum(t.calls for t in totals),
+            "failed": sum(t.failed for t in totals),
+            "input_tokens": sum(t.input_tokens for t in totals),
+            "output_tokens": sum(t.output_tokens for t in totals),
+        }
     }

@@ -1,7 +1,12 @@
-"""Long-term memory of the caller: list or recall items, read one with its history, the
-context block, forget (one item, or by session, project or words), remember now. Every
-read and write is limited to the caller's own items (an item belongs to the user whose
-session it came from)."""
+"""The routes that find things for the caller: search over exchanges, and long-term memory.
+
+Search: the CLI's filters and modes, scoped to the caller's sessions (the search filters by
+owner, so another user's exchange is never a candidate).
+
+Memories: list or recall items, read one with its history, the context block, forget (one
+item, or by session, project or words), remember now. Every read and write is limited to
+the caller's own items (an item belongs to the user whose session it came from).
+"""
 
 from __future__ import annotations
 
@@ -16,16 +21,64 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
 from memoir.memory.recall import exchange_finder, item_json, quoted_exchanges
+from memoir.model import Harness
 from memoir.model.results import Remembered
-from memoir.search import parse_when
+from memoir.search import SearchFilters, parse_when
+from memoir.search.masking import mask_hits
 from memoir.server.auth import current_user, memoir_of
-from memoir.server.errors import ApiError
+from memoir.server.plumbing import ApiError
 from memoir.server.routing import WHEN, WHEN_HELP, JsonRoute, errors
-from memoir.server.schemas import RememberBody
+from memoir.server.schemas import REVEAL, RememberBody
 
-__all__ = ["router"]
+__all__ = [
+    "memories_router",
+    "search_router",
+]
 
-router = APIRouter(prefix="/api", tags=["memories"], route_class=JsonRoute)
+search_router = APIRouter(prefix="/api", tags=["search"], route_class=JsonRoute)
+
+
+@search_router.get("/search", responses=errors(404))
+def search(
+    q: str = Query(..., min_length=1, max_length=2000),
+    mode: Literal["text", "vector", "hybrid"] | None = Query(None),
+    project: str | None = Query(None, max_length=200),
+    session: str | None = Query(None, max_length=200, description="A session id of yours."),
+    harness: Harness | None = Query(None, description="Sessions from this harness only."),
+    role: Literal["user", "assistant", "tool"] | None = Query(None),
+    after: str | None = Query(None, pattern=WHEN, description=WHEN_HELP),
+    before: str | None = Query(
+        None, pattern=WHEN, description=f"{WHEN_HELP} (inclusive). Earlier than `after`: no hits."
+    ),
+    limit: int = Query(10, ge=1, le=100),
+    reveal: bool = Query(False, description=REVEAL),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    if session is not None:  # an exact id or name of the caller's (no prefix matching here)
+        session = service.user_session(memoir, user, session).id
+    since = parse_when(after, option="after") if after else None
+    until = parse_when(before, end_of_day=True, option="before") if before else None
+    if since is not None and until is not None and since >= until:
+        # an empty range holds nothing: no hits, not the library's refusal (422), since
+        # the schema cannot state "after is earlier than before" and clients obey it
+        return {"data": {"hits": []}}
+    filters = SearchFilters(
+        project=project,
+        session_id=session,
+        harness=str(harness) if harness is not None else None,
+        role=role,
+        after=since,
+        before=until,
+        user=user,
+    )
+    hits = memoir.search(q, filters=filters, mode=mode, limit=limit)
+    if not reveal and hits:  # masked as shown; the store keeps the text as it was
+        hits = mask_hits(hits, service.exchanges_by_id(memoir, [h.exchange_id for h in hits]))
+    return {"data": {"hits": [h.to_json() for h in hits]}}
+
+
+memories_router = APIRouter(prefix="/api", tags=["memories"], route_class=JsonRoute)
 _SELECTORS = ("session", "project", "matching")
 Kind = Literal["fact", "preference", "decision", "plan", "constraint"]
 
@@ -54,7 +107,7 @@ def _when(raw: str | None) -> datetime | None:
     return None if raw is None else parse_when(raw, option="as_of")
 
 
-@router.get("/memories")
+@memories_router.get("/memories")
 def list_memories(
     q: str | None = Query(None, max_length=2000, description="Recall: what to look for."),
     project: str | None = Query(None, max_length=500),
@@ -100,7 +153,7 @@ def list_memories(
     return {"data": {"memories": [item_json(h.item, find) for h in items]}}
 
 
-@router.get("/memories/context")
+@memories_router.get("/memories/context")
 def memory_context(
     project: str | None = Query(None, max_length=500),
     budget: int = Query(800, ge=0, le=100_000, description="At most this many tokens."),
@@ -120,7 +173,7 @@ def _own(memoir: Memoir, user: str, item_id: str) -> Any:
     return found
 
 
-@router.get("/memories/{item_id}")
+@memories_router.get("/memories/{item_id}")
 def read_memory(
     item_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
@@ -134,7 +187,7 @@ def read_memory(
     return {"data": {"memory": data}}
 
 
-@router.delete("/memories/{item_id}")
+@memories_router.delete("/memories/{item_id}")
 def forget_memory(
     item_id: str, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
@@ -144,7 +197,7 @@ def forget_memory(
     return {"data": {"forgotten": item.id, "items": [i.id for i in gone]}}
 
 
-@router.post("/memories/forget", responses=errors(404))
+@memories_router.post("/memories/forget", responses=errors(404))
 def forget_memories(
     body: ForgetBody, user: str = Depends(current_user), memoir: Memoir = Depends(memoir_of)
 ) -> dict[str, Any]:
@@ -157,7 +210,7 @@ def forget_memories(
     return {"data": {"items": [i.id for i in gone]}}
 
 
-@router.post("/sessions/{session_id}/remember", responses=errors(409))
+@memories_router.post("/sessions/{session_id}/remember", responses=errors(409))
 def remember(
     session_id: str,
     body: RememberBody | None = None,
