@@ -103,7 +103,7 @@ from memoir.ingest.sync import (
 from memoir.model import Event, Exchange, Session, build_exchanges
 from memoir.model.exchange import open_tail
 from memoir.secrets.rules import detector_id
-from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
+from memoir.store.parts.sessions import TABLE_TARGETS, RescanPart, RescanState
 from memoir.store.port import Store
 from memoir.store.values import IngestBatch, SourceState
 

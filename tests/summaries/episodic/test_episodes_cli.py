@@ -257,14 +257,14 @@ def test_one_summary_writer_per_session(
 ) -> None:
     """A second `memoir summarize` (or the summary pass) of a session another process is
     summarizing stands aside instead of paying for the same calls again."""
-    from memoir.store.claims import summary_claim
+    from memoir.store.db import summary_claim
 
     from ..helpers import run_pass
 
     add_session(memoir, marked_history(1))
     model = ScriptedModel(default=Oracle({}))
     monkeypatch.setattr(Memoir, "_model", lambda self: model)
-    with memoir.store.claims.hold(*summary_claim("s1")):  # as another process would hold it
+    with memoir.store.db.hold(*summary_claim("s1")):  # as another process would hold it
         assert run_cli(["summarize", "s1", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["busy"] is True and "being summarized by another process" in out["message"]

@@ -1,6 +1,6 @@
 """v8: PostgreSQL's index folds accents as SQLite's does (``café`` is found by ``cafe`` and
 the other way round). The generated ``tsv`` column is rebuilt over the documents with
-accented Latin letters turned into their base letter (:mod:`memoir.store.fold`, through
+accented Latin letters turned into their base letter (:mod:`memoir.store.db`, through
 ``translate()`` — immutable, no extension) on top of v2's punctuation-as-spaces; queries
 are folded the same way. SQLite's FTS5 already folds (``remove_diacritics 2``): nothing to
 do there. The documents themselves (what snippets quote) are unchanged."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import string
 
-from memoir.store.fold import ACCENTED, PLAIN
+from memoir.store.db import ACCENTED, PLAIN
 
 __all__ = ["NAME", "POSTGRES", "REINDEX", "SQLITE", "VERSION", "folded_tsvector_sql"]
 

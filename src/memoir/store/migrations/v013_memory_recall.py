@@ -29,8 +29,7 @@ from collections import defaultdict
 from typing import Any
 
 from memoir.store.codec import loads
-from memoir.store.db import Tx
-from memoir.store.fold import ACCENTED, PLAIN
+from memoir.store.db import ACCENTED, PLAIN, Tx
 from memoir.store.memory_rows import key_sig
 
 __all__ = ["NAME", "POSTGRES", "REINDEX", "SQLITE", "VERSION", "fts_body", "repair"]

@@ -1,5 +1,5 @@
 """v18: PostgreSQL's index documents are stored folded (ASCII punctuation as spaces,
-accents as their base letter: :func:`memoir.store.fold.fold_index_text`, done in Python
+accents as their base letter: :func:`memoir.store.db.fold_index_text`, done in Python
 when a row is written), so the generated ``tsv`` column is the plain weighted
 ``to_tsvector`` of them. Until now the column folded them itself with ``translate()``
 over a 525-character table, which cost the server about nine tenths of an index row's
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import string
 
-from memoir.store.fold import ACCENTED, PLAIN
+from memoir.store.db import ACCENTED, PLAIN
 
 __all__ = ["NAME", "POSTGRES", "REINDEX", "SQLITE", "VERSION", "plain_tsvector_sql"]
 

@@ -20,8 +20,7 @@ from __future__ import annotations
 import string
 
 from memoir.store.codec import loads
-from memoir.store.db import Tx
-from memoir.store.fold import ACCENTED, PLAIN
+from memoir.store.db import ACCENTED, PLAIN, Tx
 from memoir.store.index_doc import owner_token
 from memoir.store.migrations.v013_memory_recall import fts_body
 from memoir.store.migrations.v018_index_folded_in_python import plain_tsvector_sql
