@@ -100,7 +100,7 @@ def _work(
         with (
             sync_lock(home),
             embed_lock(home),
-            memoir.store.db.hold("summary:s-perm", "busy"),
+            memoir.store.claims.hold("summary:s-perm", "busy"),
         ):
             return _modes(home)
 

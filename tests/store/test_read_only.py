@@ -347,7 +347,7 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
         assert model.calls == 0
         with pytest.raises(ReadOnly, match="memoir embed needs to write"):
             service.embed_pending(memoir)
-        with pytest.raises(ReadOnly), memoir.store.db.hold("summary:s1", "busy"):
+        with pytest.raises(ReadOnly), memoir.store.claims.hold("summary:s1", "busy"):
             pass
 
 

@@ -1,11 +1,13 @@
-"""What a store part is built on: a transaction to write in, one to read in, and (for the
+"""The store's plumbing: transactions, the SQL dialects, claims and accent folding.
+
+What a store part is built on: a transaction to write in, one to read in, and (for the
 parts whose SQL differs by backend) the driver's connection.
 
 SQL run through :class:`Tx` is written once with ``?`` placeholders; each backend's ``Tx``
 converts them to its driver's style and encodes timestamps its way. A part never asks
 which backend it runs on: what differs is handed to it when the store wires it.
 
-The dialect each SQL backend speaks.
+The dialect each SQL backend speaks (:class:`Dialect`, :data:`SQLITE`, :data:`POSTGRES`).
 
 Claims: at most one worker per named job (a session's summary) at a time.
 

@@ -1,4 +1,6 @@
-"""The store port: what every backend offers, as parts named for what they hold.
+"""The store port, the SQL store that wires it, and the health checks.
+
+The port: what every backend offers, as parts named for what they hold.
 
 ``store.sessions``, ``store.events``, ``store.exchanges``, ``store.ingest`` (batches,
 source states, skipped lines), ``store.index`` (full-text search), ``store.embeddings``,

@@ -264,7 +264,7 @@ def test_one_summary_writer_per_session(
     add_session(memoir, marked_history(1))
     model = ScriptedModel(default=Oracle({}))
     monkeypatch.setattr(Memoir, "_model", lambda self: model)
-    with memoir.store.db.hold(*summary_claim("s1")):  # as another process would hold it
+    with memoir.store.claims.hold(*summary_claim("s1")):  # as another process would hold it
         assert run_cli(["summarize", "s1", "--json"]) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["busy"] is True and "being summarized by another process" in out["message"]

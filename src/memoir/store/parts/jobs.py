@@ -1,4 +1,6 @@
-"""Jobs: background work (a long-history summary regeneration) as rows — queued, claimed
+"""Jobs and the service's users.
+
+Jobs: background work (a long-history summary regeneration) as rows — queued, claimed
 by a worker, heartbeated, finished under a fence.
 
 A worker's claim is ``claimed_by`` + ``source_hash`` (a digest of the job id, the worker

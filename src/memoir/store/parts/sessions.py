@@ -1,4 +1,6 @@
-"""Sessions: one row per conversation, with its policy flags; listing, lookup, deletion.
+"""Sessions and how they get in: the session rows, ingest, the secret re-scan.
+
+Sessions: one row per conversation, with its policy flags; listing, lookup, deletion.
 
 What ingest writes and resumes from: batches (session + events + exchanges + index rows
 + source state + skipped lines, one transaction), per-file source states, skipped lines.

@@ -1,4 +1,6 @@
-"""Summary rows: what the database summary store (``MEMOIR_SUMMARY_STORE=database``) keeps
+"""What the engines keep beside a session: summaries, checkpoints, traces, usage, cache.
+
+Summary rows: what the database summary store (``MEMOIR_SUMMARY_STORE=database``) keeps
 per session.
 
 Compaction checkpoints: a compaction persisted, so later turns replay it (and memory
