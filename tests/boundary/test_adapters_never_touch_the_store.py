@@ -42,7 +42,7 @@ def store_uses(source: str) -> list[str]:
         ("rows = memoir.store.sessions.recent(user=user)", True),
         ("last = m.store.events.last_ordinal(sid)", True),
         ("store = memoir.store", True),
-        ("from memoir.store.parts.users import hash_key", True),
+        ("from memoir.store.parts.jobs import hash_key", True),
         ("from memoir.store import open_store", True),
         ("import memoir.store.codec", True),
         ("kept = memoir.settings.summary_store", False),  # a setting, not the store

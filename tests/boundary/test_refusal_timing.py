@@ -38,7 +38,7 @@ from memoir.config import Settings
 from memoir.mcp.reading import Home
 from memoir.mcp.server import answer
 from memoir.server import create_app
-from memoir.store.parts.users import hash_key
+from memoir.store.parts.jobs import hash_key
 
 from .conftest import A, World
 from .matrix import Refs, refs

@@ -18,7 +18,7 @@ from memoir.config import Settings
 from memoir.ingest import discover as detect
 from memoir.ingest import sync as sync_module
 from memoir.ingest.sync import sync
-from memoir.store import codec, sql_common
+from memoir.store import codec, sql_ingest
 from memoir.store.migrations import old_safe
 from memoir.store.sqlite_store import SQLiteStore
 
@@ -86,8 +86,8 @@ def test_a_home_synced_before_v14_upgrades_and_verifies_clean(
     # (v16) stored without a time when the chat gave none
     with monkeypatch.context() as old:
         old.setattr(detect, "project_name", old_safe)
-        old.setattr(sql_common, "EVENT_INSERT", _PRE_V16_EVENT_INSERT)
-        old.setattr(sql_common, "event_params", lambda e, enc: codec.event_params(e, enc)[:11])
+        old.setattr(sql_ingest, "EVENT_INSERT", _PRE_V16_EVENT_INSERT)
+        old.setattr(sql_ingest, "event_params", lambda e, enc: codec.event_params(e, enc)[:11])
         old.setattr(sync_module, "with_times", lambda result, *_a, **_k: result)
         store = SQLiteStore(settings.sqlite_path, target_version=13)
         try:

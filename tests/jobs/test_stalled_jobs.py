@@ -24,7 +24,7 @@ from memoir.jobs import Worker
 from memoir.jobs.values import STALLED_BEATS, Job, stalled, worker_gone
 from memoir.jobs.worker import default_worker_id
 from memoir.llm.offline import ScriptedModel
-from memoir.store.job_rows import JobRow
+from memoir.store.codec import JobRow
 from memoir.summaries.persist import read_summary_body
 
 from .helpers import FAST, add_session, open_memoir, pg_schema, reply, start_doomed_worker, wait_for

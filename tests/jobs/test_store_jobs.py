@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
-from memoir.store.job_rows import JobRow
+from memoir.store.codec import JobRow
 from memoir.store.port import Store
 
 T = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)

@@ -16,8 +16,8 @@ from search_corpus import T0, fill
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.search import SearchFilters, matches_filters
 from memoir.store import IngestBatch, Store
+from memoir.store.db import POSTGRES, SQLITE
 from memoir.store.search_filter import filter_sql
-from memoir.store.sql_common import POSTGRES, SQLITE
 
 DAY = timedelta(days=1)
 # each case: the filters and the sessions whose exchanges pass them (search_corpus: s-web

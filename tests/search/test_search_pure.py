@@ -15,7 +15,7 @@ from memoir.search.engine import search
 from memoir.search.hits import clean_summary, make_snippet, query_words, split_marks
 from memoir.search.ranking import neighbour_smoothed
 from memoir.search.request import matches_filters, mentions_any, parse_when, resolve_mode
-from memoir.store.fold import ACCENTED, PLAIN, fold_accents
+from memoir.store.db import ACCENTED, PLAIN, fold_accents
 from memoir.store.query_text import parse_query
 from memoir.store.values import SearchFilters
 

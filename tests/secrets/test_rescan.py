@@ -22,7 +22,7 @@ from memoir.ingest.rescan import rescan
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.store import IngestBatch, Store
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, ReceiptRow, Settlement
-from memoir.store.parts import rescan as rescan_part
+from memoir.store.parts import sessions as rescan_part
 from memoir.store.values import CheckpointRow, SummaryRow, TraceRow
 from memoir.summaries.port import DatabaseSummaryStore
 

@@ -13,8 +13,8 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.model import Harness
-from memoir.store.job_rows import JobRow
-from memoir.store.parts.users import hash_key
+from memoir.store.codec import JobRow
+from memoir.store.parts.jobs import hash_key
 from memoir.store.port import Store
 from memoir.store.values import SummaryRow
 from memoir.summaries.port import answered_from_row, polled_summary

@@ -18,7 +18,7 @@ from conftest import fresh_pg_schema, pg_url
 from memoir import service
 from memoir.app import Memoir
 from memoir.store import SearchFilters
-from memoir.store.fold import fold_index_text
+from memoir.store.db import fold_index_text
 
 pytestmark = pytest.mark.postgres
 

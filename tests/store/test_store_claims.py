@@ -11,7 +11,7 @@ import pytest
 
 from memoir.errors import Busy
 from memoir.store import Store
-from memoir.store.claims import claim_key, summary_claim
+from memoir.store.db import claim_key, summary_claim
 
 
 def test_a_held_claim_turns_the_next_claimant_away(store: Store) -> None:
@@ -83,7 +83,7 @@ def test_a_claimant_that_locked_a_removed_file_opens_it_anew(
     a third claimant could hold the claim at the same time."""
     import os
 
-    from memoir.store import claims
+    from memoir.store import db as claims
 
     path = tmp_path / "c.lock"
     real_open = os.open

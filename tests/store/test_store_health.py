@@ -7,7 +7,7 @@ from typing import Any
 from store_builders import ingest
 
 from memoir.store import SearchFilters, Store
-from memoir.store.health import SessionDamage
+from memoir.store.port import SessionDamage
 
 TURNS = [
     ("alpha question about wal", "alpha answer", "Bash"),

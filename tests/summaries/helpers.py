@@ -18,7 +18,7 @@ from memoir.ingest.reader import read_bytes
 from memoir.llm.port import Model
 from memoir.model import Event, Harness, Session
 from memoir.model.event import SessionInfo
-from memoir.store.claims import local_claim
+from memoir.store.db import local_claim
 from memoir.store.values import SummaryRow
 from memoir.summaries.persist import SummaryUpkeep, open_summary_store
 from memoir.summaries.port import SummaryStore

@@ -20,7 +20,7 @@ import httpx
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.store.job_rows import JobRow
+from memoir.store.codec import JobRow
 from server.serve_proc import free_port, memoir_cli, running  # tests/server: on the rootdir path
 
 __all__ = [

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.store.job_rows import JobRow
+from memoir.store.codec import JobRow
 
 from .conftest import Browse
 from .flows import Panel, conversation, wait_until

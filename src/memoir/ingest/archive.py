@@ -25,7 +25,7 @@ Single-instance locks: ``fcntl`` locks on ``<home>/locks/<name>.lock``.
 embedding catch-up, so a background sync that embeds a large backlog never holds the sync
 lock while it does. The kernel releases a lock when its holder dies, so a crashed process
 never blocks the next one. A second holder fails fast with :class:`memoir.errors.Busy`
-(:func:`memoir.store.claims.file_claim` does the locking).
+(:func:`memoir.store.db.file_claim` does the locking).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import BinaryIO
 
 from memoir.errors import ReadOnly
 from memoir.home_files import private_dir, private_file, sweep_temps, temp_for, write_text_atomic
-from memoir.store.claims import file_claim, shared_file_claim
+from memoir.store.db import file_claim, shared_file_claim
 
 __all__ = [
     "BUMPS_FOLDER_MTIME",

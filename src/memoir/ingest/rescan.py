@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from memoir.secrets.rules import detector_id
-from memoir.store.parts.rescan import TABLE_TARGETS, RescanPart, RescanState
+from memoir.store.parts.sessions import TABLE_TARGETS, RescanPart, RescanState
 
 __all__ = [
     "BUDGET",

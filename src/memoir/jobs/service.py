@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from memoir.config import mask_url
 from memoir.errors import NotFound, install_hint
 from memoir.jobs.values import AdmissionUnavailable, Job, JobTiming, admission_key, is_active
-from memoir.store.job_rows import JobRow
+from memoir.store.codec import JobRow
 from memoir.store.parts import JobsPart
 
 __all__ = ["Admission", "JobService", "LocalAdmission", "RedisAdmission"]

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from memoir.config import Settings, check_job_intervals
 from memoir.errors import MemoirError
-from memoir.store.job_rows import JobRow
+from memoir.store.codec import JobRow
 
 __all__ = [
     "ABANDONED",

@@ -34,7 +34,7 @@ from typing import Any
 from memoir.errors import MemoirError, StoreError
 from memoir.jobs.service import JobService
 from memoir.jobs.values import ABANDONED, Ending, Job, JobAborted, Superseded, ending, worker_gone
-from memoir.store.job_rows import JobRow
+from memoir.store.codec import JobRow
 
 __all__ = ["JobHandler", "JobProgress", "Worker", "default_worker_id"]
 

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from memoir.model import Exchange, Session
     from memoir.model.results import Memory as MemoryItem
     from memoir.model.results import MemoryReceipt as Receipt
-    from memoir.store.parts.users import UserInfo
+    from memoir.store.parts.jobs import UserInfo
     from memoir.summaries.state import SummaryState
 
 __all__ = [
@@ -357,7 +357,7 @@ __all__ += [
 
 def key_hash(key: str) -> str:
     """The hash an API key is stored and looked up by (the key itself is never stored)."""
-    from memoir.store.parts.users import hash_key
+    from memoir.store.parts.jobs import hash_key
 
     return hash_key(key)
 

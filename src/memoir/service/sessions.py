@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from memoir.app import Memoir
     from memoir.jobs import Job, JobProgress
     from memoir.model import Session
-    from memoir.store.parts.api import AppendResult
+    from memoir.store.parts.events import AppendResult
 
 __all__ = [
     "append_messages",
@@ -138,7 +138,7 @@ def run_summary_job(
     workers apart, and a worker stuck past its claim must not keep its replacement from
     saving."""
     from memoir.errors import SummaryError
-    from memoir.store.claims import summary_claim
+    from memoir.store.db import summary_claim
     from memoir.summaries.port import FencedSummaryStore, events_digest
     from memoir.summaries.session import EpisodeSettings, closing_source, summarize_session
 

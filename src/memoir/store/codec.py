@@ -6,12 +6,15 @@ comparison; PostgreSQL stores ``timestamptz``. A naive datetime is taken to be U
 JSON values (event payloads, parser state, checkpoint and trace data) are compact JSON text.
 NUL characters cannot be stored in PostgreSQL text, so both backends replace them in text
 columns with U+FFFD (JSON columns keep them, escaped).
-"""
+
+The values of the ``jobs`` table as the store reads and writes them (the jobs engine
+turns them into :class:`memoir.jobs.Job`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -20,23 +23,15 @@ from memoir.model import Author, Event, EventKind, Exchange, Harness, Session, S
 from memoir.model.event import scrub
 from memoir.store.values import SkippedLine, SourceState
 
-try:  # optional speed-up
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None  # type: ignore[assignment]
-# datetimes and dataclasses go through ``default=str`` as with the stdlib
-_ORJSON_OPTIONS = (
-    0 if _orjson is None else _orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_PASSTHROUGH_DATACLASS
-)
-
-T = TypeVar("T")
-
 __all__ = [
+    "ACTIVE_STATES",
     "EVENT_COLS",
     "EXCHANGE_COLS",
+    "JOB_COLS",
     "SESSION_COLS",
     "SESSION_READ_COLS",
     "SOURCE_COLS",
+    "JobRow",
     "TimeEncoder",
     "dumps",
     "event_from_row",
@@ -45,6 +40,7 @@ __all__ = [
     "exchange_params",
     "exchange_text_from_row",
     "from_iso",
+    "job_from_row",
     "loads",
     "prefixed",
     "session_from_row",
@@ -58,6 +54,19 @@ __all__ = [
     "to_utc",
     "value_from_row",
 ]
+
+
+try:  # optional speed-up
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None  # type: ignore[assignment]
+# datetimes and dataclasses go through ``default=str`` as with the stdlib
+_ORJSON_OPTIONS = (
+    0 if _orjson is None else _orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_PASSTHROUGH_DATACLASS
+)
+
+T = TypeVar("T")
+
 
 # column lists in the order the *_from_row functions read them
 EVENT_COLS = (
@@ -329,3 +338,46 @@ def source_params(s: SourceState) -> tuple[Any, ...]:
 
 def skipped_params(s: SkippedLine) -> tuple[Any, ...]:
     return (s.path, s.line, s.offset, scrub(s.reason), scrub(s.detail))
+
+
+ACTIVE_STATES = ("queued", "running")
+
+JOB_COLS = (
+    "id, kind, user_name, session_id, state, phase, completed, total, error, created_at, "
+    "started_at, finished_at, heartbeat_at, claimed_by, claimed_at, source_hash, attempts, data"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobRow:
+    id: str
+    kind: str
+    user: str
+    session_id: str
+    state: str  # queued | running | completed | failed
+    created_at: datetime
+    phase: str = ""
+    completed: int = 0
+    total: int = 0
+    error: str = ""
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    claimed_by: str | None = None
+    claimed_at: datetime | None = None
+    source_hash: str | None = None
+    attempts: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def job_from_row(r: Any) -> JobRow:
+    """A row selected as :data:`JOB_COLS`."""
+    convert: dict[str, Callable[[Any], Any]] = {
+        "phase": lambda v: v or "",
+        "error": lambda v: v or "",
+        "created_at": stored_time,
+        "data": lambda v: loads(v) or {},
+        **dict.fromkeys(("completed", "total", "attempts"), lambda v: int(v or 0)),
+        **dict.fromkeys(("started_at", "finished_at", "heartbeat_at", "claimed_at"), from_iso),
+    }
+    return value_from_row(JobRow, JOB_COLS, r, convert=convert, rename={"user_name": "user"})

@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from memoir.store.db import Tx
-from memoir.store.fold import fold_accents
+from memoir.store.db import Tx, fold_accents
 from memoir.store.index_doc import owner_token, owner_tsquery
 from memoir.store.migrations.v007_v013 import fts_body
 from memoir.store.query_text import ParsedQuery, Term, to_fts5

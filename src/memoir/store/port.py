@@ -1,4 +1,6 @@
-"""The store port: what every backend offers, as parts named for what they hold.
+"""The store port, the SQL store that wires it, and the health checks.
+
+The port: what every backend offers, as parts named for what they hold.
 
 ``store.sessions``, ``store.events``, ``store.exchanges``, ``store.ingest`` (batches,
 source states, skipped lines), ``store.index`` (full-text search), ``store.embeddings``,
@@ -12,15 +14,32 @@ the store itself owns connections and transactions (``close``, ``schema_version`
 ``read_only``) and the health checks over all of them.
 Both backends behave identically; the same test suite runs against both. Calls are
 synchronous and safe from several threads; every write of several rows is one transaction.
-"""
+
+What both SQL backends build on: the parts wired over the backend's transactions, and
+the health checks. A backend supplies its transactions and what differs (ingest writes,
+session deletion, the text engine, the embedding options, claims).
+
+Counts and consistency checks, the same SQL on both backends.
+
+``index_keys`` names the relation holding one row per index entry and its key column
+(the exchange ``pk``): SQLite's FTS5 shadow table ``exchange_fts_docsize(id)``,
+PostgreSQL's ``exchange_search(exchange_pk)``.
+
+:func:`damaged_sessions` names the sessions whose derived rows a repair can mend, by
+what it takes: exchanges rebuilt from the session's events (events the exchange rows lost
+track of), or the session's transcript read again (events themselves are missing)."""
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from memoir.store.health import SessionDamage
+from memoir.store import parts
+from memoir.store.db import Db, Dialect, Tx
+from memoir.store.memory_text import ItemText
 from memoir.store.parts import (
     ApiPart,
     CachePart,
@@ -41,8 +60,18 @@ from memoir.store.parts import (
     UsagePart,
     UsersPart,
 )
+from memoir.store.parts.item_writes import ItemWriter
+from memoir.store.values import IngestBatch
 
-__all__ = ["Claims", "Store"]
+__all__ = [
+    "Claims",
+    "SessionDamage",
+    "SqlStore",
+    "Store",
+    "damaged_sessions",
+    "integrity_problems",
+    "stats",
+]
 
 
 class Claims(Protocol):
@@ -96,3 +125,184 @@ class Store(Protocol):
     def damaged_sessions(self) -> SessionDamage:
         """Sessions whose exchanges or events are damaged, by what repairs them."""
         ...
+
+
+class SqlStore:
+    """Parts over one backend's :class:`Db`. ``index_keys`` names the index table and its
+    exchange key column (for the health checks below). The parts it wires are those
+    :class:`memoir.store.port.Store` names."""
+
+    @contextmanager
+    def bulk_writes(self) -> Iterator[None]:
+        """:meth:`memoir.store.port.Store.bulk_writes`: nothing to change by default."""
+        yield
+
+    def _wire(
+        self,
+        db: Db,
+        *,
+        apply_batch: Callable[[Any, IngestBatch], None],
+        delete_rows: Callable[[Any, str], bool],
+        engine: parts.TextEngine,
+        embeddings: parts.EmbeddingsPart,
+        claims: Claims,
+        index_keys: tuple[str, str],
+        dialect: Dialect,
+        job_locking: parts.JobLocking,
+        item_text: ItemText,
+    ) -> None:
+        self._db = db
+        self._index_keys = index_keys
+        self.sessions = parts.SessionsPart(db, delete_rows)
+        self.events = parts.EventsPart(db)
+        self.exchanges = parts.ExchangesPart(db)
+        self.ingest = parts.IngestPart(db, apply_batch)
+        self.index = parts.IndexPart(db, engine)
+        self.embeddings = embeddings
+        self.summaries = parts.SummariesPart(db)
+        self.checkpoints = parts.CheckpointsPart(db)
+        self.traces = parts.TracesPart(db)
+        self.usage = parts.UsagePart(db)
+        self.cache = parts.CachePart(db)
+        writer = ItemWriter(item_text, dialect.row_lock)
+        self.memory = parts.MemoryPart(db, writer)
+        self.memory_items = parts.MemoryItemsPart(db, item_text, writer)
+        self.rescan = parts.RescanPart(db, self.memory_items)
+        self.keyed_items = parts.KeyedItemsPart(db, postgres=dialect.row_lock != "")
+        self.users = parts.UsersPart(db)
+        self.api = parts.ApiPart(db, apply_batch, dialect)
+        self.jobs = parts.JobsPart(db, job_locking)
+        self.claims = claims
+
+    def stats(self) -> dict[str, int]:
+        with self._db.ro() as tx:
+            return stats(tx, *self._index_keys)
+
+    def integrity_problems(self) -> list[str]:
+        with self._db.ro() as tx:
+            return integrity_problems(tx, *self._index_keys)
+
+    def damaged_sessions(self) -> SessionDamage:
+        with self._db.ro() as tx:
+            return damaged_sessions(tx)
+
+
+SAMPLE = 5
+
+_COUNTS = {
+    "sessions": "SELECT count(*) FROM sessions",
+    "exchanges": "SELECT count(*) FROM exchanges",
+    "events": "SELECT count(*) FROM events",
+    "projects": "SELECT count(DISTINCT project) FROM sessions",
+    "skipped_lines": "SELECT count(*) FROM skipped_lines",
+    "sources": "SELECT count(*) FROM sources",
+    "embeddings": "SELECT count(*) FROM embeddings",
+    "summary_rows": "SELECT count(*) FROM summaries",  # the database summary store's
+    "checkpoints": "SELECT count(*) FROM checkpoints",
+    "usage_records": "SELECT count(*) FROM usage",
+    "subagent_sessions": "SELECT count(*) FROM sessions WHERE subagent",
+    "memory_items": "SELECT count(*) FROM memory_items WHERE superseded_by IS NULL",
+}
+
+
+def stats(tx: Tx, index_table: str, index_key: str) -> dict[str, int]:
+    out = {name: int(tx.run(sql)[0][0] or 0) for name, sql in _COUNTS.items()}
+    out["index_rows"] = int(tx.run(f"SELECT count(*) FROM {index_table}")[0][0] or 0)
+    return out
+
+
+# a user prompt opens an exchange (``memoir.model.exchange``): one with no exchange row
+# starting at it means every event of that exchange belongs to no exchange
+_PROMPTS_WITHOUT_EXCHANGE = (
+    "SELECT v.session_id, v.ordinal FROM events v WHERE v.kind = 'user_text' "
+    "AND v.author = 'user' AND NOT EXISTS (SELECT 1 FROM exchanges e "
+    "WHERE e.session_id = v.session_id AND e.first_ordinal = v.ordinal)"
+)
+_BROKEN_SPANS = (
+    "SELECT e.id, e.session_id FROM exchanges e WHERE NOT EXISTS (SELECT 1 FROM events v "
+    "WHERE v.session_id = e.session_id AND v.ordinal = e.first_ordinal) OR NOT EXISTS "
+    "(SELECT 1 FROM events v WHERE v.session_id = e.session_id "
+    "AND v.ordinal = e.last_ordinal)"
+)
+_GAPS = (
+    "SELECT session_id FROM events GROUP BY session_id "
+    "HAVING min(ordinal) <> 1 OR count(*) <> max(ordinal)"
+)
+
+
+def _checks(index_table: str, index_key: str) -> list[tuple[str, str]]:
+    """(what is wrong, SELECT of the offending keys)."""
+    return [
+        (
+            "orphan index rows (no exchange)",
+            f"SELECT d.{index_key} FROM {index_table} d WHERE NOT EXISTS "
+            f"(SELECT 1 FROM exchanges e WHERE e.pk = d.{index_key})",
+        ),
+        (
+            "exchanges missing from the search index",
+            f"SELECT e.id FROM exchanges e WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {index_table} d WHERE d.{index_key} = e.pk)",
+        ),
+        (
+            "exchange rows lost (their events belong to no exchange)",
+            "SELECT p.session_id || ':' || CAST(p.ordinal AS TEXT) "
+            f"FROM ({_PROMPTS_WITHOUT_EXCHANGE}) AS p",
+        ),
+        (
+            "exchanges whose event span is missing",
+            f"SELECT b.id FROM ({_BROKEN_SPANS}) AS b",
+        ),
+        ("sessions with gaps in their event ordinals", _GAPS),
+        (
+            "events of unknown sessions",
+            "SELECT DISTINCT v.session_id FROM events v WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = v.session_id)",
+        ),
+        (
+            "exchanges of unknown sessions",
+            "SELECT e.id FROM exchanges e WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = e.session_id)",
+        ),
+        (
+            "embeddings of missing exchanges",
+            "SELECT m.exchange_id FROM embeddings m WHERE NOT EXISTS "
+            "(SELECT 1 FROM exchanges e WHERE e.id = m.exchange_id)",
+        ),
+        (
+            "sources of unknown sessions",
+            "SELECT t.path FROM sources t WHERE NOT EXISTS "
+            "(SELECT 1 FROM sessions s WHERE s.id = t.session_id)",
+        ),
+    ]
+
+
+def integrity_problems(tx: Tx, index_table: str, index_key: str) -> list[str]:
+    """One line per kind of problem: how many, and a few examples."""
+    problems: list[str] = []
+    for label, sql in _checks(index_table, index_key):
+        count = int(tx.run(f"SELECT count(*) FROM ({sql}) AS q")[0][0] or 0)
+        if count:
+            sample = [str(r[0]) for r in tx.run(f"{sql} LIMIT {SAMPLE}")]
+            more = ", …" if count > len(sample) else ""
+            problems.append(f"{count} {label}: {', '.join(sample)}{more}")
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDamage:
+    """Sessions whose derived rows are damaged, by what mends them: ``exchanges_lost``,
+    sessions whose events are whole but some belong to no exchange (rebuild the exchanges
+    from the events); ``events_lost``, sessions with gaps in their ordinals or exchanges
+    whose events are gone (read the transcript again). A session in both is only in
+    ``events_lost``: reading it again rebuilds its exchanges too."""
+
+    exchanges_lost: tuple[str, ...] = ()
+    events_lost: tuple[str, ...] = ()
+
+
+def damaged_sessions(tx: Tx) -> SessionDamage:
+    """The sessions :class:`SessionDamage` describes, each in sorted order."""
+    events_lost = {str(r[0]) for r in tx.run(_GAPS)}
+    events_lost |= {str(r[1]) for r in tx.run(_BROKEN_SPANS)}
+    lost = {str(r[0]) for r in tx.run(_PROMPTS_WITHOUT_EXCHANGE)} - events_lost
+    return SessionDamage(tuple(sorted(lost)), tuple(sorted(events_lost)))

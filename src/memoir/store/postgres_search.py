@@ -34,7 +34,7 @@ import psycopg
 
 from memoir.model import Exchange, Session
 from memoir.store import sql_index
-from memoir.store.fold import fold_accents, fold_index_text
+from memoir.store.db import POSTGRES, fold_accents, fold_index_text
 from memoir.store.index_doc import (
     IndexDoc,
     owner_tsquery,
@@ -47,7 +47,6 @@ from memoir.store.migrations.v017_v023 import plain_tsvector_sql
 from memoir.store.query_text import ParsedQuery, Term, parse_query
 from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
-from memoir.store.sql_common import POSTGRES
 from memoir.store.sql_index import (
     SpanRead,
     exchange_pks,

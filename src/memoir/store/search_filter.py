@@ -1,6 +1,6 @@
 """What a :class:`~memoir.store.values.SearchFilters` keeps, described once and read two
 ways: as SQL for the text index and the session list (:func:`filter_sql`, in either
-backend's :class:`~memoir.store.sql_common.Dialect`) and as a Python predicate for vector
+backend's :class:`~memoir.store.db.Dialect`) and as a Python predicate for vector
 candidates, which come from a matrix, not from a query (:func:`filter_predicate`).
 
 A filter is a list of :class:`Condition` values — a subject, a comparison, a value — and
@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memoir.model import Exchange, Session
-from memoir.store.sql_common import Dialect
+from memoir.store.db import Dialect
 from memoir.store.values import SearchFilters
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import regex
 
-from memoir.store.fold import fold_accents
+from memoir.store.db import fold_accents
 from memoir.store.query_text import CJK_CHARS, STOPWORDS, ParsedQuery, unsegment_cjk
 
 __all__ = [

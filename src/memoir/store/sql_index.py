@@ -1,7 +1,7 @@
 """What both backends' search modules share: a session's exchanges read in order (an
 index row quotes its neighbours, so rows are written a session at a time), and the text
 a snippet quotes, read from the stored exchanges. Each function takes a driver
-connection and its :class:`~memoir.store.sql_common.Dialect`."""
+connection and its :class:`~memoir.store.db.Dialect`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from memoir.store.codec import (
     prefixed,
     session_from_row,
 )
+from memoir.store.db import Connection, Dialect, rows_in
 from memoir.store.index_doc import MAX_COLUMN_CHARS, quoted_text, tools_text
-from memoir.store.sql_common import Connection, Dialect, rows_in
 
 __all__ = [
     "SpanRead",

@@ -40,6 +40,7 @@ from typing import Any
 
 from memoir.model import Exchange, Session
 from memoir.store.codec import to_utc
+from memoir.store.db import SQLITE
 from memoir.store.index_doc import (
     IndexDoc,
     month_token,
@@ -62,7 +63,6 @@ from memoir.store.query_text import (
 )
 from memoir.store.search_filter import filter_sql
 from memoir.store.snippet_text import MARK_START, SNIPPET_CHARS, make_snippet, marked_words
-from memoir.store.sql_common import SQLITE
 from memoir.store.sql_index import (
     exchange_pks,
     indexed_sessions,

@@ -40,7 +40,7 @@ from memoir.llm.transcript import SentenceScorer
 from memoir.llm.wiring import Retrying
 from memoir.model import Event
 from memoir.store import ensure_writable
-from memoir.store.claims import summary_claim
+from memoir.store.db import summary_claim
 from memoir.store.port import Store
 from memoir.store.values import TraceRow
 from memoir.summaries.episodes import full_run_refusal

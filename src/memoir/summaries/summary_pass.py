@@ -31,7 +31,7 @@ from memoir.llm.port import AuthError, Model, RateLimited
 from memoir.llm.transcript import SentenceScorer
 from memoir.model import Event
 from memoir.store import ensure_writable
-from memoir.store.claims import summary_claim
+from memoir.store.db import summary_claim
 from memoir.store.port import Store
 from memoir.summaries.persist import coverage_after, coverage_before_reading
 from memoir.summaries.port import (

@@ -257,7 +257,7 @@ def test_one_summary_writer_per_session(
 ) -> None:
     """A second `memoir summarize` (or the summary pass) of a session another process is
     summarizing stands aside instead of paying for the same calls again."""
-    from memoir.store.claims import summary_claim
+    from memoir.store.db import summary_claim
 
     from ..helpers import run_pass
 

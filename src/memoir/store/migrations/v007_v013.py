@@ -8,8 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from memoir.store.codec import loads
-from memoir.store.db import Tx
-from memoir.store.fold import ACCENTED, PLAIN
+from memoir.store.db import ACCENTED, PLAIN, Tx
 from memoir.store.memory_rows import key_sig
 from memoir.store.migrations.v001_v006 import Migration
 
@@ -79,7 +78,7 @@ V007_EMBEDDING_CHANGES = Migration(7, "embedding-changes", _V007_SQLITE, _V007_P
 
 # v8: PostgreSQL's index folds accents as SQLite's does (``café`` is found by ``cafe`` and
 # the other way round). The generated ``tsv`` column is rebuilt over the documents with
-# accented Latin letters turned into their base letter (:mod:`memoir.store.fold`, through
+# accented Latin letters turned into their base letter (:mod:`memoir.store.db`, through
 # ``translate()`` — immutable, no extension) on top of v2's punctuation-as-spaces; queries
 # are folded the same way. SQLite's FTS5 already folds (``remove_diacritics 2``): nothing to
 # do there. The documents themselves (what snippets quote) are unchanged.

@@ -6,8 +6,7 @@ from __future__ import annotations
 import string
 
 from memoir.store.codec import loads
-from memoir.store.db import Tx
-from memoir.store.fold import ACCENTED, PLAIN
+from memoir.store.db import ACCENTED, PLAIN, Tx
 from memoir.store.index_doc import owner_token
 from memoir.store.migrations.v001_v006 import Migration
 from memoir.store.migrations.v007_v013 import fts_body
@@ -52,7 +51,7 @@ _V017_POSTGRES: tuple[str, ...] = (_V017_TABLE,)
 V017_SECRET_RESCAN = Migration(17, "secret-rescan", _V017_SQLITE, _V017_POSTGRES)
 
 # v18: PostgreSQL's index documents are stored folded (ASCII punctuation as spaces,
-# accents as their base letter: :func:`memoir.store.fold.fold_index_text`, done in Python
+# accents as their base letter: :func:`memoir.store.db.fold_index_text`, done in Python
 # when a row is written), so the generated ``tsv`` column is the plain weighted
 # ``to_tsvector`` of them. Until now the column folded them itself with ``translate()``
 # over a 525-character table, which cost the server about nine tenths of an index row's

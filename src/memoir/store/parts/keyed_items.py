@@ -18,8 +18,7 @@ from typing import Any
 
 from memoir.model.event import scrub_deep
 from memoir.store.codec import stored_time
-from memoir.store.db import Db, Part, Tx
-from memoir.store.fold import fold_index_text
+from memoir.store.db import Db, Part, Tx, fold_index_text
 from memoir.store.memory_text import tsquery_sql
 from memoir.store.query_text import ParsedQuery, to_fts5
 

@@ -1,120 +1,54 @@
-"""What the SQLite and PostgreSQL backends share below their parts: the dialect each
-speaks, and one batch's ingest writes and a session's deletion (the steps and statements
-that are the same on both). What their search modules share is
+"""What the SQLite and PostgreSQL backends share of ingest: one batch's writes and a
+session's deletion (the steps and statements that are the same on both). The dialect each
+speaks is :class:`memoir.store.db.Dialect`; what their search modules share is
 :mod:`memoir.store.sql_index`.
 
 As in the store's parts (:mod:`memoir.store.parts`), SQL here is written once with ``?``
 placeholders. Functions that take a driver connection take a :class:`Dialect` too:
-:data:`SQLITE` (placeholders as written, timestamps as ISO text) or :data:`POSTGRES`
-(``%s``, ``timestamptz``, row locks). What really differs (locking, pools, FTS5 versus
-tsvector, primary keys) stays in the backend modules, handed to :func:`apply_batch` as
-an :class:`IngestWrites`.
+:data:`~memoir.store.db.SQLITE` (placeholders as written, timestamps as ISO text) or
+:data:`~memoir.store.db.POSTGRES` (``%s``, ``timestamptz``, row locks). What really differs
+(locking, pools, FTS5 versus tsvector, primary keys) stays in the backend modules, handed
+to :func:`apply_batch` as an :class:`IngestWrites`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Protocol
 
-from memoir.errors import ConcurrentWrite, MigrationError, StoreError
+from memoir.errors import ConcurrentWrite, StoreError
 from memoir.model import Exchange, Session
 from memoir.store.codec import (
-    TimeEncoder,
     event_params,
     exchange_params,
     session_params,
     skipped_params,
     source_params,
-    to_iso,
-    to_utc,
 )
-from memoir.store.db import Tx
+from memoir.store.db import CHUNK, Connection, Dialect
 from memoir.store.values import IngestBatch, StoredTail
 
 __all__ = [
     "EVENT_INSERT",
-    "POSTGRES",
     "SESSION_UPSERT_HEAD",
     "SKIPPED_INSERT",
     "SOURCE_UPSERT",
-    "SQLITE",
-    "Connection",
-    "Dialect",
     "ExchangeChange",
     "IndexWrites",
     "IngestWrites",
     "apply_batch",
     "check_batch",
     "check_source_unchanged",
-    "check_version",
     "delete_session_content",
     "delete_session_rows",
     "delete_session_tables",
     "exchange_changes",
     "move_source",
-    "pg_sql",
-    "rows_in",
-    "sqlite_sql",
-    "tx_dialect",
     "upsert_session",
 ]
 
 
-class Connection(Protocol):
-    """The part of ``sqlite3.Connection`` and ``psycopg.Connection`` used here."""
-
-    def execute(self, sql: Any, params: Any = ..., /) -> Any: ...
-
-
-def sqlite_sql(sql: str) -> str:
-    """SQLite takes the ``?`` placeholders as written."""
-    return sql
-
-
-@lru_cache(maxsize=256)
-def pg_sql(sql: str) -> str:
-    """psycopg's placeholders (``%s``) for the ``?`` ones."""
-    return sql.replace("?", "%s")
-
-
-@dataclass(frozen=True, slots=True)
-class Dialect:
-    """How a backend's driver takes SQL written with ``?`` placeholders: its placeholder
-    style (``dialect(sql)``), how it binds a timestamp, and the clause that locks the rows
-    a read returns for the rest of the transaction (none where the write transaction
-    already serializes, as SQLite's ``BEGIN IMMEDIATE`` does)."""
-
-    placeholders: Callable[[str], str]
-    time: TimeEncoder
-    row_lock: str = ""
-
-    def __call__(self, sql: str) -> str:
-        return self.placeholders(sql)
-
-
-SQLITE = Dialect(sqlite_sql, to_iso)
-POSTGRES = Dialect(pg_sql, to_utc, " FOR UPDATE")
-
-
-def tx_dialect(tx: Tx) -> Dialect:
-    """The dialect of SQL run through a part's :class:`~memoir.store.db.Tx`: placeholders
-    as written (the Tx converts them), timestamps as the Tx binds them."""
-    return Dialect(sqlite_sql, tx.time)
-
-
-def check_version(version: int, current: int) -> None:
-    """A database migrated past this Memoir's schema (``current``) is an error."""
-    if version > current:
-        raise MigrationError(
-            f"the database is at schema v{version}, newer than this Memoir (v"
-            f"{current}); upgrade memoir"
-        )
-
-
-# one ingest batch -------------------------------------------------------------------------
-# statements whose text is the same on both backends (the session upsert's head: each
 # backend appends how it merges the two timestamps)
 SESSION_UPSERT_HEAD = """
 INSERT INTO sessions (id, project, harness, user_name, source_path, cwd, incognito,
@@ -152,7 +86,6 @@ SKIPPED_INSERT = """
 INSERT INTO skipped_lines (path, line, "offset", reason, detail) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (path, line) DO NOTHING
 """
-_CHUNK = 500  # ids per statement, well under either driver's parameter limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +137,7 @@ class IngestWrites:
 
 def apply_batch(conn: Connection, batch: IngestBatch, writes: IngestWrites) -> None:
     """Write one ingest batch inside the caller's transaction (see
-    :mod:`memoir.store.sqlite_ingest` for the rules both backends keep)."""
+    :mod:`memoir.store.sqlite_store` for the rules both backends keep)."""
     d = writes.dialect
     check_source_unchanged(conn, d, batch)
     # the two reads (the session as stored, the stored shapes of the batch's exchanges)
@@ -353,28 +286,12 @@ def _send_shapes(
 ) -> list[Any]:
     """The cursors of :func:`_stored_shapes`' statements, all sent, none read yet."""
     out: list[Any] = []
-    for at in range(0, len(exchanges), _CHUNK):
-        page = exchanges[at : at + _CHUNK]
+    for at in range(0, len(exchanges), CHUNK):
+        page = exchanges[at : at + CHUNK]
         firsts = [x.first_ordinal for x in page]
         marks = ", ".join("?" * len(page))
         params = (session_id, min(firsts), max(firsts), *(x.id for x in page))
         out.append(conn.execute(dialect(_SHAPES.format(marks=marks)), params))
-    return out
-
-
-def rows_in(conn: Connection, dialect: Dialect, sql: str, values: Sequence[Any]) -> list[Any]:
-    """The rows of ``sql`` for every one of ``values``: it runs once per page of them, its
-    ``{marks}`` the placeholders of that page (``x IN ({marks})``)."""
-    return [row for cur in _send_rows_in(conn, dialect, sql, values) for row in cur.fetchall()]
-
-
-def _send_rows_in(conn: Connection, dialect: Dialect, sql: str, values: Sequence[Any]) -> list[Any]:
-    """The cursors of :func:`rows_in`'s statements, all sent, none read yet."""
-    out: list[Any] = []
-    for at in range(0, len(values), _CHUNK):
-        page = tuple(values[at : at + _CHUNK])
-        marks = ", ".join("?" * len(page))
-        out.append(conn.execute(dialect(sql.format(marks=marks)), page))
     return out
 
 
