@@ -1,4 +1,4 @@
-"""One filter, two readings: the SQL :func:`~memoir.store.search_filter.filter_sql` renders
+"""One filter, two readings: the SQL :func:`~memoir.store.search_sql.filter_sql` renders
 (run on every backend the ``store`` fixture provides) keeps exactly the exchanges the
 Python predicate vector candidates go through keeps, case by case — and the session list
 (``store.sessions.ids``) the sessions of those, dates aside. The role is read differently
@@ -16,7 +16,7 @@ from search_corpus import T0, fill
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.search import SearchFilters, matches_filters
 from memoir.store import IngestBatch, Store
-from memoir.store.search_filter import filter_sql
+from memoir.store.search_sql import filter_sql
 from memoir.store.sql_common import POSTGRES, SQLITE
 
 DAY = timedelta(days=1)

@@ -16,7 +16,7 @@ from memoir.search.embedder import HashEmbedder
 from memoir.search.engine import matches_filters, mentions_any, resolve_mode, search
 from memoir.search.snippets import clean_summary, make_snippet, query_words, split_marks
 from memoir.store.fold import ACCENTED, PLAIN, fold_accents
-from memoir.store.query_text import parse_query
+from memoir.store.search_text import parse_query
 from memoir.store.values import SearchFilters
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memoir.store.query_text import STOPWORDS
+from memoir.store.search_text import STOPWORDS
 
 if TYPE_CHECKING:
     import numpy as np

@@ -34,8 +34,8 @@ from memoir.search.request import SearchRequest, resolve_mode
 from memoir.search.snippets import MARK_START, clean_summary, make_snippet
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
 from memoir.store.parts import EmbeddingsPart, IndexPart
-from memoir.store.query_text import Term, parse_query, words_of
-from memoir.store.search_filter import filter_predicate
+from memoir.store.search_sql import filter_predicate
+from memoir.store.search_text import Term, parse_query, words_of
 from memoir.store.values import SearchFilters, TextHit
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def exchange_time(exchange: Exchange) -> datetime | None:
 
 def matches_filters(exchange: Exchange, session: Session | None, filters: SearchFilters) -> bool:
     """The filter semantics, applied to vector candidates (the store applies the same ones
-    in SQL to text candidates: both read :mod:`memoir.store.search_filter`)."""
+    in SQL to text candidates: both read :mod:`memoir.store.search_sql`)."""
     return filter_predicate(filters)(exchange, session)
 
 

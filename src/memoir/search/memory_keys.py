@@ -19,7 +19,7 @@ from memoir.search.embedder_port import Embedder
 from memoir.search.reads import Lookup, SearchReads
 from memoir.search.request import SearchRequest
 from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.query_text import STOPWORDS, any_content_word, words_of
+from memoir.store.search_text import STOPWORDS, any_content_word, words_of
 
 if TYPE_CHECKING:
     import numpy as np

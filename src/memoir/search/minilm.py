@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoir.search.embedder_port import normalise_rows
-from memoir.store.query_text import STOPWORDS
+from memoir.store.search_text import STOPWORDS
 
 if TYPE_CHECKING:
     import numpy as np

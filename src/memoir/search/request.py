@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from memoir.errors import ConfigError, install_hint
 from memoir.search.embedder import Embedder
 from memoir.search.hits import MODES, SearchMode
-from memoir.store.query_text import Term, meaning_text, parse_query
+from memoir.store.search_text import Term, meaning_text, parse_query
 from memoir.store.values import SearchFilters, without_surrogates
 
 __all__ = ["MAX_LIMIT", "SearchRequest", "resolve_mode"]

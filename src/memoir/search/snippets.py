@@ -8,7 +8,7 @@ and the summary body shown beside a hit with machine header lines removed.
 
 from __future__ import annotations
 
-from memoir.store.snippet_text import MARK_END, MARK_START, make_snippet, query_words
+from memoir.store.search_text import MARK_END, MARK_START, make_snippet, query_words
 
 __all__ = [
     "MARK_END",

@@ -14,8 +14,8 @@ import psycopg
 from psycopg import pq
 
 from memoir.store import postgres_search, sql_common
+from memoir.store.search_sql import SpanRead
 from memoir.store.sql_common import POSTGRES, SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
-from memoir.store.sql_index import SpanRead
 from memoir.store.values import IngestBatch
 
 __all__ = ["WRITES", "apply_batch", "delete_session_rows"]

@@ -26,7 +26,7 @@ from memoir.store import postgres_search
 from memoir.store.claims import claim_key
 from memoir.store.codec import to_utc
 from memoir.store.db import Db, StaleConnection, Tx
-from memoir.store.memory_text import PostgresItemText
+from memoir.store.memory_sql import PostgresItemText
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.postgres_ingest import apply_batch, delete_session_rows

@@ -10,8 +10,7 @@ from typing import Any
 
 from memoir.store import health, parts
 from memoir.store.db import Db
-from memoir.store.memory_text import ItemText
-from memoir.store.parts.item_writes import ItemWriter
+from memoir.store.memory_sql import ItemText, ItemWriter
 from memoir.store.port import Claims
 from memoir.store.sql_common import Dialect
 from memoir.store.values import IngestBatch

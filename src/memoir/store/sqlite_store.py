@@ -30,7 +30,7 @@ from memoir.store import sqlite_search
 from memoir.store.claims import FileClaims, LocalClaims
 from memoir.store.codec import to_iso
 from memoir.store.db import Db, Tx
-from memoir.store.memory_text import SqliteItemText
+from memoir.store.memory_sql import SqliteItemText
 from memoir.store.migrations import CURRENT_VERSION, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.sql_common import SQLITE, check_version

@@ -4,9 +4,8 @@
 from memoir.store.parts.api import ApiPart, AppendResult
 from memoir.store.parts.cache import CachePart
 from memoir.store.parts.checkpoints import CheckpointsPart
-from memoir.store.parts.embeddings import EmbeddingsPart
 from memoir.store.parts.events import EventsPart, ExchangesPart
-from memoir.store.parts.index import IndexPart, TextEngine
+from memoir.store.parts.index import EmbeddingsPart, IndexPart, TextEngine
 from memoir.store.parts.ingest import IngestPart
 from memoir.store.parts.jobs import JobLocking, JobsPart
 from memoir.store.parts.keyed_items import KeyedItemsPart

@@ -11,7 +11,7 @@ from memoir.model import Session, SessionFlags
 from memoir.model.event import RecentKey, RecentPage, RecentQuery, SessionInfo, named_session_id
 from memoir.store.codec import SESSION_READ_COLS, from_iso, prefixed, session_from_row
 from memoir.store.db import Db, Tx
-from memoir.store.search_filter import filter_sql
+from memoir.store.search_sql import filter_sql
 from memoir.store.sql_common import tx_dialect
 from memoir.store.values import SearchFilters
 
