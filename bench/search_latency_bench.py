@@ -46,7 +46,7 @@ from memoir.search import load_embedder, search
 from memoir.search.embedders import HashEmbedder, TokenEmbedder
 from memoir.search.ranking import RERANK_DEPTH, pack_tokens
 from memoir.store import IngestBatch, Store, open_store
-from memoir.store.query_text import STOPWORDS
+from memoir.store.search_text import STOPWORDS
 from memoir.store.values import SearchFilters
 
 __all__: list[str] = []

@@ -67,7 +67,7 @@ def test_vectors_of_an_older_recipe_are_recomputed(
     assert service.embed_pending(memoir).embedded == 6
     before = memoir.store.embeddings.load("hash-256")
     # what an exchange's vector embeds changes (a new release): every vector is redone once
-    monkeypatch.setattr("memoir.store.parts.embeddings.EMBED_RECIPE", EMBED_RECIPE + 1)
+    monkeypatch.setattr("memoir.store.parts.index.EMBED_RECIPE", EMBED_RECIPE + 1)
     monkeypatch.setattr(
         "memoir.search.backfill.context_text", lambda text, previous: f"recipe three: {text}"
     )

@@ -16,7 +16,7 @@ from memoir.search import vectors
 from memoir.search.live_matrix import LiveMatrix
 from memoir.search.matrix_files import read_whole
 from memoir.store import Store
-from memoir.store.parts import embeddings as embeddings_part
+from memoir.store.parts import index as embeddings_part
 
 DIM = 8
 

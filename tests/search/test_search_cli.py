@@ -93,7 +93,7 @@ def test_no_matches_message(cli_home: Path, capsys: pytest.CaptureFixture[str]) 
 def test_hostile_queries_through_the_cli(
     cli_home: Path, capsys: pytest.CaptureFixture[str], query: str
 ) -> None:
-    from memoir.store.query_text import words_of
+    from memoir.store.search_text import words_of
 
     code, out, err = run(["search", "--json", "--", query], capsys)
     assert "Traceback" not in err

@@ -1,4 +1,4 @@
-"""One filter, two readings: the SQL :func:`~memoir.store.search_filter.filter_sql` renders
+"""One filter, two readings: the SQL :func:`~memoir.store.search_sql.filter_sql` renders
 (run on every backend the ``store`` fixture provides) keeps exactly the exchanges the
 Python predicate vector candidates go through keeps, case by case — and the session list
 (``store.sessions.ids``) the sessions of those, dates aside. The role is read differently
@@ -17,7 +17,7 @@ from memoir.model import Author, Event, EventKind, Harness, Session, build_excha
 from memoir.search import SearchFilters, matches_filters
 from memoir.store import IngestBatch, Store
 from memoir.store.db import POSTGRES, SQLITE
-from memoir.store.search_filter import filter_sql
+from memoir.store.search_sql import filter_sql
 
 DAY = timedelta(days=1)
 # each case: the filters and the sessions whose exchanges pass them (search_corpus: s-web

@@ -16,7 +16,7 @@ from memoir.search.hits import clean_summary, make_snippet, query_words, split_m
 from memoir.search.ranking import neighbour_smoothed
 from memoir.search.request import matches_filters, mentions_any, parse_when, resolve_mode
 from memoir.store.db import ACCENTED, PLAIN, fold_accents
-from memoir.store.query_text import parse_query
+from memoir.store.search_text import parse_query
 from memoir.store.values import SearchFilters
 
 

@@ -16,7 +16,7 @@ from conftest import fresh_pg_schema
 from memoir import service
 from memoir.app import Memoir
 from memoir.model import Exchange, Harness, Session, build_exchanges
-from memoir.store.sql_index import SpanRead
+from memoir.store.search_sql import SpanRead
 from memoir.store.sql_ingest import _read_ahead
 from memoir.store.values import StoredTail
 

@@ -21,7 +21,7 @@ from memoir.store.index_doc import owner_token, owner_tsquery
 from memoir.store.migrations import CURRENT_VERSION
 from memoir.store.migrations.v007_v013 import fts_body
 from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.query_text import parse_query
+from memoir.store.search_text import parse_query
 
 Opener = Callable[[int | None], Store]
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

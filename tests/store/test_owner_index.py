@@ -15,7 +15,7 @@ from memoir.store import SearchFilters, Store
 from memoir.store.index_doc import owner_lexeme, owner_token, owner_tsquery
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
 from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.query_text import parse_query
+from memoir.store.search_text import parse_query
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 USERS = ("alice", "bob")

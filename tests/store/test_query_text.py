@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.store.query_text import (
+from memoir.store.search_text import (
     MAX_TERMS,
     ParsedQuery,
     has_cjk,

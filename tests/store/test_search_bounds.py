@@ -10,7 +10,7 @@ from store_builders import T0, ingest
 
 from memoir.store import SearchFilters, Store, postgres_search, sqlite_search
 from memoir.store.index_doc import month_token, project_token
-from memoir.store.query_text import ParsedQuery, Term, drop_ubiquitous, parse_query
+from memoir.store.search_text import ParsedQuery, Term, drop_ubiquitous, parse_query
 
 
 def term(*words: str) -> Term:

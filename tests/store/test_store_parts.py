@@ -13,7 +13,7 @@ from memoir.errors import StoreError
 from memoir.llm.port import UsageRecord
 from memoir.model import Author, Event, EventKind, build_exchanges
 from memoir.store import CheckpointRow, IngestBatch, Store, SummaryRow, TraceRow
-from memoir.store.parts import embeddings as embeddings_part
+from memoir.store.parts import index as embeddings_part
 from memoir.store.parts import summaries as cache_part
 
 TURNS = [("first question", "first answer", None), ("second question", "second answer", None)]

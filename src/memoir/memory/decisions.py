@@ -68,7 +68,7 @@ from memoir.memory.values import (
     operation_id,
 )
 from memoir.model import SessionFlags
-from memoir.store.query_text import STOPWORDS
+from memoir.store.search_text import STOPWORDS
 
 if TYPE_CHECKING:
     import numpy as np

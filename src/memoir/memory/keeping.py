@@ -38,7 +38,7 @@ from memoir.store.codec import from_iso
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
 from memoir.store.parts.memory import MemoryPart
 from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
-from memoir.store.query_text import words_of
+from memoir.store.search_text import words_of
 
 __all__ = [
     "EXPORT_VERSION",

@@ -35,7 +35,7 @@ from memoir.llm.port import TokenCounter
 from memoir.secrets import mask
 from memoir.store.memory_rows import MemoryItemRow, standing_key
 from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
-from memoir.store.query_text import MAX_QUERY_CHARS, any_content_word
+from memoir.store.search_text import MAX_QUERY_CHARS, any_content_word
 
 if TYPE_CHECKING:
     import numpy as np

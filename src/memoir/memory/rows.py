@@ -47,7 +47,7 @@ from memoir.store.parts import (
     SessionsPart,
 )
 from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.query_text import STOPWORDS
+from memoir.store.search_text import STOPWORDS
 
 if TYPE_CHECKING:
     import numpy as np

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import regex
 
 from memoir.errors import ConfigError, install_hint
-from memoir.store.query_text import STOPWORDS
+from memoir.store.search_text import STOPWORDS
 
 if TYPE_CHECKING:
     import numpy as np

@@ -52,8 +52,8 @@ from memoir.search.request import (
 )
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
 from memoir.store.parts import EmbeddingsPart
-from memoir.store.query_text import words_of
-from memoir.store.search_filter import filter_predicate
+from memoir.store.search_sql import filter_predicate
+from memoir.store.search_text import words_of
 from memoir.store.values import SearchFilters, TextHit
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from memoir.store.snippet_text import MARK_END, MARK_START, make_snippet, query_words
+from memoir.store.search_text import MARK_END, MARK_START, make_snippet, query_words
 
 __all__ = [
     "MARK_END",

@@ -75,7 +75,7 @@ from memoir.search.embedders import Embedder
 from memoir.search.request import Lookup, SearchReads, SearchRequest, exchange_time
 from memoir.store.parts import IndexPart
 from memoir.store.parts.memory_items import ItemFilter
-from memoir.store.query_text import STOPWORDS, Term, any_content_word, parse_query, words_of
+from memoir.store.search_text import STOPWORDS, Term, any_content_word, parse_query, words_of
 from memoir.store.values import SearchFilters, TextHit
 
 if TYPE_CHECKING:

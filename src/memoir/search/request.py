@@ -58,8 +58,8 @@ from memoir.store.parts import (
     SessionsPart,
 )
 from memoir.store.port import Claims
-from memoir.store.query_text import Term, meaning_text, parse_query, words_of
-from memoir.store.search_filter import filter_predicate
+from memoir.store.search_sql import filter_predicate
+from memoir.store.search_text import Term, meaning_text, parse_query, words_of
 from memoir.store.values import SearchFilters, without_surrogates
 
 __all__ = [
@@ -391,7 +391,7 @@ def exchange_time(exchange: Exchange) -> datetime | None:
 
 def matches_filters(exchange: Exchange, session: Session | None, filters: SearchFilters) -> bool:
     """The filter semantics, applied to vector candidates (the store applies the same ones
-    in SQL to text candidates: both read :mod:`memoir.store.search_filter`)."""
+    in SQL to text candidates: both read :mod:`memoir.store.search_sql`)."""
     return filter_predicate(filters)(exchange, session)
 
 

@@ -156,7 +156,7 @@ def database_file(settings: Settings) -> Path | None:
 def has_words(text: str) -> bool:
     """Whether ``text`` holds a word a search or a match could use (``""`` and ``"!?"`` do
     not)."""
-    from memoir.store.query_text import words_of
+    from memoir.store.search_text import words_of
 
     return bool(words_of(text))
 

@@ -25,7 +25,7 @@ matches only there is no hit); on PostgreSQL the lexeme :func:`owner_lexeme`, wh
 starts with a character no query word does.
 
 Both backends index exactly these strings (SQLite FTS5 columns, PostgreSQL weighted
-tsvector parts). Text is CJK-segmented (see :mod:`memoir.store.query_text`) and stripped
+tsvector parts). Text is CJK-segmented (see :mod:`memoir.store.search_text`) and stripped
 of the snippet markers ``\\x02``/``\\x03`` and NUL. A snippet quotes the same text before
 segmentation (:func:`quoted_text`, from the stored exchange): the spaces segmentation adds
 were never typed, and once added they cannot be told from the ones that were.
@@ -43,7 +43,7 @@ from datetime import datetime
 from memoir.errors import ConfigError
 from memoir.model import Exchange, Session
 from memoir.model.exchange import TERMINAL_ESCAPE
-from memoir.store.query_text import segment_cjk
+from memoir.store.search_text import segment_cjk
 
 __all__ = [
     "CONTEXT_CHARS",

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from memoir.store import parts
 from memoir.store.db import Db, Dialect, Tx
-from memoir.store.memory_text import ItemText
+from memoir.store.memory_sql import ItemText, ItemWriter
 from memoir.store.parts import (
     ApiPart,
     CachePart,
@@ -60,7 +60,6 @@ from memoir.store.parts import (
     UsagePart,
     UsersPart,
 )
-from memoir.store.parts.item_writes import ItemWriter
 from memoir.store.values import IngestBatch
 
 __all__ = [

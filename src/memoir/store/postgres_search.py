@@ -14,12 +14,12 @@ GIN scan intersects its posting list with the query's (migration v22), so the co
 the user's rows, not every user's.
 As on SQLite, one query word at least must be in the exchange's own columns (not only in
 ``context``), and an excluded term is tested against its own columns only. A parsed query (see
-:mod:`memoir.store.query_text`) becomes a tsquery built from ``websearch_to_tsquery`` per
+:mod:`memoir.store.search_text`) becomes a tsquery built from ``websearch_to_tsquery`` per
 term (its words as a quoted phrase, so the text is never read as operators) combined with ``&&``,
 ``||`` and ``!!``; a role filter keeps only that column's weight (``ts_filter``). Ranking
 is ``ts_rank`` with the weights below over the most recent ``RANK_WINDOW`` matches (as on
 SQLite); the top rows' snippets are made in Python from the exchanges' stored text
-(:func:`~memoir.store.snippet_text.make_snippet`: ``ts_headline`` drops tag-like text, and
+(:func:`~memoir.store.search_text.make_snippet`: ``ts_headline`` drops tag-like text, and
 the indexed documents are CJK-segmented). All terms must match; when nothing does, any term
 may.
 """
@@ -33,7 +33,7 @@ from typing import Any
 import psycopg
 
 from memoir.model import Exchange, Session
-from memoir.store import sql_index
+from memoir.store import search_sql
 from memoir.store.db import POSTGRES, fold_accents, fold_index_text
 from memoir.store.index_doc import (
     IndexDoc,
@@ -44,17 +44,23 @@ from memoir.store.index_doc import (
     stream_documents,
 )
 from memoir.store.migrations.v017_v023 import plain_tsvector_sql
-from memoir.store.query_text import ParsedQuery, Term, parse_query
-from memoir.store.search_filter import filter_sql
-from memoir.store.snippet_text import SNIPPET_CHARS, make_snippet, marked_words
-from memoir.store.sql_index import (
+from memoir.store.search_sql import (
     SpanRead,
     exchange_pks,
+    filter_sql,
     indexed_sessions,
     ordered_exchanges,
     quoted_texts,
     session_stream,
     span_rows,
+)
+from memoir.store.search_text import (
+    SNIPPET_CHARS,
+    ParsedQuery,
+    Term,
+    make_snippet,
+    marked_words,
+    parse_query,
 )
 from memoir.store.values import SearchFilters, TextHit
 
@@ -175,9 +181,9 @@ def reindex_session(conn: psycopg.Connection[Any], session: Session) -> None:
 def send_span_read(
     conn: psycopg.Connection[Any], session_id: str, lo: int, hi: int
 ) -> Callable[[], SpanRead]:
-    """:func:`~memoir.store.sql_index.send_span_read` on PostgreSQL: an ingest batch
+    """:func:`~memoir.store.search_sql.send_span_read` on PostgreSQL: an ingest batch
     sends it with its other reads, in the same pipeline."""
-    return sql_index.send_span_read(conn, POSTGRES, session_id, lo, hi)
+    return search_sql.send_span_read(conn, POSTGRES, session_id, lo, hi)
 
 
 def reindex_span(
@@ -189,7 +195,7 @@ def reindex_span(
     """Write the index rows of ``changed`` (exchanges of ``session`` just added or grown)
     and rewrite their neighbours' rows, whose ``context`` column quotes them; ``read``:
     the span's rows as read before ``changed`` were written (see
-    :func:`~memoir.store.sql_index.span_rows`)."""
+    :func:`~memoir.store.search_sql.span_rows`)."""
     if not changed:
         return
     ordered, pks = span_rows(conn, POSTGRES, session.id, changed, read)

@@ -1,7 +1,7 @@
 """What the SQLite and PostgreSQL backends share of ingest: one batch's writes and a
 session's deletion (the steps and statements that are the same on both). The dialect each
 speaks is :class:`memoir.store.db.Dialect`; what their search modules share is
-:mod:`memoir.store.sql_index`.
+:mod:`memoir.store.search_sql`.
 
 As in the store's parts (:mod:`memoir.store.parts`), SQL here is written once with ``?``
 placeholders. Functions that take a driver connection take a :class:`Dialect` too:
@@ -209,7 +209,7 @@ def _read_ahead(
     """What the batch's write would read, from what its append read already (``known``):
     the stored shapes of ``exchanges`` (:func:`_stored_shapes`) and the index span's
     rows (lo, hi, the span's stored (pk, id, first ordinal), the (pk, exchange) of its
-    neighbours: :class:`~memoir.store.sql_index.SpanRead`'s fields); None when ``known``
+    neighbours: :class:`~memoir.store.search_sql.SpanRead`'s fields); None when ``known``
     may miss some.
     ``known`` holds the session's last three exchanges, or all of them. A batch's span
     starts at its first exchange, ``lo``: every stored exchange from ``lo`` on, and the two

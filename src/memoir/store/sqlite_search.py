@@ -12,7 +12,7 @@ terms must match, in the exchange's own columns or its neighbours' excerpt
 may (a loosened query). Excluded terms and snippets look at the exchange's own columns
 only. FTS5 quotes the index's text, verbatim but for the spaces CJK segmentation put
 around each CJK character; the snippet of an exchange whose text holds CJK is made in
-Python instead, from its stored text (:func:`~memoir.store.snippet_text.make_snippet`,
+Python instead, from its stored text (:func:`~memoir.store.search_text.make_snippet`,
 as PostgreSQL's are).
 
 Cost is bounded on big archives, where bm25 would read every posting of every term:
@@ -20,7 +20,7 @@ Cost is bounded on big archives, where bm25 would read every posting of every te
 - bm25 ranks the most recent ``RANK_WINDOW`` matches (FTS5 walks posting lists
   backwards and stops), all of them when there are fewer;
 - a term in more than ``UBIQUITOUS`` of recent exchanges is dropped
-  (:func:`~memoir.store.query_text.drop_ubiquitous`);
+  (:func:`~memoir.store.search_text.drop_ubiquitous`);
 - a user's search intersects the match with the owner's token, so its cost follows the
   user's rows, not every user's (:func:`owner_prefilter`);
 - filters narrow the match inside FTS5 before any join: the project token, harness
@@ -51,25 +51,28 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
-from memoir.store.query_text import (
-    ParsedQuery,
-    Term,
-    drop_ubiquitous,
-    has_cjk,
-    parse_query,
-    to_fts5,
-    unsegment_cjk,
-    words_of,
-)
-from memoir.store.search_filter import filter_sql
-from memoir.store.snippet_text import MARK_START, SNIPPET_CHARS, make_snippet, marked_words
-from memoir.store.sql_index import (
+from memoir.store.search_sql import (
     exchange_pks,
+    filter_sql,
     indexed_sessions,
     ordered_exchanges,
     quoted_texts,
     session_stream,
     span_rows,
+)
+from memoir.store.search_text import (
+    MARK_START,
+    SNIPPET_CHARS,
+    ParsedQuery,
+    Term,
+    drop_ubiquitous,
+    has_cjk,
+    make_snippet,
+    marked_words,
+    parse_query,
+    to_fts5,
+    unsegment_cjk,
+    words_of,
 )
 from memoir.store.values import SearchFilters, TextHit
 

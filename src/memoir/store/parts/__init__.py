@@ -1,9 +1,8 @@
 """The store's parts, one per aggregate it holds: each a small class over :class:`Db`
 (shared SQL), with what differs by backend handed in by the backend that wires it."""
 
-from memoir.store.parts.embeddings import EmbeddingsPart
 from memoir.store.parts.events import ApiPart, AppendResult, EventsPart, ExchangesPart
-from memoir.store.parts.index import IndexPart, TextEngine
+from memoir.store.parts.index import EmbeddingsPart, IndexPart, TextEngine
 from memoir.store.parts.jobs import JobLocking, JobsPart, UserInfo, UsersPart
 from memoir.store.parts.keyed_items import KeyedItemsPart
 from memoir.store.parts.memory import MemoryPart

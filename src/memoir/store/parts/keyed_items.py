@@ -1,7 +1,7 @@
 """Keyed items: JSON values one owner keeps under a namespace and a key (v20), with the
 full-text ranking their search uses — SQLite's ``keyed_fts`` (bm25), PostgreSQL's
 generated ``tsv`` column (``ts_rank``), both read from the structured query of
-:mod:`memoir.store.query_text` as recall's are; and each item's vector by the home's
+:mod:`memoir.store.search_text` as recall's are; and each item's vector by the home's
 embedder, kept beside it. The rules (filters, namespace matching,
 paging) live in :mod:`memoir.memory.keyed`; here is only the SQL.
 
@@ -19,8 +19,8 @@ from typing import Any
 from memoir.model.event import scrub_deep
 from memoir.store.codec import stored_time
 from memoir.store.db import Db, Part, Tx, fold_index_text
-from memoir.store.memory_text import tsquery_sql
-from memoir.store.query_text import ParsedQuery, to_fts5
+from memoir.store.memory_sql import tsquery_sql
+from memoir.store.search_text import ParsedQuery, to_fts5
 
 __all__ = ["SEP", "KeyedItemsPart", "KeyedRow", "VectorRow"]
 

@@ -24,7 +24,7 @@ from memoir.store.memory_rows import (
     pending_from_row,
     receipt_from_row,
 )
-from memoir.store.parts.item_writes import ItemWriter
+from memoir.store.memory_sql import ItemWriter
 
 __all__ = ["MemoryPart"]
 

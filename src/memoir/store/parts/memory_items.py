@@ -12,28 +12,30 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memoir.errors import MemoirError, NotFound
-from memoir.store.codec import from_iso
 from memoir.store.db import Db, Part, Tx
-from memoir.store.memory_rows import (
-    ITEM_COLS,
-    MemoryItemRow,
-    MemorySourceRow,
-    evidence_fingerprint,
-    item_from_row,
-    standing_key,
+from memoir.store.memory_rows import ITEM_COLS, MemoryItemRow, evidence_fingerprint, standing_key
+from memoir.store.memory_sql import (
+    PAGE,
+    ImportCounts,
+    ItemText,
+    ItemWriter,
+    add_tombstones_in,
+    all_tombstoned,
+    close_ended,
+    items_in,
+    limit_clause,
+    predecessors_in,
+    tombstoned_in,
+    with_sources,
 )
-from memoir.store.memory_text import ItemText
-from memoir.store.parts.item_writes import ItemWriter
-from memoir.store.query_text import ParsedQuery
+from memoir.store.search_text import ParsedQuery
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "ImportCounts", "ItemFilter", "MemoryItemsPart"]
+__all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "ItemFilter", "MemoryItemsPart"]
 
-_PAGE = 500
 MIN_PREFIX = 4  # an item id prefix names an item from this many characters on
-MAX_ROWS = 2**62  # a limit from here on is no limit
 MAX_ID_CHARS = 64  # no item id is longer: a longer reference names nothing
 VECTOR_CACHE = 50_000  # item vectors a process keeps per embedder (~75 MB at 384 dims)
 
@@ -146,19 +148,19 @@ class MemoryItemsPart(Part):
         return sorted(rows, key=lambda i: standing_key(i, standing))
 
     def _select(self, f: ItemFilter, order: str, limit: int | None) -> list[MemoryItemRow]:
-        page = _limit(limit)
+        page = limit_clause(limit)
         with self._db.ro() as tx:
             where, params = f.sql(tx)
             rows = tx.run(
                 f"SELECT {ITEM_COLS} FROM memory_items i WHERE {where} ORDER BY {order}{page}",
                 params,
             )
-        return self._with_sources(rows)
+            return with_sources(tx, rows)
 
     def by_ids(self, ids: Sequence[str]) -> dict[str, MemoryItemRow]:
         out: dict[str, MemoryItemRow] = {}
-        for start in range(0, len(ids), _PAGE):
-            chunk = tuple(ids[start : start + _PAGE])
+        for start in range(0, len(ids), PAGE):
+            chunk = tuple(ids[start : start + PAGE])
             for item in self.select(ItemFilter(ids=chunk, history=True)):
                 out[item.id] = item
         return out
@@ -171,15 +173,16 @@ class MemoryItemsPart(Part):
         if not item_id or len(item_id) > MAX_ID_CHARS or "\x00" in item_id:
             return None  # no item has such an id (and the database never sees it)
         mine, params = (" AND owner = ?", [owner]) if owner is not None else ("", [])
-        rows = self._db.rows(
-            f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?{mine}", [item_id, *params]
-        )
-        if not rows and len(item_id) >= MIN_PREFIX:
-            rows = self._db.rows(
-                f"SELECT {ITEM_COLS} FROM memory_items WHERE substr(id, 1, ?) = ?{mine} "
-                "ORDER BY id LIMIT 6",
-                [len(item_id), item_id, *params],
+        with self._db.ro() as tx:
+            rows = tx.run(
+                f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?{mine}", [item_id, *params]
             )
+            if not rows and len(item_id) >= MIN_PREFIX:
+                rows = tx.run(
+                    f"SELECT {ITEM_COLS} FROM memory_items WHERE substr(id, 1, ?) = ?{mine} "
+                    "ORDER BY id LIMIT 6",
+                    [len(item_id), item_id, *params],
+                )
             if len(rows) > 1:
                 shown = ", ".join(str(r[0]) for r in rows[:5]) + (", …" if len(rows) > 5 else "")
                 many = f"{len(rows)}+" if len(rows) > 5 else str(len(rows))
@@ -187,7 +190,7 @@ class MemoryItemsPart(Part):
                     f"memory item prefix {item_id!r} matches {many} items ({shown}); "
                     "give more of the id"
                 )
-        found = self._with_sources(rows)
+            found = with_sources(tx, rows)
         return found[0] if found else None
 
     def chain(self, item_id: str) -> list[MemoryItemRow]:
@@ -218,7 +221,7 @@ class MemoryItemsPart(Part):
 
     def ids(self, f: ItemFilter, limit: int | None = None) -> list[str]:
         """Ids within ``f``, newest first."""
-        page = _limit(limit)
+        page = limit_clause(limit)
         with self._db.ro() as tx:
             where, params = f.sql(tx)
             rows = tx.run(
@@ -254,8 +257,8 @@ class MemoryItemsPart(Part):
         """Per item: the exchanges holding its quotes (in quote order, each once)."""
         out: dict[str, list[str]] = defaultdict(list)
         with self._db.ro() as tx:
-            for start in range(0, len(item_ids), _PAGE):
-                chunk = list(item_ids[start : start + _PAGE])
+            for start in range(0, len(item_ids), PAGE):
+                chunk = list(item_ids[start : start + PAGE])
                 marks = ", ".join("?" for _ in chunk)
                 for item_id, exchange in tx.run(
                     "SELECT s.item_id, x.id FROM memory_sources s JOIN exchanges x ON "
@@ -291,8 +294,8 @@ class MemoryItemsPart(Part):
         out = {i: cache[i] for i in ids if i in cache}
         wanted = [i for i in ids if i not in out]
         with self._db.ro() as tx:
-            for start in range(0, len(wanted), _PAGE):
-                chunk = list(wanted[start : start + _PAGE])
+            for start in range(0, len(wanted), PAGE):
+                chunk = list(wanted[start : start + PAGE])
                 marks = ", ".join("?" for _ in chunk)
                 for item_id, blob in tx.run(
                     f"SELECT item_id, vector FROM memory_vectors WHERE embedder = ? "
@@ -313,8 +316,8 @@ class MemoryItemsPart(Part):
         with self._db.tx() as tx:
             live = set()
             ids = list(vectors)
-            for start in range(0, len(ids), _PAGE):
-                chunk = ids[start : start + _PAGE]
+            for start in range(0, len(ids), PAGE):
+                chunk = ids[start : start + PAGE]
                 marks = ", ".join("?" for _ in chunk)
                 live |= {
                     str(r[0])
@@ -344,26 +347,22 @@ class MemoryItemsPart(Part):
         (the same words of the same event are never extracted again). What was said stays
         in the transcript. Returns the items deleted."""
         with self._db.tx() as tx:
-            return self._forget_in(tx, list(item_ids), datetime.now(UTC))
+            return self.forget_in(tx, list(item_ids), datetime.now(UTC))
 
     def forget_in(self, tx: Tx, item_ids: Sequence[str], now: datetime) -> list[MemoryItemRow]:
-        """:meth:`forget_many` inside ``tx`` (reading what ``tx`` already wrote)."""
-        return self._forget_in(tx, item_ids, now)
-
-    def _forget_in(self, tx: Tx, item_ids: Sequence[str], now: datetime) -> list[MemoryItemRow]:
         """:meth:`forget_many` inside ``tx`` (reading what ``tx`` already wrote)."""
         doomed: dict[str, MemoryItemRow] = {}
         for item_id in item_ids:
             if item_id in doomed:
                 continue
             # it and what it superseded (not what superseded it: that stays current)
-            wanted = [item_id, *_predecessors_in(tx, item_id)]
-            doomed.update({i.id: i for i in _items_in(tx, wanted)})
+            wanted = [item_id, *predecessors_in(tx, item_id)]
+            doomed.update({i.id: i for i in items_in(tx, wanted)})
         if not doomed:
             return []
         ids = list(doomed)
-        for start in range(0, len(ids), _PAGE):
-            chunk = ids[start : start + _PAGE]
+        for start in range(0, len(ids), PAGE):
+            chunk = ids[start : start + PAGE]
             marks = ", ".join("?" for _ in chunk)
             for table, column in (
                 ("memory_sources", "item_id"),
@@ -372,25 +371,18 @@ class MemoryItemsPart(Part):
             ):
                 tx.run(f"DELETE FROM {table} WHERE {column} IN ({marks})", chunk)
         self.text.drop(tx, ids)
-        tx.many(
-            "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
-            "ON CONFLICT (owner, fingerprint) DO NOTHING",
-            [
-                (
-                    item.owner,
-                    evidence_fingerprint(s.session_id, s.ordinal, s.quote),
-                    tx.time(now),
-                )
-                for item in doomed.values()
-                for s in item.sources
-            ],
-        )
+        stones = [
+            (item.owner, evidence_fingerprint(s.session_id, s.ordinal, s.quote))
+            for item in doomed.values()
+            for s in item.sources
+        ]
+        add_tombstones_in(tx, stones, now)
         return list(doomed.values())
 
     def tombstoned(self, owner: str, fingerprints: Iterable[str]) -> set[str]:
         """Which of ``fingerprints`` were forgotten by ``owner``."""
         with self._db.ro() as tx:
-            return _tombstoned_in(tx, owner, fingerprints)
+            return tombstoned_in(tx, owner, fingerprints)
 
     def tombstones(self) -> int:
         return int(self._db.rows("SELECT count(*) FROM memory_tombstones")[0][0])
@@ -406,7 +398,7 @@ class MemoryItemsPart(Part):
 
     def add_tombstones(self, stones: Sequence[tuple[str, str]]) -> None:
         with self._db.tx() as tx:
-            _add_tombstones(tx, stones, datetime.now(UTC))
+            add_tombstones_in(tx, stones, datetime.now(UTC))
 
     # import --------------------------------------------------------------------------
     def save(self, items: Sequence[MemoryItemRow]) -> list[str]:
@@ -428,13 +420,13 @@ class MemoryItemsPart(Part):
         now = datetime.now(UTC)
         counts = ImportCounts(tombstones=len(stones))
         with self._db.tx() as tx:
-            _add_tombstones(tx, stones, now)
+            add_tombstones_in(tx, stones, now)
             owners = sorted({o for o, _ in stones})
             if owners:  # an item here whose every quote the export forgot goes here too
                 stale = [
-                    i.id for i in self._owned_in(tx, owners) if i.sources and _all_tombstoned(tx, i)
+                    i.id for i in self._owned_in(tx, owners) if i.sources and all_tombstoned(tx, i)
                 ]
-                counts.forgot_here = len(self._forget_in(tx, stale, now))
+                counts.forgot_here = len(self.forget_in(tx, stale, now))
             ids = {r.id for r in items}
             held: dict[str, str] = {}
             for row in items:
@@ -449,7 +441,7 @@ class MemoryItemsPart(Part):
                 prints = {
                     evidence_fingerprint(s.session_id, s.ordinal, s.quote): s for s in row.sources
                 }
-                gone = _tombstoned_in(tx, row.owner, prints)
+                gone = tombstoned_in(tx, row.owner, prints)
                 if len(gone) == len(prints):
                     counts.forgotten += 1
                     continue
@@ -457,7 +449,7 @@ class MemoryItemsPart(Part):
                 held[row.id] = self._import_one(tx, row, counts)
             for row in items:  # what the export says ended, ends here too
                 if row.id in held and (row.superseded_by or row.valid_until):
-                    _close(tx, held[row.id], row, held)
+                    close_ended(tx, held[row.id], row, held)
         return counts
 
     def _import_one(self, tx: Tx, row: MemoryItemRow, counts: ImportCounts) -> str:
@@ -485,7 +477,7 @@ class MemoryItemsPart(Part):
     def _owned_in(self, tx: Tx, owners: Sequence[str]) -> list[MemoryItemRow]:
         marks = ", ".join("?" for _ in owners)
         rows = tx.run(f"SELECT id FROM memory_items WHERE owner IN ({marks})", list(owners))
-        return _items_in(tx, [str(r[0]) for r in rows])
+        return items_in(tx, [str(r[0]) for r in rows])
 
     # switches --------------------------------------------------------------------------
     def project_disabled(self, project: str) -> bool:
@@ -503,121 +495,3 @@ class MemoryItemsPart(Part):
     def disabled_projects(self) -> list[str]:
         rows = self._db.rows("SELECT project FROM memory_switches WHERE disabled ORDER BY project")
         return [str(r[0]) for r in rows]
-
-    def _with_sources(self, rows: list[Any]) -> list[MemoryItemRow]:
-        if not rows:
-            return []
-        ids = [r[0] for r in rows]
-        sources: dict[str, list[MemorySourceRow]] = defaultdict(list)
-        with self._db.ro() as tx:
-            for start in range(0, len(ids), _PAGE):
-                chunk = ids[start : start + _PAGE]
-                marks = ", ".join("?" for _ in chunk)
-                for item_id, sid, ordinal, quote, op in tx.run(
-                    "SELECT item_id, session_id, ordinal, quote, operation_id FROM memory_sources "
-                    f"WHERE item_id IN ({marks}) ORDER BY item_id, n",
-                    chunk,
-                ):
-                    sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote, op))
-        return [item_from_row(r, tuple(sources[r[0]])) for r in rows]
-
-
-@dataclass(slots=True)
-class ImportCounts:
-    """What :meth:`MemoryItemsPart.import_all` did with an export's lines."""
-
-    items: int = 0  # saved as new items
-    merged: int = 0  # joined a live item saying the same (quotes it lacked appended)
-    already: int = 0  # here already (the same id, or merged before with every quote)
-    forgotten: int = 0  # every quote forgotten here (left out)
-    tombstones: int = 0
-    forgot_here: int = 0  # items here the export's tombstones forgot
-
-
-def _add_tombstones(tx: Tx, stones: Sequence[tuple[str, str]], now: datetime) -> None:
-    tx.many(
-        "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (owner, fingerprint) DO NOTHING",
-        [(o, f, tx.time(now)) for o, f in stones],
-    )
-
-
-def _tombstoned_in(tx: Tx, owner: str, fingerprints: Iterable[str]) -> set[str]:
-    wanted = sorted(set(fingerprints))
-    out: set[str] = set()
-    for start in range(0, len(wanted), _PAGE):
-        chunk = wanted[start : start + _PAGE]
-        marks = ", ".join("?" for _ in chunk)
-        out |= {
-            str(r[0])
-            for r in tx.run(
-                f"SELECT fingerprint FROM memory_tombstones WHERE owner = ? "
-                f"AND fingerprint IN ({marks})",
-                (owner, *chunk),
-            )
-        }
-    return out
-
-
-def _all_tombstoned(tx: Tx, item: MemoryItemRow) -> bool:
-    prints = {evidence_fingerprint(s.session_id, s.ordinal, s.quote) for s in item.sources}
-    return _tombstoned_in(tx, item.owner, prints) == prints
-
-
-def _items_in(tx: Tx, ids: Sequence[str]) -> list[MemoryItemRow]:
-    """The items of ``ids`` with their sources, as ``tx`` sees them."""
-    out: list[MemoryItemRow] = []
-    for start in range(0, len(ids), _PAGE):
-        chunk = list(ids[start : start + _PAGE])
-        marks = ", ".join("?" for _ in chunk)
-        rows = tx.run(f"SELECT {ITEM_COLS} FROM memory_items WHERE id IN ({marks})", chunk)
-        sources: dict[str, list[MemorySourceRow]] = defaultdict(list)
-        for item_id, sid, ordinal, quote, op in tx.run(
-            "SELECT item_id, session_id, ordinal, quote, operation_id FROM memory_sources "
-            f"WHERE item_id IN ({marks}) ORDER BY item_id, n",
-            chunk,
-        ):
-            sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote, op))
-        out += [item_from_row(r, tuple(sources[r[0]])) for r in rows]
-    return out
-
-
-def _predecessors_in(tx: Tx, item_id: str) -> list[str]:
-    found: list[str] = []
-    frontier = [item_id]
-    while frontier:
-        marks = ", ".join("?" for _ in frontier)
-        rows = tx.run(f"SELECT id FROM memory_items WHERE superseded_by IN ({marks})", frontier)
-        frontier = [str(r[0]) for r in rows if str(r[0]) not in found and r[0] != item_id]
-        found += frontier
-    return found
-
-
-def _close(tx: Tx, here: str, row: MemoryItemRow, held: dict[str, str]) -> None:
-    """The live item ``here`` (holding the imported ``row``) ended as ``row`` did: it is
-    superseded by the item here holding ``row``'s successor, its validity closed."""
-    live = tx.run(
-        "SELECT valid_until FROM memory_items WHERE id = ? AND superseded_by IS NULL", (here,)
-    )
-    if not live:
-        return  # ended here already (or the row was saved ended)
-    successor = held.get(row.superseded_by, row.superseded_by) if row.superseded_by else None
-    start = tx.run("SELECT valid_from FROM memory_items WHERE id = ?", (successor,))
-    if successor == here or (successor is not None and not start):
-        return  # the successor is this item, or was not imported (forgotten here)
-    until = row.valid_until or (from_iso(start[0][0]) if start else None)
-    if successor is not None:
-        tx.run(
-            "UPDATE memory_items SET superseded_by = ?, valid_until = ? WHERE id = ?",
-            (successor, tx.time(until or datetime.now(UTC)), here),
-        )
-    elif live[0][0] is None and until is not None:
-        tx.run("UPDATE memory_items SET valid_until = ? WHERE id = ?", (tx.time(until), here))
-
-
-def _limit(limit: int | None) -> str:
-    """A LIMIT clause; a limit past any table's size reads everything (a 64-bit integer
-    is all SQLite and PostgreSQL take)."""
-    if limit is None or limit >= MAX_ROWS:
-        return ""
-    return f" LIMIT {max(0, int(limit))}"

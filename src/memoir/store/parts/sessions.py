@@ -42,7 +42,7 @@ from memoir.store.codec import (
 )
 from memoir.store.db import Db, Part, Tx, tx_dialect
 from memoir.store.parts.memory_items import MemoryItemsPart
-from memoir.store.search_filter import filter_sql
+from memoir.store.search_sql import filter_sql
 from memoir.store.values import (
     IngestBatch,
     SearchFilters,

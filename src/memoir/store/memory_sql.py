@@ -1,0 +1,461 @@
+"""The memory items' SQL below the part: their full-text ranking (the one part that
+differs by backend), how an item is written inside a settlement's transaction, and the
+reads and writes inside a transaction that forgetting and import share.
+
+Full-text: SQLite keeps a ``memory_fts`` FTS5 table in step with the items (bm25; an
+item's index row is its ``fts_row``, removed with it by a trigger), PostgreSQL a
+generated ``tsv`` column (``ts_rank``). Both read the structured query of
+:mod:`memoir.store.search_text`, accent-folded as their exchange indexes are. Each item's
+index row also names its owner as the exchange index does (migration v22;
+:func:`~memoir.store.index_doc.owner_token` in SQLite's ``owner`` column, the
+:func:`~memoir.store.index_doc.owner_lexeme` in PostgreSQL's ``tsv``), and a recall for
+one owner asks for it beside the query: the index intersects the two, so its cost follows
+the owner's items, not every user's. No query text reaches it (the query is matched in
+``body`` only; no query word equals or prefixes the lexeme) and it never ranks.
+
+Writes: an item is saved new, merged into the live item it duplicates, or saved as the
+successor of the item it supersedes. Two live items of one owner and scope never share
+their normalized content: a partial unique index says so (migration v13), so the loser of
+a race between two extractions of one fact finds the winner's row and merges into it. A
+merge into an item worded differently (same key set, or a near-duplicate by meaning) is
+the engine's decision, handed in as ``merge_into``. On PostgreSQL the rows read to merge
+into or to supersede are locked (``FOR UPDATE``); SQLite's write transaction already runs
+alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from memoir.store.codec import dumps, from_iso
+from memoir.store.db import Tx, fold_accents
+from memoir.store.index_doc import owner_token, owner_tsquery
+from memoir.store.memory_rows import (
+    ITEM_COLS,
+    MemoryItemRow,
+    MemorySourceRow,
+    evidence_fingerprint,
+    item_from_row,
+    key_sig,
+)
+from memoir.store.migrations.v007_v013 import fts_body
+from memoir.store.search_text import ParsedQuery, Term, to_fts5
+
+__all__ = [
+    "MAX_ROWS",
+    "PAGE",
+    "ImportCounts",
+    "ItemText",
+    "ItemWriter",
+    "PostgresItemText",
+    "SqliteItemText",
+    "add_tombstones_in",
+    "all_tombstoned",
+    "close_ended",
+    "fts_values",
+    "items_in",
+    "limit_clause",
+    "predecessors_in",
+    "tombstoned_in",
+    "tsquery_sql",
+    "with_sources",
+]
+
+
+class ItemText(Protocol):
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None: ...
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None: ...
+    def rank(
+        self,
+        tx: Tx,
+        query: ParsedQuery,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        owner: str | None = None,
+    ) -> list[str]:
+        """Ids of the items matching ``query`` and ``where`` (over alias ``i``), best first;
+        ``owner``: the owner ``where`` keeps (the index narrows to that owner's rows)."""
+        ...
+
+
+def fts_values(content: str, keys: Sequence[str], owner: str) -> tuple[str, str]:
+    """The ``body`` and ``owner`` of an item's row in SQLite's ``memory_fts``."""
+    return fts_body(content, keys), owner_token(owner)
+
+
+class SqliteItemText:
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
+        (row,) = tx.run(
+            "UPDATE memory_items SET fts_row = (SELECT COALESCE(max(fts_row), 0) + 1 FROM "
+            "memory_items) WHERE id = ? RETURNING fts_row, owner",
+            (item_id,),
+        )
+        tx.run(
+            "INSERT INTO memory_fts (rowid, body, owner) VALUES (?, ?, ?)",
+            (int(row[0]), *fts_values(content, keys, str(row[1]))),
+        )
+
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
+        return None  # a trigger drops an item's index row with the item
+
+    def rank(
+        self,
+        tx: Tx,
+        query: ParsedQuery,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        owner: str | None = None,
+    ) -> list[str]:
+        match = to_fts5(query, "body")
+        if match is None:
+            return []
+        if owner is not None:
+            match = f'({match}) AND {{owner}} : "{owner_token(owner)}"'
+        rows = tx.run(
+            "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.fts_row = f.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts, 1.0, 0.0), i.id "
+            "LIMIT ?",
+            (match, *params, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+
+class PostgresItemText:
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
+        return None  # the tsv column is generated from content and keys
+
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
+        return None
+
+    def rank(
+        self,
+        tx: Tx,
+        query: ParsedQuery,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        owner: str | None = None,
+    ) -> list[str]:
+        if query.empty:
+            return []
+        tsq_params: list[Any] = []
+        expr = tsquery_sql(query, tsq_params)
+        mine, mine_params = "", []
+        if owner is not None:
+            mine, mine_params = " AND i.tsv @@ ?::tsquery", [owner_tsquery(owner)]
+        rows = tx.run(
+            f"SELECT i.id FROM memory_items i, (SELECT {expr}) AS q(q) "
+            f"WHERE i.tsv @@ q.q{mine} AND {where} "
+            "ORDER BY ts_rank(i.tsv, q.q) DESC, i.id LIMIT ?",
+            (*tsq_params, *mine_params, *params, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+
+def tsquery_sql(query: ParsedQuery, params: list[Any]) -> str:
+    """The ``tsquery`` expression of a non-empty ``query``, its values appended to
+    ``params`` (what recall ranks items with; keyed items rank the same way)."""
+    expr = " && ".join(_any(g, params) for g in query.groups)
+    if query.excluded:
+        expr = f"({expr}) && !!{_any(query.excluded, params)}"
+    return expr
+
+
+def _term(term: Term, params: list[Any]) -> str:
+    if term.prefix:
+        params.append(f"{fold_accents(term.words[0])}:*")
+        return "to_tsquery('english'::regconfig, ?)"
+    params.append('"' + fold_accents(" ".join(term.words)) + '"')
+    return "websearch_to_tsquery('english'::regconfig, ?)"
+
+
+def _any(terms: tuple[Term, ...], params: list[Any]) -> str:
+    return "(" + " || ".join(_term(t, params) for t in terms) + ")"
+
+
+def _marks(cols: str) -> str:
+    return ", ".join("?" for _ in cols.split(","))
+
+
+def _earliest(*values: datetime | None) -> datetime | None:
+    return min((v for v in values if v is not None), default=None)
+
+
+def _latest(*values: datetime | None) -> datetime | None:
+    return max((v for v in values if v is not None), default=None)
+
+
+class ItemWriter:
+    def __init__(self, text: ItemText, row_lock: str) -> None:
+        self.text = text
+        self.lock = row_lock
+
+    def save(self, tx: Tx, item: MemoryItemRow) -> str:
+        """Write ``item`` (see the module); the id of the live item now holding it."""
+        if tx.run("SELECT id FROM memory_items WHERE id = ?", (item.id,)):
+            return item.id  # a replay writes nothing twice
+        item = replace(
+            item,
+            key_sig=item.key_sig or key_sig(item.keys),
+            scope_key=item.scope_key or (item.project if item.scope == "project" else ""),
+        )
+        head = self._head(tx, item.supersedes) if item.supersedes else None
+        target = self._merge_target(tx, item)
+        if target is not None:
+            self._merge(tx, target, item)
+            return target.id
+        valid_from = item.valid_from or item.first_observed_at or item.created_at
+        if head is not None and head.valid_from is not None and valid_from < head.valid_from:
+            item = replace(item, superseded_by=head.id, valid_until=head.valid_from)  # older news
+            head = None
+        if head is not None:
+            tx.run(
+                "UPDATE memory_items SET superseded_by = ?, valid_until = ? WHERE id = ?",
+                (item.id, tx.time(valid_from), head.id),
+            )
+        if not self._insert(tx, replace(item, valid_from=valid_from)):
+            target = self._match(tx, item)  # a concurrent writer saved the same fact first
+            if target is None:
+                return item.id  # the same operation, replayed concurrently
+            self._merge(tx, target, item)
+            if head is not None:
+                tx.run(
+                    "UPDATE memory_items SET superseded_by = ? WHERE id = ?", (target.id, head.id)
+                )
+            return target.id
+        return item.id
+
+    # reads ---------------------------------------------------------------------------
+    def _row(self, tx: Tx, item_id: str) -> MemoryItemRow | None:
+        rows = tx.run(f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?{self.lock}", (item_id,))
+        return item_from_row(rows[0]) if rows else None
+
+    def _head(self, tx: Tx, item_id: str) -> MemoryItemRow | None:
+        """The live end of the chain ``item_id`` is on (locked), or None when it is gone."""
+        seen: set[str] = set()
+        row = self._row(tx, item_id)
+        while row is not None and row.superseded_by is not None and row.id not in seen:
+            seen.add(row.id)
+            row = self._row(tx, row.superseded_by)
+        return row if row is not None and row.live else None
+
+    def _merge_target(self, tx: Tx, item: MemoryItemRow) -> MemoryItemRow | None:
+        if item.merge_into:
+            near = self._row(tx, item.merge_into)
+            if (
+                near is not None
+                and near.live
+                and (near.owner, near.scope_key) == (item.owner, item.scope_key)
+            ):
+                return near
+        return self._match(tx, item)
+
+    def _match(self, tx: Tx, item: MemoryItemRow) -> MemoryItemRow | None:
+        """The live item of the same owner and scope with the same normalized content."""
+        rows = tx.run(
+            f"SELECT {ITEM_COLS} FROM memory_items WHERE owner = ? AND scope_key = ? AND "
+            f"normalized = ? AND superseded_by IS NULL{self.lock}",
+            (item.owner, item.scope_key, item.normalized),
+        )
+        return item_from_row(rows[0]) if rows else None
+
+    # writes --------------------------------------------------------------------------
+    def _insert(self, tx: Tx, item: MemoryItemRow) -> bool:
+        added = tx.run(
+            f"INSERT INTO memory_items ({ITEM_COLS}) VALUES ({_marks(ITEM_COLS)}) "
+            "ON CONFLICT DO NOTHING RETURNING id",
+            (
+                item.id,
+                item.session_id,
+                item.project,
+                item.scope,
+                item.kind,
+                item.content,
+                item.normalized,
+                dumps(list(item.keys)),
+                dumps(item.temporal),
+                item.operation_id,
+                tx.time(item.created_at),
+                tx.time(item.observed_at),
+                item.superseded_by,
+                tx.time(item.forgotten_at),
+                item.owner,
+                item.scope_key,
+                item.key_sig,
+                tx.time(item.first_observed_at),
+                tx.time(item.valid_from),
+                tx.time(item.valid_until),
+            ),
+        )
+        if not added:
+            return False
+        tx.many(
+            "INSERT INTO memory_sources (item_id, n, session_id, ordinal, quote, operation_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (item.id, n, q.session_id, q.ordinal, q.quote, q.operation_id or item.operation_id)
+                for n, q in enumerate(item.sources)
+            ],
+        )
+        self.text.index(tx, item.id, item.content, item.keys)
+        return True
+
+    def _merge(self, tx: Tx, target: MemoryItemRow, item: MemoryItemRow) -> None:
+        """``item``'s quotes appended to ``target`` (each once) and its observed range and
+        validity widened to cover both."""
+        have = {
+            (str(s), int(o), str(q))
+            for s, o, q in tx.run(
+                "SELECT session_id, ordinal, quote FROM memory_sources WHERE item_id = ?",
+                (target.id,),
+            )
+        }
+        n = int(
+            tx.run(
+                "SELECT COALESCE(max(n), -1) FROM memory_sources WHERE item_id = ?", (target.id,)
+            )[0][0]
+        )
+        new = []
+        for q in item.sources:
+            if (q.session_id, q.ordinal, q.quote) not in have:
+                have.add((q.session_id, q.ordinal, q.quote))
+                n += 1
+                op = q.operation_id or item.operation_id
+                new.append((target.id, n, q.session_id, q.ordinal, q.quote, op))
+        tx.many(
+            "INSERT INTO memory_sources (item_id, n, session_id, ordinal, quote, operation_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            new,
+        )
+        first = _earliest(target.first_observed_at, item.first_observed_at)
+        tx.run(
+            "UPDATE memory_items SET observed_at = ?, first_observed_at = ?, valid_from = ? "
+            "WHERE id = ?",
+            (
+                tx.time(_latest(target.observed_at, item.observed_at)),
+                tx.time(first),
+                tx.time(_earliest(target.valid_from, item.valid_from, first)),
+                target.id,
+            ),
+        )
+
+
+PAGE = 500
+MAX_ROWS = 2**62  # a limit from here on is no limit
+
+
+@dataclass(slots=True)
+class ImportCounts:
+    """What :meth:`MemoryItemsPart.import_all` did with an export's lines."""
+
+    items: int = 0  # saved as new items
+    merged: int = 0  # joined a live item saying the same (quotes it lacked appended)
+    already: int = 0  # here already (the same id, or merged before with every quote)
+    forgotten: int = 0  # every quote forgotten here (left out)
+    tombstones: int = 0
+    forgot_here: int = 0  # items here the export's tombstones forgot
+
+
+def add_tombstones_in(tx: Tx, stones: Sequence[tuple[str, str]], now: datetime) -> None:
+    tx.many(
+        "INSERT INTO memory_tombstones (owner, fingerprint, created_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (owner, fingerprint) DO NOTHING",
+        [(o, f, tx.time(now)) for o, f in stones],
+    )
+
+
+def tombstoned_in(tx: Tx, owner: str, fingerprints: Iterable[str]) -> set[str]:
+    wanted = sorted(set(fingerprints))
+    out: set[str] = set()
+    for start in range(0, len(wanted), PAGE):
+        chunk = wanted[start : start + PAGE]
+        marks = ", ".join("?" for _ in chunk)
+        out |= {
+            str(r[0])
+            for r in tx.run(
+                f"SELECT fingerprint FROM memory_tombstones WHERE owner = ? "
+                f"AND fingerprint IN ({marks})",
+                (owner, *chunk),
+            )
+        }
+    return out
+
+
+def all_tombstoned(tx: Tx, item: MemoryItemRow) -> bool:
+    prints = {evidence_fingerprint(s.session_id, s.ordinal, s.quote) for s in item.sources}
+    return tombstoned_in(tx, item.owner, prints) == prints
+
+
+def items_in(tx: Tx, ids: Sequence[str]) -> list[MemoryItemRow]:
+    """The items of ``ids`` with their sources, as ``tx`` sees them."""
+    out: list[MemoryItemRow] = []
+    for start in range(0, len(ids), PAGE):
+        chunk = list(ids[start : start + PAGE])
+        marks = ", ".join("?" for _ in chunk)
+        out += with_sources(
+            tx, tx.run(f"SELECT {ITEM_COLS} FROM memory_items WHERE id IN ({marks})", chunk)
+        )
+    return out
+
+
+def with_sources(tx: Tx, rows: list[Any]) -> list[MemoryItemRow]:
+    """The item rows ``rows`` (``ITEM_COLS``) with their sources."""
+    ids = [r[0] for r in rows]
+    sources: dict[str, list[MemorySourceRow]] = defaultdict(list)
+    for start in range(0, len(ids), PAGE):
+        chunk = ids[start : start + PAGE]
+        marks = ", ".join("?" for _ in chunk)
+        for item_id, sid, ordinal, quote, op in tx.run(
+            "SELECT item_id, session_id, ordinal, quote, operation_id FROM memory_sources "
+            f"WHERE item_id IN ({marks}) ORDER BY item_id, n",
+            chunk,
+        ):
+            sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote, op))
+    return [item_from_row(r, tuple(sources[r[0]])) for r in rows]
+
+
+def predecessors_in(tx: Tx, item_id: str) -> list[str]:
+    found: list[str] = []
+    frontier = [item_id]
+    while frontier:
+        marks = ", ".join("?" for _ in frontier)
+        rows = tx.run(f"SELECT id FROM memory_items WHERE superseded_by IN ({marks})", frontier)
+        frontier = [str(r[0]) for r in rows if str(r[0]) not in found and r[0] != item_id]
+        found += frontier
+    return found
+
+
+def close_ended(tx: Tx, here: str, row: MemoryItemRow, held: dict[str, str]) -> None:
+    """The live item ``here`` (holding the imported ``row``) ended as ``row`` did: it is
+    superseded by the item here holding ``row``'s successor, its validity closed."""
+    live = tx.run(
+        "SELECT valid_until FROM memory_items WHERE id = ? AND superseded_by IS NULL", (here,)
+    )
+    if not live:
+        return  # ended here already (or the row was saved ended)
+    successor = held.get(row.superseded_by, row.superseded_by) if row.superseded_by else None
+    start = tx.run("SELECT valid_from FROM memory_items WHERE id = ?", (successor,))
+    if successor == here or (successor is not None and not start):
+        return  # the successor is this item, or was not imported (forgotten here)
+    until = row.valid_until or (from_iso(start[0][0]) if start else None)
+    if successor is not None:
+        tx.run(
+            "UPDATE memory_items SET superseded_by = ?, valid_until = ? WHERE id = ?",
+            (successor, tx.time(until or datetime.now(UTC)), here),
+        )
+    elif live[0][0] is None and until is not None:
+        tx.run("UPDATE memory_items SET valid_until = ? WHERE id = ?", (tx.time(until), here))
+
+
+def limit_clause(limit: int | None) -> str:
+    """A LIMIT clause; a limit past any table's size reads everything (a 64-bit integer
+    is all SQLite and PostgreSQL take)."""
+    if limit is None or limit >= MAX_ROWS:
+        return ""
+    return f" LIMIT {max(0, int(limit))}"
