@@ -80,7 +80,7 @@ def test_the_docs_install_the_distribution(doc: str) -> None:
 
 
 def test_an_error_hint_as_the_user_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(embedder_module.minilm, "minilm_available", lambda: False)
+    monkeypatch.setattr(embedder_module, "minilm_available", lambda: False)
     with pytest.raises(ConfigError) as caught:
         load_embedder("minilm")
     assert str(caught.value) == (

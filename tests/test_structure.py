@@ -84,3 +84,21 @@ def test_public_names_are_what_the_library_guide_documents() -> None:
     assert sorted(memoir.__all__) == documented
     for name in memoir.__all__:
         assert getattr(memoir, name) is not None
+
+
+# issue 36 asks for <= 150 modules and none over ~500 lines; these ratchets keep what was
+# reached (318 modules at the wave's start) from growing back while the rest is done
+MAX_MODULES = 170
+LONG_MODULES = {"cli/cmd_sync.py": 596, "cli/cmd_memories.py": 573, "cli/app.py": 539}
+
+
+def test_the_rooms_do_not_grow_back() -> None:
+    src = Path(memoir.__file__).parent
+    modules = sorted(src.rglob("*.py"))
+    assert len(modules) <= MAX_MODULES, len(modules)
+    long = {
+        p.relative_to(src).as_posix(): n
+        for p in modules
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
+    }
+    assert all(n <= LONG_MODULES.get(name, 500) for name, n in long.items()), long

@@ -8,8 +8,12 @@ command given.
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # no typing at start-up (`memoir --version`): read by mypy only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["app", "main"]
 
@@ -19,9 +23,13 @@ def main(argv: list[str] | None = None) -> None:
     given = list(argv if argv is not None else sys.argv[1:])
     if asks_version(given):
         from memoir import __version__
-        from memoir.cli.top_help import write_out
 
-        write_out(f"memoir {__version__}\n")
+        try:  # as top_help.write_out, without importing it (shutil, dataclasses)
+            sys.stdout.write(f"memoir {__version__}\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise SystemExit(141) from None
         raise SystemExit(0)
     from memoir.cli.top_help import asks_top_help, print_top_help
 

@@ -29,8 +29,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
 
-import regex
+if TYPE_CHECKING:
+    import regex
 
 from memoir.store.db import fold_accents
 
@@ -70,10 +73,19 @@ CJK_CHARS = (
     "\uac00-\ud7af"  # hangul syllables
     "\U00020000-\U0002fa1f"  # han extensions
 )
-_CJK_CHAR = re.compile(f"[{CJK_CHARS}]")
-# a boundary next to a CJK character with no whitespace on either side
-_CJK_BOUNDARY = re.compile(f"(?<=[{CJK_CHARS}])(?=[^\\s])|(?<=[^\\s])(?=[{CJK_CHARS}])")
-_CJK_GAP = re.compile(f"(?<=[{CJK_CHARS}])([\x02\x03]*) ([\x02\x03]*)(?=[{CJK_CHARS}])")
+
+
+@cache
+def _cjk() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """One CJK character; a boundary next to one with no white space on either side; the
+    gap segmentation left between two. Compiled on first use (only text that is not ASCII
+    needs them): the classes' wide ranges cost every process ~12 ms to compile."""
+    char = re.compile(f"[{CJK_CHARS}]")
+    boundary = re.compile(f"(?<=[{CJK_CHARS}])(?=[^\\s])|(?<=[^\\s])(?=[{CJK_CHARS}])")
+    gap = re.compile(f"(?<=[{CJK_CHARS}])([\x02\x03]*) ([\x02\x03]*)(?=[{CJK_CHARS}])")
+    return char, boundary, gap
+
+
 _WORD = re.compile(r"[^\W_]+")
 _TOKEN = re.compile(r'(?P<neg>-?)"(?P<phrase>[^"]*)(?:"|$)|(?P<bare>[^\s"]+)')
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -98,7 +110,7 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds a character :func:`segment_cjk` segments."""
-    return not text.isascii() and _CJK_CHAR.search(text) is not None
+    return not text.isascii() and _cjk()[0].search(text) is not None
 
 
 def segment_cjk(text: str) -> str:
@@ -106,7 +118,7 @@ def segment_cjk(text: str) -> str:
     word tokenizers see one token per character."""
     if not has_cjk(text):
         return text
-    return _CJK_BOUNDARY.sub(" ", text)
+    return _cjk()[1].sub(" ", text)
 
 
 def unsegment_cjk(text: str) -> str:
@@ -117,7 +129,7 @@ def unsegment_cjk(text: str) -> str:
     ``\\x02``/``\\x03`` between them are kept, and a mark that closes right where the next
     opens is merged into one."""
     if not text.isascii():
-        text = _CJK_GAP.sub(r"\1\2", text)
+        text = _cjk()[2].sub(r"\1\2", text)
     return text.replace("\x03\x02", "")
 
 
@@ -318,21 +330,29 @@ MARK_START = "\x02"
 MARK_END = "\x03"
 SNIPPET_CHARS = 200  # a store snippet's width: about the 24 words of FTS5's snippet()
 # a CJK run, or a run of other letters and digits (``用SQLite`` is two words to the index)
-_SNIPPET_WORD = regex.compile(f"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[\\p{{L}}\\p{{N}}])+")
-_SPACE = regex.compile(r"\s+")
 _SPLIT_ONLY = "\x1c\x1d\x1e\x1f"  # white space to str.split, not to the regex's \s
-_CJK = regex.compile(f"[{CJK_CHARS}]")
 # what may lie between two characters of a CJK run the index matches: no letter or digit
 _BETWEEN_CJK = r"[^\p{L}\p{N}]*"
 # a word begins after anything but a letter or digit, or after a CJK character
 _WORD_START = f"(?:(?<![\\p{{L}}\\p{{N}}])|(?<=[{CJK_CHARS}]))"
 
 
+@cache
+def _regex() -> tuple[regex.Pattern[str], regex.Pattern[str], regex.Pattern[str]]:
+    """The snippet patterns (a CJK run or a run of other letters and digits — ``用SQLite``
+    is two words to the index —, white space, one CJK character), compiled on first use:
+    the ``regex`` package and its compiles cost a search that makes no snippet ~12 ms."""
+    import regex
+
+    word = regex.compile(f"[{CJK_CHARS}]+|(?:(?![{CJK_CHARS}])[\\p{{L}}\\p{{N}}])+")
+    return word, regex.compile(r"\s+"), regex.compile(f"[{CJK_CHARS}]")
+
+
 def query_words(query: str) -> list[str]:
     """Lower-cased words of a query, in order, without duplicates (length ≥ 2 or CJK); a
     CJK run is a word apart from the letters next to it, as the index segments it."""
     seen: list[str] = []
-    for word in _SNIPPET_WORD.findall(query.lower()):
+    for word in _regex()[0].findall(query.lower()):
         if (len(word) >= 2 or not word.isascii()) and word not in seen:
             seen.append(word)
     return seen
@@ -352,6 +372,8 @@ def make_snippet(text: str, query: str, width: int = 240) -> str:
     words = [w for w in words if w not in STOPWORDS] or words  # "to" is no reason to mark
     if not words or not flat:
         return _cut(flat, 0, width)
+    import regex
+
     pattern = regex.compile(
         "|".join(_at_word_start(w) for w in sorted(words, key=len, reverse=True)),
         regex.IGNORECASE,
@@ -374,7 +396,7 @@ def _flat(text: str) -> str:
     ``\\x1c``–``\\x1f``, which the regex (Unicode's White_Space) keeps, so text holding
     one of those takes the regex."""
     if any(c in text for c in _SPLIT_ONLY):
-        return _SPACE.sub(" ", text).strip()
+        return _regex()[1].sub(" ", text).strip()
     return " ".join(text.split())
 
 
@@ -383,8 +405,10 @@ def _at_word_start(word: str) -> str:
     (CJK has no word boundaries to begin at), its characters apart or not (``数据库锁定``
     marks ``数据库 锁定``); another word where a word begins (``test`` marks ``tests``, not
     the middle of ``latest``)."""
+    import regex
+
     folded = fold_accents(word)
-    if _CJK.match(word):
+    if _regex()[2].match(word):
         return _BETWEEN_CJK.join(regex.escape(c) for c in folded)
     return _WORD_START + regex.escape(folded)
 
