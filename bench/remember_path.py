@@ -11,7 +11,12 @@ return event of a ``memoir.*`` frame is recorded with its module. Printed:
 - ``modules`` — the distinct memoir modules entered;
 - ``transitions`` — calls whose caller is a memoir frame of another module (the path
   "enters … N times back and forth");
-- ``crossing returns`` — returns into a memoir frame of another module.
+- ``crossing returns`` — returns into a memoir frame of another module;
+- ``to the store`` — the same counts for the spine alone: the memoir frames that were on
+  the stack when the database was called (an ``execute``, ``executemany`` or ``commit``
+  of a driver connection or cursor), i.e. the path from ``Memoir`` to the store and back,
+  without the helpers that compute along the way and return (the extractor's reading of
+  the words, the secret screen, the codecs).
 
 Lazy imports done during the call are not counted (one warm-up ``remember`` runs first on
 another session, so the measured call imports nothing).
@@ -40,16 +45,41 @@ def _module(frame: FrameType | None) -> str | None:
     return name if isinstance(name, str) and name.startswith("memoir") else None
 
 
+_DB_CALLS = frozenset({"execute", "executemany", "executescript", "commit"})
+
+
+def _is_db_call(fn: Any) -> bool:
+    owner = getattr(fn, "__self__", None)
+    if owner is None or getattr(fn, "__name__", "") not in _DB_CALLS:
+        return False
+    kind = type(owner)
+    return kind.__module__.split(".")[0] in ("sqlite3", "psycopg")
+
+
 class Trace:
-    """Call/return events of memoir frames, counted by module."""
+    """Call/return events of memoir frames, counted by module; and the frames that were
+    on the stack when the database was called (the spine to the store)."""
 
     def __init__(self) -> None:
         self.entered: Counter[str] = Counter()
         self.transitions = 0
         self.crossing_returns = 0
+        self.live: dict[int, list[Any]] = {}  # frame id -> [module, caller module, reaches]
+        self.spine: Counter[str] = Counter()
+        self.spine_transitions = 0
         self.lock = threading.Lock()
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "c_call":
+            if _is_db_call(arg):
+                with self.lock:
+                    node: FrameType | None = frame
+                    while node is not None:
+                        rec = self.live.get(id(node))
+                        if rec is not None:
+                            rec[2] = True
+                        node = node.f_back
+            return
         if event not in ("call", "return"):
             return
         here = _module(frame)
@@ -59,10 +89,17 @@ class Trace:
         with self.lock:
             if event == "call":
                 self.entered[here] += 1
+                self.live[id(frame)] = [here, other, False]
                 if other is not None and other != here:
                     self.transitions += 1
-            elif other is not None and other != here:
+                return
+            if other is not None and other != here:
                 self.crossing_returns += 1
+            rec = self.live.pop(id(frame), None)
+            if rec is not None and rec[2]:
+                self.spine[here] += 1
+                if other is not None and other != here:
+                    self.spine_transitions += 1
 
 
 def _chat(text: str) -> list[dict[str, Any]]:
@@ -102,6 +139,11 @@ def measure() -> dict[str, Any]:
         "transitions": trace.transitions,
         "crossing_returns": trace.crossing_returns,
         "entered": dict(sorted(trace.entered.items())),
+        "to_store": {
+            "modules": len(trace.spine),
+            "transitions": trace.spine_transitions,
+            "entered": dict(sorted(trace.spine.items())),
+        },
     }
 
 
@@ -120,6 +162,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"returns crossing modules: {out['crossing_returns']}")
     if args.modules:
         for name, calls in out["entered"].items():
+            print(f"  {calls:6d}  {name}")
+    spine = out["to_store"]
+    print(
+        f"to the store and back: {spine['modules']} modules, "
+        f"{spine['transitions']} calls across them"
+    )
+    if args.modules:
+        for name, calls in spine["entered"].items():
             print(f"  {calls:6d}  {name}")
 
 

@@ -30,3 +30,11 @@ def test_remember_path_counts_the_modules_it_enters() -> None:
     assert any(name.startswith("memoir.store.") for name in entered)
     # every call into another module returns to it once the call is done
     assert out["transitions"] == out["crossing_returns"] > out["modules"]
+    # the spine to the store is a part of the path: the front door, the engine, the store
+    spine = out["to_store"]
+    assert spine["modules"] == len(spine["entered"]) < out["modules"]
+    assert set(spine["entered"]) <= set(entered)
+    assert {"memoir.app", "memoir.memory.runner"} <= set(spine["entered"])
+    assert any(name.startswith("memoir.store.") for name in spine["entered"])
+    assert not any(name.startswith("memoir.secrets") for name in spine["entered"])  # no SQL
+    assert 0 < spine["transitions"] < out["transitions"]

@@ -112,8 +112,13 @@ class Db:
     write: Callable[[], AbstractContextManager[Any]]
     read: Callable[[], AbstractContextManager[Any]]
     batch: Callable[[], AbstractContextManager[Any]] | None = None
+    # PostgreSQL's one-statement read: a quiet pooled connection unchecked, a stale one rerun
+    quick: Callable[[str, Sequence[Any]], list[Any]] | None = None
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one statement (a read: run again when its connection was stale)."""
+        if self.quick is not None:
+            return self.quick(sql, params)
         with self.ro() as tx:
             return tx.run(sql, params)
 

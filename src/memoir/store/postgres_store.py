@@ -1,16 +1,11 @@
-"""The PostgreSQL backend: psycopg 3 with a connection pool.
+"""The PostgreSQL backend: psycopg 3 with a connection pool, and its ingest writes.
 
-Connections are in autocommit mode and every method that writes runs in one explicit
-transaction (``conn.transaction()``). Migrations take a transaction-level advisory lock,
-so replicas starting together migrate once. psycopg errors become
-:class:`~memoir.errors.StoreError` here, with the URL's password masked.
-
-PostgreSQL writes of one ingest batch, and session deletion (inside the caller's
-transaction). The steps and rules are :mod:`memoir.store.sqlite_store`'s (both run
-:func:`memoir.store.sql_ingest.apply_batch`); what is PostgreSQL's own is here: how the
-session upsert merges timestamps, primary keys from the ``exchanges.pk`` sequence (a
-grown exchange takes the next value), and ``executemany`` in psycopg's pipeline mode, so
-a batch costs a handful of round trips, not one per row."""
+Connections are in autocommit mode; every method that writes runs in one explicit
+transaction. Migrations take a transaction-level advisory lock, so replicas starting
+together migrate once. psycopg errors become :class:`~memoir.errors.StoreError` here, with
+the URL's password masked. An ingest batch follows :func:`memoir.store.sql_ingest.apply_batch`
+(as on SQLite); PostgreSQL's own are the session upsert's timestamp merge, primary keys from
+the ``exchanges.pk`` sequence, and one ``unnest`` statement per table in pipeline mode."""
 
 from __future__ import annotations
 
@@ -50,7 +45,7 @@ __all__ = [
 
 MIGRATION_LOCK = 0x6D656D6F6972  # "memoir"
 INDEX_KEYS = ("exchange_search", "exchange_pk")
-# set while a batch takes its connection from the pool: a quiet one is handed out unchecked
+# set while a batch or a read takes its connection from the pool: a quiet one is unchecked
 _QUICK_CHECK: ContextVar[bool] = ContextVar("memoir_pg_quick_check", default=False)
 
 
@@ -145,13 +140,7 @@ class PostgresStore(SqlStore):
         self._masked = mask_url(url)
         self._closed = False
         self._limits = _Limits(max_connections, pool_timeout_s, statement_timeout_s)
-        db = Db(
-            tx=self._tx,
-            ro=self._ro,
-            write=self._writing,
-            read=self._reading,
-            batch=self._batching,
-        )
+        db = Db(self._tx, self._ro, self._writing, self._reading, self._batching, self._rows)
         self._wire(
             db,
             apply_batch=apply_batch,
@@ -220,12 +209,10 @@ class PostgresStore(SqlStore):
     def _check(self, conn: psycopg.Connection[Any]) -> None:
         """The pool's check of a connection it hands out: an empty query, one round trip.
         One dead connection means the server restarted and dropped them all: the whole
-        pool is checked at once, so the pool's back-off between failed checks is paid
-        once, not once per connection. A batch's connection (:meth:`_batching`) is checked
-        without the round trip when its socket is quiet: a connection the server ended has
-        something to read (the server's last error, the end of the stream), an idle live
-        one has nothing; one ended too recently to show it is found by the batch's first
-        read, and the batch is run again (:class:`~memoir.store.db.StaleConnection`)."""
+        pool is checked at once. A batch's (:meth:`_batching`) or a read's (:meth:`_rows`)
+        is not checked when its socket is quiet: an ended connection has something to read
+        (the server's last error, the end of the stream); one ended too recently to show
+        it fails the first read, and the batch or read runs again."""
         try:
             if _QUICK_CHECK.get() and _quiet(conn):
                 return
@@ -259,14 +246,10 @@ class PostgresStore(SqlStore):
 
     @contextmanager
     def _batching(self) -> Iterator[psycopg.Connection[Any]]:
-        """A write transaction in pipeline mode: ``BEGIN`` goes out with the first
-        statement and ``COMMIT`` with the last writes, so neither costs a round trip of its
-        own, and the connection is handed out without the pool's round trip when its socket
-        is quiet (:meth:`_check`). On an error (the server's, raised where a result is read
-        or at the end, or the caller's) the transaction is rolled back. A connection found
-        ended before the server answered ``BEGIN`` raises ``StaleConnection`` (nothing was
-        done: ``COMMIT`` is sent only after the caller's block), after the pool's
-        connections are checked."""
+        """A write transaction in pipeline mode (``BEGIN`` and ``COMMIT`` cost no round trip
+        of their own) on a connection unchecked while quiet (:meth:`_check`); rolled back on
+        any error. One found ended before ``BEGIN`` was answered (nothing was done) raises
+        ``StaleConnection`` after the pool is checked, and the caller runs it again."""
         quick, handed = _QUICK_CHECK.set(True), False
         try:
             with self._conn(write=False) as conn:
@@ -291,6 +274,34 @@ class PostgresStore(SqlStore):
         finally:
             if not handed:  # the pool raised before handing a connection out
                 _QUICK_CHECK.reset(quick)
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """One ``SELECT`` in one round trip, on a connection unchecked while quiet
+        (:meth:`_check`), sent in a pipeline behind an empty query. A connection found
+        ended before that was answered runs the read again on a checked one; one ended
+        while the server ran it (a restart) fails, as any call does."""
+        if sql.lstrip()[:6].upper() != "SELECT":
+            with self._ro() as tx:
+                return tx.run(sql, params)
+        quick, handed = _QUICK_CHECK.set(True), False
+        try:
+            with self._conn(write=False) as conn:
+                _QUICK_CHECK.reset(quick)
+                handed, marker = True, None
+                try:
+                    with conn.pipeline():  # one Sync for both, sent when the block ends
+                        marker = conn.execute("")  # answered first: the server was there
+                        cur = conn.execute(pg_sql(sql), params)
+                    return cur.fetchall() if cur.description else []
+                except psycopg.OperationalError:
+                    if not _stale(conn, marker):
+                        raise
+        finally:
+            if not handed:  # the pool raised before handing a connection out
+                _QUICK_CHECK.reset(quick)
+        self._pool.check()  # the dead ones replaced, then the read again
+        with self._ro() as tx:
+            return tx.run(sql, params)
 
     @contextmanager
     def _tx(self) -> Iterator[Tx]:
@@ -320,8 +331,8 @@ class PostgresStore(SqlStore):
 
 
 def _stale(conn: psycopg.Connection[Any], begin: psycopg.Cursor[Any] | None) -> bool:
-    """Whether a batch's connection is found ended before the server answered its
-    ``BEGIN`` (``begin``: its cursor, None when sending it failed): nothing was done."""
+    """Whether a connection is found ended before the server answered the first statement
+    of its pipeline (``begin``: its cursor, None when sending it failed): nothing was done."""
     return conn.closed and (begin is None or begin.pgresult is None)
 
 
@@ -390,7 +401,9 @@ def _translated(exc: psycopg.Error, limits: _Limits) -> MemoirError:
             f"postgres: a query ran past the {limits.statement_timeout_s:g} s statement "
             "timeout and was cancelled (MEMOIR_PG_STATEMENT_TIMEOUT_S)"
         )
-    if isinstance(exc, _SHUTDOWN):
+    if isinstance(exc, _SHUTDOWN) or (  # libpq's words when a pipeline loses the server
+        isinstance(exc, psycopg.OperationalError) and _CLOSED_BY_SERVER in str(exc)
+    ):
         return StoreError(
             f"postgres: the database server is restarting or stopping ({_first_line(exc)}); "
             "retry shortly"
@@ -404,6 +417,7 @@ _SHUTDOWN = (
     psycopg.errors.CrashShutdown,
     psycopg.errors.CannotConnectNow,
 )
+_CLOSED_BY_SERVER = "server closed the connection unexpectedly"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -458,10 +472,6 @@ def _unnested(conn: psycopg.Connection[Any], sql: str, rows: list[tuple[Any, ...
         )
 
 
-def _insert_events(conn: psycopg.Connection[Any], rows: list[tuple[Any, ...]]) -> None:
-    _unnested(conn, EVENT_INSERT, rows)
-
-
 def _store_exchanges(conn: psycopg.Connection[Any], changes: list[ExchangeChange]) -> None:
     """New rows (the sequence numbers them) and grown ones (the next value of it)."""
     inserts = [c.params for c in changes if c.old_pk is None]
@@ -480,7 +490,7 @@ WRITES = IngestWrites(
     index=postgres_search,
     send_span_read=postgres_search.send_span_read,
     span_read=SpanRead,
-    insert_events=_insert_events,
+    insert_events=lambda conn, rows: _unnested(conn, EVENT_INSERT, rows),
 )
 
 
