@@ -28,8 +28,8 @@ TURNS = {
 CONTENT = {"alice": "Watches kestrels daily.", "bob": "Counts kestrels yearly."}
 
 
-def _fill(store: Store) -> None:
-    for user in USERS:
+def _fill(store: Store, users: tuple[str, ...] = USERS) -> None:
+    for user in users:
         sid = f"{user}-s"
         made = conversation(sid, TURNS[user])
         store.ingest.apply(batch(replace(session(sid), user=user), made))
@@ -156,3 +156,46 @@ def test_the_index_itself_narrows_to_the_owner(
         assert "i.tsv @@ ?::tsquery" in sql and owner_tsquery("alice") in params
     assert _search(store, "kestrel", "alice") == []
     assert _search(store, "kestrel", "bob") == ["bob-s:1"]
+
+
+def _relabel_alices_rows_as_bobs(store: Store) -> None:
+    db = store._db  # type: ignore[attr-defined]
+    with db.tx() as tx:
+        if store.backend == "sqlite":  # type: ignore[attr-defined]
+            tx.run(
+                "UPDATE exchange_fts SET owner = ? WHERE user MATCH 'tower'", (owner_token("bob"),)
+            )
+            tx.run(
+                "UPDATE memory_fts SET owner = ? WHERE body MATCH 'daily'", (owner_token("bob"),)
+            )
+        else:
+            tx.run("UPDATE exchange_search SET owner_doc = 'bob' WHERE owner_doc = 'alice'")
+
+
+def test_a_home_of_one_owner_leaves_the_owner_out_of_the_match(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where one user holds every row, the owner's token would narrow nothing (and cost a
+    second posting list per term, doubling a text search on a one-user home): the match
+    leaves it out, and takes it again once another user holds a row. Alice's index rows
+    relabelled as bob's tell which: found while she is alone, not once bob has a row."""
+    from boundary.sqltrace import traced
+
+    _fill(store, ("alice",))
+    _relabel_alices_rows_as_bobs(store)
+    assert _search(store, "kestrel", "alice") == ["alice-s:1"]  # the owner left out
+    with traced(monkeypatch) as ran:
+        assert _recall(store, "kestrel", "alice") == ["alice-i"]
+    assert not any(owner_tsquery("alice") in params for _, params, _ in ran.statements)
+    if store.backend == "sqlite":  # type: ignore[attr-defined]
+        assert not any(owner_token("alice") in str(params) for _, params, _ in ran.statements)
+    _fill(store, ("bob",))  # a second owner: the owner narrows again
+    _relabel_alices_rows_as_bobs(store)
+    assert _search(store, "kestrel", "alice") == []
+    assert _search(store, "kestrel", "bob") == ["bob-s:1"]
+    with traced(monkeypatch) as ran:
+        assert _recall(store, "kestrel", "bob") == ["bob-i"]
+    mark = owner_token("bob") if store.backend == "sqlite" else owner_tsquery("bob")  # type: ignore[attr-defined]
+    assert any(mark in str(params) for _, params, _ in ran.statements)
+    if store.backend == "sqlite":  # type: ignore[attr-defined]
+        assert _recall(store, "kestrel", "alice") == []  # her item's index row says bob

@@ -115,7 +115,7 @@ class SqliteItemText:
         match = to_fts5(query, "body")
         if match is None:
             return []
-        if owner is not None:
+        if owner is not None and _others_hold(tx, owner):
             match = f'({match}) AND {{owner}} : "{owner_token(owner)}"'
         rows = tx.run(
             "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.fts_row = f.rowid "
@@ -147,7 +147,7 @@ class PostgresItemText:
         tsq_params: list[Any] = []
         expr = tsquery_sql(query, tsq_params)
         mine, mine_params = "", []
-        if owner is not None:
+        if owner is not None and _others_hold(tx, owner):
             mine, mine_params = " AND i.tsv @@ ?::tsquery", [owner_tsquery(owner)]
         rows = tx.run(
             f"SELECT i.id FROM memory_items i, (SELECT {expr}) AS q(q) "
@@ -156,6 +156,17 @@ class PostgresItemText:
             (*tsq_params, *mine_params, *params, limit),
         )
         return [str(r[0]) for r in rows]
+
+
+def _others_hold(tx: Tx, owner: str) -> bool:
+    """Whether anyone but ``owner`` has an item: when no one has, the owner's token in the
+    index narrows nothing and a recall leaves it out (two seeks of the owner index)."""
+    rows = tx.run(
+        "SELECT EXISTS (SELECT 1 FROM memory_items WHERE owner < ?) "
+        "OR EXISTS (SELECT 1 FROM memory_items WHERE owner > ?)",
+        (owner, owner),
+    )
+    return bool(rows and rows[0][0])
 
 
 def tsquery_sql(query: ParsedQuery, params: list[Any]) -> str:

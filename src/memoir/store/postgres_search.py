@@ -50,6 +50,7 @@ from memoir.store.search_sql import (
     filter_sql,
     indexed_sessions,
     ordered_exchanges,
+    others_hold,
     quoted_texts,
     session_stream,
     span_rows,
@@ -279,6 +280,10 @@ def _top(
     if excluded:
         role += f" AND NOT ({_OWN_TSV} @@ {_any_sql(excluded, own_params)})"
     owner_sql, owner_params = owner_condition(filters, "d.tsv")
+    if filters.user is not None and not others_hold(
+        conn, POSTGRES, "sessions", "user_name", filters.user
+    ):
+        owner_sql, owner_params = "", []  # the owner holds every row: it narrows nothing
     params = [*owner_params, *own_params, *params]
     sql = (
         f"WITH q AS (SELECT {tsq[0]} AS q), cand AS ("

@@ -55,6 +55,7 @@ __all__ = [
     "filter_sql",
     "indexed_sessions",
     "ordered_exchanges",
+    "others_hold",
     "quoted_texts",
     "send_span_read",
     "session_stream",
@@ -210,6 +211,19 @@ _QUOTED_COLS = (
     f"pk, substr(user_text, 1, {MAX_COLUMN_CHARS}), substr(assistant_text, 1, "
     f"{MAX_COLUMN_CHARS}), tool_names, substr(tool_excerpt, 1, {MAX_COLUMN_CHARS})"
 )
+
+
+def others_hold(conn: Connection, dialect: Dialect, table: str, column: str, user: str) -> bool:
+    """Whether a row of ``table`` belongs to someone other than ``user`` (two seeks of the
+    index that leads with the owner ``column``). When none does, the owner's token in the
+    full-text index narrows nothing, and a search leaves it out: on a one-user home,
+    intersecting the match with a token every row holds doubled a text search's time."""
+    sql = (
+        f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {column} < ?) "
+        f"OR EXISTS (SELECT 1 FROM {table} WHERE {column} > ?)"
+    )
+    row = conn.execute(dialect(sql), (user, user)).fetchone()
+    return bool(row and row[0])
 
 
 def exchange_pks(conn: Connection, dialect: Dialect, exchange_ids: Sequence[str]) -> dict[int, str]:

@@ -56,6 +56,7 @@ from memoir.store.search_sql import (
     filter_sql,
     indexed_sessions,
     ordered_exchanges,
+    others_hold,
     quoted_texts,
     session_stream,
     span_rows,
@@ -303,8 +304,8 @@ def _ranked(
             own = False
         match = f"({match}) AND {pre}"
     owner = owner_prefilter(filters)
-    if owner is not None:
-        match = f"({match}) AND {owner}"
+    if owner is not None and others_hold(conn, SQLITE, "sessions", "user_name", str(filters.user)):
+        match = f"({match}) AND {owner}"  # (a one-owner home: it would narrow nothing)
     span = None
     if filters.session_id is not None:
         lo, hi = conn.execute(
