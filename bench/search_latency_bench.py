@@ -14,7 +14,8 @@ the hash fake). Queries: 1–3 content words, half from the 300 most common word
 from the rest. Reported: p50 / p95 / max in milliseconds for ``search()`` in text and
 hybrid mode (the whole library path: store query, snippets, neighbour context, fusion,
 late-interaction re-rank, exchange and session lookups), after one warm-up query per mode;
-then again with a project filter (one project of 40) and a three-month date range.
+then again with the home's one user (as the library and the CLI search), a project filter
+(one project of 40) and a three-month date range.
 ``--cli`` also times whole ``memoir search`` processes, with and without the vector cache
 files (:mod:`memoir.search.matrix_files`).
 
@@ -42,6 +43,7 @@ import numpy as np
 
 from memoir.config import Settings
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session
+from memoir.model.event import LOCAL_USER
 from memoir.search import load_embedder, search
 from memoir.search.embedders import HashEmbedder, TokenEmbedder
 from memoir.search.ranking import RERANK_DEPTH, pack_tokens
@@ -183,8 +185,10 @@ def timed(
     return percentiles(samples)
 
 
-# filtered searches: one project of 40 (2.5% of the exchanges), three months (~18%)
+# filtered searches: the home's one user (every exchange: what the library and the CLI
+# search with, one user per Memoir), one project of 40 (2.5%), three months (~18%)
 FILTERS = {
+    "user": SearchFilters(user=LOCAL_USER),
     "project": SearchFilters(project="project-7"),
     "3_months": SearchFilters(
         after=datetime(2024, 3, 1, tzinfo=UTC), before=datetime(2024, 6, 1, tzinfo=UTC)

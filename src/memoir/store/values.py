@@ -257,20 +257,59 @@ def _json(value: Any) -> Any:
     return json.loads(scrub_deep(json.dumps(value, ensure_ascii=False, default=str)))
 
 
+def _encodes(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _clean_text(text: str) -> bool:
+    """Whether ``text`` stores as it is: no NUL, no lone surrogate."""
+    return "\x00" not in text and _encodes(text)
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is JSON as it is (str keys; str, number, bool, None, list, dict)
+    whose text all encodes, so the JSON round trip would give it back unchanged (a NUL
+    inside JSON text is written as an escape, and comes back)."""
+    if value is None or isinstance(value, bool | int | float):
+        return True
+    if isinstance(value, str):
+        return _encodes(value)
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _encodes(k) and _plain(v) for k, v in value.items())
+    return False  # a tuple, a date, …: the JSON round trip changes it
+
+
 def _clean(value: Any) -> Any:
-    """Scrub every str field of a frozen dataclass instance."""
+    """Scrub every str field of a frozen dataclass instance (the instance itself when
+    nothing in it needs it: the common case, checked without copying)."""
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(value):
         v = getattr(value, f.name)
         if isinstance(v, Enum):
             continue
         if isinstance(v, str):
-            changes[f.name] = scrub_deep(v)
+            if not _clean_text(v):
+                changes[f.name] = scrub_deep(v)
         elif isinstance(v, dict):
-            changes[f.name] = _json(v)
-        elif isinstance(v, tuple) and v and all(isinstance(i, str) for i in v):
+            if not _plain(v):
+                changes[f.name] = _json(v)
+        elif (
+            isinstance(v, tuple)
+            and v
+            and all(isinstance(i, str) for i in v)
+            and not all(_clean_text(i) for i in v)
+        ):
             changes[f.name] = tuple(scrub_deep(i) for i in v)
-    return dataclasses.replace(value, **changes)
+    return dataclasses.replace(value, **changes) if changes else value
 
 
 def scrub_batch(batch: IngestBatch) -> IngestBatch:
