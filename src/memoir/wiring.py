@@ -206,7 +206,7 @@ def memory_parts(store: Store) -> MemoryParts:
 
 def memory_engine(settings: Settings, store: Store, memory_model: Callable[[], Model]) -> Memories:
     """The memory engine of a home: its lanes, its runner with ``memory_model()``."""
-    from memoir.llm.offline import counter_for, encoding_for_model
+    from memoir.llm import counter_for, encoding_for_model
     from memoir.memory.memories import Memories
     from memoir.memory.runner import Runner
 

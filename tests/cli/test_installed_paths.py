@@ -23,7 +23,7 @@ from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command
 from memoir.cli.cmd_serve import plugin_dir
 from memoir.demo.make_corpus import corpus_sources
 from memoir.errors import ConfigError
-from memoir.mcp.hosts import HOOKS_FILE, MANIFEST, MCP_FILE, installed_files
+from memoir.mcp import HOOKS_FILE, MANIFEST, MCP_FILE, installed_files
 
 BIN = Path(sys.executable).parent
 MEMOIR = str(BIN / "memoir")  # `.venv/bin/memoir`, as the README runs it

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memoir.llm.offline import OfflineModel, counter_for
+from memoir.llm import OfflineModel, counter_for
 from memoir.llm.port import ModelRequest, Truncated
 from memoir.memory.memories import Memories, sync_op
 from memoir.memory.runner import MemoryParts, Runner

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.server import create_app
-from memoir.server.web.pages import PAGES, assets
+from memoir.server.web import PAGES, assets
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "src" / "memoir" / "server" / "web" / "static"

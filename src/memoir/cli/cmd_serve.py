@@ -240,7 +240,7 @@ def plugin_dir() -> Path | None:
 def _install_codex(path: Path, user: str | None = None) -> dict[str, Any]:
     from memoir.cli.cmd_hook import memoir_command, pinned_settings
     from memoir.home_files import write_text_atomic
-    from memoir.mcp.hosts import CodexEntry, with_entry
+    from memoir.mcp import CodexEntry, with_entry
 
     entry = CodexEntry.make(memoir_command(), pinned_settings(Settings.from_env()), user)
     path = path.resolve()  # through a symlink (a dotfiles checkout) to the file it names
@@ -287,7 +287,7 @@ def _install_claude(
 ) -> dict[str, Any]:
     from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command, pinned_settings
     from memoir.home_files import private_dir, write_text_atomic
-    from memoir.mcp.hosts import installed_files, is_plugin
+    from memoir.mcp import installed_files, is_plugin
 
     settings = Settings.from_env()
     source = source or plugin_dir()

@@ -241,7 +241,7 @@ def _model(memoir: Any) -> Any:
     except MemoirError:
         raise
     except Exception:  # the facade may not be wired yet: fall back to the offline model
-        from memoir.llm.offline import OfflineModel
+        from memoir.llm import OfflineModel
 
         return OfflineModel()
 

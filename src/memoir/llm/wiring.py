@@ -168,7 +168,7 @@ def _timeout(settings: Settings) -> float | None:
 
 def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
     if spec.provider == "offline":
-        from memoir.llm.offline import OfflineModel
+        from memoir.llm import OfflineModel
 
         return OfflineModel()
     if spec.provider in _AGENTS:

@@ -73,7 +73,7 @@ __all__ = [
 
 def search(home: Home, args: Args) -> dict[str, Any]:
     from memoir import SearchFilters, service
-    from memoir.search.masking import mask_hits
+    from memoir.search.hits import mask_hits
     from memoir.search.request import parse_when
 
     query = args.text("query", required=True, max_chars=MAX_QUERY_CHARS, strip=False)

@@ -21,10 +21,9 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
 from memoir.memory.recall import exchange_finder, item_json, quoted_exchanges
-from memoir.model import Harness
-from memoir.model.results import Remembered
+from memoir.model import Harness, Remembered
 from memoir.search import SearchFilters, parse_when
-from memoir.search.masking import mask_hits
+from memoir.search.hits import mask_hits
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.plumbing import ApiError
 from memoir.server.routing import WHEN, WHEN_HELP, JsonRoute, errors

@@ -11,7 +11,7 @@ pyproject.toml holds it so); this module is where they reach it.
 Light by design: nothing heavy is imported at module top (``memoir --help`` stays fast,
 ``tests/test_light_imports.py``); each function imports what it reads when called.
 
-``MemoryItem`` and ``Receipt`` name the public values of :mod:`memoir.model.results`
+``MemoryItem`` and ``Receipt`` name the public values of :mod:`memoir.model`
 (``Memory``, ``MemoryReceipt``) for the adapters' typing.
 """
 
@@ -70,8 +70,8 @@ if TYPE_CHECKING:
     from memoir.config import Settings
     from memoir.llm.port import UsageTotal
     from memoir.model import Exchange, Session
-    from memoir.model.results import Memory as MemoryItem
-    from memoir.model.results import MemoryReceipt as Receipt
+    from memoir.model import Memory as MemoryItem
+    from memoir.model import MemoryReceipt as Receipt
     from memoir.store.parts.jobs import UserInfo
     from memoir.summaries.state import SummaryState
 

@@ -4,8 +4,7 @@
 from memoir.store.parts.events import ApiPart, AppendResult, EventsPart, ExchangesPart
 from memoir.store.parts.index import EmbeddingsPart, IndexPart, TextEngine
 from memoir.store.parts.jobs import JobLocking, JobsPart, UserInfo, UsersPart
-from memoir.store.parts.keyed_items import KeyedItemsPart
-from memoir.store.parts.memory import MemoryPart
+from memoir.store.parts.memory import KeyedItemsPart, MemoryPart
 from memoir.store.parts.memory_items import MemoryItemsPart
 from memoir.store.parts.sessions import IngestPart, RescanPart, RescanState, SessionsPart
 from memoir.store.parts.summaries import (
