@@ -119,14 +119,14 @@ def item_embedder(settings: Settings, store: Store) -> ItemEmbedder | None:
 
 def embed_written(settings: Settings, store: Store, session_ids: Sequence[str]) -> int:
     """Embedding on write: embed the newest exchanges of ``session_ids`` that have no
-    vector yet (at most ``memoir.search.backfill.WRITE_MAX``), so a search by meaning
+    vector yet (at most ``memoir.search.WRITE_MAX``), so a search by meaning
     finds them the moment the write returns; how many were embedded. Nothing when
     ``MEMOIR_EMBED_ON_WRITE`` is off, no embedder is configured or installed, or the
     store is read-only. A failure is logged, never raised: the write is done, and
     ``memoir embed`` picks up what is left."""
     if not settings.embed_on_write or not session_ids or store.read_only:
         return 0
-    from memoir.search.backfill import embed_written as embed
+    from memoir.search import embed_written as embed
 
     try:
         made = writing_embedder(settings, store)

@@ -52,7 +52,7 @@ from memoir.model import (
     spoken_text,
 )
 from memoir.model.exchange import exchange_id
-from memoir.search.backfill import embed_backlog
+from memoir.search import embed_backlog
 from memoir.search.embedders import Embedder
 from memoir.search.engine import search
 from memoir.search.hits import SearchMode

@@ -154,17 +154,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "status.",
     ),
     "embed": (
-        "cmd_embed",
+        "cmd_sync",
         "Embed the exchanges that have no vector yet, or no token states for re-ranking, then "
         "redo vectors embedded from an older release's recipe (needs the embeddings extra).",
     ),
     "stats": (
-        "cmd_sync",
+        "cmd_admin",
         "Counts of what this Memoir home holds, for every user: the home owner's view of its "
         "size and health (the project list is `--user`'s).",
     ),
     "verify": (
-        "cmd_sync",
+        "cmd_admin",
         "Check the index against the archive: exit 0 when intact (warnings, such as lines a "
         "transcript holds that could not be read, are listed and counted), 1 when damaged.",
     ),
@@ -175,7 +175,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "when one of them would be refused.",
     ),
     "demo": (
-        "cmd_sync",
+        "cmd_bench",
         "Sync a bundled sample corpus into a home of its own and tour what Memoir found.",
     ),
     "bench": (
