@@ -121,7 +121,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "of the threshold), a message too large for that kept as a stand-in.",
     ),
     "remember": (
-        "cmd_memories",
+        "cmd_summarize",
         "Remember what the user said in a session: durable facts, preferences and decisions, "
         "each with the exact words it came from (runs now; prints what was saved, or why not).",
     ),

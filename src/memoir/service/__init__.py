@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memoir.service.sessions import (
     SessionSummary,
@@ -115,6 +115,7 @@ __all__ = [
     "has_words",
     "keyed_memories",
     "last_event",
+    "memories_json",
     "memory_citations",
     "memory_engine",
     "memory_from_sync",
@@ -344,6 +345,17 @@ def memory_item(memoir: Memoir, item_id: str) -> MemoryItem | None:
 
     found = memoir.store.memory_items.get(item_id, owner=memoir.user)
     return None if found is None else memory_value(found)
+
+
+def memories_json(memoir: Memoir, items: Sequence[MemoryItem]) -> list[dict[str, Any]]:
+    """``items`` as the adapters answer with them: each with its quotes, each quote naming
+    the exchange that holds it (one read of a session's exchanges for all), masked."""
+    from functools import partial
+
+    from memoir.memory.recall import exchange_finder, item_json
+
+    find = exchange_finder(partial(exchanges_of, memoir))
+    return [item_json(i, find) for i in items]
 
 
 def memory_items(
