@@ -10,7 +10,7 @@ import pytest
 
 from memoir.model.event import named_session_id
 from memoir.server.plumbing import ApiError
-from memoir.server.schemas import page_after
+from memoir.server.session_routes import page_after
 from memoir.server.web import SECURITY_HEADERS
 
 from .server_api import Api, error_message

@@ -46,7 +46,7 @@ from memoir.config import Settings
 from memoir.server import plumbing
 from memoir.server.auth import memoir_of
 from memoir.server.plumbing import DEFAULT_MAX_BODY, ApiError, RequestMiddleware, error_body
-from memoir.server.routing import PATTERNS, errors, no_nul
+from memoir.server.schemas import PATTERNS, errors, no_nul
 from memoir.server.search_routes import memories_router, search_router
 from memoir.server.session_routes import (
     compact_router,

@@ -26,8 +26,7 @@ from memoir.search import SearchFilters, parse_when
 from memoir.search.hits import mask_hits
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.plumbing import ApiError
-from memoir.server.routing import WHEN, WHEN_HELP, JsonRoute, errors
-from memoir.server.schemas import REVEAL, RememberBody
+from memoir.server.schemas import REVEAL, WHEN, WHEN_HELP, JsonRoute, RememberBody, errors
 
 __all__ = [
     "memories_router",

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memoir.server.auth import PAGE_KEY_PREFIX, is_loopback, sign_in_links
 from memoir.server.plumbing import ApiError
-from memoir.server.routing import JsonRoute
+from memoir.server.schemas import JsonRoute
 
 __all__ = ["PAGES", "SECURITY_HEADERS", "assets", "router"]
 
