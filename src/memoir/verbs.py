@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from memoir.model import Appended, Memory, MemoryReceipt, RecallHit, Remembered, Session
     from memoir.store import Store
     from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
-    from memoir.store.parts.events import AppendResult
+    from memoir.store.parts import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress

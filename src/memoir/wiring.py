@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from memoir.model import Session
     from memoir.search.embedders import Embedder
     from memoir.store import Store
-    from memoir.store.parts.events import AppendResult
+    from memoir.store.parts import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.summaries.port import SummaryStore
 

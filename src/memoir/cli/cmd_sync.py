@@ -54,7 +54,7 @@ from memoir.config import Settings
 from memoir.errors import Busy
 from memoir.home_files import private_dir, private_file
 from memoir.ingest.batches import SyncProgress, SyncReport
-from memoir.memory.sync_pass import MemoryPassProgress
+from memoir.memory import MemoryPassProgress
 from memoir.search import DEFAULT_BATCH
 from memoir.summaries.summary_pass import PassProgress
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from memoir.app import Memoir
     from memoir.jobs import Job, JobProgress
     from memoir.model import Event, Exchange, RecentKey, RecentPage, RecentQuery, Session
-    from memoir.store.parts.events import AppendResult
+    from memoir.store.parts import AppendResult
     from memoir.summaries.state import SummaryState
 
 __all__ = [

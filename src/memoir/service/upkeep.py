@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from memoir.ingest.verify import VerifyReport
     from memoir.llm.port import Model
     from memoir.llm.transcript import SentenceScorer
+    from memoir.memory import MemoryPassProgress, MemoryPassReport
     from memoir.memory.keyed import KeyedMemories
     from memoir.memory.memories import Memories, RecoveryReport
-    from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
     from memoir.search import BackfillResult
     from memoir.search.embedders import Embedder
     from memoir.summaries.port import SummaryStore
@@ -373,13 +373,13 @@ def remember_from_sync(
     """The memory pass ``memoir sync`` runs after its summary pass: the new ranges of
     synced sessions gone quiet (the summaries' quiescence rule), newest first, at most
     ``limit`` (default ``MEMOIR_MEMORY_LIMIT``) through their lanes; denied ones settle as
-    denials (``memoir.memory.sync_pass``). Off (nothing read): the report's ``off`` says
+    denials (``memoir.memory``). Off (nothing read): the report's ``off`` says
     why."""
     import time
 
     from memoir.config import whole_number
     from memoir.ingest.plan import excluded
-    from memoir.memory.sync_pass import MemoryPassReport, run_memory_pass
+    from memoir.memory import MemoryPassReport, run_memory_pass
     from memoir.summaries.state import SummaryPolicy, is_quiescent
     from memoir.wiring import memory_parts
 
