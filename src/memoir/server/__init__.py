@@ -1,13 +1,13 @@
-"""The HTTP API (``memoir serve``): a thin adapter over :class:`memoir.app.Memoir`, and
-the FastAPI application that serves it, with its docs page and its health probes.
+"""The HTTP API (``memoir serve``): a thin adapter over :class:`memoir.app.Memoir` — the
+FastAPI application, and what it serves besides ``/api``: its docs page, its health
+probes, and the web page with its sign-in.
 
 ``create_app(memoir)`` serves a Memoir the caller opened (and closes); ``create_app(
 settings=…)`` opens one from settings when the server starts and closes it when it stops;
 ``memoir.cli.cmd_serve`` runs it under uvicorn. Every route is scoped to the user its Bearer
 key belongs to (:mod:`memoir.server.auth`); every error has one shape
-(:mod:`memoir.server.plumbing`).
-The API is under ``/api`` (:data:`ROUTERS`, one router per resource, in order); the web
-page (:mod:`memoir.server.web`) at ``/``.
+(:mod:`memoir.server.plumbing`). The API is under ``/api`` (:data:`ROUTERS`, one router per
+resource, in order); the web page at ``/``.
 
 ``/docs``: Swagger UI over ``/openapi.json``, served from this server only. FastAPI's own
 page loads Swagger UI from a CDN; Memoir runs offline, so its files come from the
@@ -27,26 +27,44 @@ nothing: it is unready (503). Without Redis it still serves every read and appen
 job admission fails closed (503 on a regenerate). Such a replica stays ready (200) with
 ``status`` ``degraded`` and what is off, so a Redis outage does not take every replica out
 of the pool. docs/operations.md has the table.
+
+The web page: a small single-page application written by hand (ES modules, one
+stylesheet, no build step, nothing loaded from elsewhere) over the same ``/api`` routes any
+client uses, with the caller's key kept in the browser's session storage. Its paths
+answer ``index.html`` (the application routes in the browser), and ``/static/NAME`` the
+assets shipped in ``web/static/`` (package data) — read once per process from the package
+(``importlib.resources``, so an installed wheel serves what it ships), only the files that
+are there (no path is joined from the request), with an ETag, and a
+Content-Security-Policy that allows this origin only: no inline script, no other host, no
+framing. ``POST /login`` trades a sign-in link's one-time token (:mod:`memoir.server.auth`)
+for a page key, ``POST /logout`` ends a page key; they sit outside ``/api``, where every
+route needs a key.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
+from importlib.abc import Traversable
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.security.utils import get_authorization_scheme_param
+from pydantic import BaseModel, ConfigDict, Field
 
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.server import plumbing
-from memoir.server.auth import memoir_of
+from memoir.server.auth import PAGE_KEY_PREFIX, is_loopback, memoir_of, sign_in_links
 from memoir.server.plumbing import DEFAULT_MAX_BODY, ApiError, RequestMiddleware, error_body
-from memoir.server.schemas import PATTERNS, errors, no_nul
+from memoir.server.schemas import PATTERNS, JsonRoute, errors, no_nul
 from memoir.server.search_routes import memories_router, search_router
 from memoir.server.session_routes import (
     compact_router,
@@ -54,16 +72,18 @@ from memoir.server.session_routes import (
     summary_router,
     usage_router,
 )
-from memoir.server.web import SECURITY_HEADERS
-from memoir.server.web import router as web_router
 
 __all__ = [
     "ASSETS",
+    "PAGES",
     "ROUTERS",
+    "SECURITY_HEADERS",
     "create_app",
     "docs_router",
     "health_router",
+    "page_assets",
     "readiness",
+    "web_router",
 ]
 
 
@@ -123,8 +143,11 @@ ASSETS = {  # what the page loads: its name under /docs/assets/ → media type
     "swagger-ui.css": "text/css; charset=utf-8",
     "favicon-32x32.png": "image/png",
 }
+
 _PREFIX = "/docs/assets/"
+
 START = "start.js"  # Swagger UI's start-up, served as a file (no inline script)
+
 _START_JS = b"""window.addEventListener("load", function () {
   var root = document.getElementById("swagger-ui");
   window.ui = SwaggerUIBundle({
@@ -277,3 +300,141 @@ ROUTERS = (
     memories_router,
     usage_router,
 )
+
+
+# the web page and its sign-in ---------------------------------------------------------
+
+
+# the browser-side routes (static/js/app.js): each is the same document
+PAGES = ("/", "/sessions", "/sessions/{session_id}", "/search", "/memories", "/usage")
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; font-src 'self'; manifest-src 'self'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+}
+
+_pages = APIRouter(include_in_schema=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PageAsset:
+    body: bytes
+    media_type: str
+    etag: str
+
+
+def _walk(folder: Traversable, prefix: str = "") -> dict[str, PageAsset]:
+    found: dict[str, PageAsset] = {}
+    for entry in folder.iterdir():
+        name = f"{prefix}{entry.name}"
+        if entry.is_dir():
+            found.update(_walk(entry, f"{name}/"))
+            continue
+        suffix = "." + entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
+        if suffix not in _TYPES:
+            continue  # only what the page loads (no stray editor or cache files)
+        body = entry.read_bytes()
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        found[name] = PageAsset(body, _TYPES[suffix], etag)
+    return found
+
+
+@lru_cache(maxsize=1)
+def page_assets() -> dict[str, PageAsset]:
+    """The shipped assets by their path under ``static/`` (``js/app.js``)."""
+    return _walk(resources.files("memoir.server") / "web" / "static")
+
+
+def _answer(request: Request, asset: PageAsset) -> Response:
+    headers = {**SECURITY_HEADERS, "ETag": asset.etag, "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == asset.etag:
+        return Response(status_code=304, headers=headers)
+    return Response(asset.body, media_type=asset.media_type, headers=headers)
+
+
+def page(request: Request) -> Response:
+    """The application's document, whichever of its paths was asked for."""
+    return _answer(request, page_assets()["index.html"])
+
+
+for _path in PAGES:
+    _pages.add_api_route(_path, page, methods=["GET", "HEAD"], response_class=Response)
+
+
+@_pages.api_route("/static/{name:path}", methods=["GET", "HEAD"])
+def static(name: str, request: Request) -> Response:
+    found = page_assets().get(name)
+    if found is None or name == "index.html":
+        raise ApiError(404, "not_found", f"no asset {name!r}")
+    return _answer(request, found)
+
+
+# the page's own calls, left out of the OpenAPI schema as the page's paths are
+_login = APIRouter(route_class=JsonRoute, include_in_schema=False)
+
+
+class LoginBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(..., min_length=1, max_length=200, description="The link's `#login=`.")
+
+
+@_login.post("/login")
+def login(body: LoginBody, request: Request) -> dict[str, Any]:
+    """Trade a sign-in link's one-time token (what `memoir serve` prints when it listens on
+    a loopback address) for a key of the page, valid until the server stops. The token
+    works once, for 15 minutes, from this machine only."""
+    links = sign_in_links(request)
+    client = request.client.host if request.client is not None else ""
+    if links is None or not is_loopback(client):
+        raise ApiError(
+            401,
+            "unauthorized",
+            "this server gives no sign-in links here; sign in with an API key "
+            "(memoir users key local)",
+        )
+    redeemed = links.redeem(body.token)
+    if redeemed is None:
+        raise ApiError(
+            401,
+            "unauthorized",
+            "this sign-in link was used already or has expired; restart memoir serve for a "
+            "new one, or sign in with a key from `memoir users key local`",
+        )
+    user, key = redeemed
+    return {"data": {"user": user, "key": key}}
+
+
+@_login.post("/logout")
+def logout(request: Request) -> dict[str, Any]:
+    """End the page key sent as `Authorization: Bearer KEY` (an API key is left alone:
+    `memoir users revoke` ends those)."""
+    scheme, key = get_authorization_scheme_param(request.headers.get("authorization"))
+    links = sign_in_links(request)
+    ended = (
+        scheme.lower() == "bearer"
+        and key.startswith(PAGE_KEY_PREFIX)
+        and links is not None
+        and links.forget(key)
+    )
+    return {"data": {"ended": bool(ended)}}
+
+
+web_router = APIRouter()
+
+web_router.include_router(_pages)
+
+web_router.include_router(_login)
