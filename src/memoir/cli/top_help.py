@@ -148,7 +148,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "memories, forget); `memoir mcp install` wires the server into Codex or Claude Code.",
     ),
     "hook": (
-        "cmd_hook",
+        "cmd_serve",
         "The Claude Code (or, with --gemini, Gemini CLI) hook that runs "
         "`memoir sync --background` at session start: install it, uninstall it, or see its "
         "status.",

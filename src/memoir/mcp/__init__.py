@@ -32,7 +32,10 @@ everything else (the manifest, the marketplace, the skill) as it was.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import sys
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,6 +51,9 @@ from memoir.model.event import LOCAL_USER
 __all__ = [
     "FORWARDED",
     "HOOKS_FILE",
+    "HOOK_ARGS",
+    "HOOK_EVENT",
+    "HOOK_MATCHER",
     "MANIFEST",
     "MAX_RESULT_CHARS",
     "MCP_FILE",
@@ -56,9 +62,20 @@ __all__ = [
     "CodexEntry",
     "Home",
     "ToolSpec",
+    "add_hook",
+    "codex_config_path",
+    "default_settings_path",
+    "hook_command",
     "installed_files",
+    "is_memoir_hook",
     "is_plugin",
+    "memoir_command",
+    "memoir_hooks",
+    "pinned_settings",
+    "plugin_dir",
+    "plugin_mcp_command",
     "read_config",
+    "remove_hook",
     "render",
     "serve",
     "with_entry",
@@ -318,3 +335,153 @@ def installed_files(
         raise ConfigError(f"the plugin's {HOOKS_FILE} holds no Memoir hook to point at memoir")
     out[HOOKS_FILE] = _dump(hooks)
     return out
+
+
+# where the hosts keep their settings, and the command that starts this memoir ----------
+
+HOOK_EVENT = "SessionStart"
+HOOK_MATCHER = "startup|resume"
+HOOK_ARGS = "sync --background"
+# SessionStart stdout is added to the agent's context: the hook stays silent
+QUIET = " >/dev/null 2>&1"
+
+
+def codex_config_path() -> Path:
+    home = os.environ.get("CODEX_HOME")
+    return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
+
+
+def plugin_dir() -> Path | None:
+    """The Claude Code plugin of this checkout (None for an installed wheel)."""
+    found = Path(__file__).resolve().parents[3] / "integrations" / "claude-code"
+    return found if (found / ".claude-plugin" / "plugin.json").is_file() else None
+
+
+def default_settings_path(gemini: bool = False) -> Path:
+    """Claude Code's user settings file, or Gemini CLI's with ``gemini``."""
+    if gemini:
+        return Path.home() / ".gemini" / "settings.json"
+    return Path.home() / ".claude" / "settings.json"
+
+
+def memoir_command() -> tuple[str, ...]:
+    """How to start this very memoir from anywhere, PATH or not: the absolute path of the
+    ``memoir`` script that is running (a venv's ``bin/memoir``; pipx's or uv's
+    ``~/.local/bin/memoir``, a link their upgrades keep), else the ``memoir`` script beside
+    this interpreter, else this interpreter with ``-m memoir.cli``. Never another memoir
+    found on PATH. Links are not resolved: a venv's ``python`` is one, and resolving it
+    would leave the venv."""
+    argv0 = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    if Path(argv0).name == "memoir" and Path(argv0).is_file():
+        return (os.path.abspath(argv0),)
+    beside = Path(os.path.abspath(sys.executable)).with_name("memoir")
+    if beside.is_file():
+        return (str(beside),)
+    return (os.path.abspath(sys.executable), "-m", "memoir.cli")
+
+
+def hook_command(pinned: dict[str, str] | None = None) -> str:
+    """The hook's command line, with this memoir's absolute path (:func:`memoir_command`),
+    led by the ``pinned`` environment variables (the home and sources this install was made
+    for: the hook runs in Claude Code's environment, not the shell's)."""
+    env = "".join(f"{k}={shlex.quote(v)} " for k, v in sorted((pinned or {}).items()))
+    exe = " ".join(shlex.quote(part) for part in memoir_command())
+    return f"{env}{exe} {HOOK_ARGS}{QUIET}"
+
+
+def pinned_settings(settings: Settings) -> dict[str, str]:
+    """The settings a hook must carry: home and sources when they were set explicitly
+    (never a database URL or key: the hook's command line sits in a plain settings file)."""
+    pinned: dict[str, str] = {}
+    if settings.origins.get("home", "").startswith("env"):
+        pinned["MEMOIR_HOME"] = str(settings.home.resolve())
+    if settings.origins.get("sources", "").startswith("env"):
+        pinned["MEMOIR_SOURCES"] = os.pathsep.join(str(p.resolve()) for p in settings.sources)
+    return pinned
+
+
+def is_memoir_hook(entry: object) -> bool:
+    if not isinstance(entry, dict) or entry.get("type", "command") != "command":
+        return False
+    command = str(entry.get("command", "")).strip()
+    command = command.removesuffix(QUIET.strip()).strip()
+    if not command.endswith(HOOK_ARGS):
+        return False
+    head = command[: -len(HOOK_ARGS)].strip()
+    return head.endswith(("memoir", "memoir'", "-m memoir.cli"))
+
+
+def add_hook(
+    settings: dict[str, Any], command: str, matcher: str | None = HOOK_MATCHER
+) -> tuple[dict[str, Any], bool]:
+    """Settings with Memoir's hook present exactly once (pure); True when changed. A new
+    group gets ``matcher`` (none when None: Gemini CLI's)."""
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConfigError("Claude Code settings: 'hooks' is not an object; fix the file first")
+    groups = hooks.setdefault(HOOK_EVENT, [])
+    if not isinstance(groups, list):
+        raise ConfigError(f"Claude Code settings: 'hooks.{HOOK_EVENT}' is not a list")
+    ours = [
+        entry
+        for group in groups
+        if isinstance(group, dict)
+        for entry in group.get("hooks", [])
+        if is_memoir_hook(entry)
+    ]
+    if ours:
+        changed = any(entry.get("command") != command for entry in ours)
+        for entry in ours:
+            entry["command"] = command
+        return settings, changed
+    entry = {"type": "command", "command": command}
+    group: dict[str, Any] = {"hooks": [entry]}
+    if matcher is not None:
+        group = {"matcher": matcher, **group}
+    else:  # Gemini CLI names its hooks (``/hooks disable memoir-sync``)
+        entry["name"] = "memoir-sync"
+    groups.append(group)
+    return settings, True
+
+
+def remove_hook(settings: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """Settings without Memoir's hook (pure); how many entries were removed."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict) or not isinstance(hooks.get(HOOK_EVENT), list):
+        return settings, 0
+    removed = 0
+    kept_groups = []
+    for group in hooks[HOOK_EVENT]:
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            kept_groups.append(group)
+            continue
+        entries = [e for e in group["hooks"] if not is_memoir_hook(e)]
+        removed += len(group["hooks"]) - len(entries)
+        if entries or not group["hooks"]:
+            kept_groups.append({**group, "hooks": entries})
+    if kept_groups:
+        hooks[HOOK_EVENT] = kept_groups
+    else:
+        del hooks[HOOK_EVENT]
+    if not hooks:
+        del settings["hooks"]
+    return settings, removed
+
+
+def memoir_hooks(settings: dict[str, Any]) -> list[str]:
+    """The commands of Memoir's hooks in an agent's settings (pure)."""
+    hooks = settings.get("hooks")
+    groups = hooks.get(HOOK_EVENT) if isinstance(hooks, dict) else None
+    return [
+        str(entry.get("command"))
+        for group in (groups if isinstance(groups, list) else [])
+        if isinstance(group, dict)
+        for entry in group.get("hooks", [])
+        if is_memoir_hook(entry)
+    ]
+
+
+def plugin_mcp_command(files: dict[str, str]) -> list[str]:
+    """The MCP server's command line in a plugin's files."""
+    entry = json.loads(files[".mcp.json"])["mcpServers"]["memoir"]
+    return [entry["command"], *entry.get("args", [])]

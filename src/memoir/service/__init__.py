@@ -38,6 +38,7 @@ from memoir.service.sessions import (
     sessions_created,
     set_incognito,
     set_memory,
+    start_workers,
     summary_job,
     user_session,
 )
@@ -152,6 +153,7 @@ __all__ = [
     "set_memory",
     "set_memory_from_sync",
     "settings_problems",
+    "start_workers",
     "stats",
     "summarize_after_sync",
     "summarize_pending",

@@ -41,6 +41,7 @@ __all__ = [
     "sessions_created",
     "set_incognito",
     "set_memory",
+    "start_workers",
     "summary_job",
     "user_session",
 ]
@@ -198,6 +199,23 @@ def run_worker(memoir: Memoir, stop: threading.Event, *, worker_id: str | None =
 
     handler = functools.partial(run_summary_job, memoir)
     Worker(memoir.jobs(), {"summary": handler}, worker_id=worker_id).run(stop)
+
+
+def start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[threading.Thread]:
+    """``count`` workers (:func:`run_worker`) on daemon threads of this process, until
+    ``stop`` is set (``memoir serve --workers N``)."""
+    threads = []
+    for n in range(count):
+        thread = threading.Thread(
+            target=run_worker,
+            args=(memoir, stop),
+            # no name: each worker takes host:pid:random (two replicas never share one)
+            name=f"memoir-worker-{n + 1}",
+            daemon=True,
+        )
+        thread.start()
+        threads.append(thread)
+    return threads
 
 
 # a session's flags, a project's memory switch -------------------------------------------
