@@ -60,6 +60,7 @@ __all__ = [
     "print_json",
     "printable",
     "require_query",
+    "resolve_session",
     "state",
     "write_plain",
 ]
@@ -313,6 +314,14 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
         yield memoir
     finally:
         memoir.close()
+
+
+def resolve_session(sessions: Any, session: str) -> str:
+    """The session of the command's user ``session`` names (an id or a unique prefix):
+    :func:`memoir.search.request.resolve_session` for ``--user``."""
+    from memoir.search import request as session_ref
+
+    return session_ref.resolve_session(sessions, session, user=state.user)
 
 
 def _discover(argv: list[str] | None = None) -> None:
