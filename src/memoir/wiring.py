@@ -17,8 +17,8 @@ from memoir.config import Settings
 from memoir.errors import ConfigError, NotFound
 
 if TYPE_CHECKING:
+    from memoir.ingest.archive import RescanReport
     from memoir.ingest.batches import SyncObserver
-    from memoir.ingest.rescan import RescanReport
     from memoir.jobs import JobService
     from memoir.llm.port import Model
     from memoir.memory.memories import Memories
@@ -168,7 +168,7 @@ def rescan_secrets(settings: Settings, store: Store, budget: int | None = None) 
     (``memoir.ingest.verify``): after every sync, and by ``memoir verify --repair``. One
     process at a time (another's run is left to finish), and none on a read-only store."""
     from memoir.errors import Busy
-    from memoir.ingest.rescan import BUDGET, RescanReport, rescan, state_report
+    from memoir.ingest.archive import BUDGET, RescanReport, rescan, state_report
     from memoir.secrets.rules import detector_id
 
     if store.read_only:

@@ -37,7 +37,6 @@ from memoir import service
 from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
 from memoir.config import Settings
 from memoir.errors import Busy, NotFound
-from memoir.ingest.archive import sync_lock, sync_lock_to_read
 
 __all__ = ["config", "env_name", "jobs_app", "stats", "usage", "users_app", "verify", "worker"]
 
@@ -372,6 +371,8 @@ def verify(
 ) -> None:
     """Check the index against the archive: exit 0 when intact (warnings, such as lines a
     transcript holds that could not be read, are listed and counted), 1 when damaged."""
+    from memoir.ingest.archive import sync_lock, sync_lock_to_read
+
     settings = Settings.from_env()
     if not repair:  # --repair rebuilds a lost database; a plain check makes none
         service.require_archive(settings, archive_will_do=True)

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from memoir.app import Memoir
+    from memoir.ingest.archive import RescanReport
     from memoir.ingest.batches import SyncObserver
-    from memoir.ingest.rescan import RescanReport
     from memoir.ingest.verify import VerifyReport
     from memoir.llm.port import Model
     from memoir.llm.transcript import SentenceScorer
@@ -274,7 +274,7 @@ def verify(memoir: Memoir, *, repair: bool = False) -> VerifyReport:
 
 def secret_rescan(memoir: Memoir, *, run: bool) -> RescanReport:
     """With ``run``, :func:`rescan_secrets`; else where the re-scan stands (read only)."""
-    from memoir.ingest.rescan import state_report
+    from memoir.ingest.archive import state_report
 
     return rescan_secrets(memoir) if run else state_report(memoir.store.rescan.states())
 
