@@ -17,10 +17,10 @@ import statistics
 import tempfile
 import time
 
+from memoir import search as backfill
 from memoir.aio import AsyncMemoir
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.search import backfill
 
 
 def _chat(i: int) -> list[dict[str, str]]:

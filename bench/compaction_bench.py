@@ -22,7 +22,7 @@ from typing import Any
 
 from memoir.compaction import Compactor
 from memoir.compaction.sequence import MessageCounter
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.store.sqlite_store import SQLiteStore
 
 SUMMARY = "The user asked for a long refactor; the assistant did it step by step."

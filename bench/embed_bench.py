@@ -129,7 +129,7 @@ def environment(home: Path, sources: Path, **more: str) -> dict[str, str]:
 def texts_of(home: Path) -> list[str]:
     """Every exchange's embedded text, its context included (what `memoir embed` embeds)."""
     from memoir import Memoir
-    from memoir.search.backfill import _with_context
+    from memoir.search import _with_context
 
     with Memoir.at(home, embedder="none") as memoir:
         rows = memoir.store.embeddings.backlog("bench-bare", 10**9)

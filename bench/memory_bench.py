@@ -51,7 +51,7 @@ from memoir.app import Memoir
 from memoir.compaction import Compactor
 from memoir.compaction.values import new_checkpoint
 from memoir.config import Settings
-from memoir.llm.offline import ScriptedModel, counter_for, encoding_for_model
+from memoir.llm import ScriptedModel, counter_for, encoding_for_model
 from memoir.llm.port import Completion, Model, ModelRequest
 from memoir.llm.wiring import wrap
 from memoir.memory.memories import Memories

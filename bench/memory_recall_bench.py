@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memoir.llm.offline import counter_for
+from memoir.llm import counter_for
 from memoir.memory.recall import KIND_ORDER, context_block, recall, standing_order
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
 from memoir.store.parts.memory_items import ItemFilter

@@ -67,7 +67,7 @@ def floor_app() -> Any:
     from memoir.server import plumbing as errors
     from memoir.server.auth import Caller, caller, memoir_of
     from memoir.server.plumbing import RequestMiddleware
-    from memoir.server.routing import JsonRoute
+    from memoir.server.schemas import JsonRoute
 
     app = FastAPI(redirect_slashes=False, docs_url=None, redoc_url=None)
     app.state.memoir = None

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.config import Settings
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.summaries.files import FileSummaryStore
 from memoir.summaries.session import ModelSource
 from memoir.summaries.summary_pass import PassSettings, run_summary_pass

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from memoir import search as backfill
 from memoir.config import Settings
-from memoir.search import backfill
 from memoir.store.port import Store
 
 # Embedding on write is off in the test process (a write embeds none of its exchanges):

@@ -9,7 +9,7 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.errors import ConfigError
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.summaries.episodic import EpisodicSummarizer
 
 

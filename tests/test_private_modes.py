@@ -33,7 +33,7 @@ from memoir.compaction import Compactor
 from memoir.config import Settings
 from memoir.home_files import loose_modes, private_dir, tighten_home
 from memoir.ingest.archive import embed_lock, sync_lock
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 
 UMASKS = [0o000, 0o022, 0o077]
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

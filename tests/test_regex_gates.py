@@ -1,4 +1,4 @@
-"""Literal gates of regexes (memoir.secrets.gates): derived from the parse tree, sound —
+"""Literal gates of regexes (memoir.secrets.screen): derived from the parse tree, sound —
 a text a gate refuses never matches its pattern — and as selective as the rules allow."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoir import secrets
-from memoir.secrets.gates import admitted_lines, fold, gate_of, match_starts, prefixes_of
+from memoir.secrets.screen import admitted_lines, fold, gate_of, match_starts, prefixes_of
 
 
 def test_fold_maps_every_character_re_matches_to_an_ascii_letter() -> None:

@@ -30,14 +30,19 @@ if TYPE_CHECKING:
     from memoir.jobs import Job
     from memoir.memory.keeping import ImportReport
     from memoir.memory.recall import ContextBlock
-    from memoir.model import Event, EventKind, Exchange, Harness, Session, SessionFlags
-    from memoir.model.results import (
+    from memoir.model import (
         Appended,
+        Event,
+        EventKind,
+        Exchange,
+        Harness,
         Memory,
         MemoryReceipt,
         MemorySource,
         RecallHit,
         Remembered,
+        Session,
+        SessionFlags,
     )
     from memoir.search.hits import SearchHit
     from memoir.store.values import SearchFilters
@@ -95,7 +100,7 @@ _HOME = {
     "SessionRun": "memoir.summaries.session",
     **dict.fromkeys(
         ("Appended", "Memory", "MemoryReceipt", "MemorySource", "RecallHit", "Remembered"),
-        "memoir.model.results",
+        "memoir.model",
     ),
     "Settings": "memoir.config",
     "SearchHit": "memoir.search.hits",

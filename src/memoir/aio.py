@@ -31,7 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from memoir.app import Memoir
-from memoir.compaction.compactor import Compactor
+from memoir.compaction import Compactor
 from memoir.config import Settings, whole_number
 from memoir.errors import StoreError
 from memoir.model.event import LOCAL_USER

@@ -32,8 +32,7 @@ if TYPE_CHECKING:
     from memoir.llm.port import Model, TokenCounter
     from memoir.memory.memories import Memories
     from memoir.memory.recall import ContextBlock, ItemEmbedder
-    from memoir.model import Event, Exchange, Session
-    from memoir.model.results import Appended, Memory, RecallHit, Remembered
+    from memoir.model import Appended, Event, Exchange, Memory, RecallHit, Remembered, Session
     from memoir.search.embedders import Embedder
     from memoir.search.engine import SearchMode, SummaryReader
     from memoir.search.hits import SearchHit

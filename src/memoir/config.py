@@ -111,7 +111,7 @@ class Settings:
     # offline summaries' sentences: "lexical" (the default: ROUGE-L 0.206 vs 0.192 on LoCoMo
     # dev, docs/benchmarks.md) or "embedder" (centrality of the embedder's vectors)
     summary_sentences: str = "lexical"
-    # sync and append embed what they stored (memoir.search.backfill.embed_written)
+    # sync and append embed what they stored (memoir.search.embed_written)
     embed_on_write: bool = True
     # jobs: admission across replicas (None: a bounded in-process store), worker intervals
     redis_url: str | None = None

@@ -3,7 +3,7 @@
 :class:`memoir.Memoir` keeps each verb's signature and docstring; what the verb does past
 a line or two is a function here, naming what it needs (the settings, the store, a
 model) as an engine does. The store's rows and the engines' results become the public
-values of :mod:`memoir.model.results` here, and nowhere else. Nothing heavy is imported
+values of :mod:`memoir.model` here, and nowhere else. Nothing heavy is imported
 at module top.
 """
 
@@ -35,11 +35,10 @@ if TYPE_CHECKING:
     from memoir.memory.memories import Memories
     from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
     from memoir.memory.rows import Outcome
-    from memoir.model import Session
-    from memoir.model.results import Appended, Memory, MemoryReceipt, RecallHit, Remembered
+    from memoir.model import Appended, Memory, MemoryReceipt, RecallHit, Remembered, Session
     from memoir.store import Store
     from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
-    from memoir.store.parts.events import AppendResult
+    from memoir.store.parts import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.store.values import SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
@@ -66,7 +65,7 @@ __all__ = [
 # the front door's values, from the engines' and the store's ------------------------------
 def memory_value(row: MemoryItemRow) -> Memory:
     """The public value of a stored memory item (its quotes kept, the store's keys not)."""
-    from memoir.model.results import Memory, MemorySource
+    from memoir.model import Memory, MemorySource
 
     return Memory(
         id=row.id,
@@ -96,7 +95,7 @@ def memory_values(rows: Iterable[MemoryItemRow]) -> list[Memory]:
 
 
 def receipt_value(row: ReceiptRow) -> MemoryReceipt:
-    from memoir.model.results import MemoryReceipt
+    from memoir.model import MemoryReceipt
 
     return MemoryReceipt(
         operation_id=row.operation_id,
@@ -118,7 +117,7 @@ def receipt_value(row: ReceiptRow) -> MemoryReceipt:
 
 
 def remembered(outcome: Outcome) -> Remembered:
-    from memoir.model.results import Remembered
+    from memoir.model import Remembered
 
     return Remembered(
         receipt=None if outcome.receipt is None else receipt_value(outcome.receipt),
@@ -130,13 +129,13 @@ def remembered(outcome: Outcome) -> Remembered:
 
 
 def recall_hits(found: Iterable[Recalled]) -> list[RecallHit]:
-    from memoir.model.results import RecallHit
+    from memoir.model import RecallHit
 
     return [RecallHit(memory_value(r.item), r.score, r.text_rank, r.vector_rank) for r in found]
 
 
 def appended(result: AppendResult) -> Appended:
-    from memoir.model.results import Appended
+    from memoir.model import Appended
 
     return Appended(result.added, result.skipped, result.last_ordinal)
 
@@ -173,7 +172,7 @@ def context_block(
     """The block of the most relevant live items within ``budget_tokens`` (counted with
     the tokenizer of ``model_name``): with ``query``, in recall order; else constraints,
     preferences, decisions, facts, plans (each: most often said, then newest)."""
-    from memoir.llm.offline import counter_for, encoding_for_model
+    from memoir.llm import counter_for, encoding_for_model
     from memoir.memory.recall import (
         KIND_ORDER,
         MAX_CONTEXT_POOL,

@@ -17,8 +17,8 @@ from memoir.config import Settings
 from memoir.errors import ConfigError, NotFound
 
 if TYPE_CHECKING:
+    from memoir.ingest.archive import RescanReport
     from memoir.ingest.batches import SyncObserver
-    from memoir.ingest.rescan import RescanReport
     from memoir.jobs import JobService
     from memoir.llm.port import Model
     from memoir.memory.memories import Memories
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from memoir.model import Session
     from memoir.search.embedders import Embedder
     from memoir.store import Store
-    from memoir.store.parts.events import AppendResult
+    from memoir.store.parts import AppendResult
     from memoir.store.parts.memory_items import ItemFilter
     from memoir.summaries.port import SummaryStore
 
@@ -119,14 +119,14 @@ def item_embedder(settings: Settings, store: Store) -> ItemEmbedder | None:
 
 def embed_written(settings: Settings, store: Store, session_ids: Sequence[str]) -> int:
     """Embedding on write: embed the newest exchanges of ``session_ids`` that have no
-    vector yet (at most ``memoir.search.backfill.WRITE_MAX``), so a search by meaning
+    vector yet (at most ``memoir.search.WRITE_MAX``), so a search by meaning
     finds them the moment the write returns; how many were embedded. Nothing when
     ``MEMOIR_EMBED_ON_WRITE`` is off, no embedder is configured or installed, or the
     store is read-only. A failure is logged, never raised: the write is done, and
     ``memoir embed`` picks up what is left."""
     if not settings.embed_on_write or not session_ids or store.read_only:
         return 0
-    from memoir.search.backfill import embed_written as embed
+    from memoir.search import embed_written as embed
 
     try:
         made = writing_embedder(settings, store)
@@ -168,7 +168,7 @@ def rescan_secrets(settings: Settings, store: Store, budget: int | None = None) 
     (``memoir.ingest.verify``): after every sync, and by ``memoir verify --repair``. One
     process at a time (another's run is left to finish), and none on a read-only store."""
     from memoir.errors import Busy
-    from memoir.ingest.rescan import BUDGET, RescanReport, rescan, state_report
+    from memoir.ingest.archive import BUDGET, RescanReport, rescan, state_report
     from memoir.secrets.rules import detector_id
 
     if store.read_only:
@@ -206,7 +206,7 @@ def memory_parts(store: Store) -> MemoryParts:
 
 def memory_engine(settings: Settings, store: Store, memory_model: Callable[[], Model]) -> Memories:
     """The memory engine of a home: its lanes, its runner with ``memory_model()``."""
-    from memoir.llm.offline import counter_for, encoding_for_model
+    from memoir.llm import counter_for, encoding_for_model
     from memoir.memory.memories import Memories
     from memoir.memory.runner import Runner
 

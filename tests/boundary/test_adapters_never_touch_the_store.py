@@ -58,7 +58,7 @@ def test_the_guard_sees_what_it_guards_against(source: str, flagged: bool) -> No
 
 def test_no_adapter_touches_the_store() -> None:
     modules = [p for folder in ADAPTERS for p in sorted((SRC / folder).rglob("*.py"))]
-    assert len(modules) >= 25  # the adapters were found and read (30 modules after #36)
+    assert len(modules) >= 20  # the adapters were found and read (22 modules after #36)
     assert {p.relative_to(SRC).parts[0] for p in modules} == set(ADAPTERS)
     offending = [
         f"{path.relative_to(SRC)}:{hit}"

@@ -98,7 +98,7 @@ def test_meaning_search_masks_other_owners_before_scoring(world: World, mode: st
     """Bob's exchange is the nearest to his words by meaning, and never among Alice's
     hits (the owner is a mask over the matrix, as project and session are)."""
     embedder = HashEmbedder()
-    from memoir.search.backfill import embed_backlog
+    from memoir.search import embed_backlog
 
     embed_backlog(world.memoir.store, embedder)
     found = world.memoir.as_user(A).search(

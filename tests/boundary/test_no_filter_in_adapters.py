@@ -77,7 +77,7 @@ def test_the_guard_sees_what_it_guards_against(source: str, flagged: bool) -> No
 
 def test_no_adapter_filters_rows_by_user_in_python() -> None:
     modules = [p for folder in ADAPTERS for p in sorted((SRC / folder).rglob("*.py"))]
-    assert len(modules) >= 25  # the adapters were found and read (30 modules after #36)
+    assert len(modules) >= 20  # the adapters were found and read (22 modules after #36)
     offending = [
         f"{path.relative_to(SRC)}:{hit}"
         for path in modules

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
-from memoir.cli.app import dash_query
+from memoir.cli.conventions import dash_query
 
 KNOWN = {"--project", "-p", "--limit", "-n", "--json", "--help", "--debug"}
 VALUED = {"--project", "-p", "--limit", "-n"}

@@ -19,11 +19,18 @@ from typing import Any
 import anyio
 import pytest
 
-from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command
-from memoir.cli.cmd_serve import plugin_dir
 from memoir.demo.make_corpus import corpus_sources
 from memoir.errors import ConfigError
-from memoir.mcp.hosts import HOOKS_FILE, MANIFEST, MCP_FILE, installed_files
+from memoir.mcp import (
+    HOOKS_FILE,
+    MANIFEST,
+    MCP_FILE,
+    hook_command,
+    installed_files,
+    is_memoir_hook,
+    memoir_command,
+    plugin_dir,
+)
 
 BIN = Path(sys.executable).parent
 MEMOIR = str(BIN / "memoir")  # `.venv/bin/memoir`, as the README runs it

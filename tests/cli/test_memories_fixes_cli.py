@@ -124,7 +124,8 @@ def test_import_and_export_file_errors_name_the_path(cli: CliRunner, tmp_path: P
 
 
 def test_as_of_a_day_is_taken_whole() -> None:
-    from memoir.cli.cmd_memories import _nothing_message, _when
+    from memoir.cli.cmd_memories import _when
+    from memoir.cli.cmd_summarize import _nothing_message
 
     assert _when("2025-10-15") == datetime(2025, 10, 16, tzinfo=UTC)
     assert _nothing_message("not_applicable", "", 0) == "Nothing to remember: not applicable."

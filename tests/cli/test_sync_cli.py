@@ -498,16 +498,16 @@ def test_the_summary_pass_runs_after_the_sync_lock_is_let_go(
     cli: CliRunner, home: Path, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Model calls can take minutes: another sync (a new session's hook) must get in."""
-    import memoir.cli.cmd_sync as cmd_sync
+    from memoir import service
 
     free: list[bool] = []
 
-    def summary_pass(memoir: object, limit: int, **_: object) -> dict:
+    def summary_pass(memoir: object, limit: int, *_: object, **__: object) -> dict:
         with sync_lock(home):  # raises Busy if the sync still held it
             free.append(True)
         return {"summarized": 0}
 
-    monkeypatch.setattr(cmd_sync, "_summary_pass", summary_pass)
+    monkeypatch.setattr(service, "summarize_after_sync", summary_pass)
     result = cli.invoke(app, ["sync", "--source", str(source), "--json"])
     assert result.exit_code == 0, result.output
     assert free == [True]
@@ -516,13 +516,13 @@ def test_the_summary_pass_runs_after_the_sync_lock_is_let_go(
 def test_a_pass_stopped_by_the_account_is_one_line_and_exit_two(
     cli: CliRunner, source: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoir import service
+    from memoir.service import upkeep
     from memoir.summaries.summary_pass import SummaryPassReport
 
     stopped = SummaryPassReport(
         deferred=3, stopped="Unauthorized: HTTP 401", stopped_by_setting=True
     )
-    monkeypatch.setattr(service, "summarize_pending", lambda memoir, **kw: stopped)
+    monkeypatch.setattr(upkeep, "summarize_pending", lambda memoir, **kw: stopped)
     result = cli.invoke(app, ["sync", "--source", str(source)])
     assert result.exit_code == 2
     assert "summary pass stopped: Unauthorized: HTTP 401" in result.stderr

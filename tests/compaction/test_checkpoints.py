@@ -12,7 +12,7 @@ import pytest
 from memoir.compaction import Compactor, validate_sequence
 from memoir.compaction.values import disposition
 from memoir.config import Settings
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import ModelRequest
 from memoir.model import SessionFlags
 

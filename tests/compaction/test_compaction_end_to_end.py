@@ -12,7 +12,7 @@ import pytest
 from memoir.compaction import Compactor, validate_sequence
 from memoir.compaction.sequence import MessageCounter
 from memoir.errors import CompactionError
-from memoir.llm.offline import OfflineModel, ScriptedModel
+from memoir.llm import OfflineModel, ScriptedModel
 from memoir.llm.port import Transient
 
 from .helpers import GOOD, FakeStore, assistant, big_text, call, result, system, user

@@ -10,7 +10,7 @@ import pytest
 from memoir.compaction import Compactor, validate_sequence
 from memoir.compaction.sequence import MessageCounter
 from memoir.errors import CompactionError
-from memoir.llm.offline import ScriptedModel, default_counter
+from memoir.llm import ScriptedModel, default_counter
 from memoir.llm.port import (
     BadResponse,
     Completion,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoir.compaction import Compactor, messages_from_events, validate_sequence
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.model import Author, Event, EventKind
 
 from .helpers import GOOD, FakeStore, big_text

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoir.compaction import Compactor, validate_sequence
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import OutputBudgetRejected, Transient
 
 from .helpers import GOOD

@@ -12,7 +12,7 @@ import pytest
 from memoir.compaction import Compactor, validate_sequence
 from memoir.config import Settings
 from memoir.errors import CompactionError
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import Transient
 from memoir.store import open_store
 

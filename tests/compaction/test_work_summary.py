@@ -14,7 +14,7 @@ from memoir.compaction.plan import Budget
 from memoir.compaction.request import build_summary_request, summary_problem
 from memoir.compaction.sequence import MessageCounter, content_tokens
 from memoir.compaction.standin import StandIns
-from memoir.llm.offline import OfflineModel, default_counter
+from memoir.llm import OfflineModel, default_counter
 from memoir.llm.port import ChatMessage, ModelRequest, Purpose, RequestMeta
 from memoir.summaries.offline import SummaryTask
 

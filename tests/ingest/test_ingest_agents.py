@@ -15,9 +15,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import memoir.cli.cmd_hook
-import memoir.cli.cmd_read
-import memoir.cli.cmd_sync  # noqa: F401  (registers the commands)
 from conftest import FIXTURES, fresh_pg_schema
 from memoir.cli.app import app
 from memoir.ingest.discover import Format, chats_only, detect_format, identify, scan

@@ -129,7 +129,7 @@ import json, sys, threading
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import Purpose
 
 opts, delay_s, worker_id = json.loads(sys.argv[1]), float(sys.argv[2]), sys.argv[3] or None

@@ -16,7 +16,7 @@ import pytest
 
 from memoir import service
 from memoir.jobs import ABANDONED, Worker
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.summaries.persist import read_summary_body
 
 from .helpers import FAST, add_session, open_memoir, pg_schema, reply, start_doomed_worker, wait_for

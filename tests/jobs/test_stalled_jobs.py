@@ -20,10 +20,9 @@ from typing import Any
 import pytest
 
 from memoir import service
-from memoir.jobs import Worker
+from memoir.jobs import Worker, default_worker_id
 from memoir.jobs.values import STALLED_BEATS, Job, stalled, worker_gone
-from memoir.jobs.worker import default_worker_id
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.store.codec import JobRow
 from memoir.summaries.persist import read_summary_body
 

@@ -18,7 +18,7 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, OversizedHistory
 from memoir.jobs import ABANDONED, AdmissionUnavailable, Job, Worker
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.summaries.persist import read_summary_body
 
 from .helpers import add_session, free_port, open_memoir, pg_schema, redis_server, reply, wait_for

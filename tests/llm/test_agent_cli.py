@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memoir.errors import ConfigError
-from memoir.llm.agent_cli import NEUTRAL_SYSTEM, error_for_message, prompt_of, system_of
-from memoir.llm.offline import encoding_for_model
+from memoir.llm import encoding_for_model
+from memoir.llm.mapping import NEUTRAL_SYSTEM, error_for_message, prompt_of, system_of
 from memoir.llm.port import (
     ChatMessage,
     ContextTooLong,

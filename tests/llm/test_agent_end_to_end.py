@@ -20,7 +20,7 @@ from memoir.demo import ClaudeWriter, CodexWriter
 from memoir.ingest.discover import FoundFile
 from memoir.ingest.plan import Plan, Skip, plan_file
 from memoir.ingest.sync import ignored_path
-from memoir.llm.agent_cli import RUNS_FOLDER
+from memoir.llm.agent_providers import RUNS_FOLDER
 from memoir.model.harness import claude_folder
 
 from .agent_fakes import calls, install

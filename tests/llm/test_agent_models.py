@@ -13,8 +13,7 @@ import pytest
 
 from memoir.config import Settings
 from memoir.errors import ConfigError
-from memoir.llm.agent_cli import RUNS_FOLDER
-from memoir.llm.agent_providers import ClaudeCodeModel, CodexModel
+from memoir.llm.agent_providers import RUNS_FOLDER, ClaudeCodeModel, CodexModel
 from memoir.llm.port import (
     BadResponse,
     ChatMessage,

@@ -14,7 +14,7 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import (
     ChatMessage,
     Metered,

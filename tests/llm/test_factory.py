@@ -13,7 +13,7 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import ConfigError
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.port import ChatMessage, Metered, ModelRequest, Purpose, RequestMeta
 from memoir.llm.sdk_providers import AnthropicModel, OpenAIModel
 from memoir.llm.wiring import (

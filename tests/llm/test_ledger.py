@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memoir.config import Settings
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import (
     ChatMessage,
     MemorySink,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoir.compaction.offline import CompactionTask
-from memoir.llm.offline import OfflineModel, default_counter
+from memoir.llm import OfflineModel, default_counter
 from memoir.llm.port import (
     ChatMessage,
     ModelRequest,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from memoir.llm.offline import default_counter
+from memoir.llm import default_counter
 from memoir.llm.offline_summary import text_summary
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memoir.compaction.offline import CompactionTask
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.port import RequestMeta
 
 from .test_offline import CONVERSATION, render_claude

@@ -107,7 +107,7 @@ def test_the_offline_task_is_redacted_with_the_prompt() -> None:
     """The offline model reads the task, not the prompt: the task's text (strings in
     fields, tuples and dicts alike) is redacted too, an enum is kept, and the count is the
     prompt's (the same secret is not counted twice)."""
-    from memoir.llm.offline import OfflineModel
+    from memoir.llm import OfflineModel
     from memoir.llm.port import ChatMessage, ModelRequest, Purpose, RequestMeta
     from memoir.llm.wiring import Redacting, redact_request
     from memoir.memory import ExtractionTask, Trigger

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import (
     ChatMessage,
     EmptyResponse,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoir.llm import offline as tokens
-from memoir.llm.offline import (
+from memoir import llm as tokens
+from memoir.llm import (
     CachedCounter,
     TiktokenCounter,
     VocabularyMismatch,
@@ -185,7 +185,7 @@ def test_encoding_for_model(model: str, encoding: str) -> None:
 def test_one_encoder_per_encoding_serves_every_counter_and_model() -> None:
     """Building a tiktoken encoder holds the GIL ~0.2 s: a model made per call (the offline
     model, for each compaction or memory context) must not build one each time."""
-    from memoir.llm.offline import OfflineModel
+    from memoir.llm import OfflineModel
 
     first, again = TiktokenCounter("cl100k_base"), TiktokenCounter("cl100k_base")
     assert first._enc is again._enc

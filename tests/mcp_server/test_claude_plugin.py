@@ -15,8 +15,7 @@ import jsonschema
 import pytest
 
 import memoir
-from memoir.cli.cmd_hook import HOOK_ARGS, is_memoir_hook
-from memoir.cli.cmd_serve import plugin_dir
+from memoir.mcp import HOOK_ARGS, is_memoir_hook, plugin_dir
 
 from .mcp_client import Client, Server, run_cli
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memoir.errors import ConfigError
-from memoir.mcp.hosts import FORWARDED, CodexEntry, render, with_entry
+from memoir.mcp import FORWARDED, CodexEntry, render, with_entry
 
 from .mcp_client import MEMOIR, base_env, run_cli
 

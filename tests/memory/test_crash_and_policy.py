@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.port import ModelRequest
 from memoir.model import SessionFlags
 from memoir.store.values import CheckpointRow

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memoir.errors import MemoirError, NotFound, UsageError
-from memoir.llm.offline import counter_for
+from memoir.llm import counter_for
 from memoir.memory.keeping import forget, holds_all, import_lines, read_line
 from memoir.memory.memories import turn_choices
 from memoir.memory.recall import context_block, recall

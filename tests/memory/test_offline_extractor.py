@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.port import Truncated
 from memoir.memory import (
     Envelope,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memoir import service
-from memoir.llm.offline import OfflineModel, ScriptedModel, counter_for
+from memoir.llm import OfflineModel, ScriptedModel, counter_for
 from memoir.llm.port import ModelRequest, Truncated
 from memoir.memory.memories import Memories, checkpoint_op
 from memoir.memory.runner import MemoryConfig, MemoryParts, Runner

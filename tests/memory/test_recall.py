@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import fresh_pg_schema
-from memoir.llm.offline import OfflineModel, counter_for
+from memoir.llm import OfflineModel, counter_for
 from memoir.memory.decisions import Work
 from memoir.memory.keeping import export_lines, forget, import_lines
 from memoir.memory.memories import Memories

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memoir.llm.offline import MESSAGE_OVERHEAD, REPLY_PRIMING, TiktokenCounter
+from memoir.llm import MESSAGE_OVERHEAD, REPLY_PRIMING, TiktokenCounter
 from memoir.memory import (
     MAX_MODEL_CALLS,
     Boundary,

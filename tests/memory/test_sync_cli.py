@@ -22,7 +22,7 @@ from cli_run import run_cli
 from conftest import fresh_pg_schema
 from memoir import Memoir, service
 from memoir.demo import ClaudeWriter
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.port import Purpose
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from memoir.llm.offline import OfflineModel, counter_for
+from memoir.llm import OfflineModel, counter_for
 from memoir.llm.port import ModelRequest, Truncated
+from memoir.memory import MemoryPassReport, Verdict, due_order, run_memory_pass, verdict
 from memoir.memory.memories import Memories, sync_op
 from memoir.memory.runner import MemoryParts, Runner
-from memoir.memory.sync_pass import MemoryPassReport, Verdict, due_order, run_memory_pass, verdict
 from memoir.memory.values import Trigger, operation_id
 from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags, build_exchanges
 from memoir.store import IngestBatch, Store

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 from search_corpus import fill
 
-from memoir.search import HashEmbedder, embed_backlog
-from memoir.search.backfill import PREVIOUS_CHARS, context_text
+from memoir.search import PREVIOUS_CHARS, HashEmbedder, context_text, embed_backlog
 from memoir.search.vectors import invalidate
 from memoir.store import Store
 from memoir.store.index_doc import embedding_text

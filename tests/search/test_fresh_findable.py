@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from memoir import search as backfill
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.demo import ClaudeWriter
 from memoir.model.event import named_session_id
-from memoir.search import backfill
 from memoir.server import create_app
 from memoir.store.port import Store
 
@@ -166,7 +166,7 @@ def test_a_failing_embedder_never_fails_the_write(
 def test_embedding_on_write_is_bounded_and_newest_first(
     home: Path, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("memoir.search.backfill.WRITE_MAX", 3)
+    monkeypatch.setattr("memoir.search.WRITE_MAX", 3)
     memoir = Memoir(Settings.from_env(home=home, embedder="hash"), store)
     turns = [
         message

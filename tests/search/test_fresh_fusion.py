@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from search_corpus import fill
 
+from memoir import search as backfill
 from memoir.config import Settings
 from memoir.fusion import rrf, stand_in_ranks
-from memoir.search import backfill
-from memoir.search.backfill import embed_backlog, embed_written
+from memoir.search import embed_backlog, embed_written
 from memoir.search.embedders import ATTENTION_BUDGET, MAX_TOKENS, MINILM_BATCH, HashEmbedder, chunks
 from memoir.search.ranking import pack_tokens, rerank
 from memoir.store.port import Store

@@ -10,8 +10,7 @@ import pytest
 from memoir.model import Exchange
 from memoir.search.hits import MARK_END as E
 from memoir.search.hits import MARK_START as S
-from memoir.search.hits import SearchHit, split_marks
-from memoir.search.masking import exchange_secrets, mask_hits, mask_snippet
+from memoir.search.hits import SearchHit, exchange_secrets, mask_hits, mask_snippet, split_marks
 
 AWS = "AKIAQYLPMN5HHHFPZAM2"
 SHOWN = "[redacted: AWS access key]"

@@ -276,7 +276,7 @@ def test_embed_on_a_terminal_draws_its_bar_on_stderr(
 ) -> None:
     from rich.console import Console
 
-    from memoir.cli import cmd_embed
+    from memoir.cli import cmd_sync as cmd_embed
 
     terminal = io.StringIO()
     monkeypatch.setattr(cmd_embed, "err_console", Console(file=terminal, force_terminal=True))

@@ -32,7 +32,7 @@ from cli_run import run_cli
 from llm.wire import Reply, WireServer, openai_chat
 from memoir.config import Settings
 from memoir.demo import ClaudeWriter
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.port import ModelRequest
 from memoir.llm.wiring import wrap
 from memoir.memory import build_slice
@@ -134,7 +134,7 @@ def test_memory_never_stores_a_credential(store: Store, settings: Settings) -> N
 
 
 def _counter() -> Any:
-    from memoir.llm.offline import counter_for
+    from memoir.llm import counter_for
 
     return counter_for("cl100k_base")
 

@@ -18,7 +18,7 @@ import pytest
 from cli_run import run_cli
 from memoir import service
 from memoir.config import Settings
-from memoir.ingest.rescan import rescan
+from memoir.ingest.archive import rescan
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.store import IngestBatch, Store
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, ReceiptRow, Settlement
@@ -172,7 +172,7 @@ def test_an_upgrade_s_next_sync_cleans_a_summary_file_and_verify_counts_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from memoir.demo import ClaudeWriter
-    from memoir.ingest import rescan as rescan_module
+    from memoir.ingest import archive as rescan_module
 
     monkeypatch.setenv("MEMOIR_HOME", str(home))
     writer = ClaudeWriter(SID, cwd="/home/ann/code/staging")

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoir.secrets import detector_id
-from memoir.secrets.gates import Needles, fold
 from memoir.secrets.rules import GITLEAKS_VERSION, RULE_FILES, load_rules, rule_hits, to_python
+from memoir.secrets.screen import Needles, fold
 
 DATA = resources.files("memoir") / "data"
 # the sha256 of gitleaks 8.30.1's default config, as scripts/update_gitleaks_rules.py

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from memoir import secrets
 from memoir.secrets import plugins, screen
-from memoir.secrets.gates import fold
 from memoir.secrets.rules import read_rule_files, rule_table
+from memoir.secrets.screen import fold
 
 TABLE = screen.plugin_table()
 

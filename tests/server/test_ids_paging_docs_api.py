@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from memoir.model.event import named_session_id
+from memoir.server import SECURITY_HEADERS
 from memoir.server.plumbing import ApiError
-from memoir.server.schemas import page_after
-from memoir.server.web.pages import SECURITY_HEADERS
+from memoir.server.session_routes import page_after
 
 from .server_api import Api, error_message
 

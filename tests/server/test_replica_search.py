@@ -143,7 +143,7 @@ def _sqlite_replicas(home: Path) -> Iterator[tuple[TestClient, TestClient, Memoi
 def test_an_append_through_one_handle_is_found_through_the_other_sqlite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoir.search import backfill
+    from memoir import search as backfill
 
     monkeypatch.setattr(backfill, "WRITE_MAX", 256)  # the suite turns embedding on write off
     with _sqlite_replicas(tmp_path / "home") as (a, b, memoir_a):

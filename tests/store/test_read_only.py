@@ -311,7 +311,7 @@ def test_postgres_read_only_refuses_writing_jobs_up_front(
     from memoir.app import Memoir
     from memoir.config import Settings
     from memoir.ingest.sync import sync
-    from memoir.llm.offline import ScriptedModel
+    from memoir.llm import ScriptedModel
     from memoir.store.postgres_store import PostgresStore
     from memoir.summaries.session import ModelSource
     from memoir.summaries.summary_pass import PassSettings, run_summary_pass

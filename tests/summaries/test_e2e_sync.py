@@ -16,7 +16,7 @@ import pytest
 from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import Transient
 from memoir.summaries.persist import read_summary_state
 from memoir.summaries.state import SummaryKind, parse_summary_file

@@ -5,7 +5,7 @@ re-summary; a current summary, or one a remote model wrote, is left alone."""
 from __future__ import annotations
 
 from memoir.home_files import write_text_atomic
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.summaries.state import SummaryState, format_summary_file, parse_summary_file
 
 from .helpers import NOW_MS, archive, conversation, make_memoir, run_pass, summary_file

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memoir.cli.app import main
-from memoir.cli.cmd_hook import add_hook, hook_command, is_memoir_hook, remove_hook
+from memoir.mcp import add_hook, hook_command, is_memoir_hook, remove_hook
 
 OTHER = {"type": "command", "command": "echo other"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memoir import Memoir, service
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import Model
 from memoir.summaries.session import closing_source
 

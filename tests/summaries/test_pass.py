@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import Transient
 from memoir.summaries.state import Failure, SummaryKind, parse_summary_file
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memoir.errors import NotFound, SummaryError
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import Transient
 from memoir.model import Harness, Session
 from memoir.summaries.persist import (

@@ -14,7 +14,7 @@ import pytest
 
 from memoir.ingest.discover import Format
 from memoir.ingest.reader import read_bytes
-from memoir.llm.offline import OfflineModel, TiktokenCounter
+from memoir.llm import OfflineModel, TiktokenCounter
 from memoir.llm.offline_prose import (
     _imperative,
     is_filler,

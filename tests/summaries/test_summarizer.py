@@ -7,7 +7,7 @@ import json
 import pytest
 
 import memoir.summaries.summarizer as summarizer_mod
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import EmptyResponse, Purpose
 from memoir.summaries.summarizer import summarize_conversation
 

@@ -11,7 +11,7 @@ import pytest
 
 from memoir import service
 from memoir.app import Memoir
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.offline_prose import summarize_lines
 from memoir.llm.offline_summary import Line
 from memoir.llm.transcript import Sentence, centrality, embedding_scorer, rank_sentences

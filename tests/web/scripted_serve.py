@@ -1,7 +1,7 @@
 """``memoir serve`` with the shipped scripted model in place of ``MEMOIR_LLM``'s, for the
 browser tests. Run as ``python scripted_serve.py CONTROL.json serve --port N …``: the CLI's
 own ``serve`` command runs (uvicorn, workers, SIGTERM handling) with ``Memoir._model``
-answering from a :class:`~memoir.llm.offline.ScriptedModel`, metered into the usage
+answering from a :class:`~memoir.llm.ScriptedModel`, metered into the usage
 ledger like any model.
 
 The control file is JSON, read again on every call, so a test steers a running server:
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memoir.app import Memoir
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import BadResponse, Model, ModelRequest, Purpose
 from memoir.llm.wiring import wrap
 

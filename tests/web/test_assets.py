@@ -15,8 +15,7 @@ from fastapi.testclient import TestClient
 
 from memoir.app import Memoir
 from memoir.config import Settings
-from memoir.server import create_app
-from memoir.server.web.pages import PAGES, assets
+from memoir.server import PAGES, create_app, page_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "src" / "memoir" / "server" / "web" / "static"
@@ -58,7 +57,7 @@ def test_every_asset_loaded_is_served_with_its_type(client: TestClient) -> None:
         again = client.get(path, headers={"If-None-Match": r.headers["etag"]})
         assert again.status_code == 304 and again.content == b""
     on_disk = {p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*") if p.is_file()}
-    assert set(assets()) == on_disk  # what the package holds is what is served
+    assert set(page_assets()) == on_disk  # what the package holds is what is served
 
 
 def test_what_is_not_an_asset_is_404_in_the_error_shape(client: TestClient) -> None:

@@ -52,7 +52,7 @@ from memoir.model import (
     spoken_text,
 )
 from memoir.model.exchange import exchange_id
-from memoir.search.backfill import embed_backlog
+from memoir.search import embed_backlog
 from memoir.search.embedders import Embedder
 from memoir.search.engine import search
 from memoir.search.hits import SearchMode
@@ -355,7 +355,7 @@ def _run_one(
 def _extract_memories(store: Store, embedder: Embedder | None) -> None:
     """Every session of the conversation extracted as one range by the offline extractor
     (item vectors stored when an embedder is given)."""
-    from memoir.llm.offline import OfflineModel, counter_for
+    from memoir.llm import OfflineModel, counter_for
     from memoir.memory.decisions import Work
     from memoir.memory.runner import MemoryConfig, MemoryParts, Runner, Task
     from memoir.memory.values import Trigger

@@ -34,7 +34,7 @@ from typing import Any
 from memoir.bench.compaction_data import AgentHistory, agent_history
 from memoir.compaction import CompactionResult, Compactor
 from memoir.compaction.sequence import MessageCounter
-from memoir.llm.offline import OfflineModel
+from memoir.llm import OfflineModel
 from memoir.llm.port import Model
 
 __all__ = [

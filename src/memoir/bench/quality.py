@@ -69,7 +69,7 @@ from memoir.bench import LocomoConversation, load_conversation, to_memoir
 from memoir.compaction.values import new_checkpoint
 from memoir.config import Settings
 from memoir.errors import ConfigError, MemoirError
-from memoir.llm.offline import OfflineModel, TiktokenCounter
+from memoir.llm import OfflineModel, TiktokenCounter
 from memoir.llm.offline_summary import text_summary
 from memoir.llm.transcript import SentenceScorer, split_sentences
 from memoir.model import Event, Session, build_exchanges, spoken_text

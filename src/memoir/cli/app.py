@@ -33,9 +33,11 @@ import typer
 from memoir.cli.conventions import (
     COMMANDS,
     LazyGroup,
+    dash_query,
     error_code,
     error_document,
     exit_status,
+    global_options,
     tidy_help,
     usage_message,
     wants_json,
@@ -57,7 +59,6 @@ __all__ = [
     "open_memoir",
     "print_json",
     "printable",
-    "require_archive",
     "require_query",
     "resolve_session",
     "state",
@@ -302,11 +303,12 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
     """Open the Memoir of the current environment for one command. ``existing``: a
     command that only reads or works on what a sync stored fails with ``NotFound`` when
     there is no SQLite archive yet (a mistyped MEMOIR_HOME), instead of creating one."""
+    from memoir import service
     from memoir.app import Memoir
 
     settings = Settings.from_env(**overrides)
     if existing:
-        require_archive(settings)
+        service.require_archive(settings)
     memoir = Memoir.open(settings, user=state.user)
     try:
         yield memoir
@@ -322,29 +324,12 @@ def resolve_session(sessions: Any, session: str) -> str:
     return session_ref.resolve_session(sessions, session, user=state.user)
 
 
-def require_archive(settings: Settings, *, archive_will_do: bool = False) -> None:
-    """``NotFound`` when the settings name an SQLite database that does not exist (a
-    mistyped MEMOIR_HOME or MEMOIR_DATABASE_URL): a command that only reads must not create
-    an empty one. ``archive_will_do``: a home's own archive folder counts too (``verify``
-    reports the copies a first sync stopped before its database was written)."""
-    from memoir.errors import NotFound
-    from memoir.service import database_file
-
-    path = database_file(settings)
-    if path is None or path.exists():
-        return
-    if archive_will_do and path == settings.sqlite_path and settings.archive_dir.is_dir():
-        return
-    where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
-    raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
-
-
 def _discover(argv: list[str] | None = None) -> None:
     """Import the ``cmd_*`` module of the command ``argv`` names (after the global options),
     which registers it on ``app``; none for no command or an unknown one (the help, or the
     parser's "No such command", lists every command from the table)."""
     given = list(argv if argv is not None else sys.argv[1:])
-    args = given[_global_options(given) :]
+    args = given[global_options(given) :]
     if args and args[0] in COMMANDS:
         importlib.import_module(f"memoir.cli.{COMMANDS[args[0]][0]}")
     tidy_help(app)
@@ -369,20 +354,6 @@ def _load(name: str) -> Any:
 
 
 LazyGroup.load = staticmethod(_load)
-
-
-def _global_options(args: list[str]) -> int:
-    """How many of ``args`` are options of ``memoir`` itself, before the command (``--debug``,
-    ``--user NAME``, ``--user=NAME``). Pure."""
-    n = 0
-    while n < len(args):
-        if args[n] in ("--debug", "--version") or args[n].startswith("--user="):
-            n += 1
-        elif args[n] == "--user" and n + 1 < len(args):
-            n += 2
-        else:
-            break
-    return n
 
 
 # the commands whose words are a query: a word starting with "-" there may be an exclusion
@@ -420,42 +391,6 @@ def _dash_queries(args: list[str]) -> list[str]:
     return [*path[:-1], *dash_query(args[len(path) - 1 :], known, valued)]
 
 
-def dash_query(
-    argv: list[str], known: set[str], valued: frozenset[str] | set[str] = frozenset()
-) -> list[str]:
-    """``memoir search -prisma``: a word that starts with ``-`` but is no option of the
-    command (``known``; ``valued``: those taking a value) is part of the query (an
-    exclusion), not a bundle of short options (``-p risma``). When there is one, the
-    query's words — positional ones and such dash words, in order — move behind ``--`` as
-    one query. Pure."""
-    rest = argv[1:]
-    if "--" in rest:
-        return argv
-    options: list[str] = []
-    words: list[str] = []
-    dashed = False
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        name = arg.split("=", 1)[0]
-        if name in known:
-            options.append(arg)
-            if name in valued and "=" not in arg and i + 1 < len(rest):
-                options.append(rest[i + 1])
-                i += 1
-        elif (arg.startswith("-") and not arg.startswith("--") and len(arg) > 2) or (
-            arg.startswith("--") and any(c.isspace() for c in name)
-        ):  # -prisma, or "--flag foo" in one argument: no option has a space in its name
-            words.append(arg)
-            dashed = True
-        elif arg.startswith("-"):
-            options.append(arg)  # an unknown option (a typo of one?): the parser says so
-        else:
-            words.append(arg)
-        i += 1
-    return [*argv[:1], *options, "--", " ".join(words)] if dashed else argv
-
-
 def main(argv: list[str] | None = None) -> None:
     """The ``memoir`` command. Every error ends here: one line on stderr (``error: …``),
     or under ``--json`` the JSON of :func:`memoir.cli.conventions.error_document`, and the
@@ -470,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
     as_json = wants_json(given)
     try:
         _discover(argv)  # inside: a Ctrl-C while the commands load is a clean stop too
-        lead = _global_options(given)  # memoir --user NAME search …
+        lead = global_options(given)  # memoir --user NAME search …
         args = list(given[lead:])
         path, command = _command_path(args)
         state.command = tuple(path)

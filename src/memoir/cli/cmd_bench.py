@@ -1,4 +1,8 @@
-"""`memoir bench`: retrieval and long-term memory benchmarks (LoCoMo), compaction retention."""
+"""`memoir bench` and `memoir demo`: Memoir run over data it ships or is given.
+
+`memoir bench`: retrieval and long-term memory benchmarks (LoCoMo), compaction retention.
+`memoir demo`: a bundled sample corpus synced into a home of its own, and a tour of it.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from memoir.cli.app import app, console, err_console, print_json
 from memoir.errors import ConfigError, UsageError, install_hint
 from memoir.search.embedders import load_embedder
 
-__all__ = ["bench_app", "compaction", "locomo", "memories", "summaries"]
+__all__ = ["bench_app", "compaction", "demo", "locomo", "memories", "summaries"]
 
 bench_app = typer.Typer(
     help="Benchmarks: retrieval and long-term memory quality on LoCoMo, compaction retention.",
@@ -297,3 +301,21 @@ def _compaction_table(
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+@app.command()
+def demo(
+    home: Path | None = typer.Option(
+        None,
+        "--home",
+        help="Build the demo's home here (kept): a new or empty folder, or one an earlier "
+        "demo made; any other is refused.",
+    ),
+    keep: bool = typer.Option(
+        False, "--keep", help="Keep the temporary home and print how to use it."
+    ),
+) -> None:
+    """Sync a bundled sample corpus into a home of its own and tour what Memoir found."""
+    from memoir.demo.tour import run_demo
+
+    run_demo(console, home, keep=keep)

@@ -1,10 +1,11 @@
-"""`memoir remember` and `memoir memories …`: long-term memory from the user's own words."""
+"""`memoir memories …`: the long-term memory kept from the user's own words — list, show,
+search, context, export and import, forget, the switches, recovery and receipts (``memoir
+remember``, which runs extraction now, is :mod:`memoir.cli.cmd_summarize`'s)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ from memoir.errors import ConfigError, NotFound, UsageError
 if TYPE_CHECKING:
     from memoir.service import MemoryItem
 
-__all__ = ["memories", "remember"]
+__all__ = ["memories"]
 
 memories = typer.Typer(
     help="Long-term memories: list, show, search, export, forget; switch extraction off or "
@@ -34,13 +35,6 @@ memories = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(memories, name="memories")
-
-
-def _json_items(memoir: Any, items: list[MemoryItem]) -> list[dict[str, Any]]:
-    from memoir.memory.recall import exchange_finder, item_json
-
-    find = exchange_finder(partial(service.exchanges_of, memoir))
-    return [item_json(i, find) for i in items]
 
 
 def _table(items: list[MemoryItem], title: str) -> Table:
@@ -54,64 +48,6 @@ def _table(items: list[MemoryItem], title: str) -> Table:
             i.id[:8], i.kind, i.scope, escape(mask(i.content)), ", ".join(i.keys), i.session_id[:12]
         )
     return table
-
-
-@app.command()
-def remember(
-    session: str = typer.Argument(..., help="Session id (a unique prefix will do)."),
-    turn: int | None = typer.Option(
-        None,
-        "--turn",
-        min=1,
-        help="The user message to remember from (its event number; default: the latest).",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-) -> None:
-    """Remember what the user said in a session: durable facts, preferences and decisions,
-    each with the exact words it came from (runs now; prints what was saved, or why not)."""
-    from memoir.memory.recall import receipt_json
-
-    with open_memoir(existing=True) as memoir:
-        out = memoir.remember(session, turn)
-        items = _json_items(memoir, list(out.items))
-    receipt = out.receipt
-    if as_json:
-        print_json(
-            {
-                "outcome": receipt.outcome if receipt else "pending",
-                "reason": (receipt.reason or None) if receipt else (out.waiting or out.error),
-                "items": items,
-                "receipt": receipt_json(receipt) if receipt else None,
-            }
-        )
-        return
-    if receipt is None:
-        why = out.error or out.waiting or "unknown"
-        err_console.print(
-            f"not remembered yet: {escape(why)} (it is retried by the next "
-            "trigger or `memoir memories recover`)",
-            soft_wrap=True,
-        )
-        raise typer.Exit(1)
-    if not items:
-        console.print(_nothing_message(receipt.outcome, receipt.reason, receipt.items))
-        return
-    console.print(f"Remembered {len(items)} item(s):")
-    for item in items:
-        console.print(f"  [bold]{item['id'][:8]}[/bold] {escape(item['content'])}")
-        for src in item["sources"]:
-            console.print(f"      “{escape(src['quote'])}” — {src['exchange_id']}", style="dim")
-
-
-def _nothing_message(outcome: str, reason: str, saved: int) -> str:
-    """What `remember` says when it shows no item. Pure."""
-    if saved:  # a receipt replayed: the items it saved were forgotten since
-        return (
-            f"Already remembered from this turn ({saved} item(s)), and forgotten since: "
-            "nothing new to remember."
-        )
-    why = f" ({reason})" if reason else ""
-    return f"Nothing to remember: {outcome.replace('_', ' ')}{escape(why)}."
 
 
 _KIND_HELP = "fact, preference, decision, plan or constraint (repeat for several)."
@@ -142,7 +78,7 @@ def list_items(
             history=history,
         )
         if as_json:
-            print_json({"items": _json_items(memoir, items)})
+            print_json({"items": service.memories_json(memoir, items)})
             return
     if not items:
         filtered = any(x is not None for x in (project, session, kind))
@@ -195,7 +131,7 @@ def show(
 
     with open_memoir(existing=True) as memoir:
         item = _item(memoir, item_id)
-        (data,) = _json_items(memoir, [item])
+        (data,) = service.memories_json(memoir, [item])
         chain = memoir.memories.history(item.id)
         data["history"] = [
             {"id": c.id, "content": mask(c.content), **_validity(c)}
@@ -258,7 +194,7 @@ def search(
             history=history,
             limit=limit,
         )
-        rows = _json_items(memoir, [r.item for r in found])
+        rows = service.memories_json(memoir, [r.item for r in found])
         if as_json:
             for row, r in zip(rows, found, strict=True):
                 row["score"] = round(r.score, 6)
@@ -344,45 +280,14 @@ def export(
         typer.echo("".join(lines), nl=False)
         return
     from memoir.home_files import write_atomic
+    from memoir.memory.keeping import os_reason
 
     data = "".join(lines).encode("utf-8")
     try:
         write_atomic(out, lambda f: f.write(data))
     except OSError as exc:
-        raise UsageError(f"--out {out}: cannot write it ({_why(exc)})") from None
+        raise UsageError(f"--out {out}: cannot write it ({os_reason(exc)})") from None
     err_console.print(f"{len(lines)} line(s) written to {out}")
-
-
-def _why(exc: OSError) -> str:
-    """An OS error said plainly, without the file name (the caller names the user's)."""
-    if isinstance(exc, FileNotFoundError):
-        return "no such file or folder"
-    if isinstance(exc, IsADirectoryError):
-        return "it is a folder"
-    if isinstance(exc, NotADirectoryError):
-        return "a part of the path is not a folder"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    return (exc.strerror or type(exc).__name__).lower()
-
-
-def _read_export(path: Path) -> str:
-    """The text of an export file ('-': stdin), a UTF-8 BOM dropped; a ``UsageError``
-    naming the path when it cannot be read."""
-    import sys
-
-    name = "stdin" if str(path) == "-" else str(path)
-    try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"{name}: cannot read it ({_why(exc)})") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"{name} is not UTF-8 text (byte {exc.start}); give a file `memoir memories "
-            "export` wrote"
-        ) from None
 
 
 @memories.command("import")
@@ -392,9 +297,11 @@ def import_(
 ) -> None:
     """Read an export into this home; items already here gain the quotes they lacked.
     Every line is checked first: one bad line and nothing is imported."""
-    text = _read_export(path)
+    from memoir.memory.keeping import read_export
+
+    lines = read_export(path)
     with open_memoir() as memoir:
-        report = memoir.memories.import_lines(text.splitlines())
+        report = memoir.memories.import_lines(lines)
     if as_json:
         print_json(asdict(report))
         return
@@ -473,13 +380,9 @@ def _switch(enabled: bool, session: str | None, project: str | None) -> None:
     if session is None and project is None:
         _switch_sync(enabled)
         return
-    with open_memoir(existing=True) as memoir:
-        if project is not None:
-            project = _project(memoir, project)  # NotFound unless it names one
-        else:
-            session = _session(memoir, session)
-        service.set_memory(memoir, enabled, session=session, project=project)
-    what = f"session {session}" if session else f"project {project}"
+    with open_memoir(existing=True) as memoir:  # NotFound unless it names one
+        name = service.set_memory(memoir, enabled, session=session, project=project)
+    what = f"session {name}" if session is not None else f"project {name}"
     state = "on" if enabled else "off (what is said meanwhile is never extracted)"
     console.print(f"Memory extraction for {escape(what)}: {state}.")
 

@@ -128,7 +128,7 @@ def search_command(
             filters = replace(filters, project=service.project(memoir, project))
         hits = memoir.search(query, filters=filters, mode=mode.value if mode else None, limit=limit)
         if not reveal and hits:  # shown masked; the store keeps the text as it was
-            from memoir.search.masking import mask_hits  # detect-secrets loads on use
+            from memoir.search.hits import mask_hits
 
             hits = mask_hits(hits, service.exchanges_by_id(memoir, [h.exchange_id for h in hits]))
         if as_json:

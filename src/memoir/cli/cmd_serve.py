@@ -1,4 +1,5 @@
-"""`memoir serve` and `memoir mcp`: the commands that serve Memoir to other programs.
+"""`memoir serve`, `memoir mcp` and `memoir hook`: the commands that serve Memoir to other
+programs and wire it into the agents that start it.
 
 `memoir serve`: the HTTP API (FastAPI under uvicorn), with background workers in the
 same process on request (`--workers N`).
@@ -19,8 +20,24 @@ repository: this server, the session-start sync hook and a skill saying when to 
 into ``<home>/claude-code-plugin`` and prints how to add it to Claude Code.
 
 Both record how to start the memoir that installs them — its absolute path, or its
-interpreter with ``-m memoir.cli`` (:func:`memoir.cli.cmd_hook.memoir_command`) — so an
+interpreter with ``-m memoir.cli`` (:func:`memoir.mcp.memoir_command`) — so an
 agent starts it whatever its PATH holds (a venv's ``bin``, pipx's or uv's tools).
+
+`memoir hook install | uninstall | status`: the Claude Code SessionStart hook, or with
+``--gemini`` Gemini CLI's (``~/.gemini/settings.json``: the same ``hooks.SessionStart``
+shape; no matcher, as Gemini CLI matches session events by exact name and its hook should
+run on ``startup``, ``resume`` and ``clear`` alike).
+
+The hook runs ``<absolute path of memoir> sync --background >/dev/null 2>&1`` (led by
+``MEMOIR_HOME=…`` / ``MEMOIR_SOURCES=…`` when those were set for the install; the path is
+this memoir's, :func:`memoir_command`, so the hook needs no PATH) whenever
+Claude Code starts or resumes a session (silent: a SessionStart hook's output would land in
+the agent's context; the background sync logs to ``<home>/logs/``). Installing merges into
+Claude Code's settings file (other hooks and settings are kept; installing twice changes
+nothing; a moved executable is updated in place). Uninstalling removes only Memoir's hook.
+The file is rewritten atomically.
+What the hook and the entries hold is :mod:`memoir.mcp`'s; these commands read and write
+the files.
 """
 
 from __future__ import annotations
@@ -45,17 +62,12 @@ from memoir.errors import ConfigError, install_hint
 from memoir.model.event import LOCAL_USER
 
 if TYPE_CHECKING:
-    from memoir.app import Memoir
+    pass
 
-__all__ = ["PLUGIN_FOLDER", "codex_config_path", "plugin_dir", "serve"]
+__all__ = ["PLUGIN_FOLDER", "hook_app", "install", "mcp_app", "serve"]
 
 
 # ---- memoir serve ----
-
-if TYPE_CHECKING:
-    from memoir.app import Memoir
-
-__all__ = ["serve"]
 
 
 @app.command()
@@ -98,7 +110,7 @@ def serve(
     memoir = Memoir.open()
     service.recover_memories_in_background(memoir)  # what a killed process left, run eventually
     stop = threading.Event()
-    threads = _start_workers(memoir, workers, stop)
+    threads = service.start_workers(memoir, workers, stop)
     web = create_app(memoir)
     announce: Callable[[int], None] | None = None
     if is_loopback(host):
@@ -155,23 +167,6 @@ def _server_class(uvicorn: Any, announce: Callable[[int], None] | None = None) -
     return Server
 
 
-def _start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[threading.Thread]:
-    if count == 0:
-        return []
-    threads = []
-    for n in range(count):
-        thread = threading.Thread(
-            target=service.run_worker,
-            args=(memoir, stop),
-            # no name: each worker takes host:pid:random (two replicas never share one)
-            name=f"memoir-worker-{n + 1}",
-            daemon=True,
-        )
-        thread.start()
-        threads.append(thread)
-    return threads
-
-
 # ---- memoir mcp ----
 
 mcp_app = typer.Typer(
@@ -226,21 +221,9 @@ def _mcp_user(given: str | None) -> str:
     return given
 
 
-def codex_config_path() -> Path:
-    home = os.environ.get("CODEX_HOME")
-    return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
-
-
-def plugin_dir() -> Path | None:
-    """The Claude Code plugin of this checkout (None for an installed wheel)."""
-    found = Path(__file__).resolve().parents[3] / "integrations" / "claude-code"
-    return found if (found / ".claude-plugin" / "plugin.json").is_file() else None
-
-
 def _install_codex(path: Path, user: str | None = None) -> dict[str, Any]:
-    from memoir.cli.cmd_hook import memoir_command, pinned_settings
     from memoir.home_files import write_text_atomic
-    from memoir.mcp.hosts import CodexEntry, with_entry
+    from memoir.mcp import CodexEntry, memoir_command, pinned_settings, with_entry
 
     entry = CodexEntry.make(memoir_command(), pinned_settings(Settings.from_env()), user)
     path = path.resolve()  # through a symlink (a dotfiles checkout) to the file it names
@@ -285,9 +268,17 @@ def _read_plugin(folder: Path) -> dict[str, str]:
 def _install_claude(
     source: Path | None, target: Path | None, user: str | None = None
 ) -> dict[str, Any]:
-    from memoir.cli.cmd_hook import hook_command, is_memoir_hook, memoir_command, pinned_settings
     from memoir.home_files import private_dir, write_text_atomic
-    from memoir.mcp.hosts import installed_files, is_plugin
+    from memoir.mcp import (
+        hook_command,
+        installed_files,
+        is_memoir_hook,
+        is_plugin,
+        memoir_command,
+        pinned_settings,
+        plugin_dir,
+        plugin_mcp_command,
+    )
 
     settings = Settings.from_env()
     source = source or plugin_dir()
@@ -322,19 +313,13 @@ def _install_claude(
     return {
         "plugin": str(target),
         "changed": changed,
-        "command": _mcp_command(files),
+        "command": plugin_mcp_command(files),
         "steps": [
             f"claude plugin marketplace add {target}",
             "claude plugin install memoir@memoir",
             f"(or for one session: claude --plugin-dir {target})",
         ],
     }
-
-
-def _mcp_command(files: dict[str, str]) -> list[str]:
-    """The MCP server's command line in a plugin's files."""
-    entry = json.loads(files[".mcp.json"])["mcpServers"]["memoir"]
-    return [entry["command"], *entry.get("args", [])]
 
 
 @mcp_app.command("install")
@@ -374,6 +359,8 @@ def install(
     recorded = None if chosen == LOCAL_USER and given is None else chosen
     out: dict[str, Any] = {}
     if codex:
+        from memoir.mcp import codex_config_path
+
         out["codex"] = _install_codex(config or codex_config_path(), recorded)
     if claude:
         out["claude"] = _install_claude(source, target, recorded)
@@ -395,3 +382,118 @@ def install(
         console.print("  add it to Claude Code (once):", soft_wrap=True)
         for step in done["steps"]:
             console.print(f"  {step}", soft_wrap=True, markup=False)
+
+
+# ---- memoir hook ----
+
+hook_app = typer.Typer(
+    help="The Claude Code (or, with --gemini, Gemini CLI) hook that runs "
+    "`memoir sync --background` at session start: install it, uninstall it, or see its status."
+)
+app.add_typer(hook_app, name="hook")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path} is not valid JSON ({exc}); fix it, then run again") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a JSON object; fix it, then run again")
+    return data
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    """Write the settings in one rename — through a symlink to the file it names (a
+    dotfiles checkout), keeping that file's permissions (it may hold keys)."""
+    from memoir.home_files import write_text_atomic
+
+    path = path.resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    write_text_atomic(path, text, tag="memoir", keep_mode=True)
+
+
+_SETTINGS_OPT = typer.Option(
+    None,
+    "--settings",
+    help="The agent's settings file (default ~/.claude/settings.json, with --gemini "
+    "~/.gemini/settings.json).",
+)
+_GEMINI_OPT = typer.Option(False, "--gemini", help="Gemini CLI's hook, not Claude Code's.")
+
+
+@hook_app.command("install")
+def hook_install(
+    settings: Path | None = _SETTINGS_OPT,
+    gemini: bool = _GEMINI_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Add the SessionStart hook that runs `memoir sync --background`."""
+    from memoir.mcp import (
+        HOOK_MATCHER,
+        add_hook,
+        default_settings_path,
+        hook_command,
+        pinned_settings,
+    )
+
+    path = settings or default_settings_path(gemini)
+    command = hook_command(pinned_settings(Settings.from_env()))
+    data, changed = add_hook(_load(path), command, None if gemini else HOOK_MATCHER)
+    if changed:
+        _save(path, data)
+    if as_json:
+        print_json({"settings": str(path), "command": command, "changed": changed})
+    elif changed:
+        console.print(f"Installed the SessionStart hook in {path}:\n  {command}")
+    else:
+        console.print(f"The hook is already installed in {path}.")
+
+
+@hook_app.command("uninstall")
+def hook_uninstall(
+    settings: Path | None = _SETTINGS_OPT,
+    gemini: bool = _GEMINI_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Remove Memoir's SessionStart hook (other hooks are kept)."""
+    from memoir.mcp import default_settings_path, remove_hook
+
+    path = settings or default_settings_path(gemini)
+    removed = 0
+    if path.exists():
+        data, removed = remove_hook(_load(path))
+        if removed:
+            _save(path, data)
+    if as_json:
+        print_json({"settings": str(path), "removed": removed})
+    else:
+        console.print(
+            f"Removed {removed} Memoir hook(s) from {path}." if removed else "No Memoir hook found."
+        )
+
+
+@hook_app.command("status")
+def hook_status(
+    settings: Path | None = _SETTINGS_OPT,
+    gemini: bool = _GEMINI_OPT,
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show whether the hook is installed and the command it runs."""
+    from memoir.mcp import default_settings_path, memoir_hooks
+
+    path = settings or default_settings_path(gemini)
+    commands = memoir_hooks(_load(path)) if path.exists() else []
+    if as_json:
+        print_json({"settings": str(path), "installed": bool(commands), "commands": commands})
+    else:
+        console.print(f"installed: {commands[0]}" if commands else f"not installed in {path}")

@@ -1,8 +1,11 @@
-"""`memoir summarize` and `memoir compact`: the commands that write summaries.
+"""`memoir summarize`, `memoir compact` and `memoir remember`: the commands that run the
+model over one conversation now.
 
 `memoir summarize SESSION`: the episodic summarizer over one stored session.
 
 `memoir compact FILE --window N`: compact a messages file with the configured model.
+
+`memoir remember SESSION`: extract memories from what the user said in a session, now.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
     from memoir.summaries.episodic import Progress as ProgressFn
     from memoir.summaries.session import RunMode, SessionRun
 
-__all__ = ["MessagesFile", "compact", "read_messages", "render_messages", "summarize"]
+__all__ = ["MessagesFile", "compact", "read_messages", "remember", "render_messages", "summarize"]
 
 
 # ---- memoir summarize ----
@@ -241,7 +244,7 @@ def _model(memoir: Any) -> Any:
     except MemoirError:
         raise
     except Exception:  # the facade may not be wired yet: fall back to the offline model
-        from memoir.llm.offline import OfflineModel
+        from memoir.llm import OfflineModel
 
         return OfflineModel()
 
@@ -390,3 +393,64 @@ def _report(
     head = next((m for m in result.messages if m.get("role") != "system"), None)
     if result.strategy == "summary" and head is not None and isinstance(head.get("content"), str):
         console.print(Text(printable(head["content"]), style="dim"))  # the summary it wrote
+
+
+# ---- memoir remember ----
+
+
+@app.command()
+def remember(
+    session: str = typer.Argument(..., help="Session id (a unique prefix will do)."),
+    turn: int | None = typer.Option(
+        None,
+        "--turn",
+        min=1,
+        help="The user message to remember from (its event number; default: the latest).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Remember what the user said in a session: durable facts, preferences and decisions,
+    each with the exact words it came from (runs now; prints what was saved, or why not)."""
+    from memoir.memory.recall import receipt_json
+
+    with open_memoir(existing=True) as memoir:
+        out = memoir.remember(session, turn)
+        items = service.memories_json(memoir, list(out.items))
+    receipt = out.receipt
+    if as_json:
+        print_json(
+            {
+                "outcome": receipt.outcome if receipt else "pending",
+                "reason": (receipt.reason or None) if receipt else (out.waiting or out.error),
+                "items": items,
+                "receipt": receipt_json(receipt) if receipt else None,
+            }
+        )
+        return
+    if receipt is None:
+        why = out.error or out.waiting or "unknown"
+        err_console.print(
+            f"not remembered yet: {escape(why)} (it is retried by the next "
+            "trigger or `memoir memories recover`)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+    if not items:
+        console.print(_nothing_message(receipt.outcome, receipt.reason, receipt.items))
+        return
+    console.print(f"Remembered {len(items)} item(s):")
+    for item in items:
+        console.print(f"  [bold]{item['id'][:8]}[/bold] {escape(item['content'])}")
+        for src in item["sources"]:
+            console.print(f"      “{escape(src['quote'])}” — {src['exchange_id']}", style="dim")
+
+
+def _nothing_message(outcome: str, reason: str, saved: int) -> str:
+    """What `remember` says when it shows no item. Pure."""
+    if saved:  # a receipt replayed: the items it saved were forgotten since
+        return (
+            f"Already remembered from this turn ({saved} item(s)), and forgotten since: "
+            "nothing new to remember."
+        )
+    why = f" ({reason})" if reason else ""
+    return f"Nothing to remember: {outcome.replace('_', ' ')}{escape(why)}."

@@ -1,4 +1,4 @@
-"""`memoir sync`, `stats`, `verify` and `demo`: the archive and index commands.
+"""`memoir sync` and `embed`: the commands that fill the archive and the index.
 
 ``sync`` takes a single-instance lock (a second sync exits 0 at once), archives and indexes
 what changed, then runs the summary pass and the memory pass — memory work a killed process
@@ -12,6 +12,8 @@ SessionStart hook runs: the interactive sync stays fast, the background one catc
 The interactive sync checks the model first (a missing API key is one line before any
 work); the detached one archives and indexes regardless and logs the model error after,
 so a bad key never leaves transcripts unarchived while agents delete them.
+
+``embed`` computes the missing embeddings (the semantic search catch-up) with a bar.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -36,6 +37,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.table import Table
 
@@ -46,19 +48,21 @@ from memoir.cli.app import (
     err_console,
     open_memoir,
     print_json,
-    printable,
-    require_archive,
     state,
 )
 from memoir.config import Settings
-from memoir.errors import Busy, ConfigError, MemoirError
+from memoir.errors import Busy
 from memoir.home_files import private_dir, private_file
-from memoir.ingest.archive import sync_lock, sync_lock_to_read
 from memoir.ingest.batches import SyncProgress, SyncReport
-from memoir.memory.sync_pass import MemoryPassProgress
+from memoir.memory import MemoryPassProgress
+from memoir.search import DEFAULT_BATCH
 from memoir.summaries.summary_pass import PassProgress
 
-__all__ = ["demo", "empty_scan_line", "stats", "sync_command", "verify"]
+if TYPE_CHECKING:
+    from memoir.search import BackfillResult
+    from memoir.search.embedders import Embedder
+
+__all__ = ["embed", "empty_scan_line", "sync_command"]
 
 
 @contextmanager
@@ -121,72 +125,6 @@ def _pass_bar(
 
     with bar:
         yield update
-
-
-def _summary_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any]:
-    """Run the summary pass (with ``bar``, showing its progress); its report as a dict. An
-    error — a store failure, or (in a detached sync, which checks nothing up front: nobody
-    is there to read a start-up error, and agents delete their transcripts) a model that
-    cannot be used — is reported; the archive and index written before it stay."""
-    try:
-        with _pass_bar(bar, "summarizing") as progress:
-            report = service.summarize_pending(memoir, limit=limit, progress=progress)
-    except ConfigError as exc:
-        return {"error": str(exc), "setting": True}
-    except MemoirError as exc:
-        return {"error": str(exc)}
-    out = dict(report.as_dict())
-    if report.stopped:  # the model cannot be used now: said once, no conversation charged
-        out["error"] = f"the summary pass stopped: {report.stopped}"
-        out["setting"] = report.stopped_by_setting
-    return out
-
-
-def _memory_pass(memoir: Any, limit: int, *, bar: bool = False) -> dict[str, Any] | None:
-    """Extract memories from the synced sessions gone quiet (``service.remember_from_sync``);
-    its report as a dict, or None on a read-only store. An error — a store failure, a model
-    that cannot be built or used — is reported, never raised: the sync is done."""
-    if service.read_only(memoir):
-        return None
-    try:
-        with _pass_bar(bar, "remembering") as progress:
-            report = service.remember_from_sync(memoir, limit=limit, progress=progress)
-    except ConfigError as exc:
-        return {"error": str(exc), "setting": True}
-    except MemoirError as exc:
-        return {"error": str(exc)}
-    out = dict(report.as_dict())
-    if report.stopped:
-        out["error"] = f"the memory pass stopped: {report.stopped}"
-        out["setting"] = True
-    return out
-
-
-def _memory_recovery(memoir: Any) -> dict[str, Any] | None:
-    """Run memory work left unsettled (by a killed process or a failed model); its report
-    as a dict, or None on a read-only store. An error is reported, never raised."""
-    if service.read_only(memoir):
-        return None
-    try:
-        return dict(asdict(service.recover_memories(memoir)))
-    except MemoirError as exc:
-        return {"error": str(exc)}
-
-
-def _embed_pass(memoir: Any) -> dict[str, Any] | None:
-    """Catch up on embeddings after a sync; its report as a dict, or None when no embedder
-    is configured or installed. An error is reported, never raised: the sync is done."""
-    try:
-        if service.embedder(memoir) is None:
-            return None
-        result = service.embed_pending(memoir)
-    except Busy:
-        return {"busy": True, "embedded": 0}
-    except ConfigError as exc:  # a bad MEMOIR_EMBEDDER: the command exits 2, as for summaries
-        return {"error": str(exc), "setting": True}
-    except MemoirError as exc:
-        return {"error": str(exc)}
-    return {"model": result.model, "embedded": result.embedded, "complete": result.complete}
 
 
 # the summary pass's counts in the sync table, as sentences read
@@ -278,7 +216,7 @@ def _background(settings: Settings, argv: list[str]) -> Path:
         out.flush()
         subprocess.Popen(
             [sys.executable, "-m", "memoir.cli", *root, "sync", *argv],
-            preexec_fn=_lower_priority,
+            preexec_fn=lambda: os.nice(10),  # in the child: yield the CPU to the user's work
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -294,11 +232,6 @@ def _note(message: str, as_json: bool, flag: str) -> None:
         print_json({flag: True, "message": message})
     else:
         console.print(message)
-
-
-def _lower_priority() -> None:
-    """In the detached child, before it runs: yield the CPU to the user's own work."""
-    os.nice(10)
 
 
 @app.command("sync")
@@ -348,23 +281,20 @@ def sync_command(
         if not folder.is_dir():
             raise typer.BadParameter(f"{folder} is not a folder", param_hint="--source")
     if not source:
-        _check_sources(settings.sources)
+        service.check_sources(settings.sources)
     if settings.sync_disabled:
         _note("sync is disabled (MEMOIR_SYNC_DISABLED is set); nothing done", as_json, "disabled")
         return
     settings.ensure_home()
     if background:
         argv = [arg for path in source or [] for arg in ("--source", str(path.resolve()))]
-        if summary_limit is not None:
-            argv += ["--summary-limit", str(summary_limit)]
-        if memory_limit is not None:
-            argv += ["--memory-limit", str(memory_limit)]
-        if no_summaries:
-            argv.append("--no-summaries")
-        if purge_excluded:
-            argv.append("--purge-excluded")
-        if follow_symlinks:
-            argv.append("--follow-symlinks")
+        for flag, limit_given in (
+            ("--summary-limit", summary_limit),
+            ("--memory-limit", memory_limit),
+        ):
+            argv += [] if limit_given is None else [flag, str(limit_given)]
+        flags = {"--no-summaries": no_summaries, "--purge-excluded": purge_excluded}
+        argv += [flag for flag, on in {**flags, "--follow-symlinks": follow_symlinks}.items() if on]
         argv += ["--no-embed" if embed is False else "--embed", "--detached"]
         log = _background(settings, argv)
         if as_json:
@@ -387,23 +317,23 @@ def sync_command(
     except Busy:
         _note("another memoir sync is running; leaving it to finish", as_json, "busy")
         return
-    summaries = None
+    summaries = memories = mined = embedded = None
+    bars = not as_json and err_console.is_terminal
     if not no_summaries:  # after the sync lock is let go: model calls can take minutes, and
         # the next sync (a new session's hook) must not wait; each session's summary claim
         # keeps two passes from writing the same summary
-        with open_memoir() as memoir:
-            summaries = _summary_pass(memoir, limit, bar=not as_json and err_console.is_terminal)
-    memories = mined = None
-    if not no_summaries:  # memory work a killed process left (checkpoints, queued, pending),
-        # then the new ranges of the sessions gone quiet, at most the memory limit of them
+        with open_memoir() as memoir, _pass_bar(bars, "summarizing") as progress:
+            summaries = service.summarize_after_sync(memoir, limit, progress)
+        # memory work a killed process left (checkpoints, queued, pending), then the new
+        # ranges of the sessions gone quiet, at most the memory limit of them
         most = settings.memory_limit if memory_limit is None else memory_limit
         with open_memoir() as memoir:
-            memories = _memory_recovery(memoir)
-            mined = _memory_pass(memoir, most, bar=not as_json and err_console.is_terminal)
-    embedded = None
+            memories = service.recover_after_sync(memoir)
+            with _pass_bar(bars and not service.read_only(memoir), "remembering") as progress:
+                mined = service.remember_after_sync(memoir, most, progress)
     if embed:  # after the sync lock is let go: a long catch-up never holds up the next sync
         with open_memoir() as memoir:
-            embedded = _embed_pass(memoir)
+            embedded = service.embed_after_sync(memoir)
     if as_json:
         print_json(
             {
@@ -460,17 +390,6 @@ def sync_command(
         raise typer.Exit(1)
 
 
-def _check_sources(sources: tuple[Path, ...] | list[Path]) -> None:
-    """A source in MEMOIR_SOURCES that is there but is no folder is refused, as ``--source``
-    refuses it (one missing is reported by the sync: a typo, or a folder not made yet)."""
-    for folder in sources:
-        if os.path.exists(folder) and not os.path.isdir(folder):
-            raise ConfigError(
-                f"MEMOIR_SOURCES names {folder}, which is not a folder; name the folders "
-                "your transcripts are in"
-            )
-
-
 def empty_scan_line(roots: list[str], left_out: int) -> str:
     """What ``memoir sync`` says when it found no transcript to read under ``roots``
     (``left_out``: symlinked transcripts it found and left out, listed after it)."""
@@ -502,95 +421,66 @@ def _tell_left_out(report: SyncReport) -> None:
 
 
 @app.command()
-def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Counts of what this Memoir home holds, for every user: the home owner's view of its
-    size and health (the project list is `--user`'s)."""
-    with open_memoir(existing=True) as memoir:
-        data = service.stats(memoir)  # counts, the archive's size, summaries by state
-        projects = service.projects(memoir)  # --user's projects
-    if as_json:
-        listed = [{"name": n, "folder": f, "sessions": c} for n, f, c in projects]
-        print_json({**data, "project_list": listed})
-        return
-    table = Table(title="memoir stats", show_header=False)
-    table.add_column("what")
-    table.add_column("value", justify="right")
-    for key, value in data.items():
-        table.add_row(key.replace("_", " "), f"{value:,}" if isinstance(value, int) else str(value))
-    console.print(table)
-    if projects:  # by name, what --project takes, with the folder they ran in
-        listing = Table(title="projects")
-        for column in ("project", "folder", "sessions"):
-            listing.add_column(column, justify="right" if column == "sessions" else "left")
-        for name, folder, count in projects:
-            shown = (escape(printable(name)), escape(printable(folder or "-")))
-            listing.add_row(*shown, f"{count:,}")
-        console.print(listing)
-
-
-@app.command()
-def verify(
+def embed(
+    batch: int = typer.Option(
+        DEFAULT_BATCH, "--batch", min=1, max=4096, help="Exchanges per batch."
+    ),
+    max_items: int | None = typer.Option(
+        None, "--max", min=1, help="Stop after this many (the rest waits for the next run)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    repair: bool = typer.Option(False, "--repair", help="Rebuild and re-index what can be."),
-    strict: bool = typer.Option(
-        False, "--strict", help="Exit 3 when there are warnings (skipped lines) but no damage."
-    ),
 ) -> None:
-    """Check the index against the archive: exit 0 when intact (warnings, such as lines a
-    transcript holds that could not be read, are listed and counted), 1 when damaged."""
-    settings = Settings.from_env()
-    if not repair:  # --repair rebuilds a lost database; a plain check makes none
-        require_archive(settings, archive_will_do=True)
-    settings.ensure_home()
-    try:  # a sync half-way through a file would read as problems that are not there
-        lock = sync_lock(settings.home) if repair else sync_lock_to_read(settings.home)
-        with lock, open_memoir() as memoir:  # --repair rebuilds a lost database
-            report = service.verify(memoir, repair=repair)  # a plain verify writes nothing
-    except Busy:
-        again = "verify --repair" if repair else "verify"
-        raise Busy(f"a memoir sync is running; run {again} again when it is done") from None
+    """Embed the exchanges that have no vector yet, or no token states for re-ranking, then
+    redo vectors embedded from an older release's recipe (needs the embeddings extra)."""
+    with open_memoir(existing=True) as memoir:
+        # before any bar is drawn: a read-only home is one line, as for sync and summarize
+        service.ensure_writable(memoir, "memoir embed")
+        embedder = service.embedder(memoir)
+        try:
+            if as_json or embedder is None or not err_console.is_terminal:
+                # no embedder: embed_pending says why, in one line, with no bar before it
+                result = service.embed_pending(memoir, batch=batch, max_items=max_items)
+            else:
+                with Progress(  # on stderr and gone when done, as sync's and summarize's
+                    TextColumn("embedding"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeRemainingColumn(),
+                    console=err_console,
+                    transient=True,
+                ) as bar:
+                    task = bar.add_task("embed", total=_backlog(memoir, embedder, max_items))
+                    result = service.embed_pending(
+                        memoir,
+                        batch=batch,
+                        max_items=max_items,
+                        progress=lambda n: bar.advance(task, n),
+                    )
+        except Busy:
+            if as_json:
+                print_json({"busy": True, "embedded": 0})
+            else:
+                console.print("another memoir embed is running; leaving it to finish")
+            return
+    _report(result, as_json)
+
+
+def _backlog(memoir: Any, embedder: Embedder, max_items: int | None) -> int:
+    """What the bar counts up to: the exchanges still to embed (at most ``max_items``)."""
+    from memoir.search.embedders import TokenEmbedder
+
+    left = service.embedding_backlog(
+        memoir, embedder.name, with_tokens=isinstance(embedder, TokenEmbedder)
+    )
+    return left if max_items is None else min(left, max_items)
+
+
+def _report(result: BackfillResult, as_json: bool) -> None:
+    """What ``memoir embed`` did: a line, or its JSON."""
     if as_json:
-        print_json(report.as_dict())
-    else:
-        for item in report.problems:
-            console.print(f"[red]{item.kind}[/red] {escape(item.where)} {escape(item.detail)}")
-        for item in report.warnings:
-            console.print(
-                f"[yellow]{item.kind}[/yellow] {escape(item.where)} {escape(item.detail)}"
-            )
-        for note in report.unrepaired:
-            err_console.print(f"[yellow]not repaired:[/yellow] {escape(note)}")
-        rescanned = report.secret_rescan or {"total": {}, "finished": True}
-        changed = {t: n["changed"] for t, n in rescanned["total"].items() if n["changed"]}
-        if changed or not rescanned["finished"]:
-            what = ", ".join(f"{n} {t}" for t, n in changed.items()) or "nothing yet"
-            left = "done" if rescanned["finished"] else "the rest at the next sync"
-            console.print(f"secret re-scan of derived text: masked or forgot {what} ({left})")
-        state = "ok" if report.ok else f"{len(report.problems)} problem(s)"
-        console.print(
-            f"verify: {state}; {report.sources_checked} transcripts indexed, "
-            f"{report.archive_files} archived, {len(report.warnings)} warning(s)"
-            + (f", {report.repaired} repaired" if repair else "")
+        print_json(
+            {"model": result.model, "embedded": result.embedded, "complete": result.complete}
         )
-    if not report.ok:
-        raise typer.Exit(1)
-    if strict and report.warnings:
-        raise typer.Exit(3)
-
-
-@app.command()
-def demo(
-    home: Path | None = typer.Option(
-        None,
-        "--home",
-        help="Build the demo's home here (kept): a new or empty folder, or one an earlier "
-        "demo made; any other is refused.",
-    ),
-    keep: bool = typer.Option(
-        False, "--keep", help="Keep the temporary home and print how to use it."
-    ),
-) -> None:
-    """Sync a bundled sample corpus into a home of its own and tour what Memoir found."""
-    from memoir.demo.tour import run_demo
-
-    run_demo(console, home, keep=keep)
+        return
+    left = "" if result.complete else " (more left: run memoir embed again)"
+    console.print(f"embedded {result.embedded} exchanges with {result.model}{left}")

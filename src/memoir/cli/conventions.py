@@ -1,4 +1,5 @@
-"""How the CLI reads and fails: its help text, its plain parameters and its error output.
+"""How the CLI reads and fails: its help text, its plain parameters, its error output, and
+the command line before the parser reads it (the global options, a query's dash words).
 
 How the CLI says that something went wrong: one line on stderr, or under ``--json`` one
 JSON object, ``{"error": {"code": …, "message": …}}``, with the same exit status.
@@ -60,9 +61,11 @@ __all__ = [
     "NOT_PLAIN",
     "LazyGroup",
     "OrderedGroup",
+    "dash_query",
     "error_code",
     "error_document",
     "exit_status",
+    "global_options",
     "install",
     "ordered",
     "plain_reason",
@@ -397,3 +400,56 @@ def _flags_show_no_type() -> None:
         return result
 
     TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+# ---- the command line before the parser reads it ----
+
+
+def global_options(args: list[str]) -> int:
+    """How many of ``args`` are options of ``memoir`` itself, before the command (``--debug``,
+    ``--user NAME``, ``--user=NAME``). Pure."""
+    n = 0
+    while n < len(args):
+        if args[n] in ("--debug", "--version") or args[n].startswith("--user="):
+            n += 1
+        elif args[n] == "--user" and n + 1 < len(args):
+            n += 2
+        else:
+            break
+    return n
+
+
+def dash_query(
+    argv: list[str], known: set[str], valued: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
+    """``memoir search -prisma``: a word that starts with ``-`` but is no option of the
+    command (``known``; ``valued``: those taking a value) is part of the query (an
+    exclusion), not a bundle of short options (``-p risma``). When there is one, the
+    query's words — positional ones and such dash words, in order — move behind ``--`` as
+    one query. Pure."""
+    rest = argv[1:]
+    if "--" in rest:
+        return argv
+    options: list[str] = []
+    words: list[str] = []
+    dashed = False
+    i = 0
+    while i < len(rest):
+        arg = rest[i]
+        name = arg.split("=", 1)[0]
+        if name in known:
+            options.append(arg)
+            if name in valued and "=" not in arg and i + 1 < len(rest):
+                options.append(rest[i + 1])
+                i += 1
+        elif (arg.startswith("-") and not arg.startswith("--") and len(arg) > 2) or (
+            arg.startswith("--") and any(c.isspace() for c in name)
+        ):  # -prisma, or "--flag foo" in one argument: no option has a space in its name
+            words.append(arg)
+            dashed = True
+        elif arg.startswith("-"):
+            options.append(arg)  # an unknown option (a typo of one?): the parser says so
+        else:
+            words.append(arg)
+        i += 1
+    return [*argv[:1], *options, "--", " ".join(words)] if dashed else argv

@@ -121,7 +121,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "of the threshold), a message too large for that kept as a stand-in.",
     ),
     "remember": (
-        "cmd_memories",
+        "cmd_summarize",
         "Remember what the user said in a session: durable facts, preferences and decisions, "
         "each with the exact words it came from (runs now; prints what was saved, or why not).",
     ),
@@ -148,23 +148,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "memories, forget); `memoir mcp install` wires the server into Codex or Claude Code.",
     ),
     "hook": (
-        "cmd_hook",
+        "cmd_serve",
         "The Claude Code (or, with --gemini, Gemini CLI) hook that runs "
         "`memoir sync --background` at session start: install it, uninstall it, or see its "
         "status.",
     ),
     "embed": (
-        "cmd_embed",
+        "cmd_sync",
         "Embed the exchanges that have no vector yet, or no token states for re-ranking, then "
         "redo vectors embedded from an older release's recipe (needs the embeddings extra).",
     ),
     "stats": (
-        "cmd_sync",
+        "cmd_admin",
         "Counts of what this Memoir home holds, for every user: the home owner's view of its "
         "size and health (the project list is `--user`'s).",
     ),
     "verify": (
-        "cmd_sync",
+        "cmd_admin",
         "Check the index against the archive: exit 0 when intact (warnings, such as lines a "
         "transcript holds that could not be read, are listed and counted), 1 when damaged.",
     ),
@@ -175,7 +175,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "when one of them would be refused.",
     ),
     "demo": (
-        "cmd_sync",
+        "cmd_bench",
         "Sync a bundled sample corpus into a home of its own and tour what Memoir found.",
     ),
     "bench": (

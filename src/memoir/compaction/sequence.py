@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memoir.llm.offline import default_counter
+from memoir.llm import default_counter
 from memoir.llm.port import TokenCounter
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Checks and repairs of what is stored: verify the index against the archive and mend what it
 finds (the re-scan of derived text when the secret detector changes is
-:mod:`memoir.ingest.rescan`).
+:mod:`memoir.ingest.archive`).
 
 ``verify``: is the index a faithful picture of the archive?
 
@@ -20,7 +20,7 @@ Problems, damage (``memoir verify`` exits 1 when there is any):
 
 ``secret_rescan`` says where the re-scan of derived text (summaries, checkpoints, cached
 answers, memory items) with this version's secret detector stands
-(:mod:`memoir.ingest.rescan`: each sync does a bounded share, ``--repair`` one more): what
+(:mod:`memoir.ingest.archive`: each sync does a bounded share, ``--repair`` one more): what
 it read and changed since the detector changed, and whether every target is done. It is
 no problem: derived text, never the archive.
 

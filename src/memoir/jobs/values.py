@@ -124,7 +124,7 @@ def stalled(
 
 
 def worker_gone(claimed_by: str | None, host: str, alive: Callable[[int], bool]) -> bool:
-    """Is ``claimed_by`` (``host:pid:random``, :func:`memoir.jobs.worker.default_worker_id`)
+    """Is ``claimed_by`` (``host:pid:random``, :func:`memoir.jobs.default_worker_id`)
     a worker of this ``host`` whose process is gone? ``alive(pid)`` says whether a process
     runs. Another host's worker, or an id of another shape, is never judged here."""
     if not claimed_by:

@@ -1,5 +1,14 @@
 """The agent CLI providers, one run of the user's own coding agent per call: Claude Code and
-Codex.
+Codex, under the login the user already has.
+
+:func:`run_agent` starts the CLI in its own process group with the prompt on stdin and its
+working folder set to Memoir's own runs folder (``<MEMOIR_HOME>/agent-runs``), and kills
+the whole group when ``MEMOIR_LLM_TIMEOUT_S`` passes (a hang never outlives it). The runs
+folder is how sync recognises the transcripts these calls leave behind
+(:func:`memoir.ingest.plan.plan_file`): a session whose working folder is it is Memoir's,
+never the user's — the flags that ask the CLIs not to keep a session are passed too, but
+sync does not rely on them. The prompt and the mapping of a CLI's failure onto the error
+tree are :mod:`memoir.llm.mapping`'s.
 
 The ``claude-code`` provider: the installed Claude Code CLI, under the user's own login.
 
@@ -7,7 +16,7 @@ One call is one run of ``claude -p --output-format json`` (print mode: answer an
 with the prompt on stdin and no tools (``--tools ""``), no MCP servers but none
 (``--strict-mcp-config``), no hooks (``disableAllHooks``: Memoir's own SessionStart hook
 would start a sync from inside a sync) and no saved session (``--no-session-persistence``;
-sync recognises the runs anyway, by their working folder: :mod:`memoir.llm.agent_cli`).
+sync recognises the runs anyway, by their working folder: :func:`run_agent`).
 Memoir's system prompt replaces Claude Code's own (``--system-prompt``); ``claude-code:<model>``
 passes ``--model <model>`` (an alias such as ``sonnet`` or a full model id).
 
@@ -32,7 +41,7 @@ reads the prompt from stdin) in a read-only sandbox (``--sandbox read-only``: it
 edit or run anything that writes), asking for no MCP servers and no notify program
 (``-c mcp_servers={}``, ``-c notify=[]``; a Codex that merges overrides into the user's
 tables still starts the servers configured there), no saved session (``--ephemeral``; sync
-recognises the runs anyway, by their working folder: :mod:`memoir.llm.agent_cli`) and no
+recognises the runs anyway, by their working folder: :func:`run_agent`) and no
 git check (the runs folder is not a repository). Codex takes no system prompt of its own
 here, so Memoir's goes in front of the prompt. ``codex:<model>`` passes ``-m <model>``.
 
@@ -55,28 +64,129 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memoir.llm.agent_cli import (
+from memoir.home_files import private_dir
+from memoir.llm.mapping import (
     NEUTRAL_SYSTEM,
+    completion_or_error,
     error_for_message,
     first_line,
     prompt_of,
-    run_agent,
+    stop_reason_of,
     system_of,
 )
-from memoir.llm.mapping import completion_or_error, stop_reason_of
-from memoir.llm.port import BadResponse, Completion, ModelRequest, StopReason, Usage
+from memoir.llm.port import (
+    BadResponse,
+    Completion,
+    ModelRequest,
+    StopReason,
+    Transient,
+    UnknownModel,
+    Usage,
+)
 
 __all__ = [
+    "RUNS_FOLDER",
+    "AgentRun",
     "ClaudeCodeModel",
     "CodexModel",
     "claude_argv",
     "codex_argv",
     "completion_of_events",
     "completion_of_result",
+    "run_agent",
+    "runs_folder",
 ]
+
+# one run of an agent CLI ---------------------------------------------------------------
+
+RUNS_FOLDER = "agent-runs"  # under MEMOIR_HOME: the working folder of every agent call
+
+
+def runs_folder(home: Path) -> Path:
+    """``<home>/agent-runs``: the folder the agent CLIs run in (see the module)."""
+    return home / RUNS_FOLDER
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRun:
+    """What one CLI run left: its exit status, its output, and how long it took."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    latency_ms: float
+
+
+def run_agent(
+    argv: Sequence[str],
+    prompt: str,
+    *,
+    cwd: Path,
+    timeout_s: float | None,
+    context: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+) -> AgentRun:
+    """Run ``argv`` in ``cwd`` with ``prompt`` on stdin. A missing executable raises
+    UnknownModel (a setting to fix, never retried); no answer within ``timeout_s`` kills
+    the process group and raises Transient."""
+    private_dir(cwd)
+    started = time.monotonic()
+    tool = Path(argv[0]).name
+    try:
+        proc = subprocess.Popen(  # argv is ours; the prompt goes on stdin
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(os.environ if env is None else env),
+            start_new_session=True,  # its own process group: a timeout kills all of it
+        )
+    except FileNotFoundError as exc:
+        raise UnknownModel(
+            f"the {tool} command is not installed or not on PATH ({argv[0]})", **context
+        ) from exc
+    except PermissionError as exc:
+        raise UnknownModel(f"the {tool} command cannot be run: {exc}", **context) from exc
+    try:
+        out, err = proc.communicate(prompt.encode("utf-8"), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise Transient(
+            f"{tool} did not answer within {timeout_s:g}s (MEMOIR_LLM_TIMEOUT_S); it was stopped",
+            **context,
+        ) from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    return AgentRun(
+        proc.returncode,
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
+        (time.monotonic() - started) * 1000.0,
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+
+
+# Claude Code ---------------------------------------------------------------------------
 
 CLAUDE_CODE = "claude-code"
 # a system prompt longer than this goes on stdin with the prompt, not on the command line

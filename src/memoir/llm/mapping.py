@@ -1,8 +1,16 @@
-"""Pure decisions that map provider answers onto the ModelError tree.
+"""Pure decisions that map provider answers onto the ModelError tree, and a request onto
+an agent CLI's prompt.
 
 Both SDK adapters call these with what they saw (an HTTP status and the error message of
 the body, or a finish/stop reason); nothing here does I/O, so every row of the mapping is
 tested as a table (tests/llm/test_mapping.py).
+
+The agent CLIs (:mod:`memoir.llm.agent_providers`) take one prompt: :func:`prompt_of`
+renders a request as it, :func:`system_of` gives the system prompt for a CLI that takes
+one (never the coding agent's own). :func:`error_for_message` maps what a CLI said when it
+failed (an ``API Error: 429 …``, ``Invalid API key · Please run /login``, a usage limit,
+a policy refusal) onto the same tree; it is tested as a table too
+(tests/llm/test_agent_cli.py).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from memoir.llm.port import (
     EmptyResponse,
     Forbidden,
     ModelError,
+    ModelRequest,
     OutOfCredit,
     OutputBudgetRejected,
     RateLimited,
@@ -34,12 +43,18 @@ from memoir.llm.port import (
 )
 
 __all__ = [
+    "NEUTRAL_SYSTEM",
+    "USAGE_WINDOW_S",
     "completion_or_error",
+    "error_for_message",
     "error_for_status",
     "error_message_of",
+    "first_line",
     "opaque_user",
     "parse_retry_after",
+    "prompt_of",
     "stop_reason_of",
+    "system_of",
     "text_of_content",
     "token_count",
 ]
@@ -264,3 +279,141 @@ def text_of_content(content: object) -> str:
                 parts.append(text)
         return "".join(parts)
     return ""
+
+
+# an agent CLI's call: the request as its prompt, and what it said when it failed --------
+
+# the system prompt a call without one gets: it replaces the coding agent's own
+NEUTRAL_SYSTEM = (
+    "You are a text-processing model called by a program. Use no tools. Answer with the "
+    "requested output only, in the requested format."
+)
+
+
+def prompt_of(request: ModelRequest, *, with_system: bool) -> str:
+    """The request as one prompt. One user message is sent as it is; a conversation is
+    written out turn by turn. ``with_system`` puts the system prompt (and any system
+    message) in front, for a CLI that takes no system prompt of its own."""
+    parts: list[str] = []
+    systems = [m.content for m in request.messages if m.role == "system"]
+    if with_system:
+        systems = [request.system, *systems] if request.system else systems
+        if systems:
+            parts.append("Instructions:\n" + "\n\n".join(systems))
+    turns = [m for m in request.messages if m.role != "system"]
+    if len(turns) == 1 and turns[0].role == "user" and not parts:
+        return turns[0].content
+    if len(turns) == 1 and turns[0].role == "user":
+        parts.append(turns[0].content)
+    else:
+        label = {"user": "User", "assistant": "Assistant", "tool": "Tool output"}
+        parts.extend(f"{label[m.role]}:\n{m.content}" for m in turns)
+    return "\n\n".join(parts)
+
+
+def system_of(request: ModelRequest) -> str:
+    """The system prompt for a CLI that takes one (system messages folded in), or the
+    neutral one: never the coding agent's own."""
+    given = [request.system, *(m.content for m in request.messages if m.role == "system")]
+    systems = [s for s in given if s]
+    return "\n\n".join(systems) if systems else NEUTRAL_SYSTEM
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The first non-blank line of ``text`` (an error message's own), cut to ``limit``."""
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 1] + "…"
+    return ""
+
+
+# "API Error: 529 {...}" (Claude Code), "unexpected status 401 Unauthorized: …" (Codex)
+_STATUS = re.compile(r"(?:API Error:?|unexpected status|status(?: code)?:?)\s*(\d{3})\b", re.I)
+_LOGGED_OUT = re.compile(
+    r"invalid api key|please run /login|run `?codex login|not logged in|log ?in again"
+    r"|oauth token (?:has )?expired|authentication[_ ](?:error|failed)|invalid x-api-key"
+    r"|token (?:is )?expired|unauthori[sz]ed",
+    re.I,
+)
+_CLI_CREDIT = re.compile(r"credit balance is too low|insufficient[_ ]quota|out of credits?", re.I)
+_CLI_CONTEXT = re.compile(
+    r"prompt is too long|context[ _](?:length|window)|maximum context|input is too long"
+    r"|too many (?:input )?tokens",
+    re.I,
+)
+_LIMIT = re.compile(
+    r"usage limit|limit reached|rate[_ ]limit|too many requests|hit your (?:usage )?limit", re.I
+)
+_REFUSAL = re.compile(
+    r"usage polic|violat\w* (?:our|the|anthropic|openai)|content (?:policy|filter)"
+    r"|unable to respond to this request|flagged",
+    re.I,
+)
+_TRANSIENT = re.compile(
+    r"overloaded|internal server error|service unavailable|bad gateway|timed? ?out"
+    r"|connection (?:error|refused|reset)|stream (?:error|disconnected)|network|ECONNRESET",
+    re.I,
+)
+_MODEL = re.compile(
+    r"\bmodel\b.{0,80}\b(?:not found|does not exist|not supported|not available|invalid)"
+    r"|unknown model|invalid model|not_found_error",
+    re.I,
+)
+# Claude Code: "Claude AI usage limit reached|1767225600" (the epoch second it resets)
+_RESET_EPOCH = re.compile(r"limit reached\|(\d{9,11})")
+# Codex: "Try again in 4 days 20 hours 9 minutes." / "try again in 42s"
+_TRY_AGAIN = re.compile(
+    r"try again in\s+((?:\d+\s*(?:days?|d|hours?|h|minutes?|mins?|m|seconds?|secs?|s)[\s,]*)+)",
+    re.I,
+)
+_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+_LOG_IN = "(log the CLI in, then try again)"
+# a usage window (hours away) with no reset time given: past any retry wait
+USAGE_WINDOW_S = 3600.0
+
+
+def _wait_of(message: str, now: float) -> float | None:
+    if m := _RESET_EPOCH.search(message):
+        return max(0.0, int(m.group(1)) - now)
+    if m := _TRY_AGAIN.search(message):
+        total = 0
+        for num, unit in re.findall(r"(\d+)\s*([a-z]+)", m.group(1), re.I):
+            total += int(num) * _UNITS.get(unit[0].lower(), 0)
+        return float(total)
+    if re.search(r"usage limit|limit reached|hit your (?:usage )?limit", message, re.I):
+        return USAGE_WINDOW_S
+    return None
+
+
+def error_for_message(message: str, *, now: float | None = None, **context: Any) -> ModelError:
+    """The ModelError for what an agent CLI said when a call failed (``context``:
+    provider, model, request_id, usage). Order matters: a refusal is a refusal whatever
+    status came with it; then a status the CLI quoted; then the words alone."""
+    text = message.strip() or "the command failed without saying why"
+    now = time.time() if now is None else now
+    if _REFUSAL.search(text):
+        return Refused(f"refused: {text}", **context)
+    if (m := _STATUS.search(text)) is not None:
+        status = int(m.group(1))
+        if status == 429 or (status in (400, 403) and _LIMIT.search(text)):
+            if _CLI_CREDIT.search(text):
+                return OutOfCredit(text, status=status, **context)
+            return RateLimited(text, retry_after=_wait_of(text, now), status=status, **context)
+        kind = type(error_for_status(status, text))  # the CLI's own words, no "HTTP …:"
+        if kind is Unauthorized:
+            text = f"{text} {_LOG_IN}"
+        return kind(text, status=status, **context)
+    if _CLI_CREDIT.search(text):
+        return OutOfCredit(text, **context)
+    if _CLI_CONTEXT.search(text):
+        return ContextTooLong(text, **context)
+    if _LOGGED_OUT.search(text):
+        return Unauthorized(f"{text} {_LOG_IN}", **context)
+    if _LIMIT.search(text):
+        return RateLimited(text, retry_after=_wait_of(text, now), **context)
+    if _MODEL.search(text):
+        return UnknownModel(text, **context)
+    if _TRANSIENT.search(text):
+        return Transient(text, **context)
+    return ModelError(text, **context)

@@ -17,7 +17,7 @@ key, so the fallback provider's conventional variable (``OPENAI_API_KEY`` /
 primary key is used.
 
 ``claude-code`` and ``codex`` are the user's own coding agent, run as a command under the
-login it already has (:mod:`memoir.llm.agent_cli`): they need no key, but their command
+login it already has (:mod:`memoir.llm.agent_providers`): they need no key, but their command
 (``claude`` / ``codex``) must be on PATH; without a model they use the CLI's default.
 
 How the configured model is wrapped for use:
@@ -168,7 +168,7 @@ def _timeout(settings: Settings) -> float | None:
 
 def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
     if spec.provider == "offline":
-        from memoir.llm.offline import OfflineModel
+        from memoir.llm import OfflineModel
 
         return OfflineModel()
     if spec.provider in _AGENTS:
@@ -193,7 +193,7 @@ def _build(spec: ModelSpec, settings: Settings, key: str | None) -> Model:
 
 
 def _agent(spec: ModelSpec, settings: Settings) -> Model:
-    from memoir.llm.agent_cli import runs_folder
+    from memoir.llm.agent_providers import runs_folder
 
     command, _ = _AGENTS[spec.provider]
     binary = shutil.which(command) or command

@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -73,7 +72,7 @@ __all__ = [
 
 def search(home: Home, args: Args) -> dict[str, Any]:
     from memoir import SearchFilters, service
-    from memoir.search.masking import mask_hits
+    from memoir.search.hits import mask_hits
     from memoir.search.request import parse_when
 
     query = args.text("query", required=True, max_chars=MAX_QUERY_CHARS, strip=False)
@@ -205,12 +204,8 @@ def recall_items(
 
 
 def _items_json(memoir: Memoir, items: list[MemoryItem]) -> list[dict[str, Any]]:
-    from memoir.memory.recall import exchange_finder, item_json
-
-    find = exchange_finder(partial(service.exchanges_of, memoir))
     shown = []
-    for item in items:
-        data = item_json(item, find)
+    for data in service.memories_json(memoir, items):
         for unwanted in ("operation_id", "observed_at"):  # bookkeeping, not for the agent
             data.pop(unwanted, None)
         shown.append(data)

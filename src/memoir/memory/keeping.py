@@ -9,7 +9,8 @@
   included) and one per tombstone, for moving homes: an import merges as extraction does
   (an item already there gains the quotes it lacked) and leaves out quotes the home had
   forgotten (an item with none left is not imported); an item already here whose every
-  quote the export's tombstones name is forgotten here too.
+  quote the export's tombstones name is forgotten here too; :func:`read_export` reads an
+  export file (or stdin) into its lines, an unreadable one a ``UsageError`` naming it.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
-from memoir.errors import ConfigError, MemoirError, NotFound
+from memoir.errors import ConfigError, MemoirError, NotFound, UsageError
 from memoir.memory.validate import (
     MAX_CONTENT_CHARS,
     MAX_QUOTE_CHARS,
@@ -48,6 +50,8 @@ __all__ = [
     "holds_all",
     "import_lines",
     "item_row",
+    "os_reason",
+    "read_export",
     "read_line",
 ]
 
@@ -358,3 +362,35 @@ def import_lines(
             )
     c = items.import_all(rows, stones)
     return ImportReport(c.items, c.merged, c.already, c.forgotten, c.tombstones, c.forgot_here)
+
+
+def os_reason(exc: OSError) -> str:
+    """An OS error said plainly, without the file name (the caller names the user's)."""
+    if isinstance(exc, FileNotFoundError):
+        return "no such file or folder"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a folder"
+    if isinstance(exc, NotADirectoryError):
+        return "a part of the path is not a folder"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return (exc.strerror or type(exc).__name__).lower()
+
+
+def read_export(path: Path) -> list[str]:
+    """The lines of an export file ('-': stdin), a UTF-8 BOM dropped, for
+    :func:`import_lines`; a ``UsageError`` naming the path when it cannot be read."""
+    import sys
+
+    name = "stdin" if str(path) == "-" else str(path)
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read it ({os_reason(exc)})") from None
+    try:
+        return data.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{name} is not UTF-8 text (byte {exc.start}); give a file `memoir memories "
+            "export` wrote"
+        ) from None

@@ -29,7 +29,7 @@ import numpy as np
 from memoir.errors import UsageError
 from memoir.fusion import rrf
 from memoir.memory.recall import EMBED_PER_CALL, VECTOR_FLOOR, VECTOR_POOL, ItemEmbedder
-from memoir.store.parts.keyed_items import SEP, KeyedItemsPart, KeyedRow
+from memoir.store.parts.memory import SEP, KeyedItemsPart, KeyedRow
 from memoir.store.search_text import MAX_QUERY_CHARS, any_content_word
 
 __all__ = [

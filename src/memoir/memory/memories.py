@@ -8,7 +8,7 @@
   fire-and-forget (no I/O on the compaction's thread).
 - :meth:`Memories.after_sync` — ``memoir sync`` found a synced session gone quiet with
   events past its cursor: queued durably, then run in the caller's thread (the sync pass,
-  :mod:`memoir.memory.sync_pass`, which the hook's sync already runs in the background).
+  :mod:`memoir.memory`, which the hook's sync already runs in the background).
 - :meth:`Memories.recover` — run everything left unsettled (checkpoints past the cursor,
   queued operations, pending failures): what a long-lived process does at start-up and
   ``memoir memories recover`` does on demand.

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 from collections.abc import Callable
 from datetime import datetime
 
-from memoir.model.results import Memory, MemoryReceipt
+from memoir.model import Memory, MemoryReceipt
 from memoir.store.memory_rows import ReceiptRow
 
 __all__ = [

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Literal
 
-from memoir.llm.offline import default_counter, request_tokens
+from memoir.llm import default_counter, request_tokens
 from memoir.llm.port import ModelRequest, TokenCounter
 from memoir.memory.evidence import EvidenceSlice, SliceTurn
 from memoir.memory.offline_extractor import ExtractionTask

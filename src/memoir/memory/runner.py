@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError
-from memoir.llm.offline import request_tokens
+from memoir.llm import request_tokens
 from memoir.llm.port import AuthError, Model, TokenCounter
 from memoir.memory.decisions import (
     OVERSIZED,

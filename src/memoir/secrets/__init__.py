@@ -9,7 +9,7 @@ Two rule sets run side by side over each line: detect-secrets' plugins
 (:mod:`memoir.secrets.plugins`: keyword assignments, entropy, private-key blocks, the older
 token formats) and gitleaks' default rules with Memoir's additions
 (:mod:`memoir.secrets.rules`: today's token formats, a password told in prose). One
-Aho-Corasick pass (:class:`memoir.secrets.gates.Needles`) says which lines each plugin regex
+Aho-Corasick pass (:class:`memoir.secrets.screen.Needles`) says which lines each plugin regex
 and each rule can match. Where two find the same span, the first of this order names it:
 detect-secrets' specific detectors, the rules for one service, its keyword plugin, its
 entropy plugins, then the rules on a keyword and any value. :func:`detector_id` names what
@@ -25,8 +25,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from memoir.secrets import screen
-from memoir.secrets.gates import Needles, fold
 from memoir.secrets.rules import detector_id, rule_at, rule_hits, rule_keywords
+from memoir.secrets.screen import Needles, fold
 
 if TYPE_CHECKING:
     from memoir.secrets.plugins import Gated

@@ -77,8 +77,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from memoir.secrets.gates import Gate, fold, gate_of, match_starts, prefixes_of
-from memoir.secrets.screen import ENV_LINE, segments
+from memoir.secrets.screen import ENV_LINE, Gate, fold, gate_of, match_starts, prefixes_of, segments
 
 __all__ = [
     "BASE64_LIMIT",
@@ -179,7 +178,7 @@ def _group_span(match: re.Match[str]) -> tuple[int, int]:
     return best
 
 
-# each specific detector's regex with its literal gate (memoir.secrets.gates): a line with
+# each specific detector's regex with its literal gate (memoir.secrets.screen): a line with
 # none of a gate's strings cannot match that regex, so a text's lines are looked up by
 # substring search (a fast scan of the whole text) and each regex runs only on the lines
 # its gate admits — instead of ~50 regex searches on every line (an alternation of them

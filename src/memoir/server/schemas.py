@@ -1,5 +1,21 @@
-"""What goes over the wire: the request bodies the routes read, and Memoir's values as the
-JSON they answer with (with the opaque cursors lists page with).
+"""What goes over the wire: how a route reads its body and documents its errors, the request
+bodies the routes read, and Memoir's values as the JSON they answer with.
+
+The route class of every ``/api`` route (:class:`JsonRoute`). A route that takes a body
+reads it here, before FastAPI does: a non-empty body must say ``Content-Type:
+application/json`` (or ``…+json``; else 415) and parse with
+:func:`memoir.server.plumbing.parse_json` (else 422 ``invalid_request``, "the body is not
+valid JSON: …"), so malformed, too deeply nested and non-UTF-8 bodies are refused alike. An
+empty body is left to the route's schema (a required body is then 422, an optional one
+absent). Every ``/api`` operation documents the one error shape (:class:`Error`) for 400,
+401, 422 and 503 (the store unreachable or read-only), 404 when the path names something,
+413 and 415 when it takes a body; a route adds its own (409 …) with
+``responses=errors(409)``.
+
+The schema states every rule a parameter is held to, so a client generated from it sends
+nothing the server refuses: :data:`WHEN` is the dates the API reads, :data:`ORDINAL` an
+events or exchanges cursor, and :func:`no_nul` adds to every other string parameter that
+it holds no NUL byte (which the middleware refuses with 400).
 
 Bodies. Unknown fields are refused (422), so a typo is never silently ignored; values are
 read strictly, as their schema says (``0`` is not ``false``, ``"5"`` not 5; a whole number
@@ -13,14 +29,15 @@ their own secrets; the stored text is never changed.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
-import re
+import email.message
+from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge
+from fastapi import Request, Response
+from fastapi.dependencies.utils import get_dependant
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
@@ -28,27 +45,193 @@ from memoir.ingest.records import parse_ts
 from memoir.model import Event, Exchange, Session, SessionInfo
 from memoir.secrets import mask, mask_json
 from memoir.server.plumbing import ApiError, parse_json
-from memoir.server.routing import LAST_EPOCH_MS, STAMP
-from memoir.summaries.state import Coverage
 
 __all__ = [
+    "LAST_EPOCH_MS",
+    "OPAQUE",
+    "ORDINAL",
+    "PATTERNS",
     "REVEAL",
+    "STAMP",
+    "WHEN",
     "CompactBody",
+    "Error",
+    "ErrorDetail",
     "EventsBody",
+    "JsonRoute",
     "Message",
     "NewSession",
     "RememberBody",
-    "coverage_json",
-    "decode_cursor",
-    "encode_cursor",
+    "errors",
     "event_json",
     "exchange_json",
-    "no_page",
-    "page_after",
+    "no_nul",
     "session_info_json",
     "session_json",
     "stores_something",
 ]
+
+# a date or time the API reads: YYYY-MM-DD (a real day), YYYY-MM, or an ISO 8601 time of
+# a day (UTC unless it names a zone); years 1000 to 9998, so no zone moves it out of range
+_YEAR = "(?:1[0-9]{3}|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8])"
+
+_LEAP = "(?:[1-9][0-9](?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[13579][26])00)"
+
+_DAY = (
+    f"(?:{_YEAR}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"
+    f"|{_YEAR}-(?:0[13-9]|1[0-2])-(?:29|30)"
+    f"|{_YEAR}-(?:0[13578]|1[02])-31"
+    f"|{_LEAP}-02-29)"
+)
+
+_TIME = "(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\\.[0-9]{1,6})?)?"
+
+_ZONE = "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+
+WHEN = f"^(?:{_DAY}(?:T{_TIME}{_ZONE}?)?|{_YEAR}-(?:0[1-9]|1[0-2]))$"
+
+STAMP = f"^{_DAY}(?:T{_TIME}{_ZONE}?)?$"  # a message's time: a day, or a time of one
+
+LAST_EPOCH_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z; past 1e11 a number is ms
+
+WHEN_HELP = (
+    "YYYY-MM-DD, YYYY-MM or an ISO 8601 time such as 2024-05-01T14:30Z (UTC unless it "
+    "names a zone), years 1000 to 9998"
+)
+
+ORDINAL = "^[0-9]{1,18}$"  # an events or exchanges cursor: the ordinal a page ends at
+
+OPAQUE = "^[A-Za-z0-9_-]{1,1000}$"  # a sessions cursor: base64url, made by this API
+
+NO_NUL = "^[^\\x00]*$"
+
+PATTERNS = {
+    WHEN: f"not a date: use {WHEN_HELP}",
+    STAMP: "not a time: send YYYY-MM-DD or an ISO 8601 time such as 2024-05-01T14:30Z, "
+    "years 1000 to 9998, or epoch seconds or milliseconds",
+    ORDINAL: "not a cursor this API gave",
+    OPAQUE: "not a cursor this API gave",
+}
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="A stable, machine-readable code, e.g. `not_found`.")
+    message: str = Field(description="One sentence for a person, naming what to change.")
+
+
+class Error(BaseModel):
+    """Every answer that is not a success."""
+
+    error: ErrorDetail
+
+
+_WHY = {
+    400: "A NUL byte in the path, the query or a header (`bad_request`).",
+    401: "No, a malformed, unknown or revoked API key (`unauthorized`).",
+    404: "Nothing of yours by that id (`not_found`); another user's is not told apart.",
+    409: "Not now, or not for this one: `busy`, `history_too_large`, `summary_failed`, "
+    "`compaction_failed` (the messages break the conversation's rules or leave no room in "
+    "the window), `conflict`.",
+    413: "The body is over the size limit (`body_too_large`).",
+    415: "The body is not sent as `Content-Type: application/json` (`unsupported_media_type`).",
+    422: "A field, parameter or body that is not valid, the message naming it (`invalid_request`).",
+    503: "The store cannot be reached or is read-only, or job admission is down "
+    "(`store_unavailable`, `read_only`, `admission_unavailable`, `not_ready`).",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for these error statuses, each with the :class:`Error` shape."""
+    return {s: {"model": Error, "description": _WHY.get(s, "An error.")} for s in statuses}
+
+
+def _takes_body(path: str, endpoint: Callable[..., Any]) -> bool:
+    return bool(get_dependant(path=path, call=endpoint).body_params)
+
+
+def documented(path: str, takes_body: bool) -> tuple[int, ...]:
+    """The error statuses every route of this shape can answer."""
+    if not path.startswith("/api"):
+        return ()
+    out = [400, 401, 422, 503]
+    if "{" in path:
+        out.append(404)
+    if takes_body:
+        out += [413, 415]
+    return tuple(sorted(out))
+
+
+def no_nul(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` (an OpenAPI document) with :data:`NO_NUL` on every string parameter that
+    has no pattern of its own (and on the items of string arrays)."""
+
+    def mark(node: Any) -> None:
+        if not isinstance(node, dict):
+            return
+        if node.get("type") == "string" and "pattern" not in node and "enum" not in node:
+            node["pattern"] = NO_NUL
+        for key in ("anyOf", "oneOf"):
+            for option in node.get(key, ()):
+                mark(option)
+        mark(node.get("items"))
+
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", ()):
+                mark(parameter.get("schema"))
+    return schema
+
+
+def _is_json(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
+
+
+async def read_json_body(request: Request) -> None:
+    """Parse the request's body for FastAPI (which then takes this value) or refuse it."""
+    raw = await request.body()
+    if not raw:
+        return
+    if not _is_json(request.headers.get("content-type")):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            "send the body as JSON, with the header Content-Type: application/json",
+        )
+    try:
+        value = parse_json(raw)
+    except ValueError as exc:
+        raise ApiError(422, "invalid_request", f"the body is not valid JSON: {exc}") from None
+    request._json = value  # Starlette's cache of request.json(), which FastAPI reads
+
+
+class JsonRoute(APIRoute):
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        responses = dict(kwargs.pop("responses", None) or {})
+        for status, doc in errors(*documented(path, _takes_body(path, endpoint))).items():
+            responses.setdefault(status, doc)
+        super().__init__(path, endpoint, responses=responses, **kwargs)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if self.body_field is None:
+            return handler
+
+        async def with_json_body(request: Request) -> Response:
+            await read_json_body(request)
+            return await handler(request)
+
+        return with_json_body
+
+
+# bodies and answers -------------------------------------------------------------------
+
 
 # no ":": an exchange id is SESSION:N, so a session id holding one could be read as
 # another session's exchange (`memoir show`, the MCP `read` tool)
@@ -98,6 +281,7 @@ class NewSession(_Body):
 
 
 _TEXT_TYPES = ("text", "input_text", "output_text")
+
 _TEXT_PART = {
     "anyOf": [
         {"type": "string", "minLength": 1},
@@ -108,10 +292,12 @@ _TEXT_PART = {
         },
     ]
 }
+
 _OTHER_PART = {
     "type": "object",
     "not": {"required": ["type"], "properties": {"type": {"enum": list(_TEXT_TYPES)}}},
 }
+
 _HAS_TEXT = {
     "required": ["content"],
     "properties": {
@@ -123,14 +309,17 @@ _HAS_TEXT = {
         }
     },
 }
+
 _HAS_PART = {
     "required": ["content"],
     "properties": {"content": {"type": "array", "contains": _OTHER_PART}},
 }
+
 _HAS_CALL = {
     "required": ["tool_calls"],
     "properties": {"tool_calls": {"type": "array", "minItems": 1}},
 }
+
 # what a message must hold to be stored, by role (the schema's words for _stores_something)
 _SOMETHING: dict[str, Any] = {
     "anyOf": [
@@ -275,19 +464,6 @@ def session_info_json(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-def coverage_json(coverage: Coverage | None, unit: str, current: int) -> dict[str, Any] | None:
-    """What a summary covers, in ``unit`` ("events" | "bytes" of the archived transcript),
-    beside how much there is now (``current``, the same unit): the page's "12 of 14"."""
-    if coverage is None:
-        return None
-    return {
-        "amount": coverage.amount,
-        "last_exchange": coverage.last_exchange,
-        "unit": unit,
-        "current": current,
-    }
-
-
 def event_json(e: Event, *, reveal: bool = False) -> dict[str, Any]:
     return {
         "ordinal": e.ordinal,
@@ -313,40 +489,3 @@ def exchange_json(x: Exchange, *, reveal: bool = False) -> dict[str, Any]:
         "started_at": _iso(x.started_at),
         "ended_at": _iso(x.ended_at),
     }
-
-
-def encode_cursor(value: Any) -> str:
-    raw = json.dumps(value, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def no_page() -> ApiError:
-    """A sessions cursor naming no page of the caller's (404, as another's session is)."""
-    return ApiError(404, "not_found", "cursor: not a cursor this API gave")
-
-
-def decode_cursor(cursor: str) -> Any:
-    """The value of a cursor :func:`encode_cursor` made; 404 for anything else (read by
-    the body's parser: a cursor nested too deep, or not JSON at all, is refused alike).
-    404, not 422: it is well formed (base64url, as the schema says) but names no page of
-    the caller's, as another user's session is 404 too."""
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        return parse_json(base64.urlsafe_b64decode(padded.encode()))
-    except (binascii.Error, ValueError):
-        raise no_page() from None
-
-
-_ORDINAL = re.compile(r"[0-9]{1,18}")  # ASCII digits (str.isdigit takes "²"), no sign
-
-
-def page_after(after: int | None, cursor: str | None) -> int:
-    """The ordinal a page of a session's events or exchanges starts after: ``cursor`` (the
-    previous page's ``next_cursor``, as on every list) and ``after`` (an ordinal given as a
-    number) are both lower bounds, so the page starts past the larger; 0 when neither.
-    422 for a cursor this API did not give. Pure."""
-    if cursor is None:
-        return 0 if after is None else after
-    if not _ORDINAL.fullmatch(cursor):
-        raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
-    return max(int(cursor), after or 0)

@@ -20,15 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from memoir import service
 from memoir.app import Memoir
 from memoir.errors import NotFound, UsageError
-from memoir.memory.recall import exchange_finder, item_json, quoted_exchanges
-from memoir.model import Harness
-from memoir.model.results import Remembered
+from memoir.memory.recall import item_json, quoted_exchanges
+from memoir.model import Harness, Remembered
 from memoir.search import SearchFilters, parse_when
-from memoir.search.masking import mask_hits
+from memoir.search.hits import mask_hits
 from memoir.server.auth import current_user, memoir_of
 from memoir.server.plumbing import ApiError
-from memoir.server.routing import WHEN, WHEN_HELP, JsonRoute, errors
-from memoir.server.schemas import REVEAL, RememberBody
+from memoir.server.schemas import REVEAL, WHEN, WHEN_HELP, JsonRoute, RememberBody, errors
 
 __all__ = [
     "memories_router",
@@ -179,12 +177,9 @@ def read_memory(
 ) -> dict[str, Any]:
     """One item with its quotes (each naming its exchange) and its history."""
     item = _own(memoir, user, item_id)
-    find = exchange_finder(partial(service.exchanges_of, memoir))
-    data = item_json(item, find)
-    data["history"] = [
-        item_json(i, find) for i in memoir.memories.history(item.id, user=user) if i.id != item.id
-    ]
-    return {"data": {"memory": data}}
+    before = [i for i in memoir.memories.history(item.id, user=user) if i.id != item.id]
+    data, *history = service.memories_json(memoir, [item, *before])
+    return {"data": {"memory": {**data, "history": history}}}
 
 
 @memories_router.delete("/memories/{item_id}")
@@ -230,10 +225,9 @@ def remember(
 
 
 def _outcome_json(memoir: Memoir, outcome: Remembered) -> dict[str, Any]:
-    find = exchange_finder(partial(service.exchanges_of, memoir))
     return {
         "settled": outcome.settled,
-        "items": [item_json(i, find) for i in outcome.items],
+        "items": service.memories_json(memoir, list(outcome.items)),
         "waiting": outcome.waiting,
         "error": outcome.error,
         "pending": outcome.pending,

@@ -10,9 +10,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import hashlib
 import hmac
+import json
+import re
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -26,25 +30,32 @@ from memoir.model import Harness, RecentKey, RecentQuery
 from memoir.search import parse_when
 from memoir.secrets import mask
 from memoir.server.auth import Caller, caller, current_user, memoir_of, signed_in
-from memoir.server.routing import OPAQUE, ORDINAL, WHEN, WHEN_HELP, JsonRoute, errors
+from memoir.server.plumbing import ApiError, parse_json
 from memoir.server.schemas import (
+    OPAQUE,
+    ORDINAL,
     REVEAL,
+    WHEN,
+    WHEN_HELP,
     CompactBody,
     EventsBody,
+    JsonRoute,
     NewSession,
-    coverage_json,
-    decode_cursor,
-    encode_cursor,
+    errors,
     event_json,
     exchange_json,
-    no_page,
-    page_after,
     session_info_json,
     session_json,
 )
+from memoir.summaries.state import Coverage
 
 __all__ = [
     "compact_router",
+    "coverage_json",
+    "decode_cursor",
+    "encode_cursor",
+    "no_page",
+    "page_after",
     "sessions_router",
     "summary_router",
     "usage_router",
@@ -382,3 +393,56 @@ def usage(
             "output_tokens": sum(t.output_tokens for t in totals),
         }
     }
+
+
+def coverage_json(coverage: Coverage | None, unit: str, current: int) -> dict[str, Any] | None:
+    """What a summary covers, in ``unit`` ("events" | "bytes" of the archived transcript),
+    beside how much there is now (``current``, the same unit): the page's "12 of 14"."""
+    if coverage is None:
+        return None
+    return {
+        "amount": coverage.amount,
+        "last_exchange": coverage.last_exchange,
+        "unit": unit,
+        "current": current,
+    }
+
+
+# the opaque cursors lists page with -----------------------------------------------------
+
+
+def encode_cursor(value: Any) -> str:
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def no_page() -> ApiError:
+    """A sessions cursor naming no page of the caller's (404, as another's session is)."""
+    return ApiError(404, "not_found", "cursor: not a cursor this API gave")
+
+
+def decode_cursor(cursor: str) -> Any:
+    """The value of a cursor :func:`encode_cursor` made; 404 for anything else (read by
+    the body's parser: a cursor nested too deep, or not JSON at all, is refused alike).
+    404, not 422: it is well formed (base64url, as the schema says) but names no page of
+    the caller's, as another user's session is 404 too."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return parse_json(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError):
+        raise no_page() from None
+
+
+_ORDINAL = re.compile(r"[0-9]{1,18}")  # ASCII digits (str.isdigit takes "²"), no sign
+
+
+def page_after(after: int | None, cursor: str | None) -> int:
+    """The ordinal a page of a session's events or exchanges starts after: ``cursor`` (the
+    previous page's ``next_cursor``, as on every list) and ``after`` (an ordinal given as a
+    number) are both lower bounds, so the page starts past the larger; 0 when neither.
+    422 for a cursor this API did not give. Pure."""
+    if cursor is None:
+        return 0 if after is None else after
+    if not _ORDINAL.fullmatch(cursor):
+        raise ApiError(422, "invalid_request", "cursor: not a cursor this API gave")
+    return max(int(cursor), after or 0)

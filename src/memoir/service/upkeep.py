@@ -1,7 +1,9 @@
 """The home's upkeep, for the adapters: its parts (models, embedder, summary store, memory
-engine), the sync-time passes (summaries, embeddings, memory), the checks (stats, verify,
-the secret re-scan), and the memory switches. Each function takes the open ``Memoir``;
-:mod:`memoir.service` re-exports them. Nothing heavy is imported at module top."""
+engine), the sync-time passes (summaries, embeddings, memory; each also as the report a
+sync prints, its error in it), the checks (stats, verify, the secret re-scan), and the
+switch of memory from sync. Each function takes the open ``Memoir``;
+:mod:`memoir.service` re-exports them. Nothing heavy is imported at module top.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +17,21 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from memoir.app import Memoir
+    from memoir.ingest.archive import RescanReport
     from memoir.ingest.batches import SyncObserver
-    from memoir.ingest.rescan import RescanReport
     from memoir.ingest.verify import VerifyReport
     from memoir.llm.port import Model
     from memoir.llm.transcript import SentenceScorer
+    from memoir.memory import MemoryPassProgress, MemoryPassReport
     from memoir.memory.keyed import KeyedMemories
     from memoir.memory.memories import Memories, RecoveryReport
-    from memoir.memory.sync_pass import MemoryPassProgress, MemoryPassReport
-    from memoir.search.backfill import BackfillResult
+    from memoir.search import BackfillResult
     from memoir.search.embedders import Embedder
     from memoir.summaries.port import SummaryStore
     from memoir.summaries.summary_pass import PassProgress, SummaryPassReport
 
 __all__ = [
+    "embed_after_sync",
     "embed_pending",
     "embed_written",
     "embedder",
@@ -40,15 +43,16 @@ __all__ = [
     "memory_model",
     "memory_project",
     "model",
+    "recover_after_sync",
     "recover_memories",
     "recover_memories_in_background",
+    "remember_after_sync",
     "remember_from_sync",
     "rescan_secrets",
     "secret_rescan",
-    "set_incognito",
-    "set_memory",
     "set_memory_from_sync",
     "stats",
+    "summarize_after_sync",
     "summarize_pending",
     "summary_body",
     "summary_scorer",
@@ -189,7 +193,7 @@ def embed_pending(
     from memoir.errors import ConfigError, install_hint
     from memoir.home_files import tighten_home
     from memoir.ingest.archive import embed_lock
-    from memoir.search.backfill import DEFAULT_BATCH, embed_backlog
+    from memoir.search import DEFAULT_BATCH, embed_backlog
     from memoir.search.embedders import EmbeddingsUnavailable
     from memoir.search.vectors import prepare_files
     from memoir.wiring import writing_embedder
@@ -270,7 +274,7 @@ def verify(memoir: Memoir, *, repair: bool = False) -> VerifyReport:
 
 def secret_rescan(memoir: Memoir, *, run: bool) -> RescanReport:
     """With ``run``, :func:`rescan_secrets`; else where the re-scan stands (read only)."""
-    from memoir.ingest.rescan import state_report
+    from memoir.ingest.archive import state_report
 
     return rescan_secrets(memoir) if run else state_report(memoir.store.rescan.states())
 
@@ -369,13 +373,13 @@ def remember_from_sync(
     """The memory pass ``memoir sync`` runs after its summary pass: the new ranges of
     synced sessions gone quiet (the summaries' quiescence rule), newest first, at most
     ``limit`` (default ``MEMOIR_MEMORY_LIMIT``) through their lanes; denied ones settle as
-    denials (``memoir.memory.sync_pass``). Off (nothing read): the report's ``off`` says
+    denials (``memoir.memory``). Off (nothing read): the report's ``off`` says
     why."""
     import time
 
     from memoir.config import whole_number
     from memoir.ingest.plan import excluded
-    from memoir.memory.sync_pass import MemoryPassReport, run_memory_pass
+    from memoir.memory import MemoryPassReport, run_memory_pass
     from memoir.summaries.state import SummaryPolicy, is_quiescent
     from memoir.wiring import memory_parts
 
@@ -398,33 +402,86 @@ def remember_from_sync(
     )
 
 
-def set_incognito(memoir: Memoir, session: str, incognito: bool = True) -> None:
-    """Mark a session incognito (or not): nothing said in it while incognito is ever
-    extracted into memory or sent to a memory model."""
-    _set_flags(memoir, session, incognito=incognito)
+# the passes a sync runs once its lock is let go: reports, never errors ---------------------
 
 
-def set_memory(
-    memoir: Memoir, enabled: bool, *, session: str | None = None, project: str | None = None
-) -> None:
-    """Switch memory extraction off (or on again) for one session or one project. Ranges
-    extracted while it was off stay denied for ever."""
+def summarize_after_sync(
+    memoir: Memoir, limit: int, progress: Callable[[PassProgress], None] | None = None
+) -> dict[str, Any]:
+    """:func:`summarize_pending`'s report as a dict. An error — a store failure, or (in a
+    detached sync, which checks nothing up front: nobody is there to read a start-up
+    error, and agents delete their transcripts) a model that cannot be used — is in it,
+    never raised: the archive and index written before it stay."""
+    from memoir.errors import MemoirError
+
+    try:
+        report = summarize_pending(memoir, limit=limit, progress=progress)
+    except MemoirError as exc:
+        return _failed(exc)
+    out = dict(report.as_dict())
+    if report.stopped:  # the model cannot be used now: said once, no conversation charged
+        out["error"] = f"the summary pass stopped: {report.stopped}"
+        out["setting"] = report.stopped_by_setting
+    return out
+
+
+def remember_after_sync(
+    memoir: Memoir, limit: int, progress: Callable[[MemoryPassProgress], None] | None = None
+) -> dict[str, Any] | None:
+    """:func:`remember_from_sync`'s report as a dict, or None on a read-only store. An
+    error — a store failure, a model that cannot be built or used — is in it, never
+    raised: the sync is done."""
+    from memoir.errors import MemoirError
+
+    if memoir.store.read_only:
+        return None
+    try:
+        report = remember_from_sync(memoir, limit=limit, progress=progress)
+    except MemoirError as exc:
+        return _failed(exc)
+    out = dict(report.as_dict())
+    if report.stopped:
+        out["error"] = f"the memory pass stopped: {report.stopped}"
+        out["setting"] = True
+    return out
+
+
+def recover_after_sync(memoir: Memoir) -> dict[str, Any] | None:
+    """:func:`recover_memories`' report as a dict, or None on a read-only store; an error
+    is in it, never raised."""
+    from dataclasses import asdict
+
+    from memoir.errors import MemoirError
+
+    if memoir.store.read_only:
+        return None
+    try:
+        return dict(asdict(recover_memories(memoir)))
+    except MemoirError as exc:
+        return {"error": str(exc)}
+
+
+def embed_after_sync(memoir: Memoir) -> dict[str, Any] | None:
+    """:func:`embed_pending`'s catch-up as a dict, or None when no embedder is configured
+    or installed; ``busy`` when another process embeds. An error is in it, never raised:
+    the sync is done."""
+    from memoir.errors import Busy, MemoirError
+
+    try:
+        if embedder(memoir) is None:
+            return None
+        result = embed_pending(memoir)
+    except Busy:
+        return {"busy": True, "embedded": 0}
+    except MemoirError as exc:  # a bad MEMOIR_EMBEDDER: the command exits 2, as for summaries
+        return _failed(exc)
+    return {"model": result.model, "embedded": result.embedded, "complete": result.complete}
+
+
+def _failed(exc: Exception) -> dict[str, Any]:
+    """A pass's error as its report: ``setting`` when a setting is at fault."""
     from memoir.errors import ConfigError
 
-    if (session is None) == (project is None):
-        raise ConfigError("give exactly one of session or project")
-    if project is not None:
-        name = memory_project(memoir, project)
-        memoir.store.memory_items.switch_project(name, disabled=not enabled)
-        return
-    assert session is not None
-    _set_flags(memoir, session, memory_disabled=not enabled)
-
-
-def _set_flags(memoir: Memoir, session: str, **flags: bool) -> None:
-    from dataclasses import replace
-
-    sid = _session(memoir, session)
-    found = memoir.store.sessions.get(sid)
-    assert found is not None
-    memoir.store.sessions.set_flags(sid, replace(found.flags, **flags))
+    if isinstance(exc, ConfigError):
+        return {"error": str(exc), "setting": True}
+    return {"error": str(exc)}

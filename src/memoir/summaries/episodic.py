@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memoir.errors import BudgetExhausted, ConfigError, OversizedHistory, SummaryError
+from memoir.llm import default_counter
 from memoir.llm import port as llm_errors
-from memoir.llm.offline import default_counter
 from memoir.llm.port import Model, RequestMeta, TokenCounter
 from memoir.model import Event
 from memoir.summaries.calls import (

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memoir.errors import SummaryError
-from memoir.llm.offline import default_counter
+from memoir.llm import default_counter
 from memoir.llm.port import (
     ChatMessage,
     EmptyResponse,

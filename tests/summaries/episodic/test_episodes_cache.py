@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memoir.errors import SummaryError
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import Purpose, Refused, RequestMeta, Transient, Truncated
 from memoir.model import EventKind
 from memoir.summaries import calls as prompts_module

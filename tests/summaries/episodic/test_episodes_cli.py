@@ -14,7 +14,7 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.errors import OversizedHistory, SummaryError
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import MemorySink, Metered, Purpose, Refused, Transient, Truncated
 from memoir.model import Event, Harness, Session
 from memoir.store.values import IngestBatch

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memoir.errors import BudgetExhausted, OversizedHistory, SummaryError
-from memoir.llm.offline import ScriptedModel
+from memoir.llm import ScriptedModel
 from memoir.llm.port import (
     AuthError,
     ContextTooLong,

@@ -11,8 +11,8 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memoir.llm import ScriptedModel
 from memoir.llm import port as E
-from memoir.llm.offline import ScriptedModel
 from memoir.llm.port import Purpose
 from memoir.model import EventKind
 from memoir.summaries.calls import Recovery, next_action, retry_delay
