@@ -99,12 +99,11 @@ def _migrate(conn: psycopg.Connection[Any], target: int | None) -> int:
                     "INSERT INTO schema_version (version, name) VALUES (%s, %s)",
                     (migration.version, migration.name),
                 )
-        except psycopg.errors.ReadOnlySqlTransaction:
-            raise
         except psycopg.Error as exc:
-            raise MigrationError(
-                f"migration v{migration.version} ({migration.name}) failed: {exc}"
-            ) from exc
+            if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+                raise
+            name = f"v{migration.version} ({migration.name})"
+            raise MigrationError(f"migration {name} failed: {exc}") from exc
     return _version(conn)
 
 
@@ -200,19 +199,16 @@ class PostgresStore(SqlStore):
         return self._read_only
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        """Each new pooled connection: the statement timeout for its session (a function
-        call, not ``SET``, so the value can be a bound parameter; the URL's ``options``,
-        such as a ``search_path``, are left as they are)."""
+        """Each new pooled connection: its statement timeout (``set_config``, which takes a
+        bound parameter; the URL's ``options`` stay as they are)."""
         ms = round(self._limits.statement_timeout_s * 1000)
         conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{ms}ms",))
 
     def _check(self, conn: psycopg.Connection[Any]) -> None:
-        """The pool's check of a connection it hands out: an empty query, one round trip.
-        One dead connection means the server restarted and dropped them all: the whole
-        pool is checked at once. A batch's (:meth:`_batching`) or a read's (:meth:`_rows`)
-        is not checked when its socket is quiet: an ended connection has something to read
-        (the server's last error, the end of the stream); one ended too recently to show
-        it fails the first read, and the batch or read runs again."""
+        """The pool's check of a connection it hands out: an empty query, one round trip;
+        one dead connection means a restart, so the whole pool is checked at once. Skipped
+        for a quiet socket (:meth:`_unchecked`): an ended connection has its last error or
+        the end of the stream to read."""
         try:
             if _QUICK_CHECK.get() and _quiet(conn):
                 return
@@ -224,7 +220,6 @@ class PostgresStore(SqlStore):
     def _cannot_open(self, exc: BaseException) -> str:
         return f"cannot open PostgreSQL at {self._masked}: {_first_line(exc)}"
 
-    # connections and transactions ---------------------------------------------------------
     @contextmanager
     def _conn(self, *, write: bool) -> Iterator[psycopg.Connection[Any]]:
         if self._closed:
@@ -245,16 +240,26 @@ class PostgresStore(SqlStore):
             raise _translated(exc, self._limits) from exc
 
     @contextmanager
-    def _batching(self) -> Iterator[psycopg.Connection[Any]]:
-        """A write transaction in pipeline mode (``BEGIN`` and ``COMMIT`` cost no round trip
-        of their own) on a connection unchecked while quiet (:meth:`_check`); rolled back on
-        any error. One found ended before ``BEGIN`` was answered (nothing was done) raises
-        ``StaleConnection`` after the pool is checked, and the caller runs it again."""
+    def _unchecked(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection, without the pool's round trip while its socket is quiet."""
         quick, handed = _QUICK_CHECK.set(True), False
         try:
             with self._conn(write=False) as conn:
                 _QUICK_CHECK.reset(quick)
                 handed = True
+                yield conn
+        finally:
+            if not handed:  # the pool raised before handing a connection out
+                _QUICK_CHECK.reset(quick)
+
+    @contextmanager
+    def _batching(self) -> Iterator[psycopg.Connection[Any]]:
+        """A write transaction in pipeline mode (``BEGIN`` and ``COMMIT`` cost no round trip
+        of their own) on an :meth:`_unchecked` connection; rolled back on any error. One
+        found ended before ``BEGIN`` was answered (nothing was done) raises
+        ``StaleConnection`` after the pool is checked, and the caller runs it again."""
+        try:
+            with self._unchecked() as conn:
                 begin: psycopg.Cursor[Any] | None = None
                 try:
                     with conn.pipeline():
@@ -271,34 +276,25 @@ class PostgresStore(SqlStore):
         except StaleConnection:
             self._pool.check()  # the dead ones replaced before the caller runs it again
             raise
-        finally:
-            if not handed:  # the pool raised before handing a connection out
-                _QUICK_CHECK.reset(quick)
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """One ``SELECT`` in one round trip, on a connection unchecked while quiet
-        (:meth:`_check`), sent in a pipeline behind an empty query. A connection found
-        ended before that was answered runs the read again on a checked one; one ended
-        while the server ran it (a restart) fails, as any call does."""
+        """One ``SELECT`` in one round trip on an :meth:`_unchecked` connection, sent in a
+        pipeline behind an empty query. A connection found ended before that was answered
+        runs the read again on a checked one; one ended while the server ran it (a
+        restart) fails, as any call does."""
         if sql.lstrip()[:6].upper() != "SELECT":
             with self._ro() as tx:
                 return tx.run(sql, params)
-        quick, handed = _QUICK_CHECK.set(True), False
-        try:
-            with self._conn(write=False) as conn:
-                _QUICK_CHECK.reset(quick)
-                handed, marker = True, None
-                try:
-                    with conn.pipeline():  # one Sync for both, sent when the block ends
-                        marker = conn.execute("")  # answered first: the server was there
-                        cur = conn.execute(pg_sql(sql), params)
-                    return cur.fetchall() if cur.description else []
-                except psycopg.OperationalError:
-                    if not _stale(conn, marker):
-                        raise
-        finally:
-            if not handed:  # the pool raised before handing a connection out
-                _QUICK_CHECK.reset(quick)
+        with self._unchecked() as conn:
+            marker = None
+            try:
+                with conn.pipeline():  # one Sync for both, sent when the block ends
+                    marker = conn.execute("")  # answered first: the server was there
+                    cur = conn.execute(pg_sql(sql), params)
+                return cur.fetchall() if cur.description else []
+            except psycopg.OperationalError:
+                if not _stale(conn, marker):
+                    raise
         self._pool.check()  # the dead ones replaced, then the read again
         with self._ro() as tx:
             return tx.run(sql, params)
@@ -320,8 +316,7 @@ class PostgresStore(SqlStore):
         return self._conn(write=False)
 
     def close(self) -> None:
-        """Refuse new calls (``the store is closed``, as on SQLite), then close the pool;
-        a call already holding a connection finishes with it."""
+        """Refuse new calls, then close the pool (a call holding a connection finishes)."""
         self._closed = True
         self._pool.close()
 
@@ -384,10 +379,9 @@ class _Limits(NamedTuple):
 
 
 def _translated(exc: psycopg.Error, limits: _Limits) -> MemoirError:
-    """A driver error as Memoir's: text PostgreSQL cannot hold (a NUL byte, which psycopg
-    refuses before sending) is the caller's input error, as a bad argument is; anything
-    else is the store's, said in words for the two limits a busy service meets (no free
-    pooled connection in time, a statement past its timeout) and for a server restart."""
+    """A driver error as Memoir's: a NUL byte (refused before sending) is the caller's
+    input error; anything else is the store's, in words for a busy service's two limits
+    (no free pooled connection in time, a statement past its timeout) and a restart."""
     if isinstance(exc, psycopg.DataError) and "NUL" in str(exc):
         return ConfigError("text holding a NUL byte (\\x00) cannot be stored or looked up")
     if isinstance(exc, PoolTimeout):
@@ -431,11 +425,9 @@ SESSION_UPSERT = (
     updated_at = GREATEST(sessions.updated_at, excluded.updated_at)
 """
 )
-# rows written many at a time are sent as one array per column, unnested by the server:
-# one statement for a batch's events (or exchanges), not one per row, in the order given
-# (the sequence numbers new exchanges in batch order, as one INSERT per row did). Arrays
-# go in binary (%b): as text, every element is quoted and escaped in Python first (1 s
-# for 1,000 texts of 2 kB, against 6 ms)
+# many rows as one array per column, unnested by the server in the order given (the
+# sequence numbers new exchanges in batch order); in binary (%b): as text, psycopg quotes
+# and escapes each element in Python (1 s for 1,000 texts of 2 kB, against 6 ms)
 EVENT_INSERT = """
 INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
     source_offset, source_line, payload, text, time_inferred)
