@@ -6,6 +6,10 @@ Run it once per tree in the same session, so both figures come from the same mac
 
     PYTHONPATH=/work/main/src .venv/bin/python bench/detector_bench.py --label before
     PYTHONPATH=src .venv/bin/python bench/detector_bench.py --label after
+
+``--long-line`` times one text instead: the demo strings and a quarter of Memoir's source
+(quoted strings, keys, ids) joined into a single line of half a megabyte (a pasted minified
+file, a log without newlines), once.
 """
 
 from __future__ import annotations
@@ -77,8 +81,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--label", default="")
+    ap.add_argument("--long-line", action="store_true", help="one line of ~0.5 MB, once")
     args = ap.parse_args()
     find_secrets("warm up: AKIAIOSFODNN7EXAMPLE")
+    if args.long_line:
+        code = [f.read_text() for f in sorted((ROOT / "src" / "memoir").rglob("*.py"))[::4]]
+        one = " ".join(t.replace("\n", " ") for t in [*demo_texts(), *code])
+        line = " ".join([one] * (500_000 // len(one) + 1))[:500_000]
+        t0 = time.perf_counter()
+        found = find_secrets(line)
+        took = time.perf_counter() - t0
+        size = len(line.encode()) / 1e6
+        print(f"{args.label}	one line	{size:.2f} MB	{took:.2f} s	{len(found)} found")
+        return
     for name, texts in (("demo corpus", demo_texts()), ("LoCoMo dev", locomo_texts())):
         size, rate = mb_per_s(texts, args.runs)
         print(f"{args.label}\t{name}\t{len(texts)} texts\t{size:.2f} MB\t{rate:.2f} MB/s")

@@ -144,6 +144,9 @@ _ID_KEY = re.compile(
     r"""(?:^|[^A-Za-z0-9])(?:(?:[A-Za-z0-9]*_)?(?:id|Id|ID)|[a-z][A-Za-z0-9]*(?:Id|ID))"""
     r"""["']?[ \t]*[:=][ \t]*$"""
 )
+# how far back from a value the key is looked for: the whole line made a long line's scan
+# quadratic (41 s for one line of 485 kB); a key name this long is not an id's
+_ID_KEY_SPAN = 256
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_\-+/=.]*")
 
 
@@ -279,7 +282,7 @@ def _entropy(line: str, *, quoted: bool = True) -> list[tuple[BasePlugin, int, i
     for plugin in _ENTROPY:
         for m in plugin.regex.finditer(line) if quoted else ():  # (quote)(value)(quote)
             value = m.group(2)
-            if _ID_KEY.search(line, 0, m.start(1)):
+            if _ID_KEY.search(line, max(0, m.start(1) - _ID_KEY_SPAN), m.start(1)):
                 continue  # the value of an id key ({"id": "3089bc67…"}): a name, not a secret
             if _high_entropy(plugin, value) and _kept(value, line, plugin):
                 found.append((plugin, m.start(2), m.end(2)))
