@@ -208,7 +208,7 @@ class PostgresStore(SqlStore):
         """The pool's check of a connection it hands out: an empty query, one round trip;
         one dead connection means a restart, so the whole pool is checked at once. Skipped
         for a quiet socket (:meth:`_unchecked`): an ended connection has its last error or
-        the end of the stream to read."""
+        the end of the stream to read (one ended a moment ago fails its first statement)."""
         try:
             if _QUICK_CHECK.get() and _quiet(conn):
                 return
@@ -278,26 +278,23 @@ class PostgresStore(SqlStore):
             raise
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        """One ``SELECT`` in one round trip on an :meth:`_unchecked` connection, sent in a
-        pipeline behind an empty query. A connection found ended before that was answered
-        runs the read again on a checked one; one ended while the server ran it (a
-        restart) fails, as any call does."""
+        """One ``SELECT`` in one round trip, on an :meth:`_unchecked` connection. One the
+        server ended fails the read with the 503 a read in flight in a restart gets; the
+        pool's other connections are checked then, so the next call finds live ones."""
         if sql.lstrip()[:6].upper() != "SELECT":
             with self._ro() as tx:
                 return tx.run(sql, params)
-        with self._unchecked() as conn:
-            marker = None
-            try:
-                with conn.pipeline():  # one Sync for both, sent when the block ends
-                    marker = conn.execute("")  # answered first: the server was there
-                    cur = conn.execute(pg_sql(sql), params)
-                return cur.fetchall() if cur.description else []
-            except psycopg.OperationalError:
-                if not _stale(conn, marker):
+        ended = False
+        try:
+            with self._unchecked() as conn:
+                try:
+                    return _PgTx(conn).run(sql, params)
+                except psycopg.OperationalError:
+                    ended = conn.closed
                     raise
-        self._pool.check()  # the dead ones replaced, then the read again
-        with self._ro() as tx:
-            return tx.run(sql, params)
+        finally:
+            if ended:
+                self._pool.check()
 
     @contextmanager
     def _tx(self) -> Iterator[Tx]:
@@ -326,8 +323,8 @@ class PostgresStore(SqlStore):
 
 
 def _stale(conn: psycopg.Connection[Any], begin: psycopg.Cursor[Any] | None) -> bool:
-    """Whether a connection is found ended before the server answered the first statement
-    of its pipeline (``begin``: its cursor, None when sending it failed): nothing was done."""
+    """Whether a batch's connection is found ended before the server answered its
+    ``BEGIN`` (``begin``: its cursor, None when sending it failed): nothing was done."""
     return conn.closed and (begin is None or begin.pgresult is None)
 
 
