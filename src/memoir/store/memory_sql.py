@@ -43,6 +43,7 @@ from memoir.store.memory_rows import (
     key_sig,
 )
 from memoir.store.migrations.v007_v013 import fts_body
+from memoir.store.search_sql import others_hold_sql
 from memoir.store.search_text import ParsedQuery, Term, to_fts5
 
 __all__ = [
@@ -161,11 +162,7 @@ class PostgresItemText:
 def _others_hold(tx: Tx, owner: str) -> bool:
     """Whether anyone but ``owner`` has an item: when no one has, the owner's token in the
     index narrows nothing and a recall leaves it out (two seeks of the owner index)."""
-    rows = tx.run(
-        "SELECT EXISTS (SELECT 1 FROM memory_items WHERE owner < ?) "
-        "OR EXISTS (SELECT 1 FROM memory_items WHERE owner > ?)",
-        (owner, owner),
-    )
+    rows = tx.run(others_hold_sql("memory_items", "owner"), (owner, owner))
     return bool(rows and rows[0][0])
 
 

@@ -56,6 +56,7 @@ __all__ = [
     "indexed_sessions",
     "ordered_exchanges",
     "others_hold",
+    "others_hold_sql",
     "quoted_texts",
     "send_span_read",
     "session_stream",
@@ -218,12 +219,16 @@ def others_hold(conn: Connection, dialect: Dialect, table: str, column: str, use
     index that leads with the owner ``column``). When none does, the owner's token in the
     full-text index narrows nothing, and a search leaves it out: on a one-user home,
     intersecting the match with a token every row holds doubled a text search's time."""
-    sql = (
+    row = conn.execute(dialect(others_hold_sql(table, column)), (user, user)).fetchone()
+    return bool(row and row[0])
+
+
+def others_hold_sql(table: str, column: str) -> str:
+    """The statement of :func:`others_hold` (its two ``?``: the user, twice)."""
+    return (
         f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {column} < ?) "
         f"OR EXISTS (SELECT 1 FROM {table} WHERE {column} > ?)"
     )
-    row = conn.execute(dialect(sql), (user, user)).fetchone()
-    return bool(row and row[0])
 
 
 def exchange_pks(conn: Connection, dialect: Dialect, exchange_ids: Sequence[str]) -> dict[int, str]:
