@@ -25,7 +25,13 @@ from memoir.store.codec import (
     to_iso,
     to_utc,
 )
-from memoir.store.migrations import CURRENT_VERSION, MIGRATIONS, Migration, pending
+from memoir.store.migrations import (
+    CURRENT_VERSION,
+    MIGRATIONS,
+    Migration,
+    fresh,
+    pending,
+)
 
 Run = Callable[[str, tuple[Any, ...]], None]
 EVENTS = conversation(
@@ -353,3 +359,159 @@ def test_postgres_v21_vectors_upgrade_to_the_logged_schema(pg_database: str) -> 
         assert_logged_from_v23(store)
     finally:
         store.close()
+
+
+# --- a fresh database is created in one batch ------------------------------------------------
+@pytest.mark.parametrize(
+    ("current", "target", "batch"),
+    [
+        (0, None, True),
+        (0, CURRENT_VERSION, True),
+        (0, 1, False),  # an older version: one by one
+        (0, CURRENT_VERSION - 1, False),
+        (1, None, False),  # a schema already there: one by one
+        (CURRENT_VERSION, None, False),
+    ],
+)
+def test_only_a_database_without_schema_going_to_the_newest_is_created_in_one_batch(
+    current: int, target: int | None, batch: bool
+) -> None:
+    assert fresh(current, target) is batch
+
+
+def sqlite_schema(path: Path) -> tuple[list[tuple[str, ...]], list[tuple[int, str]]]:
+    """Every schema object (type, name, table, SQL) and the recorded versions."""
+    with sqlite_conn(path) as conn:
+        objects = conn.execute(
+            "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master ORDER BY 1, 2"
+        ).fetchall()
+        versions = conn.execute("SELECT version, name FROM schema_version ORDER BY 1").fetchall()
+    return objects, versions
+
+
+def test_sqlite_a_fresh_database_gets_the_schema_the_migrations_build_one_by_one(
+    tmp_path: Path,
+) -> None:
+    sqlite_store_module.SQLiteStore(tmp_path / "batch.db").close()
+    sqlite_store_module.SQLiteStore(tmp_path / "steps.db", target_version=1).close()
+    sqlite_store_module.SQLiteStore(tmp_path / "steps.db").close()  # v2 ... v23, one by one
+    batch, steps = sqlite_schema(tmp_path / "batch.db"), sqlite_schema(tmp_path / "steps.db")
+    assert batch == steps
+    assert batch[1] == [(m.version, m.name) for m in MIGRATIONS]
+    assert len(batch[0]) > 50
+
+
+def test_sqlite_a_failed_batch_leaves_no_schema_and_the_next_open_creates_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.db"
+    broken = Migration(CURRENT_VERSION + 1, "broken", ("CREATE TABLE t_ok (x)", "NOT SQL"), ())
+    monkeypatch.setattr(sqlite_store_module, "MIGRATIONS", (*MIGRATIONS, broken))
+    with pytest.raises(MigrationError, match=f"creating the schema \\(v{CURRENT_VERSION}\\)"):
+        sqlite_store_module.SQLiteStore(path)
+    with sqlite_conn(path) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert names == {"schema_version"}
+        assert conn.execute("SELECT count(*) FROM schema_version").fetchone() == (0,)
+    monkeypatch.setattr(sqlite_store_module, "MIGRATIONS", MIGRATIONS)
+    sqlite_store_module.SQLiteStore(path).close()
+    assert sqlite_schema(path)[1] == [(m.version, m.name) for m in MIGRATIONS]
+
+
+def test_sqlite_two_processes_creating_one_database_at_once_create_it_once(
+    tmp_path: Path,
+) -> None:
+    import threading
+
+    path = tmp_path / "race.db"
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def open_it() -> None:
+        try:
+            start.wait()
+            sqlite_store_module.SQLiteStore(path).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sqlite_schema(path)[1] == [(m.version, m.name) for m in MIGRATIONS]
+
+
+# every object of the schema a connection's search_path names first, as text without it
+_PG_CATALOG = """
+SELECT 'column', c.table_name || '.' || c.column_name, concat_ws(' | ', c.data_type,
+       c.is_nullable, c.column_default, c.is_generated, c.generation_expression)
+  FROM information_schema.columns c WHERE c.table_schema = current_schema()
+UNION ALL
+SELECT 'index', indexname, replace(indexdef, current_schema() || '.', '')
+  FROM pg_indexes WHERE schemaname = current_schema()
+UNION ALL
+SELECT 'constraint', r.relname || '.' || k.conname, pg_get_constraintdef(k.oid)
+  FROM pg_constraint k JOIN pg_class r ON r.oid = k.conrelid
+ WHERE r.relnamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'trigger', r.relname || '.' || t.tgname,
+       replace(pg_get_triggerdef(t.oid), current_schema() || '.', '')
+  FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid
+ WHERE r.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
+UNION ALL
+SELECT 'function', p.proname, p.prosrc
+  FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace
+UNION ALL
+SELECT 'relation', relname, relkind::text
+  FROM pg_class WHERE relnamespace = current_schema()::regnamespace
+ORDER BY 1, 2, 3
+"""
+
+
+def postgres_schema(url: str) -> tuple[list[tuple[str, ...]], list[tuple[int, str]]]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        objects = conn.execute(_PG_CATALOG).fetchall()
+        versions = conn.execute("SELECT version, name FROM schema_version ORDER BY 1").fetchall()
+    return objects, versions
+
+
+@pytest.mark.postgres
+def test_postgres_a_fresh_database_gets_the_schema_the_migrations_build_one_by_one() -> None:
+    from conftest import fresh_pg_schema
+    from memoir.store import postgres_store as pgs
+
+    with fresh_pg_schema() as batch_url, fresh_pg_schema() as steps_url:
+        pgs.PostgresStore(batch_url).close()
+        pgs.PostgresStore(steps_url, target_version=1).close()
+        pgs.PostgresStore(steps_url).close()  # v2 ... v23, one by one
+        batch, steps = postgres_schema(batch_url), postgres_schema(steps_url)
+    assert batch == steps
+    assert batch[1] == [(m.version, m.name) for m in MIGRATIONS]
+    assert len([o for o in batch[0] if o[0] == "index"]) > 20
+
+
+@pytest.mark.postgres
+def test_postgres_a_failed_batch_leaves_no_schema_and_the_next_open_creates_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from conftest import fresh_pg_schema
+    from memoir.store import postgres_store as pgs
+
+    broken = Migration(CURRENT_VERSION + 1, "broken", (), ("CREATE TABLE t_ok (x int)", "NOT SQL"))
+    monkeypatch.setattr(pgs, "MIGRATIONS", (*MIGRATIONS, broken))
+    with fresh_pg_schema() as url:
+        with pytest.raises(MigrationError, match=f"creating the schema \\(v{CURRENT_VERSION}\\)"):
+            pgs.PostgresStore(url)
+        objects, versions = postgres_schema(url)
+        assert versions == []
+        assert {o[1] for o in objects if o[0] == "relation"} == {
+            "schema_version",
+            "schema_version_pkey",
+        }
+        monkeypatch.setattr(pgs, "MIGRATIONS", MIGRATIONS)
+        pgs.PostgresStore(url).close()
+        assert postgres_schema(url)[1] == [(m.version, m.name) for m in MIGRATIONS]

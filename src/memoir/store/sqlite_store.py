@@ -42,7 +42,12 @@ from memoir.store import sql_ingest, sqlite_search
 from memoir.store.codec import to_iso
 from memoir.store.db import SQLITE, Db, FileClaims, LocalClaims, Tx, check_version
 from memoir.store.memory_sql import SqliteItemText
-from memoir.store.migrations import CURRENT_VERSION, pending
+from memoir.store.migrations import (
+    CURRENT_VERSION,
+    MIGRATIONS,
+    fresh,
+    pending,
+)
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.port import SqlStore
 from memoir.store.sql_ingest import SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
@@ -121,7 +126,9 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
     )
     version = _version(conn)
     check_version(version, CURRENT_VERSION)
-    for migration in pending(version, target):
+    if fresh(version, target):
+        _create(conn)
+    for migration in pending(_version(conn), target):
         conn.execute("BEGIN IMMEDIATE")
         try:
             if _version(conn) >= migration.version:  # another process got there first
@@ -144,6 +151,28 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
                 f"migration v{migration.version} ({migration.name}) failed: {exc}"
             ) from exc
     return _version(conn)
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    """A fresh database: every migration's statements in one transaction (see
+    :func:`~memoir.store.migrations.fresh`); nothing when another process got there first."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if _version(conn) == 0:
+            for migration in MIGRATIONS:  # on no rows, a migration's repair only creates
+                for statement in migration.sqlite:
+                    conn.execute(statement)
+                if migration.sqlite_after is not None:
+                    migration.sqlite_after(_SQLiteTx(conn))
+            applied = to_iso(datetime.now(UTC))
+            conn.executemany(
+                "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                [(m.version, m.name, applied) for m in MIGRATIONS],
+            )
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        _rollback(conn)
+        raise MigrationError(f"creating the schema (v{CURRENT_VERSION}) failed: {exc}") from exc
 
 
 def _version(conn: sqlite3.Connection) -> int:

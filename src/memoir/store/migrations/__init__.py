@@ -10,6 +10,13 @@ migration with ``reindex`` rebuilds the full-text index rows of all exchanges in
 the same transaction (the index is derived data; a new index format ships as a
 migration with ``reindex``). The runners live in the backends
 (``sqlite_store.migrate``, ``postgres_store.migrate``).
+
+A database with no schema yet that is going to the newest version (:func:`fresh`) runs
+every migration in one transaction (on PostgreSQL each one's statements in one round
+trip): it holds no rows, so a data repair (``*_after``) only runs its statements and
+``reindex`` has nothing to rebuild, and one transaction instead of one per version opens a
+new home in about a third of the time. Any other database, and one asked for an older
+version, takes the migrations one by one.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ __all__ = [
     "V016_EVENT_TIMES",
     "Migration",
     "backfill",
+    "fresh",
     "old_safe",
     "pending",
     "rederive",
@@ -349,3 +357,9 @@ def pending(current: int, target: int | None = None) -> list[Migration]:
     newest)."""
     goal = CURRENT_VERSION if target is None else target
     return [m for m in MIGRATIONS if current < m.version <= goal]
+
+
+def fresh(current: int, target: int | None = None) -> bool:
+    """A database at ``current`` going to ``target`` is created in one batch (see the
+    module's doc): it has no schema yet and is going to the newest version."""
+    return current == 0 and (target is None or target == CURRENT_VERSION)
