@@ -71,9 +71,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     home = tmp_path / "home"
     env = {"MEMOIR_HOME": str(home), "MEMOIR_EMBEDDER": "none"}
     if request.param == "postgres":
-        from conftest import fresh_pg_schema
+        from conftest import migrated_pg_schema
 
-        with fresh_pg_schema() as url:
+        with migrated_pg_schema() as url:
             yield from _world(request.param, {**env, "MEMOIR_DATABASE_URL": url})
     else:
         yield from _world(request.param, env)

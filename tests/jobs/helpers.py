@@ -114,12 +114,12 @@ def wait_for(predicate: Any, timeout: float = 20.0, step: float = 0.02) -> Any:
 
 
 def pg_schema() -> AbstractContextManager[str]:
-    """A URL whose connections see only a new schema of the test cluster (the root
-    conftest's ``fresh_pg_schema``: every other test folder's conftest is in a package,
-    so ``conftest`` names only the root one)."""
-    from conftest import fresh_pg_schema
+    """A URL whose connections see only a migrated schema of the test cluster with no rows
+    (the root conftest's ``migrated_pg_schema``: every other test folder's conftest is in
+    a package, so ``conftest`` names only the root one)."""
+    from conftest import migrated_pg_schema
 
-    return fresh_pg_schema()
+    return migrated_pg_schema()
 
 
 # a worker process to kill -9 mid-job: its model answers slowly, and says "merged by the

@@ -1,0 +1,65 @@
+"""The suite's PostgreSQL schemas are recycled between tests (tests/conftest.py,
+``migrated_pg_schema``): one emptied after a test that wrote to it must be what a new one
+is — the same tables, no rows, every sequence back at its start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from store_builders import ingest
+
+from conftest import fresh_pg_schema, migrated_pg_schema
+from memoir.store.postgres_store import PostgresStore
+
+pytestmark = pytest.mark.postgres
+
+
+def _state(url: str) -> dict[str, Any]:
+    """Row counts of every table, and where every sequence stands."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+            )
+        ]
+        counts = {
+            t: conn.execute(f'SELECT count(*) FROM "{t}"'.encode()).fetchone() for t in tables
+        }
+        sequences = {
+            name: conn.execute(f'SELECT last_value, is_called FROM "{name}"'.encode()).fetchone()
+            for (name,) in conn.execute(
+                "SELECT relname FROM pg_class WHERE relkind = 'S' "
+                "AND relnamespace = current_schema()::regnamespace ORDER BY 1"
+            )
+        }
+    return {"counts": counts, "sequences": sequences}
+
+
+def test_a_schema_emptied_after_writes_is_what_a_new_one_is(tmp_path: Path) -> None:
+    with fresh_pg_schema() as url:
+        PostgresStore(url).close()
+        new = _state(url)
+    with migrated_pg_schema() as url:
+        store = PostgresStore(url)
+        try:
+            ingest(store, "s1", [("How do I enable WAL?", "PRAGMA journal_mode=WAL", None)])
+            ingest(store, "s2", [("Thanks", "You're welcome", None)])
+            store.embeddings.put("m", [("s1:1", b"\0" * 8)], 2)
+        finally:
+            store.close()
+        written = _state(url)
+        first = url
+    assert written["counts"]["exchanges"] == (2,) and written != new  # it was written to
+    with migrated_pg_schema() as url:
+        assert url == first  # the same schema, recycled
+        assert _state(url) == new
+        store = PostgresStore(url)  # opens as a migrated one: nothing to do
+        try:
+            ingest(store, "s1", [("again", "yes", None)])
+        finally:
+            store.close()
