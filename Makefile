@@ -40,8 +40,10 @@ package-check: $(DEV_STAMP)
 
 ## make test: lint, typecheck, start PostgreSQL + Redis on 127.0.0.1 (installing them and
 ## Debian's chromium from apt when missing), run the whole suite — the browser suite must
-## run, not skip (MEMOIR_TEST_REQUIRE_BROWSER=1) — stop them; and the package check
-test: $(DEV_STAMP) lint typecheck package-check
+## run, not skip (MEMOIR_TEST_REQUIRE_BROWSER=1) — stop them; and the package check (run
+## beside the typecheck: each keeps one core busy)
+test: $(DEV_STAMP) lint
+	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck package-check
 	@set -e; \
 	eval "$$(scripts/test-services.sh start)"; \
 	trap 'scripts/test-services.sh stop' EXIT; \
