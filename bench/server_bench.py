@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/server_bench.py [--json] [--database-url URL] [--redis-url URL]
         [--batches 60] [--batch-size 20] [--rounds 3] [--pollers 200] [--poll-seconds 10]
-        [--storm 50] [--storm-rounds 6] [--before-src DIR]
+        [--storm 50] [--storm-rounds 6] [--before-src DIR] [--client httpx|raw]
 
 A throwaway SQLite home by default (``MEMOIR_LLM=offline``); with ``--database-url`` every
 home gets its own fresh schema on that PostgreSQL server (dropped afterwards). A key comes
@@ -143,6 +143,41 @@ class RawConn:
                 await self.writer.wait_closed()
 
 
+class RawPost:
+    """One keep-alive HTTP/1.1 connection for the append arm, by hand and blocking: a POST
+    is one write of the head and the JSON body (orjson) and a read of the status line,
+    headers and Content-Length body. ``--client raw``: the client's own CPU, which shares
+    the server's two cores here, stays small next to the server's (httpx costs about as
+    much per request as the route it calls)."""
+
+    def __init__(self, port: int, key: str) -> None:
+        self.head = (
+            f"Host: 127.0.0.1:{port}\r\nAuthorization: Bearer {key}\r\n"
+            "Content-Type: application/json\r\n"
+        )
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.file = self.sock.makefile("rb")
+
+    def post(self, path: str, body: Any) -> tuple[int, Any]:
+        import orjson
+
+        data = orjson.dumps(body)
+        head = f"POST {path} HTTP/1.1\r\n{self.head}Content-Length: {len(data)}\r\n\r\n"
+        self.sock.sendall(head.encode() + data)
+        status = int(self.file.readline().split(b" ", 2)[1])
+        length = 0
+        while (line := self.file.readline()) not in (b"\r\n", b""):
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        return status, orjson.loads(self.file.read(length)) if length else None
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
+
+
 def _messages(tag: str, n: int, start: int = 0) -> list[dict[str, Any]]:
     out = []
     for i in range(start, start + n):
@@ -278,15 +313,21 @@ def bench_append(
                     if arm == "http":
                         assert client.post("/api/sessions", json={"id": sid}).status_code == 201
                         client.post(f"/api/sessions/{sid}/events", json={"messages": batches[0]})
+                        raw = RawPost(server.port, key) if args.client == "raw" else None
                         t0 = time.perf_counter()
                         for batch in batches[1:]:
                             t = time.perf_counter()
-                            resp = client.post(
-                                f"/api/sessions/{sid}/events", json={"messages": batch}
-                            )
+                            path, body = f"/api/sessions/{sid}/events", {"messages": batch}
+                            if raw is not None:
+                                status, answer = raw.post(path, body)
+                            else:
+                                resp = client.post(path, json=body)
+                                status, answer = resp.status_code, resp.json()
                             lat.append(time.perf_counter() - t)
-                            if resp.status_code != 200 or resp.json()["data"]["added"] != size:
-                                raise RuntimeError(f"append failed: {resp.status_code} {resp.text}")
+                            if status != 200 or answer["data"]["added"] != size:
+                                raise RuntimeError(f"append failed: {status} {answer}")
+                        if raw is not None:
+                            raw.close()
                         http_lat += lat
                     else:
                         service.create_session(memoir, USER, session_id=sid)
@@ -450,7 +491,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
 
     srcs = {"before": str(Path(args.before_src).resolve()), "after": after_src()}
     child = ["--json", "--skip", "poll,admission", "--rounds", "1", "--batches", str(args.batches)]
-    child += ["--batch-size", str(args.batch_size)]
+    child += ["--batch-size", str(args.batch_size), "--client", args.client]
     if args.database_url:
         child += ["--database-url", args.database_url]
     got: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
@@ -495,6 +536,12 @@ def main() -> None:
     p.add_argument("--storm-rounds", type=int, default=6)
     p.add_argument("--skip", default="", help="comma list of append,poll,admission")
     p.add_argument("--first", choices=("http", "direct"), default="http")
+    p.add_argument(
+        "--client",
+        choices=("httpx", "raw"),
+        default="httpx",
+        help="the append arm's HTTP client: httpx, or one raw keep-alive socket (RawPost)",
+    )
     p.add_argument("--before-src", default=None, help="an earlier checkout's src/ to compare")
     args = p.parse_args()
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}

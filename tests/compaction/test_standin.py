@@ -5,9 +5,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memoir.compaction import stand_in, validate_sequence
-from memoir.compaction.standin import IN_CONTEXT, IN_REQUEST, replaced, tool_names_by_call
+from memoir.compaction.standin import (
+    IN_CONTEXT,
+    IN_REQUEST,
+    _letters,
+    replaced,
+    tool_names_by_call,
+)
 
 from .helpers import assistant, call, result, user
 
@@ -71,3 +79,23 @@ def test_tool_names_by_call() -> None:
     assert tool_names_by_call(msgs) == {2: "ls", 3: "cat"}
     reused = [*msgs, call(("1", "grep")), result("1", "")]
     assert tool_names_by_call(reused)[5] == "grep" and tool_names_by_call(reused)[2] == "ls"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="ascii")) | st.text())
+def test_letters_count_as_isalpha_or_isspace_count_them(text: str) -> None:
+    assert _letters(text) == sum(ch.isalpha() or ch.isspace() for ch in text)
+
+
+@pytest.mark.parametrize(
+    ("text", "letters"),
+    [
+        ("", 0),
+        ("ab c", 4),
+        ("a1_\x1c\x1f\x7f", 3),  # \x1c-\x1f are spaces to str.isspace
+        ("é a", 3),  # not ASCII: counted char by char
+        ("{'k': 1}", 2),
+    ],
+)
+def test_letters_table(text: str, letters: int) -> None:
+    assert _letters(text) == letters

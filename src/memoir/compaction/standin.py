@@ -96,9 +96,20 @@ def clip_line(text: str, limit: int = _LINE_CHARS) -> str:
     return cut.rstrip(",;:") + "…"
 
 
+# what str.isalpha() or str.isspace() holds for among ASCII characters
+_ASCII_LETTERS_SPACES = bytes(c for c in range(128) if chr(c).isalpha() or chr(c).isspace())
+
+
+def _letters(text: str) -> int:
+    """How many characters of ``text`` are letters or spaces (``isalpha``/``isspace``):
+    counted in C for ASCII text (a long tool output is one), char by char otherwise."""
+    if text.isascii():
+        return len(text) - len(text.encode().translate(None, _ASCII_LETTERS_SPACES))
+    return sum(ch.isalpha() or ch.isspace() for ch in text)
+
+
 def _prose(text: str) -> bool:
-    letters = sum(ch.isalpha() or ch.isspace() for ch in text)
-    return bool(text) and letters / len(text) >= 0.8 and len(text.split()) >= 3
+    return bool(text) and _letters(text) / len(text) >= 0.8 and len(text.split()) >= 3
 
 
 def excerpt(line: str, limit: int = _LINE_CHARS) -> str:
