@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memoir.server.plumbing import depth_over, parse_json
+from memoir.server.plumbing import depth_over, parse_json, scrubbed
 
 DEPTHS = [
     pytest.param(1, 0, False, id="scalar"),
@@ -63,3 +66,36 @@ def test_parse_json_refuses(raw: bytes | str, says: str) -> None:
     with pytest.raises(ValueError) as caught:
         parse_json(raw)
     assert says in str(caught.value), str(caught.value)
+
+
+# parse_json copies a value to scrub it only when its text holds an escape that can make
+# an unstorable string (NUL, a lone surrogate); it must answer as scrubbing every value does
+def _scrubbing_all(raw: bytes) -> Any:
+    return scrubbed(json.loads(raw.decode("utf-8")))
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, st.booleans())
+def test_parse_json_reads_every_value_as_scrubbing_all_of_it_does(
+    value: Any, ascii_only: bool
+) -> None:
+    try:
+        raw = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8")
+    except UnicodeEncodeError:  # a raw lone surrogate is not UTF-8: escaped, it is
+        raw = json.dumps(value).encode("utf-8")
+    assert parse_json(raw) == _scrubbing_all(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b'"a\\u0000b"', b'"\\udc80"', b'{"\\uD800": 1}', b'"\\\\u0000"', b'"\\u00e9 \\u20ac"'],
+)
+def test_escapes_that_may_be_unstorable_are_scrubbed(raw: bytes) -> None:
+    assert parse_json(raw) == _scrubbing_all(raw)

@@ -259,7 +259,14 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     if depth_over(value, max_depth):
         raise ValueError(f"it is nested deeper than {max_depth} levels")
-    return scrubbed(value)
+    unchecked = isinstance(raw, str)  # a str may hold a lone surrogate itself
+    return scrubbed(value) if unchecked or _ESCAPED_UNSTORABLE.search(text) else value
+
+
+# A parsed string can hold a NUL or a lone surrogate only from a ``\u`` escape (strict
+# JSON refuses raw control characters, and UTF-8 text holds no surrogate): without one of
+# these escapes in the text, every string is storable as it is, and nothing is copied
+_ESCAPED_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
