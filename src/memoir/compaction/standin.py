@@ -3,11 +3,10 @@
 A message over the cap is replaced whole — never sliced: a byte-slice can land inside a
 structured value and the model "completes" it by guessing. The stand-in names the tool,
 gives the approximate size, says what is known of it (the call's arguments, its exit
-status and error lines; a user message's length and first and last lines — see
-:mod:`memoir.compaction.standin`), says the work happened and that the source should be
-re-read rather than reconstructed. It is derived only from the message and its place in
-the history (no clock, no request id), so retries send byte-identical requests and
-prefix caches stay valid::
+status and error lines; a user message's length and first and last lines), says the work
+happened and that the source should be re-read rather than reconstructed. It is derived
+only from the message and its place in the history (no clock, no request id), so retries
+send byte-identical requests and prefix caches stay valid::
 
     [content omitted from this summary request: read_file result, ~225006 tokens; of
      read_file path="big.log"; error: "OSError: disk full". It ran and produced output;
@@ -15,11 +14,6 @@ prefix caches stay valid::
 
 In the context the same stand-in also says where the full message is: ``re-read the
 source (#4 of the full history)``.
-
-What is known of a message without its bulk: the call behind a tool result, the
-arguments that name what it touched, its exit status and error lines, the opening and
-closing words of a long user message. Pure and deterministic (derived only from the
-messages), so a stand-in built from it is the same bytes on every retry.
 
 A stand-in says what it stands for with these facts — never with a slice of the content
 cut at a byte count (a severed value reads as data): whole lines, each a quotation; a

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import select
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
@@ -27,12 +27,7 @@ from memoir.store import postgres_search, sql_ingest
 from memoir.store.codec import to_utc
 from memoir.store.db import POSTGRES, Db, StaleConnection, Tx, check_version, claim_key, pg_sql
 from memoir.store.memory_sql import PostgresItemText
-from memoir.store.migrations import (
-    CURRENT_VERSION,
-    MIGRATIONS,
-    fresh,
-    pending,
-)
+from memoir.store.migrations import CURRENT_VERSION, fresh, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.port import SqlStore
 from memoir.store.search_sql import SpanRead
@@ -88,56 +83,30 @@ def _migrate(conn: psycopg.Connection[Any], target: int | None) -> int:
         )
         version = _version(conn)
     check_version(version, CURRENT_VERSION)
-    if fresh(version, target):
-        _create(conn)
-    for migration in pending(_version(conn), target):
-        try:
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-                if _version(conn) >= migration.version:
-                    continue
-                for statement in migration.postgres:
-                    conn.execute(statement)
-                if migration.postgres_after is not None:
-                    migration.postgres_after(_PgTx(conn))
-                if migration.reindex:
-                    postgres_search.rebuild_index(conn)
-                conn.execute(
-                    "INSERT INTO schema_version (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
-        except psycopg.Error as exc:
-            if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
-                raise
-            name = f"v{migration.version} ({migration.name})"
-            raise MigrationError(f"migration {name} failed: {exc}") from exc
+    one = fresh(version, target)  # one transaction for all migrations, or one for each
+    with conn.transaction() if one else nullcontext():
+        for migration in pending(version, target):
+            try:
+                with nullcontext() if one else conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                    if _version(conn) >= migration.version:
+                        continue
+                    if migration.postgres:  # no parameters: one round trip for them all
+                        conn.execute(";\n".join(migration.postgres).encode())
+                    if migration.postgres_after is not None:
+                        migration.postgres_after(_PgTx(conn))
+                    if migration.reindex:
+                        postgres_search.rebuild_index(conn)
+                    conn.execute(
+                        "INSERT INTO schema_version (version, name) VALUES (%s, %s)",
+                        (migration.version, migration.name),
+                    )
+            except psycopg.Error as exc:
+                if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+                    raise
+                name = f"v{migration.version} ({migration.name})"
+                raise MigrationError(f"migration {name} failed: {exc}") from exc
     return _version(conn)
-
-
-def _create(conn: psycopg.Connection[Any]) -> None:
-    """A fresh database: every migration's statements as one batch, in one transaction and
-    one round trip (see :func:`~memoir.store.migrations.fresh`); nothing when another
-    process got there first."""
-    try:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            if _version(conn) > 0:
-                return
-            for migration in MIGRATIONS:  # on no rows, a migration's repair only creates
-                # no parameters: sent with the simple protocol, which takes several statements
-                if migration.postgres:
-                    conn.execute(";\n".join(migration.postgres).encode())
-                if migration.postgres_after is not None:
-                    migration.postgres_after(_PgTx(conn))
-            with conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO schema_version (version, name) VALUES (%s, %s)",
-                    [(m.version, m.name) for m in MIGRATIONS],
-                )
-    except psycopg.Error as exc:
-        if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
-            raise
-        raise MigrationError(f"creating the schema (v{CURRENT_VERSION}) failed: {exc}") from exc
 
 
 class _PgTx:

@@ -42,12 +42,7 @@ from memoir.store import sql_ingest, sqlite_search
 from memoir.store.codec import to_iso
 from memoir.store.db import SQLITE, Db, FileClaims, LocalClaims, Tx, check_version
 from memoir.store.memory_sql import SqliteItemText
-from memoir.store.migrations import (
-    CURRENT_VERSION,
-    MIGRATIONS,
-    fresh,
-    pending,
-)
+from memoir.store.migrations import CURRENT_VERSION, fresh, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.port import SqlStore
 from memoir.store.sql_ingest import SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
@@ -119,20 +114,24 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 
 def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
-    """Bring the schema to ``target`` (default: current); returns the version reached."""
+    """Bring the schema to ``target`` (default: current); returns the version reached.
+    A fresh database takes them all in one transaction (:func:`~.migrations.fresh`)."""
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version ("
         "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
     version = _version(conn)
     check_version(version, CURRENT_VERSION)
-    if fresh(version, target):
-        _create(conn)
-    for migration in pending(_version(conn), target):
+    each = not fresh(version, target)  # a transaction for each migration, or one for all
+    if not each:
         conn.execute("BEGIN IMMEDIATE")
+    for migration in pending(version, target):
+        if each:
+            conn.execute("BEGIN IMMEDIATE")
         try:
             if _version(conn) >= migration.version:  # another process got there first
-                conn.execute("ROLLBACK")
+                if each:
+                    conn.execute("ROLLBACK")
                 continue
             for statement in migration.sqlite:
                 conn.execute(statement)
@@ -144,35 +143,16 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
                 "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
                 (migration.version, migration.name, to_iso(datetime.now(UTC))),
             )
-            conn.execute("COMMIT")
+            if each:
+                conn.execute("COMMIT")
         except sqlite3.Error as exc:
             _rollback(conn)
             raise MigrationError(
                 f"migration v{migration.version} ({migration.name}) failed: {exc}"
             ) from exc
-    return _version(conn)
-
-
-def _create(conn: sqlite3.Connection) -> None:
-    """A fresh database: every migration's statements in one transaction (see
-    :func:`~memoir.store.migrations.fresh`); nothing when another process got there first."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if _version(conn) == 0:
-            for migration in MIGRATIONS:  # on no rows, a migration's repair only creates
-                for statement in migration.sqlite:
-                    conn.execute(statement)
-                if migration.sqlite_after is not None:
-                    migration.sqlite_after(_SQLiteTx(conn))
-            applied = to_iso(datetime.now(UTC))
-            conn.executemany(
-                "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
-                [(m.version, m.name, applied) for m in MIGRATIONS],
-            )
+    if not each:
         conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        _rollback(conn)
-        raise MigrationError(f"creating the schema (v{CURRENT_VERSION}) failed: {exc}") from exc
+    return _version(conn)
 
 
 def _version(conn: sqlite3.Connection) -> int:
