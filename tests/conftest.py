@@ -2,8 +2,8 @@
 
 The network guard fails any test that connects anywhere but the loopback range or a Unix
 socket. ``store`` is parametrized over SQLite and PostgreSQL (the latter when
-MEMOIR_TEST_PG_URL is set, as ``make test`` does; each test gets its own schema, and
-``pg_database`` a whole fresh database).
+MEMOIR_TEST_PG_URL is set, as ``make test`` does; each test gets a migrated schema with no
+rows, one a test before it emptied or a new one, and ``pg_database`` a whole fresh database).
 """
 
 from __future__ import annotations
@@ -233,7 +233,8 @@ def pg_database() -> Iterator[str]:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A migrated, empty store on each backend (PostgreSQL: a fresh schema per test)."""
+    """A migrated, empty store on each backend (PostgreSQL: a migrated schema with no rows,
+    :func:`migrated_pg_schema`)."""
     with fresh_store(request.param, tmp_path / "store.db") as made:
         yield made
 
