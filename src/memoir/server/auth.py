@@ -118,9 +118,8 @@ class SignInLinks:
 
 
 # The dependencies that do no I/O are ``async``: FastAPI runs a plain ``def`` dependency
-# in its thread pool, a hop that costs a request more than the work (about a fifth of an
-# append's server time went to the four hops it made); one that reads the database stays
-# ``def``, off the event loop.
+# in its thread pool, a hop per request that costs more than their work. One that reads
+# the database stays ``def``, off the event loop.
 
 
 def _memoir(request: Request) -> Memoir:
