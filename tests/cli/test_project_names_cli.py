@@ -109,9 +109,11 @@ def test_a_home_synced_before_v14_upgrades_and_verifies_clean(
     # v16 gave the untimed events the file's mtime as the sync saw it, marked inferred
     shown = _json(cli, "show", "first", "--json")
     assert isinstance(shown, dict)
-    mtime = (source / "проект" / "first.jsonl").stat().st_mtime
+    mtime_ns = (source / "проект" / "first.jsonl").stat().st_mtime_ns
     stamps = {(e["timestamp"], e["time_inferred"]) for e in shown["events"]}
-    assert stamps == {(datetime.fromtimestamp(mtime, UTC).isoformat(), True)}
+    seconds, rest = divmod(mtime_ns, 10**9)
+    mtime = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
+    assert stamps == {(mtime.isoformat(), True)}
 
     # grown, rewritten and new transcripts after the upgrade
     with open(source / "проект" / "first.jsonl", "a", encoding="utf-8") as fp:

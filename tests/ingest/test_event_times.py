@@ -4,7 +4,7 @@ batching add to it."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
@@ -14,7 +14,7 @@ from memoir.ingest.discover import Format
 from memoir.ingest.plan import KNOWN_AT, known_before, with_times
 from memoir.ingest.reader import ReadResult
 from memoir.model import Author, Event, EventKind
-from memoir.model.event import fill_times, infer_times
+from memoir.model.event import fill_times, infer_times, time_of_ns
 
 
 def at(hour: int) -> datetime:
@@ -165,3 +165,25 @@ def test_fill_times_takes_the_nearest_known_time(
             assert got == later[0]
         else:
             assert got == FALLBACK
+
+
+@pytest.mark.parametrize(
+    ("ns", "expected"),
+    [
+        (0, datetime(1970, 1, 1, tzinfo=UTC)),
+        (999, datetime(1970, 1, 1, tzinfo=UTC)),
+        (1_000, datetime(1970, 1, 1, microsecond=1, tzinfo=UTC)),
+        # the CI failure: through a float this lands on ...492
+        (1_796_515_032_567_491_943, datetime(2026, 12, 5, 23, 57, 12, 567_491, tzinfo=UTC)),
+        (1_796_515_032_999_999_999, datetime(2026, 12, 5, 23, 57, 12, 999_999, tzinfo=UTC)),
+    ],
+)
+def test_time_of_ns_cuts_to_the_microsecond_exactly(ns: int, expected: datetime) -> None:
+    assert time_of_ns(ns) == expected
+
+
+@given(st.integers(min_value=0, max_value=4_000_000_000 * 10**9))
+def test_time_of_ns_never_rounds_up(ns: int) -> None:
+    got = time_of_ns(ns)
+    back = (got - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    assert back == ns // 1000

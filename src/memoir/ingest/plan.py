@@ -33,7 +33,7 @@ import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from memoir.ingest.gemini_aider import document_head
 from memoir.ingest.reader import ReadResult, first_line_number, read_any
 from memoir.ingest.records import CHUNK_BYTES, LineReader, parse_ts
 from memoir.model import Event, Harness, infer_times
+from memoir.model.event import time_of_ns
 from memoir.store.values import SourceState
 
 __all__ = [
@@ -441,7 +442,7 @@ def with_times(
     before = known_before(state_before)
     events: Sequence[Event] = result.events
     if any(e.timestamp is None for e in events):
-        fallback = datetime.fromtimestamp(mtime_ns / 1e9, UTC)
+        fallback = time_of_ns(mtime_ns)
         alone = before is None and all(e.timestamp is None for e in events)
         if alone and result.more and ahead is not None:
             fallback = ahead(result) or fallback

@@ -34,7 +34,7 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -61,6 +61,7 @@ __all__ = [
     "scrub_deep",
     "speaker_of",
     "spoken_text",
+    "time_of_ns",
     "tool_outcome",
 ]
 
@@ -219,6 +220,13 @@ def spoken_text(event: Event) -> str:
     if speaker is None or not event.text:
         return event.text
     return f"{speaker}: {event.text}"
+
+
+def time_of_ns(ns: int) -> datetime:
+    """The UTC time ``ns`` nanoseconds after the epoch (a file's ``st_mtime_ns``), cut to
+    the microsecond exactly: ``ns / 1e9`` goes through a float and can land one off."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest // 1000)
 
 
 def fill_times(

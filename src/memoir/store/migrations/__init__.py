@@ -29,7 +29,7 @@ from pathlib import PurePath
 from typing import Any, cast
 
 from memoir.model import Session
-from memoir.model.event import fill_times
+from memoir.model.event import fill_times, time_of_ns
 from memoir.model.harness import claude_folder, cwd_project, project_name
 from memoir.store.codec import SESSION_COLS, dumps, from_iso, loads, session_from_row
 from memoir.store.db import Tx
@@ -308,7 +308,7 @@ def _v016_fallback(tx: Tx, sid: str, session: Session | None, now: datetime) -> 
     found = tx.run("SELECT max(mtime_ns) FROM sources WHERE session_id = ?", (sid,))
     mtime_ns = found[0][0] if found else None
     if mtime_ns:
-        return datetime.fromtimestamp(int(mtime_ns) / 1e9, UTC)
+        return time_of_ns(int(mtime_ns))
     if session is None:
         return now
     return session.updated_at or session.created_at or now
