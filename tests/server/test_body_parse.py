@@ -39,6 +39,14 @@ READ = [
     pytest.param(b'{"k\\udfff": "\\u0000"}', {"k?": "\ufffd"}, id="keys-and-nul"),
     pytest.param('"\\ud83d\\ude00"', "\U0001f600", id="a-whole-pair-is-kept"),
     pytest.param("[" * 64 + "]" * 64, None, id="at-the-limit"),
+    # more brackets than the limit, but inside strings: the walk decides, and lets it in
+    pytest.param(
+        json.dumps(["[{" * 40, {"a": "{" * 40}]),
+        ["[{" * 40, {"a": "{" * 40}],
+        id="brackets-in-strings",
+    ),
+    # more brackets than the limit, side by side and shallow
+    pytest.param(json.dumps([[1]] * 70), [[1]] * 70, id="wide-not-deep"),
 ]
 
 
@@ -54,6 +62,11 @@ REFUSED = [
     pytest.param(b"\xff", "not UTF-8 text (byte 0)", id="not-utf8"),
     pytest.param("\ufeff{}", "BOM", id="bom"),
     pytest.param("[" * 65 + "]" * 65, "nested deeper than 64 levels", id="over-the-limit"),
+    pytest.param(
+        '["' + "[" * 70 + '", ' + '{"a": ' * 65 + "1" + "}" * 65 + "]",
+        "deeper than 64",
+        id="deep-and-bracketed-strings",
+    ),
     pytest.param("[" * 50_000 + "]" * 50_000, "nested deeper than 64", id="past-recursion"),
     pytest.param("[NaN]", "NaN is not a JSON number", id="nan"),
     pytest.param("-Infinity", "-Infinity is not a JSON number", id="minus-infinity"),

@@ -257,7 +257,10 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise ValueError(f"it is nested deeper than {max_depth} levels") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    if depth_over(value, max_depth):
+    # each level opens a bracket, so fewer brackets than the limit (counted in C, strings
+    # included) cannot be too deep: most bodies skip the walk
+    shallow = text.count("[") + text.count("{") <= max_depth
+    if not shallow and depth_over(value, max_depth):
         raise ValueError(f"it is nested deeper than {max_depth} levels")
     unchecked = isinstance(raw, str)  # a str may hold a lone surrogate itself
     return scrubbed(value) if unchecked or _ESCAPED_UNSTORABLE.search(text) else value

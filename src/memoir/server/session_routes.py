@@ -221,11 +221,13 @@ def archive_session(
 def append_events(
     session_id: str,
     body: EventsBody,
-    user: str = Depends(current_user),
+    request: Request,
+    who: Caller = Depends(caller),
     memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """Append OpenAI-style messages. A message whose `id` this session has stored already
     is skipped: retry a batch freely."""
+    user = current_user(request, who)  # the key's lookup on this thread, not a trip of its own
     messages = [m.model_dump(exclude_none=True) for m in body.messages]
     done = service.append_user_messages(memoir, user, session_id, messages)
     return {
