@@ -197,7 +197,8 @@ def test_fifty_tasks_share_one_and_the_loop_keeps_ticking(memoir: Memoir) -> Non
     """50 tasks at once, each appending (and retrying) its own messages to one of ten
     sessions, then searching, recalling and building the context block in turns of its
     own: every answer is right, every message is stored exactly once, and a ticker asking
-    to run every 10 ms never waits 0.5 s, ticking at least every 100 ms on average.
+    to run every 10 ms never waits half the run (nor 0.5 s of a short one), ticking at
+    least every 100 ms on average.
 
     The bounds leave room for a busy machine: at load 9-18 on two cores the largest wait
     was 20-100 ms (once 252 ms, SQLite at load 18; bench/async_bench.py). Run on the loop's
@@ -263,7 +264,9 @@ def test_fifty_tasks_share_one_and_the_loop_keeps_ticking(memoir: Memoir) -> Non
     gap = max(b - a for a, b in itertools.pairwise(ticks))
     during = sum(began < t < ended for t in ticks)
     took = ended - began
-    assert gap < 0.5, f"the loop waited {gap:.3f} s in a {took:.2f} s run"
+    # blocked, the loop waits the whole run; run off it, a starved GIL on a loaded machine
+    # has held it back 0.65 s once (PostgreSQL, in a 1.87 s run, beside the whole suite)
+    assert gap < max(0.5, took / 2), f"the loop waited {gap:.3f} s in a {took:.2f} s run"
     assert during >= took / 0.1, f"{during} ticks in a {took:.2f} s run"
 
 

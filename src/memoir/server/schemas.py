@@ -30,15 +30,12 @@ their own secrets; the stored text is never changed.
 from __future__ import annotations
 
 import email.message
-import functools
-import inspect
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from annotated_types import Ge
 from fastapi import Request, Response
-from fastapi.concurrency import run_in_threadpool
 from fastapi.dependencies.utils import get_dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -47,7 +44,7 @@ from pydantic_core import PydanticCustomError
 from memoir.ingest.records import parse_ts
 from memoir.model import Event, Exchange, Session, SessionInfo
 from memoir.secrets import mask, mask_json
-from memoir.server.plumbing import ApiError, parse_json
+from memoir.server.plumbing import ApiError, on_a_thread, parse_json
 
 __all__ = [
     "LAST_EPOCH_MS",
@@ -214,26 +211,12 @@ async def read_json_body(request: Request) -> None:
     request._json = value  # Starlette's cache of request.json(), which FastAPI reads
 
 
-def _on_a_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
-    """A plain (sync) endpoint as a coroutine that runs it on the thread pool. FastAPI
-    then validates and serialises its answer on the event loop; for a plain endpoint it
-    takes a second trip to a thread for that (a handoff per request, and the GIL's)."""
-    if inspect.iscoroutinefunction(endpoint):
-        return endpoint
-
-    @functools.wraps(endpoint)
-    async def on_a_thread(*args: Any, **kwargs: Any) -> Any:
-        return await run_in_threadpool(endpoint, *args, **kwargs)
-
-    return on_a_thread
-
-
 class JsonRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         responses = dict(kwargs.pop("responses", None) or {})
         for status, doc in errors(*documented(path, _takes_body(path, endpoint))).items():
             responses.setdefault(status, doc)
-        super().__init__(path, _on_a_thread(endpoint), responses=responses, **kwargs)
+        super().__init__(path, on_a_thread(endpoint), responses=responses, **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
