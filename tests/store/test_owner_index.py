@@ -199,3 +199,31 @@ def test_a_home_of_one_owner_leaves_the_owner_out_of_the_match(
     assert any(mark in str(params) for _, params, _ in ran.statements)
     if store.backend == "sqlite":  # type: ignore[attr-defined]
         assert _recall(store, "kestrel", "alice") == []  # her item's index row says bob
+
+
+def test_the_item_vector_models_are_sought_in_their_index(store: Store) -> None:
+    """Which embedders items have vectors of (what the test embedder's guard asks on every
+    recall): each once, sorted, read by seeking the embedder index (v24), never by reading
+    every user's vector rows."""
+    import numpy as np
+
+    from memoir.store.parts.memory_items import _VECTOR_MODELS
+
+    _fill(store)
+    items = store.memory_items
+    assert items.vector_models() == []
+    one = np.ones(4, dtype=np.float32)
+    items.put_vectors("minilm", {"alice-i": one, "bob-i": one})
+    items.put_vectors("hash", {"bob-i": one})
+    items.put_vectors("e5", {"alice-i": one})
+    assert items.vector_models() == ["e5", "hash", "minilm"]
+    db = store._db  # type: ignore[attr-defined]
+    with db.tx() as tx:
+        if store.backend == "sqlite":  # type: ignore[attr-defined]
+            plan = " | ".join(str(r[-1]) for r in tx.run("EXPLAIN QUERY PLAN " + _VECTOR_MODELS))
+            assert "SCAN memory_vectors" not in plan, plan
+        else:  # a tiny table is read whole when it may: the plan with that ruled out
+            tx.run("SET LOCAL enable_seqscan = off")
+            plan = " | ".join(str(r[0]) for r in tx.run("EXPLAIN " + _VECTOR_MODELS))
+            assert "Seq Scan" not in plan, plan
+    assert "memory_vectors_embedder" in plan, plan

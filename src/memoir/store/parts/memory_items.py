@@ -35,6 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "ItemFilter", "MemoryItemsPart"]
 
+_VECTOR_MODELS = (  # the smallest embedder, then each next one: a seek each in its index
+    "WITH RECURSIVE m(e) AS (SELECT min(embedder) FROM memory_vectors UNION ALL SELECT "
+    "(SELECT min(embedder) FROM memory_vectors WHERE embedder > m.e) FROM m WHERE m.e IS "
+    "NOT NULL) SELECT e FROM m WHERE e IS NOT NULL"
+)
+
 MIN_PREFIX = 4  # an item id prefix names an item from this many characters on
 MAX_ID_CHARS = 64  # no item id is longer: a longer reference names nothing
 VECTOR_CACHE = 50_000  # item vectors a process keeps per embedder (~75 MB at 384 dims)
@@ -276,16 +282,13 @@ class MemoryItemsPart(Part):
         return bool(self._db.rows("SELECT 1 FROM memory_items WHERE superseded_by IS NULL LIMIT 1"))
 
     def count(self) -> int:
-        return int(
-            self._db.rows("SELECT count(*) FROM memory_items WHERE superseded_by IS NULL")[0][0]
-        )
+        live = "SELECT count(*) FROM memory_items WHERE superseded_by IS NULL"
+        return int(self._db.rows(live)[0][0])
 
     # vectors ---------------------------------------------------------------------------
     def vector_models(self) -> list[str]:
-        """The embedders items have vectors of (the items are few: a plain DISTINCT)."""
-        return sorted(
-            str(r[0]) for r in self._db.rows("SELECT DISTINCT embedder FROM memory_vectors")
-        )
+        """The embedders items have vectors of: a seek per embedder in its index (v24)."""
+        return sorted(str(r[0]) for r in self._db.rows(_VECTOR_MODELS))
 
     def vectors(self, embedder: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         import numpy as np

@@ -1,5 +1,6 @@
-"""Schema versions 17-23: secret re-scan, index rows folded in Python, owner indexes,
-keyed items, session names, owner tokens, the embedding log on PostgreSQL."""
+"""Schema versions 17-24: secret re-scan, index rows folded in Python, owner indexes,
+keyed items, session names, owner tokens, the embedding log on PostgreSQL, the item
+vectors' embedder index."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ __all__ = [
     "V021_SESSION_NAMES",
     "V022_OWNER_TOKENS",
     "V023_EMBEDDING_LOG_EVERYWHERE",
+    "V024_ITEM_VECTOR_MODELS",
     "plain_tsvector_sql",
     "refill_items",
 ]
@@ -300,3 +302,14 @@ _V023_POSTGRES: tuple[str, ...] = (
 V023_EMBEDDING_LOG_EVERYWHERE = Migration(
     23, "embedding-log-everywhere", _V023_SQLITE, _V023_POSTGRES
 )
+
+# v24: which embedders items have vectors of, read from an index. The guard against the
+# test embedder in a home of real vectors asks it on every recall; a DISTINCT over
+# ``memory_vectors`` read every user's item vectors for it. With the index the read seeks
+# it once per embedder (:meth:`memoir.store.parts.MemoryItemsPart.vector_models`),
+# whoever holds the rows.
+_V024_STATEMENTS: tuple[str, ...] = (
+    "CREATE INDEX memory_vectors_embedder ON memory_vectors(embedder)",
+)
+
+V024_ITEM_VECTOR_MODELS = Migration(24, "item-vector-models", _V024_STATEMENTS, _V024_STATEMENTS)
