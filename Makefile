@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test suite lint typecheck package-check unit services-start services-stop bench clean
+.PHONY: demo test lint typecheck package-check unit services-start services-stop bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -43,23 +43,19 @@ typecheck: $(DEV_STAMP)
 package-check: $(DEV_STAMP)
 	scripts/package-check.sh $(BIN)/python
 
-## make test: lint; start PostgreSQL + Redis on 127.0.0.1 (installing them and Debian's
-## chromium from apt when missing); then, side by side, the typecheck, the package check and
-## the whole suite (the browser suite must run, not skip: MEMOIR_TEST_REQUIRE_BROWSER=1);
-## stop the services. Side by side because the suite leaves about a tenth of the two cores
-## idle (tests waiting on servers and timeouts) and the other two keep one core busy each.
-## src/ is compiled first: every process the suite starts reads that bytecode, even where
-## PYTHONDONTWRITEBYTECODE keeps it from writing its own
+## make test: lint, typecheck, start PostgreSQL + Redis on 127.0.0.1 (installing them and
+## Debian's chromium from apt when missing), run the whole suite — the browser suite must
+## run, not skip (MEMOIR_TEST_REQUIRE_BROWSER=1) — stop them; and the package check (run
+## beside the typecheck: each keeps one core busy). src/ is compiled first: every process
+## the suite starts reads that bytecode, even where PYTHONDONTWRITEBYTECODE keeps it from
+## writing its own
 test: $(DEV_STAMP) lint
+	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck package-check
 	@$(BIN)/python -m compileall -q src
 	@set -e; \
 	eval "$$(scripts/test-services.sh start)"; \
 	trap 'scripts/test-services.sh stop' EXIT; \
-	$(MAKE) --no-print-directory -j3 --output-sync=target typecheck package-check suite
-
-# the whole suite, against the services `make test` started
-suite: $(DEV_STAMP)
-	MEMOIR_TEST_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 --dist worksteal -q tests
+	MEMOIR_TEST_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 -q tests
 
 unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest -n 2 -q tests
