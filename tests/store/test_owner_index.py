@@ -227,3 +227,55 @@ def test_the_item_vector_models_are_sought_in_their_index(store: Store) -> None:
             plan = " | ".join(str(r[0]) for r in tx.run("EXPLAIN " + _VECTOR_MODELS))
             assert "Seq Scan" not in plan, plan
     assert "memory_vectors_embedder" in plan, plan
+
+
+@pytest.mark.parametrize(
+    ("owners", "user", "held"),
+    [
+        ((), "alice", False),
+        (("alice",), "alice", False),
+        (("alice", "bob"), "alice", True),  # another owner after her
+        (("alice", "bob"), "bob", True),  # another owner before him
+        (("bob",), "alice", True),  # she holds nothing, someone does
+        (("alice", "bob", "carol"), "bob", True),
+    ],
+)
+def test_others_hold_asks_for_an_owner_either_side(
+    store: Store, owners: tuple[str, ...], user: str, held: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoir.store.memory_sql import _others_hold
+
+    monkeypatch.setitem(CONTENT, "carol", "Carol keeps notes.")
+    monkeypatch.setitem(TURNS, "carol", [("carol says hello", "hello", None)])
+    _fill(store, owners)
+    with store._db.tx() as tx:  # type: ignore[attr-defined]
+        assert _others_hold(tx, user) is held
+
+
+def test_others_hold_seeks_the_owner_index_on_a_table_never_analyzed(store: Store) -> None:
+    """Thousands of another owner's items, no statistics yet (a table just filled, as
+    after an import): the check still reads the owner index, never every row."""
+    from memoir.store.memory_rows import ITEM_COLS
+    from memoir.store.search_sql import others_hold_sql
+
+    _fill(store)
+    copied = ITEM_COLS.replace("id, ", "id || g, ", 1).replace("normalized", "normalized || g")
+    copied = copied.replace("owner,", "'zed',")
+    sql = others_hold_sql("memory_items", "owner").replace("?", "'alice'")
+    with store._db.tx() as tx:  # type: ignore[attr-defined]
+        if store.backend == "sqlite":  # type: ignore[attr-defined]
+            tx.run(
+                f"WITH RECURSIVE g(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM g WHERE g < 5000) "
+                f"INSERT INTO memory_items ({ITEM_COLS}) SELECT {copied} "
+                "FROM memory_items, g WHERE owner = 'bob'"
+            )
+            plan = " | ".join(str(r[-1]) for r in tx.run("EXPLAIN QUERY PLAN " + sql))
+            assert "SCAN memory_items" not in plan, plan
+        else:
+            tx.run(
+                f"INSERT INTO memory_items ({ITEM_COLS}) SELECT {copied} FROM memory_items, "
+                "generate_series(1, 5000) g WHERE owner = 'bob'"
+            )
+            plan = " | ".join(str(r[0]) for r in tx.run("EXPLAIN " + sql))
+            assert "Seq Scan" not in plan, plan
+    assert "memory_items_owner" in plan, plan

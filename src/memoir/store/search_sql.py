@@ -224,11 +224,14 @@ def others_hold(conn: Connection, dialect: Dialect, table: str, column: str, use
 
 
 def others_hold_sql(table: str, column: str) -> str:
-    """The statement of :func:`others_hold` (its two ``?``: the user, twice)."""
-    return (
-        f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {column} < ?) "
-        f"OR EXISTS (SELECT 1 FROM {table} WHERE {column} > ?)"
-    )
+    """The statement of :func:`others_hold` (its two ``?``: the user, twice): the nearest
+    owner below the user and the nearest above, each the first row of an ordered read,
+    which only the owner index gives. (An ``EXISTS`` instead let PostgreSQL, without
+    statistics on a freshly filled table, scan every row for an owner that was not there:
+    25 ms per recall beside 100,000 other users' items.)"""
+    below = f"SELECT {column} FROM {table} WHERE {column} < ? ORDER BY {column} DESC LIMIT 1"
+    above = f"SELECT {column} FROM {table} WHERE {column} > ? ORDER BY {column} LIMIT 1"
+    return f"SELECT ({below}) IS NOT NULL OR ({above}) IS NOT NULL"
 
 
 def exchange_pks(conn: Connection, dialect: Dialect, exchange_ids: Sequence[str]) -> dict[int, str]:
