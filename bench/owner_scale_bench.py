@@ -383,6 +383,12 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         t = time.perf_counter()
         _others(beside, args, log)
         out["build_others_s"] = round(time.perf_counter() - t, 1)
+        if args.database_url:  # statistics as autovacuum leaves them a minute after a load;
+            # without this the plans depend on whether it sampled a table mid-build (it
+            # did once: the newest-items read then walked every user's items, 59 ms)
+            for memoir in (alone, beside):
+                with memoir.store._db.tx() as tx:
+                    tx.run("ANALYZE")
         if args.explain and args.database_url:
             out["explain"] = _explain(beside)
         out["beside_rows"] = {
