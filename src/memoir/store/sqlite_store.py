@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager, suppress
@@ -155,6 +156,21 @@ def migrate(conn: sqlite3.Connection, target: int | None = None) -> int:
     return _version(conn)
 
 
+def _to_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, tried again while SQLite answers "database is locked":
+    it answers at once, not after busy_timeout, while another opener switches a new file
+    too (four racing openers: 4-7 runs in 150 failed so)."""
+    for _ in range(3000):  # 30 s, as busy_timeout
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+        time.sleep(0.01)
+    conn.execute("PRAGMA journal_mode = WAL")
+
+
 def _version(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
     return int(row[0] or 0)
@@ -206,7 +222,7 @@ class SQLiteStore(SqlStore):
             if not in_memory:
                 self._create_private()
             with self._use() as conn:
-                conn.execute("PRAGMA journal_mode = WAL")
+                _to_wal(conn)
                 migrate(conn, target_version)
             if not in_memory and not self._writable():
                 self._read_only_uri = self._open_read_only(target_version)
