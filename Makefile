@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck package-check warm-tests unit services-start services-stop bench clean
+.PHONY: demo test lint typecheck package-check unit services-start services-stop bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit("Python 3.11+ is required") if sys.version_info < (3, 11) else None'
@@ -43,26 +43,20 @@ typecheck: $(DEV_STAMP)
 package-check: $(DEV_STAMP)
 	scripts/package-check.sh $(BIN)/python
 
-# the suite's test modules rewritten once for pytest's assertions, cached beside them
-# (pytest writes that cache only where bytecode may be written): each of the suite's two
-# workers would otherwise redo it, about 15 s of a core apiece
-warm-tests: $(DEV_STAMP)
-	@env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest --collect-only -q -p no:cacheprovider tests >/dev/null
-
 ## make test: lint, typecheck, start PostgreSQL + Redis on 127.0.0.1 (installing them and
 ## Debian's chromium from apt when missing), run the whole suite — the browser suite must
-## run, not skip (MEMOIR_TEST_REQUIRE_BROWSER=1) — stop them; and the package check. The
-## package check and warm-tests run beside the typecheck (it keeps one core busy, they
-## share the other with their waits on the disk). src/ is compiled first: every process
+## run, not skip (MEMOIR_TEST_REQUIRE_BROWSER=1) — stop them; and the package check (run
+## beside the typecheck: each keeps one core busy). src/ is compiled first: every process
 ## the suite starts reads that bytecode, even where PYTHONDONTWRITEBYTECODE keeps it from
-## writing its own
+## writing its own. pytest may write its cache of the test modules' assertion rewriting
+## (its workers each spend ~13 s of a core on it): a second run reads it
 test: $(DEV_STAMP) lint
-	@$(MAKE) --no-print-directory -j3 --output-sync=target typecheck package-check warm-tests
+	@$(MAKE) --no-print-directory -j2 --output-sync=target typecheck package-check
 	@$(BIN)/python -m compileall -q src
 	@set -e; \
 	eval "$$(scripts/test-services.sh start)"; \
 	trap 'scripts/test-services.sh stop' EXIT; \
-	MEMOIR_TEST_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 -q tests
+	MEMOIR_TEST_REQUIRE_BROWSER=1 env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 -q tests
 
 unit: $(DEV_STAMP)
 	$(BIN)/python -m pytest -n 2 -q tests
