@@ -88,15 +88,26 @@ def sessions_locked(db_url: str) -> Iterator[psycopg.Connection[Any]]:
         conn.close()
 
 
+# the statement a route's lookup of the caller's session runs (``owned_session`` with a
+# user): no background task of a replica runs it (theirs look a session up by id alone)
+CALLERS_SESSION = "FROM sessions WHERE user_name = $1 AND id IN"
+
+
 def wait_blocked(holder: psycopg.Connection[Any], count: int = 1) -> None:
-    """Until ``count`` client backends wait on ``holder``'s lock. Any backend counted, a
-    server process waiting on it (autovacuum, say) could stand in for the request: CI once
-    saw the request answered 200, run after the restart."""
+    """Until ``count`` requests' lookups of a session wait on ``holder``'s lock.
+
+    ``holder`` is inside its transaction, where PostgreSQL keeps the first read of
+    ``pg_stat_activity`` until the transaction ends: without clearing that snapshot, a
+    backend the pool opened for the request later was never seen, and a backend seen
+    earlier showed its earlier statement. CI twice saw the request answered 200: it ran
+    after the restart, while another backend from the old snapshot was counted."""
     deadline = time.monotonic() + 30
     while True:
+        holder.execute("SELECT pg_stat_clear_snapshot()")
         row = holder.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-            "AND pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+            "AND pg_backend_pid() = ANY(pg_blocking_pids(pid)) AND position(%s in query) > 0",
+            (CALLERS_SESSION,),
         ).fetchone()
         if row and row[0] >= count:
             return
