@@ -193,6 +193,8 @@ def _empty(conn: Any, tables: frozenset[str]) -> None:
     files) and is left as it is: a test writes to a few of the ~30, and each TRUNCATE
     costs ~5 ms (new files for the table and its indexes), a tenth of the suite's
     PostgreSQL time when every table was truncated."""
+    from psycopg import sql
+
     written = [
         str(name)
         for (name,) in conn.execute(
@@ -203,7 +205,8 @@ def _empty(conn: Any, tables: frozenset[str]) -> None:
         if name in tables
     ]
     if written:
-        conn.execute(f"TRUNCATE {', '.join(_ident(t) for t in written)} RESTART IDENTITY".encode())
+        names = sql.SQL(", ").join(sql.Identifier(t) for t in written)
+        conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(names))
     # and no statistics: a test that ran ANALYZE leaves none for the next one's plans
     conn.execute(
         "DELETE FROM pg_statistic WHERE starelid IN (SELECT oid FROM pg_class "
@@ -213,11 +216,8 @@ def _empty(conn: Any, tables: frozenset[str]) -> None:
         "SELECT sequencename, start_value FROM pg_sequences "
         "WHERE schemaname = current_schema() AND last_value IS NOT NULL"
     ).fetchall():
-        conn.execute("SELECT setval(%s::regclass, %s, false)", (_ident(name), start))
-
-
-def _ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+        regclass = sql.Identifier(name).as_string(conn)  # the name quoted, as regclass reads it
+        conn.execute("SELECT setval(%s::regclass, %s, false)", (regclass, start))
 
 
 @contextlib.contextmanager
