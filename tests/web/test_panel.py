@@ -77,7 +77,9 @@ def test_regenerate_shows_progress_and_the_new_summary(site: Site, browse: Brows
     page.on("request", lambda r: requests.append((time.monotonic(), r.method, r.url)))
     page.evaluate(LAYOUT_SHIFTS)
 
-    site.steer(tag="second", delay_s=0.6)
+    # three episodes to summarize at 1.2 s each: 3.6 s, two polls at least (panel.js polls
+    # every 1.5 s); at 0.6 s each a loaded CI run saw one ("4 of 7", then merging)
+    site.steer(tag="second", delay_s=1.2)
     panel.regenerate.focus()
     page.keyboard.press("Enter")  # keyboard usable: the button is a real button
     seen = follow(panel, "Regenerated")
