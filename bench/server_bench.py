@@ -12,8 +12,9 @@ from ``memoir users add``, as a deployment gets one.
 (a) **Append** — ``POST /api/sessions/{id}/events`` with ``--batch-size`` messages per
     request, ``--batches`` requests one after another from one keep-alive client, against
     ``service.append_messages(memoir, user, session_id, messages)`` called directly in this process
-    on a second fresh home of the same kind of store, the same batches. ``--rounds``
-    rounds alternate the two arms (a fresh session each), after a warm-up batch per arm.
+    on a second fresh home of the same kind of store, the same batches. In each of
+    ``--rounds`` rounds (a fresh session per arm, after a warm-up batch each) the two arms
+    take turns batch by batch, alternating which goes first.
     Events/s and the p50/p95 per request (per call); the overhead is the ratio of the
     direct rate to the HTTP rate (medians over the rounds, and over all batches).
 (b) **Polling** — ``--pollers`` concurrent ``GET /api/sessions/{id}/summary`` loops
@@ -278,6 +279,9 @@ class Server:
 
 
 # --- (a) append -------------------------------------------------------------------------
+_OTHER = {"http": "direct", "direct": "http"}
+
+
 def bench_append(
     server: Server, key: str, direct_home: Path, direct_db: str | None, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -297,50 +301,41 @@ def bench_append(
         ) as client:
             for r in range(args.rounds):
                 sid = f"append-{r}"
-                # alternate which arm goes first, so drift on a shared machine cancels
-                arms = (
-                    ("http", "direct")
-                    if (r % 2 == 0) == (args.first == "http")
-                    else (
-                        "direct",
-                        "http",
-                    )
-                )
-                rates: dict[str, float] = {}
-                for arm in arms:
-                    batches = [_messages(f"{arm}{r}", size, i * size) for i in range(n + 1)]
-                    lat: list[float] = []
-                    if arm == "http":
-                        assert client.post("/api/sessions", json={"id": sid}).status_code == 201
-                        client.post(f"/api/sessions/{sid}/events", json={"messages": batches[0]})
-                        raw = RawPost(server.port, key) if args.client == "raw" else None
-                        t0 = time.perf_counter()
-                        for batch in batches[1:]:
-                            t = time.perf_counter()
-                            path, body = f"/api/sessions/{sid}/events", {"messages": batch}
-                            if raw is not None:
-                                status, answer = raw.post(path, body)
-                            else:
-                                resp = client.post(path, json=body)
-                                status, answer = resp.status_code, resp.json()
-                            lat.append(time.perf_counter() - t)
-                            if status != 200 or answer["data"]["added"] != size:
-                                raise RuntimeError(f"append failed: {status} {answer}")
-                        if raw is not None:
-                            raw.close()
-                        http_lat += lat
-                    else:
-                        service.create_session(memoir, USER, session_id=sid)
-                        service.append_messages(memoir, USER, sid, batches[0])
-                        t0 = time.perf_counter()
-                        for batch in batches[1:]:
-                            t = time.perf_counter()
+                batches = {
+                    arm: [_messages(f"{arm}{r}", size, i * size) for i in range(n + 1)]
+                    for arm in ("http", "direct")
+                }
+                assert client.post("/api/sessions", json={"id": sid}).status_code == 201
+                client.post(f"/api/sessions/{sid}/events", json={"messages": batches["http"][0]})
+                service.create_session(memoir, USER, session_id=sid)
+                service.append_messages(memoir, USER, sid, batches["direct"][0])
+                raw = RawPost(server.port, key) if args.client == "raw" else None
+                path = f"/api/sessions/{sid}/events"
+
+                # batch by batch, the two arms take turns (and turns at going first), so
+                # the machine's drift over a round falls on both alike
+                lat: dict[str, list[float]] = {"http": [], "direct": []}
+                for i in range(1, n + 1):
+                    first = args.first if (r + i) % 2 == 0 else _OTHER[args.first]
+                    for arm in (first, _OTHER[first]):
+                        batch = batches[arm][i]
+                        t = time.perf_counter()
+                        if arm == "direct":
                             added, _ = service.append_messages(memoir, USER, sid, batch)
-                            lat.append(time.perf_counter() - t)
-                            if added != size:
-                                raise RuntimeError(f"direct append added {added}")
-                        direct_lat += lat
-                    rates[arm] = n * size / (time.perf_counter() - t0)
+                            status, answer = 200, {"data": {"added": added}}
+                        elif raw is not None:
+                            status, answer = raw.post(path, {"messages": batch})
+                        else:
+                            resp = client.post(path, json={"messages": batch})
+                            status, answer = resp.status_code, resp.json()
+                        lat[arm].append(time.perf_counter() - t)
+                        if status != 200 or answer["data"]["added"] != size:
+                            raise RuntimeError(f"{arm} append failed: {status} {answer}")
+                if raw is not None:
+                    raw.close()
+                http_lat += lat["http"]
+                direct_lat += lat["direct"]
+                rates = {arm: n * size / sum(lat[arm]) for arm in lat}
                 http_rates.append(rates["http"])
                 direct_rates.append(rates["direct"])
                 round_ratios.append(rates["direct"] / rates["http"])

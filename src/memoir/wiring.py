@@ -314,11 +314,14 @@ def append_messages(
     user: str,
     session_id: str,
     messages: Sequence[Mapping[str, Any]],
+    *,
+    key_hash: str | None = None,
 ) -> AppendResult:
     """Append chat messages to ``user``'s session ``session_id`` (its id or its name):
     ``added``, ``skipped`` and the session's ``last_ordinal`` as this append left it. A
     message whose id is stored already is skipped; concurrent appends to one session take
-    turns in the store; what was added is embedded on write."""
+    turns in the store; what was added is embedded on write. With ``key_hash``, only while
+    ``user``'s API key of that hash is live (else ``NotFound``, as for another's session)."""
     from memoir.ingest.reader import api_messages
     from memoir.model import Harness
     from memoir.store import ensure_writable
@@ -345,7 +348,7 @@ def append_messages(
             raise malformed
         stored.append(found.id)
 
-    result = store.api.append(session_id, made, user=user, check=check)
+    result = store.api.append(session_id, made, user=user, key_hash=key_hash, check=check)
     if result.added:
         embed_written(settings, store, stored)
     return result

@@ -14,11 +14,13 @@ from fastapi.testclient import TestClient
 
 import memoir.cli.cmd_admin  # noqa: F401  (registers the command)
 from cli_run import run_cli
+from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.server import create_app
+from memoir.server.auth import KeyUsers
 
-from .conftest import A_SESSION, B_SESSION, A, B, World
+from .conftest import A_SESSION, A_STORED, B_SESSION, MISSING_SESSION, A, B, World
 
 
 @contextmanager
@@ -120,3 +122,66 @@ def test_a_failed_key_and_an_unknown_user_get_the_same_answer(world: World) -> N
     assert {status for status, _ in answers.values()} == {401}, answers
     assert len({text for _, text in answers.values()}) == 1, answers
     assert "unknown or revoked API key" in answers["revoked"][1]
+
+
+def _append(client: TestClient, key: str, sid: str, text: str) -> tuple[int, str]:
+    r = client.post(
+        f"/api/sessions/{sid}/events",
+        json={"messages": [{"role": "user", "content": text}]},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    return r.status_code, r.text
+
+
+def test_an_append_with_a_key_a_replica_knows_is_refused_once_the_key_is_revoked(
+    world: World,
+) -> None:
+    """An append with a key the replica has looked up before asks no lookup of its own:
+    the append's statement checks the key is live. A revocation made anywhere refuses
+    that key's next append on every replica, with the same 401 as a key that never was,
+    and stores nothing; a live key still tells a missing session (404) from a dead key."""
+    users = world.memoir.store.users
+    second = users.new_key(A)
+    events = lambda: len(world.memoir.store.events.of(A_STORED))  # noqa: E731
+    with _replicas(world) as replicas:
+        refused = _append(replicas[0], "mk_never-issued", A_SESSION, "never")
+        assert refused[0] == 401 and "unknown or revoked API key" in refused[1]
+        for n, client in enumerate(replicas):
+            for turn in range(2):  # the first looks the key up, the second starts from it
+                assert _append(client, second, A_SESSION, f"r{n} t{turn}")[0] == 200
+            known = client.app.state.key_users  # type: ignore[attr-defined]
+            assert known.get(service.key_hash(second)) == A
+            missing = _append(client, second, MISSING_SESSION, "lost")
+            bobs = _append(client, second, B_SESSION, "not mine")
+            assert missing[0] == bobs[0] == 404 and missing[1] == bobs[1].replace(
+                B_SESSION, MISSING_SESSION
+            )
+            assert known.get(service.key_hash(second)) == A  # a live key stays known
+        stored = events()
+        assert stored == 2 + 4  # the world's two messages, two appends on each replica
+
+        users.revoke(A)  # as `memoir users revoke alice` would, from another process
+        for client in replicas:
+            assert _append(client, second, A_SESSION, "after revoke") == refused
+            assert _append(client, second, MISSING_SESSION, "after revoke") == refused
+            known = client.app.state.key_users  # type: ignore[attr-defined]
+            assert known.get(service.key_hash(second)) is None  # forgotten with the 401
+        assert events() == stored  # nothing stored for a dead key
+
+        fresh = users.new_key(A)  # Alice's next key works everywhere at once
+        for n, client in enumerate(replicas):
+            assert _append(client, fresh, A_SESSION, f"fresh {n}")[0] == 200
+        assert events() == stored + 2
+
+
+def test_key_users_keeps_the_newest_entries_up_to_its_limit() -> None:
+    known = KeyUsers(limit=2)
+    known.learn("h1", "alice")
+    known.learn("h2", "bob")
+    known.learn("h1", "alice")  # known already: nothing is dropped
+    assert (known.get("h1"), known.get("h2")) == ("alice", "bob")
+    known.learn("h3", "carol")  # full: the oldest learnt goes
+    assert (known.get("h1"), known.get("h2"), known.get("h3")) == (None, "bob", "carol")
+    known.forget("h2")
+    known.forget("h2")  # forgetting twice is no error
+    assert (known.get("h2"), known.get("h3")) == (None, "carol")

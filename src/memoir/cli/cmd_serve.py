@@ -43,6 +43,7 @@ the files.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -51,7 +52,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
@@ -60,9 +61,6 @@ from memoir.cli.app import app, console, print_json
 from memoir.config import Settings
 from memoir.errors import ConfigError, install_hint
 from memoir.model.event import LOCAL_USER
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["PLUGIN_FOLDER", "hook_app", "install", "mcp_app", "serve"]
 
@@ -135,6 +133,9 @@ def serve(
         lifespan="on",
     )
     server = _server_class(uvicorn, announce)(config)
+    # what exists now lives as long as the process: out of the collector's walks, which
+    # then cover only what requests make (docs/benchmarks.md, "Eighth pass")
+    gc.freeze()
     try:
         server.run()  # SIGINT / SIGTERM: stop accepting, finish running requests, return
     finally:

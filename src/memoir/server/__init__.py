@@ -62,7 +62,13 @@ from memoir import service
 from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.server import plumbing
-from memoir.server.auth import PAGE_KEY_PREFIX, is_loopback, memoir_of, sign_in_links
+from memoir.server.auth import (
+    PAGE_KEY_PREFIX,
+    KeyUsers,
+    is_loopback,
+    memoir_of,
+    sign_in_links,
+)
 from memoir.server.plumbing import DEFAULT_MAX_BODY, ApiError, RequestMiddleware, error_body
 from memoir.server.schemas import PATTERNS, JsonRoute, errors, no_nul
 from memoir.server.search_routes import memories_router, search_router
@@ -121,6 +127,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.memoir = memoir
+    app.state.key_users = KeyUsers()
     plumbing.install(app, PATTERNS)
     for router in ROUTERS:
         app.include_router(router)

@@ -37,14 +37,17 @@ __all__ = [
     "LINK_TTL_S",
     "PAGE_KEY_PREFIX",
     "Caller",
+    "KeyUsers",
     "SignInLinks",
     "caller",
     "current_user",
     "is_loopback",
+    "key_gone",
     "link_url",
     "memoir_of",
     "sign_in_links",
     "signed_in",
+    "user_to_check",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `memoir users add NAME`.")
@@ -117,6 +120,32 @@ class SignInLinks:
             return self._keys.pop(_digest(key), None) is not None
 
 
+@dataclass
+class KeyUsers:
+    """The user of each API key this replica has looked up, by the key's hash, the newest
+    ``limit`` kept. Which user a key belongs to never changes (a key is made for one user
+    and is only ever revoked), so an entry needs no invalidation, and another replica's
+    revocation cannot make one wrong. Whether the key is still live is not kept: a route
+    that starts from an entry checks that in its own statement (:func:`user_to_check`)."""
+
+    limit: int = 10_000
+    _users: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key_hash: str) -> str | None:
+        return self._users.get(key_hash)
+
+    def learn(self, key_hash: str, user: str) -> None:
+        with self._lock:
+            if key_hash not in self._users and len(self._users) >= self.limit:
+                del self._users[next(iter(self._users))]  # the oldest learnt
+            self._users[key_hash] = user
+
+    def forget(self, key_hash: str) -> None:
+        with self._lock:
+            self._users.pop(key_hash, None)
+
+
 # The dependencies that do no I/O are ``async``: FastAPI runs a plain ``def`` dependency
 # in its thread pool, a hop per request that costs more than their work. One that reads
 # the database stays ``def``, off the event loop.
@@ -179,7 +208,42 @@ def signed_in(request: Request, user: str | None) -> str:
     return user
 
 
+def _key_users(request: Request) -> KeyUsers | None:
+    known = getattr(request.app.state, "key_users", None)
+    return known if isinstance(known, KeyUsers) else None
+
+
 def current_user(request: Request, who: Caller = Depends(caller)) -> str:
     if who.key_hash is None:  # a page key's user, or no key at all
         return signed_in(request, who.user)
-    return signed_in(request, service.user_for_key_hash(_memoir(request), who.key_hash))
+    user = service.user_for_key_hash(_memoir(request), who.key_hash)
+    if user is not None and (known := _key_users(request)) is not None:
+        known.learn(who.key_hash, user)
+    return signed_in(request, user)
+
+
+def user_to_check(request: Request, who: Caller) -> tuple[str, str | None]:
+    """The request's user, and the hash of its API key when the route's own statement
+    must check that the key is live: a key this replica has looked up before names its
+    user without a query. Otherwise the key is looked up now (401 when it is unknown or
+    revoked) and no hash is given. A route that finds nothing with a hash given asks
+    :func:`key_gone` before it answers 404."""
+    known = _key_users(request)
+    if who.key_hash is not None and known is not None:
+        user = known.get(who.key_hash)
+        if user is not None:
+            request.state.user = user
+            return user, who.key_hash
+    return current_user(request, who), None
+
+
+def key_gone(request: Request, who: Caller) -> None:
+    """After a route checked the key in its own statement and found nothing: 401 when
+    the key is no longer live (its entry forgotten), else nothing (the 404 stands)."""
+    if who.key_hash is None:
+        return
+    request.state.user = None
+    known = _key_users(request)
+    if known is not None:
+        known.forget(who.key_hash)
+    current_user(request, who)

@@ -30,6 +30,7 @@ their own secrets; the stored text is never changed.
 from __future__ import annotations
 
 import email.message
+import functools
 from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -182,6 +183,7 @@ def no_nul(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+@functools.lru_cache(maxsize=64)  # a client sends the same few: parsed once each
 def _is_json(content_type: str | None) -> bool:
     if not content_type:
         return False

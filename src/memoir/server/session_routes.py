@@ -29,7 +29,15 @@ from memoir.errors import NotFound, SummaryError
 from memoir.model import Harness, RecentKey, RecentQuery
 from memoir.search import parse_when
 from memoir.secrets import mask
-from memoir.server.auth import Caller, caller, current_user, memoir_of, signed_in
+from memoir.server.auth import (
+    Caller,
+    caller,
+    current_user,
+    key_gone,
+    memoir_of,
+    signed_in,
+    user_to_check,
+)
 from memoir.server.plumbing import ApiError, parse_json
 from memoir.server.schemas import (
     OPAQUE,
@@ -223,13 +231,20 @@ def append_events(
     body: EventsBody,
     request: Request,
     who: Caller = Depends(caller),
-    memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """Append OpenAI-style messages. A message whose `id` this session has stored already
     is skipped: retry a batch freely."""
-    user = current_user(request, who)  # the key's lookup on this thread, not a trip of its own
+    memoir: Memoir = request.app.state.memoir  # not a dependency: one fewer to solve
+    # a key seen before is checked by the append's own statement; else looked up here, on
+    # this thread (not a trip of its own)
+    user, check = user_to_check(request, who)
     messages = [m.model_dump(exclude_none=True) for m in body.messages]
-    done = service.append_user_messages(memoir, user, session_id, messages)
+    try:
+        done = service.append_user_messages(memoir, user, session_id, messages, key_hash=check)
+    except NotFound:
+        if check is not None:
+            key_gone(request, who)  # 401 for a key revoked since it was seen
+        raise
     return {
         "data": {"added": done.added, "skipped": done.skipped, "last_ordinal": done.last_ordinal}
     }

@@ -100,13 +100,20 @@ def append_messages(
 
 
 def append_user_messages(
-    memoir: Memoir, user: str, session_id: str, messages: Sequence[Mapping[str, Any]]
+    memoir: Memoir,
+    user: str,
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    key_hash: str | None = None,
 ) -> AppendResult:
     """:func:`append_messages` with the whole result: ``added``, ``skipped`` and the
-    session's ``last_ordinal`` as this append left it (what the HTTP API answers)."""
+    session's ``last_ordinal`` as this append left it (what the HTTP API answers). With
+    ``key_hash``, the append checks that ``user``'s API key of that hash is live in the
+    statement that locks the session, and finds nothing (``NotFound``) when it is not."""
     from memoir.wiring import append_messages as append
 
-    return append(memoir.settings, memoir.store, user, session_id, messages)
+    return append(memoir.settings, memoir.store, user, session_id, messages, key_hash=key_hash)
 
 
 def archive_session(memoir: Memoir, user: str, session_id: str) -> Session:

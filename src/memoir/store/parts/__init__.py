@@ -247,32 +247,37 @@ class ApiPart:
         messages: Sequence[ApiMessage],
         *,
         user: str | None = None,
+        key_hash: str | None = None,
         check: Callable[[Session], None] | None = None,
     ) -> AppendResult:
         """Store the messages not stored already, all or none. ``session_id`` names the
         session as :meth:`SessionsPart.get` takes it: with ``user``, that user's session of
-        that id or name. ``NotFound`` for an unknown
-        session; then ``check`` sees the session as read under the lock and may refuse it
-        (raise: the caller's checks of the session, without a read of their own); then
-        ``ConfigError`` naming the first message that stores nothing (no text, parts or
-        tool calls: its id would be recorded with no event, and a later real message of
-        that id skipped). Text is scrubbed as sync scrubs it (lone surrogates, NUL), client
-        ids too."""
+        that id or name; with ``key_hash`` too, only while that user's API key of this hash
+        is live (checked in the statement that locks the session: a caller who knows the
+        key's user already needs no lookup of its own). ``NotFound`` for an unknown
+        session (or a key not live); then ``check`` sees the session as read under the
+        lock and may refuse it (raise: the caller's checks of the session, without a read
+        of their own); then ``ConfigError`` naming the first message that stores nothing
+        (no text, parts or tool calls: its id would be recorded with no event, and a later
+        real message of that id skipped). Text is scrubbed as sync scrubs it (lone
+        surrogates, NUL), client ids too."""
         messages = [_scrub_id(m) for m in messages]
         try:
-            return self._append(session_id, messages, user, check)
+            return self._append(session_id, messages, user, key_hash, check)
         except StaleConnection:  # found ended before anything was done: once more
-            return self._append(session_id, messages, user, check)
+            return self._append(session_id, messages, user, key_hash, check)
 
     def _append(
         self,
         session_id: str,
         messages: list[ApiMessage],
         user: str | None,
+        key_hash: str | None,
         check: Callable[[Session], None] | None,
     ) -> AppendResult:
         d = self._d
         where, found = owned_session(user, session_id)
+        lock_where, lock_by = owned_session(user, session_id, key_hash=key_hash)
         # the reads sent with the lock find the session's id as the lock does; the client
         # ids are read for each id the lock may find (``owned_session``: the id named, or
         # the user's id for that name), and kept for the one it found
@@ -286,7 +291,7 @@ class ApiPart:
             # four are sent before any is read: the server runs them in order, so the reads
             # see what the lock's previous holder committed; one wait in a pipeline
             locked = conn.execute(
-                d(f"SELECT {SESSION_READ_COLS} FROM sessions {where}{d.row_lock}"), found
+                d(f"SELECT {SESSION_READ_COLS} FROM sessions {lock_where}{d.row_lock}"), lock_by
             )
             wanted = [m.client_id for m in messages]
             stored = self._stored_ids(conn, ids_of, wanted)

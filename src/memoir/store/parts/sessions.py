@@ -228,18 +228,30 @@ class SessionsPart:
         return [str(r[0]) for r in rows]
 
 
-def owned_session(user: str | None, ref: str) -> tuple[str, list[Any]]:
+# the user's API key of this hash is live (the same test as ``UsersPart.user_for_hash``)
+_KEY_LIVE = (
+    " AND EXISTS (SELECT 1 FROM api_keys k JOIN users u ON u.name = k.user_name "
+    "WHERE k.key_hash = ? AND k.user_name = sessions.user_name AND k.revoked_at IS NULL)"
+)
+
+
+def owned_session(
+    user: str | None, ref: str, *, key_hash: str | None = None
+) -> tuple[str, list[Any]]:
     """The ``WHERE … LIMIT 1`` tail of a query over ``sessions`` finding the one session
     ``ref`` names, and its parameters. With ``user``: that user's session whose id is
     ``ref`` or whose name is (its id is :func:`named_session_id` of the user and ``ref``),
-    the exact id first should both be stored. Without: the session of id ``ref``. Every
-    lookup of a caller's session goes through here, so another user's session and one
-    that does not exist are the same query finding nothing."""
+    the exact id first should both be stored; with ``key_hash`` as well, only while that
+    user's API key of this hash is live. Without ``user``: the session of id ``ref``.
+    Every lookup of a caller's session goes through here, so another user's session and
+    one that does not exist are the same query finding nothing."""
     if user is None:
         return "WHERE id = ? LIMIT 1", [ref]
+    live, key = (_KEY_LIVE, [key_hash]) if key_hash is not None else ("", [])
     return (
-        "WHERE user_name = ? AND id IN (?, ?) ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1",
-        [user, ref, named_session_id(user, ref), ref],
+        f"WHERE user_name = ? AND id IN (?, ?){live} "
+        "ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1",
+        [user, ref, named_session_id(user, ref), *key, ref],
     )
 
 
