@@ -42,7 +42,7 @@ class Cluster:
     def start(self) -> None:
         options = (
             f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off"
+            "-c synchronous_commit=off -c full_page_writes=off -c max_prepared_transactions=4"
         )
         self.pg_ctl("-l", str(self.root / "pg.log"), "-w", "-t", "60", "-o", options, "start")
 

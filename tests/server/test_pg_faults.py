@@ -88,13 +88,36 @@ def sessions_locked(db_url: str) -> Iterator[psycopg.Connection[Any]]:
         conn.close()
 
 
+@contextmanager
+def sessions_locked_across_restart(db_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """The ``sessions`` table locked (ACCESS EXCLUSIVE) by a prepared transaction until the
+    block ends; yields a connection to watch with. No backend holds the lock, so none's end
+    releases it: with the lock held by a backend, a restart could end the holder first, and
+    a waiting request then ran and was answered before its own backend ended (CI saw a 200
+    where the 503 belongs). The lock outlives the restart (recovery restores it); the block's
+    end rolls it back."""
+    watcher = psycopg.connect(db_url, autocommit=True)
+    try:
+        watcher.execute("BEGIN")
+        watcher.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+        watcher.execute("PREPARE TRANSACTION 'memoir-test-restart'")
+        yield watcher
+    finally:
+        watcher.close()
+        with psycopg.connect(db_url, autocommit=True) as conn:
+            conn.execute("ROLLBACK PREPARED 'memoir-test-restart'")
+
+
 # the statement a route's lookup of the caller's session runs (``owned_session`` with a
 # user): no background task of a replica runs it (theirs look a session up by id alone)
 CALLERS_SESSION = "FROM sessions WHERE user_name = $1 AND id IN"
 
 
-def wait_blocked(holder: psycopg.Connection[Any], count: int = 1) -> None:
-    """Until ``count`` requests' lookups of a session wait on ``holder``'s lock.
+def wait_blocked(
+    holder: psycopg.Connection[Any], count: int = 1, *, prepared: bool = False
+) -> None:
+    """Until ``count`` requests' lookups of a session wait on ``holder``'s lock (with
+    ``prepared``: on a prepared transaction's, which PostgreSQL names as process 0).
 
     ``holder`` is inside its transaction, where PostgreSQL keeps the first read of
     ``pg_stat_activity`` until the transaction ends: without clearing that snapshot, a
@@ -104,9 +127,10 @@ def wait_blocked(holder: psycopg.Connection[Any], count: int = 1) -> None:
     deadline = time.monotonic() + 30
     while True:
         holder.execute("SELECT pg_stat_clear_snapshot()")
+        blocker = "0" if prepared else "pg_backend_pid()"
         row = holder.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-            "AND pg_backend_pid() = ANY(pg_blocking_pids(pid)) AND position(%s in query) > 0",
+            f"AND {blocker} = ANY(pg_blocking_pids(pid)) AND position(%s in query) > 0",
             (CALLERS_SESSION,),
         ).fetchone()
         if row and row[0] >= count:
@@ -165,10 +189,10 @@ def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
             _started(a, "restart")
             assert _ordinals(b, "restart") == [1, 2]  # b has pooled connections too
             wait_quiet(cluster.url)
-            with sessions_locked(cluster.url) as holder:
+            with sessions_locked_across_restart(cluster.url) as watcher:
                 flying = InFlight(a, "GET", "/api/sessions/restart")
-                wait_blocked(holder)
-                cluster.restart()  # fast: every session, the lock's and the request's, ends
+                wait_blocked(watcher, prepared=True)
+                cluster.restart()  # fast: every session ends; the prepared lock stays
             cut = flying.result()
             assert cut.status_code == 503, cut.text
             error = _error(cut)
