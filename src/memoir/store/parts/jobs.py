@@ -380,6 +380,13 @@ LOCAL = "local"  # the owner of every session synced from this machine
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}")
 
 
+# the user of the live API key whose hash is the one parameter: every check of a key
+LIVE_KEY_USER = (
+    "SELECT k.user_name FROM api_keys k JOIN users u ON u.name = k.user_name "
+    "WHERE k.key_hash = ? AND k.revoked_at IS NULL"
+)
+
+
 def hash_key(key: str) -> str:
     """The stored form of an API key: its SHA-256, hex."""
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
@@ -448,11 +455,7 @@ class UsersPart(Part):
 
     def user_for_hash(self, key_hash: str) -> str | None:
         """The user whose live key has this :func:`hash_key`, None when none has."""
-        rows = self._db.rows(
-            "SELECT k.user_name FROM api_keys k JOIN users u ON u.name = k.user_name "
-            "WHERE k.key_hash = ? AND k.revoked_at IS NULL",
-            (key_hash,),
-        )
+        rows = self._db.rows(LIVE_KEY_USER, (key_hash,))
         return str(rows[0][0]) if rows else None
 
     def list(self) -> list[UserInfo]:

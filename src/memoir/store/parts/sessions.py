@@ -41,6 +41,7 @@ from memoir.store.codec import (
     source_from_row,
 )
 from memoir.store.db import Db, Part, Tx, tx_dialect
+from memoir.store.parts.jobs import LIVE_KEY_USER
 from memoir.store.parts.memory_items import MemoryItemsPart
 from memoir.store.search_sql import filter_sql
 from memoir.store.values import (
@@ -228,11 +229,8 @@ class SessionsPart:
         return [str(r[0]) for r in rows]
 
 
-# the user's API key of this hash is live (the same test as ``UsersPart.user_for_hash``)
-_KEY_LIVE = (
-    " AND EXISTS (SELECT 1 FROM api_keys k JOIN users u ON u.name = k.user_name "
-    "WHERE k.key_hash = ? AND k.user_name = sessions.user_name AND k.revoked_at IS NULL)"
-)
+# the session's user has a live API key of this hash
+_KEY_LIVE = f" AND user_name IN ({LIVE_KEY_USER})"
 
 
 def owned_session(

@@ -37,6 +37,7 @@ from memoir.store.codec import (
     value_from_row,
 )
 from memoir.store.db import Part
+from memoir.store.parts.jobs import LIVE_KEY_USER
 from memoir.store.values import CheckpointRow, SummaryRow, TraceRow
 
 __all__ = [
@@ -90,10 +91,7 @@ def _poll_sql(who: str) -> str:
     )
 
 
-_POLL_BY_KEY = _poll_sql(
-    "SELECT k.user_name FROM api_keys k JOIN users u ON u.name = k.user_name "
-    "WHERE k.key_hash = ? AND k.revoked_at IS NULL"
-)
+_POLL_BY_KEY = _poll_sql(LIVE_KEY_USER)
 _POLL_BY_USER = _poll_sql("SELECT CAST(? AS TEXT) AS user_name")
 
 
