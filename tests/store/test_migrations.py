@@ -90,7 +90,7 @@ def assert_upgraded_intact(store: Store) -> None:
 def test_pending_is_ordered_and_bounded() -> None:
     assert [m.version for m in MIGRATIONS] == list(range(1, CURRENT_VERSION + 1))
     assert len({m.name for m in MIGRATIONS}) == len(MIGRATIONS)
-    assert [m.version for m in pending(0)] == list(range(1, 25))
+    assert [m.version for m in pending(0)] == list(range(1, 26))
     assert [m.version for m in pending(0, 1)] == [1]
     assert pending(CURRENT_VERSION) == []
 
@@ -100,7 +100,7 @@ RANGES = (
     ("memoir.store.migrations.v001_v006", 1, 6),
     ("memoir.store.migrations.v007_v013", 7, 13),
     ("memoir.store.migrations", 14, 16),
-    ("memoir.store.migrations.v017_v024", 17, 24),
+    ("memoir.store.migrations.v017_v025", 17, 25),
 )
 
 
@@ -170,6 +170,7 @@ def test_sqlite_v1_database_upgrades_with_rows_intact(tmp_path: Path) -> None:
             (22, "owner-tokens"),
             (23, "embedding-log-everywhere"),
             (24, "item-vector-models"),
+            (25, "item-owner-lookup"),
         ]
         # v4 rebuilt the rows with the neighbour context: the reply to "Thanks" quotes WAL
         context = "SELECT count(*) FROM exchange_fts WHERE exchange_fts MATCH 'context : wal'"

@@ -229,6 +229,40 @@ def test_the_item_vector_models_are_sought_in_their_index(store: Store) -> None:
     assert "memory_vectors_embedder" in plan, plan
 
 
+def test_a_users_lookup_of_another_users_item_misses_in_the_owner_index(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice's lookup of Bob's item by its id seeks (owner, id) (v25) and misses there, as
+    her lookup of an id nobody has does: Bob's row is never read (with only the primary
+    key, SQLite found it and then dropped it for its owner, which took measurably longer
+    than a miss)."""
+    from memoir.store import postgres_store, sqlite_store
+
+    _fill(store)
+    ran: list[tuple[str, tuple[object, ...]]] = []
+    for tx_class in (sqlite_store._SQLiteTx, postgres_store._PgTx):
+        original = tx_class.run
+
+        def run(self, sql, params=(), _original=original):  # type: ignore[no-untyped-def]
+            ran.append((sql, tuple(params)))
+            return _original(self, sql, params)
+
+        monkeypatch.setattr(tx_class, "run", run)
+    assert store.memory_items.get("bob-i", owner="alice") is None
+    assert store.memory_items.get("bob-i", owner="bob") is not None
+    monkeypatch.undo()
+    exact = [(sql, params) for sql, params in ran if params == ("bob-i", "alice")]
+    assert len(exact) == 1, ran
+    sql, params = exact[0]
+    with store._db.tx() as tx:  # type: ignore[attr-defined]
+        if store.backend == "sqlite":  # type: ignore[attr-defined]
+            plan = " | ".join(str(r[-1]) for r in tx.run("EXPLAIN QUERY PLAN " + sql, params))
+        else:  # a tiny table is read whole when it may: the plan with that ruled out
+            tx.run("SET LOCAL enable_seqscan = off")
+            plan = " | ".join(str(r[0]) for r in tx.run("EXPLAIN " + sql, params))
+    assert "memory_items_owner_id" in plan, plan
+
+
 @pytest.mark.parametrize(
     ("owners", "user", "held"),
     [

@@ -43,7 +43,7 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
-from memoir.store.migrations.v017_v024 import plain_tsvector_sql
+from memoir.store.migrations.v017_v025 import plain_tsvector_sql
 from memoir.store.search_sql import (
     SpanRead,
     exchange_pks,

@@ -2,7 +2,7 @@
 
 Each version is a :class:`Migration` constant named for it (``V001_CORE`` ...) with the
 statements for both backends, kept in order by range: versions 1-6 in ``v001_v006``,
-7-13 in ``v007_v013``, 17-24 in ``v017_v024``, and 14-16 here: their data repairs
+7-13 in ``v007_v013``, 17-25 in ``v017_v025``, and 14-16 here: their data repairs
 rewrite index rows through the backends' search modules, which import index helpers from
 the range modules, so only this root (read by the runners) may import those back. The
 ``schema_version`` table records every applied version (number, name, time). A
@@ -51,7 +51,7 @@ from memoir.store.migrations.v007_v013 import (
     V012_CHECKPOINT_BOUNDARY,
     V013_MEMORY_RECALL,
 )
-from memoir.store.migrations.v017_v024 import (
+from memoir.store.migrations.v017_v025 import (
     V017_SECRET_RESCAN,
     V018_INDEX_FOLDED_IN_PYTHON,
     V019_OWNER_INDEXES,
@@ -60,6 +60,7 @@ from memoir.store.migrations.v017_v024 import (
     V022_OWNER_TOKENS,
     V023_EMBEDDING_LOG_EVERYWHERE,
     V024_ITEM_VECTOR_MODELS,
+    V025_ITEM_OWNER_LOOKUP,
 )
 
 __all__ = [
@@ -350,6 +351,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     V022_OWNER_TOKENS,
     V023_EMBEDDING_LOG_EVERYWHERE,
     V024_ITEM_VECTOR_MODELS,
+    V025_ITEM_OWNER_LOOKUP,
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 
