@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoir.memory import Range, Trigger, build_slice, extract, validate_proposal
+from memoir.memory import Range, Trigger, build_slice, offline_proposal, validate_proposal
 from memoir.model import Author, Event, EventKind
 
 LABELS = Path(__file__).resolve().parent / "memory_labels"
@@ -125,7 +125,7 @@ def extracted(text: str) -> list[Extracted]:
     """The items the offline extractor keeps from one user message, as validated."""
     event = Event("labels", 1, EventKind.USER_TEXT, Author.USER, text)
     slice_ = build_slice([event], Range(0, 1, 1))
-    proposal = extract(slice_, Trigger.COMPACTION)
+    proposal = offline_proposal(slice_, Trigger.COMPACTION)
     accepted = validate_proposal(proposal, slice_, Trigger.COMPACTION).accepted
     return [Extracted(i.content, tuple(q.text for q in i.quotes)) for i in accepted]
 

@@ -102,3 +102,60 @@ def test_the_rooms_do_not_grow_back() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500
     }
     assert all(n <= LONG_MODULES.get(name, 500) for name, n in long.items()), long
+
+
+# A public name (a module-level function or class) defined in more than one module names
+# the same thing in each: the same verb in each adapter and the client, one backend's
+# twin of the other's, the service (or the root ``Memoir``) passing a call down, the
+# client's own value for what the API answers. Anything else defined twice is two things
+# under one name (as ``outcome_of`` was: a model call's outcome in llm/, a memory range's
+# receipt in memory/), and a reader who knows one misreads the other.
+SAME_THING: dict[str, str] = {
+    **dict.fromkeys(
+        ("Appended", "Event", "Exchange", "Job", "Memory", "Remembered", "Session"),
+        "the client's value of what the API answers",
+    ),
+    "ApiError": "an API error answer: raised by the server's routes, by the client on one",
+    **dict.fromkeys(
+        (
+            "archive_session", "compact", "create_session", "events_page", "exchanges_page",
+            "forget", "forget_memories", "forget_memory", "memories", "memory_context",
+            "readiness", "regenerate_summary", "remember", "search", "serve", "session_id",
+            "show", "stats", "summarize", "summary", "usage", "verify",
+        ),
+        "one verb, in each surface that offers it",
+    ),
+    **dict.fromkeys(
+        (
+            "apply_batch", "delete_index", "delete_session_index", "delete_session_rows",
+            "migrate", "rebuild_index", "reindex_session", "reindex_span", "send_span_read",
+            "snippets_for", "write_index",
+        ),
+        "one backend's twin of the other's (or of the shared SQL it wraps)",
+    ),
+    **dict.fromkeys(
+        (
+            "append_messages", "context_block", "embed_written", "embedder", "ensure_writable",
+            "fallback_model", "find_session", "main", "memory_engine", "memory_project",
+            "model", "rescan_secrets", "summary_body", "summary_store", "summary_updated_at",
+            "sync_observer",
+        ),
+        "a layer above passing the call down",
+    ),
+}  # fmt: skip
+
+
+def test_a_public_name_defined_twice_is_the_same_thing() -> None:
+    import ast
+    from collections import defaultdict
+
+    src = Path(memoir.__file__).parent
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            defines = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if defines and not node.name.startswith("_"):
+                where[node.name].append(path.relative_to(src).as_posix())
+    twice = {name: paths for name, paths in where.items() if len(paths) > 1}
+    assert {n: p for n, p in twice.items() if n not in SAME_THING} == {}
+    assert sorted(set(SAME_THING) - set(twice)) == []  # the table holds no stale name

@@ -19,7 +19,7 @@ from conftest import FIXTURES, fresh_pg_schema
 from memoir.cli.app import app
 from memoir.ingest.discover import Format, chats_only, detect_format, identify, scan
 from memoir.ingest.gemini_aider import line_kind
-from memoir.ingest.opencode import OpenSession, export, session_lines
+from memoir.ingest.opencode import OpenSession, export_sessions, session_lines
 from memoir.ingest.reader import read_bytes
 
 GEMINI = FIXTURES / "gemini-cli" / "tmp"
@@ -714,7 +714,7 @@ def test_export_rewrites_a_session_opencode_reverted(tmp_path: Path) -> None:
     storage = tmp_path / "oc"
     shutil.copytree(OPENCODE, storage)
     out = tmp_path / "out"
-    assert export(storage, out).sessions_written == 1
+    assert export_sessions(storage, out).sessions_written == 1
     (written,) = out.rglob("*.jsonl")
     before = written.read_bytes()
     for extra in (storage / "storage" / "message" / OPENCODE_SID).glob("msg_a4e6c1d20003*"):
@@ -723,7 +723,7 @@ def test_export_rewrites_a_session_opencode_reverted(tmp_path: Path) -> None:
     info = json.loads(session_file.read_text())
     info["time"]["updated"] += 1
     session_file.write_text(json.dumps(info))
-    assert export(storage, out).sessions_written == 1
+    assert export_sessions(storage, out).sessions_written == 1
     after = written.read_bytes()
     assert not after.startswith(before) and len(after.splitlines()) == 3
 
@@ -780,7 +780,7 @@ def test_export_names_an_opencode_file_that_is_not_json(tmp_path: Path) -> None:
     shutil.copytree(OPENCODE, storage)
     bad = storage / "storage" / "part" / "msg_a4e6c1d20003Jd6tUe1MxR7bKf" / "prt_zz.json"
     bad.write_bytes(b'{"type": "text", "text": "cut sho')
-    done = export(storage, tmp_path / "out")
+    done = export_sessions(storage, tmp_path / "out")
     assert done.sessions_written == 1
     assert done.errors == [f"{bad}: not a JSON object; left out"]
     (written,) = (tmp_path / "out").rglob("*.jsonl")

@@ -29,9 +29,9 @@ from memoir.memory import (
     next_work,
     on_denied,
     operation_id,
-    outcome_of,
     policy_decision,
     precheck,
+    receipt_of,
     skip_denied,
     split_anchor,
     validate_proposal,
@@ -344,4 +344,4 @@ def test_outcome_of() -> None:
         ),
     ]
     for args, expected in table:
-        assert outcome_of(*args) == expected, args
+        assert receipt_of(*args) == expected, args

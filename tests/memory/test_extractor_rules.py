@@ -10,7 +10,7 @@ from memoir.memory import (
     Range,
     Trigger,
     build_slice,
-    extract,
+    offline_proposal,
     validate_proposal,
 )
 from memoir.memory.cues import reading
@@ -57,7 +57,7 @@ FRAMED = [
 
 def _items(text: str, trigger: Trigger = Trigger.COMPACTION) -> list[tuple[str, str, list[str]]]:
     s = build_slice([user(1, text)], Range(0, 1, 1))
-    p = extract(s, trigger, requested_turn=1 if trigger.requests_items else None)
+    p = offline_proposal(s, trigger, requested_turn=1 if trigger.requests_items else None)
     v = validate_proposal(p, s, trigger)
     assert not v.rejected  # the offline proposal always validates
     return [(i.content, i.kind, [q.text for q in i.quotes]) for i in v.accepted]
@@ -87,7 +87,7 @@ def test_a_framed_and_a_plain_statement_are_one_item_with_two_quotes() -> None:
         user(2, "Remember that I prefer tabs over spaces."),
     ]
     s = build_slice(events, Range(0, 2, 2))
-    [item] = extract(s, Trigger.COMPACTION).items
+    [item] = offline_proposal(s, Trigger.COMPACTION).items
     assert item.content == "I prefer tabs over spaces."
     assert [(q.ordinal, q.text) for q in item.quotes] == [
         (1, "I prefer tabs over spaces."),
@@ -192,7 +192,7 @@ EXCLUDED = [
 @pytest.mark.parametrize(("shape", "message"), EXCLUDED, ids=[s for s, _ in EXCLUDED])
 def test_a_shape_that_is_no_statement_gives_no_item(shape: str, message: str) -> None:
     s = build_slice([user(1, message)], Range(0, 1, 1))
-    p = extract(s, Trigger.COMPACTION)
+    p = offline_proposal(s, Trigger.COMPACTION)
     assert p.status is ProposalStatus.NOT_APPLICABLE, (shape, p.items)
 
 

@@ -13,7 +13,7 @@ from memoir.memory import (
     Range,
     Trigger,
     build_slice,
-    extract,
+    offline_proposal,
     parse_proposal,
     validate_proposal,
 )
@@ -98,7 +98,7 @@ def _events() -> list[Event]:
 
 def test_extract_a_compaction_range_with_exact_quotes() -> None:
     s = build_slice(_events(), Range(0, 7, 8))
-    p = extract(s, Trigger.COMPACTION)
+    p = offline_proposal(s, Trigger.COMPACTION)
     assert p.status is ProposalStatus.COMPLETE and p.incidental == ()
     got = [(i.kind, [(q.ordinal, q.text) for q in i.quotes]) for i in p.items]
     assert got == [
@@ -121,12 +121,12 @@ def test_extract_a_compaction_range_with_exact_quotes() -> None:
 
 def test_nothing_durable_is_not_applicable() -> None:
     s = build_slice([user(1, "What time is it?"), user(2, "Thanks!")], Range(0, 2, 2))
-    assert extract(s, Trigger.COMPACTION).status is ProposalStatus.NOT_APPLICABLE
+    assert offline_proposal(s, Trigger.COMPACTION).status is ProposalStatus.NOT_APPLICABLE
 
 
 def test_remember_takes_the_requested_turn_and_the_rest_as_incidental() -> None:
     s = build_slice(_events(), Range(0, 7, 7))
-    p = extract(s, Trigger.REMEMBER, requested_turn=5)
+    p = offline_proposal(s, Trigger.REMEMBER, requested_turn=5)
     assert [i.content for i in p.items] == ["My sister lives in Porto.", "I'm allergic to peanuts."]
     assert [i.content for i in p.incidental] == [
         "I prefer tabs over spaces.",
@@ -144,14 +144,14 @@ def test_elliptical_remember_uses_the_nearest_earlier_statement() -> None:
         user(4, "Please remember that."),
     ]
     s = build_slice(events, Range(0, 4, 4))
-    p = extract(s, Trigger.REMEMBER, requested_turn=4)
+    p = offline_proposal(s, Trigger.REMEMBER, requested_turn=4)
     assert [i.quotes[0].ordinal for i in p.items] == [2]
     assert [i.content for i in p.incidental] == ["I prefer tabs."]
 
 
 def test_remember_with_nothing_durable() -> None:
     s = build_slice([user(1, "I prefer tabs."), user(2, "What is this?")], Range(0, 2, 2))
-    p = extract(s, Trigger.REMEMBER, requested_turn=2)
+    p = offline_proposal(s, Trigger.REMEMBER, requested_turn=2)
     assert p.status is ProposalStatus.NOT_APPLICABLE and len(p.incidental) == 1
 
 
@@ -159,13 +159,13 @@ def test_incidental_is_capped_at_ten() -> None:
     events = [user(i, f"I live in town number {i} with my family.") for i in range(1, 15)]
     events.append(user(15, "I prefer tabs."))
     s = build_slice(events, Range(0, 15, 15))
-    p = extract(s, Trigger.REMEMBER, requested_turn=15)
+    p = offline_proposal(s, Trigger.REMEMBER, requested_turn=15)
     assert len(p.items) == 1 and len(p.incidental) == 10
 
 
 def test_deterministic() -> None:
     s = build_slice(_events(), Range(0, 7, 8))
-    assert extract(s, Trigger.COMPACTION) == extract(s, Trigger.COMPACTION)
+    assert offline_proposal(s, Trigger.COMPACTION) == offline_proposal(s, Trigger.COMPACTION)
 
 
 def test_offline_model_answers_through_the_model_interface() -> None:
@@ -176,7 +176,7 @@ def test_offline_model_answers_through_the_model_interface() -> None:
     completion = OfflineModel().complete(request)
     assert completion.offline and completion.usage.input_tokens > 0
     proposal = parse_proposal(completion.text)
-    assert proposal == extract(s, Trigger.REMEMBER, requested_turn=5)
+    assert proposal == offline_proposal(s, Trigger.REMEMBER, requested_turn=5)
 
 
 def test_offline_model_fits_max_tokens() -> None:

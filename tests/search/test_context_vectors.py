@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from search_corpus import fill
 
-from memoir.search import PREVIOUS_CHARS, HashEmbedder, context_text, embed_backlog
+from memoir.search import PREVIOUS_CHARS, HashEmbedder, embed_backlog, embedded_context
 from memoir.search.vectors import invalidate
 from memoir.store import Store
 from memoir.store.index_doc import embedding_text
@@ -22,7 +22,7 @@ from memoir.store.index_doc import embedding_text
     ],
 )
 def test_context_text(text: str, previous: str | None, expected: str) -> None:
-    assert context_text(text, previous) == expected
+    assert embedded_context(text, previous) == expected
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_embedded_text_carries_the_previous_exchange(filled: Store, batch: int) 
     stored = _stored(filled, embedder.name)
     first = _first_text(filled)
     second = "Now the tests pass\n\nGreat, the lock is gone."
-    expected = embedder.embed([first, context_text(second, first)])
+    expected = embedder.embed([first, embedded_context(second, first)])
     assert np.allclose(stored["s-web:1"], expected[0], atol=1e-6)  # a session's first: alone
     assert np.allclose(stored["s-web:4"], expected[1], atol=1e-6)
     assert not np.allclose(stored["s-web:4"], embedder.embed([second])[0], atol=1e-3)
@@ -94,7 +94,7 @@ def test_an_exchange_a_sync_changes_while_it_is_embedded_is_embedded_anew(
     stored = _stored(filled, inner.name)
     first = _first_text(filled)
     now = "Now the tests pass\n\nGreat, the lock is gone. Also: quasar nebula."
-    assert np.allclose(stored["s-web:4"], inner.embed([context_text(now, first)])[0], atol=1e-6)
+    assert np.allclose(stored["s-web:4"], inner.embed([embedded_context(now, first)])[0], atol=1e-6)
 
 
 def test_the_backlog_count_is_what_a_catch_up_will_embed(filled: Store) -> None:

@@ -69,7 +69,7 @@ def test_vectors_of_an_older_recipe_are_recomputed(
     # what an exchange's vector embeds changes (a new release): every vector is redone once
     monkeypatch.setattr("memoir.store.parts.index.EMBED_RECIPE", EMBED_RECIPE + 1)
     monkeypatch.setattr(
-        "memoir.search.context_text", lambda text, previous: f"recipe three: {text}"
+        "memoir.search.embedded_context", lambda text, previous: f"recipe three: {text}"
     )
     again = service.embed_pending(memoir, batch=4)
     assert (again.embedded, again.complete) == (6, True)

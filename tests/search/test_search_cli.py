@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from search_corpus import HOSTILE, fill
 
-from memoir.cli.app import main, resolve_session
+from memoir.cli.app import command_session, main
 from memoir.config import Settings
 from memoir.errors import MemoirError
 from memoir.ingest.archive import embed_lock
@@ -235,15 +235,15 @@ def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
             ),
         )
     )
-    assert resolve_session(store.sessions, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
-    assert resolve_session(store.sessions, "341ef40b-1-agent") == "341ef40b-1-agent-a"
+    assert command_session(store.sessions, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
+    assert command_session(store.sessions, "341ef40b-1-agent") == "341ef40b-1-agent-a"
     sessions.append(session("341ef40b-2"))
     with pytest.raises(MemoirError, match="matches 3 sessions") as caught:
-        resolve_session(store.sessions, "341ef40b")
+        command_session(store.sessions, "341ef40b")
     assert "(341ef40b-1, 341ef40b-1-agent-a, 341ef40b-2)" in str(caught.value)
     sessions.extend(session(f"341ef40b-{n}") for n in range(3, 9))
     with pytest.raises(MemoirError, match=r"matches 9 sessions \(341ef40b-1, .*, …\)"):
-        resolve_session(store.sessions, "341ef40b")
+        command_session(store.sessions, "341ef40b")
 
 
 def test_filters_say_what_is_wrong_instead_of_finding_nothing(

@@ -38,11 +38,11 @@ from memoir.cli.conventions import (
     error_document,
     exit_status,
     global_options,
+    install_plain_params,
     tidy_help,
     usage_message,
     wants_json,
 )
-from memoir.cli.conventions import install as install_plain_params
 from memoir.cli.top_help import DESCRIPTION, ROOT_OPTION, asks_top_help
 from memoir.config import Settings
 from memoir.errors import MemoirError, UsageError
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "app",
+    "command_session",
     "console",  # noqa: F822 (made on first use: rich is imported then)
     "err_console",  # noqa: F822
     "main",
@@ -60,7 +61,6 @@ __all__ = [
     "print_json",
     "printable",
     "require_query",
-    "resolve_session",
     "state",
     "write_plain",
 ]
@@ -316,7 +316,7 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
         memoir.close()
 
 
-def resolve_session(sessions: Any, session: str) -> str:
+def command_session(sessions: Any, session: str) -> str:
     """The session of the command's user ``session`` names (an id or a unique prefix):
     :func:`memoir.search.request.resolve_session` for ``--user``."""
     from memoir.search import request as session_ref

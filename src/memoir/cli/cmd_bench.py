@@ -19,7 +19,7 @@ from memoir.cli.app import app, console, err_console, print_json
 from memoir.errors import ConfigError, UsageError, install_hint
 from memoir.search.embedders import load_embedder
 
-__all__ = ["bench_app", "compaction", "demo", "locomo", "memories", "summaries"]
+__all__ = ["bench_app", "bench_memories", "compaction", "demo", "locomo", "summaries"]
 
 bench_app = typer.Typer(
     help="Benchmarks: retrieval and long-term memory quality on LoCoMo, compaction retention.",
@@ -108,7 +108,7 @@ def _no_vectors_reason(name: str) -> str:
 
 
 @bench_app.command("memories")
-def memories(
+def bench_memories(
     directory: Path = typer.Argument(
         ..., exists=True, file_okay=False, help="Folder of LoCoMo *.json conversations."
     ),

@@ -66,7 +66,7 @@ __all__ = [
     "error_document",
     "exit_status",
     "global_options",
-    "install",
+    "install_plain_params",
     "ordered",
     "plain_reason",
     "plain_value",
@@ -244,7 +244,7 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def install() -> None:
+def install_plain_params() -> None:
     """Make typer's parameters try :func:`plain_value` before building their pydantic
     adapter (built, as before, when a value is not plain). Done once."""
     try:

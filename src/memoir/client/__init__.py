@@ -58,7 +58,7 @@ from memoir.client.values import (
     Remembered,
     Session,
     Summary,
-    Usage,
+    UsageReport,
     error_for,
 )
 
@@ -80,7 +80,7 @@ __all__ = [
     "Remembered",
     "Session",
     "Summary",
-    "Usage",
+    "UsageReport",
 ]
 
 P = ParamSpec("P")

@@ -29,7 +29,7 @@ from memoir.client.values import (
     Remembered,
     Session,
     Summary,
-    Usage,
+    UsageReport,
     strings,
 )
 
@@ -330,10 +330,10 @@ def remember(session_id: str, *, turn: int | None = None) -> Call[Remembered]:
 
 
 @_op("GET", "/api/usage")
-def usage(*, days: int | None = None) -> Call[Usage]:
-    def read(doc: Json) -> Usage:
+def usage(*, days: int | None = None) -> Call[UsageReport]:
+    def read(doc: Json) -> UsageReport:
         d = _data(doc)
-        return Usage(
+        return UsageReport(
             tuple(d["totals"]), d["calls"], d["failed"], d["input_tokens"], d["output_tokens"]
         )
 

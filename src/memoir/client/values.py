@@ -55,7 +55,7 @@ __all__ = [
     "Remembered",
     "Session",
     "Summary",
-    "Usage",
+    "UsageReport",
     "error_for",
 ]
 
@@ -349,7 +349,7 @@ class Remembered:
 
 
 @dataclass(frozen=True, slots=True)
-class Usage:
+class UsageReport:
     """Model calls for the caller; ``totals``: one row per day and model."""
 
     totals: tuple[Json, ...]

@@ -56,7 +56,7 @@ from memoir.compaction.standin import (
     stood_in_run,
 )
 from memoir.llm.offline_prose import is_filler, prose_summary
-from memoir.llm.offline_summary import finish, near_duplicate
+from memoir.llm.offline_summary import finish, said_before
 from memoir.llm.transcript import (
     Sentence,
     Turn,
@@ -475,7 +475,7 @@ def _fit(candidates: list[WorkItem], max_tokens: int, count: Callable[[str], int
         if key in seen:
             continue
         prose = item.section not in ("Files touched", "Commands run", "Open errors")
-        if prose and near_duplicate(item.text, said):
+        if prose and said_before(item.text, said):
             continue
         if per_section.get(item.section, 0) >= _LIMITS.get(item.section, 64):
             continue

@@ -65,7 +65,7 @@ __all__ = [
     "ExportReport",
     "OpenCodeReader",
     "OpenSession",
-    "export",
+    "export_sessions",
     "is_opencode_dir",
     "is_opencode_record",
     "load_sessions",
@@ -290,7 +290,7 @@ def _write(target: Path, lines: list[bytes]) -> bool:
     return True
 
 
-def export(data_dir: Path, out: Path) -> ExportReport:
+def export_sessions(data_dir: Path, out: Path) -> ExportReport:
     """Write the sessions of the OpenCode data folder ``data_dir`` that changed since the
     last export into ``out`` (see the module)."""
     report = ExportReport()

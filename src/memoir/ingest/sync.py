@@ -75,7 +75,7 @@ from memoir.ingest.batches import (
     stored_open_exchange,
 )
 from memoir.ingest.discover import WHOLE_FORMATS, FoundFile, scan, source_key
-from memoir.ingest.opencode import export as export_opencode
+from memoir.ingest.opencode import export_sessions as export_opencode
 from memoir.ingest.opencode import is_opencode_dir
 from memoir.ingest.plan import Plan, Skip, TimeAhead, excluded, plan_file, with_times
 from memoir.llm.agent_providers import runs_folder

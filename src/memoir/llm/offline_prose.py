@@ -36,8 +36,8 @@ from memoir.llm.offline_summary import (
     Line,
     ToolAction,
     finish,
-    near_duplicate,
     read_transcript,
+    said_before,
     third_person,
 )
 from memoir.llm.transcript import (
@@ -300,7 +300,7 @@ def _central(
     chosen: list[Sentence] = []
     total = 0
     for s in telling + addressed:
-        if near_duplicate(s.text, said):
+        if said_before(s.text, said):
             continue
         words = min(SENTENCE_WORDS, len(s.text.split()))
         if total + words > budget:
@@ -344,7 +344,7 @@ def summarize_lines(
     status = _status(r, outcome, goal, task)
     said = [frozenset(content_words(s.text)) for s in goal_used]
     headline = goal
-    if outcome is not None and near_duplicate(outcome.text, said):
+    if outcome is not None and said_before(outcome.text, said):
         outcome = None
     if outcome is not None:
         said.append(frozenset(content_words(outcome.text)))
@@ -374,7 +374,7 @@ def summarize_lines(
         body_words = max(MIN_BODY_WORDS, min(MAX_BODY_WORDS, int(prose_words * BODY_SHARE)))
     decided = [
         s for _, s in rank_sentences(r.sentences)
-        if cue("decision", s.text) and s.position not in used and not near_duplicate(s.text, said)
+        if cue("decision", s.text) and s.position not in used and not said_before(s.text, said)
     ][:2]  # fmt: skip
     for s in decided:
         used.add(s.position)

@@ -51,8 +51,8 @@ __all__ = [
     "Line",
     "ToolAction",
     "finish",
-    "near_duplicate",
     "read_transcript",
+    "said_before",
     "text_summary",
     "third_person",
     "topic_phrase",
@@ -251,7 +251,7 @@ def finish(text: str) -> str:
     return text if text[-1] in ".!?。！？…\"'”)" else text + "."
 
 
-def near_duplicate(text: str, said: list[frozenset[str]]) -> bool:
+def said_before(text: str, said: list[frozenset[str]]) -> bool:
     """Whether ``text`` says what one of ``said`` (content-word sets) said: the same
     content words, give or take a quarter (a step number, a name, a tense)."""
     bag = frozenset(content_words(text))
@@ -302,7 +302,7 @@ class Analysis:
 
     def repeats(self, text: str) -> bool:
         """Whether ``text`` says what a sentence already taken said; else remember it."""
-        if near_duplicate(text, self.taken):
+        if said_before(text, self.taken):
             return True
         self.taken.append(frozenset(content_words(text)))
         return False
@@ -416,7 +416,7 @@ def text_summary(
         return count(_render(candidate)) <= max_tokens
 
     def add(key: str, sentence: str) -> bool:
-        if _said(sentence) in seen or near_duplicate(sentence, said):
+        if _said(sentence) in seen or said_before(sentence, said):
             return False
         trial = {k: list(v) for k, v in parts.items()}
         trial.setdefault(key, []).append(sentence)

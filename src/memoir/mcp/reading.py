@@ -53,9 +53,9 @@ __all__ = [
     "PROJECT_BLANK",
     "SESSION_BLANK",
     "Home",
-    "event_json",
     "exchange_parts",
     "known_project",
+    "page_event",
     "read",
     "read_target",
     "session_id",
@@ -293,7 +293,7 @@ def _page(
             covered = upto
             continue
         for event in chunk:
-            shown = event_json(event, tools)
+            shown = page_event(event, tools)
             if shown is None:  # passed over, but read
                 covered = event.ordinal
                 continue
@@ -309,7 +309,7 @@ def _page(
     return kept, covered
 
 
-def event_json(event: Event, tools: str = "short") -> dict[str, Any] | None:
+def page_event(event: Event, tools: str = "short") -> dict[str, Any] | None:
     """One event as a page shows it (None: left out)."""
     if event.kind in _HIDDEN or (tools == "none" and event.kind in _TOOLS):
         return None

@@ -76,9 +76,9 @@ from memoir.memory.decisions import (
     lane_order,
     next_work,
     on_denied,
-    outcome_of,
     policy_decision,
     precheck,
+    receipt_of,
     skip_denied,
 )
 from memoir.memory.evidence import (
@@ -90,7 +90,7 @@ from memoir.memory.evidence import (
     turn_text,
 )
 from memoir.memory.memories import Memories
-from memoir.memory.offline_extractor import ExtractionTask, extract
+from memoir.memory.offline_extractor import ExtractionTask, offline_proposal
 from memoir.memory.prompt import (
     PROMPT_HASH,
     PROMPT_ID,
@@ -198,7 +198,6 @@ __all__ = [
     "choose_boundary",
     "coverage_hash",
     "due_order",
-    "extract",
     "failure_class",
     "find_secrets",
     "has_secret",
@@ -209,14 +208,15 @@ __all__ = [
     "next_call",
     "next_work",
     "normalize",
+    "offline_proposal",
     "on_denied",
     "operation_id",
-    "outcome_of",
     "parse_proposal",
     "policy_decision",
     "precheck",
     "preflight",
     "proposal_json",
+    "receipt_of",
     "remember_precheck",
     "run_memory_pass",
     "safe_summary",

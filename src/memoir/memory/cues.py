@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from memoir.memory.values import ItemKind
 
-__all__ = ["MAX_WORDS", "MIN_WORDS", "Reading", "fold", "reading", "statement"]
+__all__ = ["MAX_WORDS", "MIN_WORDS", "Reading", "cue_form", "reading", "statement"]
 
 MIN_WORDS, MAX_WORDS = 2, 80
 
@@ -356,7 +356,7 @@ class Reading:
         return rest[:1].upper() + rest[1:] if self.start else rest
 
 
-def fold(sentence: str) -> str:
+def cue_form(sentence: str) -> str:
     """Lower case, curly apostrophes straight, whitespace collapsed: what the cues read."""
     return " ".join(sentence.translate(_APOSTROPHES).lower().split())
 
@@ -438,11 +438,11 @@ def reading(sentence: str) -> Reading | None:
         frame = None  # "Remember that." alone: nothing to keep here
     start = frame.end() if frame is not None else 0
     strong = frame is not None and frame.group("strong") is not None
-    strong = strong or bool(_KEEP_TAIL.search(fold(sentence)))
+    strong = strong or bool(_KEEP_TAIL.search(cue_form(sentence)))
     masked, quoted = _masked(sentence[start:])
     if quoted > 0.5 or not MIN_WORDS <= len(masked.split()) <= MAX_WORDS:
         return None
-    folded = fold(masked)
+    folded = cue_form(masked)
     kind = _kind(_bare(folded))
     if (kind is None and not strong) or _excluded(masked, folded):
         return None

@@ -95,9 +95,9 @@ __all__ = [
     "near_duplicate",
     "next_work",
     "on_denied",
-    "outcome_of",
     "policy_decision",
     "precheck",
+    "receipt_of",
     "same_claim",
     "skip_denied",
 ]
@@ -345,7 +345,7 @@ def precheck(
     return None
 
 
-def outcome_of(
+def receipt_of(
     trigger: Trigger, status: ProposalStatus, validation: Validation | None
 ) -> tuple[ReceiptOutcome, str | None]:
     """The receipt (outcome, reason) of a range whose model run succeeded and whose

@@ -49,7 +49,7 @@ __all__ = [
     "forget",
     "holds_all",
     "import_lines",
-    "item_row",
+    "imported_item",
     "os_reason",
     "read_export",
     "read_line",
@@ -240,7 +240,7 @@ def _source(s: Any, op: str) -> MemorySourceRow:
     )
 
 
-def item_row(o: dict[str, Any], owner: str | None) -> MemoryItemRow:
+def imported_item(o: dict[str, Any], owner: str | None) -> MemoryItemRow:
     """The item an export line describes, every field checked with extraction's rules
     (:mod:`memoir.memory.validate`) and the store's limits; ``ValueError`` naming the
     field otherwise. Pure."""
@@ -329,7 +329,7 @@ def read_line(line: str, owner: str | None) -> MemoryItemRow | tuple[str, str] |
             owner if owner is not None else (_text(o, "owner", required=False) or "local"),
             fingerprint,
         )
-    return item_row(o, owner)
+    return imported_item(o, owner)
 
 
 def import_lines(

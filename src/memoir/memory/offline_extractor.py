@@ -75,7 +75,7 @@ sentence holding exactly one ISO date, else ``undated``.
 
 ``remember``: the items are the requested turn's statements — or, when that turn is only
 "remember that / this", the statements of the nearest earlier user turn of the range —
-and the rest of the range gives up to 10 incidental items. ``extract`` with a turn works
+and the rest of the range gives up to 10 incidental items. ``offline_proposal`` with a turn works
 the same; without one, and for ``compaction`` / ``incidental`` ranges, every statement is
 an item.
 
@@ -101,7 +101,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from memoir.llm.transcript import content_words, keywords, split_sentences
-from memoir.memory.cues import fold, reading
+from memoir.memory.cues import cue_form, reading
 from memoir.memory.evidence import EvidenceSlice, SliceTurn, own_lines
 from memoir.memory.prompt import proposal_json
 from memoir.memory.values import (
@@ -124,8 +124,8 @@ __all__ = [
     "KEY_LIMIT",
     "ExtractionTask",
     "Statement",
-    "extract",
     "extract_turns",
+    "offline_proposal",
     "slot_of",
 ]
 
@@ -182,7 +182,7 @@ _CHANGE = re.compile(
 def slot_of(text: str) -> tuple[str, bool] | None:
     """The slot a statement fills (its name, and whether only a change cue replaces an
     earlier one), or None."""
-    folded = fold(text)
+    folded = cue_form(text)
     for name, pattern, needs_change in _SLOTS:
         if pattern.search(folded):
             return name, needs_change
@@ -192,9 +192,9 @@ def slot_of(text: str) -> tuple[str, bool] | None:
 def _updates(item: ProposedItem, known: Sequence[KnownItem]) -> str | None:
     """The shown memory ``item`` replaces: the newest one of its slot (see ``_SLOTS``)."""
     slot = slot_of(item.content)
-    if slot is None or (slot[1] and not _CHANGE.search(fold(item.content))):
+    if slot is None or (slot[1] and not _CHANGE.search(cue_form(item.content))):
         return None
-    same = [k for k in known if slot[0] in k.keys and fold(k.content) != fold(item.content)]
+    same = [k for k in known if slot[0] in k.keys and cue_form(k.content) != cue_form(item.content)]
     if not same:
         return None
     return max(same, key=lambda k: (k.latest is not None, k.latest or 0, k.id)).id
@@ -254,7 +254,7 @@ def _keys(text: str, kind: ItemKind) -> tuple[str, ...]:
 def _item(group: list[Statement]) -> ProposedItem:
     first = group[0]
     content = " ".join(unicodedata.normalize("NFC", first.kept).split())
-    folded = fold(content)
+    folded = cue_form(content)
     project = _PROJECT.search(folded) or (
         first.kind is ItemKind.DECISION and _WE_DECISION.search(folded)
     )
@@ -274,7 +274,7 @@ def _item(group: list[Statement]) -> ProposedItem:
 def _items(found: Sequence[Statement], limit: int) -> tuple[ProposedItem, ...]:
     groups: dict[str, list[Statement]] = {}
     for s in found:
-        group = groups.setdefault(fold(s.kept), [])
+        group = groups.setdefault(cue_form(s.kept), [])
         if all((g.ordinal, g.text) != (s.ordinal, s.text) for g in group):
             group.append(s)
     return tuple(_item(g) for g in list(groups.values())[:limit])
@@ -285,7 +285,7 @@ def _requested(slice_: EvidenceSlice, turn: int) -> list[Statement]:
     only says "remember that", those of the nearest earlier user turn of the range."""
     asked = [t for t in slice_.turns if t.ordinal == turn]
     picked = extract_turns(asked)
-    if picked or not asked or not _ELLIPTICAL.match(fold(asked[0].text)):
+    if picked or not asked or not _ELLIPTICAL.match(cue_form(asked[0].text)):
         return picked
     earlier = [t for t in slice_.turns if t.citable and t.role == "user" and t.ordinal < turn]
     for candidate in reversed(earlier):
@@ -295,7 +295,7 @@ def _requested(slice_: EvidenceSlice, turn: int) -> list[Statement]:
     return []
 
 
-def extract(
+def offline_proposal(
     slice_: EvidenceSlice,
     trigger: Trigger,
     requested_turn: int | None = None,
@@ -333,7 +333,7 @@ def _extract(slice_: EvidenceSlice, trigger: Trigger, requested_turn: int | None
 class ExtractionTask:
     """A memory request's structured input: the trigger, the slice's turns, the turn a
     remember asks for and the live memories shown. Its offline answer is the proposal
-    JSON of :func:`extract`, within ``max_tokens`` (incidental items, then items, are
+    JSON of :func:`offline_proposal`, within ``max_tokens`` (incidental items, then items, are
     dropped from the end to fit)."""
 
     trigger: Trigger
@@ -348,7 +348,7 @@ class ExtractionTask:
             SliceTurn(t.ordinal, t.role, t.text, t.citable and t.role == "user") for t in self.turns
         )
         known = tuple(KnownItem(k.id, k.content, k.kind, k.keys) for k in self.known)
-        proposal = extract(_slice_of(turns), self.trigger, self.requested_turn, known)
+        proposal = offline_proposal(_slice_of(turns), self.trigger, self.requested_turn, known)
         text = proposal_json(proposal)
         while count(text) > max_tokens and (proposal.items or proposal.incidental):
             proposal = _smaller(proposal)

@@ -57,9 +57,9 @@ __all__ = [
     "ItemEmbedder",
     "Recalled",
     "context_block",
+    "embedded_text",
     "exchange_finder",
     "item_json",
-    "item_text",
     "quoted_exchanges",
     "recall",
     "receipt_json",
@@ -102,7 +102,7 @@ class Recalled:
     vector_rank: int | None = None
 
 
-def item_text(item: MemoryItemRow) -> str:
+def embedded_text(item: MemoryItemRow) -> str:
     """What an item's vector is made from."""
     return item.content + " (" + ", ".join(item.keys) + ")"
 
@@ -158,7 +158,7 @@ def _vector_ranking(
     missing = [i for i in ids if i not in vectors][:EMBED_PER_CALL]
     if missing:
         rows = items.by_ids(missing)
-        texts = [item_text(rows[i]) for i in missing if i in rows]
+        texts = [embedded_text(rows[i]) for i in missing if i in rows]
         made = embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         fresh = {i: made[n] for n, i in enumerate(i for i in missing if i in rows)}
         items.put_vectors(embedder.name, fresh)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from memoir.memory.decisions import Candidate, Work, near_duplicate, same_claim
 from memoir.memory.evidence import EvidenceSlice, SliceTurn, build_slice
 from memoir.memory.offline_extractor import slot_of
-from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, item_text
+from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, embedded_text
 from memoir.memory.request import localization_window
 from memoir.memory.validate import normalize
 from memoir.memory.values import (
@@ -222,7 +222,7 @@ def near_duplicates(
         out.append(replace(row, merge_into=twin.id) if twin is not None else row)
     if embedder is None or not rows:
         return tuple(out), None
-    made = embedder.embed([item_text(r) for r in out])
+    made = embedder.embed([embedded_text(r) for r in out])
     for n, (row, vector) in enumerate(zip(list(out), made, strict=True)):
         if row.merge_into is not None:
             continue
@@ -231,7 +231,7 @@ def near_duplicates(
         have = items.vectors(embedder.name, [i.id for i in live])
         missing = [i for i in live if i.id not in have][:EMBED_PER_CALL]
         if missing:
-            fresh = embedder.embed([item_text(i) for i in missing])
+            fresh = embedder.embed([embedded_text(i) for i in missing])
             computed = {i.id: fresh[k] for k, i in enumerate(missing)}
             items.put_vectors(embedder.name, computed)
             have.update(computed)

@@ -34,9 +34,9 @@ from memoir.memory.decisions import (
     after_failure,
     failure_class,
     on_denied,
-    outcome_of,
     policy_decision,
     precheck,
+    receipt_of,
     skip_denied,
 )
 from memoir.memory.evidence import (
@@ -328,7 +328,7 @@ class Runner:
                 VALIDATION, f"a requested item failed validation: {validation.failure_reason}"
             )
         self._recheck(run, PolicyStage.BEFORE_COMMIT)
-        outcome, reason = outcome_of(envelope.trigger, proposal.status, validation)
+        outcome, reason = receipt_of(envelope.trigger, proposal.status, validation)
         items = tuple(
             self._item(run, envelope, n, item) for n, item in enumerate(validation.accepted)
         )

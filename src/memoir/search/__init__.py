@@ -20,7 +20,7 @@ batch of texts, vectors and token states at a time, and each text's context read
 probe for its previous exchange.
 
 The text embedded for an exchange is the exchange preceded by the tail of the one before
-it in the same session (:func:`context_text`): a turn alone is often too short or too
+it in the same session (:func:`embedded_context`): a turn alone is often too short or too
 elliptical to embed well ("Yes, last weekend with my sister"), and the turn before usually
 names what it is about. Only the *previous* exchange is used, so appending to a session
 never makes a stored vector stale (a changed exchange loses its vector in the store and is
@@ -32,7 +32,7 @@ vector (:func:`memoir.search.ranking.pack_tokens`), from the same forward pass; 
 embedder, vectors stored without token states (written before they existed) are redone.
 So are vectors embedded from an older recipe of that text (the store hands them out after
 the missing ones: :data:`memoir.store.index_doc.EMBED_RECIPE`, which must be raised when
-:func:`context_text`, :data:`PREVIOUS_CHARS` or ``embedding_text`` change).
+:func:`embedded_context`, :data:`PREVIOUS_CHARS` or ``embedding_text`` change).
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ __all__ = [
     "SearchHit",
     "SearchMode",
     "SearchRequest",
-    "context_text",
     "embed_backlog",
     "embed_written",
+    "embedded_context",
     "load_embedder",
     "matches_filters",
     "parse_when",
@@ -210,7 +210,7 @@ def _embed_rows(store: Store, embedder: Embedder, rows: list[tuple[str, str]]) -
     )
 
 
-def context_text(text: str, previous: str | None) -> str:
+def embedded_context(text: str, previous: str | None) -> str:
     """What is embedded for an exchange: the tail of the previous exchange's text, then
     its own."""
     if not previous:
@@ -222,4 +222,4 @@ def _with_context(store: Store, rows: list[tuple[str, str]]) -> list[str]:
     """The rows' texts, each led by its session's previous exchange (read per row, not
     per session: a batch costs the same in a session of ten exchanges or ten thousand)."""
     previous = store.embeddings.previous_texts([xid for xid, _ in rows])
-    return [context_text(text, previous.get(xid)) for xid, text in rows]
+    return [embedded_context(text, previous.get(xid)) for xid, text in rows]

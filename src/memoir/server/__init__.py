@@ -128,7 +128,7 @@ def create_app(
     )
     app.state.memoir = memoir
     app.state.key_users = KeyUsers()
-    plumbing.install(app, PATTERNS)
+    plumbing.install_error_handlers(app, PATTERNS)
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(docs_router)

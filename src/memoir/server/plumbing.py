@@ -73,7 +73,7 @@ __all__ = [
     "depth_over",
     "error_body",
     "error_response",
-    "install",
+    "install_error_handlers",
     "nul_in_request",
     "on_a_thread",
     "parse_json",
@@ -181,7 +181,7 @@ def allowed_methods(request: Request) -> str:
     return ", ".join(sorted(literal or templated))
 
 
-def install(app: FastAPI, patterns: dict[str, str] | None = None) -> None:
+def install_error_handlers(app: FastAPI, patterns: dict[str, str] | None = None) -> None:
     """Render every error in the one shape; ``patterns``: a parameter pattern → how a
     refusal says it in words."""
     said = dict(patterns or {})

@@ -73,7 +73,7 @@ __all__ = [
 EMBED_CHARS = 2000
 EMBED_TOOL_CHARS = 600  # of the tool excerpt, between the prompt and the reply
 # The recipe of the text a vector embeds: raise it whenever :func:`embedding_text`,
-# ``search.backfill.context_text`` (the previous exchange's lead) or the token basis
+# ``search.embedded_context`` (the previous exchange's lead) or the token basis
 # change, and the embed catch-up recomputes every vector of an older recipe (migration
 # v9). 1: rows from before recipes were recorded; 2: prompt, the start of the tool
 # excerpt, reply, led by the last 400 characters of the previous exchange.

@@ -58,11 +58,11 @@ __all__ = [
     "all_tombstoned",
     "close_ended",
     "fts_values",
+    "item_tsquery",
     "items_in",
     "limit_clause",
     "predecessors_in",
     "tombstoned_in",
-    "tsquery_sql",
     "with_sources",
 ]
 
@@ -146,7 +146,7 @@ class PostgresItemText:
         if query.empty:
             return []
         tsq_params: list[Any] = []
-        expr = tsquery_sql(query, tsq_params)
+        expr = item_tsquery(query, tsq_params)
         mine, mine_params = "", []
         if owner is not None and _others_hold(tx, owner):
             mine, mine_params = " AND i.tsv @@ ?::tsquery", [owner_tsquery(owner)]
@@ -166,7 +166,7 @@ def _others_hold(tx: Tx, owner: str) -> bool:
     return bool(rows and rows[0][0])
 
 
-def tsquery_sql(query: ParsedQuery, params: list[Any]) -> str:
+def item_tsquery(query: ParsedQuery, params: list[Any]) -> str:
     """The ``tsquery`` expression of a non-empty ``query``, its values appended to
     ``params`` (what recall ranks items with; keyed items rank the same way)."""
     expr = " && ".join(_any(g, params) for g in query.groups)

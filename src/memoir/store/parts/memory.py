@@ -42,7 +42,7 @@ from memoir.store.memory_rows import (
     pending_from_row,
     receipt_from_row,
 )
-from memoir.store.memory_sql import ItemWriter, tsquery_sql
+from memoir.store.memory_sql import ItemWriter, item_tsquery
 from memoir.store.search_text import ParsedQuery, to_fts5
 
 __all__ = [
@@ -348,7 +348,7 @@ class KeyedItemsPart(Part):
             if query.empty:
                 return []
             tsq: list[Any] = []
-            expr = tsquery_sql(query, tsq)
+            expr = item_tsquery(query, tsq)
             sql = (
                 f"SELECT {_COLS} FROM keyed_items i, (SELECT {expr}) AS q(q) "
                 f"WHERE i.tsv @@ q.q AND i.owner = ? AND {where} "
