@@ -307,11 +307,10 @@ class Memoir:
             outcome = m.remember("3f2a9c1e")
             print([item.content for item in outcome.items])
         """
-        from memoir.search.request import resolve_session
         from memoir.store import ensure_writable
 
         ensure_writable(self.store, "memoir remember")
-        sid = resolve_session(self.store.sessions, session_id, user=self.user)
+        sid = self.store.sessions.resolve(session_id, user=self.user)
         return verbs.remembered(self._memory_engine().remember(sid, turn))
 
     def recall(

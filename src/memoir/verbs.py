@@ -205,14 +205,13 @@ def forget(
     """Forget the items of ``owner``'s one selector names, with what they superseded; their
     evidence is tombstoned so it is never extracted again."""
     from memoir.memory.keeping import forget as forget_items
-    from memoir.search.request import resolve_session
     from memoir.store import ensure_writable
 
     ensure_writable(store, "memoir memories forget")
     if sum(x is not None for x in (item, session, project, matching)) != 1:
         raise ConfigError("name exactly one of: an item, a session, a project, a query")
     if session is not None:
-        session = resolve_session(store.sessions, session, user=owner)
+        session = store.sessions.resolve(session, user=owner)
     if project is not None:
         project = memory_project(store, project, owner)
     return forget_items(
@@ -261,9 +260,7 @@ def sync_home(
 def find_session(store: Store, ref: str, user: str) -> Session:
     """``user``'s stored session ``ref`` names (its id, a unique prefix, or its name);
     ``NotFound`` when none does (another user's session included)."""
-    from memoir.search.request import resolve_session
-
-    found = store.sessions.get(resolve_session(store.sessions, ref, user=user), user=user)
+    found = store.sessions.get(store.sessions.resolve(ref, user=user), user=user)
     if found is None:  # removed between the two reads
         raise NotFound(f"no session {ref!r}")
     return found

@@ -13,7 +13,6 @@ from fastapi.testclient import TestClient
 from memoir.model import RecentQuery
 from memoir.model.event import named_session_id
 from memoir.search.embedders import HashEmbedder
-from memoir.search.request import resolve_session
 from memoir.server import create_app
 
 from .conftest import A_STORED, B_SESSION, B_STORED, A, B, World
@@ -84,10 +83,10 @@ def test_prefixes_and_searches_see_one_owner(world: World) -> None:
     sessions = world.memoir.store.sessions
     # a prefix of the stored id (as a hit's session_id[:8]) or of the name: the owner's
     for ref in (B_STORED[:8], "bob", B_SESSION, B_STORED):
-        assert resolve_session(sessions, ref, user=B) == B_STORED
+        assert sessions.resolve(ref, user=B) == B_STORED
         assert [s.id for s in sessions.with_prefix(ref, user=A)] == []
         with pytest.raises(Exception, match=f"no session '{ref}'"):
-            resolve_session(sessions, ref, user=A)
+            sessions.resolve(ref, user=A)
     alice = world.memoir.as_user(A)
     assert {h.session_id for h in alice.search("prefer", mode="text")} == {A_STORED}
     assert alice.search("quokka", mode="text") == []

@@ -128,7 +128,6 @@ def test_one_owner_filtered_lookup_takes_a_name_or_an_id(world: World) -> None:
     """``SessionsPart.get`` with a user: that user's session of that id or name; a session
     stored before v21 under the id its client gave is still found by it; prefixes of the
     id (a hit's ``session_id[:8]``) and of the name resolve to the owner's only."""
-    from memoir.search.request import resolve_session
 
     sessions = world.memoir.store.sessions
     legacy = Session(id="old-chat", project="api", harness=Harness.API, user=A)
@@ -142,6 +141,6 @@ def test_one_owner_filtered_lookup_takes_a_name_or_an_id(world: World) -> None:
         assert sessions.get(ref, user=A) is None
     assert sessions.get("bob-chat") is None  # without a user: ids only
     for ref in (B_STORED[:8], "bob-c"):
-        assert resolve_session(sessions, ref, user=B) == B_STORED
+        assert sessions.resolve(ref, user=B) == B_STORED
         with pytest.raises(NotFound):
-            resolve_session(sessions, ref, user=A)
+            sessions.resolve(ref, user=A)

@@ -10,12 +10,13 @@ from types import SimpleNamespace
 import pytest
 from search_corpus import HOSTILE, fill
 
-from memoir.cli.app import command_session, main
+from memoir.cli.app import main
 from memoir.config import Settings
 from memoir.errors import MemoirError
 from memoir.ingest.archive import embed_lock
 from memoir.model import Harness, Session, SessionFlags
 from memoir.store import open_store
+from memoir.store.parts import SessionsPart
 
 
 @pytest.fixture
@@ -235,15 +236,17 @@ def test_a_session_prefix_names_the_main_session_before_its_subagents() -> None:
             ),
         )
     )
-    assert command_session(store.sessions, "341ef40b") == "341ef40b-1"  # not "matches 2 sessions"
-    assert command_session(store.sessions, "341ef40b-1-agent") == "341ef40b-1-agent-a"
+    assert (
+        SessionsPart.resolve(store.sessions, "341ef40b") == "341ef40b-1"
+    )  # not "matches 2 sessions"
+    assert SessionsPart.resolve(store.sessions, "341ef40b-1-agent") == "341ef40b-1-agent-a"
     sessions.append(session("341ef40b-2"))
     with pytest.raises(MemoirError, match="matches 3 sessions") as caught:
-        command_session(store.sessions, "341ef40b")
+        SessionsPart.resolve(store.sessions, "341ef40b")
     assert "(341ef40b-1, 341ef40b-1-agent-a, 341ef40b-2)" in str(caught.value)
     sessions.extend(session(f"341ef40b-{n}") for n in range(3, 9))
     with pytest.raises(MemoirError, match=r"matches 9 sessions \(341ef40b-1, .*, …\)"):
-        command_session(store.sessions, "341ef40b")
+        SessionsPart.resolve(store.sessions, "341ef40b")
 
 
 def test_filters_say_what_is_wrong_instead_of_finding_nothing(

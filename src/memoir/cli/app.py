@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "app",
-    "command_session",
     "console",  # noqa: F822 (made on first use: rich is imported then)
     "err_console",  # noqa: F822
     "main",
@@ -314,14 +313,6 @@ def open_memoir(*, existing: bool = False, **overrides: Any) -> Iterator[Any]:
         yield memoir
     finally:
         memoir.close()
-
-
-def command_session(sessions: Any, session: str) -> str:
-    """The session of the command's user ``session`` names (an id or a unique prefix):
-    :func:`memoir.search.request.resolve_session` for ``--user``."""
-    from memoir.search import request as session_ref
-
-    return session_ref.resolve_session(sessions, session, user=state.user)
 
 
 def _discover(argv: list[str] | None = None) -> None:

@@ -48,7 +48,6 @@ from memoir.search.request import (
     exchange_time,
     mentions_any,
     resolve_mode,
-    resolve_session,
 )
 from memoir.search.vectors import VectorMatrix, matrix_for, nearest, time_mask
 from memoir.store.parts import EmbeddingsPart
@@ -487,7 +486,7 @@ def search_configured(
         if embedder is None and mode in ("vector", "hybrid"):
             raise ConfigError(_no_meaning_search(mode, embedder_setting, store.embeddings.models()))
     if isinstance(filters, SearchFilters) and filters.session_id is not None:
-        sid = resolve_session(store.sessions, filters.session_id, user=filters.user)
+        sid = store.sessions.resolve(filters.session_id, user=filters.user)
         filters = replace(filters, session_id=sid)
     return search(
         store,

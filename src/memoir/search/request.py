@@ -76,7 +76,6 @@ __all__ = [
     "project_matches",
     "resolve_mode",
     "resolve_project",
-    "resolve_session",
 ]
 
 
@@ -354,35 +353,6 @@ def resolve_project(
         f"no project {ref!r} in this Memoir home (give its folder, e.g. /home/ann/app, its "
         "last part, app, or its name as `memoir stats` lists it)"
     )
-
-
-def resolve_session(sessions: SessionsPart, session: str, *, user: str | None = None) -> str:
-    """The session id ``session`` names among ``user``'s sessions (everyone's with None):
-    the session of that id (or, with ``user``, of that name), or the one session it is a
-    prefix of (a main session before its subagents,
-    whose ids extend the parent's). ``NotFound`` when none — another user's session is
-    not told apart from one that does not exist —; a ``MemoirError`` listing them when
-    several; ``UsageError`` for an empty one (it would be a prefix of every session)."""
-    if not session.strip():
-        raise UsageError(
-            "the session id is empty: give a session id or a unique prefix of it (a "
-            "search hit shows its session's id)"
-        )
-    named = sessions.get(session, user=user)  # its id, or (with ``user``) its name
-    if named is not None:
-        return named.id
-    found = sessions.with_prefix(session, user=user)
-    main = [s for s in found if not s.flags.subagent]
-    matches = [s.id for s in (main if len(main) == 1 else found)]
-    if len(matches) == 1:
-        return str(matches[0])
-    if matches:
-        shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
-        raise MemoirError(
-            f"session prefix {session!r} matches {len(matches)} sessions ({shown}); "
-            "give more of the id"
-        )
-    raise NotFound(f"no session {session!r} in this Memoir home (run `memoir sync`?)")
 
 
 def exchange_time(exchange: Exchange) -> datetime | None:

@@ -270,9 +270,7 @@ def ensure_writable(memoir: Memoir, command: str) -> None:
 def session_id(memoir: Memoir, ref: str) -> str:
     """The session of ``memoir``'s user ``ref`` names (an id or a unique prefix);
     ``NotFound`` for none, another user's included."""
-    from memoir.search.request import resolve_session
-
-    return resolve_session(memoir.store.sessions, ref, user=memoir.user)
+    return memoir.store.sessions.resolve(ref, user=memoir.user)
 
 
 def project(memoir: Memoir, ref: str) -> str:

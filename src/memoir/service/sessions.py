@@ -253,9 +253,7 @@ def set_memory(
 def _set_flags(memoir: Memoir, session: str, **flags: bool) -> str:
     from dataclasses import replace
 
-    from memoir.search.request import resolve_session
-
-    sid = resolve_session(memoir.store.sessions, session, user=memoir.user)
+    sid = memoir.store.sessions.resolve(session, user=memoir.user)
     found = memoir.store.sessions.get(sid)
     assert found is not None
     memoir.store.sessions.set_flags(sid, replace(found.flags, **flags))

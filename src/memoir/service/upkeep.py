@@ -70,9 +70,7 @@ def _writable(memoir: Memoir, command: str) -> None:
 
 
 def _session(memoir: Memoir, ref: str) -> str:
-    from memoir.search.request import resolve_session
-
-    return resolve_session(memoir.store.sessions, ref, user=memoir.user)
+    return memoir.store.sessions.resolve(ref, user=memoir.user)
 
 
 # the home's parts, as the adapters wire them ----------------------------------------------

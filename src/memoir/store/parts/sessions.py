@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memoir.errors import NotFound
+from memoir.errors import MemoirError, NotFound, UsageError
 from memoir.model import Session, SessionFlags
 from memoir.model.event import RecentKey, RecentPage, RecentQuery, SessionInfo, named_session_id
 from memoir.store.codec import (
@@ -77,6 +77,34 @@ class SessionsPart:
         tail, params = owned_session(user, session_id)
         rows = self._db.rows(f"SELECT {SESSION_READ_COLS} FROM sessions {tail}", params)
         return session_from_row(rows[0]) if rows else None
+
+    def resolve(self, ref: str, *, user: str | None = None) -> str:
+        """The session id ``ref`` names among ``user``'s sessions (everyone's with None):
+        the session of that id (or, with ``user``, of that name), or the one session it is
+        a prefix of (a main session before its subagents, whose ids extend the parent's).
+        ``NotFound`` when none (another user's session is not told apart from one that
+        does not exist); a ``MemoirError`` listing them when several; ``UsageError`` for
+        an empty one (it would be a prefix of every session)."""
+        if not ref.strip():
+            raise UsageError(
+                "the session id is empty: give a session id or a unique prefix of it (a "
+                "search hit shows its session's id)"
+            )
+        named = self.get(ref, user=user)  # its id, or (with ``user``) its name
+        if named is not None:
+            return named.id
+        found = self.with_prefix(ref, user=user)
+        main = [s for s in found if not s.flags.subagent]
+        matches = [s.id for s in (main if len(main) == 1 else found)]
+        if len(matches) == 1:
+            return str(matches[0])
+        if matches:
+            shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
+            raise MemoirError(
+                f"session prefix {ref!r} matches {len(matches)} sessions ({shown}); "
+                "give more of the id"
+            )
+        raise NotFound(f"no session {ref!r} in this Memoir home (run `memoir sync`?)")
 
     def with_prefix(self, prefix: str, *, user: str | None = None) -> list[Session]:
         """The sessions whose id, or name, starts with ``prefix`` (``user``'s only, when
