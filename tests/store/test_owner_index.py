@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from store_builders import batch, conversation, session
 
+from boundary.sqltrace import traced
 from memoir.store import SearchFilters, Store
 from memoir.store.index_doc import owner_lexeme, owner_token, owner_tsquery
 from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
@@ -236,23 +237,13 @@ def test_a_users_lookup_of_another_users_item_misses_in_the_owner_index(
     her lookup of an id nobody has does: Bob's row is never read (with only the primary
     key, SQLite found it and then dropped it for its owner, which took measurably longer
     than a miss)."""
-    from memoir.store import postgres_store, sqlite_store
-
     _fill(store)
-    ran: list[tuple[str, tuple[object, ...]]] = []
-    for tx_class in (sqlite_store._SQLiteTx, postgres_store._PgTx):
-        original = tx_class.run
-
-        def run(self, sql, params=(), _original=original):  # type: ignore[no-untyped-def]
-            ran.append((sql, tuple(params)))
-            return _original(self, sql, params)
-
-        monkeypatch.setattr(tx_class, "run", run)
-    assert store.memory_items.get("bob-i", owner="alice") is None
-    assert store.memory_items.get("bob-i", owner="bob") is not None
+    with traced(monkeypatch) as ran:
+        assert store.memory_items.get("bob-i", owner="alice") is None
+        assert store.memory_items.get("bob-i", owner="bob") is not None
     monkeypatch.undo()
-    exact = [(sql, params) for sql, params in ran if params == ("bob-i", "alice")]
-    assert len(exact) == 1, ran
+    exact = [(sql, params) for sql, params, _n in ran.statements if params == ("bob-i", "alice")]
+    assert len(exact) == 1, ran.statements
     sql, params = exact[0]
     with store._db.tx() as tx:  # type: ignore[attr-defined]
         if store.backend == "sqlite":  # type: ignore[attr-defined]
