@@ -89,6 +89,9 @@ def serve(
         import uvicorn
 
         from memoir.server import create_app
+        from memoir.server.plumbing import http_protocol
+
+        protocol = http_protocol()  # httptools, in the server extra
     except ImportError as exc:
         raise ConfigError(
             f"memoir serve needs the server extra: {install_hint('server')} ({exc})"
@@ -127,6 +130,7 @@ def serve(
         web,
         host=host,
         port=port,
+        http=protocol,
         log_config=None,
         access_log=False,  # the app logs each request as JSON, with its request id
         timeout_graceful_shutdown=30,

@@ -66,6 +66,7 @@ from memoir.model.event import scrub_deep
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "HEAD_LIMIT",
     "MAX_DEPTH",
     "ApiError",
     "JsonFormatter",
@@ -73,6 +74,7 @@ __all__ = [
     "depth_over",
     "error_body",
     "error_response",
+    "http_protocol",
     "install_error_handlers",
     "nul_in_request",
     "on_a_thread",
@@ -443,3 +445,82 @@ def on_a_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
         return await run_in_threadpool(endpoint, *args, **kwargs)
 
     return on_a_thread
+
+
+# the wire ---------------------------------------------------------------------------
+
+HEAD_LIMIT = 64 * 1024
+"""The most bytes a request's head (request line and headers) may take."""
+
+
+class _Refused(Exception):
+    """Raised from a parser callback once the request has been answered and closed."""
+
+
+def http_protocol() -> type[Any]:
+    """uvicorn's httptools protocol (the C parser, llhttp), with what it leaves out and h11
+    kept: a request head over :data:`HEAD_LIMIT` bytes is refused as it arrives (431),
+    never buffered whole; an HTTP/1.1 request without ``Host`` is refused (400), and so is
+    any version but 1.0 and 1.1 (llhttp reads ``GET /`` as HTTP/0.9). llhttp refuses what
+    h11 let through: ``Transfer-Encoding`` beside ``Content-Length``, the smuggler's pair."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class GuardedHttp(HttpToolsProtocol):
+        head = 0  # bytes of the current head received so far
+        in_head = True
+        hosts = 0
+        fields = 0  # bytes of the head's fields, as parsed
+
+        def data_received(self, data: bytes) -> None:
+            if self.transport.is_closing():  # refused: nothing more is read
+                return
+            was_in_head = self.in_head
+            super().data_received(data)
+            if was_in_head and self.in_head and not self.transport.is_closing():
+                self.head += len(data)  # all of it was head: the head is not over yet
+                if self.head > HEAD_LIMIT:
+                    self._refuse(431, "header_too_large", "the request head is too large")
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.head, self.in_head, self.hosts, self.fields = 0, True, 0, 0
+
+        def on_url(self, url: bytes) -> None:
+            self.fields += len(url)
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self.fields += len(name) + len(value) + 4  # ": " and CRLF
+            if name.lower() == b"host":
+                self.hosts += 1
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self.in_head = False
+            version = self.parser.get_http_version()
+            if self.fields > HEAD_LIMIT:  # arrived in one read, so not refused as it came
+                self._refuse(431, "header_too_large", "the request head is too large")
+            elif version not in ("1.0", "1.1"):
+                self._refuse(400, "bad_request", f"HTTP/{version} is not served")
+            elif self.hosts > 1 or (version == "1.1" and not self.hosts):
+                self._refuse(400, "bad_request", "a request needs one Host header")
+            else:
+                super().on_headers_complete()
+                return
+            raise _Refused  # stops the parser (uvicorn's own answer to it is not sent)
+
+        def send_400_response(self, msg: str) -> None:
+            if not self.transport.is_closing():  # not refused already
+                super().send_400_response(msg)
+
+        def _refuse(self, status: int, code: str, message: str) -> None:
+            payload = json.dumps(error_body(code, message)).encode()
+            reason = {400: b"Bad Request", 431: b"Request Header Fields Too Large"}[status]
+            self.transport.write(
+                b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+                % (status, reason, len(payload), payload)
+            )
+            self.transport.close()
+
+    return GuardedHttp
