@@ -1,8 +1,8 @@
 """`memoir serve`, `memoir mcp` and `memoir hook`: the commands that serve Memoir to other
 programs and wire it into the agents that start it.
 
-`memoir serve`: the HTTP API (FastAPI under uvicorn), with background workers in the
-same process on request (`--workers N`).
+`memoir serve`: the HTTP API (FastAPI under uvicorn, parsed by httptools:
+:func:`memoir.server.plumbing.http_protocol`), with job workers on request (`--workers N`).
 
 On a loopback address (the default 127.0.0.1) it prints, once it listens, a sign-in link
 to the page for ``local`` — the owner of the sessions synced from this machine — on stdout:
@@ -24,20 +24,16 @@ interpreter with ``-m memoir.cli`` (:func:`memoir.mcp.memoir_command`) — so an
 agent starts it whatever its PATH holds (a venv's ``bin``, pipx's or uv's tools).
 
 `memoir hook install | uninstall | status`: the Claude Code SessionStart hook, or with
-``--gemini`` Gemini CLI's (``~/.gemini/settings.json``: the same ``hooks.SessionStart``
-shape; no matcher, as Gemini CLI matches session events by exact name and its hook should
-run on ``startup``, ``resume`` and ``clear`` alike).
+``--gemini`` Gemini CLI's (``~/.gemini/settings.json``: the same shape, no matcher: Gemini
+CLI matches events by exact name, and the hook runs on ``startup``, ``resume``, ``clear``).
 
 The hook runs ``<absolute path of memoir> sync --background >/dev/null 2>&1`` (led by
 ``MEMOIR_HOME=…`` / ``MEMOIR_SOURCES=…`` when those were set for the install; the path is
-this memoir's, :func:`memoir_command`, so the hook needs no PATH) whenever
-Claude Code starts or resumes a session (silent: a SessionStart hook's output would land in
-the agent's context; the background sync logs to ``<home>/logs/``). Installing merges into
-Claude Code's settings file (other hooks and settings are kept; installing twice changes
-nothing; a moved executable is updated in place). Uninstalling removes only Memoir's hook.
-The file is rewritten atomically.
-What the hook and the entries hold is :mod:`memoir.mcp`'s; these commands read and write
-the files.
+this memoir's, :func:`memoir_command`, so the hook needs no PATH) whenever Claude Code
+starts or resumes a session (silent: a hook's output would land in the agent's context; the
+background sync logs to ``<home>/logs/``). Installing merges into Claude Code's settings
+file atomically (other hooks and settings kept; installing twice changes nothing; a moved
+executable is updated in place). Uninstalling removes only Memoir's hook. What the hook and the entries hold is :mod:`memoir.mcp`'s; these commands write the files.
 """
 
 from __future__ import annotations
@@ -89,7 +85,7 @@ def serve(
         import uvicorn
 
         from memoir.server import create_app
-        from memoir.server.plumbing import http_protocol
+        from memoir.server.plumbing import JsonFormatter, http_protocol
 
         protocol = http_protocol()  # httptools, in the server extra
     except ImportError as exc:
@@ -99,7 +95,6 @@ def serve(
     from memoir.app import Memoir
     from memoir.model.event import LOCAL_USER
     from memoir.server.auth import LINK_TTL_S, SignInLinks, is_loopback, link_url
-    from memoir.server.plumbing import JsonFormatter
 
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())

@@ -1,32 +1,24 @@
-"""The request plumbing: the one error shape, reading the JSON a client sent, and the ASGI
-middleware every request passes through.
+"""The request plumbing: the one error shape, reading the JSON a client sent, the ASGI
+middleware every request passes through, and the HTTP parser's checks.
 
 Errors. One shape for every answer that is not a success::
 
     {"error": {"code": "not_found", "message": "no session 'x'"}}
 
-Memoir's own errors are mapped by class (:data:`STATUS`); FastAPI's validation errors
-(422), Starlette's 404/405, the body limit (413) and anything unexpected (500, its details
-in the log only) are rendered the same way. A route raises :class:`ApiError` (the client's
-:class:`memoir.client.ApiError` is the same answer, read on the other side).
+Memoir's errors are mapped by class (:data:`STATUS`); FastAPI's validation errors (422),
+Starlette's 404/405, the body limit (413) and anything unexpected (500, its details in
+the log only) are rendered the same way. A route raises :class:`ApiError`.
 
-Bodies and cursors. One parser for both, so every unreadable input is refused the same way
-(a ``ValueError`` with a plain reason the caller puts in its 422): UTF-8 text only,
-standard JSON only (no ``NaN`` or ``Infinity``, which no JSON encoder on the way back could
-write), and at most :data:`MAX_DEPTH` levels of arrays and objects. The answers echo what
-was sent (the compacted messages) and the serializer stops near 250 levels, so the limit
-sits well below that and far above what a chat message needs. (Sync's reader takes
-orjson's 1,024 levels: a transcript is only stored, never echoed.) What is read is made
-storable as sync makes a transcript storable (:func:`memoir.model.event.scrub_deep`): a
-lone UTF-16 surrogate (``"\\ud800"``, half an emoji) becomes ``?`` and NUL becomes U+FFFD,
-in keys and values alike.
+Bodies and cursors. One parser for both (a ``ValueError`` with a plain reason, put in a
+422): UTF-8 only, standard JSON only (no ``NaN``: no encoder could write it back), and at
+most :data:`MAX_DEPTH` levels, well below the serializer's ~250 (answers echo what was
+sent). What is read is made storable as sync does (:func:`memoir.model.event.scrub_deep`):
+a lone UTF-16 surrogate becomes ``?`` and NUL becomes U+FFFD, in keys and values alike.
 
-Middleware, as plain ASGI: a request id (the client's ``X-Request-Id`` when it sent a sane
-one, else a new one; echoed on the answer and named in the log line), the body size limit
-(413 before the application reads anything), a 400 for a NUL byte in the path, the query
-or a header (no database can store it in a text column, and PostgreSQL's driver refuses it
-outright: the caller's error on every backend, never an outage), and one structured access
-log line per request.
+Middleware, as plain ASGI: a request id (the client's sane ``X-Request-Id``, else a new
+one; echoed and logged), the body size limit (413 before the app reads anything), a 400
+for a NUL byte in the path, the query or a header (no database stores it in text: the
+caller's error on every backend, never an outage), and one JSON access log line.
 
 Routes: a plain (sync) endpoint runs on the thread pool in one trip (:func:`on_a_thread`).
 """
@@ -41,6 +33,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -140,8 +133,7 @@ def memoir_status(exc: MemoirError) -> tuple[int, str]:
 
 
 def _where(request: Request) -> dict[str, Any]:
-    """The log fields naming a request: its id, method, path and route (the template,
-    ``/api/sessions/{session_id}/summary``, that groups a path's requests)."""
+    """The log fields naming a request: id, method, path, route (``/api/sessions/{id}``)."""
     route = request.scope.get("route")
     return {
         "request_id": getattr(request.state, "request_id", None),
@@ -163,8 +155,8 @@ def _validation_message(exc: RequestValidationError, patterns: dict[str, str]) -
 
 
 def allowed_methods(request: Request) -> str:
-    """The methods of every route at the request's path (a 405's ``Allow``), sorted.
-    Included routers are walked into (FastAPI keeps them whole, as ``original_router``)."""
+    """The methods of every route at the request's path (a 405's ``Allow``), sorted; into
+    included routers too (FastAPI keeps them whole, as ``original_router``)."""
     literal: set[str] = set()  # of routes whose path is this one, letter for letter
     templated: set[str] = set()  # of routes matching it through a parameter
     routes = list(request.app.router.routes)
@@ -184,8 +176,7 @@ def allowed_methods(request: Request) -> str:
 
 
 def install_error_handlers(app: FastAPI, patterns: dict[str, str] | None = None) -> None:
-    """Render every error in the one shape; ``patterns``: a parameter pattern → how a
-    refusal says it in words."""
+    """Every error in the one shape; ``patterns``: a parameter pattern → it in words."""
     said = dict(patterns or {})
 
     @app.exception_handler(ApiError)
@@ -228,8 +219,8 @@ def _no_constant(name: str) -> Any:
 
 
 def depth_over(value: Any, limit: int) -> bool:
-    """Is ``value`` nested deeper than ``limit`` levels? (A scalar is 0 deep, ``[]`` 1,
-    ``[{}]`` 2.) Walked without recursion, so any depth is measured."""
+    """Is ``value`` nested deeper than ``limit`` levels (a scalar 0, ``[]`` 1, ``[{}]`` 2)?
+    Walked without recursion, so any depth is measured."""
     if not isinstance(value, dict | list):
         return limit < 0
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -243,8 +234,7 @@ def depth_over(value: Any, limit: int) -> bool:
 
 
 def scrubbed(value: Any) -> Any:
-    """``value`` with every string (and key) one a database can store. Call it on depth
-    checked values only: it recurses."""
+    """``value`` with every string and key storable; on depth-checked values (it recurses)."""
     if isinstance(value, str):
         return scrub_deep(value)
     if isinstance(value, list):
@@ -266,8 +256,7 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise ValueError(f"it is nested deeper than {max_depth} levels") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    # each level opens a bracket, so fewer brackets than the limit (counted in C, strings
-    # included) cannot be too deep: most bodies skip the walk
+    # fewer brackets than the limit (counted in C, strings too) cannot be too deep
     shallow = text.count("[") + text.count("{") <= max_depth
     if not shallow and depth_over(value, max_depth):
         raise ValueError(f"it is nested deeper than {max_depth} levels")
@@ -275,16 +264,14 @@ def parse_json(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     return scrubbed(value) if unchecked or _ESCAPED_UNSTORABLE.search(text) else value
 
 
-# A parsed string can hold a NUL or a lone surrogate only from a ``\u`` escape (strict
-# JSON refuses raw control characters, and UTF-8 text holds no surrogate): without one of
-# these escapes in the text, every string is storable as it is, and nothing is copied
+# a parsed string holds a NUL or a lone surrogate only from a ``\u`` escape (strict JSON
+# refuses raw control characters; UTF-8 holds no surrogate): without one, nothing is copied
 _ESCAPED_UNSTORABLE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 _SANE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 access_log = logging.getLogger("memoir.server.access")
-
 Scope = dict[str, Any]
 AsgiMessage = dict[str, Any]
 
@@ -416,8 +403,7 @@ class RequestMiddleware:
         )
 
     async def _refuse(self, send: Any, status: int, code: str, message: str) -> None:
-        """An error answer before the application runs, in the usual shape; the
-        connection is closed (the body may be unread)."""
+        """An error answer before the app runs; the connection closes (body maybe unread)."""
         payload = json.dumps(error_body(code, message)).encode()
         await send(
             {
@@ -434,9 +420,8 @@ class RequestMiddleware:
 
 
 def on_a_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
-    """A plain (sync) endpoint as a coroutine that runs it on the thread pool. FastAPI
-    then validates and serialises its answer on the event loop; for a plain endpoint it
-    takes a second trip to a thread for that (a handoff per request, and the GIL's)."""
+    """A plain endpoint as a coroutine running it on the thread pool: FastAPI then checks
+    its answer on the loop, not in a second trip to a thread."""
     if inspect.iscoroutinefunction(endpoint):
         return endpoint
 
@@ -447,29 +432,20 @@ def on_a_thread(endpoint: Callable[..., Any]) -> Callable[..., Any]:
     return on_a_thread
 
 
-# the wire ---------------------------------------------------------------------------
-
-HEAD_LIMIT = 64 * 1024
-"""The most bytes a request's head (request line and headers) may take."""
-
-
-class _Refused(Exception):
-    """Raised from a parser callback once the request has been answered and closed."""
+# the wire: what uvicorn's parser checks before the app --------------------------------
+HEAD_LIMIT = 64 * 1024  # the most bytes of a request head (request line and headers)
 
 
 def http_protocol() -> type[Any]:
-    """uvicorn's httptools protocol (the C parser, llhttp), with what it leaves out and h11
-    kept: a request head over :data:`HEAD_LIMIT` bytes is refused as it arrives (431),
-    never buffered whole; an HTTP/1.1 request without ``Host`` is refused (400), and so is
-    any version but 1.0 and 1.1 (llhttp reads ``GET /`` as HTTP/0.9). llhttp refuses what
-    h11 let through: ``Transfer-Encoding`` beside ``Content-Length``, the smuggler's pair."""
+    """uvicorn's httptools protocol (llhttp, in C) with what h11 checked and it does not: a
+    head over :data:`HEAD_LIMIT` is refused (431) as it arrives, never buffered whole; so
+    is (400) an HTTP/1.1 request without exactly one ``Host``, and any version but 1.0 and
+    1.1. llhttp itself refuses ``Transfer-Encoding`` beside ``Content-Length``."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class GuardedHttp(HttpToolsProtocol):
-        head = 0  # bytes of the current head received so far
+        head = hosts = fields = 0  # head bytes received, Host headers, head bytes parsed
         in_head = True
-        hosts = 0
-        fields = 0  # bytes of the head's fields, as parsed
 
         def data_received(self, data: bytes) -> None:
             if self.transport.is_closing():  # refused: nothing more is read
@@ -477,7 +453,7 @@ def http_protocol() -> type[Any]:
             was_in_head = self.in_head
             super().data_received(data)
             if was_in_head and self.in_head and not self.transport.is_closing():
-                self.head += len(data)  # all of it was head: the head is not over yet
+                self.head += len(data)  # all of it was head, and the head goes on
                 if self.head > HEAD_LIMIT:
                     self._refuse(431, "header_too_large", "the request head is too large")
 
@@ -491,14 +467,13 @@ def http_protocol() -> type[Any]:
 
         def on_header(self, name: bytes, value: bytes) -> None:
             self.fields += len(name) + len(value) + 4  # ": " and CRLF
-            if name.lower() == b"host":
-                self.hosts += 1
+            self.hosts += name.lower() == b"host"
             super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
             self.in_head = False
             version = self.parser.get_http_version()
-            if self.fields > HEAD_LIMIT:  # arrived in one read, so not refused as it came
+            if self.fields > HEAD_LIMIT:  # came in one read, so not refused as it came
                 self._refuse(431, "header_too_large", "the request head is too large")
             elif version not in ("1.0", "1.1"):
                 self._refuse(400, "bad_request", f"HTTP/{version} is not served")
@@ -507,19 +482,18 @@ def http_protocol() -> type[Any]:
             else:
                 super().on_headers_complete()
                 return
-            raise _Refused  # stops the parser (uvicorn's own answer to it is not sent)
+            raise ConnectionAbortedError  # stops the parser; uvicorn's 400 is not sent
 
         def send_400_response(self, msg: str) -> None:
             if not self.transport.is_closing():  # not refused already
                 super().send_400_response(msg)
 
         def _refuse(self, status: int, code: str, message: str) -> None:
-            payload = json.dumps(error_body(code, message)).encode()
-            reason = {400: b"Bad Request", 431: b"Request Header Fields Too Large"}[status]
+            body = json.dumps(error_body(code, message)).encode()
             self.transport.write(
-                b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
-                b"content-length: %d\r\nconnection: close\r\n\r\n%s"
-                % (status, reason, len(payload), payload)
+                b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                b"connection: close\r\n\r\n%s"
+                % (status, HTTPStatus(status).phrase.encode(), len(body), body)
             )
             self.transport.close()
 
