@@ -192,7 +192,10 @@ def _empty(conn: Any, tables: frozenset[str]) -> None:
     not written since its last truncation has no page (each TRUNCATE gives it new, empty
     files) and is left as it is: a test writes to a few of the ~30, and each TRUNCATE
     costs ~5 ms (new files for the table and its indexes), a tenth of the suite's
-    PostgreSQL time when every table was truncated."""
+    PostgreSQL time when every table was truncated. ``CASCADE``: a written table that
+    others reference (``sessions``, when a test made only a session) takes them along;
+    without it the truncation failed and the schema was dropped, so the next test
+    migrated a new one."""
     from psycopg import sql
 
     written = [
@@ -206,7 +209,7 @@ def _empty(conn: Any, tables: frozenset[str]) -> None:
     ]
     if written:
         names = sql.SQL(", ").join(sql.Identifier(t) for t in written)
-        conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY").format(names))
+        conn.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(names))
     # and no statistics: a test that ran ANALYZE leaves none for the next one's plans
     conn.execute(
         "DELETE FROM pg_statistic WHERE starelid IN (SELECT oid FROM pg_class "

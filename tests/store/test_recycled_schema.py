@@ -80,3 +80,25 @@ def test_a_schema_emptied_after_writes_is_what_a_new_one_is(tmp_path: Path, rows
             ingest(store, "s1", [("again", "yes", None)])
         finally:
             store.close()
+
+
+def test_a_schema_whose_test_wrote_only_a_referenced_table_is_recycled() -> None:
+    """A test that made a session and nothing under it wrote ``sessions`` alone, which
+    other tables reference: emptying it truncates them with it, so the schema is recycled
+    (not dropped, which sent the next test to migrate a new one: ~0.2 s each)."""
+    from memoir.wiring import create_session
+
+    with fresh_pg_schema() as url:
+        PostgresStore(url).close()
+        new = _state(url)
+    with migrated_pg_schema() as url:
+        store = PostgresStore(url)
+        try:
+            create_session(store, "alice", session_id="only-a-session", project="p")
+        finally:
+            store.close()
+        assert _state(url)["counts"]["sessions"] == (1,)
+        first = url
+    with migrated_pg_schema() as url:
+        assert url == first  # recycled
+        assert _state(url) == new
