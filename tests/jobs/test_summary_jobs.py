@@ -304,3 +304,25 @@ def test_worker_log_lines_carry_the_job_id(
     running = [r for r in caplog.records if "running job" in r.getMessage()]
     assert running and all(getattr(r, "job_id", None) == job.id for r in running)
     assert json_lib.loads(JsonFormatter().format(running[0]))["job_id"] == job.id
+
+
+@pytest.mark.postgres
+def test_a_replicas_threads_have_names_of_their_own(tmp_path: Path) -> None:
+    """`memoir serve --workers 2` on PostgreSQL: the job workers (memoir-worker-N) and the
+    connection pool's threads (memoir-pg-worker-N) never share a name, so a thread dump
+    or a log line's thread says which is which."""
+    with pg_schema() as url:
+        memoir = open_memoir(tmp_path / "home", database_url=url)
+        stop = threading.Event()
+        workers: list[threading.Thread] = []
+        try:
+            workers = service.start_workers(memoir, 2, stop)
+            names = [t.name for t in threading.enumerate() if t.name.startswith("memoir")]
+            assert {t.name for t in workers} == {"memoir-worker-1", "memoir-worker-2"}
+            assert any(n.startswith("memoir-pg-worker-") for n in names), names
+            assert len(names) == len(set(names)), sorted(names)
+        finally:
+            stop.set()
+            for t in workers:
+                t.join(timeout=30)
+            memoir.close()

@@ -181,7 +181,7 @@ class PostgresStore(SqlStore):
             kwargs={"autocommit": True},
             configure=self._configure,
             open=False,
-            name="memoir",
+            name="memoir-pg",  # its threads: memoir-pg-worker-N (job workers: memoir-worker-N)
             # a connection the server dropped (a restart) is replaced when handed out,
             # instead of failing the next call of each pooled connection once
             check=self._check,
