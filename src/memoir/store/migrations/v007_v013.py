@@ -9,7 +9,6 @@ from typing import Any
 
 from memoir.store.codec import loads
 from memoir.store.db import ACCENTED, PLAIN, Tx
-from memoir.store.memory_rows import key_sig
 from memoir.store.migrations.v001_v006 import Migration
 
 # the folding table: ASCII punctuation to spaces, accented Latin letters to their base letter
@@ -305,22 +304,17 @@ V012_CHECKPOINT_BOUNDARY = Migration(
     12, "checkpoint-boundary-index", _V012_STATEMENTS, _V012_STATEMENTS
 )
 
-# v13: memory that gets used — merge, supersede, forget and recall.
-#
-# ``memory_items`` gains:
-#
+# v13: memory that gets used — merge, supersede, forget and recall. ``memory_items`` gains:
 # - ``owner`` (the session's user) and ``scope_key`` (the project for a project-scoped
 #   item, ``''`` for a global one): what an item is unique within;
-# - ``key_sig``: the item's keys, sorted and joined (indexed: a new item with the same key
-#   set as a live one merges into it when the two say the same thing, see
-#   :mod:`memoir.memory.decisions`); two live items of one owner and scope never share their
-#   normalized content (a partial unique index), so concurrent extractions of one fact end
-#   as one item (the loser of the race merges);
+# - ``key_sig`` (:func:`_key_sig`, indexed: an item with a live one's key set merges into it
+#   when the two say the same thing); two live items of one owner and scope never share
+#   their normalized content (a partial unique index: the loser of a race merges);
 # - ``first_observed_at`` (the earliest quote's time; ``observed_at`` stays the latest) and
 #   the validity interval ``valid_from`` / ``valid_until`` (closed when superseded).
 #
-# ``memory_sources`` gains ``operation_id`` (the operation that added the quote, so a
-# merged item is part of the answer of every operation that proposed it).
+# ``memory_sources`` gains ``operation_id`` (the operation that added the quote: a merged
+# item answers every operation that proposed it).
 # ``memory_tombstones`` holds the fingerprints of forgotten evidence (never extracted
 # again); ``memory_vectors`` an item's embedding per embedder; SQLite's ``memory_fts`` (and
 # PostgreSQL's generated ``tsv`` column) the full-text index recall ranks with.
@@ -405,6 +399,12 @@ def _v013_find(parent: dict[str, str], x: str) -> str:
     return x
 
 
+def _key_sig(keys: Any) -> str:
+    """An item's keys as v13 signed them (sorted, case-folded, distinct; frozen here)."""
+    folded = {" ".join(str(k).casefold().split()) for k in keys}
+    return "\x1f".join(sorted(k for k in folded if k))
+
+
 def repair(tx: Tx, *, fts: bool) -> None:
     """Key signatures for every item, live duplicates (same normalized content) merged
     into the oldest of their group (quotes moved, observed range widened, pointers to them
@@ -415,7 +415,7 @@ def repair(tx: Tx, *, fts: bool) -> None:
     )
     for r in rows:
         tx.run(
-            "UPDATE memory_items SET key_sig = ? WHERE id = ?", (key_sig(loads(r[1]) or ()), r[0])
+            "UPDATE memory_items SET key_sig = ? WHERE id = ?", (_key_sig(loads(r[1]) or ()), r[0])
         )
     live = [r for r in rows if r[5] is None]
     parent = {r[0]: r[0] for r in live}
