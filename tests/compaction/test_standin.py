@@ -93,7 +93,8 @@ def test_letters_count_as_isalpha_or_isspace_count_them(text: str) -> None:
         ("", 0),
         ("ab c", 4),
         ("a1_\x1c\x1f\x7f", 3),  # \x1c-\x1f are spaces to str.isspace
-        ("é a", 3),  # not ASCII: counted char by char
+        ("é a", 3),  # not ASCII: by words
+        ("数据\u3000done.🙂\x1cログ", 10),  # an ideographic space, a mixed word, \x1c
         ("{'k': 1}", 2),
     ],
 )
