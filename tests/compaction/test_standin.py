@@ -94,6 +94,7 @@ def test_letters_count_as_isalpha_or_isspace_count_them(text: str) -> None:
         ("ab c", 4),
         ("a1_\x1c\x1f\x7f", 3),  # \x1c-\x1f are spaces to str.isspace
         ("é a", 3),  # not ASCII: by words
+        ("é done.", 6),  # an ASCII word of them
         ("数据\u3000done.🙂\x1cログ", 10),  # an ideographic space, a mixed word, \x1c
         ("{'k': 1}", 2),
     ],

@@ -97,14 +97,19 @@ _ASCII_LETTERS_SPACES = bytes(c for c in range(128) if chr(c).isalpha() or chr(c
 def _letters(text: str) -> int:
     """How many characters of ``text`` are letters or spaces (``isalpha``/``isspace``):
     counted in C for ASCII text (a long tool output is one); otherwise the spaces are what
-    ``split`` drops (it splits on what ``isspace`` holds for) and a word of letters only is
-    counted whole, so only the other words go char by char."""
+    ``split`` drops (it splits on what ``isspace`` holds for), a word of letters only is
+    counted whole, an ASCII one in C, and only the other words go char by char."""
     if text.isascii():
         return len(text) - len(text.encode().translate(None, _ASCII_LETTERS_SPACES))
     words = text.split()
     count = len(text) - sum(map(len, words))
     for word in words:
-        count += len(word) if word.isalpha() else sum(ch.isalpha() for ch in word)
+        if word.isalpha():
+            count += len(word)
+        elif word.isascii():
+            count += len(word) - len(word.encode().translate(None, _ASCII_LETTERS_SPACES))
+        else:
+            count += sum(ch.isalpha() for ch in word)
     return count
 
 
