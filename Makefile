@@ -34,8 +34,9 @@ lint: $(DEV_STAMP)
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/lint-imports
 
+# two workers: beside the package check, 69 s -> 51 s for both (docs/benchmarks.md)
 typecheck: $(DEV_STAMP)
-	$(BIN)/mypy src/memoir
+	$(BIN)/mypy -n 2 src/memoir
 
 ## make package-check: build the sdist and the wheel (python -m build) into a temp dir, check
 ## the wheel holds every package file, install it with its dependencies (no extras) into a
