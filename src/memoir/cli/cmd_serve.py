@@ -33,7 +33,8 @@ this memoir's, :func:`memoir_command`, so the hook needs no PATH) whenever Claud
 starts or resumes a session (silent: a hook's output would land in the agent's context; the
 background sync logs to ``<home>/logs/``). Installing merges into Claude Code's settings
 file atomically (other hooks and settings kept; installing twice changes nothing; a moved
-executable is updated in place). Uninstalling removes only Memoir's hook. What the hook and the entries hold is :mod:`memoir.mcp`'s; these commands write the files.
+executable is updated in place). Uninstalling removes only Memoir's hook. What the hook
+and the entries hold is :mod:`memoir.mcp`'s; these commands write the files.
 """
 
 from __future__ import annotations
