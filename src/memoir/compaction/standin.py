@@ -81,13 +81,14 @@ _ERROR_LINES = 2
 _ERROR_CHARS = 300
 
 
-def clip_line(text: str, limit: int = _LINE_CHARS) -> str:
-    """``text`` on one line, at most ``limit`` characters, cut between words with "…"."""
+def clip_line(text: str, limit: int = _LINE_CHARS, *, strip: str = ",;:") -> str:
+    """``text`` on one line, at most ``limit`` characters, cut between words with "…" (the
+    cut's trailing ``strip`` characters dropped)."""
     one = " ".join(text.split())
     if len(one) <= limit:
         return one
     cut = one[:limit].rsplit(" ", 1)[0] if " " in one[:limit] else one[:limit]
-    return cut.rstrip(",;:") + "…"
+    return cut.rstrip(strip) + "…"
 
 
 # what str.isalpha() or str.isspace() holds for among ASCII characters
@@ -338,11 +339,9 @@ def replaced(
     details: str = "",
     position: int | None = None,
 ) -> dict[str, Any]:
-    """A copy of ``message`` for the context with its bulk replaced by the stand-in.
-
-    Ids, roles and tool-call names stay, so tool pairing is untouched; tool-call arguments
-    become a small JSON object holding the stand-in (providers expect JSON there).
-    """
+    """A copy of ``message`` for the context, its bulk replaced by the stand-in. Ids, roles
+    and tool-call names stay (tool pairing untouched); tool-call arguments become a small
+    JSON object holding the stand-in (providers expect JSON there)."""
     text = stand_in(
         message, tokens, tool_name=tool_name, where=IN_CONTEXT, details=details, position=position
     )
@@ -400,14 +399,8 @@ class StandIns:
         return self._details[i]
 
     def request_text(self, i: int) -> str:
-        m = self.messages[i]
-        return stand_in(
-            m,
-            self.sizes[i],
-            tool_name=self.tool_names.get(i),
-            where=IN_REQUEST,
-            details=self.details(i),
-        )
+        m, name, said = self.messages[i], self.tool_names.get(i), self.details(i)
+        return stand_in(m, self.sizes[i], tool_name=name, where=IN_REQUEST, details=said)
 
     def context(self, i: int) -> dict[str, Any]:
         hit = self._context.get(i)
@@ -472,12 +465,8 @@ def run_outcome(body: str) -> tuple[str | None, tuple[str, ...]]:
 
 
 def one_line(text: str, limit: int = _READ_CHARS) -> str:
-    """``text`` on one line, at most ``limit`` characters, cut between words with "…"."""
-    one = " ".join(text.split())
-    if len(one) <= limit:
-        return one
-    cut = one[:limit].rsplit(" ", 1)[0] if " " in one[:limit] else one[:limit]
-    return cut + "…"
+    """:func:`clip_line` keeping the cut's punctuation."""
+    return clip_line(text, limit, strip="")
 
 
 def call_args_of(raw: str) -> dict[str, object]:
