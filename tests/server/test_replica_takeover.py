@@ -27,6 +27,7 @@ from .serve_proc import free_port, memoir_cli, running, serve
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 LAUNCHER = Path(__file__).resolve().parents[1] / "web" / "scripted_serve.py"
+ACTIVE = ("queued", "running")  # a job not yet ended
 
 
 def _wait(what: str, probe: Any, timeout: float) -> Any:
@@ -149,9 +150,9 @@ def test_a_killed_replicas_job_is_stalled_then_resumed_on_its_host(tmp_path: Pat
                     tmp_path / "a2.log",
                     base_a,
                 ):
-                    resumed = _wait(
+                    resumed = _wait(  # put back in the queue (a poll may see that), then run
                         "the job resumed",
-                        lambda: (j := _job(b, sid)) and j["state"] != "running" and j,
+                        lambda: (j := _job(b, sid)) and j["state"] not in ACTIVE and j,
                         60,
                     )
                     took = time.monotonic() - restarted_at
