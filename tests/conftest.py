@@ -159,6 +159,27 @@ def _drop_schema(admin_url: str, name: str) -> None:
         admin.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
 
+_EMPTIERS: dict[str, Any] = {}  # url -> this process's connection that empties that schema
+
+
+def _emptier(url: str) -> Any:
+    """This process's connection to the schema at ``url``, kept between tests (a new one
+    starts a server process: a few ms of PostgreSQL's CPU per test)."""
+    import psycopg
+
+    conn = _EMPTIERS.get(url)
+    if conn is None or conn.closed or conn.broken:
+        conn = _EMPTIERS[url] = psycopg.connect(url, autocommit=True)
+        conn.execute("SET lock_timeout = '2s'")
+    return conn
+
+
+def _forget_emptier(url: str) -> None:
+    conn = _EMPTIERS.pop(url, None)
+    if conn is not None:
+        conn.close()
+
+
 def _emptied(url: str) -> bool:
     """Empty the migrated schema at ``url`` for the next test; False when it is not one
     (or is still in use), so the caller drops it."""
@@ -167,22 +188,22 @@ def _emptied(url: str) -> bool:
     from memoir.store.migrations import CURRENT_VERSION
 
     try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("SET lock_timeout = '2s'")
-            tables = frozenset(
-                r[0]
-                for r in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-                )
+        conn = _emptier(url)
+        tables = frozenset(
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
             )
-            if "schema_version" not in tables:
-                return False
-            version = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-            if version != (CURRENT_VERSION,) or tables != _TABLES.setdefault("tables", tables):
-                return False
-            _empty(conn, tables - {"schema_version"})
-            return True
+        )
+        if "schema_version" not in tables:
+            return False
+        version = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        if version != (CURRENT_VERSION,) or tables != _TABLES.setdefault("tables", tables):
+            return False
+        _empty(conn, tables - {"schema_version"})
+        return True
     except psycopg.Error:
+        _forget_emptier(url)
         return False
 
 
@@ -248,6 +269,7 @@ def migrated_pg_schema() -> Iterator[str]:
         if done and _emptied(url):
             _EMPTIED.append(url)
         else:
+            _forget_emptier(url)
             _drop_schema(admin_url, _schema_of(url))
 
 
@@ -259,8 +281,10 @@ def _schema_of(url: str) -> str:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     admin_url = pg_url()
     while admin_url and _EMPTIED:
+        url = _EMPTIED.pop()
         with contextlib.suppress(Exception):
-            _drop_schema(admin_url, _schema_of(_EMPTIED.pop()))
+            _forget_emptier(url)
+            _drop_schema(admin_url, _schema_of(url))
 
 
 @pytest.fixture
