@@ -48,13 +48,18 @@ def _state(url: str) -> dict[str, Any]:
     return {"counts": counts, "pages": pages, "sequences": sequences, "statistics": stats}
 
 
+def _new_state() -> dict[str, Any]:
+    """The state of a schema just migrated."""
+    with fresh_pg_schema() as url:
+        PostgresStore(url).close()
+        return _state(url)
+
+
 # kept: the test's rows stay; deleted: the test deleted them itself (tables empty, but
 # written to, and their sequences advanced)
 @pytest.mark.parametrize("rows", ["kept", "deleted"])
 def test_a_schema_emptied_after_writes_is_what_a_new_one_is(tmp_path: Path, rows: str) -> None:
-    with fresh_pg_schema() as url:
-        PostgresStore(url).close()
-        new = _state(url)
+    new = _new_state()
     with migrated_pg_schema() as url:
         store = PostgresStore(url)
         try:
@@ -88,9 +93,7 @@ def test_a_schema_whose_test_wrote_only_a_referenced_table_is_recycled() -> None
     (not dropped, which sent the next test to migrate a new one: ~0.2 s each)."""
     from memoir.wiring import create_session
 
-    with fresh_pg_schema() as url:
-        PostgresStore(url).close()
-        new = _state(url)
+    new = _new_state()
     with migrated_pg_schema() as url:
         store = PostgresStore(url)
         try:
