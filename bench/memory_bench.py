@@ -54,8 +54,9 @@ from memoir.config import Settings
 from memoir.llm import ScriptedModel, counter_for, encoding_for_model
 from memoir.llm.port import Completion, Model, ModelRequest
 from memoir.llm.wiring import wrap
+from memoir.memory.item_store import memory_parts
 from memoir.memory.memories import Memories
-from memoir.memory.runner import MemoryParts, Runner
+from memoir.memory.runner import Runner
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.store import IngestBatch
 from memoir.store.values import CheckpointRow
@@ -145,9 +146,7 @@ def put(memoir: Memoir, sid: str, events: list[Event]) -> None:
 def memories_with(memoir: Memoir, model: Model) -> Memories:
     """A ``Memories`` over this home's store with ``model``, wired as ``service.memory_engine``."""
     store = memoir.store
-    parts = MemoryParts(
-        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-    )
+    parts = memory_parts(store)
     counter = counter_for(encoding_for_model(model.name))
     return Memories(parts, store.claims, Runner(parts, model, counter))
 
@@ -234,7 +233,9 @@ def compaction(runs: int, delay: float, n_events: int) -> dict[str, Any]:
                     wall[arm].append(elapsed)
                     cpu[arm].append(used)
         memories.close()
-        receipts = [r for r in memoir.store.memory.receipts() if r.session_id.endswith("-on")]
+        receipts = [
+            r for r in memory_parts(memoir.store).memory.receipts() if r.session_id.endswith("-on")
+        ]
     med = {arm: statistics.median(wall[arm]) for arm in ARMS}
     med_cpu = {arm: statistics.median(cpu[arm]) for arm in ARMS}
     paired = [a / b for a, b in zip(wall["on"], wall["off"], strict=True)]
@@ -267,11 +268,12 @@ def compaction(runs: int, delay: float, n_events: int) -> dict[str, Any]:
 def _settled(memoir: Memoir, memories: Memories, sid: str, started: float, limit: float) -> float:
     """Seconds from ``started`` until the session's checkpoint settled in memory."""
     deadline = time.perf_counter() + limit
-    while not any(r.trigger == "compaction" for r in memoir.store.memory.receipts(sid)):
-        if memoir.store.memory.pending(sid) is not None:
-            raise SystemExit(
-                f"memory extraction of {sid} failed: {memoir.store.memory.pending(sid)}"
-            )
+    while not any(
+        r.trigger == "compaction" for r in memory_parts(memoir.store).memory.receipts(sid)
+    ):
+        if memory_parts(memoir.store).memory.pending(sid) is not None:
+            failed = memory_parts(memoir.store).memory.pending(sid)
+            raise SystemExit(f"memory extraction of {sid} failed: {failed}")
         if time.perf_counter() > deadline:
             raise SystemExit(f"memory extraction of {sid} did not settle within {limit:.0f} s")
         time.sleep(0.01)
@@ -292,9 +294,9 @@ def throughput(n_events: int, range_size: int) -> dict[str, Any]:
         report = memories.recover()
         elapsed = time.perf_counter() - started
         memories.close()
-        receipts = memoir.store.memory.receipts("long")
-        items = memoir.store.memory_items.count()
-        cursor = memoir.store.memory.cursor("long")
+        receipts = memory_parts(memoir.store).memory.receipts("long")
+        items = memory_parts(memoir.store).items.count()
+        cursor = memory_parts(memoir.store).memory.cursor("long")
     return {
         "events": n_events,
         "range_events": range_size,
@@ -327,7 +329,11 @@ def tokens(steps: int, range_size: int) -> dict[str, Any]:
             started = time.perf_counter()
             memories.recover()
             ms.append((time.perf_counter() - started) * 1000)
-            last = [r for r in memoir.store.memory.receipts("grow") if r.range_through == boundary]
+            last = [
+                r
+                for r in memory_parts(memoir.store).memory.receipts("grow")
+                if r.range_through == boundary
+            ]
             sent.append(last[0].input_tokens if last else -1)
         memories.close()
     at = {str(k): sent[k - 1] for k in (1, 10, 50, 100) if k <= steps}

@@ -27,10 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from memoir.llm import counter_for
+from memoir.memory.item_rows import MemoryItemRow, MemorySourceRow, key_sig
+from memoir.memory.item_store import memory_parts
 from memoir.memory.recall import KIND_ORDER, context_block, recall, standing_order
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
-from memoir.store.parts.memory_items import ItemFilter
 from memoir.store.sqlite_store import SQLiteStore
+from memoir.store.values import ItemFilter
 
 __all__: list[str] = []
 
@@ -103,20 +104,25 @@ def main() -> None:
         started = time.perf_counter()
         rows = _items(args.items, rng)
         for start in range(0, len(rows), 2_000):
-            store.memory_items.save(rows[start : start + 2_000])
+            memory_parts(store).items.save(rows[start : start + 2_000])
         out["write_s"] = round(time.perf_counter() - started, 1)
-        out["live_items"] = store.memory_items.count()
+        out["live_items"] = memory_parts(store).items.count()
         queries = [" ".join(rng.sample(WORDS, rng.randint(2, 4))) for _ in range(args.queries)]
         times = []
         for q in queries:
             t = time.perf_counter()
-            recall(store.memory_items, q, ItemFilter(), limit=10)
+            recall(memory_parts(store).items, q, ItemFilter(), limit=10)
             times.append(time.perf_counter() - t)
         out["recall_text"] = _ms(times)
         times = []
         for q in queries:
             t = time.perf_counter()
-            recall(store.memory_items, q, ItemFilter(projects=("p7",), kinds=("fact",)), limit=10)
+            recall(
+                memory_parts(store).items,
+                q,
+                ItemFilter(projects=("p7",), kinds=("fact",)),
+                limit=10,
+            )
             times.append(time.perf_counter() - t)
         out["recall_text_filtered"] = _ms(times)
         try:
@@ -130,13 +136,13 @@ def main() -> None:
             ids = [r.id for r in rows]
             for start in range(0, len(ids), 10_000):
                 chunk = ids[start : start + 10_000]
-                store.memory_items.put_vectors(
+                memory_parts(store).items.put_vectors(
                     embedder.name, {i: vectors[start + n] for n, i in enumerate(chunk)}
                 )
             times = []
             for q in queries[:50]:
                 t = time.perf_counter()
-                recall(store.memory_items, q, ItemFilter(), limit=10, embedder=embedder)
+                recall(memory_parts(store).items, q, ItemFilter(), limit=10, embedder=embedder)
                 times.append(time.perf_counter() - t)
             out["recall_hybrid"] = {**_ms(times), "queries": 50, "embedder": embedder.name}
         counter = counter_for("cl100k_base")
@@ -144,7 +150,7 @@ def main() -> None:
         order_t, render_t = [], []
         for _ in range(20):
             t = time.perf_counter()
-            found = store.memory_items.select(where, limit=200, standing=KIND_ORDER)
+            found = memory_parts(store).items.select(where, limit=200, standing=KIND_ORDER)
             items = standing_order(found)
             order_t.append(time.perf_counter() - t)
             t = time.perf_counter()

@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from memoir import service
+from memoir.memory.item_store import memory_parts
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server_bench import _pg_schema
@@ -88,7 +89,7 @@ def _others_sentence(rng: random.Random, n: int) -> str:
 
 
 def _items(owner: str, n: int, rng: random.Random, tag: str) -> list[Any]:
-    from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
+    from memoir.memory.item_rows import MemoryItemRow, MemorySourceRow, key_sig
 
     out = []
     for i in range(n):
@@ -143,7 +144,7 @@ def _alice(memoir: Any) -> None:
         ]
         service.append_messages(memoir, USER, sid, messages)
     items = _items(USER, 500, rng, "a")
-    memoir.store.memory_items.save(items)
+    memory_parts(memoir.store).items.save(items)
 
 
 def _others(memoir: Any, args: argparse.Namespace, log: Callable[[str], None]) -> None:
@@ -210,7 +211,7 @@ def _others(memoir: Any, args: argparse.Namespace, log: Callable[[str], None]) -
     vecs = _unit(nrng, len(ids), 256)
     for start in range(0, len(ids), 10_000):
         chunk = ids[start : start + 10_000]
-        store.memory_items.put_vectors(
+        memory_parts(store).items.put_vectors(
             "hash-256", {i: vecs[start + n] for n, i in enumerate(chunk)}
         )
     log(f"  memory items and their vectors: {time.perf_counter() - t:.1f} s")
@@ -220,8 +221,8 @@ def _bulk_items(store: Any, items: list[Any]) -> None:
     """Insert memory items as the item writer's insert does (the row, its sources, its
     full-text row: SQLite's FTS5 table; PostgreSQL's generated ``tsv``), many rows a
     statement. New ids, no merges: the items are distinct."""
+    from memoir.memory.item_rows import ITEM_COLS
     from memoir.store.codec import dumps
-    from memoir.store.memory_rows import ITEM_COLS
     from memoir.store.migrations.v007_v013 import fts_body
     from memoir.store.sqlite_store import SQLiteStore
 

@@ -140,26 +140,27 @@ class Memoir:
     ) -> list[SearchHit]:
         """Search past exchanges; returns ``memoir.search.SearchHit`` values, best first.
 
-        ``filters`` (``memoir.search.SearchFilters``; a session id may be a unique prefix;
-        its ``user`` None: this Memoir's user),
-        ``mode`` ("text" | "vector" | "hybrid"; None: hybrid when an embedder is
-        configured), ``limit`` (at most 1,000). ``embedder`` replaces the one
-        ``MEMOIR_EMBEDDER`` configures (None: none, text only); ``summaries`` — a function
-        of a session id giving its summary or None — replaces this home's summaries beside
-        each hit (None: no summary read). ``after`` / ``before`` replace the filters' own
-        and take what ``memoir search --after/--before`` takes: a datetime, or text such
-        as ``"2026-03"``, ``"yesterday"`` or ``"2 weeks ago"`` (``before`` then takes in
-        the whole day or month named; ``memoir.search.parse_when``).
+        ``filters`` (``memoir.search.SearchFilters``; a session id may be a unique prefix; its
+        ``user`` None: this Memoir's user), ``mode`` ("text" | "vector" | "hybrid"; None: hybrid
+        when an embedder is configured), ``limit`` (at most 1,000). ``embedder`` replaces the one
+        ``MEMOIR_EMBEDDER`` configures (None: none, text only); ``summaries`` — a function of a
+        session id giving its summary or None — replaces this home's summaries beside each hit
+        (None: no summary read). ``after`` / ``before`` replace the filters' own and take what
+        ``memoir search --after/--before`` takes: a datetime, or text such as ``"2026-03"``,
+        ``"yesterday"`` or ``"2 weeks ago"`` (``before`` then takes in the whole day or month
+        named; ``memoir.search.parse_when``).
 
         Example::
 
             hits = m.search("deploy on fridays", limit=5)
             print(hits[0].exchange_id, hits[0].score)
         """
+        from memoir.memory.item_store import memory_parts
         from memoir.search.engine import search_configured
 
         filters = verbs.search_filters(filters, after, before, self.user)
         chosen: dict[str, Any] = {} if embedder == CONFIGURED else {"embedder": embedder}
+        chosen["items"] = memory_parts(self.store).items  # exchanges found through items
         return search_configured(
             self.store,
             query,
@@ -338,6 +339,7 @@ class Memoir:
             for hit in m.recall("which database?", limit=3):
                 print(hit.item.content, hit.score)
         """
+        from memoir.memory.item_store import memory_parts
         from memoir.memory.recall import recall
 
         whole_number("limit", limit, 1)
@@ -345,8 +347,8 @@ class Memoir:
         where = item_filter(scope, project, kinds, as_of, history, self._who(user))
         # the newest items (no query) need no embedder: not even its checks' reads
         embedder = self._item_embedder() if query.strip() else None
-        found = recall(self.store.memory_items, query, where, limit=limit, embedder=embedder)
-        return verbs.recall_hits(found)
+        items = memory_parts(self.store).items
+        return verbs.recall_hits(recall(items, query, where, limit=limit, embedder=embedder))
 
     def context(
         self,

@@ -31,16 +31,15 @@ if TYPE_CHECKING:
     from memoir.compaction import Compactor
     from memoir.ingest.batches import SyncProgress, SyncReport
     from memoir.llm.port import Model, TokenCounter
+    from memoir.memory.item_rows import MemoryItemRow, ReceiptRow
     from memoir.memory.keeping import ImportReport
     from memoir.memory.memories import Memories
     from memoir.memory.recall import ContextBlock, ItemEmbedder, Recalled
     from memoir.memory.rows import Outcome
     from memoir.model import Appended, Memory, MemoryReceipt, RecallHit, Remembered, Session
     from memoir.store import Store
-    from memoir.store.memory_rows import MemoryItemRow, ReceiptRow
     from memoir.store.parts import AppendResult
-    from memoir.store.parts.memory_items import ItemFilter
-    from memoir.store.values import SearchFilters
+    from memoir.store.values import ItemFilter, SearchFilters
     from memoir.summaries.episodic import Progress as SummaryProgress
     from memoir.summaries.session import ModelSource, RunMode, SessionRun
 
@@ -173,6 +172,7 @@ def context_block(
     the tokenizer of ``model_name``): with ``query``, in recall order; else constraints,
     preferences, decisions, facts, plans (each: most often said, then newest)."""
     from memoir.llm import counter_for, encoding_for_model
+    from memoir.memory.item_store import memory_parts
     from memoir.memory.recall import (
         KIND_ORDER,
         MAX_CONTEXT_POOL,
@@ -184,12 +184,12 @@ def context_block(
     )
 
     if query and query.strip():
-        hits = recall(store.memory_items, query, where, limit=200, embedder=embedder)
+        hits = recall(memory_parts(store).items, query, where, limit=200, embedder=embedder)
         ordered = [h.item for h in hits]
     else:
         # the budget holds a few dozen lines: the first few hundred candidates are plenty
         pool = min(MAX_CONTEXT_POOL, max(200, budget_tokens // 4))
-        found = store.memory_items.select(where, limit=pool, standing=KIND_ORDER)
+        found = memory_parts(store).items.select(where, limit=pool, standing=KIND_ORDER)
         ordered = standing_order(found)
     return render(ordered, budget_tokens, counter_for(encoding_for_model(model_name)))
 
@@ -204,6 +204,7 @@ def forget(
 ) -> list[MemoryItemRow]:
     """Forget the items of ``owner``'s one selector names, with what they superseded; their
     evidence is tombstoned so it is never extracted again."""
+    from memoir.memory.item_store import memory_parts
     from memoir.memory.keeping import forget as forget_items
     from memoir.store import ensure_writable
 
@@ -215,8 +216,8 @@ def forget(
     if project is not None:
         project = memory_project(store, project, owner)
     return forget_items(
-        store.memory_items,
-        store.memory,
+        memory_parts(store).items,
+        memory_parts(store).memory,
         item=item,
         session=session,
         project=project,
@@ -342,7 +343,9 @@ class MemoryItems:
 
             newest = m.memories.list(kind="decision", limit=5)
         """
-        found = self._store.memory_items.find(
+        from memoir.memory.item_store import memory_parts
+
+        found = memory_parts(self._store).items.find(
             project=project,
             session_id=session_id,
             kind=kind,
@@ -361,10 +364,12 @@ class MemoryItems:
             for version in m.memories.history("9c1e"):
                 print(version.valid_from, version.content)
         """
-        found = self._store.memory_items.get(item_id, owner=self._who(user))
+        from memoir.memory.item_store import memory_parts
+
+        found = memory_parts(self._store).items.get(item_id, owner=self._who(user))
         if found is None:
             raise NotFound(f"no memory item {item_id!r}")
-        return memory_values(self._store.memory_items.chain(found.id))
+        return memory_values(memory_parts(self._store).items.chain(found.id))
 
     def export(self, user: str | None = None) -> Iterable[str]:
         """Every item (history included) and tombstone of ``user`` (None: this Memoir's
@@ -374,9 +379,10 @@ class MemoryItems:
 
             Path("memories.jsonl").write_text("".join(l + "\\n" for l in m.memories.export()))
         """
+        from memoir.memory.item_store import memory_parts
         from memoir.memory.keeping import export_lines
 
-        return export_lines(self._store.memory_items, self._who(user))
+        return export_lines(memory_parts(self._store).items, self._who(user))
 
     def import_lines(self, lines: Iterable[str], user: str | None = None) -> ImportReport:
         """Read an export into this home as ``user``'s items (None: this Memoir's user's),
@@ -386,8 +392,9 @@ class MemoryItems:
 
             report = m.memories.import_lines(Path("memories.jsonl").read_text().splitlines())
         """
+        from memoir.memory.item_store import memory_parts
         from memoir.memory.keeping import import_lines
         from memoir.store import ensure_writable
 
         ensure_writable(self._store, "memoir memories import")
-        return import_lines(self._store.memory_items, lines, self._who(user))
+        return import_lines(memory_parts(self._store).items, lines, self._who(user))

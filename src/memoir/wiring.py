@@ -23,12 +23,11 @@ if TYPE_CHECKING:
     from memoir.llm.port import Model
     from memoir.memory.memories import Memories
     from memoir.memory.recall import ItemEmbedder
-    from memoir.memory.runner import MemoryParts
     from memoir.model import Session
     from memoir.search.embedders import Embedder
     from memoir.store import Store
     from memoir.store.parts import AppendResult
-    from memoir.store.parts.memory_items import ItemFilter
+    from memoir.store.values import ItemFilter
     from memoir.summaries.port import SummaryStore
 
 __all__ = [
@@ -43,7 +42,6 @@ __all__ = [
     "item_filter",
     "job_service",
     "memory_engine",
-    "memory_parts",
     "memory_project",
     "model",
     "rescan_secrets",
@@ -102,11 +100,13 @@ def embedder(settings: Settings) -> Embedder | None:
 def writing_embedder(settings: Settings, store: Store) -> Embedder | None:
     """The configured embedder, for a call that stores what it makes: the test fake
     (``MEMOIR_EMBEDDER=hash``) is refused in a home holding real vectors."""
+    from memoir.memory.item_store import memory_parts
+
     made = embedder(settings)
     if settings.embedder == "hash" and not store.read_only:
         from memoir.search.embedders import check_fake_embedder
 
-        stored = [*store.embeddings.models(), *store.memory_items.vector_models()]
+        stored = [*store.embeddings.models(), *memory_parts(store).items.vector_models()]
         check_fake_embedder(settings.embedder, stored)
     return made
 
@@ -169,6 +169,7 @@ def rescan_secrets(settings: Settings, store: Store, budget: int | None = None) 
     process at a time (another's run is left to finish), and none on a read-only store."""
     from memoir.errors import Busy
     from memoir.ingest.archive import BUDGET, RescanReport, rescan, state_report
+    from memoir.memory.item_store import memory_parts
     from memoir.secrets.rules import detector_id
 
     if store.read_only:
@@ -178,7 +179,12 @@ def rescan_secrets(settings: Settings, store: Store, budget: int | None = None) 
         return standing
     try:
         with store.claims.hold("secret-rescan", "a secret re-scan is running"):
-            return rescan(store.rescan, summary_store(settings, store), budget=budget or BUDGET)
+            return rescan(
+                store.rescan,
+                summary_store(settings, store),
+                budget=budget or BUDGET,
+                forget_in=memory_parts(store).items.forget_in,
+            )
     except Busy as exc:
         return RescanReport(detector_id(), skipped=str(exc))
 
@@ -196,17 +202,10 @@ def job_service(settings: Settings, store: Store) -> JobService:
 
 
 # long-term memory -----------------------------------------------------------------------
-def memory_parts(store: Store) -> MemoryParts:
-    from memoir.memory.runner import MemoryParts
-
-    return MemoryParts(
-        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-    )
-
-
 def memory_engine(settings: Settings, store: Store, memory_model: Callable[[], Model]) -> Memories:
     """The memory engine of a home: its lanes, its runner with ``memory_model()``."""
     from memoir.llm import counter_for, encoding_for_model
+    from memoir.memory.item_store import memory_parts
     from memoir.memory.memories import Memories
     from memoir.memory.runner import Runner
 
@@ -222,14 +221,15 @@ def memory_project(store: Store, ref: str, owner: str) -> str:
     folder's last part, or the exact project name of a memory item of ``owner``'s (one
     imported from another home). ``NotFound`` when it names none."""
     from memoir.ingest.discover import project_name
+    from memoir.memory.item_store import memory_parts
     from memoir.search.request import resolve_project
-    from memoir.store.parts.memory_items import ItemFilter
+    from memoir.store.values import ItemFilter
 
     try:
         return resolve_project(store.sessions, ref, safe=project_name, user=owner)
     except NotFound:
         mine = ItemFilter(owner=owner, project=ref, history=True)
-        if store.memory_items.ids(mine, limit=1):
+        if memory_parts(store).items.ids(mine, limit=1):
             return ref
         raise
 
@@ -243,7 +243,7 @@ def item_filter(
     user: str | None,
 ) -> ItemFilter:
     from memoir.memory.values import ItemKind, Scope
-    from memoir.store.parts.memory_items import ItemFilter
+    from memoir.store.values import ItemFilter
 
     if scope is not None and scope not in {s.value for s in Scope}:
         raise ConfigError(f"scope must be global or project, not {scope!r}")

@@ -17,6 +17,7 @@ import pytest
 
 from memoir.app import Memoir
 from memoir.config import Settings
+from memoir.memory.item_store import memory_parts
 from memoir.model.event import named_session_id
 
 A, B = "alice", "bob"
@@ -45,7 +46,7 @@ class World:
         return {
             "sessions": sessions,
             "events": {sid: store.events.of(sid) for sid in sessions},
-            "items": store.memory_items.find(owner=user, history=True),
+            "items": memory_parts(store).items.find(owner=user, history=True),
             "export": list(view.memories.export()),
             "jobs": [j.to_json() for j in view.jobs().list(user=user)],
         }

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_server.mcp_client import Client, Server, base_env
+from memoir.memory.item_store import memory_parts
 
 from .conftest import A_SESSION, A_STORED, B_SESSION, B_STORED, LEAK, A, B, World
 from .matrix import dumps, no_leak, refs, same_refusal
@@ -84,13 +85,13 @@ def test_every_tool_as_alice(world: World, tmp_path: Path) -> None:
     _server(world, tmp_path, "--user", A).run(body)
     assert dumps(world.snapshot(B)) == dumps(bob_before), "something of Bob's changed"
     # and Alice's own forget did forget her item
-    assert world.memoir.store.memory_items.get(world.a_item, owner=A) is None
+    assert memory_parts(world.memoir.store).items.get(world.a_item, owner=A) is None
 
 
 def test_alice_cannot_read_list_or_forget_bobs(world: World, tmp_path: Path) -> None:
     """The issue's report, replayed: the agent for Alice reads her session, not Bob's;
     lists her memories, not Bob's; cannot forget Bob's item, which stays as it was."""
-    bob_item = world.memoir.store.memory_items.get(world.b_item, owner=B)
+    bob_item = memory_parts(world.memoir.store).items.get(world.b_item, owner=B)
     assert bob_item is not None
 
     async def body(client: Client) -> dict[str, Any]:
@@ -112,7 +113,7 @@ def test_alice_cannot_read_list_or_forget_bobs(world: World, tmp_path: Path) -> 
     assert [i["id"] for i in got["memories"]["items"]] == [world.a_item]
     assert got["forget"][0] and got["forget"][1].startswith(f"no memory item {world.b_item!r}")
     assert got["search"]["hits"] == []
-    assert world.memoir.store.memory_items.get(world.b_item, owner=B) == bob_item
+    assert memory_parts(world.memoir.store).items.get(world.b_item, owner=B) == bob_item
 
 
 def test_the_user_comes_from_the_option_the_environment_or_local(

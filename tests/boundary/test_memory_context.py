@@ -9,6 +9,7 @@ import json
 import pytest
 
 from cli_run import run_cli
+from memoir.memory.item_store import memory_parts
 
 from .conftest import A, B, World
 
@@ -38,7 +39,7 @@ def test_the_block_holds_one_users_items_each_once(crowded: World) -> None:
     assert len(lines) == 2, alice.text  # her preference, and her decision once
     assert sum(DECISION in line for line in lines) == 1
     assert world.a_item in alice.items
-    owners = {world.memoir.store.memory_items.get(i).owner for i in alice.items}  # type: ignore[union-attr]
+    owners = {memory_parts(world.memoir.store).items.get(i).owner for i in alice.items}  # type: ignore[union-attr]
     assert owners == {A}
     assert alice.left_out == 0  # a repeated statement is not "left out of the budget"
     assert world.memoir.context(budget_tokens=2000).text == ""  # local has none

@@ -10,8 +10,9 @@ import re
 
 import pytest
 
+from memoir.memory.item_store import memory_parts
 from memoir.model import RecentQuery
-from memoir.store.parts.memory_items import ItemFilter
+from memoir.store.values import ItemFilter
 
 from .conftest import A, World
 from .sqltrace import traced
@@ -25,8 +26,8 @@ def _lists(world: World) -> None:
     store.sessions.listing(A, RecentQuery(), limit=10, counted=True)
     store.sessions.listing(A, RecentQuery(project="webshop"), limit=10, counted=True)
     store.sessions.with_prefix("ali", user=A)
-    store.memory_items.find(owner=A, history=True)
-    store.memory_items.ids(ItemFilter(owner=A, project="webshop"), limit=10)
+    memory_parts(store).items.find(owner=A, history=True)
+    memory_parts(store).items.ids(ItemFilter(owner=A, project="webshop"), limit=10)
     store.jobs.find(user=A)
     store.usage.records(owner=A)
     store.usage.records(owner="local")  # with the home's own calls (no user, no session)

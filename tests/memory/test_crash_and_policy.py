@@ -26,6 +26,7 @@ from memoir.app import Memoir
 from memoir.config import Settings
 from memoir.llm import OfflineModel
 from memoir.llm.port import ModelRequest
+from memoir.memory.item_store import memory_parts
 from memoir.model import SessionFlags
 from memoir.store.values import CheckpointRow
 
@@ -38,6 +39,7 @@ SCRIPT = textwrap.dedent(
     from memoir import service
     from memoir.app import Memoir
     from memoir.config import Settings
+    from memoir.memory.item_store import memory_parts
     from memoir.llm.port import Truncated
     from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags
     from memoir.model import build_exchanges
@@ -72,7 +74,7 @@ SCRIPT = textwrap.dedent(
             def complete(self, request):
                 raise Truncated("cut")
         memories.runner.model = Failing()
-    part = store.memory
+    part = memory_parts(store).memory
     for name in ("enqueue", "settle", "deny", "fail"):
         original = getattr(part, name)
         def wrapped(*a, __original=original, __name=name, **kw):
@@ -118,15 +120,19 @@ def _state(home: Path) -> dict[str, Any]:
         store = m.store
         items = sorted(
             (i.content, tuple((s.ordinal, s.quote) for s in i.sources), i.operation_id)
-            for i in store.memory_items.find()
+            for i in memory_parts(store).items.find()
         )
         return {
             "items": items,
-            "cursor": store.memory.cursor("s1"),
-            "receipts": sorted((r.operation_id, r.outcome) for r in store.memory.receipts()),
-            "pending": store.memory.pending("s1"),
-            "queued": store.memory.queued(),
-            "denials": [(d.range_after, d.range_through) for d in store.memory.denials("s1")],
+            "cursor": memory_parts(store).memory.cursor("s1"),
+            "receipts": sorted(
+                (r.operation_id, r.outcome) for r in memory_parts(store).memory.receipts()
+            ),
+            "pending": memory_parts(store).memory.pending("s1"),
+            "queued": memory_parts(store).memory.queued(),
+            "denials": [
+                (d.range_after, d.range_through) for d in memory_parts(store).memory.denials("s1")
+            ],
         }
 
 
@@ -210,7 +216,7 @@ def test_nothing_said_while_denied_ever_reaches_a_model(
         )
         leaked = [m for m in denied_markers if m in seen]
         assert leaked == []
-        for item in store.memory_items.find():
+        for item in memory_parts(store).items.find():
             assert not any(m in item.content for m in denied_markers)
         if allowed_markers and not steps[0][0]:
             assert model.requests  # eligible text was extracted at all

@@ -11,12 +11,13 @@ import pytest
 
 from memoir.errors import MemoirError, NotFound, UsageError
 from memoir.llm import counter_for
+from memoir.memory.item_rows import MemoryItemRow
+from memoir.memory.item_store import memory_parts
 from memoir.memory.keeping import forget, holds_all, import_lines, read_line
 from memoir.memory.memories import turn_choices
 from memoir.memory.recall import context_block, recall
 from memoir.store import Store
-from memoir.store.memory_rows import MemoryItemRow
-from memoir.store.parts.memory_items import ItemFilter
+from memoir.store.values import ItemFilter
 
 BERLIN, LISBON = "b0000000000000b1", "1000000000000011"
 SECRET = "AKIAIOSFODNN7EXAMPLE"  # the AWS documentation's example key
@@ -77,12 +78,12 @@ BAD_LINES = [
 def test_a_bad_line_is_refused_with_its_number_and_nothing_is_written(
     store: Store, bad: str, why: str
 ) -> None:
-    items = store.memory_items
+    items = memory_parts(store).items
     import_lines(items, [line(LISBON, "I live in Lisbon.")])
     before = (items.find(history=True), items.tombstone_rows())
     # tombstones first (they used to be committed before the bad line was met)
     here = items.find()[0].sources[0]
-    from memoir.store.memory_rows import evidence_fingerprint
+    from memoir.memory.item_rows import evidence_fingerprint
 
     forgets_lisbon = stone(evidence_fingerprint(here.session_id, here.ordinal, here.quote))
     with pytest.raises(MemoirError, match=why) as raised:
@@ -99,7 +100,7 @@ def test_read_line_takes_a_well_formed_export_line() -> None:
 
 
 def test_an_import_closes_the_copy_of_an_item_it_brings_the_end_of(store: Store) -> None:
-    items = store.memory_items
+    items = memory_parts(store).items
     import_lines(items, [line()])  # this home knows Berlin
     moved = [
         line(superseded_by=LISBON, valid_until="2026-03-01T00:00:00+00:00"),
@@ -117,7 +118,7 @@ def test_an_import_closes_the_copy_of_an_item_it_brings_the_end_of(store: Store)
 
 
 def test_an_import_closes_a_local_item_saying_the_same_under_another_id(store: Store) -> None:
-    items = store.memory_items
+    items = memory_parts(store).items
     import_lines(items, [line("ccccccccccccccc1")])
     import_lines(
         items,
@@ -134,7 +135,7 @@ def test_an_import_closes_a_local_item_saying_the_same_under_another_id(store: S
 
 
 def test_an_item_merged_before_is_already_here_on_every_repeat(store: Store) -> None:
-    items = store.memory_items
+    items = memory_parts(store).items
     import_lines(items, [line("ccccccccccccccc1")])
     other = line(sources=[{"session_id": "s2", "ordinal": 3, "quote": "I live in Berlin"}])
     first = import_lines(items, [other])
@@ -146,7 +147,7 @@ def test_an_item_merged_before_is_already_here_on_every_repeat(store: Store) -> 
 
 
 def test_forget_matching_holds_every_word_literally(store: Store) -> None:
-    items = store.memory_items
+    items = memory_parts(store).items
     import_lines(
         items,
         [
@@ -154,11 +155,13 @@ def test_forget_matching_holds_every_word_literally(store: Store) -> None:
             line("aaaa00000000000b", "I prefer small commits.", keys=["commits"]),
         ],
     )
-    assert forget(items, store.memory, matching="python OR commits") == []
+    assert forget(items, memory_parts(store).memory, matching="python OR commits") == []
     assert len(items.find()) == 2
-    assert forget(items, store.memory, matching='"') == []  # no words: nothing matched
+    assert (
+        forget(items, memory_parts(store).memory, matching='"') == []
+    )  # no words: nothing matched
     assert len(items.find()) == 2
-    gone = forget(items, store.memory, matching="PYTHON daily")
+    gone = forget(items, memory_parts(store).memory, matching="PYTHON daily")
     assert [i.id for i in gone] == ["aaaa00000000000a"]
 
 
@@ -179,7 +182,7 @@ def test_holds_all(words: tuple[str, ...], held: bool) -> None:
 
 
 def test_an_id_prefix_is_literal_case_sensitive_and_owner_aware(store: Store) -> None:
-    items = store.memory_items
+    items = memory_parts(store).items
     import_lines(items, [line("abcd_e0000000001", "I like tea.", keys=["tea"])], "ann")
     import_lines(items, [line("abcdXe0000000002", "I like rum.", keys=["rum"])], "bob")
     assert items.get("abcd_e").id == "abcd_e0000000001"  # type: ignore[union-attr]
@@ -192,11 +195,11 @@ def test_an_id_prefix_is_literal_case_sensitive_and_owner_aware(store: Store) ->
     assert items.get("abcd", owner="bob").id == "abcdXe0000000002"  # type: ignore[union-attr]
     assert items.get("abcd_e0000000001", owner="bob") is None
     with pytest.raises(NotFound):
-        forget(items, store.memory, item="abcd_e", owner="bob")
+        forget(items, memory_parts(store).memory, item="abcd_e", owner="bob")
 
 
 def test_the_context_block_masks_a_secret_and_recall_bounds_its_limit(store: Store) -> None:
-    items = store.memory_items
+    items = memory_parts(store).items
     # an item stored with a secret (before imports were checked)
     row = read_line(line(content="I deploy to prod."), None)
     assert isinstance(row, MemoryItemRow)

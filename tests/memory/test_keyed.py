@@ -15,6 +15,7 @@ import pytest
 
 from memoir import Memoir, Settings, service
 from memoir.errors import UsageError
+from memoir.memory.item_store import memory_parts
 from memoir.memory.keyed import (
     KeyedMemories,
     decode_namespace,
@@ -66,7 +67,9 @@ class Clock:
 
 def test_a_query_finds_by_meaning_with_an_embedder(store: Store) -> None:
     embedder = ConceptEmbedder()
-    keyed = KeyedMemories(store.keyed_items, "local", clock=Clock(), embedder=lambda: embedder)
+    keyed = KeyedMemories(
+        memory_parts(store).keyed, "local", clock=Clock(), embedder=lambda: embedder
+    )
     keyed.put(("m",), "pet", {"t": "my kitten Miso"}, text="kitten kitten")
     keyed.put(("m",), "drink", {"t": "espresso"}, text="espresso")
     keyed.put(("m",), "hidden", {"t": "feline"}, text="")  # not searchable by query
@@ -86,7 +89,9 @@ def test_a_query_finds_by_meaning_with_an_embedder(store: Store) -> None:
 
 def test_text_and_meaning_fuse(store: Store) -> None:
     embedder = ConceptEmbedder()
-    keyed = KeyedMemories(store.keyed_items, "local", clock=Clock(), embedder=lambda: embedder)
+    keyed = KeyedMemories(
+        memory_parts(store).keyed, "local", clock=Clock(), embedder=lambda: embedder
+    )
     keyed.put(("m",), "both", {}, text="cat")
     keyed.put(("m",), "meaning", {}, text="kitten")
     keyed.put(("m",), "word", {}, text="cat espresso espresso espresso")
@@ -97,21 +102,21 @@ def test_text_and_meaning_fuse(store: Store) -> None:
 
 
 def test_without_an_embedder_a_query_is_text_only(store: Store) -> None:
-    keyed = KeyedMemories(store.keyed_items, "local", clock=Clock())
+    keyed = KeyedMemories(memory_parts(store).keyed, "local", clock=Clock())
     keyed.put(("m",), "pet", {"t": "my kitten"}, text="kitten")
     assert [i.score for i in keyed.search(("m",), query="cat")] == [0.0]
 
 
 def test_owners_do_not_see_each_other(store: Store) -> None:
-    a = KeyedMemories(store.keyed_items, "alice", clock=Clock())
-    b = KeyedMemories(store.keyed_items, "bob", clock=Clock())
+    a = KeyedMemories(memory_parts(store).keyed, "alice", clock=Clock())
+    b = KeyedMemories(memory_parts(store).keyed, "bob", clock=Clock())
     a.put(("n",), "k", {"who": "alice"}, text="alice")
     b.put(("n",), "k", {"who": "bob"}, text="bob")
     assert a.get(("n",), "k").value == {"who": "alice"}  # type: ignore[union-attr]
     assert [i.value for i in b.search((), query="alice")] == [{"who": "bob"}]
     assert b.delete(("n",), "k") is True and b.delete(("n",), "k") is False
     assert a.get(("n",), "k") is not None
-    assert store.keyed_items.count() == 1
+    assert memory_parts(store).keyed.count() == 1
 
 
 def test_the_home_s_embedder_ranks_and_its_vectors_are_kept(home: Path, store: Store) -> None:
@@ -211,10 +216,10 @@ def test_namespaces_encode_and_decode() -> None:
 
 def test_a_read_only_store_ranks_by_meaning_without_keeping_vectors(store: Store) -> None:
     embedder = ConceptEmbedder()
-    writer = KeyedMemories(store.keyed_items, "local", clock=Clock())
+    writer = KeyedMemories(memory_parts(store).keyed, "local", clock=Clock())
     writer.put(("m",), "pet", {"t": "kitten"}, text="kitten")
     reader = KeyedMemories(
-        store.keyed_items, "local", embedder=lambda: embedder, keep_vectors=False
+        memory_parts(store).keyed, "local", embedder=lambda: embedder, keep_vectors=False
     )
     assert reader.search(("m",), query="cat")[0].score > 0  # type: ignore[operator]
     reader.search(("m",), query="cat")

@@ -13,8 +13,9 @@ import pytest
 from memoir import service
 from memoir.llm import OfflineModel, ScriptedModel, counter_for
 from memoir.llm.port import ModelRequest, Truncated
+from memoir.memory.item_store import memory_parts
 from memoir.memory.memories import Memories, checkpoint_op
-from memoir.memory.runner import MemoryConfig, MemoryParts, Runner
+from memoir.memory.runner import MemoryConfig, Runner
 from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags, build_exchanges
 from memoir.store import IngestBatch, Store
 from memoir.store.values import CheckpointRow
@@ -60,9 +61,7 @@ def _put(store: Store, sid: str, said: list[tuple[str, str]], **flags: bool) -> 
 
 
 def _memories(store: Store, model: Any, **config: Any) -> Memories:
-    parts = MemoryParts(
-        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-    )
+    parts = memory_parts(store)
     runner = Runner(parts, model, counter_for("cl100k_base"), MemoryConfig(**config))
     return Memories(parts, store.claims, runner, wait_s=5)
 
@@ -102,8 +101,8 @@ def test_remember_saves_items_quoting_the_users_words(store: Store) -> None:
         text = store.events.of("s1", after=source.ordinal - 1, upto=source.ordinal)[0].text
         assert source.quote in text  # an exact quote of that user event
     assert "AWS_SECRET" not in model.seen()  # tool output is never sent
-    assert store.memory.cursor("s1") == 5
-    assert store.memory_items.cited("s1").keys() == {1, 4}
+    assert memory_parts(store).memory.cursor("s1") == 5
+    assert memory_parts(store).items.cited("s1").keys() == {1, 4}
     again = _memories(store, model).remember("s1", 4)  # the same request: the same answer
     assert again.receipt == out.receipt and {i.id for i in again.items} == {i.id for i in out.items}
     assert len(model.requests) == 1
@@ -114,10 +113,10 @@ def test_a_range_without_user_text_is_a_no_op_without_a_model_call(store: Store)
     store.checkpoints.put(_checkpoint("s1", 1, 3))
     model = ScriptedModel()  # any call would raise ScriptExhausted
     _memories(store, model).recover()
-    assert [(r.outcome, r.reason) for r in store.memory.receipts("s1")] == [
+    assert [(r.outcome, r.reason) for r in memory_parts(store).memory.receipts("s1")] == [
         ("no_op", "no_user_text")
     ]
-    assert model.calls == 0 and store.memory.cursor("s1") == 3
+    assert model.calls == 0 and memory_parts(store).memory.cursor("s1") == 3
 
 
 def test_a_secret_in_a_remember_request_is_a_no_op_before_any_model_call(store: Store) -> None:
@@ -125,7 +124,7 @@ def test_a_secret_in_a_remember_request_is_a_no_op_before_any_model_call(store: 
     model = ScriptedModel()
     out = _memories(store, model).remember("s1")
     assert (out.receipt.outcome, out.receipt.reason) == ("no_op", "sensitive_information")  # type: ignore[union-attr]
-    assert model.calls == 0 and store.memory_items.find() == []
+    assert model.calls == 0 and memory_parts(store).items.find() == []
 
 
 def test_a_denied_checkpoint_writes_a_marker_sends_nothing_and_skips_for_ever(store: Store) -> None:
@@ -134,14 +133,14 @@ def test_a_denied_checkpoint_writes_a_marker_sends_nothing_and_skips_for_ever(st
     model = Recording()
     _memories(store, model).recover()
     assert model.requests == []
-    (marker,) = store.memory.denials("s1")
+    (marker,) = memory_parts(store).memory.denials("s1")
     assert (marker.range_after, marker.range_through, marker.reason) == (
         0,
         5,
         "denied_at_checkpoint",
     )
-    assert store.memory.cursor("s1") == 5
-    assert [r.outcome for r in store.memory.receipts("s1")] == ["policy_denied"]
+    assert memory_parts(store).memory.cursor("s1") == 5
+    assert [r.outcome for r in memory_parts(store).memory.receipts("s1")] == ["policy_denied"]
 
 
 def test_a_session_switched_to_incognito_after_its_checkpoint_is_denied(store: Store) -> None:
@@ -150,12 +149,12 @@ def test_a_session_switched_to_incognito_after_its_checkpoint_is_denied(store: S
     store.sessions.set_flags("s1", SessionFlags(incognito=True))
     model = Recording()
     _memories(store, model).recover()
-    assert model.requests == [] and len(store.memory.denials("s1")) == 1
+    assert model.requests == [] and len(memory_parts(store).memory.denials("s1")) == 1
 
 
 def test_a_project_switched_off_is_denied(store: Store) -> None:
     _put(store, "s1", SAID)
-    store.memory_items.switch_project("proj", disabled=True)
+    memory_parts(store).items.switch_project("proj", disabled=True)
     model = Recording()
     out = _memories(store, model).remember("s1", 4)
     assert out.receipt.outcome == "policy_denied" and model.requests == []  # type: ignore[union-attr]
@@ -176,15 +175,21 @@ def test_a_failed_range_is_retried_first_then_discarded_so_later_history_moves_o
     )
     memories = _memories(store, model)
     memories.recover()
-    pending = store.memory.pending("s1")
+    pending = memory_parts(store).memory.pending("s1")
     assert pending is not None and (pending.range_after, pending.coverage_through) == (0, 5)
-    assert store.memory.cursor("s1") == 0
+    assert memory_parts(store).memory.cursor("s1") == 0
     _put(store, "s1", [("user", "I live in Lisbon now."), ("assistant", "Nice.")])
     store.checkpoints.put(_checkpoint("s1", 2, 7))
     memories.recover()  # the old range first (fails again: discarded), then the new one
-    outcomes = [(r.outcome, r.range_after, r.range_through) for r in store.memory.receipts("s1")]
+    outcomes = [
+        (r.outcome, r.range_after, r.range_through)
+        for r in memory_parts(store).memory.receipts("s1")
+    ]
     assert ("discarded", 0, 5) in outcomes and ("not_applicable", 5, 7) in outcomes
-    assert store.memory.pending("s1") is None and store.memory.cursor("s1") == 7
+    assert (
+        memory_parts(store).memory.pending("s1") is None
+        and memory_parts(store).memory.cursor("s1") == 7
+    )
     assert model.calls == 3
 
 
@@ -204,7 +209,7 @@ def test_a_requested_item_that_fails_validation_fails_the_range(store: Store) ->
     )
     out = _memories(store, ScriptedModel([bad])).remember("s1", 1)
     assert out.receipt is None and out.pending is not None and out.pending.failure == "validation"
-    assert store.memory_items.find() == []
+    assert memory_parts(store).items.find() == []
 
 
 def test_duplicate_dispatches_of_a_checkpoint_are_one_operation(store: Store) -> None:
@@ -216,8 +221,10 @@ def test_duplicate_dispatches_of_a_checkpoint_are_one_operation(store: Store) ->
         memories.on_checkpoint(row)
     assert memories.lane.wait_idle(10)
     memories.recover()
-    assert len(store.memory.receipts("s1")) == 1
-    assert len({i.content for i in store.memory_items.find()}) == len(store.memory_items.find())
+    assert len(memory_parts(store).memory.receipts("s1")) == 1
+    assert len({i.content for i in memory_parts(store).items.find()}) == len(
+        memory_parts(store).items.find()
+    )
 
 
 def test_extract_is_accepted_at_once_and_runs_after(store: Store) -> None:
@@ -227,9 +234,11 @@ def test_extract_is_accepted_at_once_and_runs_after(store: Store) -> None:
     )
     memories = _memories(store, model)
     assert memories.extract("s1", anchor="call-1", note="the user's stack") == "accepted"
-    assert store.memory.queued("s1") or store.memory.receipts("s1") == []  # not run yet, or running
+    assert (
+        memory_parts(store).memory.queued("s1") or memory_parts(store).memory.receipts("s1") == []
+    )  # not run yet, or running
     assert memories.lane.wait_idle(10)
-    assert [r.trigger for r in store.memory.receipts("s1")] == ["extract"]
+    assert [r.trigger for r in memory_parts(store).memory.receipts("s1")] == ["extract"]
 
 
 def test_cost_per_extraction_is_bounded_by_the_range_not_the_session(store: Store) -> None:
@@ -256,8 +265,8 @@ def test_cost_per_extraction_is_bounded_by_the_range_not_the_session(store: Stor
         sizes.append(counter_for("cl100k_base").count(model.requests[-1].messages[0].content))
     assert sizes[-1] <= sizes[1] + 2  # the step number's digits may cost a token
     assert sizes[1] > sizes[0]  # from the second on, the first statement's item is shown
-    assert len(store.memory_items.find()) == 1
-    assert store.memory.cursor("s1") == 20
+    assert len(memory_parts(store).items.find()) == 1
+    assert memory_parts(store).memory.cursor("s1") == 20
 
 
 def test_split_range_keeps_both_parts_settled(store: Store) -> None:
@@ -273,11 +282,11 @@ def test_split_range_keeps_both_parts_settled(store: Store) -> None:
     store.checkpoints.put(row)
     model = Recording()
     _memories(store, model).recover()
-    receipts = store.memory.receipts("s1")
+    receipts = memory_parts(store).memory.receipts("s1")
     assert sorted(r.trigger for r in receipts) == ["compaction", "incidental"]
     first, second = sorted(receipts, key=lambda r: r.range_after)
     assert first.range_after == 0 and first.range_through == second.range_after
-    assert second.range_through == 60 and store.memory.cursor("s1") == 60
+    assert second.range_through == 60 and memory_parts(store).memory.cursor("s1") == 60
     assert all(r.model_calls <= 3 for r in receipts)
 
 
@@ -315,7 +324,7 @@ def test_library_switches_incognito_and_memory_off(home: Any) -> None:
         _put(m.store, "s1", [("user", "I prefer light mode."), ("assistant", "ok")])
         out = m.remember("s1")
         assert [i.content for i in out.items] == ["I prefer light mode."]
-        assert len(m.store.memory.denials("s1")) == 2
+        assert len(memory_parts(m.store).memory.denials("s1")) == 2
 
 
 def test_a_long_lived_process_recovers_memory_work_at_start_up(home: Any) -> None:
@@ -328,5 +337,5 @@ def test_a_long_lived_process_recovers_memory_work_at_start_up(home: Any) -> Non
         thread = service.recover_memories_in_background(m)
         assert thread is not None
         thread.join(30)
-        assert [r.outcome for r in m.store.memory.receipts("s1")] == ["extracted"]
-        assert m.store.memory.cursor("s1") == 5
+        assert [r.outcome for r in memory_parts(m.store).memory.receipts("s1")] == ["extracted"]
+        assert memory_parts(m.store).memory.cursor("s1") == 5

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from conftest import fresh_pg_schema
 from memoir.llm import OfflineModel, counter_for
 from memoir.memory.decisions import Work
+from memoir.memory.item_rows import MemoryItemRow, MemorySourceRow, PendingRow
+from memoir.memory.item_store import memory_parts
 from memoir.memory.keeping import export_lines, forget, import_lines
 from memoir.memory.memories import Memories
 from memoir.memory.recall import (
@@ -26,12 +28,11 @@ from memoir.memory.recall import (
     recall,
     standing_order,
 )
-from memoir.memory.runner import MemoryConfig, MemoryParts, Runner, Task
+from memoir.memory.runner import MemoryConfig, Runner, Task
 from memoir.memory.values import Range, Trigger
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.store import IngestBatch, Store
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, PendingRow
-from memoir.store.parts.memory_items import ItemFilter
+from memoir.store.values import ItemFilter
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 COUNTER = counter_for("cl100k_base")
@@ -67,9 +68,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[
 
 
 def _memories(store: Store) -> Memories:
-    parts = MemoryParts(
-        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-    )
+    parts = memory_parts(store)
     return Memories(
         parts, store.claims, Runner(parts, OfflineModel(), COUNTER, MemoryConfig()), wait_s=30
     )
@@ -114,7 +113,7 @@ def test_the_same_fact_from_two_sessions_is_one_item_with_both_quotes(
     _say(store, "b", ["I prefer tabs over spaces."], at=T0 + timedelta(days=3))
     memories.remember("a")
     outcome = memories.remember("b")
-    (item,) = store.memory_items.find()
+    (item,) = memory_parts(store).items.find()
     assert {(s.session_id, s.ordinal) for s in item.sources} == {("a", 1), ("b", 1)}
     assert item.first_observed_at == T0 and item.observed_at == T0 + timedelta(days=3)
     assert [i.id for i in outcome.items] == [item.id]  # b's remember answers with the merged item
@@ -145,10 +144,10 @@ def test_twenty_concurrent_writers_of_one_fact_end_as_one_item(
     for t in threads:
         t.join(60)
     assert errors == []
-    items = seed.memory_items.find(history=True)
+    items = memory_parts(seed).items.find(history=True)
     assert len(items) == 1
     assert sorted(s.session_id for s in items[0].sources) == [f"w{n:02d}" for n in range(20)]
-    receipts = seed.memory.receipts()
+    receipts = memory_parts(seed).memory.receipts()
     assert len(receipts) == 20 and {r.outcome for r in receipts} == {"remembered"}
     for e in engines:
         e.close()
@@ -165,9 +164,9 @@ def test_a_chain_of_moves_supersedes_and_recall_as_of_returns_what_held_then(
         verb = "live in" if n == 0 else "moved to"
         _say(store, f"s{n}", [f"I {verb} {city}."], at=at)
         memories.remember(f"s{n}")
-    live = store.memory_items.find()
+    live = memory_parts(store).items.find()
     assert [i.content for i in live] == ["I moved to Porto."]
-    chain = store.memory_items.chain(live[0].id)
+    chain = memory_parts(store).items.chain(live[0].id)
     assert [i.content for i in chain] == [
         "I live in Berlin.",
         "I moved to Lisbon.",
@@ -178,16 +177,16 @@ def test_a_chain_of_moves_supersedes_and_recall_as_of_returns_what_held_then(
     assert chain[2].valid_until is None
 
     def held(at: datetime) -> list[str]:
-        hits = recall(store.memory_items, "home", ItemFilter(as_of=at))  # a key they share
+        hits = recall(memory_parts(store).items, "home", ItemFilter(as_of=at))  # a key they share
         return [h.item.content for h in hits]
 
     assert held(T0 + timedelta(days=10)) == ["I live in Berlin."]
     assert held(T0 + timedelta(days=45)) == ["I moved to Lisbon."]
     assert held(T0 + timedelta(days=90)) == ["I moved to Porto."]
-    assert [h.item.content for h in recall(store.memory_items, "home", ItemFilter())] == [
+    assert [h.item.content for h in recall(memory_parts(store).items, "home", ItemFilter())] == [
         "I moved to Porto."
     ]
-    everything = recall(store.memory_items, "home", ItemFilter(history=True))
+    everything = recall(memory_parts(store).items, "home", ItemFilter(history=True))
     assert len(everything) == 3
     memories.close()
 
@@ -201,9 +200,9 @@ def test_a_tool_switch_supersedes_only_with_a_change_cue(opener: Callable[[], St
     memories.remember("s2")
     _say(store, "s3", ["We switched to pnpm last week."], at=T0 + timedelta(days=2))
     memories.remember("s3")
-    live = sorted(i.content for i in store.memory_items.find())
+    live = sorted(i.content for i in memory_parts(store).items.find())
     assert live == ["We switched to pnpm last week.", "We use PostgreSQL for the billing data."]
-    old = [i for i in store.memory_items.find(history=True) if not i.live]
+    old = [i for i in memory_parts(store).items.find(history=True) if not i.live]
     assert [i.content for i in old] == ["We use npm for the frontend."]
     memories.close()
 
@@ -215,17 +214,21 @@ def test_forgotten_evidence_is_never_extracted_again(opener: Callable[[], Store]
     (turn,) = _say(store, "s1", ["I prefer dark roast coffee."])
     memories.remember("s1")
     # a pending failure the session held: forgetting its memories clears it
-    store.memory.fail(PendingRow("s1", "op-x", "extract", "a", 0, 2, 2, "h", "truncated", T0))
-    gone = forget(store.memory_items, store.memory, session="s1")
+    memory_parts(store).memory.fail(
+        PendingRow("s1", "op-x", "extract", "a", 0, 2, 2, "h", "truncated", T0)
+    )
+    gone = forget(memory_parts(store).items, memory_parts(store).memory, session="s1")
     assert [i.content for i in gone] == ["I prefer dark roast coffee."]
-    assert store.memory_items.find() == [] and store.memory.pending("s1") is None
-    assert store.memory_items.tombstones() == 1
+    assert (
+        memory_parts(store).items.find() == [] and memory_parts(store).memory.pending("s1") is None
+    )
+    assert memory_parts(store).items.tombstones() == 1
     # the same range extracted again (a retry of exactly it): nothing comes back
     runner = memories.runner
     work = Work("s1", Trigger.EXTRACT, "again", Range(0, 2, 2), requested_turn=turn)
     outcome = runner.run(Task(work))
     assert outcome.receipt is not None and outcome.receipt.items == 0
-    assert store.memory_items.find(history=True) == []
+    assert memory_parts(store).items.find(history=True) == []
     memories.close()
 
 
@@ -239,28 +242,28 @@ def test_forget_by_query_and_project_and_export_import_round_trip(
     memories.remember("s1", 1)
     memories.remember("s1", 3)
     memories.remember("s2")
-    lines = list(export_lines(store.memory_items))
+    lines = list(export_lines(memory_parts(store).items))
     assert len(lines) == 3
-    gone = forget(store.memory_items, store.memory, matching="tabs spaces")
+    gone = forget(memory_parts(store).items, memory_parts(store).memory, matching="tabs spaces")
     assert [i.content for i in gone] == ["I prefer tabs over spaces."]
-    gone = forget(store.memory_items, store.memory, project="beta")
+    gone = forget(memory_parts(store).items, memory_parts(store).memory, project="beta")
     assert [i.content for i in gone] == ["We decided to use Rust for the parser."]
-    assert [i.content for i in store.memory_items.find()] == ["I live in Berlin."]
-    exported = list(export_lines(store.memory_items))
+    assert [i.content for i in memory_parts(store).items.find()] == ["I live in Berlin."]
+    exported = list(export_lines(memory_parts(store).items))
     assert sum('"tombstone"' in line for line in exported) == 2
     # a fresh home takes the first export whole; taking it again changes nothing
     from memoir.store.sqlite_store import SQLiteStore
 
     other = SQLiteStore(tmp_path / "other.db")
-    first = import_lines(other.memory_items, lines)
-    again = import_lines(other.memory_items, lines)
+    first = import_lines(memory_parts(other).items, lines)
+    again = import_lines(memory_parts(other).items, lines)
     assert (first.items, first.merged, again.items, again.already) == (3, 0, 0, 3)
-    moved = import_lines(other.memory_items, exported)  # its tombstones apply here too
+    moved = import_lines(memory_parts(other).items, exported)  # its tombstones apply here too
     assert (moved.already, moved.tombstones, moved.forgot_here) == (1, 2, 2)
-    assert len(other.memory_items.find()) == 1
-    assert [i.content for i in other.memory_items.find()] == ["I live in Berlin."]
+    assert len(memory_parts(other).items.find()) == 1
+    assert [i.content for i in memory_parts(other).items.find()] == ["I live in Berlin."]
     with pytest.raises(Exception, match="line 1"):
-        import_lines(other.memory_items, ["{not json"])
+        import_lines(memory_parts(other).items, ["{not json"])
     other.close()
     memories.close()
 
@@ -277,20 +280,20 @@ def test_recall_filters_by_kind_scope_and_project(opener: Callable[[], Store]) -
     _say(store, "s2", ["Never deploy on Fridays in this project."], project="beta")
     for sid, turn in (("s1", 1), ("s1", 3), ("s2", 1)):
         memories.remember(sid, turn)
-    never = recall(store.memory_items, "never", ItemFilter())
+    never = recall(memory_parts(store).items, "never", ItemFilter())
     assert len(never) == 2
-    alpha = recall(store.memory_items, "never", ItemFilter(projects=("alpha",)))
+    alpha = recall(memory_parts(store).items, "never", ItemFilter(projects=("alpha",)))
     assert [h.item.content for h in alpha] == ["Never push to main in this repo."]
-    prefs = recall(store.memory_items, "tabs never", ItemFilter(kinds=("preference",)))
+    prefs = recall(memory_parts(store).items, "tabs never", ItemFilter(kinds=("preference",)))
     assert [h.item.kind for h in prefs] == ["preference"]
-    glob = recall(store.memory_items, "tabs never", ItemFilter(scope="global"))
+    glob = recall(memory_parts(store).items, "tabs never", ItemFilter(scope="global"))
     assert [h.item.content for h in glob] == ["I prefer tabs over spaces."]
-    assert recall(store.memory_items, "zebra", ItemFilter()) == []
+    assert recall(memory_parts(store).items, "zebra", ItemFilter()) == []
     hostile = recall(
-        store.memory_items, "tabs'); DROP TABLE memory_items; -- NEAR( spa*", ItemFilter()
+        memory_parts(store).items, "tabs'); DROP TABLE memory_items; -- NEAR( spa*", ItemFilter()
     )
     assert [h.item.content for h in hostile] == ["I prefer tabs over spaces."]
-    assert len(store.memory_items.find()) == 3
+    assert len(memory_parts(store).items.find()) == 3
     memories.close()
 
 
@@ -376,22 +379,20 @@ def test_near_duplicates_merge_with_an_embedder_and_reversed_claims_do_not(
     if embedder is None:
         pytest.skip("the embeddings extra is not installed")
     store = opener()
-    parts = MemoryParts(
-        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-    )
+    parts = memory_parts(store)
     runner = Runner(parts, OfflineModel(), COUNTER, MemoryConfig(), embedder=lambda: embedder)
     memories = Memories(parts, store.claims, runner, wait_s=30)
     said = ["I prefer tabs over spaces.", "I prefer tabs to spaces.", "I prefer spaces over tabs."]
     for n, text in enumerate(said):
         _say(store, f"s{n}", [text], at=T0 + timedelta(days=n))
         memories.remember(f"s{n}")
-    items = sorted(store.memory_items.find(), key=lambda i: i.created_at)
+    items = sorted(memory_parts(store).items.find(), key=lambda i: i.created_at)
     assert [i.content for i in items] == [
         "I prefer tabs over spaces.",
         "I prefer spaces over tabs.",
     ]
     assert [s.quote for s in items[0].sources] == said[:2]
-    assert set(store.memory_items.vectors(embedder.name, [i.id for i in items])) == {
+    assert set(memory_parts(store).items.vectors(embedder.name, [i.id for i in items])) == {
         i.id for i in items
     }
     memories.close()
@@ -401,7 +402,7 @@ def test_the_stores_standing_order_is_the_pure_one(opener: Callable[[], Store]) 
     store = opener()
     kinds = ["fact", "plan", "constraint", "preference", "decision", "constraint", "fact"]
     rows = [_row(n, kind, 3, 1 + n % 3) for n, kind in enumerate(kinds)]
-    store.memory_items.save(rows)
-    got = store.memory_items.select(ItemFilter(), standing=KIND_ORDER)
+    memory_parts(store).items.save(rows)
+    got = memory_parts(store).items.select(ItemFilter(), standing=KIND_ORDER)
     assert [i.id for i in got] == [r.id for r in standing_order(rows)]
     assert [i.kind for i in got[:2]] == ["constraint", "constraint"]

@@ -98,8 +98,8 @@ def test_an_item_is_shown_with_its_secrets_masked() -> None:
     (an item of an older version, an import) — content and quotes alike."""
     from datetime import UTC, datetime
 
+    from memoir.memory.item_rows import MemoryItemRow, MemorySourceRow
     from memoir.memory.recall import item_json
-    from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow
 
     item = MemoryItemRow(
         id="m1",

@@ -13,8 +13,9 @@ import pytest
 from memoir.llm import OfflineModel, counter_for
 from memoir.llm.port import ModelRequest, Truncated
 from memoir.memory import MemoryPassReport, Verdict, due_order, run_memory_pass, verdict
+from memoir.memory.item_store import memory_parts
 from memoir.memory.memories import Memories, sync_op
-from memoir.memory.runner import MemoryParts, Runner
+from memoir.memory.runner import Runner
 from memoir.memory.values import Trigger, operation_id
 from memoir.model import Author, Event, EventKind, Harness, Session, SessionFlags, build_exchanges
 from memoir.store import IngestBatch, Store
@@ -141,9 +142,7 @@ class Home:
     def __init__(self, store: Store, model: Recording | None = None) -> None:
         self.store = store
         self.model = model or Recording()
-        self.parts = MemoryParts(
-            store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-        )
+        self.parts = memory_parts(store)
         runner = Runner(self.parts, self.model, counter_for("cl100k_base"))
         self.memories = Memories(self.parts, store.claims, runner, wait_s=5)
         self.built = 0
@@ -166,7 +165,7 @@ class Home:
         )
 
     def contents(self) -> list[str]:
-        return sorted(i.content for i in self.store.memory_items.find(limit=100))
+        return sorted(i.content for i in memory_parts(self.store).items.find(limit=100))
 
 
 def test_the_newest_quiet_sessions_run_first_at_most_the_limit(store: Store) -> None:
@@ -180,13 +179,17 @@ def test_the_newest_quiet_sessions_run_first_at_most_the_limit(store: Store) -> 
     second = home.run(limit=2)
     assert (second.mined, second.deferred, [r.session_id for r in second.rows]) == (1, 0, ["s0"])
     assert home.contents() == ["I live in Porto.", "I prefer tabs.", "We use pnpm."]
-    receipts = store.memory.receipts()
+    receipts = memory_parts(store).memory.receipts()
     assert sorted((r.session_id, r.trigger, r.outcome) for r in receipts) == [
         ("s0", "sync", "extracted"),
         ("s1", "sync", "extracted"),
         ("s2", "sync", "extracted"),
     ]
-    assert {s: store.memory.cursor(s) for s in ("s0", "s1", "s2")} == {"s0": 2, "s1": 2, "s2": 2}
+    assert {s: memory_parts(store).memory.cursor(s) for s in ("s0", "s1", "s2")} == {
+        "s0": 2,
+        "s1": 2,
+        "s2": 2,
+    }
 
 
 def test_nothing_new_runs_nothing_and_new_turns_run_only_their_range(store: Store) -> None:
@@ -201,7 +204,9 @@ def test_nothing_new_runs_nothing_and_new_turns_run_only_their_range(store: Stor
     assert (grown.mined, grown.items) == (1, 1)
     latest = home.model.requests[-1].messages[-1].content
     assert "PostgreSQL" in latest and "I prefer tabs." not in latest  # (cursor, end] only
-    ranges = sorted((r.range_after, r.range_through) for r in store.memory.receipts("s1"))
+    ranges = sorted(
+        (r.range_after, r.range_through) for r in memory_parts(store).memory.receipts("s1")
+    )
     assert ranges == [(0, 2), (2, 4)]
     assert home.contents() == ["I prefer tabs.", "We decided to use PostgreSQL."]
 
@@ -211,7 +216,7 @@ def test_active_sessions_wait_and_nothing_is_built_when_nothing_is_due(store: St
     _put(store, "s1", _said("I prefer tabs."))
     report = home.run(active=("s1",))
     assert (report.active, report.mined, home.built, home.model.requests) == (1, 0, 0, [])
-    assert store.memory.receipts() == []
+    assert memory_parts(store).memory.receipts() == []
     assert home.run().mined == 1
 
 
@@ -228,13 +233,16 @@ def test_denied_sessions_settle_as_denials_and_nothing_of_them_is_sent(store: St
     _put(store, "sub", _said("I prefer vim."), subagent=True)
     _put(store, "quiet-proj", _said("I prefer emacs."), project="private")
     _put(store, "ok", _said("I prefer tabs."))
-    store.memory_items.switch_project("private", disabled=True)
+    memory_parts(store).items.switch_project("private", disabled=True)
     report = home.run(limit=1, active=("inc",))  # denied whether quiet or not
     assert (report.denied, report.mined, report.deferred) == (4, 1, 0)  # denials use no limit
     assert home.contents() == ["I prefer tabs."]
     seen = home.model.seen()
     assert all(w not in seen for w in ("Lisbon", "Bitwarden", "vim", "emacs"))
-    receipts = {r.session_id: (r.outcome, r.reason, r.model_calls) for r in store.memory.receipts()}
+    receipts = {
+        r.session_id: (r.outcome, r.reason, r.model_calls)
+        for r in memory_parts(store).memory.receipts()
+    }
     assert receipts == {
         "inc": ("policy_denied", "incognito", 0),
         "off": ("policy_denied", "memory_disabled", 0),
@@ -257,7 +265,7 @@ def test_excluded_projects_and_api_sessions_are_never_read(store: Store) -> None
     _put(store, "api", _said("I live in Porto."), harness=Harness.API)
     report = home.run(excluded=("-home-ann-secret",))
     assert (report.excluded, report.mined, home.built) == (1, 0, 0)
-    assert store.memory.receipts() == [] and home.model.requests == []
+    assert memory_parts(store).memory.receipts() == [] and home.model.requests == []
 
 
 def test_a_limit_of_zero_reads_nothing_and_builds_no_model(store: Store) -> None:
@@ -266,7 +274,7 @@ def test_a_limit_of_zero_reads_nothing_and_builds_no_model(store: Store) -> None
     _put(store, "inc", _said("I live in Porto."), incognito=True)
     report = home.run(limit=0)
     assert (report.deferred, report.mined, report.denied, home.built) == (1, 0, 0, 0)
-    assert store.memory.receipts() == []
+    assert memory_parts(store).memory.receipts() == []
 
 
 def test_a_run_killed_half_way_is_resumed_once(store: Store) -> None:
@@ -278,14 +286,14 @@ def test_a_run_killed_half_way_is_resumed_once(store: Store) -> None:
     with pytest.raises(KeyboardInterrupt):
         home.run()
     assert home.contents() == ["I prefer tabs."]
-    (left,) = store.memory.queued()
+    (left,) = memory_parts(store).memory.queued()
     assert (left.session_id, left.trigger, left.anchor) == ("s2", "sync", "0-2")
     resumed = Home(store)  # a new process: a new engine over the same store
     report = resumed.run()
     assert (report.mined, [r.session_id for r in report.rows]) == (1, ["s2"])
     assert home.contents() == ["I live in Porto.", "I prefer tabs."]
-    assert resumed.run().mined == 0 and store.memory.queued() == []
-    ops = [r.operation_id for r in store.memory.receipts()]
+    assert resumed.run().mined == 0 and memory_parts(store).memory.queued() == []
+    ops = [r.operation_id for r in memory_parts(store).memory.receipts()]
     assert len(ops) == len(set(ops)) == 2
 
 
@@ -306,9 +314,9 @@ def test_a_failure_is_pending_then_retried_by_the_next_pass(store: Store) -> Non
     _put(store, "s1", _said("I prefer tabs."))
     failed = home.run()
     assert (failed.failed, failed.mined, failed.items) == (1, 0, 0)
-    pending = store.memory.pending("s1")
+    pending = memory_parts(store).memory.pending("s1")
     assert pending is not None and pending.trigger == "sync"
     retried = Home(store).run()
     assert (retried.mined, retried.items, retried.failed) == (1, 1, 0)
-    assert store.memory.pending("s1") is None
+    assert memory_parts(store).memory.pending("s1") is None
     assert home.contents() == ["I prefer tabs."]

@@ -36,8 +36,9 @@ from memoir.llm import OfflineModel
 from memoir.llm.port import ModelRequest
 from memoir.llm.wiring import wrap
 from memoir.memory import build_slice
+from memoir.memory.item_store import memory_parts
 from memoir.memory.memories import Memories
-from memoir.memory.runner import MemoryConfig, MemoryParts, Runner
+from memoir.memory.runner import MemoryConfig, Runner
 from memoir.memory.validate import check_item
 from memoir.memory.values import ProposedItem, Quote, Range
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
@@ -102,9 +103,7 @@ def test_memory_never_stores_a_credential(store: Store, settings: Settings) -> N
     _put(store)
     recording = Recording()
     model = wrap(recording, store.usage, settings)  # as the app wires it: redacted
-    parts = MemoryParts(
-        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-    )
+    parts = memory_parts(store)
     runner = Runner(parts, model, _counter(), MemoryConfig())
     memories = Memories(parts, store.claims, runner, wait_s=5)
 
@@ -122,7 +121,7 @@ def test_memory_never_stores_a_credential(store: Store, settings: Settings) -> N
             "sensitive_information",
         )
     assert len(recording.requests) == asked
-    items = store.memory_items.find(history=True)
+    items = memory_parts(store).items.find(history=True)
     assert len(items) >= len(out.items) >= 1
     assert any("tabs" in i.content for i in out.items)
     for item in items:

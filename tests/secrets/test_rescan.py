@@ -19,9 +19,10 @@ from cli_run import run_cli
 from memoir import service
 from memoir.config import Settings
 from memoir.ingest.archive import rescan
+from memoir.memory.item_rows import MemoryItemRow, MemorySourceRow, ReceiptRow, Settlement
+from memoir.memory.item_store import memory_parts
 from memoir.model import Author, Event, EventKind, Harness, Session, build_exchanges
 from memoir.store import IngestBatch, Store
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, ReceiptRow, Settlement
 from memoir.store.parts import sessions as rescan_part
 from memoir.store.values import CheckpointRow, SummaryRow, TraceRow
 from memoir.summaries.port import DatabaseSummaryStore
@@ -62,7 +63,9 @@ def _seed(store: Store) -> None:
         _item("i3", f"The release token is {TOKEN}.", "push releases with it"),
     )
     receipt = ReceiptRow("op1", SID, "compaction", "extracted", 0, 1, T0, items=3)
-    assert store.memory.settle(Settlement(receipt, items=items, cursor_from=0, cursor_to=1))
+    assert memory_parts(store).memory.settle(
+        Settlement(receipt, items=items, cursor_from=0, cursor_to=1)
+    )
     for n, summary in enumerate(["The user set up the staging API.", f"Uses key {KEY}."]):
         data = {"summary": summary, "context_through": 1, "window": 32_000}
         store.checkpoints.put(
@@ -83,8 +86,8 @@ def _stored_text(store: Store) -> str:
     parts = [json.dumps(c.data) for c in store.checkpoints.of(SID)]
     parts += [json.dumps(t.data) for t in store.traces.find(SID)]
     parts += [store.cache.get("episode:1") or "", store.cache.get("episode:2") or ""]
-    parts += [i.content for i in store.memory_items.find(history=True)]
-    parts += [s.quote for i in store.memory_items.find(history=True) for s in i.sources]
+    parts += [i.content for i in memory_parts(store).items.find(history=True)]
+    parts += [s.quote for i in memory_parts(store).items.find(history=True) for s in i.sources]
     row = store.summaries.get(SID)
     parts.append(row.body if row else "")
     return "\n".join(parts)
@@ -106,7 +109,9 @@ def test_a_rescan_cleans_derived_text_a_bounded_share_a_run(store: Store) -> Non
     summaries = DatabaseSummaryStore(store)
     runs = []
     while True:
-        report = rescan(store.rescan, summaries, budget=3, page=2)
+        report = rescan(
+            store.rescan, summaries, forget_in=memory_parts(store).items.forget_in, budget=3, page=2
+        )
         runs.append(report)
         assert sum(n["scanned"] for n in report.run.values()) <= 3  # bounded
         if report.finished:
@@ -117,7 +122,9 @@ def test_a_rescan_cleans_derived_text_a_bounded_share_a_run(store: Store) -> Non
     stored = _stored_text(store)
     assert not _holds(stored)
     assert "[redacted: Anthropic key]" in stored and "[redacted: GitHub token]" in stored
-    assert [i.id for i in store.memory_items.find(history=True)] == ["i1"]  # refused: forgotten
+    assert [i.id for i in memory_parts(store).items.find(history=True)] == [
+        "i1"
+    ]  # refused: forgotten
     (ck0, ck1) = store.checkpoints.of(SID)
     assert ck1.data == {
         "summary": "Uses key [redacted: Anthropic key].",
@@ -128,9 +135,16 @@ def test_a_rescan_cleans_derived_text_a_bounded_share_a_run(store: Store) -> Non
     (event,) = store.events.of(SID)
     assert KEY in event.text  # the events (the archive's copy) keep the bytes
 
-    again = rescan(store.rescan, summaries)  # done: nothing read again
+    again = rescan(
+        store.rescan, summaries, forget_in=memory_parts(store).items.forget_in
+    )  # done: nothing read again
     assert again.finished and sum(n["scanned"] for n in again.run.values()) == 0
-    newer = rescan(store.rescan, summaries, detector="a-newer-detector")
+    newer = rescan(
+        store.rescan,
+        summaries,
+        forget_in=memory_parts(store).items.forget_in,
+        detector="a-newer-detector",
+    )
     assert newer.finished and newer.total == {
         t: {"scanned": n["scanned"] - (1 if t == "memory" else 0) * 2, "changed": 0}
         for t, n in EXPECTED.items()
@@ -153,14 +167,14 @@ def test_a_rescan_killed_half_way_resumes_and_counts_each_row_once(
 
     monkeypatch.setattr(rescan_part, "_put_state", dies_on_the_third_page)
     with pytest.raises(KeyboardInterrupt):
-        rescan(store.rescan, summaries, page=1)
+        rescan(store.rescan, summaries, forget_in=memory_parts(store).items.forget_in, page=1)
     states = store.rescan.states()
     assert states["checkpoints"].scanned == 2 and states["checkpoints"].done is False
     assert "traces" not in states  # the dying page left nothing behind
     assert any(_holds(json.dumps(t.data)) for t in store.traces.find(SID))
 
     monkeypatch.setattr(rescan_part, "_put_state", real)
-    report = rescan(store.rescan, summaries, page=1)
+    report = rescan(store.rescan, summaries, forget_in=memory_parts(store).items.forget_in, page=1)
     assert report.finished and report.total == EXPECTED  # each row counted once
     assert not _holds(_stored_text(store))
 

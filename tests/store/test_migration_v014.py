@@ -11,6 +11,7 @@ import pytest
 from store_builders import T0, apply_before_v16, batch, conversation, source
 
 from conftest import fresh_pg_schema
+from memoir.memory.item_store import memory_parts
 from memoir.model import Harness, Session
 from memoir.store import SearchFilters, Store
 from memoir.store.migrations import CURRENT_VERSION, old_safe, rederive
@@ -139,7 +140,7 @@ def _fill_v13(store: Store) -> None:
                 "______",
             ),
         )
-    store.memory_items.switch_project("______", disabled=True)
+    memory_parts(store).items.switch_project("______", disabled=True)
 
 
 def test_v14_renames_projects_everywhere_and_keeps_every_session(opener: Opener) -> None:
@@ -166,8 +167,8 @@ def test_v14_renames_projects_everywhere_and_keeps_every_session(opener: Opener)
     assert [h.exchange_id for h in hits] == ["a:1"]
     kept = store.index.search("ledgers", SearchFilters(project="______"), 10)
     assert [h.exchange_id for h in kept] == ["f:1"]
-    item = store.memory_items.get("m1")
+    item = memory_parts(store).items.get("m1")
     assert item is not None and (item.project, item.scope_key) == ("проект", "проект")
-    assert store.memory_items.disabled_projects() == ["______", "данные", "проект"]
+    assert memory_parts(store).items.disabled_projects() == ["______", "данные", "проект"]
     assert store.stats()["sessions"] == 5
     assert store.integrity_problems() == []

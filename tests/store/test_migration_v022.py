@@ -14,14 +14,15 @@ import pytest
 from store_builders import batch, conversation, session
 
 from conftest import fresh_pg_schema
+from memoir.memory.item_store import memory_parts
 from memoir.model import build_exchanges
 from memoir.store import SearchFilters, Store
 from memoir.store.codec import dumps, event_params, exchange_params, session_params
 from memoir.store.index_doc import owner_token, owner_tsquery
 from memoir.store.migrations import CURRENT_VERSION
 from memoir.store.migrations.v007_v013 import fts_body
-from memoir.store.parts.memory_items import ItemFilter
 from memoir.store.search_text import parse_query
+from memoir.store.values import ItemFilter
 
 Opener = Callable[[int | None], Store]
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -126,7 +127,9 @@ def _search(store: Store, query: str, user: str | None) -> list[str]:
 
 
 def _recall(store: Store, query: str, user: str | None) -> list[str]:
-    return sorted(store.memory_items.rank_text(parse_query(query), ItemFilter(owner=user), 10))
+    return sorted(
+        memory_parts(store).items.rank_text(parse_query(query), ItemFilter(owner=user), 10)
+    )
 
 
 def test_v22_puts_each_rows_owner_in_the_index(opener: Opener) -> None:
@@ -166,7 +169,7 @@ def test_v22_puts_each_rows_owner_in_the_index(opener: Opener) -> None:
     assert [x.id for x in store.exchanges.of("alice-s")] == ["alice-s:1", "alice-s:3"]
     got = store.sessions.get("bob-s")
     assert got is not None and got.user == "bob"
-    assert [i.content for i in store.memory_items.find(owner="bob")] == [ITEMS["bob"]]
+    assert [i.content for i in memory_parts(store).items.find(owner="bob")] == [ITEMS["bob"]]
     assert store.integrity_problems() == []
     # a write after the migration indexes its owner too
     carol = conversation("carol-s", [("kestrel sighting", None, None)])

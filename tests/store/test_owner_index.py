@@ -12,11 +12,12 @@ import pytest
 from store_builders import batch, conversation, session
 
 from boundary.sqltrace import traced
+from memoir.memory.item_rows import MemoryItemRow, MemorySourceRow, key_sig
+from memoir.memory.item_store import memory_parts
 from memoir.store import SearchFilters, Store
 from memoir.store.index_doc import owner_lexeme, owner_token, owner_tsquery
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
-from memoir.store.parts.memory_items import ItemFilter
 from memoir.store.search_text import parse_query
+from memoir.store.values import ItemFilter
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 USERS = ("alice", "bob")
@@ -35,7 +36,7 @@ def _fill(store: Store, users: tuple[str, ...] = USERS) -> None:
         made = conversation(sid, TURNS[user])
         store.ingest.apply(batch(replace(session(sid), user=user), made))
         content = CONTENT[user]
-        store.memory_items.save(
+        memory_parts(store).items.save(
             [
                 MemoryItemRow(
                     id=f"{user}-i",
@@ -62,7 +63,7 @@ def _search(store: Store, query: str, user: str | None) -> list[str]:
 
 
 def _recall(store: Store, query: str, user: str | None) -> list[str]:
-    return store.memory_items.rank_text(parse_query(query), ItemFilter(owner=user), 10)
+    return memory_parts(store).items.rank_text(parse_query(query), ItemFilter(owner=user), 10)
 
 
 def test_a_users_search_and_recall_return_only_their_rows(store: Store) -> None:
@@ -208,10 +209,10 @@ def test_the_item_vector_models_are_sought_in_their_index(store: Store) -> None:
     every user's vector rows."""
     import numpy as np
 
-    from memoir.store.parts.memory_items import _VECTOR_MODELS
+    from memoir.memory.item_store import _VECTOR_MODELS
 
     _fill(store)
-    items = store.memory_items
+    items = memory_parts(store).items
     assert items.vector_models() == []
     one = np.ones(4, dtype=np.float32)
     items.put_vectors("minilm", {"alice-i": one, "bob-i": one})
@@ -239,8 +240,8 @@ def test_a_users_lookup_of_another_users_item_misses_in_the_owner_index(
     than a miss)."""
     _fill(store)
     with traced(monkeypatch) as ran:
-        assert store.memory_items.get("bob-i", owner="alice") is None
-        assert store.memory_items.get("bob-i", owner="bob") is not None
+        assert memory_parts(store).items.get("bob-i", owner="alice") is None
+        assert memory_parts(store).items.get("bob-i", owner="bob") is not None
     monkeypatch.undo()
     exact = [(sql, params) for sql, params, _n in ran.statements if params == ("bob-i", "alice")]
     assert len(exact) == 1, ran.statements
@@ -268,7 +269,7 @@ def test_a_users_lookup_of_another_users_item_misses_in_the_owner_index(
 def test_others_hold_asks_for_an_owner_either_side(
     store: Store, owners: tuple[str, ...], user: str, held: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoir.store.memory_sql import _others_hold
+    from memoir.store.search_sql import items_of_others as _others_hold
 
     monkeypatch.setitem(CONTENT, "carol", "Carol keeps notes.")
     monkeypatch.setitem(TURNS, "carol", [("carol says hello", "hello", None)])
@@ -280,7 +281,7 @@ def test_others_hold_asks_for_an_owner_either_side(
 def test_others_hold_seeks_the_owner_index_on_a_table_never_analyzed(store: Store) -> None:
     """Thousands of another owner's items, no statistics yet (a table just filled, as
     after an import): the check still reads the owner index, never every row."""
-    from memoir.store.memory_rows import ITEM_COLS
+    from memoir.memory.item_rows import ITEM_COLS
     from memoir.store.search_sql import others_hold_sql
 
     _fill(store)

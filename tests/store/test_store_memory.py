@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from memoir.errors import ConcurrentWrite, MemoirError, NotFound
-from memoir.store import Store
-from memoir.store import sqlite_store as sqlite_store_module
-from memoir.store.memory_rows import (
+from memoir.memory.item_rows import (
     DenialRow,
     MemoryItemRow,
     MemoryOpRow,
@@ -22,6 +20,9 @@ from memoir.store.memory_rows import (
     ReceiptRow,
     Settlement,
 )
+from memoir.memory.item_store import memory_parts
+from memoir.store import Store
+from memoir.store import sqlite_store as sqlite_store_module
 from memoir.store.migrations import CURRENT_VERSION
 from memoir.store.values import CheckpointRow
 
@@ -65,83 +66,98 @@ def test_settlement_writes_items_cursor_receipt_and_is_idempotent(store: Store) 
     s = Settlement(
         _receipt("op1", items=1), items=(_item("i1", "op1"),), cursor_from=0, cursor_to=4
     )
-    assert store.memory.settle(s) is True
-    assert store.memory.cursor("s1") == 4
-    assert store.memory.receipt("op1").outcome == "extracted"  # type: ignore[union-attr]
-    (item,) = store.memory_items.find(session_id="s1")
+    assert memory_parts(store).memory.settle(s) is True
+    assert memory_parts(store).memory.cursor("s1") == 4
+    assert memory_parts(store).memory.receipt("op1").outcome == "extracted"  # type: ignore[union-attr]
+    (item,) = memory_parts(store).items.find(session_id="s1")
     assert item.keys == ("tabs", "indentation")
     assert item.sources == (MemorySourceRow("s1", 1, "I prefer tabs", "op1"),)
     # a replay changes nothing: no second item, cursor unchanged, no CAS error
-    assert store.memory.settle(s) is False
-    assert [i.id for i in store.memory_items.find()] == ["i1"] and store.memory.cursor("s1") == 4
+    assert memory_parts(store).memory.settle(s) is False
+    assert [i.id for i in memory_parts(store).items.find()] == ["i1"] and memory_parts(
+        store
+    ).memory.cursor("s1") == 4
 
 
 def test_a_stale_cursor_writes_nothing(store: Store) -> None:
-    store.memory.settle(Settlement(_receipt("op1"), cursor_from=0, cursor_to=4))
+    memory_parts(store).memory.settle(Settlement(_receipt("op1"), cursor_from=0, cursor_to=4))
     stale = Settlement(
         _receipt("op2", through=8), items=(_item("i2", "op2"),), cursor_from=0, cursor_to=8
     )
     with pytest.raises(ConcurrentWrite):
-        store.memory.settle(stale)
-    assert store.memory.receipt("op2") is None and store.memory_items.find() == []
-    assert store.memory.cursor("s1") == 4
+        memory_parts(store).memory.settle(stale)
+    assert (
+        memory_parts(store).memory.receipt("op2") is None and memory_parts(store).items.find() == []
+    )
+    assert memory_parts(store).memory.cursor("s1") == 4
 
 
 def test_enqueue_is_once_per_operation_and_settling_dequeues(store: Store) -> None:
     op = MemoryOpRow("op1", "s1", "extract", "call-7", T0, 3, 5, {"hint": "x"})
-    assert store.memory.enqueue(op) is True
-    assert store.memory.enqueue(op) is False  # a duplicate dispatch is one operation
+    assert memory_parts(store).memory.enqueue(op) is True
+    assert memory_parts(store).memory.enqueue(op) is False  # a duplicate dispatch is one operation
     later = MemoryOpRow("op0", "s1", "compaction", "ck", T0 + timedelta(seconds=1))
-    store.memory.enqueue(later)
-    assert [o.operation_id for o in store.memory.queued("s1")] == ["op1", "op0"]
-    assert store.memory.queued("s1")[0] == op
-    store.memory.settle(Settlement(_receipt("op1", "no_op"), cursor_from=0, cursor_to=3))
-    assert [o.operation_id for o in store.memory.queued()] == ["op0"]
-    assert store.memory.enqueue(op) is False  # settled: never queued again
+    memory_parts(store).memory.enqueue(later)
+    assert [o.operation_id for o in memory_parts(store).memory.queued("s1")] == ["op1", "op0"]
+    assert memory_parts(store).memory.queued("s1")[0] == op
+    memory_parts(store).memory.settle(
+        Settlement(_receipt("op1", "no_op"), cursor_from=0, cursor_to=3)
+    )
+    assert [o.operation_id for o in memory_parts(store).memory.queued()] == ["op0"]
+    assert memory_parts(store).memory.enqueue(op) is False  # settled: never queued again
 
 
 def test_pending_failure_is_set_replaced_and_cleared_with_the_settlement(store: Store) -> None:
-    store.memory.settle(Settlement(_receipt("op1", "failed"), pending=_pending("op1")))
-    assert store.memory.pending("s1") == _pending("op1")
-    store.memory.settle(Settlement(_receipt("op2", "failed"), pending=_pending("op1", 2)))
-    assert store.memory.pending("s1").failures == 2  # type: ignore[union-attr]
-    assert [p.session_id for p in store.memory.all_pending()] == ["s1"]
-    store.memory.settle(Settlement(_receipt("op3", "discarded"), cursor_to=4, clear_pending=True))
-    assert store.memory.pending("s1") is None and store.memory.cursor("s1") == 4
+    memory_parts(store).memory.settle(
+        Settlement(_receipt("op1", "failed"), pending=_pending("op1"))
+    )
+    assert memory_parts(store).memory.pending("s1") == _pending("op1")
+    memory_parts(store).memory.settle(
+        Settlement(_receipt("op2", "failed"), pending=_pending("op1", 2))
+    )
+    assert memory_parts(store).memory.pending("s1").failures == 2  # type: ignore[union-attr]
+    assert [p.session_id for p in memory_parts(store).memory.all_pending()] == ["s1"]
+    memory_parts(store).memory.settle(
+        Settlement(_receipt("op3", "discarded"), cursor_to=4, clear_pending=True)
+    )
+    assert (
+        memory_parts(store).memory.pending("s1") is None
+        and memory_parts(store).memory.cursor("s1") == 4
+    )
 
 
 def test_denials_are_durable_and_idempotent(store: Store) -> None:
     row = DenialRow("s1", 0, 9, "incognito", T0, "ck1")
-    store.memory.deny(row)
-    store.memory.deny(row)
-    assert store.memory.denials("s1") == [row]
-    assert store.memory.denials("other") == []
+    memory_parts(store).memory.deny(row)
+    memory_parts(store).memory.deny(row)
+    assert memory_parts(store).memory.denials("s1") == [row]
+    assert memory_parts(store).memory.denials("other") == []
 
 
 def test_items_forget_cited_and_prefix_lookup(store: Store) -> None:
     vim = _item("abcdff02", "op1", "I use vim", 3, "Uses vim.", ("vim", "editor"))
     items = (_item("abcdef01", "op1", ordinal=1), vim)
-    store.memory.settle(Settlement(_receipt("op1", items=2), items=items))
-    assert store.memory_items.cited("s1") == {1: ["abcdef01"], 3: ["abcdff02"]}
-    assert store.memory_items.get("abcde").id == "abcdef01"  # type: ignore[union-attr]
+    memory_parts(store).memory.settle(Settlement(_receipt("op1", items=2), items=items))
+    assert memory_parts(store).items.cited("s1") == {1: ["abcdef01"], 3: ["abcdff02"]}
+    assert memory_parts(store).items.get("abcde").id == "abcdef01"  # type: ignore[union-attr]
     with pytest.raises(MemoirError, match="matches 2 items"):  # two match: ambiguous
-        store.memory_items.get("abcd")
-    assert store.memory_items.count() == 2 and store.stats()["memory_items"] == 2
-    store.memory_items.forget("abcdef01")
-    assert [i.id for i in store.memory_items.find()] == ["abcdff02"]
-    assert store.memory_items.cited("s1") == {3: ["abcdff02"]}
+        memory_parts(store).items.get("abcd")
+    assert memory_parts(store).items.count() == 2 and store.stats()["memory_items"] == 2
+    memory_parts(store).items.forget("abcdef01")
+    assert [i.id for i in memory_parts(store).items.find()] == ["abcdff02"]
+    assert memory_parts(store).items.cited("s1") == {3: ["abcdff02"]}
     with pytest.raises(NotFound):
-        store.memory_items.forget("abcdef01")
+        memory_parts(store).items.forget("abcdef01")
 
 
 def test_project_switches(store: Store) -> None:
-    assert store.memory_items.project_disabled("p") is False
-    store.memory_items.switch_project("p", disabled=True)
-    assert store.memory_items.project_disabled("p") and store.memory_items.disabled_projects() == [
-        "p"
-    ]
-    store.memory_items.switch_project("p", disabled=False)
-    assert store.memory_items.project_disabled("p") is False
+    assert memory_parts(store).items.project_disabled("p") is False
+    memory_parts(store).items.switch_project("p", disabled=True)
+    assert memory_parts(store).items.project_disabled("p") and memory_parts(
+        store
+    ).items.disabled_projects() == ["p"]
+    memory_parts(store).items.switch_project("p", disabled=False)
+    assert memory_parts(store).items.project_disabled("p") is False
 
 
 def test_v9_database_upgrades_to_v10_with_checkpoints_in_place(tmp_path: Path) -> None:
@@ -156,7 +172,10 @@ def test_v9_database_upgrades_to_v10_with_checkpoints_in_place(tmp_path: Path) -
     try:
         assert store.schema_version() == CURRENT_VERSION
         assert store.checkpoints.of("s1") == [row]
-        assert store.memory.cursor("s1") == 0 and store.memory.queued() == []
+        assert (
+            memory_parts(store).memory.cursor("s1") == 0
+            and memory_parts(store).memory.queued() == []
+        )
     finally:
         store.close()
 
@@ -166,17 +185,22 @@ def test_deleting_a_session_removes_what_memory_derived_from_it(store: Store) ->
     from memoir.store import IngestBatch
 
     store.ingest.apply(IngestBatch(Session("s1", "p", Harness.API)))
-    store.memory.enqueue(MemoryOpRow("op9", "s1", "extract", "c", T0))
-    store.memory.deny(DenialRow("s1", 0, 2, "incognito", T0))
-    store.memory.settle(
+    memory_parts(store).memory.enqueue(MemoryOpRow("op9", "s1", "extract", "c", T0))
+    memory_parts(store).memory.deny(DenialRow("s1", 0, 2, "incognito", T0))
+    memory_parts(store).memory.settle(
         Settlement(_receipt("op1", items=1), items=(_item("i1", "op1"),), cursor_to=4)
     )
-    store.memory.fail(_pending("op2"))
+    memory_parts(store).memory.fail(_pending("op2"))
     store.sessions.delete("s1")
-    assert store.memory_items.find() == [] and store.memory_items.cited("s1") == {}
-    assert store.memory.cursor("s1") == 0 and store.memory.queued() == []
-    assert store.memory.pending("s1") is None and store.memory.denials("s1") == []
-    assert store.memory.receipts() == []
+    assert memory_parts(store).items.find() == [] and memory_parts(store).items.cited("s1") == {}
+    assert (
+        memory_parts(store).memory.cursor("s1") == 0 and memory_parts(store).memory.queued() == []
+    )
+    assert (
+        memory_parts(store).memory.pending("s1") is None
+        and memory_parts(store).memory.denials("s1") == []
+    )
+    assert memory_parts(store).memory.receipts() == []
 
 
 def test_v12_live_duplicates_merge_into_the_oldest_when_v13_adds_the_unique_index(
@@ -213,7 +237,7 @@ def test_v12_live_duplicates_merge_into_the_oldest_when_v13_adds_the_unique_inde
     old.close()
     store = sqlite_store_module.SQLiteStore(path)
     try:
-        items = {i.id: i for i in store.memory_items.find()}
+        items = {i.id: i for i in memory_parts(store).items.find()}
         assert sorted(items) == ["i-keys", "i-old", "i-other"]  # only the same content merged
         merged = items["i-old"]
         assert [(s.ordinal, s.quote) for s in merged.sources] == [

@@ -19,6 +19,7 @@ import httpx
 
 from memoir.app import Memoir
 from memoir.config import Settings
+from memoir.memory.item_store import memory_parts
 from memoir.model import Harness, Session
 
 from .conftest import Browse
@@ -108,7 +109,9 @@ def _arrange(site: Site) -> None:
         ]
         report = memoir.memories.import_lines(lines, user="alice")
         assert report.items == 2, report
-        [row] = [r for r in memoir.store.memory_items.find(owner="alice") if r.id == "hostile-2"]
+        [row] = [
+            r for r in memory_parts(memoir.store).items.find(owner="alice") if r.id == "hostile-2"
+        ]
         huge = replace(
             row,
             id="hostile-mega",
@@ -120,7 +123,7 @@ def _arrange(site: Site) -> None:
                 replace(s, quote=MEGA, operation_id="import:hostile-mega") for s in row.sources
             ),
         )
-        memoir.store.memory_items.import_all([huge], [])
+        memory_parts(memoir.store).items.import_all([huge], [])
 
 
 # the elements reaching past the window's right edge: what a failure names

@@ -357,12 +357,11 @@ def _extract_memories(store: Store, embedder: Embedder | None) -> None:
     (item vectors stored when an embedder is given)."""
     from memoir.llm import OfflineModel, counter_for
     from memoir.memory.decisions import Work
-    from memoir.memory.runner import MemoryConfig, MemoryParts, Runner, Task
+    from memoir.memory.item_store import memory_parts
+    from memoir.memory.runner import MemoryConfig, Runner, Task
     from memoir.memory.values import Trigger
 
-    parts = MemoryParts(
-        store.sessions, store.events, store.checkpoints, store.memory, store.memory_items
-    )
+    parts = memory_parts(store)
     runner = Runner(
         parts,
         OfflineModel(),

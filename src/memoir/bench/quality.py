@@ -270,6 +270,8 @@ def run_memories(
 
 
 def _run_one(conv: LocomoConversation, observed: frozenset[str]) -> ConversationScore:
+    from memoir.memory.item_store import memory_parts
+
     sessions, _ = to_memoir(conv)
     dia: dict[tuple[str, int], str] = {}
     own: set[str] = set()
@@ -285,8 +287,8 @@ def _run_one(conv: LocomoConversation, observed: frozenset[str]) -> Conversation
         settings = Settings.from_env({"MEMOIR_HOME": tmp}, sources=(), llm="offline")
         with Memoir.open(settings) as memoir:
             _extract_all(memoir, sessions)
-            items = memoir.store.memory_items.find()
-            receipts = memoir.store.memory.receipts()
+            items = memory_parts(memoir.store).items.find()
+            receipts = memory_parts(memoir.store).memory.receipts()
     cited = {dia[(s.session_id, s.ordinal)] for i in items for s in i.sources}
     score.cited = frozenset(cited)
     score.items = len(items)

@@ -64,7 +64,7 @@ from memoir.errors import ReadOnly
 from memoir.home_files import private_dir, private_file, sweep_temps, temp_for, write_text_atomic
 from memoir.secrets.rules import detector_id
 from memoir.store.db import file_claim, shared_file_claim
-from memoir.store.parts.sessions import TABLE_TARGETS, RescanPart, RescanState
+from memoir.store.parts.sessions import TABLE_TARGETS, ForgetIn, RescanPart, RescanState
 
 __all__ = [
     "BUDGET",
@@ -385,11 +385,13 @@ def rescan(
     part: RescanPart,
     summaries: SummaryTexts | None = None,
     *,
+    forget_in: ForgetIn,
     budget: int = BUDGET,
     detector: str | None = None,
     page: int = PAGE,
 ) -> RescanReport:
-    """Re-scan what is left of each target, at most ``budget`` rows in all."""
+    """Re-scan what is left of each target, at most ``budget`` rows in all; a memory item
+    holding a secret is forgotten by ``forget_in`` (the memory engine's)."""
     detector = detector or detector_id()
     states = part.states()
     report = RescanReport(detector)
@@ -409,7 +411,7 @@ def rescan(
                 state, n, c = _summary_page(state, listed, summaries, size)
                 part.save(state)
             else:
-                state, n, c = _table_page(part, state, size)
+                state, n, c = _table_page(part, state, size, forget_in)
             read, changed, left = read + n, changed + c, left - max(n, 1)
         report.run[target] = {"scanned": read, "changed": changed}
         report.total[target] = {"scanned": state.scanned, "changed": state.changed}
@@ -418,7 +420,9 @@ def rescan(
     return report
 
 
-def _table_page(part: RescanPart, state: RescanState, size: int) -> tuple[RescanState, int, int]:
+def _table_page(
+    part: RescanPart, state: RescanState, size: int, forget_in: ForgetIn
+) -> tuple[RescanState, int, int]:
     from memoir.secrets import has_secret
 
     rows = part.page(state.target, state.cursor, size)
@@ -438,7 +442,7 @@ def _table_page(part: RescanPart, state: RescanState, size: int) -> tuple[Rescan
         changed=state.changed + changed,
         done=len(rows) < size,
     )
-    part.save(state, updates=updates, forget=forget)
+    part.save(state, updates=updates, forget=forget, forget_in=forget_in)
     return state, len(rows), changed
 
 

@@ -53,99 +53,101 @@ pass finding the same range again: the same operation) runs it once.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoir.errors import MemoirError
-from memoir.llm.port import AuthError
-from memoir.memory.decisions import (
-    DenialPlan,
-    FailureAction,
-    FailureDecision,
-    LaneOp,
-    PolicyAction,
-    PolicyStage,
-    PolicyVerdict,
-    Work,
-    after_failure,
-    failure_class,
-    lane_order,
-    next_work,
-    on_denied,
-    policy_decision,
-    precheck,
-    receipt_of,
-    skip_denied,
-)
-from memoir.memory.evidence import (
-    EvidenceSlice,
-    SliceTurn,
-    build_slice,
-    coverage_hash,
-    has_user_text,
-    turn_text,
-)
-from memoir.memory.memories import Memories
-from memoir.memory.offline_extractor import ExtractionTask, offline_proposal
-from memoir.memory.prompt import (
-    PROMPT_HASH,
-    PROMPT_ID,
-    PROMPT_VERSION,
-    build_request,
-    parse_proposal,
-    proposal_json,
-)
-from memoir.memory.request import (
-    MAX_MODEL_CALLS,
-    Boundary,
-    CallStep,
-    Envelope,
-    Preflight,
-    PriorSummary,
-    Split,
-    choose_boundary,
-    localization_window,
-    may_call,
-    next_call,
-    preflight,
-    safe_summary,
-    split_range,
-)
-from memoir.memory.rows import MemoryParts, Outcome
-from memoir.memory.validate import (
-    Rejection,
-    Validation,
-    normalize,
-    remember_precheck,
-    validate_proposal,
-)
-from memoir.memory.values import (
-    ExtractionError,
-    ItemKind,
-    MalformedProposal,
-    MemoryItem,
-    PendingFailure,
-    Proposal,
-    ProposalStatus,
-    ProposedItem,
-    Quote,
-    Range,
-    Receipt,
-    ReceiptOutcome,
-    Scope,
-    Temporal,
-    TemporalType,
-    Trigger,
-    operation_id,
-    split_anchor,
-)
 from memoir.model import Harness, SessionFlags
-from memoir.model.event import SessionInfo
-from memoir.secrets import Finding, find_secrets, has_secret
+
+if TYPE_CHECKING:  # the names below are imported on first use (``__getattr__``)
+    from memoir.memory.decisions import (
+        DenialPlan,
+        FailureAction,
+        FailureDecision,
+        LaneOp,
+        PolicyAction,
+        PolicyStage,
+        PolicyVerdict,
+        Work,
+        after_failure,
+        failure_class,
+        lane_order,
+        next_work,
+        on_denied,
+        policy_decision,
+        precheck,
+        receipt_of,
+        skip_denied,
+    )
+    from memoir.memory.evidence import (
+        EvidenceSlice,
+        SliceTurn,
+        build_slice,
+        coverage_hash,
+        has_user_text,
+        turn_text,
+    )
+    from memoir.memory.memories import Memories
+    from memoir.memory.offline_extractor import ExtractionTask, offline_proposal
+    from memoir.memory.prompt import (
+        PROMPT_HASH,
+        PROMPT_ID,
+        PROMPT_VERSION,
+        build_request,
+        parse_proposal,
+        proposal_json,
+    )
+    from memoir.memory.request import (
+        MAX_MODEL_CALLS,
+        Boundary,
+        CallStep,
+        Envelope,
+        Preflight,
+        PriorSummary,
+        Split,
+        choose_boundary,
+        localization_window,
+        may_call,
+        next_call,
+        preflight,
+        safe_summary,
+        split_range,
+    )
+    from memoir.memory.rows import MemoryParts, Outcome
+    from memoir.memory.validate import (
+        Rejection,
+        Validation,
+        normalize,
+        remember_precheck,
+        validate_proposal,
+    )
+    from memoir.memory.values import (
+        ExtractionError,
+        ItemKind,
+        MalformedProposal,
+        MemoryItem,
+        PendingFailure,
+        Proposal,
+        ProposalStatus,
+        ProposedItem,
+        Quote,
+        Range,
+        Receipt,
+        ReceiptOutcome,
+        Scope,
+        Temporal,
+        TemporalType,
+        Trigger,
+        operation_id,
+        split_anchor,
+    )
+    from memoir.model.event import SessionInfo
+    from memoir.secrets import Finding, find_secrets, has_secret
 
 __all__ = [
     "MAX_MODEL_CALLS",
@@ -227,6 +229,26 @@ __all__ = [
     "validate_proposal",
     "verdict",
 ]
+
+
+# the pure core's names, imported on first use: a search that reads memory items
+# (``memoir.memory.item_store``) loads none of the engine
+_SOURCES = (
+    "values", "decisions", "evidence", "prompt", "request", "validate",
+    "offline_extractor", "memories", "rows",
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        for source in _SOURCES:
+            module = importlib.import_module(f"memoir.memory.{source}")
+            if name in vars(module):
+                globals()[name] = value = vars(module)[name]
+                return value
+        value = globals()[name] = getattr(importlib.import_module("memoir.secrets"), name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # the memory pass sync runs ------------------------------------------------------------
@@ -349,6 +371,8 @@ def run_memory_pass(
     runs no lane at all, denials included); ``quiet`` says
     whether a session whose last exchange was at that time has gone quiet; ``excluded``
     whether a project is excluded from the archive."""
+    from memoir.llm.port import AuthError
+
     report = MemoryPassReport()
     cursors = parts.memory.cursors()
     disabled = set(parts.items.disabled_projects())
@@ -413,6 +437,8 @@ def run_memory_pass(
 def _run(engine: Memories, look: _Look, report: MemoryPassReport, *, counts: bool) -> bool:
     """Run one session's lane over its new range; whether that was extraction work (what
     the limit counts: a settled read or a recorded failure, not a denial nor a busy lane)."""
+    from memoir.llm.port import AuthError
+
     session = look.info.session
     try:
         out = engine.after_sync(session.id, look.cursor, look.last)

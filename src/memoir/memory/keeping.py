@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from memoir.errors import ConfigError, MemoirError, NotFound, UsageError
+from memoir.memory.item_rows import MemoryItemRow, MemorySourceRow, key_sig
+from memoir.memory.item_store import MemoryItemsPart
+from memoir.memory.lane_store import MemoryPart
 from memoir.memory.validate import (
     MAX_CONTENT_CHARS,
     MAX_QUOTE_CHARS,
@@ -37,10 +40,8 @@ from memoir.memory.validate import (
 from memoir.memory.values import ItemKind, Scope, Temporal, TemporalType
 from memoir.secrets import has_secret
 from memoir.store.codec import from_iso
-from memoir.store.memory_rows import MemoryItemRow, MemorySourceRow, key_sig
-from memoir.store.parts.memory import MemoryPart
-from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
 from memoir.store.search_text import words_of
+from memoir.store.values import ItemFilter
 
 __all__ = [
     "EXPORT_VERSION",

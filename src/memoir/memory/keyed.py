@@ -28,8 +28,8 @@ import numpy as np
 
 from memoir.errors import UsageError
 from memoir.fusion import rrf
+from memoir.memory.lane_store import SEP, KeyedItemsPart, KeyedRow
 from memoir.memory.recall import EMBED_PER_CALL, VECTOR_FLOOR, VECTOR_POOL, ItemEmbedder
-from memoir.store.parts.memory import SEP, KeyedItemsPart, KeyedRow
 from memoir.store.search_text import MAX_QUERY_CHARS, any_content_word
 
 __all__ = [

@@ -36,11 +36,12 @@ from datetime import UTC, datetime
 
 from memoir.errors import Busy, MemoirError, NotFound, UsageError
 from memoir.memory.decisions import LaneOp, Work, lane_order, next_work
+from memoir.memory.item_rows import MemoryItemRow, MemoryOpRow
+from memoir.memory.lane_store import MemoryPart
 from memoir.memory.runner import MemoryParts, Outcome, Runner, Task
 from memoir.memory.values import Trigger, operation_id
 from memoir.model import EventKind
-from memoir.store.memory_rows import MemoryItemRow, MemoryOpRow
-from memoir.store.parts import CheckpointsPart, MemoryPart
+from memoir.store.parts import CheckpointsPart
 from memoir.store.port import Claims
 from memoir.store.values import CheckpointRow
 

@@ -32,18 +32,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memoir.errors import MemoirError, UsageError
 from memoir.fusion import rrf
 from memoir.llm.port import TokenCounter
+from memoir.memory.item_rows import MemoryItemRow, standing_key
+from memoir.memory.item_store import MemoryItemsPart
 from memoir.secrets import mask
-from memoir.store.memory_rows import MemoryItemRow, standing_key
-from memoir.store.parts.memory_items import ItemFilter, MemoryItemsPart
 from memoir.store.search_text import MAX_QUERY_CHARS, any_content_word
+from memoir.store.values import ItemFilter
 
 if TYPE_CHECKING:
     import numpy as np
 from collections.abc import Callable
 from datetime import datetime
 
+from memoir.memory.item_rows import ReceiptRow
 from memoir.model import Memory, MemoryReceipt
-from memoir.store.memory_rows import ReceiptRow
 
 __all__ = [
     "CONTEXT_HEADER",

@@ -17,6 +17,15 @@ from typing import TYPE_CHECKING
 
 from memoir.memory.decisions import Candidate, Work, near_duplicate, same_claim
 from memoir.memory.evidence import EvidenceSlice, SliceTurn, build_slice
+from memoir.memory.item_rows import (
+    MemoryItemRow,
+    MemorySourceRow,
+    PendingRow,
+    ReceiptRow,
+    evidence_fingerprint,
+    key_sig,
+)
+from memoir.memory.item_store import MemoryItemsPart, MemoryParts, memory_parts
 from memoir.memory.offline_extractor import slot_of
 from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, embedded_text
 from memoir.memory.request import localization_window
@@ -31,26 +40,13 @@ from memoir.memory.values import (
     Trigger,
 )
 from memoir.model import Event, Session
-from memoir.store.memory_rows import (
-    MemoryItemRow,
-    MemorySourceRow,
-    PendingRow,
-    ReceiptRow,
-    evidence_fingerprint,
-    key_sig,
-)
-from memoir.store.parts import (
-    CheckpointsPart,
-    EventsPart,
-    MemoryItemsPart,
-    MemoryPart,
-    SessionsPart,
-)
-from memoir.store.parts.memory_items import ItemFilter
+from memoir.store.parts import EventsPart
 from memoir.store.search_text import STOPWORDS
+from memoir.store.values import ItemFilter
 
 if TYPE_CHECKING:
     import numpy as np
+
 
 __all__ = [
     "MemoryConfig",
@@ -61,6 +57,7 @@ __all__ = [
     "forgotten_quotes",
     "item_row",
     "known_items",
+    "memory_parts",
     "near_duplicates",
     "pending_of",
     "pending_row",
@@ -145,17 +142,6 @@ def pending_row(p: PendingFailure, message: str, at: datetime) -> PendingRow:
         checkpoint_id=p.checkpoint_id,
         turn=p.requested_turn,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryParts:
-    """The store parts memory reads and writes."""
-
-    sessions: SessionsPart
-    events: EventsPart
-    checkpoints: CheckpointsPart
-    memory: MemoryPart
-    items: MemoryItemsPart
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,13 @@ from memoir.memory.evidence import (
     exchange_end,
     turn_text,
 )
+from memoir.memory.item_rows import (
+    DenialRow,
+    MemoryItemRow,
+    ReceiptRow,
+    Settlement,
+    evidence_fingerprint,
+)
 from memoir.memory.prompt import PROMPT_ID, parse_proposal
 from memoir.memory.recall import ItemEmbedder
 from memoir.memory.request import (
@@ -82,13 +89,6 @@ from memoir.memory.values import (
     Trigger,
 )
 from memoir.model import Event, Session, SessionFlags
-from memoir.store.memory_rows import (
-    DenialRow,
-    MemoryItemRow,
-    ReceiptRow,
-    Settlement,
-    evidence_fingerprint,
-)
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,15 +10,11 @@ request.meaning → embedder → cosine over the matrix ─┴→ rrf → late-i
 
 A search's inputs are one :class:`~memoir.search.request.SearchRequest`, built and checked
 where it enters (:func:`search`); what it reads of the store is named by
-:class:`~memoir.search.request.SearchReads`, and the summary beside each hit comes from the
-caller's ``summaries`` (session id → body).
-
-A search as a home configures it: the embedder its ``MEMOIR_EMBEDDER`` names, a session
-prefix resolved, the summary beside each hit read by the caller's ``summaries``.
-
-What ``Memoir.search`` calls, with what it holds passed explicitly (the store, the
-embedder setting, the summary reader), so ``app.py`` stays a thin front door and this
-package never sees it; the ranking is :func:`search`.
+:class:`~memoir.search.request.SearchReads`, the memory items by ``items`` (the memory
+engine's, :class:`~memoir.search.request.ItemReads`), and the summary beside each hit
+comes from the caller's ``summaries`` (session id → body). :func:`search_configured` is
+what ``Memoir.search`` calls: the embedder ``MEMOIR_EMBEDDER`` names, a session prefix
+resolved.
 """
 
 from __future__ import annotations
@@ -41,6 +37,7 @@ from memoir.search.ranking import (
     text_candidates,
 )
 from memoir.search.request import (
+    ItemReads,
     Lookup,
     SearchReads,
     SearchRequest,
@@ -104,15 +101,18 @@ MAX_FILTER_SCAN = 20_000
 DEFAULT_POOL = 75
 
 
+@dataclass
 class _Search:
     """One search under way: its request, what it reads, and what it has fetched."""
 
-    def __init__(self, request: SearchRequest, store: SearchReads, embedder: Embedder | None):
-        self.request = request
-        self.store = store
-        self.embedder = embedder
-        self.lookup = Lookup(store.exchanges, store.sessions)
-        self.passes = filter_predicate(request.filters)
+    request: SearchRequest
+    store: SearchReads
+    embedder: Embedder | None
+    items: ItemReads | None
+
+    def __post_init__(self) -> None:
+        self.lookup = Lookup(self.store.exchanges, self.store.sessions)
+        self.passes = filter_predicate(self.request.filters)
 
 
 def _usable_vectors(run: _Search, embedder: Embedder | None) -> VectorMatrix | None:
@@ -211,6 +211,7 @@ def search(
     summaries: SummaryReader | None = None,
     pool: int | None = None,
     memory_keys: bool = True,
+    items: ItemReads | None = None,
 ) -> list[SearchHit]:
     """Rank exchanges for ``query``; best first, at most ``limit`` hits.
 
@@ -228,7 +229,7 @@ def search(
     limit beyond what that pool ranks is filled from a deeper pass, after those hits.
 
     ``memory_keys``: text and hybrid search also rank exchanges through the memory items
-    they are evidence for (:mod:`memoir.search.ranking`).
+    they are evidence for (:mod:`memoir.search.ranking`), read from ``items``.
     """
     request = SearchRequest.of(
         query,
@@ -239,7 +240,7 @@ def search(
         embedder=embedder,
         memory_keys=memory_keys,
     )
-    return run_search(store, request, embedder=embedder, summaries=summaries)
+    return run_search(store, request, embedder=embedder, summaries=summaries, items=items)
 
 
 def run_search(
@@ -248,12 +249,13 @@ def run_search(
     *,
     embedder: Embedder | None = None,
     summaries: SummaryReader | None = None,
+    items: ItemReads | None = None,
 ) -> list[SearchHit]:
     """:func:`search` for a request already built (``embedder``: the one the request's
     mode was resolved with)."""
     if request.limit == 0 or not words_of(request.meaning):
         return []
-    run = _Search(request, store, embedder)
+    run = _Search(request, store, embedder, items)
     ranking = _rank(run, request.pool or DEFAULT_POOL)
     if request.pool is None and request.limit > len(ranking.ranked) and _a_list_was_cut(ranking):
         ranking = _extended(ranking, _rank(run, max(DEFAULT_POOL, 3 * request.limit)))
@@ -316,9 +318,9 @@ def _rank(run: _Search, pool: int) -> _Ranking:
     text_rank = [i for i, _ in text_ranked]
     vector_rank = [i for i, _ in vector_ranked]
     memory_rank: list[str] = []
-    if request.memory_keys and chosen in ("text", "hybrid"):
+    if request.memory_keys and run.items is not None and chosen in ("text", "hybrid"):
         memory_rank = memory_ranking(
-            run.store,
+            run.items,
             request,
             run.lookup,
             run.passes,
@@ -477,6 +479,7 @@ def search_configured(
     mode: str | None = None,
     limit: int = 10,
     embedder: Embedder | None = _UNSET,
+    items: ItemReads | None = None,
 ) -> list[SearchHit]:
     """:func:`~memoir.search.engine.search` with the embedder ``embedder_setting`` (the
     home's ``MEMOIR_EMBEDDER``) names unless one is given (None: none), and a session
@@ -488,12 +491,5 @@ def search_configured(
     if isinstance(filters, SearchFilters) and filters.session_id is not None:
         sid = store.sessions.resolve(filters.session_id, user=filters.user)
         filters = replace(filters, session_id=sid)
-    return search(
-        store,
-        query,
-        filters=filters,
-        mode=mode,
-        limit=limit,
-        embedder=embedder,
-        summaries=summaries,
-    )
+    return search(store, query, filters=filters, mode=mode, limit=limit, embedder=embedder,
+                  summaries=summaries, items=items)  # fmt: skip

@@ -72,11 +72,10 @@ from memoir.errors import StoreError
 from memoir.fusion import rrf, stand_in_ranks
 from memoir.model import Exchange, Session
 from memoir.search.embedders import Embedder
-from memoir.search.request import Lookup, SearchReads, SearchRequest, exchange_time
+from memoir.search.request import ItemReads, Lookup, SearchRequest, exchange_time
 from memoir.store.parts import IndexPart
-from memoir.store.parts.memory_items import ItemFilter
 from memoir.store.search_text import STOPWORDS, Term, any_content_word, parse_query, words_of
-from memoir.store.values import SearchFilters, TextHit
+from memoir.store.values import ItemFilter, SearchFilters, TextHit
 
 if TYPE_CHECKING:
     import numpy as np
@@ -204,7 +203,7 @@ VECTOR_FLOOR = 0.5
 
 
 def memory_ranking(
-    store: SearchReads,
+    items: ItemReads,
     request: SearchRequest,
     lookup: Lookup,
     passes: Callable[[Exchange, Session | None], bool],
@@ -214,7 +213,6 @@ def memory_ranking(
     query_vector: np.ndarray | None = None,
 ) -> list[str]:
     """Exchange ids in the order the items they are evidence for answer the query."""
-    items = store.memory_items
     if not items.any_live():
         return []
     where = ItemFilter(owner=request.filters.user)

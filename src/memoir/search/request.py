@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
@@ -50,20 +50,15 @@ from memoir.errors import ConfigError, MemoirError, NotFound, UsageError, instal
 from memoir.model import Exchange, Session
 from memoir.search.embedders import Embedder
 from memoir.search.hits import MODES, SearchMode
-from memoir.store.parts import (
-    EmbeddingsPart,
-    ExchangesPart,
-    IndexPart,
-    MemoryItemsPart,
-    SessionsPart,
-)
+from memoir.store.parts import EmbeddingsPart, ExchangesPart, IndexPart, SessionsPart
 from memoir.store.port import Claims
 from memoir.store.search_sql import filter_predicate
-from memoir.store.search_text import Term, meaning_text, parse_query, words_of
-from memoir.store.values import SearchFilters, without_surrogates
+from memoir.store.search_text import ParsedQuery, Term, meaning_text, parse_query, words_of
+from memoir.store.values import ItemFilter, SearchFilters, without_surrogates
 
 __all__ = [
     "MAX_LIMIT",
+    "ItemReads",
     "Lookup",
     "SearchReads",
     "SearchRequest",
@@ -281,13 +276,32 @@ class VectorReads(Protocol):
 
 
 class SearchReads(VectorReads, Protocol):
-    """What a search reads: the vectors, the full-text index, exchanges and sessions, and
-    the memory items exchanges are evidence for."""
+    """What a search reads: the vectors, the full-text index, exchanges and sessions."""
 
     index: IndexPart
     exchanges: ExchangesPart
     sessions: SessionsPart
-    memory_items: MemoryItemsPart
+
+
+class ItemReads(Protocol):
+    """The memory items exchanges are evidence for, as search reads them (the memory
+    engine's items, handed in by whoever wires the search)."""
+
+    def any_live(self) -> bool: ...
+    def rank_text(self, query: ParsedQuery, f: ItemFilter, limit: int) -> list[str]: ...
+    def ids(self, f: ItemFilter, limit: int | None = None) -> list[str]: ...
+    def by_ids(self, ids: Sequence[str]) -> Mapping[str, ItemRead]: ...
+    def vectors(self, embedder: str, ids: Sequence[str]) -> Mapping[str, Any]: ...
+    def evidence_exchanges(self, item_ids: Sequence[str]) -> Mapping[str, list[str]]: ...
+
+
+class ItemRead(Protocol):
+    """What search reads of one memory item: its words."""
+
+    @property
+    def content(self) -> str: ...
+    @property
+    def keys(self) -> Sequence[str]: ...
 
 
 class Lookup:

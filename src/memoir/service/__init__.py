@@ -341,9 +341,10 @@ def summary_state(memoir: Memoir, session_id: str) -> SummaryState:
 # memory items of the Memoir's user -------------------------------------------------------
 def memory_item(memoir: Memoir, item_id: str) -> MemoryItem | None:
     """The item with this id when it is ``memoir``'s user's, else None."""
+    from memoir.memory.item_store import memory_parts
     from memoir.verbs import memory_value
 
-    found = memoir.store.memory_items.get(item_id, owner=memoir.user)
+    found = memory_parts(memoir.store).items.get(item_id, owner=memoir.user)
     return None if found is None else memory_value(found)
 
 
@@ -376,19 +377,27 @@ def memory_items(
 
 def forget_item(memoir: Memoir, item_id: str) -> None:
     """Forget the item with this exact id (one the caller has read as the user's)."""
-    memoir.store.memory_items.forget(item_id)
+    from memoir.memory.item_store import memory_parts
+
+    memory_parts(memoir.store).items.forget(item_id)
 
 
 def memory_citations(memoir: Memoir, session_id: str) -> dict[int, list[str]]:
     """Event number → the live memory items quoting it, for one session."""
-    return memoir.store.memory_items.cited(session_id)
+    from memoir.memory.item_store import memory_parts
+
+    return memory_parts(memoir.store).items.cited(session_id)
 
 
 def memory_receipts(memoir: Memoir, session_id: str | None = None) -> list[Receipt]:
     """What each of ``memoir``'s user's memory operations settled on (of one session)."""
+    from memoir.memory.item_store import memory_parts
     from memoir.verbs import receipt_value
 
-    return [receipt_value(r) for r in memoir.store.memory.receipts(session_id, owner=memoir.user)]
+    return [
+        receipt_value(r)
+        for r in memory_parts(memoir.store).memory.receipts(session_id, owner=memoir.user)
+    ]
 
 
 # model calls and embeddings --------------------------------------------------------------

@@ -239,12 +239,13 @@ def set_memory(
     or a unique prefix; a name, a folder or its last part); the session id or the project
     name switched. Ranges extracted while it was off stay denied for ever."""
     from memoir.errors import ConfigError
+    from memoir.memory.item_store import memory_parts
 
     if (session is None) == (project is None):
         raise ConfigError("give exactly one of session or project")
     if project is not None:
         name = memory_project(memoir, project)
-        memoir.store.memory_items.switch_project(name, disabled=not enabled)
+        memory_parts(memoir.store).items.switch_project(name, disabled=not enabled)
         return name
     assert session is not None
     return _set_flags(memoir, session, memory_disabled=not enabled)

@@ -130,10 +130,11 @@ def memory_engine(memoir: Memoir) -> Memories:
 def keyed_memories(memoir: Memoir, user: str | None = None) -> KeyedMemories:
     """The JSON values ``user`` (None: ``memoir``'s user) keeps under a namespace and a
     key (:mod:`memoir.memory.keyed`; what LangGraph's store adapter runs on)."""
+    from memoir.memory.item_store import memory_parts
     from memoir.memory.keyed import KeyedMemories
 
     return KeyedMemories(
-        memoir.store.keyed_items, memoir._who(user), embedder=memoir._item_embedder
+        memory_parts(memoir.store).keyed, memoir._who(user), embedder=memoir._item_embedder
     )
 
 
@@ -378,8 +379,8 @@ def remember_from_sync(
     from memoir.config import whole_number
     from memoir.ingest.plan import excluded
     from memoir.memory import MemoryPassReport, run_memory_pass
+    from memoir.memory.item_store import memory_parts
     from memoir.summaries.state import SummaryPolicy, is_quiescent
-    from memoir.wiring import memory_parts
 
     settings = memoir.settings
     limit = settings.memory_limit if limit is None else limit

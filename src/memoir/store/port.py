@@ -5,13 +5,13 @@ The port: what every backend offers, as parts named for what they hold.
 ``store.sessions``, ``store.events``, ``store.exchanges``, ``store.ingest`` (batches,
 source states, skipped lines), ``store.index`` (full-text search), ``store.embeddings``,
 ``store.summaries``, ``store.checkpoints``, ``store.traces``, ``store.usage``,
-``store.cache``, ``store.memory`` (the memory lane: cursor, queue, pending failures,
-denials, receipts, settlement), ``store.memory_items``, ``store.keyed_items`` (JSON values
-under a namespace and a key), ``store.users`` (API users and key hashes), ``store.api``
-(sessions fed over HTTP: idempotent appends), ``store.jobs`` (background jobs: queue,
-claims, heartbeats, fenced finish), ``store.claims``;
-the store itself owns connections and transactions (``close``, ``schema_version``,
-``read_only``) and the health checks over all of them.
+``store.cache``, ``store.rescan``, ``store.users`` (API users and key hashes),
+``store.api`` (sessions fed over HTTP: idempotent appends), ``store.jobs`` (background
+jobs: queue, claims, heartbeats, fenced finish), ``store.claims``; the store itself owns
+connections and transactions (``store.db``, ``close``, ``schema_version``, ``read_only``)
+and the health checks over all of them. The memory engine builds its own parts over
+``store.db`` (:func:`memoir.memory.lane_store.memory_tables`), with the backend's
+``store.dialect`` and ``store.item_text`` (how it ranks items by their words).
 Both backends behave identically; the same test suite runs against both. Calls are
 synchronous and safe from several threads; every write of several rows is one transaction.
 
@@ -39,7 +39,6 @@ from typing import Any, Protocol
 
 from memoir.store import parts
 from memoir.store.db import Db, Dialect, Tx
-from memoir.store.memory_sql import ItemText, ItemWriter
 from memoir.store.parts import (
     ApiPart,
     CachePart,
@@ -50,9 +49,6 @@ from memoir.store.parts import (
     IndexPart,
     IngestPart,
     JobsPart,
-    KeyedItemsPart,
-    MemoryItemsPart,
-    MemoryPart,
     RescanPart,
     SessionsPart,
     SummariesPart,
@@ -60,6 +56,7 @@ from memoir.store.parts import (
     UsagePart,
     UsersPart,
 )
+from memoir.store.search_sql import ItemText
 from memoir.store.values import IngestBatch
 
 __all__ = [
@@ -96,14 +93,14 @@ class Store(Protocol):
     traces: TracesPart
     usage: UsagePart
     cache: CachePart
-    memory: MemoryPart
-    memory_items: MemoryItemsPart
     rescan: RescanPart  # derived text re-scanned with a newer secret detector
-    keyed_items: KeyedItemsPart  # JSON values under a namespace and a key (LangGraph's store)
     users: UsersPart
     api: ApiPart
     jobs: JobsPart
     claims: Claims
+    db: Db  # connections and transactions, for an engine's own parts (memory's)
+    dialect: Dialect
+    item_text: ItemText  # how this backend indexes and ranks memory items by their words
 
     @property
     def read_only(self) -> bool:
@@ -150,7 +147,9 @@ class SqlStore:
         job_locking: parts.JobLocking,
         item_text: ItemText,
     ) -> None:
-        self._db = db
+        self._db = self.db = db
+        self.dialect = dialect
+        self.item_text = item_text
         self._index_keys = index_keys
         self.sessions = parts.SessionsPart(db, delete_rows)
         self.events = parts.EventsPart(db)
@@ -163,11 +162,7 @@ class SqlStore:
         self.traces = parts.TracesPart(db)
         self.usage = parts.UsagePart(db)
         self.cache = parts.CachePart(db)
-        writer = ItemWriter(item_text, dialect.row_lock)
-        self.memory = parts.MemoryPart(db, writer)
-        self.memory_items = parts.MemoryItemsPart(db, item_text, writer)
-        self.rescan = parts.RescanPart(db, self.memory_items)
-        self.keyed_items = parts.KeyedItemsPart(db, postgres=dialect.row_lock != "")
+        self.rescan = parts.RescanPart(db)
         self.users = parts.UsersPart(db)
         self.api = parts.ApiPart(db, apply_batch, dialect)
         self.jobs = parts.JobsPart(db, job_locking)

@@ -27,14 +27,14 @@ may.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
 
 from memoir.model import Exchange, Session
 from memoir.store import search_sql
-from memoir.store.db import POSTGRES, fold_accents, fold_index_text
+from memoir.store.db import POSTGRES, Tx, fold_accents, fold_index_text
 from memoir.store.index_doc import (
     IndexDoc,
     owner_tsquery,
@@ -49,6 +49,8 @@ from memoir.store.search_sql import (
     exchange_pks,
     filter_sql,
     indexed_sessions,
+    item_tsquery,
+    items_of_others,
     ordered_exchanges,
     others_hold,
     quoted_texts,
@@ -68,6 +70,7 @@ from memoir.store.values import SearchFilters, TextHit
 __all__ = [
     "RANK_WEIGHTS",
     "TS_CONFIG",
+    "PostgresItemText",
     "delete_index",
     "delete_session_index",
     "owner_condition",
@@ -352,3 +355,36 @@ def snippets_for(
     pks = exchange_pks(conn, POSTGRES, exchange_ids)
     shown = _snippets(conn, marked_words(parsed), role_column(filters.role), list(pks))
     return {pks[pk]: text for pk, text in shown.items()}
+
+
+# memory items' full text ---------------------------------------------------------------
+class PostgresItemText:
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
+        return None  # the tsv column is generated from content and keys
+
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
+        return None
+
+    def rank(
+        self,
+        tx: Tx,
+        query: ParsedQuery,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        owner: str | None = None,
+    ) -> list[str]:
+        if query.empty:
+            return []
+        tsq_params: list[Any] = []
+        expr = item_tsquery(query, tsq_params)
+        mine, mine_params = "", []
+        if owner is not None and items_of_others(tx, owner):
+            mine, mine_params = " AND i.tsv @@ ?::tsquery", [owner_tsquery(owner)]
+        rows = tx.run(
+            f"SELECT i.id FROM memory_items i, (SELECT {expr}) AS q(q) "
+            f"WHERE i.tsv @@ q.q{mine} AND {where} "
+            "ORDER BY ts_rank(i.tsv, q.q) DESC, i.id LIMIT ?",
+            (*tsq_params, *mine_params, *params, limit),
+        )
+        return [str(r[0]) for r in rows]

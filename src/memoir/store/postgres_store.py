@@ -26,10 +26,10 @@ from memoir.errors import Busy, ConfigError, MemoirError, MigrationError, ReadOn
 from memoir.store import postgres_search, sql_ingest
 from memoir.store.codec import to_utc
 from memoir.store.db import POSTGRES, Db, StaleConnection, Tx, check_version, claim_key, pg_sql
-from memoir.store.memory_sql import PostgresItemText
 from memoir.store.migrations import CURRENT_VERSION, fresh, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.port import SqlStore
+from memoir.store.postgres_search import PostgresItemText
 from memoir.store.search_sql import SpanRead
 from memoir.store.sql_ingest import SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
 from memoir.store.values import IngestBatch

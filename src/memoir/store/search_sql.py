@@ -28,7 +28,7 @@ import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from memoir.model import Exchange, Session
 from memoir.store.codec import (
@@ -39,14 +39,16 @@ from memoir.store.codec import (
     prefixed,
     session_from_row,
 )
-from memoir.store.db import Connection, Dialect, rows_in
+from memoir.store.db import Connection, Dialect, Tx, fold_accents, rows_in
 from memoir.store.index_doc import MAX_COLUMN_CHARS, quoted_text, tools_text
+from memoir.store.search_text import ParsedQuery, Term
 from memoir.store.values import SearchFilters
 
 __all__ = [
     "HAS_PART",
     "SUBJECTS",
     "Condition",
+    "ItemText",
     "SpanRead",
     "Subject",
     "conditions",
@@ -54,6 +56,8 @@ __all__ = [
     "filter_predicate",
     "filter_sql",
     "indexed_sessions",
+    "item_tsquery",
+    "items_of_others",
     "ordered_exchanges",
     "others_hold",
     "others_hold_sql",
@@ -367,3 +371,51 @@ def filter_predicate(filters: SearchFilters) -> Callable[[Exchange, Session | No
         return has_part is None or has_part(exchange)
 
     return passes
+
+
+# memory items' full text (each backend's search module has its own) -----------------
+class ItemText(Protocol):
+    """How one backend indexes and ranks memory items by their words."""
+
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None: ...
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None: ...
+    def rank(
+        self,
+        tx: Tx,
+        query: ParsedQuery,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        owner: str | None = None,
+    ) -> list[str]:
+        """Ids of the items matching ``query`` and ``where`` (over alias ``i``), best first;
+        ``owner``: the owner ``where`` keeps (the index narrows to that owner's rows)."""
+        ...
+
+
+def items_of_others(tx: Tx, owner: str) -> bool:
+    """Whether anyone but ``owner`` has an item: when no one has, the owner's token in the
+    index narrows nothing and a recall leaves it out (two seeks of the owner index)."""
+    rows = tx.run(others_hold_sql("memory_items", "owner"), (owner, owner))
+    return bool(rows and rows[0][0])
+
+
+def item_tsquery(query: ParsedQuery, params: list[Any]) -> str:
+    """The ``tsquery`` expression of a non-empty ``query``, its values appended to
+    ``params`` (what recall ranks items with; keyed items rank the same way)."""
+    expr = " && ".join(_any(g, params) for g in query.groups)
+    if query.excluded:
+        expr = f"({expr}) && !!{_any(query.excluded, params)}"
+    return expr
+
+
+def _term(term: Term, params: list[Any]) -> str:
+    if term.prefix:
+        params.append(f"{fold_accents(term.words[0])}:*")
+        return "to_tsquery('english'::regconfig, ?)"
+    params.append('"' + fold_accents(" ".join(term.words)) + '"')
+    return "websearch_to_tsquery('english'::regconfig, ?)"
+
+
+def _any(terms: tuple[Term, ...], params: list[Any]) -> str:
+    return "(" + " || ".join(_term(t, params) for t in terms) + ")"

@@ -34,13 +34,13 @@ Every function takes an open connection and runs inside the caller's transaction
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from memoir.model import Exchange, Session
 from memoir.store.codec import to_utc
-from memoir.store.db import SQLITE
+from memoir.store.db import SQLITE, Tx
 from memoir.store.index_doc import (
     IndexDoc,
     month_token,
@@ -51,10 +51,12 @@ from memoir.store.index_doc import (
     session_documents,
     stream_documents,
 )
+from memoir.store.migrations.v007_v013 import fts_body
 from memoir.store.search_sql import (
     exchange_pks,
     filter_sql,
     indexed_sessions,
+    items_of_others,
     ordered_exchanges,
     others_hold,
     quoted_texts,
@@ -80,8 +82,10 @@ from memoir.store.values import SearchFilters, TextHit
 __all__ = [
     "COLUMN_WEIGHTS",
     "RANK_WINDOW",
+    "SqliteItemText",
     "delete_index",
     "delete_session_index",
+    "fts_values",
     "meta_prefilter",
     "owner_prefilter",
     "rebuild_index",
@@ -422,3 +426,47 @@ def snippets_for(
     rowids = list(pks)
     shown = _snippets(conn, parsed, marks, column, rowids)
     return {pks[rid]: text for rid, text in zip(rowids, shown, strict=True)}
+
+
+# memory items' full text ---------------------------------------------------------------
+def fts_values(content: str, keys: Sequence[str], owner: str) -> tuple[str, str]:
+    """The ``body`` and ``owner`` of an item's row in SQLite's ``memory_fts``."""
+    return fts_body(content, keys), owner_token(owner)
+
+
+class SqliteItemText:
+    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
+        (row,) = tx.run(
+            "UPDATE memory_items SET fts_row = (SELECT COALESCE(max(fts_row), 0) + 1 FROM "
+            "memory_items) WHERE id = ? RETURNING fts_row, owner",
+            (item_id,),
+        )
+        tx.run(
+            "INSERT INTO memory_fts (rowid, body, owner) VALUES (?, ?, ?)",
+            (int(row[0]), *fts_values(content, keys, str(row[1]))),
+        )
+
+    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
+        return None  # a trigger drops an item's index row with the item
+
+    def rank(
+        self,
+        tx: Tx,
+        query: ParsedQuery,
+        where: str,
+        params: Sequence[Any],
+        limit: int,
+        owner: str | None = None,
+    ) -> list[str]:
+        match = to_fts5(query, "body")
+        if match is None:
+            return []
+        if owner is not None and items_of_others(tx, owner):
+            match = f'({match}) AND {{owner}} : "{owner_token(owner)}"'
+        rows = tx.run(
+            "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.fts_row = f.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts, 1.0, 0.0), i.id "
+            "LIMIT ?",
+            (match, *params, limit),
+        )
+        return [str(r[0]) for r in rows]

@@ -42,11 +42,11 @@ from memoir.home_files import make_private, open_private, private_dir
 from memoir.store import sql_ingest, sqlite_search
 from memoir.store.codec import to_iso
 from memoir.store.db import SQLITE, Db, FileClaims, LocalClaims, Tx, check_version
-from memoir.store.memory_sql import SqliteItemText
 from memoir.store.migrations import CURRENT_VERSION, fresh, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
 from memoir.store.port import SqlStore
 from memoir.store.sql_ingest import SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
+from memoir.store.sqlite_search import SqliteItemText
 from memoir.store.values import IngestBatch
 
 __all__ = [

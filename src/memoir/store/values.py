@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from memoir.errors import UsageError
 from memoir.model import Event, Exchange, Harness, Session
@@ -28,6 +28,7 @@ __all__ = [
     "ApiMessage",
     "CheckpointRow",
     "IngestBatch",
+    "ItemFilter",
     "SearchFilters",
     "SkippedLine",
     "SourceState",
@@ -326,3 +327,68 @@ def scrub_batch(batch: IngestBatch) -> IngestBatch:
         source=source,
         skipped=skipped,
     )
+
+
+class _Times(Protocol):
+    def time(self, value: datetime) -> Any:
+        """``value`` as the backend stores a time (a transaction's ``Tx.time``)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Which items a read returns. ``as_of``: the items valid then (their validity
+    interval holds it), superseded or not; else only live ones unless ``history``.
+    ``projects``: project-scoped items of these projects, with the global ones."""
+
+    owner: str | None = None
+    key_sig: str | None = None
+    project: str | None = None
+    projects: tuple[str, ...] | None = None
+    session_id: str | None = None
+    kinds: tuple[str, ...] = ()
+    scope: str | None = None
+    scope_key: str | None = None
+    as_of: datetime | None = None
+    history: bool = False
+    ids: tuple[str, ...] | None = None
+
+    def sql(self, tx: _Times, alias: str = "i") -> tuple[str, list[Any]]:
+        a = f"{alias}."
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.as_of is not None:
+            at = tx.time(self.as_of)
+            clauses.append(
+                f"COALESCE({a}valid_from, {a}created_at) <= ? AND "
+                f"({a}valid_until IS NULL OR {a}valid_until > ?)"
+            )
+            params += [at, at]
+        elif not self.history:
+            clauses.append(f"{a}superseded_by IS NULL")
+        for column, value in (
+            ("owner", self.owner),
+            ("key_sig", self.key_sig),
+            ("project", self.project),
+            ("session_id", self.session_id),
+            ("scope", self.scope),
+            ("scope_key", self.scope_key),
+        ):
+            if value is not None:
+                clauses.append(f"{a}{column} = ?")
+                params.append(value)
+        if self.projects is not None:
+            marks = ", ".join("?" for _ in self.projects)
+            inside = f" OR {a}scope_key IN ({marks})" if self.projects else ""
+            clauses.append(f"({a}scope_key = ''{inside})")
+            params += list(self.projects)
+        if self.kinds:
+            clauses.append(f"{a}kind IN ({', '.join('?' for _ in self.kinds)})")
+            params += list(self.kinds)
+        if self.ids is not None:
+            if not self.ids:
+                clauses.append("1 = 0")
+            else:
+                clauses.append(f"{a}id IN ({', '.join('?' for _ in self.ids)})")
+                params += list(self.ids)
+        return (" AND ".join(clauses) or "1 = 1"), params

@@ -307,7 +307,7 @@ V023_EMBEDDING_LOG_EVERYWHERE = Migration(
 # v24: which embedders items have vectors of, read from an index. The guard against the
 # test embedder in a home of real vectors asks it on every recall; a DISTINCT over
 # ``memory_vectors`` read every user's item vectors for it. With the index the read seeks
-# it once per embedder (:meth:`memoir.store.parts.MemoryItemsPart.vector_models`),
+# it once per embedder (:meth:`memoir.memory.item_store.MemoryItemsPart.vector_models`),
 # whoever holds the rows.
 _V024_STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX memory_vectors_embedder ON memory_vectors(embedder)",

@@ -44,8 +44,6 @@ from memoir.store.codec import (
 from memoir.store.db import Db, Dialect, Part, StaleConnection
 from memoir.store.parts.index import EmbeddingsPart, IndexPart, TextEngine
 from memoir.store.parts.jobs import JobLocking, JobsPart, UserInfo, UsersPart
-from memoir.store.parts.memory import KeyedItemsPart, MemoryPart
-from memoir.store.parts.memory_items import MemoryItemsPart
 from memoir.store.parts.sessions import (
     IngestPart,
     RescanPart,
@@ -74,9 +72,6 @@ __all__ = [
     "IngestPart",
     "JobLocking",
     "JobsPart",
-    "KeyedItemsPart",
-    "MemoryItemsPart",
-    "MemoryPart",
     "RescanPart",
     "RescanState",
     "SessionsPart",

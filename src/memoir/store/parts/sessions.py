@@ -16,7 +16,7 @@ so a run killed half-way resumes where its last page ended. Targets and their ro
 - ``cache`` — ``value`` (a model's cached answer: episodes, halves), keyed by key;
 - ``memory`` — an item's content and its quotes, keyed by item id; an item that holds a
   credential is forgotten, as extraction refuses one (tombstones, vectors and index
-  rows go with it, :meth:`MemoryItemsPart.forget_many`).
+  rows go with it: the memory engine's ``forget_in``, handed to :meth:`RescanPart.save`).
 
 The archive, the events and the search index are never touched: they keep the bytes."""
 
@@ -42,7 +42,6 @@ from memoir.store.codec import (
 )
 from memoir.store.db import Db, Part, Tx, tx_dialect
 from memoir.store.parts.jobs import LIVE_KEY_USER
-from memoir.store.parts.memory_items import MemoryItemsPart
 from memoir.store.search_sql import filter_sql
 from memoir.store.values import (
     IngestBatch,
@@ -54,6 +53,7 @@ from memoir.store.values import (
 
 __all__ = [
     "TABLE_TARGETS",
+    "ForgetIn",
     "IngestPart",
     "RescanPart",
     "RescanState",
@@ -400,11 +400,11 @@ class RescanState:
     done: bool = False
 
 
-class RescanPart(Part):
-    def __init__(self, db: Db, items: MemoryItemsPart) -> None:
-        super().__init__(db)
-        self._items = items
+# forgets memory items inside a transaction (``MemoryItemsPart.forget_in``)
+ForgetIn = Callable[[Tx, list[str], datetime], object]
 
+
+class RescanPart(Part):
     def states(self) -> dict[str, RescanState]:
         rows = self._db.rows(
             "SELECT target, detector, cursor, scanned, changed, done FROM secret_rescan"
@@ -443,15 +443,19 @@ class RescanPart(Part):
         *,
         updates: Mapping[str, str] = {},
         forget: Sequence[str] = (),
+        forget_in: ForgetIn | None = None,
     ) -> None:
         """Write a page's changes (``updates``: key → new text; ``forget``: memory items
-        to forget) and ``state`` in one transaction."""
+        to forget, by ``forget_in``, the memory engine's) and ``state`` in one
+        transaction."""
+        if forget and forget_in is None:
+            raise ValueError("memory items to forget need the memory engine's forget_in")
         with self._db.tx() as tx:
             if updates:
                 sql = _UPDATES[state.target]
                 tx.many(sql, [(text, _key(state.target, k)) for k, text in updates.items()])
-            if forget:
-                self._items.forget_in(tx, list(forget), datetime.now(UTC))
+            if forget and forget_in is not None:
+                forget_in(tx, list(forget), datetime.now(UTC))
             _put_state(tx, state)
 
 

@@ -24,10 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memoir.errors import ConcurrentWrite, StoreError
-from memoir.model.event import scrub_deep
-from memoir.store.codec import dumps, stored_time
-from memoir.store.db import Db, Part, Tx, fold_index_text
-from memoir.store.memory_rows import (
+from memoir.memory.item_rows import (
     DENIAL_COLS,
     OP_COLS,
     PENDING_COLS,
@@ -42,7 +39,11 @@ from memoir.store.memory_rows import (
     pending_from_row,
     receipt_from_row,
 )
-from memoir.store.memory_sql import ItemWriter, item_tsquery
+from memoir.memory.item_sql import ItemWriter
+from memoir.model.event import scrub_deep
+from memoir.store.codec import dumps, stored_time
+from memoir.store.db import Db, Part, Tx, fold_index_text
+from memoir.store.search_sql import item_tsquery
 from memoir.store.search_text import ParsedQuery, to_fts5
 
 __all__ = [

@@ -1,17 +1,7 @@
-"""The memory items' SQL below the part: their full-text ranking (the one part that
-differs by backend), how an item is written inside a settlement's transaction, and the
-reads and writes inside a transaction that forgetting and import share.
-
-Full-text: SQLite keeps a ``memory_fts`` FTS5 table in step with the items (bm25; an
-item's index row is its ``fts_row``, removed with it by a trigger), PostgreSQL a
-generated ``tsv`` column (``ts_rank``). Both read the structured query of
-:mod:`memoir.store.search_text`, accent-folded as their exchange indexes are. Each item's
-index row also names its owner as the exchange index does (migration v22;
-:func:`~memoir.store.index_doc.owner_token` in SQLite's ``owner`` column, the
-:func:`~memoir.store.index_doc.owner_lexeme` in PostgreSQL's ``tsv``), and a recall for
-one owner asks for it beside the query: the index intersects the two, so its cost follows
-the owner's items, not every user's. No query text reaches it (the query is matched in
-``body`` only; no query word equals or prefixes the lexeme) and it never ranks.
+"""The memory items' SQL inside a transaction: how an item is written in a settlement,
+and the reads and writes that forgetting and import share. Ranking items by their words
+is each backend's (``ItemText``, in :mod:`memoir.store.search_sql` and the two search
+modules).
 
 Writes: an item is saved new, merged into the live item it duplicates, or saved as the
 successor of the item it supersedes. Two live items of one owner and scope never share
@@ -29,12 +19,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-from memoir.store.codec import dumps, from_iso
-from memoir.store.db import Tx, fold_accents
-from memoir.store.index_doc import owner_token, owner_tsquery
-from memoir.store.memory_rows import (
+from memoir.memory.item_rows import (
     ITEM_COLS,
     MemoryItemRow,
     MemorySourceRow,
@@ -42,149 +29,24 @@ from memoir.store.memory_rows import (
     item_from_row,
     key_sig,
 )
-from memoir.store.migrations.v007_v013 import fts_body
-from memoir.store.search_sql import others_hold_sql
-from memoir.store.search_text import ParsedQuery, Term, to_fts5
+from memoir.store.codec import dumps, from_iso
+from memoir.store.db import Tx
+from memoir.store.search_sql import ItemText
 
 __all__ = [
     "MAX_ROWS",
     "PAGE",
     "ImportCounts",
-    "ItemText",
     "ItemWriter",
-    "PostgresItemText",
-    "SqliteItemText",
     "add_tombstones_in",
     "all_tombstoned",
     "close_ended",
-    "fts_values",
-    "item_tsquery",
     "items_in",
     "limit_clause",
     "predecessors_in",
     "tombstoned_in",
     "with_sources",
 ]
-
-
-class ItemText(Protocol):
-    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None: ...
-    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None: ...
-    def rank(
-        self,
-        tx: Tx,
-        query: ParsedQuery,
-        where: str,
-        params: Sequence[Any],
-        limit: int,
-        owner: str | None = None,
-    ) -> list[str]:
-        """Ids of the items matching ``query`` and ``where`` (over alias ``i``), best first;
-        ``owner``: the owner ``where`` keeps (the index narrows to that owner's rows)."""
-        ...
-
-
-def fts_values(content: str, keys: Sequence[str], owner: str) -> tuple[str, str]:
-    """The ``body`` and ``owner`` of an item's row in SQLite's ``memory_fts``."""
-    return fts_body(content, keys), owner_token(owner)
-
-
-class SqliteItemText:
-    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
-        (row,) = tx.run(
-            "UPDATE memory_items SET fts_row = (SELECT COALESCE(max(fts_row), 0) + 1 FROM "
-            "memory_items) WHERE id = ? RETURNING fts_row, owner",
-            (item_id,),
-        )
-        tx.run(
-            "INSERT INTO memory_fts (rowid, body, owner) VALUES (?, ?, ?)",
-            (int(row[0]), *fts_values(content, keys, str(row[1]))),
-        )
-
-    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
-        return None  # a trigger drops an item's index row with the item
-
-    def rank(
-        self,
-        tx: Tx,
-        query: ParsedQuery,
-        where: str,
-        params: Sequence[Any],
-        limit: int,
-        owner: str | None = None,
-    ) -> list[str]:
-        match = to_fts5(query, "body")
-        if match is None:
-            return []
-        if owner is not None and _others_hold(tx, owner):
-            match = f'({match}) AND {{owner}} : "{owner_token(owner)}"'
-        rows = tx.run(
-            "SELECT i.id FROM memory_fts f JOIN memory_items i ON i.fts_row = f.rowid "
-            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25(memory_fts, 1.0, 0.0), i.id "
-            "LIMIT ?",
-            (match, *params, limit),
-        )
-        return [str(r[0]) for r in rows]
-
-
-class PostgresItemText:
-    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
-        return None  # the tsv column is generated from content and keys
-
-    def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
-        return None
-
-    def rank(
-        self,
-        tx: Tx,
-        query: ParsedQuery,
-        where: str,
-        params: Sequence[Any],
-        limit: int,
-        owner: str | None = None,
-    ) -> list[str]:
-        if query.empty:
-            return []
-        tsq_params: list[Any] = []
-        expr = item_tsquery(query, tsq_params)
-        mine, mine_params = "", []
-        if owner is not None and _others_hold(tx, owner):
-            mine, mine_params = " AND i.tsv @@ ?::tsquery", [owner_tsquery(owner)]
-        rows = tx.run(
-            f"SELECT i.id FROM memory_items i, (SELECT {expr}) AS q(q) "
-            f"WHERE i.tsv @@ q.q{mine} AND {where} "
-            "ORDER BY ts_rank(i.tsv, q.q) DESC, i.id LIMIT ?",
-            (*tsq_params, *mine_params, *params, limit),
-        )
-        return [str(r[0]) for r in rows]
-
-
-def _others_hold(tx: Tx, owner: str) -> bool:
-    """Whether anyone but ``owner`` has an item: when no one has, the owner's token in the
-    index narrows nothing and a recall leaves it out (two seeks of the owner index)."""
-    rows = tx.run(others_hold_sql("memory_items", "owner"), (owner, owner))
-    return bool(rows and rows[0][0])
-
-
-def item_tsquery(query: ParsedQuery, params: list[Any]) -> str:
-    """The ``tsquery`` expression of a non-empty ``query``, its values appended to
-    ``params`` (what recall ranks items with; keyed items rank the same way)."""
-    expr = " && ".join(_any(g, params) for g in query.groups)
-    if query.excluded:
-        expr = f"({expr}) && !!{_any(query.excluded, params)}"
-    return expr
-
-
-def _term(term: Term, params: list[Any]) -> str:
-    if term.prefix:
-        params.append(f"{fold_accents(term.words[0])}:*")
-        return "to_tsquery('english'::regconfig, ?)"
-    params.append('"' + fold_accents(" ".join(term.words)) + '"')
-    return "websearch_to_tsquery('english'::regconfig, ?)"
-
-
-def _any(terms: tuple[Term, ...], params: list[Any]) -> str:
-    return "(" + " || ".join(_term(t, params) for t in terms) + ")"
 
 
 def _marks(cols: str) -> str:

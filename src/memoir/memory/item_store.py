@@ -5,19 +5,19 @@ per-project memory switches."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError, NotFound
-from memoir.store.db import Db, Part, Tx
-from memoir.store.memory_rows import ITEM_COLS, MemoryItemRow, evidence_fingerprint, standing_key
-from memoir.store.memory_sql import (
+from memoir.memory.item_rows import ITEM_COLS, MemoryItemRow, evidence_fingerprint, standing_key
+from memoir.memory.item_sql import (
     PAGE,
     ImportCounts,
-    ItemText,
     ItemWriter,
     add_tombstones_in,
     all_tombstoned,
@@ -28,12 +28,19 @@ from memoir.store.memory_sql import (
     tombstoned_in,
     with_sources,
 )
+from memoir.memory.lane_store import KeyedItemsPart, MemoryPart
+from memoir.store.db import Db, Part, Tx
+from memoir.store.parts import CheckpointsPart, EventsPart, SessionsPart
+from memoir.store.search_sql import ItemText
 from memoir.store.search_text import ParsedQuery
+from memoir.store.values import ItemFilter
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "ItemFilter", "MemoryItemsPart"]
+    from memoir.store.port import Store
+
+__all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "MemoryItemsPart", "MemoryParts", "memory_parts"]
 
 _VECTOR_MODELS = (  # the smallest embedder, then each next one: a seek each in its index
     "WITH RECURSIVE m(e) AS (SELECT min(embedder) FROM memory_vectors UNION ALL SELECT "
@@ -44,65 +51,6 @@ _VECTOR_MODELS = (  # the smallest embedder, then each next one: a seek each in 
 MIN_PREFIX = 4  # an item id prefix names an item from this many characters on
 MAX_ID_CHARS = 64  # no item id is longer: a longer reference names nothing
 VECTOR_CACHE = 50_000  # item vectors a process keeps per embedder (~75 MB at 384 dims)
-
-
-@dataclass(frozen=True, slots=True)
-class ItemFilter:
-    """Which items a read returns. ``as_of``: the items valid then (their validity
-    interval holds it), superseded or not; else only live ones unless ``history``.
-    ``projects``: project-scoped items of these projects, with the global ones."""
-
-    owner: str | None = None
-    key_sig: str | None = None
-    project: str | None = None
-    projects: tuple[str, ...] | None = None
-    session_id: str | None = None
-    kinds: tuple[str, ...] = ()
-    scope: str | None = None
-    scope_key: str | None = None
-    as_of: datetime | None = None
-    history: bool = False
-    ids: tuple[str, ...] | None = None
-
-    def sql(self, tx: Tx, alias: str = "i") -> tuple[str, list[Any]]:
-        a = f"{alias}."
-        clauses: list[str] = []
-        params: list[Any] = []
-        if self.as_of is not None:
-            at = tx.time(self.as_of)
-            clauses.append(
-                f"COALESCE({a}valid_from, {a}created_at) <= ? AND "
-                f"({a}valid_until IS NULL OR {a}valid_until > ?)"
-            )
-            params += [at, at]
-        elif not self.history:
-            clauses.append(f"{a}superseded_by IS NULL")
-        for column, value in (
-            ("owner", self.owner),
-            ("key_sig", self.key_sig),
-            ("project", self.project),
-            ("session_id", self.session_id),
-            ("scope", self.scope),
-            ("scope_key", self.scope_key),
-        ):
-            if value is not None:
-                clauses.append(f"{a}{column} = ?")
-                params.append(value)
-        if self.projects is not None:
-            marks = ", ".join("?" for _ in self.projects)
-            inside = f" OR {a}scope_key IN ({marks})" if self.projects else ""
-            clauses.append(f"({a}scope_key = ''{inside})")
-            params += list(self.projects)
-        if self.kinds:
-            clauses.append(f"{a}kind IN ({', '.join('?' for _ in self.kinds)})")
-            params += list(self.kinds)
-        if self.ids is not None:
-            if not self.ids:
-                clauses.append("1 = 0")
-            else:
-                clauses.append(f"{a}id IN ({', '.join('?' for _ in self.ids)})")
-                params += list(self.ids)
-        return (" AND ".join(clauses) or "1 = 1"), params
 
 
 class MemoryItemsPart(Part):
@@ -498,3 +446,40 @@ class MemoryItemsPart(Part):
     def disabled_projects(self) -> list[str]:
         rows = self._db.rows("SELECT project FROM memory_switches WHERE disabled ORDER BY project")
         return [str(r[0]) for r in rows]
+
+
+# memory's parts over a store ---------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class MemoryParts:
+    """What memory reads and writes: the store's parts it reads (sessions, events,
+    checkpoints) and its own, built over the store's connections (the lane, the items,
+    the keyed items)."""
+
+    sessions: SessionsPart
+    events: EventsPart
+    checkpoints: CheckpointsPart
+    memory: MemoryPart
+    items: MemoryItemsPart
+    keyed: KeyedItemsPart
+
+
+_PARTS: weakref.WeakKeyDictionary[Store, MemoryParts] = weakref.WeakKeyDictionary()
+_PARTS_LOCK = threading.Lock()
+
+
+def memory_parts(store: Store) -> MemoryParts:
+    """Memory's parts over ``store``: built once per store (the items keep the vectors
+    they read), the same for every caller."""
+    with _PARTS_LOCK:
+        found = _PARTS.get(store)
+        if found is None:
+            writer = ItemWriter(store.item_text, store.dialect.row_lock)
+            found = _PARTS[store] = MemoryParts(
+                store.sessions,
+                store.events,
+                store.checkpoints,
+                MemoryPart(store.db, writer),
+                MemoryItemsPart(store.db, store.item_text, writer),
+                KeyedItemsPart(store.db, postgres=store.backend == "postgres"),
+            )
+        return found
