@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from memoir.config import Settings
+from memoir.memory.item_store import memory_parts
 from memoir.model import Author, Event, EventKind, Exchange, Harness, Session
 from memoir.model.event import LOCAL_USER
 from memoir.search import load_embedder, search
@@ -176,6 +177,7 @@ def timed(
     filters: SearchFilters | None = None,
 ) -> dict[str, float]:
     kw: dict[str, Any] = {"mode": mode, "embedder": embedder, "filters": filters}
+    kw["items"] = memory_parts(store).items  # as Memoir.search reads them
     search(store, qs[0], **kw)  # warm-up (and the filter's one-off loads)
     samples = []
     for q in qs[1:]:

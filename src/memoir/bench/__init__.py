@@ -41,6 +41,7 @@ from typing import Any
 
 from memoir.config import Settings
 from memoir.errors import ConfigError
+from memoir.memory.item_store import memory_parts
 from memoir.model import (
     Author,
     Event,
@@ -329,6 +330,7 @@ def _run_one(
         _extract_memories(store, embedder)
         runs += [(f"{m}+memories", m, True) for m in modes if m != "vector"]
     local = {name: ModeScores() for name, _, _ in runs}
+    items = memory_parts(store).items  # what Memoir.search reads memory keys from
     for question in conv.questions:
         wanted = [where[e] for e in question.evidence]
         for name, mode, keys in runs:
@@ -340,6 +342,7 @@ def _run_one(
                 limit=max(KS),
                 embedder=embedder,
                 memory_keys=keys,
+                items=items,
             )
             elapsed = time.perf_counter() - started
             scores = question_scores([h.exchange_id for h in hits], wanted)
@@ -357,7 +360,6 @@ def _extract_memories(store: Store, embedder: Embedder | None) -> None:
     (item vectors stored when an embedder is given)."""
     from memoir.llm import OfflineModel, counter_for
     from memoir.memory.decisions import Work
-    from memoir.memory.item_store import memory_parts
     from memoir.memory.runner import MemoryConfig, Runner, Task
     from memoir.memory.values import Trigger
 
