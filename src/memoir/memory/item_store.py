@@ -1,7 +1,8 @@
 """Memory items with the exact quotes that support them: listing (live, or with their
 history, or as they stood at a time), lookup, ranked full-text candidates, vectors,
 forgetting with tombstones, import; the evidence marks a transcript shows; and the
-per-project memory switches."""
+per-project memory switches. :func:`memory_parts` builds memory's parts over a store's
+connections, once per store."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 (near-duplicates, the known items a proposal may update, forgotten quotes) and the earlier
 turns an elliptical reference is localized in.
 
-What the memory runner is given and gives back: the store parts it uses, its bounds,
-one task to run, and how a run ended.
+What the memory runner is given and gives back: its bounds, one task to run, and how a
+run ended (the parts it reads and writes: :mod:`memoir.memory.item_store`).
 """
 
 from __future__ import annotations

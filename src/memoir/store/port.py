@@ -10,7 +10,7 @@ source states, skipped lines), ``store.index`` (full-text search), ``store.embed
 jobs: queue, claims, heartbeats, fenced finish), ``store.claims``; the store itself owns
 connections and transactions (``store.db``, ``close``, ``schema_version``, ``read_only``)
 and the health checks over all of them. The memory engine builds its own parts over
-``store.db`` (:func:`memoir.memory.lane_store.memory_tables`), with the backend's
+``store.db`` (:func:`memoir.memory.item_store.memory_parts`), with the backend's
 ``store.dialect`` and ``store.item_text`` (how it ranks items by their words).
 Both backends behave identically; the same test suite runs against both. Calls are
 synchronous and safe from several threads; every write of several rows is one transaction.
