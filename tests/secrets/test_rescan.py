@@ -235,3 +235,19 @@ def test_a_second_process_leaves_the_rescan_to_the_one_running_it(settings: Sett
         assert memoir.store.rescan.states() == {}
         done = service.rescan_secrets(memoir)
         assert done.skipped is None and done.finished
+
+
+def test_a_page_with_items_to_forget_needs_the_memory_engines_forget_in(store: Store) -> None:
+    _seed(store)
+    state = rescan_part.RescanState("memory", "a-detector", cursor="i1", scanned=1, changed=1)
+    with pytest.raises(ValueError, match="forget_in"):
+        store.rescan.save(state, forget=["i1"])
+    before = sorted(i.id for i in memory_parts(store).items.find())
+    assert "i1" in before
+    assert store.rescan.states() == {}  # nothing written: not the state, not the forgetting
+    assert sorted(i.id for i in memory_parts(store).items.find()) == before
+    store.rescan.save(state, forget=["i1"], forget_in=memory_parts(store).items.forget_in)
+    assert store.rescan.states() == {"memory": state}
+    assert sorted(i.id for i in memory_parts(store).items.find()) == [
+        i for i in before if i != "i1"
+    ]
