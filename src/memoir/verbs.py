@@ -215,9 +215,10 @@ def forget(
         session = store.sessions.resolve(session, user=owner)
     if project is not None:
         project = memory_project(store, project, owner)
+    parts = memory_parts(store)
     return forget_items(
-        memory_parts(store).items,
-        memory_parts(store).memory,
+        parts.items,
+        parts.memory,
         item=item,
         session=session,
         project=project,
@@ -366,10 +367,11 @@ class MemoryItems:
         """
         from memoir.memory.item_store import memory_parts
 
-        found = memory_parts(self._store).items.get(item_id, owner=self._who(user))
+        items = memory_parts(self._store).items
+        found = items.get(item_id, owner=self._who(user))
         if found is None:
             raise NotFound(f"no memory item {item_id!r}")
-        return memory_values(memory_parts(self._store).items.chain(found.id))
+        return memory_values(items.chain(found.id))
 
     def export(self, user: str | None = None) -> Iterable[str]:
         """Every item (history included) and tombstone of ``user`` (None: this Memoir's

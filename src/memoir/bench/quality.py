@@ -287,8 +287,8 @@ def _run_one(conv: LocomoConversation, observed: frozenset[str]) -> Conversation
         settings = Settings.from_env({"MEMOIR_HOME": tmp}, sources=(), llm="offline")
         with Memoir.open(settings) as memoir:
             _extract_all(memoir, sessions)
-            items = memory_parts(memoir.store).items.find()
-            receipts = memory_parts(memoir.store).memory.receipts()
+            parts = memory_parts(memoir.store)
+            items, receipts = parts.items.find(), parts.memory.receipts()
     cited = {dia[(s.session_id, s.ordinal)] for i in items for s in i.sources}
     score.cited = frozenset(cited)
     score.items = len(items)

@@ -24,6 +24,7 @@ __all__ = [
     "PendingRow",
     "ReceiptRow",
     "Settlement",
+    "column_marks",
     "denial_from_row",
     "evidence_fingerprint",
     "item_from_row",
@@ -192,6 +193,11 @@ ITEM_COLS = (
     "created_at, observed_at, superseded_by, forgotten_at, owner, scope_key, key_sig, "
     "first_observed_at, valid_from, valid_until"
 )
+
+
+def column_marks(cols: str) -> str:
+    """The ``?`` placeholders of an insert of these columns."""
+    return ", ".join("?" for _ in cols.split(","))
 
 
 KEY_SEPARATOR = "\x1f"

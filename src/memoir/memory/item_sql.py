@@ -25,6 +25,7 @@ from memoir.memory.item_rows import (
     ITEM_COLS,
     MemoryItemRow,
     MemorySourceRow,
+    column_marks,
     evidence_fingerprint,
     item_from_row,
     key_sig,
@@ -47,10 +48,6 @@ __all__ = [
     "tombstoned_in",
     "with_sources",
 ]
-
-
-def _marks(cols: str) -> str:
-    return ", ".join("?" for _ in cols.split(","))
 
 
 def _earliest(*values: datetime | None) -> datetime | None:
@@ -138,7 +135,7 @@ class ItemWriter:
     # writes --------------------------------------------------------------------------
     def _insert(self, tx: Tx, item: MemoryItemRow) -> bool:
         added = tx.run(
-            f"INSERT INTO memory_items ({ITEM_COLS}) VALUES ({_marks(ITEM_COLS)}) "
+            f"INSERT INTO memory_items ({ITEM_COLS}) VALUES ({column_marks(ITEM_COLS)}) "
             "ON CONFLICT DO NOTHING RETURNING id",
             (
                 item.id,

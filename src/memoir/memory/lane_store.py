@@ -34,6 +34,7 @@ from memoir.memory.item_rows import (
     PendingRow,
     ReceiptRow,
     Settlement,
+    column_marks,
     denial_from_row,
     op_from_row,
     pending_from_row,
@@ -53,10 +54,6 @@ __all__ = [
     "MemoryPart",
     "VectorRow",
 ]
-
-
-def _marks(cols: str) -> str:
-    return ", ".join("?" for _ in cols.split(","))
 
 
 class MemoryPart(Part):
@@ -85,7 +82,7 @@ class MemoryPart(Part):
             if tx.run("SELECT 1 FROM memory_receipts WHERE operation_id = ?", (op.operation_id,)):
                 return False
             added = tx.run(
-                f"INSERT INTO memory_ops ({OP_COLS}) VALUES ({_marks(OP_COLS)}) "
+                f"INSERT INTO memory_ops ({OP_COLS}) VALUES ({column_marks(OP_COLS)}) "
                 "ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id",
                 (
                     op.operation_id,
@@ -139,7 +136,7 @@ class MemoryPart(Part):
         """Write a durable denial marker (before any cursor skip over it); idempotent."""
         with self._db.tx() as tx:
             tx.run(
-                f"INSERT INTO memory_denials ({DENIAL_COLS}) VALUES ({_marks(DENIAL_COLS)}) "
+                f"INSERT INTO memory_denials ({DENIAL_COLS}) VALUES ({column_marks(DENIAL_COLS)}) "
                 "ON CONFLICT (session_id, range_after, range_through) DO NOTHING",
                 (
                     row.session_id,
@@ -214,7 +211,7 @@ class MemoryPart(Part):
 
     def _put_receipt(self, tx: Tx, r: ReceiptRow) -> bool:
         added = tx.run(
-            f"INSERT INTO memory_receipts ({RECEIPT_COLS}) VALUES ({_marks(RECEIPT_COLS)}) "
+            f"INSERT INTO memory_receipts ({RECEIPT_COLS}) VALUES ({column_marks(RECEIPT_COLS)}) "
             "ON CONFLICT (operation_id) DO NOTHING RETURNING operation_id",
             (
                 r.operation_id,
@@ -259,7 +256,7 @@ class MemoryPart(Part):
     def _put_pending(self, tx: Tx, p: PendingRow) -> None:
         tx.run("DELETE FROM memory_pending WHERE session_id = ?", (p.session_id,))
         tx.run(
-            f"INSERT INTO memory_pending ({PENDING_COLS}) VALUES ({_marks(PENDING_COLS)})",
+            f"INSERT INTO memory_pending ({PENDING_COLS}) VALUES ({column_marks(PENDING_COLS)})",
             (
                 p.session_id,
                 p.operation_id,
