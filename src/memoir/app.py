@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from memoir import verbs, wiring
 from memoir.config import Settings, whole_number
 from memoir.model.event import LOCAL_USER
-from memoir.store import Store, open_store
+from memoir.store import Store, ensure_writable, open_store
+from memoir.store.parts.sessions import resolve_plan
 from memoir.verbs import MemoryItems
 from memoir.wiring import check_user, instant, item_filter
 
@@ -308,10 +309,8 @@ class Memoir:
             outcome = m.remember("3f2a9c1e")
             print([item.content for item in outcome.items])
         """
-        from memoir.store import ensure_writable
-
         ensure_writable(self.store, "memoir remember")
-        sid = self.store.sessions.resolve(session_id, user=self.user)
+        sid = self.store.db.query(resolve_plan(session_id, user=self.user))
         return verbs.remembered(self._memory_engine().remember(sid, turn))
 
     def recall(

@@ -38,3 +38,15 @@ def test_remember_path_counts_the_modules_it_enters() -> None:
     assert any(name.startswith("memoir.store.") for name in spine["entered"])
     assert not any(name.startswith("memoir.secrets") for name in spine["entered"])  # no SQL
     assert 0 < spine["transitions"] < out["transitions"]
+    # issue 36: at most six modules from Memoir to the database and back. Everything the
+    # engine reads and writes runs through the lane's module and the store's plumbing;
+    # the SQL of the other parts is in plans (generators), off the stack while it runs,
+    # and the model's usage is written after the call, not inside it
+    assert set(spine["entered"]) == {
+        "memoir.app",
+        "memoir.memory.memories",
+        "memoir.memory.runner",
+        "memoir.memory.lane_store",
+        "memoir.store.db",
+        "memoir.store.sqlite_store",
+    }

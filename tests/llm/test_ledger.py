@@ -23,6 +23,7 @@ from memoir.llm.port import (
     Usage,
     UsageRecord,
     UsageTotal,
+    holding_usage,
     outcome_of,
     usage_totals,
 )
@@ -135,3 +136,26 @@ def test_real_store_keeps_the_ledger(settings: Settings) -> None:
         assert [(t.model, t.calls, t.ok, t.failed) for t in totals] == [("openai:gpt-x", 2, 1, 1)]
     finally:
         store.close()
+
+
+def test_a_hold_keeps_its_sinks_records_and_sends_the_rest() -> None:
+    held_sink, other = MemorySink(), MemorySink()
+    retried = ScriptedModel([Transient("503"), "ok", "again"])
+    held = Retrying(Metered(retried, held_sink), RetryPolicy(attempts=2), sleep=lambda s: None)
+    elsewhere = Metered(ScriptedModel(["fine"]), other)
+    with holding_usage(held_sink) as kept:
+        held.complete(REQUEST)
+        elsewhere.complete(REQUEST)
+        assert held_sink.records == []  # nothing sent while the call is held
+    assert [r.outcome for r in kept] == ["Transient", "ok"]  # each attempt, in order
+    assert [r.outcome for r in other.records] == ["ok"]  # another sink's: sent at once
+    held.complete(REQUEST)  # after the block: sent again
+    assert [r.outcome for r in held_sink.records] == ["ok"] and len(kept) == 2
+
+
+def test_a_hold_keeps_the_record_of_a_failed_call() -> None:
+    sink = MemorySink()
+    metered = Metered(ScriptedModel([Refused("no")]), sink)
+    with holding_usage(sink) as kept, pytest.raises(Refused):
+        metered.complete(REQUEST)
+    assert [r.outcome for r in kept] == ["Refused"] and sink.records == []

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from memoir import service
+from memoir.errors import StoreError
 from memoir.llm import OfflineModel, ScriptedModel, counter_for
-from memoir.llm.port import ModelRequest, Truncated
+from memoir.llm.port import Metered, ModelRequest, Truncated
 from memoir.memory.item_store import memory_parts
 from memoir.memory.memories import Memories, checkpoint_op
 from memoir.memory.runner import MemoryConfig, Runner
@@ -339,3 +340,27 @@ def test_a_long_lived_process_recovers_memory_work_at_start_up(home: Any) -> Non
         thread.join(30)
         assert [r.outcome for r in memory_parts(m.store).memory.receipts("s1")] == ["extracted"]
         assert memory_parts(m.store).memory.cursor("s1") == 5
+
+
+def test_a_runs_model_calls_are_in_the_usage_ledger(store: Store) -> None:
+    _put(store, "s1", SAID)
+    model = Metered(Recording(), store.usage)
+    out = _memories(store, model).remember("s1", 4)
+    assert out.receipt is not None and out.receipt.model_calls == 1
+    (row,) = store.usage.records()
+    assert (row.purpose, row.session, row.outcome) == ("extraction", "s1", "ok")
+    assert row.input_tokens > 0
+
+
+def test_a_ledger_that_cannot_be_written_fails_no_remember(
+    store: Store, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(records: Any) -> Any:
+        raise StoreError("the usage table is gone")
+        yield  # a plan
+
+    monkeypatch.setattr("memoir.memory.lane_store.usage_plan", broken)
+    _put(store, "s1", SAID)
+    out = _memories(store, Metered(Recording(), store.usage)).remember("s1", 4)
+    assert out.receipt is not None and out.receipt.outcome == "remembered" and out.items
+    assert store.usage.records() == [] and "could not record 1 model call(s)" in caplog.text

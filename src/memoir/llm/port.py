@@ -50,7 +50,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -88,6 +90,7 @@ __all__ = [
     "UsageRecord",
     "UsageSink",
     "UsageTotal",
+    "holding_usage",
     "outcome_of",
     "usage_totals",
 ]
@@ -341,8 +344,27 @@ class MemorySink:
 FAILED_ATTEMPTS = "failed_attempts"
 
 
+_HOLD: ContextVar[tuple[UsageSink, list[UsageRecord]] | None] = ContextVar(
+    "memoir_usage_hold", default=None
+)
+
+
+@contextmanager
+def holding_usage(sink: UsageSink) -> Iterator[list[UsageRecord]]:
+    """The records of the calls metered into ``sink`` inside the block, kept in the list
+    it yields instead of sent: the caller writes them itself, in a transaction of its own
+    once the call is over (memory's runner does, so no model call waits on the ledger)."""
+    held: list[UsageRecord] = []
+    token = _HOLD.set((sink, held))
+    try:
+        yield held
+    finally:
+        _HOLD.reset(token)
+
+
 class Metered:
-    """A Model that records every call of ``inner`` through ``sink``."""
+    """A Model that records every call of ``inner`` through ``sink`` (see
+    :func:`holding_usage`)."""
 
     def __init__(self, inner: Model, sink: UsageSink, *, clock: type[datetime] = datetime) -> None:
         self.inner = inner
@@ -400,6 +422,10 @@ class Metered:
             request_id=request_id,
             redacted=request.meta.redacted,
         )
+        hold = _HOLD.get()
+        if hold is not None and hold[0] is self.sink:
+            hold[1].append(record)
+            return
         try:
             self.sink.record(record)
         except Exception as exc:  # metering never fails the call it meters

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoir.memory.item_rows import (
     ITEM_COLS,
@@ -31,22 +31,33 @@ from memoir.memory.item_rows import (
     key_sig,
 )
 from memoir.store.codec import dumps, from_iso
-from memoir.store.db import Tx
+from memoir.store.db import Plan, Stmt, Tx, run_plan
 from memoir.store.search_sql import ItemText
+from memoir.store.values import ItemFilter
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "MAX_ROWS",
+    "NEWEST",
     "PAGE",
     "ImportCounts",
     "ItemWriter",
     "add_tombstones_in",
     "all_tombstoned",
+    "by_operation_plan",
     "close_ended",
     "items_in",
     "limit_clause",
     "predecessors_in",
+    "project_disabled_plan",
+    "put_vectors_plan",
+    "select_plan",
     "tombstoned_in",
+    "tombstoned_plan",
     "with_sources",
+    "with_sources_plan",
 ]
 
 
@@ -63,69 +74,71 @@ class ItemWriter:
         self.text = text
         self.lock = row_lock
 
-    def save(self, tx: Tx, item: MemoryItemRow) -> str:
-        """Write ``item`` (see the module); the id of the live item now holding it."""
-        if tx.run("SELECT id FROM memory_items WHERE id = ?", (item.id,)):
+    def save(self, item: MemoryItemRow) -> Plan[str]:
+        """Write ``item`` (see the module), in a write transaction: the id of the live item
+        now holding it."""
+        if (yield Stmt("SELECT id FROM memory_items WHERE id = ?", (item.id,))):
             return item.id  # a replay writes nothing twice
         item = replace(
             item,
             key_sig=item.key_sig or key_sig(item.keys),
             scope_key=item.scope_key or (item.project if item.scope == "project" else ""),
         )
-        head = self._head(tx, item.supersedes) if item.supersedes else None
-        target = self._merge_target(tx, item)
+        head = (yield from self._head(item.supersedes)) if item.supersedes else None
+        target = yield from self._merge_target(item)
         if target is not None:
-            self._merge(tx, target, item)
+            yield from self._merge(target, item)
             return target.id
         valid_from = item.valid_from or item.first_observed_at or item.created_at
         if head is not None and head.valid_from is not None and valid_from < head.valid_from:
             item = replace(item, superseded_by=head.id, valid_until=head.valid_from)  # older news
             head = None
         if head is not None:
-            tx.run(
+            yield Stmt(
                 "UPDATE memory_items SET superseded_by = ?, valid_until = ? WHERE id = ?",
-                (item.id, tx.time(valid_from), head.id),
+                (item.id, valid_from, head.id),
             )
-        if not self._insert(tx, replace(item, valid_from=valid_from)):
-            target = self._match(tx, item)  # a concurrent writer saved the same fact first
+        if not (yield from self._insert(replace(item, valid_from=valid_from))):
+            target = yield from self._match(item)  # a concurrent writer saved it first
             if target is None:
                 return item.id  # the same operation, replayed concurrently
-            self._merge(tx, target, item)
+            yield from self._merge(target, item)
             if head is not None:
-                tx.run(
+                yield Stmt(
                     "UPDATE memory_items SET superseded_by = ? WHERE id = ?", (target.id, head.id)
                 )
             return target.id
         return item.id
 
     # reads ---------------------------------------------------------------------------
-    def _row(self, tx: Tx, item_id: str) -> MemoryItemRow | None:
-        rows = tx.run(f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?{self.lock}", (item_id,))
+    def _row(self, item_id: str) -> Plan[MemoryItemRow | None]:
+        sql = f"SELECT {ITEM_COLS} FROM memory_items WHERE id = ?{self.lock}"
+        rows = yield Stmt(sql, (item_id,))
         return item_from_row(rows[0]) if rows else None
 
-    def _head(self, tx: Tx, item_id: str) -> MemoryItemRow | None:
+    def _head(self, item_id: str) -> Plan[MemoryItemRow | None]:
         """The live end of the chain ``item_id`` is on (locked), or None when it is gone."""
         seen: set[str] = set()
-        row = self._row(tx, item_id)
+        row = yield from self._row(item_id)
         while row is not None and row.superseded_by is not None and row.id not in seen:
             seen.add(row.id)
-            row = self._row(tx, row.superseded_by)
+            row = yield from self._row(row.superseded_by)
         return row if row is not None and row.live else None
 
-    def _merge_target(self, tx: Tx, item: MemoryItemRow) -> MemoryItemRow | None:
+    def _merge_target(self, item: MemoryItemRow) -> Plan[MemoryItemRow | None]:
         if item.merge_into:
-            near = self._row(tx, item.merge_into)
+            near = yield from self._row(item.merge_into)
             if (
                 near is not None
                 and near.live
                 and (near.owner, near.scope_key) == (item.owner, item.scope_key)
             ):
                 return near
-        return self._match(tx, item)
+        return (yield from self._match(item))
 
-    def _match(self, tx: Tx, item: MemoryItemRow) -> MemoryItemRow | None:
+    def _match(self, item: MemoryItemRow) -> Plan[MemoryItemRow | None]:
         """The live item of the same owner and scope with the same normalized content."""
-        rows = tx.run(
+        rows = yield Stmt(
             f"SELECT {ITEM_COLS} FROM memory_items WHERE owner = ? AND scope_key = ? AND "
             f"normalized = ? AND superseded_by IS NULL{self.lock}",
             (item.owner, item.scope_key, item.normalized),
@@ -133,8 +146,8 @@ class ItemWriter:
         return item_from_row(rows[0]) if rows else None
 
     # writes --------------------------------------------------------------------------
-    def _insert(self, tx: Tx, item: MemoryItemRow) -> bool:
-        added = tx.run(
+    def _insert(self, item: MemoryItemRow) -> Plan[bool]:
+        added = yield Stmt(
             f"INSERT INTO memory_items ({ITEM_COLS}) VALUES ({column_marks(ITEM_COLS)}) "
             "ON CONFLICT DO NOTHING RETURNING id",
             (
@@ -148,46 +161,44 @@ class ItemWriter:
                 dumps(list(item.keys)),
                 dumps(item.temporal),
                 item.operation_id,
-                tx.time(item.created_at),
-                tx.time(item.observed_at),
+                item.created_at,
+                item.observed_at,
                 item.superseded_by,
-                tx.time(item.forgotten_at),
+                item.forgotten_at,
                 item.owner,
                 item.scope_key,
                 item.key_sig,
-                tx.time(item.first_observed_at),
-                tx.time(item.valid_from),
-                tx.time(item.valid_until),
+                item.first_observed_at,
+                item.valid_from,
+                item.valid_until,
             ),
         )
         if not added:
             return False
-        tx.many(
+        yield Stmt(
             "INSERT INTO memory_sources (item_id, n, session_id, ordinal, quote, operation_id) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             [
                 (item.id, n, q.session_id, q.ordinal, q.quote, q.operation_id or item.operation_id)
                 for n, q in enumerate(item.sources)
             ],
+            many=True,
         )
-        self.text.index(tx, item.id, item.content, item.keys)
+        yield from self.text.index(item.id, item.content, item.keys)
         return True
 
-    def _merge(self, tx: Tx, target: MemoryItemRow, item: MemoryItemRow) -> None:
+    def _merge(self, target: MemoryItemRow, item: MemoryItemRow) -> Plan[None]:
         """``item``'s quotes appended to ``target`` (each once) and its observed range and
         validity widened to cover both."""
-        have = {
-            (str(s), int(o), str(q))
-            for s, o, q in tx.run(
-                "SELECT session_id, ordinal, quote FROM memory_sources WHERE item_id = ?",
-                (target.id,),
-            )
-        }
-        n = int(
-            tx.run(
-                "SELECT COALESCE(max(n), -1) FROM memory_sources WHERE item_id = ?", (target.id,)
-            )[0][0]
+        quoted = yield Stmt(
+            "SELECT session_id, ordinal, quote FROM memory_sources WHERE item_id = ?",
+            (target.id,),
         )
+        have = {(str(s), int(o), str(q)) for s, o, q in quoted}
+        last = yield Stmt(
+            "SELECT COALESCE(max(n), -1) FROM memory_sources WHERE item_id = ?", (target.id,)
+        )
+        n = int(last[0][0])
         new = []
         for q in item.sources:
             if (q.session_id, q.ordinal, q.quote) not in have:
@@ -195,19 +206,20 @@ class ItemWriter:
                 n += 1
                 op = q.operation_id or item.operation_id
                 new.append((target.id, n, q.session_id, q.ordinal, q.quote, op))
-        tx.many(
+        yield Stmt(
             "INSERT INTO memory_sources (item_id, n, session_id, ordinal, quote, operation_id) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             new,
+            many=True,
         )
         first = _earliest(target.first_observed_at, item.first_observed_at)
-        tx.run(
+        yield Stmt(
             "UPDATE memory_items SET observed_at = ?, first_observed_at = ?, valid_from = ? "
             "WHERE id = ?",
             (
-                tx.time(_latest(target.observed_at, item.observed_at)),
-                tx.time(first),
-                tx.time(_earliest(target.valid_from, item.valid_from, first)),
+                _latest(target.observed_at, item.observed_at),
+                first,
+                _earliest(target.valid_from, item.valid_from, first),
                 target.id,
             ),
         )
@@ -238,19 +250,22 @@ def add_tombstones_in(tx: Tx, stones: Sequence[tuple[str, str]], now: datetime) 
 
 
 def tombstoned_in(tx: Tx, owner: str, fingerprints: Iterable[str]) -> set[str]:
+    return run_plan(tx, tombstoned_plan(owner, fingerprints))
+
+
+def tombstoned_plan(owner: str, fingerprints: Iterable[str]) -> Plan[set[str]]:
+    """Which of ``fingerprints`` were forgotten by ``owner``."""
     wanted = sorted(set(fingerprints))
     out: set[str] = set()
     for start in range(0, len(wanted), PAGE):
         chunk = wanted[start : start + PAGE]
         marks = ", ".join("?" for _ in chunk)
-        out |= {
-            str(r[0])
-            for r in tx.run(
-                f"SELECT fingerprint FROM memory_tombstones WHERE owner = ? "
-                f"AND fingerprint IN ({marks})",
-                (owner, *chunk),
-            )
-        }
+        rows = yield Stmt(
+            f"SELECT fingerprint FROM memory_tombstones WHERE owner = ? "
+            f"AND fingerprint IN ({marks})",
+            (owner, *chunk),
+        )
+        out |= {str(r[0]) for r in rows}
     return out
 
 
@@ -273,18 +288,90 @@ def items_in(tx: Tx, ids: Sequence[str]) -> list[MemoryItemRow]:
 
 def with_sources(tx: Tx, rows: list[Any]) -> list[MemoryItemRow]:
     """The item rows ``rows`` (``ITEM_COLS``) with their sources."""
+    return run_plan(tx, with_sources_plan(rows))
+
+
+def with_sources_plan(rows: list[Any]) -> Plan[list[MemoryItemRow]]:
+    """:func:`with_sources` as a plan."""
     ids = [r[0] for r in rows]
     sources: dict[str, list[MemorySourceRow]] = defaultdict(list)
     for start in range(0, len(ids), PAGE):
         chunk = ids[start : start + PAGE]
         marks = ", ".join("?" for _ in chunk)
-        for item_id, sid, ordinal, quote, op in tx.run(
+        found = yield Stmt(
             "SELECT item_id, session_id, ordinal, quote, operation_id FROM memory_sources "
             f"WHERE item_id IN ({marks}) ORDER BY item_id, n",
             chunk,
-        ):
+        )
+        for item_id, sid, ordinal, quote, op in found:
             sources[item_id].append(MemorySourceRow(sid, int(ordinal), quote, op))
     return [item_from_row(r, tuple(sources[r[0]])) for r in rows]
+
+
+class _Bound:
+    """Times left as they are, for :func:`memoir.store.db.run_plan` to bind."""
+
+    def time(self, value: datetime) -> Any:
+        return value
+
+
+def select_plan(f: ItemFilter, order: str, limit: int | None) -> Plan[list[MemoryItemRow]]:
+    """The items within ``f`` in ``order`` (over alias ``i``), with their sources."""
+    where, params = f.sql(_Bound())
+    rows = yield Stmt(
+        f"SELECT {ITEM_COLS} FROM memory_items i WHERE {where} ORDER BY {order}"
+        f"{limit_clause(limit)}",
+        params,
+    )
+    return (yield from with_sources_plan(rows))
+
+
+NEWEST = "i.created_at DESC, i.id"
+
+
+def by_operation_plan(operation_id: str) -> Plan[list[MemoryItemRow]]:
+    """The items holding a quote the operation added (saved by it or merged into)."""
+    rows = yield Stmt(
+        "SELECT DISTINCT item_id FROM memory_sources WHERE operation_id = ? ORDER BY item_id",
+        (operation_id,),
+    )
+    ids = [str(r[0]) for r in rows]
+    out: dict[str, MemoryItemRow] = {}
+    for start in range(0, len(ids), PAGE):
+        chunk = tuple(ids[start : start + PAGE])
+        for item in (yield from select_plan(ItemFilter(ids=chunk, history=True), NEWEST, None)):
+            out[item.id] = item
+    return list(out.values())
+
+
+def put_vectors_plan(embedder: str, vectors: dict[str, np.ndarray]) -> Plan[None]:
+    """Keep each item's vector by ``embedder`` (in a write transaction); an item forgotten
+    meanwhile gets none."""
+    import numpy as np
+
+    live: set[str] = set()
+    ids = list(vectors)
+    for start in range(0, len(ids), PAGE):
+        chunk = ids[start : start + PAGE]
+        marks = ", ".join("?" for _ in chunk)
+        rows = yield Stmt(f"SELECT id FROM memory_items WHERE id IN ({marks})", chunk)
+        live |= {str(r[0]) for r in rows}
+    yield Stmt(
+        "INSERT INTO memory_vectors (item_id, embedder, vector) VALUES (?, ?, ?) "
+        "ON CONFLICT (item_id, embedder) DO UPDATE SET vector = excluded.vector",
+        [
+            (i, embedder, np.asarray(v, dtype=np.float32).tobytes())
+            for i, v in vectors.items()
+            if i in live
+        ],
+        many=True,
+    )
+
+
+def project_disabled_plan(project: str) -> Plan[bool]:
+    """Whether memory is switched off for ``project``."""
+    rows = yield Stmt("SELECT disabled FROM memory_switches WHERE project = ?", (project,))
+    return bool(rows and rows[0][0])
 
 
 def predecessors_in(tx: Tx, item_id: str) -> list[str]:

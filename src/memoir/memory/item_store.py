@@ -17,20 +17,26 @@ from typing import TYPE_CHECKING
 from memoir.errors import MemoirError, NotFound
 from memoir.memory.item_rows import ITEM_COLS, MemoryItemRow, evidence_fingerprint, standing_key
 from memoir.memory.item_sql import (
+    NEWEST,
     PAGE,
     ImportCounts,
     ItemWriter,
     add_tombstones_in,
     all_tombstoned,
+    by_operation_plan,
     close_ended,
     items_in,
     limit_clause,
     predecessors_in,
+    project_disabled_plan,
+    put_vectors_plan,
+    select_plan,
     tombstoned_in,
+    tombstoned_plan,
     with_sources,
 )
 from memoir.memory.lane_store import KeyedItemsPart, MemoryPart
-from memoir.store.db import Db, Part, Tx
+from memoir.store.db import Db, Part, Plan, Stmt, Tx, run_plan
 from memoir.store.parts import CheckpointsPart, EventsPart, SessionsPart
 from memoir.store.search_sql import ItemText
 from memoir.store.search_text import ParsedQuery
@@ -39,6 +45,7 @@ from memoir.store.values import ItemFilter
 if TYPE_CHECKING:
     import numpy as np
 
+    from memoir.llm.port import UsageSink
     from memoir.store.port import Store
 
 __all__ = ["MAX_ID_CHARS", "MIN_PREFIX", "MemoryItemsPart", "MemoryParts", "memory_parts"]
@@ -93,24 +100,17 @@ class MemoryItemsPart(Part):
         then by kind, the most quoted, the most recently said (what a context block
         takes: a budget holds a few dozen lines, so the newest of each kind suffice)."""
         if not standing:
-            return self._select(f, "i.created_at DESC, i.id", limit)
+            return self._select(f, NEWEST, limit)
         rows: list[MemoryItemRow] = []
         for kind in standing:
             left = None if limit is None else limit - len(rows)
             if left is not None and left <= 0:
                 break
-            rows += self._select(replace(f, kinds=(kind,)), "i.created_at DESC, i.id", left)
+            rows += self._select(replace(f, kinds=(kind,)), NEWEST, left)
         return sorted(rows, key=lambda i: standing_key(i, standing))
 
     def _select(self, f: ItemFilter, order: str, limit: int | None) -> list[MemoryItemRow]:
-        page = limit_clause(limit)
-        with self._db.ro() as tx:
-            where, params = f.sql(tx)
-            rows = tx.run(
-                f"SELECT {ITEM_COLS} FROM memory_items i WHERE {where} ORDER BY {order}{page}",
-                params,
-            )
-            return with_sources(tx, rows)
+        return self._db.snapshot(select_plan(f, order, limit))
 
     def by_ids(self, ids: Sequence[str]) -> dict[str, MemoryItemRow]:
         out: dict[str, MemoryItemRow] = {}
@@ -202,11 +202,7 @@ class MemoryItemsPart(Part):
 
     def by_operation(self, operation_id: str) -> list[MemoryItemRow]:
         """The items holding a quote the operation added (saved by it or merged into)."""
-        rows = self._db.rows(
-            "SELECT DISTINCT item_id FROM memory_sources WHERE operation_id = ? ORDER BY item_id",
-            (operation_id,),
-        )
-        return list(self.by_ids([str(r[0]) for r in rows]).values())
+        return self._db.snapshot(by_operation_plan(operation_id))
 
     def evidence_exchanges(self, item_ids: Sequence[str]) -> dict[str, list[str]]:
         """Per item: the exchanges holding its quotes (in quote order, each once)."""
@@ -240,21 +236,26 @@ class MemoryItemsPart(Part):
         return sorted(str(r[0]) for r in self._db.rows(_VECTOR_MODELS))
 
     def vectors(self, embedder: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._db.snapshot(self.vectors_plan(embedder, ids))
+
+    def vectors_plan(self, embedder: str, ids: Sequence[str]) -> Plan[dict[str, np.ndarray]]:
+        """The vectors of ``ids`` by ``embedder`` that are stored (those read before, from
+        this process's cache)."""
         import numpy as np
 
         cache = self._vector_cache.setdefault(embedder, {})
         out = {i: cache[i] for i in ids if i in cache}
         wanted = [i for i in ids if i not in out]
-        with self._db.ro() as tx:
-            for start in range(0, len(wanted), PAGE):
-                chunk = list(wanted[start : start + PAGE])
-                marks = ", ".join("?" for _ in chunk)
-                for item_id, blob in tx.run(
-                    f"SELECT item_id, vector FROM memory_vectors WHERE embedder = ? "
-                    f"AND item_id IN ({marks})",
-                    (embedder, *chunk),
-                ):
-                    out[str(item_id)] = np.frombuffer(bytes(blob), dtype=np.float32)
+        for start in range(0, len(wanted), PAGE):
+            chunk = list(wanted[start : start + PAGE])
+            marks = ", ".join("?" for _ in chunk)
+            rows = yield Stmt(
+                f"SELECT item_id, vector FROM memory_vectors WHERE embedder = ? "
+                f"AND item_id IN ({marks})",
+                (embedder, *chunk),
+            )
+            for item_id, blob in rows:
+                out[str(item_id)] = np.frombuffer(bytes(blob), dtype=np.float32)
         for i in wanted:
             if i in out:
                 cache[i] = out[i]
@@ -263,27 +264,7 @@ class MemoryItemsPart(Part):
         return out
 
     def put_vectors(self, embedder: str, vectors: dict[str, np.ndarray]) -> None:
-        import numpy as np
-
-        with self._db.tx() as tx:
-            live = set()
-            ids = list(vectors)
-            for start in range(0, len(ids), PAGE):
-                chunk = ids[start : start + PAGE]
-                marks = ", ".join("?" for _ in chunk)
-                live |= {
-                    str(r[0])
-                    for r in tx.run(f"SELECT id FROM memory_items WHERE id IN ({marks})", chunk)
-                }
-            tx.many(
-                "INSERT INTO memory_vectors (item_id, embedder, vector) VALUES (?, ?, ?) "
-                "ON CONFLICT (item_id, embedder) DO UPDATE SET vector = excluded.vector",
-                [
-                    (i, embedder, np.asarray(v, dtype=np.float32).tobytes())
-                    for i, v in vectors.items()
-                    if i in live  # an item forgotten meanwhile gets no vector
-                ],
-            )
+        self._db.apply(put_vectors_plan(embedder, vectors))
 
     # forgetting ------------------------------------------------------------------------
     def forget(self, item_id: str) -> list[MemoryItemRow]:
@@ -333,8 +314,7 @@ class MemoryItemsPart(Part):
 
     def tombstoned(self, owner: str, fingerprints: Iterable[str]) -> set[str]:
         """Which of ``fingerprints`` were forgotten by ``owner``."""
-        with self._db.ro() as tx:
-            return tombstoned_in(tx, owner, fingerprints)
+        return self._db.snapshot(tombstoned_plan(owner, fingerprints))
 
     def tombstones(self) -> int:
         return int(self._db.rows("SELECT count(*) FROM memory_tombstones")[0][0])
@@ -357,7 +337,7 @@ class MemoryItemsPart(Part):
         """Write items outside an extraction: each saved, merged or chained as a
         settlement would; the ids holding them."""
         with self._db.tx() as tx:
-            return [self.writer.save(tx, item) for item in items]
+            return [run_plan(tx, self.writer.save(item)) for item in items]
 
     def import_all(
         self, items: Sequence[MemoryItemRow], stones: Sequence[tuple[str, str]]
@@ -415,7 +395,7 @@ class MemoryItemsPart(Part):
             "AND i.superseded_by IS NULL",
             (row.owner, scope_key, row.normalized),
         )
-        got = self.writer.save(tx, row)
+        got = run_plan(tx, self.writer.save(row))
         if got == row.id:
             counts.items += 1
             return got
@@ -433,8 +413,7 @@ class MemoryItemsPart(Part):
 
     # switches --------------------------------------------------------------------------
     def project_disabled(self, project: str) -> bool:
-        rows = self._db.rows("SELECT disabled FROM memory_switches WHERE project = ?", (project,))
-        return bool(rows and rows[0][0])
+        return self._db.query(project_disabled_plan(project))
 
     def switch_project(self, project: str, *, disabled: bool) -> None:
         with self._db.tx() as tx:
@@ -462,6 +441,8 @@ class MemoryParts:
     memory: MemoryPart
     items: MemoryItemsPart
     keyed: KeyedItemsPart
+    db: Db  # the connections memory's plans run on
+    usage: UsageSink  # the store's usage ledger
 
 
 _PARTS: weakref.WeakKeyDictionary[Store, MemoryParts] = weakref.WeakKeyDictionary()
@@ -482,5 +463,7 @@ def memory_parts(store: Store) -> MemoryParts:
                 MemoryPart(store.db, writer),
                 MemoryItemsPart(store.db, store.item_text, writer),
                 KeyedItemsPart(store.db, postgres=store.backend == "postgres"),
+                store.db,
+                store.usage,
             )
         return found

@@ -18,12 +18,14 @@ namespace prefix are those whose namespace is the prefix or starts with the pref
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from memoir.errors import ConcurrentWrite, StoreError
+from memoir.llm.port import UsageRecord
 from memoir.memory.item_rows import (
     DENIAL_COLS,
     OP_COLS,
@@ -43,7 +45,8 @@ from memoir.memory.item_rows import (
 from memoir.memory.item_sql import ItemWriter
 from memoir.model.event import scrub_deep
 from memoir.store.codec import dumps, stored_time
-from memoir.store.db import Db, Part, Tx, fold_index_text
+from memoir.store.db import Db, Part, Tx, fold_index_text, run_plan
+from memoir.store.parts.summaries import usage_plan
 from memoir.store.search_sql import item_tsquery
 from memoir.store.search_text import ParsedQuery, to_fts5
 
@@ -54,6 +57,9 @@ __all__ = [
     "MemoryPart",
     "VectorRow",
 ]
+
+
+log = logging.getLogger(__name__)
 
 
 class MemoryPart(Part):
@@ -200,7 +206,7 @@ class MemoryPart(Part):
             if s.cursor_to is not None:
                 self._move_cursor(tx, r.session_id, s.cursor_from or 0, s.cursor_to)
             for item in sorted(s.items, key=lambda i: (i.normalized, i.id)):  # lock order
-                self.items.save(tx, item)
+                run_plan(tx, self.items.save(item))
             if s.pending is not None:
                 self._put_pending(tx, s.pending)
             elif s.clear_pending:
@@ -208,6 +214,15 @@ class MemoryPart(Part):
             for op in {r.operation_id, *s.done_ops}:
                 tx.run("DELETE FROM memory_ops WHERE operation_id = ?", (op,))
         return True
+
+    def record_usage(self, records: Sequence[UsageRecord]) -> None:
+        """Write the usage of model calls held off the calls (``holding_usage``); as
+        for any metered call, a ledger that cannot be written fails nothing."""
+        try:
+            if records:
+                self._db.apply(usage_plan(records))
+        except Exception as exc:
+            log.warning("usage ledger: could not record %d model call(s): %s", len(records), exc)
 
     def _put_receipt(self, tx: Tx, r: ReceiptRow) -> bool:
         added = tx.run(

@@ -37,11 +37,13 @@ from datetime import UTC, datetime
 from memoir.errors import Busy, MemoirError, NotFound, UsageError
 from memoir.memory.decisions import LaneOp, Work, lane_order, next_work
 from memoir.memory.item_rows import MemoryItemRow, MemoryOpRow
+from memoir.memory.item_sql import by_operation_plan
 from memoir.memory.lane_store import MemoryPart
 from memoir.memory.runner import MemoryParts, Outcome, Runner, Task
 from memoir.memory.values import Trigger, operation_id
 from memoir.model import EventKind
-from memoir.store.parts import CheckpointsPart
+from memoir.store.parts import CheckpointsPart, events_plan
+from memoir.store.parts.sessions import session_plan
 from memoir.store.port import Claims
 from memoir.store.values import CheckpointRow
 
@@ -226,9 +228,9 @@ class Memories:
 
     # helpers -----------------------------------------------------------------------------
     def _turn(self, session_id: str, turn: int | None) -> int:
-        if self.parts.sessions.get(session_id) is None:
+        if self.parts.db.query(session_plan(session_id)) is None:
             raise NotFound(f"no session {session_id!r}")
-        events = self.parts.events.of(session_id)
+        events = self.parts.db.query(events_plan(session_id))
         users = [e.ordinal for e in events if e.kind is EventKind.USER_TEXT]
         if not users:
             raise MemoirError(f"session {session_id} has no user message to remember from")
@@ -244,7 +246,7 @@ class Memories:
     def _items_of(self, operation: str) -> tuple[MemoryItemRow, ...]:
         if self.parts.memory.receipt(operation) is None:
             return ()
-        return tuple(self.parts.items.by_operation(operation))
+        return tuple(self.parts.db.snapshot(by_operation_plan(operation)))
 
 
 log = logging.getLogger(__name__)

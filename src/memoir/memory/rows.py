@@ -25,10 +25,11 @@ from memoir.memory.item_rows import (
     evidence_fingerprint,
     key_sig,
 )
+from memoir.memory.item_sql import NEWEST, select_plan, tombstoned_plan
 from memoir.memory.item_store import MemoryItemsPart, MemoryParts, memory_parts
 from memoir.memory.offline_extractor import slot_of
 from memoir.memory.recall import EMBED_PER_CALL, ItemEmbedder, embedded_text
-from memoir.memory.request import localization_window
+from memoir.memory.request import Envelope, localization_window
 from memoir.memory.validate import normalize
 from memoir.memory.values import (
     KnownItem,
@@ -40,7 +41,8 @@ from memoir.memory.values import (
     Trigger,
 )
 from memoir.model import Event, Session
-from memoir.store.parts import EventsPart
+from memoir.store.db import Plan
+from memoir.store.parts import events_plan
 from memoir.store.search_text import STOPWORDS
 from memoir.store.values import ItemFilter
 
@@ -54,6 +56,7 @@ __all__ = [
     "Outcome",
     "Task",
     "earlier_turns",
+    "failed_work",
     "forgotten_quotes",
     "item_row",
     "known_items",
@@ -194,43 +197,44 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 def near_duplicates(
     items: MemoryItemsPart, embedder: ItemEmbedder | None, rows: tuple[MemoryItemRow, ...]
-) -> tuple[tuple[MemoryItemRow, ...], tuple[str, dict[str, np.ndarray]] | None]:
+) -> Plan[tuple[tuple[MemoryItemRow, ...], dict[str, np.ndarray], dict[str, np.ndarray]]]:
     """Each row pointed at the live item it duplicates in other words (``merge_into``,
     see :mod:`memoir.memory.decisions`): one with the same key set saying the same thing,
-    else — when an embedder is configured — a near-duplicate by meaning. With the
-    rows' vectors (embedder name, vectors by id) to store once they are saved."""
+    else — when an embedder is configured — a near-duplicate by meaning. With the vectors
+    to store by the embedder's name: the rows' own (once they are saved), and those made
+    now for live items that had none. Reads only."""
     out = []
     for row in rows:
-        same_keys = items.select(
-            ItemFilter(owner=row.owner, scope_key=row.scope_key, key_sig=row.key_sig)
-        )
+        where = ItemFilter(owner=row.owner, scope_key=row.scope_key, key_sig=row.key_sig)
+        same_keys = yield from select_plan(where, NEWEST, None)
         twin = next((i for i in same_keys if same_claim(row.content, i.content)), None)
         out.append(replace(row, merge_into=twin.id) if twin is not None else row)
     if embedder is None or not rows:
-        return tuple(out), None
+        return tuple(out), {}, {}
     made = embedder.embed([embedded_text(r) for r in out])
+    computed: dict[str, np.ndarray] = {}
     for n, (row, vector) in enumerate(zip(list(out), made, strict=True)):
         if row.merge_into is not None:
             continue
         where = ItemFilter(owner=row.owner, scope_key=row.scope_key)
-        live = items.select(where, limit=KNOWN_SCAN)
-        have = items.vectors(embedder.name, [i.id for i in live])
+        live = yield from select_plan(where, NEWEST, KNOWN_SCAN)
+        have = yield from items.vectors_plan(embedder.name, [i.id for i in live])
+        have.update({i.id: computed[i.id] for i in live if i.id in computed})
         missing = [i for i in live if i.id not in have][:EMBED_PER_CALL]
         if missing:
             fresh = embedder.embed([embedded_text(i) for i in missing])
-            computed = {i.id: fresh[k] for k, i in enumerate(missing)}
-            items.put_vectors(embedder.name, computed)
+            computed.update({i.id: fresh[k] for k, i in enumerate(missing)})
             have.update(computed)
         candidates = [Candidate(i.id, i.content, have[i.id]) for i in live if i.id in have]
         target = near_duplicate(row.content, vector, candidates)
         if target is not None:
             out[n] = replace(row, merge_into=target)
-    return tuple(out), (embedder.name, {r.id: v for r, v in zip(out, made, strict=True)})
+    return tuple(out), {r.id: v for r, v in zip(out, made, strict=True)}, computed
 
 
 def known_items(
-    items: MemoryItemsPart, session: Session | None, sid: str, slice_: EvidenceSlice
-) -> tuple[KnownItem, ...]:
+    session: Session | None, sid: str, slice_: EvidenceSlice
+) -> Plan[tuple[KnownItem, ...]]:
     """The owner's live memories (this project's and global ones) sharing a key word
     with the citable user turns: what a statement of the range may update."""
     if session is None:
@@ -239,7 +243,7 @@ def known_items(
     words = {w.casefold() for text in said for w in _WORD.findall(text)} - STOPWORDS
     words |= {slot[0] for text in said if (slot := slot_of(text)) is not None}
     scope = ItemFilter(owner=session.user, projects=(session.project,))
-    candidates = items.select(scope, limit=KNOWN_SCAN)
+    candidates = yield from select_plan(scope, NEWEST, KNOWN_SCAN)
     scored = []
     for item in candidates:
         keys = {w.casefold() for k in item.keys for w in _WORD.findall(k)}
@@ -259,9 +263,7 @@ def known_items(
     return tuple(out)
 
 
-def forgotten_quotes(
-    items: MemoryItemsPart, session: Session | None, sid: str, proposal: Proposal
-) -> set[str]:
+def forgotten_quotes(session: Session | None, sid: str, proposal: Proposal) -> Plan[set[str]]:
     """The fingerprints of the proposal's quotes the owner had forgotten."""
     prints = {
         evidence_fingerprint(sid, q.ordinal, text)
@@ -272,23 +274,21 @@ def forgotten_quotes(
     if not prints:
         return set()
     owner = session.user if session is not None else "local"
-    return items.tombstoned(owner, prints)
+    return (yield from tombstoned_plan(owner, prints))
 
 
 LOOKBACK_EVENTS = 400  # how far before a range localization looks for earlier turns
 
 
 def earlier_turns(
-    events: EventsPart,
-    sid: str,
-    range_: Range,
-    proposal: Proposal | None,
-    denied: tuple[Range, ...],
-) -> tuple[SliceTurn, ...]:
+    sid: str, range_: Range, proposal: Proposal | None, denied: tuple[Range, ...]
+) -> Plan[tuple[SliceTurn, ...]]:
     """Earlier turns of the same session for an elliptical reference: those naming a
     search term first, bounded; they add no evidence and never cross a denial."""
     before = range_.after_cursor + 1
-    earlier = events.of(sid, after=max(0, before - 1 - LOOKBACK_EVENTS), upto=before - 1)
+    earlier = yield from events_plan(
+        sid, after=max(0, before - 1 - LOOKBACK_EVENTS), upto=before - 1
+    )
     if not earlier:
         return ()
     lo = earlier[0].ordinal - 1
@@ -296,3 +296,11 @@ def earlier_turns(
     terms = [t.casefold() for t in (proposal.search_terms if proposal else ())]
     named = [t for t in turns if any(term in t.text.casefold() for term in terms)]
     return localization_window(named or list(turns), before, denied)
+
+
+def failed_work(segment: Envelope | None, work: Work, range_: Range) -> Work:
+    """The work that failed: the segment being run (a split's first part has its own
+    trigger, anchor and range), else the task over the whole range."""
+    if segment is None or segment.trigger is work.trigger:
+        return replace(work, range=segment.range if segment is not None else range_)
+    return Work(work.session_id, segment.trigger, segment.anchor, segment.range, work.checkpoint_id)

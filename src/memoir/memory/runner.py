@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING
 
 from memoir.errors import MemoirError
 from memoir.llm import request_tokens
-from memoir.llm.port import AuthError, Model, TokenCounter
+from memoir.llm.port import AuthError, Model, TokenCounter, holding_usage
 from memoir.memory.decisions import (
     OVERSIZED,
     VALIDATION,
     FailureAction,
     PolicyAction,
     PolicyStage,
-    Work,
     after_failure,
     failure_class,
     on_denied,
@@ -53,6 +52,7 @@ from memoir.memory.item_rows import (
     Settlement,
     evidence_fingerprint,
 )
+from memoir.memory.item_sql import by_operation_plan, project_disabled_plan, put_vectors_plan
 from memoir.memory.prompt import PROMPT_ID, parse_proposal
 from memoir.memory.recall import ItemEmbedder
 from memoir.memory.request import (
@@ -71,6 +71,7 @@ from memoir.memory.rows import (
     Outcome,
     Task,
     earlier_turns,
+    failed_work,
     forgotten_quotes,
     item_row,
     known_items,
@@ -89,6 +90,9 @@ from memoir.memory.values import (
     Trigger,
 )
 from memoir.model import Event, Session, SessionFlags
+from memoir.store.parts import events_plan, last_ordinal_plan
+from memoir.store.parts.sessions import session_plan
+from memoir.store.parts.summaries import checkpoints_at_or_below_plan
 
 if TYPE_CHECKING:
     import numpy as np
@@ -147,13 +151,13 @@ class Runner:
         """The session's memory policy now: its flags, with its project's switch."""
         if session is None:
             return None
-        if self.parts.items.project_disabled(session.project):
+        if self.parts.db.query(project_disabled_plan(session.project)):
             return replace(session.flags, memory_disabled=True)
         return session.flags
 
     def _start(self, task: Task) -> _Run:
         sid = task.work.session_id
-        session = self.parts.sessions.get(sid)
+        session = self.parts.db.query(session_plan(sid))
         denied = tuple(
             Range.covering(d.range_after, d.range_through) for d in self.parts.memory.denials(sid)
         )
@@ -194,8 +198,10 @@ class Runner:
             )
         if verdict.action is PolicyAction.DENY:
             return self._deny(run, range_, verdict.reason or "policy_denied")
-        events = self.parts.events.of(
-            task.work.session_id, after=range_.after_cursor, upto=range_.context_through
+        events = self.parts.db.query(
+            events_plan(
+                task.work.session_id, after=range_.after_cursor, upto=range_.context_through
+            )
         )
         run.events = {e.ordinal: e for e in events}
         slice_ = build_slice(events, range_)
@@ -224,12 +230,10 @@ class Runner:
         work, task = run.task.work, run.task
         if work.range is not None:  # a retry: exactly the range that failed
             return work.range
-        last = self.parts.events.last_ordinal(work.session_id)
+        last = self.parts.db.query(last_ordinal_plan(work.session_id))
         if work.requested_turn is not None:
-            through = exchange_end(
-                self.parts.events.of(work.session_id, after=work.requested_turn - 1, upto=last),
-                work.requested_turn,
-            )
+            turn = events_plan(work.session_id, after=work.requested_turn - 1, upto=last)
+            through = exchange_end(self.parts.db.query(turn), work.requested_turn)
             after = min(start, work.requested_turn - 1)
             return Range.covering(after, max(after, through), through)
         through = min(task.boundary if task.boundary is not None else last, last)
@@ -251,7 +255,7 @@ class Runner:
             requested_turn=task.work.requested_turn,
             note=task.note,
             checkpoint_id=task.work.checkpoint_id,
-            known=known_items(self.parts.items, run.session, run.task.work.session_id, slice_),
+            known=self.parts.db.snapshot(known_items(run.session, task.work.session_id, slice_)),
         )
         window = task.window or self.config.window
         reserve = self._reserve(window)
@@ -281,7 +285,7 @@ class Runner:
         checkpoints at or below the bound a denial sets (a summary carries everything up
         to its watermark), not from every checkpoint of the session."""
         bound = min([before, *(d.after_cursor for d in run.denied if d.after_cursor < before)])
-        rows = self.parts.checkpoints.latest_at_or_below(run.task.work.session_id, bound)
+        rows = self.parts.db.query(checkpoints_at_or_below_plan(run.task.work.session_id, bound))
         candidates = [
             PriorSummary(r.id, r.memory_boundary, str(r.data.get("summary") or ""), True)
             for r in rows
@@ -300,17 +304,23 @@ class Runner:
             if step is CallStep.STOP:
                 break
             if step is CallStep.LOCALIZE:
-                events, sid = self.parts.events, run.task.work.session_id
-                turns = earlier_turns(events, sid, envelope.range, proposal, run.denied)
+                sid = run.task.work.session_id
+                turns = self.parts.db.query(
+                    earlier_turns(sid, envelope.range, proposal, run.denied)
+                )
                 envelope = replace(envelope, localization=turns)
                 localized = True
             request = envelope.request(self._reserve(run.task.window or self.config.window))
             run.tokens += request_tokens(request, self.counter)
             run.calls += 1
-            proposal = parse_proposal(self.model.complete(request).text)
+            with holding_usage(self.parts.usage) as held:  # written here, off the call
+                try:
+                    proposal = parse_proposal(self.model.complete(request).text)
+                finally:
+                    self.parts.memory.record_usage(held)
         assert proposal is not None
-        forgotten = forgotten_quotes(
-            self.parts.items, run.session, run.task.work.session_id, proposal
+        forgotten = self.parts.db.snapshot(
+            forgotten_quotes(run.session, run.task.work.session_id, proposal)
         )
         validation = validate_proposal(
             proposal,
@@ -333,7 +343,11 @@ class Runner:
             self._item(run, envelope, n, item) for n, item in enumerate(validation.accepted)
         )
         embedder = self._embedder() if self._embedder is not None and items else None
-        items, vectors = near_duplicates(self.parts.items, embedder, items)
+        items, vectors, made = self.parts.db.query(
+            near_duplicates(self.parts.items, embedder, items)
+        )
+        if made and embedder is not None:  # live items that had no vector: theirs now
+            self.parts.db.apply(put_vectors_plan(embedder.name, made))
         return self._settle(
             run,
             outcome,
@@ -344,13 +358,13 @@ class Runner:
             dropped=validation.dropped,
             operation=envelope.operation_id if not final else None,
             refused_updates=validation.refused_updates,
-            vectors=vectors,
+            vectors=(embedder.name, vectors) if embedder is not None and vectors else None,
         )
 
     def _recheck(self, run: _Run, stage: PolicyStage) -> None:
         """Policy again (it may have changed since the run began): ``_PolicyStop`` unless
         the run may go on."""
-        session = self.parts.sessions.get(run.task.work.session_id)
+        session = self.parts.db.query(session_plan(run.task.work.session_id))
         verdict = policy_decision(run.task.disposition, self.flags(session), stage)
         if verdict.action is not PolicyAction.PROCEED:
             raise _PolicyStop(verdict.action, verdict.reason or "policy_denied")
@@ -420,9 +434,9 @@ class Runner:
         self.parts.memory.settle(settled)
         run.calls = run.tokens = 0
         if vectors is not None:  # the new items' vectors, for recall (merged ones had theirs)
-            self.parts.items.put_vectors(vectors[0], vectors[1])
+            self.parts.db.apply(put_vectors_plan(*vectors))
         if items:  # as stored: an item may have merged into one saved before
-            items = tuple(self.parts.items.by_operation(op))
+            items = tuple(self.parts.db.snapshot(by_operation_plan(op)))
         return Outcome(receipt=receipt, items=items)
 
     def _deny(self, run: _Run, range_: Range, reason: str) -> Outcome:
@@ -457,7 +471,7 @@ class Runner:
                 return Outcome(waiting=exc.reason)
             return self._deny(run, range_, exc.reason)
         failure = exc.failure if isinstance(exc, _Failed) else failure_class(exc)
-        work = self._failed_work(run, range_)
+        work = failed_work(run.segment, run.task.work, range_)
         digest = coverage_hash(run.events.values(), range_)
         decision = after_failure(run.pending, work, digest, failure)
         message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
@@ -476,14 +490,6 @@ class Runner:
             self.parts.memory.fail(row, drop_op=run.task.work.operation_id if own else None)
             return Outcome(pending=row, error=message)
         return Outcome(waiting="behind_pending", error=message)
-
-    def _failed_work(self, run: _Run, range_: Range) -> Work:
-        """The work that failed: the segment being run (a split's first part has its own
-        trigger, anchor and range), else the task over the whole range."""
-        seg, work = run.segment, run.task.work
-        if seg is None or seg.trigger is work.trigger:
-            return replace(work, range=seg.range if seg is not None else range_)
-        return Work(work.session_id, seg.trigger, seg.anchor, seg.range, work.checkpoint_id)
 
 
 class _PolicyStop(ExtractionError):

@@ -43,13 +43,13 @@ import re
 import string
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from memoir.errors import Busy, MigrationError, ReadOnly, StoreError
 from memoir.home_files import open_private, private_dir
@@ -67,7 +67,9 @@ __all__ = [
     "FileClaims",
     "LocalClaims",
     "Part",
+    "Plan",
     "StaleConnection",
+    "Stmt",
     "Tx",
     "check_version",
     "claim_file",
@@ -78,6 +80,7 @@ __all__ = [
     "local_claim",
     "pg_sql",
     "rows_in",
+    "run_plan",
     "shared_file_claim",
     "sqlite_sql",
     "summary_claim",
@@ -98,6 +101,44 @@ class Tx(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Stmt:
+    """One statement of a :data:`Plan`: ``sql`` with ``?`` placeholders and its
+    ``params``; with ``many``, ``params`` holds a row of them per run (no rows come back).
+    A ``datetime`` among them is bound as the backend binds timestamps."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    many: bool = False
+
+
+T = TypeVar("T")
+# SQL work written once, run by whoever holds the connection: a generator that yields
+# each Stmt, is sent its rows, and returns its result. Its frames are suspended while the
+# statement runs, so the code that decides what to run never waits on the database.
+Plan: TypeAlias = Generator[Stmt, list[Any], T]
+
+
+def run_plan(tx: Tx, plan: Plan[T]) -> T:
+    """Run every statement of ``plan`` in ``tx``: its result."""
+    try:
+        stmt = next(plan)
+        while True:
+            if stmt.many:
+                tx.many(stmt.sql, [_bound(tx.time, row) for row in stmt.params])
+                stmt = plan.send([])
+            else:
+                stmt = plan.send(tx.run(stmt.sql, _bound(tx.time, stmt.params)))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def _bound(time: Callable[[datetime | None], Any], params: Sequence[Any]) -> Sequence[Any]:
+    if any(isinstance(p, datetime) for p in params):
+        return [time(p) if isinstance(p, datetime) else p for p in params]
+    return params
+
+
+@dataclass(frozen=True, slots=True)
 class Db:
     """A backend's transactions, as its parts see them. ``write``/``read`` yield the
     driver's own connection (inside one transaction for ``write``), for SQL written per
@@ -114,6 +155,7 @@ class Db:
     batch: Callable[[], AbstractContextManager[Any]] | None = None
     # PostgreSQL's one-statement read: a quiet pooled connection unchecked, a stale one rerun
     quick: Callable[[str, Sequence[Any]], list[Any]] | None = None
+    time: TimeEncoder = to_iso  # how a statement's timestamps are bound
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """The rows of one statement (a read: run again when its connection was stale)."""
@@ -121,6 +163,26 @@ class Db:
             return self.quick(sql, params)
         with self.ro() as tx:
             return tx.run(sql, params)
+
+    def query(self, plan: Plan[T]) -> T:
+        """A read plan's result, each statement run as :meth:`rows` runs one (a plan of
+        one statement costs what that statement costs)."""
+        try:
+            stmt = next(plan)
+            while True:
+                stmt = plan.send(self.rows(stmt.sql, _bound(self.time, stmt.params)))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def snapshot(self, plan: Plan[T]) -> T:
+        """A read plan's result, its statements in one read transaction (one snapshot)."""
+        with self.ro() as tx:
+            return run_plan(tx, plan)
+
+    def apply(self, plan: Plan[T]) -> T:
+        """A plan's result, its statements in one write transaction."""
+        with self.tx() as tx:
+            return run_plan(tx, plan)
 
 
 class Part:

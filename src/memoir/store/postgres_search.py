@@ -34,7 +34,7 @@ import psycopg
 
 from memoir.model import Exchange, Session
 from memoir.store import search_sql
-from memoir.store.db import POSTGRES, Tx, fold_accents, fold_index_text
+from memoir.store.db import POSTGRES, Plan, Tx, fold_accents, fold_index_text
 from memoir.store.index_doc import (
     IndexDoc,
     owner_tsquery,
@@ -359,8 +359,8 @@ def snippets_for(
 
 # memory items' full text ---------------------------------------------------------------
 class PostgresItemText:
-    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
-        return None  # the tsv column is generated from content and keys
+    def index(self, item_id: str, content: str, keys: Sequence[str]) -> Plan[None]:
+        yield from ()  # no statement: the tsv column is generated from content and keys
 
     def drop(self, tx: Tx, item_ids: Sequence[str]) -> None:
         return None

@@ -141,7 +141,9 @@ class PostgresStore(SqlStore):
         self._masked = mask_url(url)
         self._closed = False
         self._limits = _Limits(max_connections, pool_timeout_s, statement_timeout_s)
-        db = Db(self._tx, self._ro, self._writing, self._reading, self._batching, self._rows)
+        db = Db(
+            self._tx, self._ro, self._writing, self._reading, self._batching, self._rows, to_utc
+        )
         self._wire(
             db,
             apply_batch=apply_batch,

@@ -39,7 +39,7 @@ from memoir.store.codec import (
     prefixed,
     session_from_row,
 )
-from memoir.store.db import Connection, Dialect, Tx, fold_accents, rows_in
+from memoir.store.db import Connection, Dialect, Plan, Tx, fold_accents, rows_in
 from memoir.store.index_doc import MAX_COLUMN_CHARS, quoted_text, tools_text
 from memoir.store.search_text import ParsedQuery, Term
 from memoir.store.values import SearchFilters
@@ -377,7 +377,10 @@ def filter_predicate(filters: SearchFilters) -> Callable[[Exchange, Session | No
 class ItemText(Protocol):
     """How one backend indexes and ranks memory items by their words."""
 
-    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None: ...
+    def index(self, item_id: str, content: str, keys: Sequence[str]) -> Plan[None]:
+        """Index the item just inserted (in the transaction that inserts it)."""
+        ...
+
     def drop(self, tx: Tx, item_ids: Sequence[str]) -> None: ...
     def rank(
         self,

@@ -40,7 +40,7 @@ from typing import Any
 
 from memoir.model import Exchange, Session
 from memoir.store.codec import to_utc
-from memoir.store.db import SQLITE, Tx
+from memoir.store.db import SQLITE, Plan, Stmt, Tx
 from memoir.store.index_doc import (
     IndexDoc,
     month_token,
@@ -435,13 +435,13 @@ def fts_values(content: str, keys: Sequence[str], owner: str) -> tuple[str, str]
 
 
 class SqliteItemText:
-    def index(self, tx: Tx, item_id: str, content: str, keys: Sequence[str]) -> None:
-        (row,) = tx.run(
+    def index(self, item_id: str, content: str, keys: Sequence[str]) -> Plan[None]:
+        (row,) = yield Stmt(
             "UPDATE memory_items SET fts_row = (SELECT COALESCE(max(fts_row), 0) + 1 FROM "
             "memory_items) WHERE id = ? RETURNING fts_row, owner",
             (item_id,),
         )
-        tx.run(
+        yield Stmt(
             "INSERT INTO memory_fts (rowid, body, owner) VALUES (?, ?, ?)",
             (int(row[0]), *fts_values(content, keys, str(row[1]))),
         )

@@ -41,7 +41,7 @@ from memoir.store.codec import (
     session_from_row,
     session_params,
 )
-from memoir.store.db import Db, Dialect, Part, StaleConnection
+from memoir.store.db import Db, Dialect, Part, Plan, StaleConnection, Stmt
 from memoir.store.parts.index import EmbeddingsPart, IndexPart, TextEngine
 from memoir.store.parts.jobs import JobLocking, JobsPart, UserInfo, UsersPart
 from memoir.store.parts.sessions import (
@@ -82,6 +82,8 @@ __all__ = [
     "UserInfo",
     "UsersPart",
     "check_storable",
+    "events_plan",
+    "last_ordinal_plan",
 ]
 
 
@@ -94,16 +96,27 @@ _CHUNK = 500
 class EventsPart(Part):
     def of(self, session_id: str, *, after: int = 0, upto: int | None = None) -> list[Event]:
         """A session's events with ``after < ordinal <= upto``, in order."""
-        sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
-        params: list[Any] = [session_id, after]
-        if upto is not None:
-            sql += " AND ordinal <= ?"
-            params.append(upto)
-        return [event_from_row(r) for r in self._db.rows(sql + " ORDER BY ordinal", params)]
+        return self._db.query(events_plan(session_id, after=after, upto=upto))
 
     def last_ordinal(self, session_id: str) -> int:
-        rows = self._db.rows("SELECT max(ordinal) FROM events WHERE session_id = ?", (session_id,))
-        return int(rows[0][0] or 0)
+        return self._db.query(last_ordinal_plan(session_id))
+
+
+def events_plan(session_id: str, *, after: int = 0, upto: int | None = None) -> Plan[list[Event]]:
+    """:meth:`EventsPart.of` as a plan."""
+    sql = f"SELECT {EVENT_COLS} FROM events WHERE session_id = ? AND ordinal > ?"
+    params: list[Any] = [session_id, after]
+    if upto is not None:
+        sql += " AND ordinal <= ?"
+        params.append(upto)
+    rows = yield Stmt(sql + " ORDER BY ordinal", params)
+    return [event_from_row(r) for r in rows]
+
+
+def last_ordinal_plan(session_id: str) -> Plan[int]:
+    """:meth:`EventsPart.last_ordinal` as a plan."""
+    rows = yield Stmt("SELECT max(ordinal) FROM events WHERE session_id = ?", (session_id,))
+    return int(rows[0][0] or 0)
 
 
 class ExchangesPart(Part):

@@ -5,20 +5,14 @@ Sessions: one row per conversation, with its policy flags; listing, lookup, dele
 What ingest writes and resumes from: batches (session + events + exchanges + index rows
 + source state + skipped lines, one transaction), per-file source states, skipped lines.
 
-The re-scan of derived text with a newer secret detector: its state and its pages.
-
-:mod:`memoir.ingest.verify` decides what to change; this part reads a page of a target's
-rows after a cursor and writes a page's changes and the new cursor in one transaction,
-so a run killed half-way resumes where its last page ended. Targets and their rows:
-
-- ``checkpoints`` — ``data`` (JSON: the compaction summary and its parts), keyed by id;
-- ``traces`` — ``data`` (JSON), keyed by id (a number);
-- ``cache`` — ``value`` (a model's cached answer: episodes, halves), keyed by key;
-- ``memory`` — an item's content and its quotes, keyed by item id; an item that holds a
-  credential is forgotten, as extraction refuses one (tombstones, vectors and index
-  rows go with it: the memory engine's ``forget_in``, handed to :meth:`RescanPart.save`).
-
-The archive, the events and the search index are never touched: they keep the bytes."""
+The re-scan of derived text with a newer secret detector (:mod:`memoir.ingest.verify`
+decides what to change): a page of a target's rows after a cursor is read, and its changes
+and the new cursor are written in one transaction, so a run killed half-way resumes where
+its last page ended. Targets: ``checkpoints`` and ``traces`` (``data``, JSON), ``cache``
+(``value``: a model's cached answer), ``memory`` (an item's content and quotes; an item
+that holds a credential is forgotten with its tombstones, vectors and index rows, by the
+memory engine's ``forget_in`` handed to :meth:`RescanPart.save`). The archive, the events
+and the search index are never touched: they keep the bytes."""
 
 from __future__ import annotations
 
@@ -40,7 +34,7 @@ from memoir.store.codec import (
     skipped_from_row,
     source_from_row,
 )
-from memoir.store.db import Db, Part, Tx, tx_dialect
+from memoir.store.db import Db, Part, Plan, Stmt, Tx, tx_dialect
 from memoir.store.parts.jobs import LIVE_KEY_USER
 from memoir.store.search_sql import filter_sql
 from memoir.store.values import (
@@ -59,7 +53,64 @@ __all__ = [
     "RescanState",
     "SessionsPart",
     "owned_session",
+    "prefix_plan",
+    "resolve_plan",
+    "session_plan",
 ]
+
+
+def session_plan(session_id: str, user: str | None = None) -> Plan[Session | None]:
+    """:meth:`SessionsPart.get` as a plan."""
+    tail, params = owned_session(user, session_id)
+    rows = yield Stmt(f"SELECT {SESSION_READ_COLS} FROM sessions {tail}", params)
+    return session_from_row(rows[0]) if rows else None
+
+
+def prefix_plan(prefix: str, user: str | None = None) -> Plan[list[Session]]:
+    """:meth:`SessionsPart.with_prefix` as a plan."""
+    mine, params = _owner("", user)
+    rows = yield Stmt(
+        f"SELECT {SESSION_READ_COLS} FROM sessions WHERE (substr(id, 1, ?) = ? "
+        f"OR substr(name, 1, ?) = ?){mine} ORDER BY id",
+        (len(prefix), prefix, len(prefix), prefix, *params),
+    )
+    return [session_from_row(r) for r in rows]
+
+
+def resolve_plan(ref: str, user: str | None = None) -> Plan[str]:
+    """The session id ``ref`` names among ``user``'s sessions (everyone's with None):
+    the session of that id (or, with ``user``, of that name), or the one session it is
+    a prefix of (a main session before its subagents, whose ids extend the parent's).
+    ``NotFound`` when none (another user's session is not told apart from one that
+    does not exist); a ``MemoirError`` listing them when several; ``UsageError`` for
+    an empty one (it would be a prefix of every session)."""
+    _check_ref(ref)
+    named = yield from session_plan(ref, user)  # its id, or (with ``user``) its name
+    if named is not None:
+        return named.id
+    return _one_of(ref, (yield from prefix_plan(ref, user)))
+
+
+def _check_ref(ref: str) -> None:
+    if not ref.strip():
+        raise UsageError(
+            "the session id is empty: give a session id or a unique prefix of it (a "
+            "search hit shows its session's id)"
+        )
+
+
+def _one_of(ref: str, found: list[Session]) -> str:
+    """The one session of those ``ref`` is a prefix of (a main one before its subagents)."""
+    main = [s for s in found if not s.flags.subagent]
+    matches = [s.id for s in (main if len(main) == 1 else found)]
+    if len(matches) == 1:
+        return str(matches[0])
+    if matches:
+        shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
+        raise MemoirError(
+            f"session prefix {ref!r} matches {len(matches)} sessions ({shown}); give more of the id"
+        )
+    raise NotFound(f"no session {ref!r} in this Memoir home (run `memoir sync`?)")
 
 
 class SessionsPart:
@@ -74,48 +125,19 @@ class SessionsPart:
         """The session ``session_id`` names: with ``user``, that user's session of that id
         or of that name (another user's is None, as one that does not exist); without, the
         session of that id. See :func:`owned_session`."""
-        tail, params = owned_session(user, session_id)
-        rows = self._db.rows(f"SELECT {SESSION_READ_COLS} FROM sessions {tail}", params)
-        return session_from_row(rows[0]) if rows else None
+        return self._db.query(session_plan(session_id, user))
 
     def resolve(self, ref: str, *, user: str | None = None) -> str:
         """The session id ``ref`` names among ``user``'s sessions (everyone's with None):
-        the session of that id (or, with ``user``, of that name), or the one session it is
-        a prefix of (a main session before its subagents, whose ids extend the parent's).
-        ``NotFound`` when none (another user's session is not told apart from one that
-        does not exist); a ``MemoirError`` listing them when several; ``UsageError`` for
-        an empty one (it would be a prefix of every session)."""
-        if not ref.strip():
-            raise UsageError(
-                "the session id is empty: give a session id or a unique prefix of it (a "
-                "search hit shows its session's id)"
-            )
-        named = self.get(ref, user=user)  # its id, or (with ``user``) its name
-        if named is not None:
-            return named.id
-        found = self.with_prefix(ref, user=user)
-        main = [s for s in found if not s.flags.subagent]
-        matches = [s.id for s in (main if len(main) == 1 else found)]
-        if len(matches) == 1:
-            return str(matches[0])
-        if matches:
-            shown = ", ".join(sorted(matches)[:5]) + (", …" if len(matches) > 5 else "")
-            raise MemoirError(
-                f"session prefix {ref!r} matches {len(matches)} sessions ({shown}); "
-                "give more of the id"
-            )
-        raise NotFound(f"no session {ref!r} in this Memoir home (run `memoir sync`?)")
+        see :func:`resolve_plan`."""
+        _check_ref(ref)
+        named = self.get(ref, user=user)
+        return named.id if named is not None else _one_of(ref, self.with_prefix(ref, user=user))
 
     def with_prefix(self, prefix: str, *, user: str | None = None) -> list[Session]:
         """The sessions whose id, or name, starts with ``prefix`` (``user``'s only, when
         given), by id: the prefix compared in the query, never by reading every session."""
-        mine, params = _owner("", user)
-        rows = self._db.rows(
-            f"SELECT {SESSION_READ_COLS} FROM sessions WHERE (substr(id, 1, ?) = ? "
-            f"OR substr(name, 1, ?) = ?){mine} ORDER BY id",
-            (len(prefix), prefix, len(prefix), prefix, *params),
-        )
-        return [session_from_row(r) for r in rows]
+        return self._db.query(prefix_plan(prefix, user))
 
     def project_paths(self, *, user: str | None = None) -> list[tuple[str, str | None]]:
         """Each project with the folder its sessions ran in (the latest one when they

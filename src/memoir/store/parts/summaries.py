@@ -15,7 +15,7 @@ A small key → text cache with expiry (what a model call's answer may be kept i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,7 +36,7 @@ from memoir.store.codec import (
     stored_time,
     value_from_row,
 )
-from memoir.store.db import Part
+from memoir.store.db import Part, Plan, Stmt
 from memoir.store.parts.jobs import LIVE_KEY_USER
 from memoir.store.values import CheckpointRow, SummaryRow, TraceRow
 
@@ -47,6 +47,8 @@ __all__ = [
     "SummaryPoll",
     "TracesPart",
     "UsagePart",
+    "checkpoints_at_or_below_plan",
+    "usage_plan",
 ]
 
 
@@ -221,15 +223,8 @@ class CheckpointsPart(Part):
     def latest_at_or_below(
         self, session_id: str, boundary: int, *, limit: int = 8
     ) -> list[CheckpointRow]:
-        """The session's newest eligible checkpoints whose memory boundary is at or below
-        ``boundary`` (an index seek, however many checkpoints the session has)."""
-        rows = self._db.rows(
-            f"SELECT {_CHECKPOINT_COLS} FROM checkpoints WHERE session_id = ? AND disposition = ? "
-            "AND memory_boundary <= ? ORDER BY memory_boundary DESC, created_at DESC, id "
-            f"LIMIT {int(limit)}",
-            (session_id, "eligible", boundary),
-        )
-        return [_checkpoint(r) for r in rows]
+        """See :func:`checkpoints_at_or_below_plan`."""
+        return self._db.query(checkpoints_at_or_below_plan(session_id, boundary, limit=limit))
 
     def past_memory_cursor(self) -> list[CheckpointRow]:
         """Checkpoints whose memory boundary lies past their session's memory cursor
@@ -241,6 +236,46 @@ class CheckpointsPart(Part):
             "ORDER BY c.created_at, c.id"
         )
         return [_checkpoint(r) for r in rows]
+
+
+def checkpoints_at_or_below_plan(
+    session_id: str, boundary: int, *, limit: int = 8
+) -> Plan[list[CheckpointRow]]:
+    """The session's newest eligible checkpoints whose memory boundary is at or below
+    ``boundary`` (an index seek, however many checkpoints the session has)."""
+    rows = yield Stmt(
+        f"SELECT {_CHECKPOINT_COLS} FROM checkpoints WHERE session_id = ? AND disposition = ? "
+        "AND memory_boundary <= ? ORDER BY memory_boundary DESC, created_at DESC, id "
+        f"LIMIT {int(limit)}",
+        (session_id, "eligible", boundary),
+    )
+    return [_checkpoint(r) for r in rows]
+
+
+def usage_plan(records: Sequence[UsageRecord]) -> Plan[None]:
+    """The ledger's rows of ``records``, written."""
+    yield Stmt(
+        f"INSERT INTO usage ({_USAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                r.at,
+                r.provider,
+                r.model,
+                r.purpose,
+                r.outcome,
+                r.input_tokens,
+                r.output_tokens,
+                float(r.latency_ms),
+                r.user,
+                r.session,
+                r.job_id,
+                r.request_id,
+                r.redacted,
+            )
+            for r in records
+        ],
+        many=True,
+    )
 
 
 def _checkpoint(r: Any) -> CheckpointRow:
@@ -284,25 +319,7 @@ _USAGE_COLS = (
 
 class UsagePart(Part):
     def record(self, record: UsageRecord) -> None:
-        with self._db.tx() as tx:
-            tx.run(
-                f"INSERT INTO usage ({_USAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    tx.time(record.at),
-                    record.provider,
-                    record.model,
-                    record.purpose,
-                    record.outcome,
-                    record.input_tokens,
-                    record.output_tokens,
-                    float(record.latency_ms),
-                    record.user,
-                    record.session,
-                    record.job_id,
-                    record.request_id,
-                    record.redacted,
-                ),
-            )
+        self._db.apply(usage_plan([record]))
 
     def records(
         self, since: datetime | None = None, *, owner: str | None = None
