@@ -129,7 +129,7 @@ def run_plan(tx: Tx, plan: Plan[T]) -> T:
             else:
                 stmt = plan.send(tx.run(stmt.sql, _bound(tx.time, stmt.params)))
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 def _bound(time: Callable[[datetime | None], Any], params: Sequence[Any]) -> Sequence[Any]:
@@ -172,7 +172,7 @@ class Db:
             while True:
                 stmt = plan.send(self.rows(stmt.sql, _bound(self.time, stmt.params)))
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            return done.value
 
     def snapshot(self, plan: Plan[T]) -> T:
         """A read plan's result, its statements in one read transaction (one snapshot)."""
