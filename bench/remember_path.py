@@ -2,8 +2,10 @@
 ``Memoir.remember`` enters on its way to the store and back.
 
     PYTHONPATH=src .venv/bin/python bench/remember_path.py [--json] [--modules]
+        [--database-url postgresql://…/an_empty_database]
 
-A throwaway SQLite home (``MEMOIR_LLM=offline``, no embedder), one session whose user asks
+A throwaway home on SQLite, or on an empty PostgreSQL database with ``--database-url``
+(``MEMOIR_LLM=offline``, no embedder), one session whose user asks
 to remember something; then ``m.remember(session)`` runs under ``sys.setprofile`` (and
 ``threading.setprofile``, as the memory lane may hand work to a thread). Every call and
 return event of a ``memoir.*`` frame is recorded with its module. Printed:
@@ -14,7 +16,8 @@ return event of a ``memoir.*`` frame is recorded with its module. Printed:
 - ``crossing returns`` — returns into a memoir frame of another module;
 - ``to the store`` — the same counts for the spine alone: the memoir frames that were on
   the stack when the database was called (an ``execute``, ``executemany`` or ``commit``
-  of a driver connection or cursor), i.e. the path from ``Memoir`` to the store and back,
+  of a driver connection or cursor: sqlite3's C functions, psycopg's own Python ones),
+  i.e. the path from ``Memoir`` to the store and back,
   without the helpers that compute along the way and return (the extractor's reading of
   the words, the secret screen, the codecs).
 
@@ -72,14 +75,10 @@ class Trace:
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if event == "c_call":
             if _is_db_call(arg):
-                with self.lock:
-                    node: FrameType | None = frame
-                    while node is not None:
-                        rec = self.live.get(id(node))
-                        if rec is not None:
-                            rec[2] = True
-                        node = node.f_back
+                self._reaches(frame)
             return
+        if event == "call" and _enters_psycopg(frame):
+            self._reaches(frame.f_back)
         if event not in ("call", "return"):
             return
         here = _module(frame)
@@ -101,6 +100,24 @@ class Trace:
                 if other is not None and other != here:
                     self.spine_transitions += 1
 
+    def _reaches(self, frame: FrameType | None) -> None:
+        """Every memoir frame on the stack from ``frame`` down reached the database."""
+        with self.lock:
+            while frame is not None:
+                rec = self.live.get(id(frame))
+                if rec is not None:
+                    rec[2] = True
+                frame = frame.f_back
+
+
+def _enters_psycopg(frame: FrameType) -> bool:
+    """A call of psycopg's own (Python) ``execute``, ``executemany`` or ``commit`` from
+    outside psycopg: sqlite3's are C functions (``c_call``), psycopg's are not."""
+    if frame.f_code.co_name not in _DB_CALLS or frame.f_back is None:
+        return False
+    inside = str(frame.f_globals.get("__name__", "")).startswith("psycopg")
+    return inside and not str(frame.f_back.f_globals.get("__name__", "")).startswith("psycopg")
+
 
 def _chat(text: str) -> list[dict[str, Any]]:
     return [
@@ -109,16 +126,16 @@ def _chat(text: str) -> list[dict[str, Any]]:
     ]
 
 
-def measure() -> dict[str, Any]:
+def measure(database_url: str | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings.from_env(
-            {
-                "MEMOIR_HOME": str(Path(tmp) / "home"),
-                "MEMOIR_LLM": "offline",
-                "MEMOIR_EMBEDDER": "none",
-            },
-            sources=(),
-        )
+        env = {
+            "MEMOIR_HOME": str(Path(tmp) / "home"),
+            "MEMOIR_LLM": "offline",
+            "MEMOIR_EMBEDDER": "none",
+        }
+        if database_url:  # an empty database of its own: the sessions' names are fixed
+            env["MEMOIR_DATABASE_URL"] = database_url
+        settings = Settings.from_env(env, sources=())
         with Memoir.open(settings) as m:
             m.append("warm", _chat("Remember that I prefer tea over coffee."), project="p")
             m.remember("warm")  # lazy imports and first-use set-up happen here
@@ -151,8 +168,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--modules", action="store_true", help="list the modules entered")
+    parser.add_argument(
+        "--database-url", help="an empty PostgreSQL database to run on (default: SQLite)"
+    )
     args = parser.parse_args(argv)
-    out = measure()
+    out = measure(args.database_url)
     if args.json:
         print(json.dumps(out, indent=2))
         return

@@ -8,21 +8,45 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_remember_path_counts_the_modules_it_enters() -> None:
+def _measured(*args: str) -> Any:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "remember_path.py"), "--json"],
+        [sys.executable, str(ROOT / "bench" / "remember_path.py"), "--json", *args],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
         check=True,
     )
-    out = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.postgres
+def test_on_postgres_the_spine_is_the_same_six_modules() -> None:
+    from conftest import fresh_pg_schema
+
+    with fresh_pg_schema() as url:
+        out = _measured("--database-url", url)
+    assert out["outcome"] == "remembered" and out["items"] == 1
+    assert set(out["to_store"]["entered"]) == {
+        "memoir.app",
+        "memoir.memory.memories",
+        "memoir.memory.runner",
+        "memoir.memory.lane_store",
+        "memoir.store.db",
+        "memoir.store.postgres_store",
+    }
+
+
+def test_remember_path_counts_the_modules_it_enters() -> None:
+    out = _measured()
     assert out["outcome"] == "remembered" and out["items"] == 1
     entered = out["entered"]
     assert out["modules"] == len(entered)
