@@ -1,7 +1,11 @@
-"""The store's plumbing: transactions, the SQL dialects, claims and accent folding.
+"""The store's plumbing: transactions, plans, the SQL dialects, claims and accent folding.
 
 What a store part is built on: a transaction to write in, one to read in, and (for the
 parts whose SQL differs by backend) the driver's connection.
+
+Plans (:data:`Plan`): SQL work written as a generator that yields each :class:`Stmt` and
+is sent its rows, run by :meth:`Db.query`, :meth:`Db.snapshot`, :meth:`Db.apply` or
+:func:`run_plan`. The module that decides what to run is off the stack while it runs.
 
 SQL run through :class:`Tx` is written once with ``?`` placeholders; each backend's ``Tx``
 converts them to its driver's style and encodes timestamps its way. A part never asks
