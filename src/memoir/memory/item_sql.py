@@ -1,7 +1,8 @@
-"""The memory items' SQL inside a transaction: how an item is written in a settlement,
-and the reads and writes that forgetting and import share. Ranking items by their words
-is each backend's (``ItemText``, in :mod:`memoir.store.search_sql` and the two search
-modules).
+"""The memory items' SQL: how an item is written in a settlement, the reads a run makes,
+and the reads and writes that forgetting and import share. Most of it is written as plans
+(:data:`memoir.store.db.Plan`), run by the lane's settlement, the runner or the items
+part. Ranking items by their words is each backend's (``ItemText``, in
+:mod:`memoir.store.search_sql` and the two search modules).
 
 Writes: an item is saved new, merged into the live item it duplicates, or saved as the
 successor of the item it supersedes. Two live items of one owner and scope never share
