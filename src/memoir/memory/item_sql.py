@@ -47,6 +47,7 @@ __all__ = [
     "ItemWriter",
     "add_tombstones_in",
     "all_tombstoned",
+    "by_ids_plan",
     "by_operation_plan",
     "close_ended",
     "items_in",
@@ -336,13 +337,18 @@ def by_operation_plan(operation_id: str) -> Plan[list[MemoryItemRow]]:
         "SELECT DISTINCT item_id FROM memory_sources WHERE operation_id = ? ORDER BY item_id",
         (operation_id,),
     )
-    ids = [str(r[0]) for r in rows]
+    found = yield from by_ids_plan([str(r[0]) for r in rows])
+    return list(found.values())
+
+
+def by_ids_plan(ids: Sequence[str]) -> Plan[dict[str, MemoryItemRow]]:
+    """The items of ``ids`` that exist (live or not), by id, with their sources."""
     out: dict[str, MemoryItemRow] = {}
     for start in range(0, len(ids), PAGE):
         chunk = tuple(ids[start : start + PAGE])
         for item in (yield from select_plan(ItemFilter(ids=chunk, history=True), NEWEST, None)):
             out[item.id] = item
-    return list(out.values())
+    return out
 
 
 def put_vectors_plan(embedder: str, vectors: dict[str, np.ndarray]) -> Plan[None]:

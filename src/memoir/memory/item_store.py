@@ -23,6 +23,7 @@ from memoir.memory.item_sql import (
     ItemWriter,
     add_tombstones_in,
     all_tombstoned,
+    by_ids_plan,
     by_operation_plan,
     close_ended,
     items_in,
@@ -113,12 +114,7 @@ class MemoryItemsPart(Part):
         return self._db.snapshot(select_plan(f, order, limit))
 
     def by_ids(self, ids: Sequence[str]) -> dict[str, MemoryItemRow]:
-        out: dict[str, MemoryItemRow] = {}
-        for start in range(0, len(ids), PAGE):
-            chunk = tuple(ids[start : start + PAGE])
-            for item in self.select(ItemFilter(ids=chunk, history=True)):
-                out[item.id] = item
-        return out
+        return self._db.snapshot(by_ids_plan(ids))
 
     def get(self, item_id: str, *, owner: str | None = None) -> MemoryItemRow | None:
         """The item ``item_id`` names: itself, or the one item it is a literal,
