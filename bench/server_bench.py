@@ -13,7 +13,8 @@ from ``memoir users add``, as a deployment gets one.
     request, ``--batches`` requests one after another from one keep-alive client, against
     ``service.append_messages(memoir, user, session_id, messages)`` called directly in this process
     on a second fresh home of the same kind of store, the same batches. In each of
-    ``--rounds`` rounds (a fresh session per arm, after a warm-up batch each) the two arms
+    ``--rounds`` rounds (a fresh session per arm, after ``--warmup`` batches each, 1 by
+    default) the two arms
     take turns batch by batch, alternating which goes first.
     Events/s and the p50/p95 per request (per call); the overhead is the ratio of the
     direct rate to the HTTP rate (medians over the rounds, and over all batches).
@@ -301,22 +302,27 @@ def bench_append(
         ) as client:
             for r in range(args.rounds):
                 sid = f"append-{r}"
+                warm = args.warmup
                 batches = {
-                    arm: [_messages(f"{arm}{r}", size, i * size) for i in range(n + 1)]
+                    arm: [_messages(f"{arm}{r}", size, i * size) for i in range(warm + n)]
                     for arm in ("http", "direct")
                 }
                 assert client.post("/api/sessions", json={"id": sid}).status_code == 201
-                client.post(f"/api/sessions/{sid}/events", json={"messages": batches["http"][0]})
                 service.create_session(memoir, USER, session_id=sid)
-                service.append_messages(memoir, USER, sid, batches["direct"][0])
                 raw = RawPost(server.port, key) if args.client == "raw" else None
                 path = f"/api/sessions/{sid}/events"
+                for i in range(warm):  # not timed: each arm's first batches
+                    if raw is not None:
+                        assert raw.post(path, {"messages": batches["http"][i]})[0] == 200
+                    else:
+                        client.post(path, json={"messages": batches["http"][i]})
+                    service.append_messages(memoir, USER, sid, batches["direct"][i])
 
                 # batch by batch, the two arms take turns (and turns at going first), so
                 # the machine's drift over a round falls on both alike
                 lat: dict[str, list[float]] = {"http": [], "direct": []}
-                for i in range(1, n + 1):
-                    first = args.first if (r + i) % 2 == 0 else _OTHER[args.first]
+                for i in range(warm, warm + n):
+                    first = args.first if (r + i - warm + 1) % 2 == 0 else _OTHER[args.first]
                     for arm in (first, _OTHER[first]):
                         batch = batches[arm][i]
                         t = time.perf_counter()
@@ -343,6 +349,7 @@ def bench_append(
         memoir.close()
     return {
         "batches_per_round": n,
+        "warmup_batches": args.warmup,
         "batch_size": size,
         "rounds": args.rounds,
         "http_events_per_s": round(statistics.median(http_rates), 1),
@@ -487,6 +494,7 @@ def compare(args: argparse.Namespace) -> dict[str, Any]:
     srcs = {"before": str(Path(args.before_src).resolve()), "after": after_src()}
     child = ["--json", "--skip", "poll,admission", "--rounds", "1", "--batches", str(args.batches)]
     child += ["--batch-size", str(args.batch_size), "--client", args.client]
+    child += ["--warmup", str(args.warmup)]
     if args.database_url:
         child += ["--database-url", args.database_url]
     got: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
@@ -524,6 +532,13 @@ def main() -> None:
     p.add_argument("--no-redis", action="store_true")
     p.add_argument("--batches", type=int, default=60)
     p.add_argument("--batch-size", type=int, default=20)
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed batches each arm appends first, per round (a fresh server's pooled "
+        "connections prepare a statement on its fifth run)",
+    )
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--pollers", type=int, default=200)
     p.add_argument("--poll-seconds", type=float, default=10.0)

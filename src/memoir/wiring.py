@@ -126,6 +126,12 @@ def embed_written(settings: Settings, store: Store, session_ids: Sequence[str]) 
     ``memoir embed`` picks up what is left."""
     if not settings.embed_on_write or not session_ids or store.read_only:
         return 0
+    from memoir.store import offload
+
+    return offload(_embed_written, settings, store, session_ids)  # a model: off the loop
+
+
+def _embed_written(settings: Settings, store: Store, session_ids: Sequence[str]) -> int:
     from memoir.search import embed_written as embed
 
     try:

@@ -54,15 +54,15 @@ def _env(db_url: str, home: Path, **extra: str) -> dict[str, str]:
 class InFlight:
     """A request sent on a thread of its own; ``result()`` waits for its answer."""
 
-    def __init__(self, client: httpx.Client, method: str, path: str) -> None:
+    def __init__(self, client: httpx.Client, method: str, path: str, body: Any = None) -> None:
         self.answer: httpx.Response | BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(client, method, path))
+        self.thread = threading.Thread(target=self._run, args=(client, method, path, body))
         self.started = time.monotonic()
         self.thread.start()
 
-    def _run(self, client: httpx.Client, method: str, path: str) -> None:
+    def _run(self, client: httpx.Client, method: str, path: str, body: Any) -> None:
         try:
-            self.answer = client.request(method, path)
+            self.answer = client.request(method, path, json=body)
         except BaseException as exc:  # reported by result()
             self.answer = exc
 
@@ -191,15 +191,20 @@ def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
             wait_quiet(cluster.url)
             with sessions_locked_across_restart(cluster.url) as watcher:
                 flying = InFlight(a, "GET", "/api/sessions/restart")
-                wait_blocked(watcher, prepared=True)
+                # an append waits on the loop (its waits awaited, no thread): cut alike
+                cut_short = [{**m, "id": f"cut-{n}"} for n, m in enumerate(MESSAGES)]
+                appending = InFlight(
+                    a, "POST", "/api/sessions/restart/events", {"messages": cut_short}
+                )
+                wait_blocked(watcher, 2, prepared=True)
                 cluster.restart()  # fast: every session ends; the prepared lock stays
-            cut = flying.result()
-            assert cut.status_code == 503, cut.text
-            error = _error(cut)
-            assert error["code"] == "store_unavailable"
-            assert error["message"].startswith("postgres: the database server is restarting")
-            assert error["message"].endswith("retry shortly"), error
-            assert cut.headers["x-request-id"]
+            for cut in (flying.result(), appending.result()):
+                assert cut.status_code == 503, cut.text
+                error = _error(cut)
+                assert error["code"] == "store_unavailable"
+                assert error["message"].startswith("postgres: the database server is restarting")
+                assert error["message"].endswith("retry shortly"), error
+                assert cut.headers["x-request-id"]
             # the same processes, no restart: every later request is answered, on both
             for client in (a, b, a, b, a, b):
                 got = client.get("/api/sessions/restart")
@@ -284,3 +289,73 @@ def test_a_statement_past_its_timeout_is_a_503_logged_with_its_route(tmp_path: P
             if line.get("logger") == "memoir.server.access" and line.get("request_id") == "slow-1"
         ]
         assert access["status"] == 503 and access["route"] == "/api/sessions/{session_id}"
+
+
+@pytest.mark.postgres
+def test_an_append_waiting_on_the_database_leaves_the_event_loop_free(tmp_path: Path) -> None:
+    """On PostgreSQL an append runs on the event loop with its waits awaited: while it
+    waits on a lock, the same process answers other requests at once; then it is stored."""
+    with pg_schema() as db_url:
+        env = _env(db_url, tmp_path / "home")
+        key = memoir_cli("users", "add", "alice", env=env).strip()
+        with (
+            serve(env, tmp_path / "serve.log") as base,
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
+        ):
+            client.timeout = httpx.Timeout(60)
+            _started(client, "waits")
+            more = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]
+            with sessions_locked(db_url) as holder:
+                appending = InFlight(
+                    client, "POST", "/api/sessions/waits/events", {"messages": more}
+                )
+                wait_blocked(holder)
+                for _ in range(5):  # the loop is free: answered while the append waits
+                    started = time.monotonic()
+                    assert client.get("/healthz").status_code == 200
+                    assert time.monotonic() - started < 2
+                assert appending.answer is None  # still waiting on the lock
+            done = appending.result()
+            assert done.status_code == 200, done.text
+            assert done.json()["data"] == {"added": 2, "skipped": 0, "last_ordinal": 4}
+            assert _ordinals(client, "waits") == [1, 2, 3, 4]
+
+
+@pytest.mark.postgres
+def test_an_append_finding_the_pool_exhausted_waits_off_the_loop_then_503(
+    tmp_path: Path,
+) -> None:
+    """No free connection: the append waits for one on a thread, not on the event loop
+    (other requests are answered meanwhile), and past the pool's timeout it is a 503."""
+    with pg_schema() as db_url:
+        env = _env(db_url, tmp_path / "home", MEMOIR_PG_POOL_SIZE="1", MEMOIR_PG_POOL_TIMEOUT_S="3")
+        key = memoir_cli("users", "add", "alice", env=env).strip()
+        with (
+            serve(env, tmp_path / "serve.log") as base,
+            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
+        ):
+            client.timeout = httpx.Timeout(60)
+            _started(client, "full")
+            more = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]
+            with sessions_locked(db_url) as holder:
+                holding = InFlight(client, "GET", "/api/sessions/full")  # the one connection
+                wait_blocked(holder)
+                appending = InFlight(
+                    client, "POST", "/api/sessions/full/events", {"messages": more}
+                )
+                time.sleep(0.5)  # the append waits for a connection now
+                started = time.monotonic()
+                assert client.get("/healthz").status_code == 200
+                assert time.monotonic() - started < 1  # the loop is not the one waiting
+                refused = appending.result(timeout=30)
+                took = time.monotonic() - appending.started
+            assert refused.status_code == 503, refused.text
+            error = _error(refused)
+            assert error["code"] == "store_unavailable"
+            assert "no free database connection within 3 s" in error["message"], error
+            assert 3 <= took < 15, took
+            assert holding.result().status_code == 200
+            assert _ordinals(client, "full") == [1, 2]  # the refused append stored nothing
+            sent = client.post("/api/sessions/full/events", json={"messages": more})
+            assert sent.status_code == 200, sent.text
+            assert _ordinals(client, "full") == [1, 2, 3, 4]

@@ -71,13 +71,8 @@ from memoir.server.auth import (
 )
 from memoir.server.plumbing import DEFAULT_MAX_BODY, ApiError, RequestMiddleware, error_body
 from memoir.server.schemas import PATTERNS, JsonRoute, errors, no_nul
-from memoir.server.search_routes import memories_router, search_router
-from memoir.server.session_routes import (
-    compact_router,
-    sessions_router,
-    summary_router,
-    usage_router,
-)
+from memoir.server.search_routes import memories_router, search_router, usage_router
+from memoir.server.session_routes import compact_router, sessions_router, summary_router
 
 __all__ = [
     "ASSETS",

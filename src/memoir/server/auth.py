@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from memoir import service
 from memoir.app import Memoir
@@ -40,6 +41,7 @@ __all__ = [
     "KeyUsers",
     "SignInLinks",
     "caller",
+    "caller_of",
     "current_user",
     "is_loopback",
     "key_gone",
@@ -182,9 +184,20 @@ async def caller(
     """The request's key, not yet looked up (a route that reads its rows in one statement
     checks the key in the same statement, then calls :func:`signed_in`). A missing key,
     and a page key that has ended, are 401 here."""
-    if credentials is None or credentials.scheme.lower() != "bearer":
+    if credentials is None:
+        return _caller(request, None, "")
+    return _caller(request, credentials.scheme, credentials.credentials)
+
+
+def caller_of(request: Request) -> Caller:
+    """:func:`caller` for a route that reads its request itself (nothing to solve)."""
+    scheme, key = get_authorization_scheme_param(request.headers.get("Authorization"))
+    return _caller(request, scheme or None, key)
+
+
+def _caller(request: Request, scheme: str | None, key: str) -> Caller:
+    if scheme is None or not key or scheme.lower() != "bearer":
         raise ApiError(401, "unauthorized", "send an API key: Authorization: Bearer KEY")
-    key = credentials.credentials
     if key.startswith(PAGE_KEY_PREFIX):
         links = sign_in_links(request)
         user = links.user_for(key) if links is not None else None
@@ -196,7 +209,7 @@ async def caller(
                 "new link memoir serve printed",
             )
         return Caller(user=user)
-    return Caller(key_hash=service.key_hash(key) if key else None)
+    return Caller(key_hash=service.key_hash(key))
 
 
 def signed_in(request: Request, user: str | None) -> str:

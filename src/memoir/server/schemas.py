@@ -195,11 +195,12 @@ def _is_json(content_type: str | None) -> bool:
     )
 
 
-async def read_json_body(request: Request) -> None:
-    """Parse the request's body for FastAPI (which then takes this value) or refuse it."""
+async def read_json_body(request: Request) -> Any:
+    """Parse the request's body for FastAPI (which then takes this value; None for none)
+    or refuse it (415, 422)."""
     raw = await request.body()
     if not raw:
-        return
+        return None
     if not _is_json(request.headers.get("content-type")):
         raise ApiError(
             415,
@@ -211,6 +212,7 @@ async def read_json_body(request: Request) -> None:
     except ValueError as exc:
         raise ApiError(422, "invalid_request", f"the body is not valid JSON: {exc}") from None
     request._json = value  # Starlette's cache of request.json(), which FastAPI reads
+    return value
 
 
 class JsonRoute(APIRoute):

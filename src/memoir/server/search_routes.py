@@ -1,4 +1,5 @@
-"""The routes that find things for the caller: search over exchanges, and long-term memory.
+"""The routes that find things for the caller: search over exchanges, long-term memory, and
+the caller's model usage (calls, failures and tokens by day and model).
 
 Search: the CLI's filters and modes, scoped to the caller's sessions (the search filters by
 owner, so another user's exchange is never a candidate).
@@ -10,7 +11,8 @@ the caller's own items (an item belongs to the user whose session it came from).
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, Literal
 
@@ -31,6 +33,7 @@ from memoir.server.schemas import REVEAL, WHEN, WHEN_HELP, JsonRoute, RememberBo
 __all__ = [
     "memories_router",
     "search_router",
+    "usage_router",
 ]
 
 search_router = APIRouter(prefix="/api", tags=["search"], route_class=JsonRoute)
@@ -231,4 +234,27 @@ def _outcome_json(memoir: Memoir, outcome: Remembered) -> dict[str, Any]:
         "waiting": outcome.waiting,
         "error": outcome.error,
         "pending": outcome.pending,
+    }
+
+
+usage_router = APIRouter(prefix="/api", tags=["usage"], route_class=JsonRoute)
+
+
+@usage_router.get("/usage")
+def usage(
+    days: int = Query(0, ge=0, le=3650, description="Only the last N days (0: all)."),
+    user: str = Depends(current_user),
+    memoir: Memoir = Depends(memoir_of),
+) -> dict[str, Any]:
+    """Calls made for the caller (recorded with its name) or for its sessions."""
+    since = datetime.now(UTC) - timedelta(days=days) if days else None
+    totals = service.usage_report(memoir.as_user(user), since)
+    return {
+        "data": {
+            "totals": [asdict(t) for t in totals],
+            "calls": sum(t.calls for t in totals),
+            "failed": sum(t.failed for t in totals),
+            "input_tokens": sum(t.input_tokens for t in totals),
+            "output_tokens": sum(t.output_tokens for t in totals),
+        }
     }

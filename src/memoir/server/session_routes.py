@@ -4,8 +4,7 @@
 - summaries: a session's summary, and its regeneration as a background job
   (``memoir.jobs``): a duplicate request while a job is active gets the same job;
 - compaction: the context to send next, below the window's threshold; a summary writes a
-  checkpoint (which queues the memory extraction of what it covers);
-- usage: the caller's model usage (calls, failures and tokens by day and model).
+  checkpoint (which queues the memory extraction of what it covers).
 """
 
 from __future__ import annotations
@@ -17,11 +16,15 @@ import hashlib
 import hmac
 import json
 import re
-from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
 
 from memoir import service
 from memoir.app import Memoir
@@ -32,6 +35,7 @@ from memoir.secrets import mask
 from memoir.server.auth import (
     Caller,
     caller,
+    caller_of,
     current_user,
     key_gone,
     memoir_of,
@@ -52,6 +56,7 @@ from memoir.server.schemas import (
     errors,
     event_json,
     exchange_json,
+    read_json_body,
     session_info_json,
     session_json,
 )
@@ -66,7 +71,6 @@ __all__ = [
     "page_after",
     "sessions_router",
     "summary_router",
-    "usage_router",
 ]
 
 sessions_router = APIRouter(prefix="/api/sessions", tags=["sessions"], route_class=JsonRoute)
@@ -225,8 +229,38 @@ def archive_session(
     return {"data": {"session": session_json(service.archive_session(memoir, user, session_id))}}
 
 
-@sessions_router.post("/{session_id}/events")
-def append_events(
+class _ReadsItsOwn(JsonRoute):
+    """A hot path's route: FastAPI documents the endpoint from its signature (``body``,
+    ``request``, ``who``: the key's dependency), but a request skips its dependency and
+    body machinery: the same checks in the same order (the body's JSON: 415/422; the key:
+    401; the body's fields: 422), answered the same way, then the endpoint awaited."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint, field = self.endpoint, self.body_field
+        assert field is not None
+        model: Any = field.field_info.annotation
+
+        async def handler(request: Request) -> Response:
+            value = await read_json_body(request)
+            who = caller_of(request)
+            try:
+                body = model.model_validate(value, from_attributes=True)  # as FastAPI does
+            except ValidationError as exc:
+                problems: list[Any] = [_NO_BODY]
+                if value is not None:
+                    problems = list(exc.errors(include_url=False))
+                where = [{**e, "loc": ("body", *e["loc"])} for e in problems]
+                raise RequestValidationError(where) from None
+            answer = await endpoint(**request.path_params, body=body, request=request, who=who)
+            return JSONResponse(answer)
+
+        return handler
+
+
+_NO_BODY: dict[str, Any] = {"type": "missing", "loc": (), "msg": "Field required", "input": None}
+
+
+async def append_events(
     session_id: str,
     body: EventsBody,
     request: Request,
@@ -234,11 +268,24 @@ def append_events(
 ) -> dict[str, Any]:
     """Append OpenAI-style messages. A message whose `id` this session has stored already
     is skipped: retry a batch freely."""
-    memoir: Memoir = request.app.state.memoir  # not a dependency: one fewer to solve
-    # a key seen before is checked by the append's own statement; else looked up here, on
-    # this thread (not a trip of its own)
+    memoir: Memoir = request.app.state.memoir
+    if service.awaits_store(memoir):  # PostgreSQL: on the loop, no hand-off to a thread
+        return await service.on_loop(_append_events, memoir, session_id, body, request, who)
+    return await run_in_threadpool(_append_events, memoir, session_id, body, request, who)
+
+
+sessions_router.add_api_route(
+    "/{session_id}/events", append_events, methods=["POST"], route_class_override=_ReadsItsOwn
+)
+
+
+def _append_events(
+    memoir: Memoir, session_id: str, body: EventsBody, request: Request, who: Caller
+) -> dict[str, Any]:
+    # a key seen before is checked by the append's own statement; else looked up here
+    # (not a trip of its own)
     user, check = user_to_check(request, who)
-    messages = [m.model_dump(exclude_none=True) for m in body.messages]
+    messages = body.model_dump(exclude_none=True)["messages"]
     try:
         done = service.append_user_messages(memoir, user, session_id, messages, key_hash=check)
     except NotFound:
@@ -387,29 +434,6 @@ def compact(
     out.setdefault("messages", result.messages)
     out["checkpoint_id"] = result.checkpoint_id
     return {"data": out}
-
-
-usage_router = APIRouter(prefix="/api", tags=["usage"], route_class=JsonRoute)
-
-
-@usage_router.get("/usage")
-def usage(
-    days: int = Query(0, ge=0, le=3650, description="Only the last N days (0: all)."),
-    user: str = Depends(current_user),
-    memoir: Memoir = Depends(memoir_of),
-) -> dict[str, Any]:
-    """Calls made for the caller (recorded with its name) or for its sessions."""
-    since = datetime.now(UTC) - timedelta(days=days) if days else None
-    totals = service.usage_report(memoir.as_user(user), since)
-    return {
-        "data": {
-            "totals": [asdict(t) for t in totals],
-            "calls": sum(t.calls for t in totals),
-            "failed": sum(t.failed for t in totals),
-            "input_tokens": sum(t.input_tokens for t in totals),
-            "output_tokens": sum(t.output_tokens for t in totals),
-        }
-    }
 
 
 def coverage_json(coverage: Coverage | None, unit: str, current: int) -> dict[str, Any] | None:

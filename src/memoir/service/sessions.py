@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoir.service.upkeep import memory_project, summary_store
 
@@ -29,10 +29,12 @@ __all__ = [
     "append_messages",
     "append_user_messages",
     "archive_session",
+    "awaits_store",
     "create_session",
     "events_of",
     "events_page",
     "exchanges_page",
+    "on_loop",
     "regenerate_summary",
     "run_summary_job",
     "run_worker",
@@ -114,6 +116,25 @@ def append_user_messages(
     from memoir.wiring import append_messages as append
 
     return append(memoir.settings, memoir.store, user, session_id, messages, key_hash=key_hash)
+
+
+def awaits_store(memoir: Memoir) -> bool:
+    """Whether a call that blocks on ``memoir``'s store alone may run on an event loop
+    with :func:`on_loop` (PostgreSQL: each wait on the server is awaited); if not (SQLite,
+    whose waits are a file's), it belongs on a thread."""
+    return bool(getattr(memoir.store, "awaits_waits", False))
+
+
+T = TypeVar("T")
+
+
+async def on_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` run on this event loop's thread, its waits on the store
+    awaited (:func:`memoir.store.run_on_loop`): no hand-off to a thread. Only for a call
+    that blocks on nothing but a store that :func:`awaits_store`."""
+    from memoir.store import run_on_loop
+
+    return await run_on_loop(fn, *args, **kwargs)
 
 
 def archive_session(memoir: Memoir, user: str, session_id: str) -> Session:

@@ -4,6 +4,8 @@ backends.
 :func:`open_store` picks the backend from the settings: a ``MEMOIR_DATABASE_URL`` that
 starts with ``postgresql://`` or ``postgres://`` opens PostgreSQL (needs the ``postgres``
 extra), anything else the SQLite file under ``MEMOIR_HOME``. Migrations run on open.
+
+Store calls on an event loop (:func:`run_on_loop`, from :mod:`memoir.store.port`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memoir.errors import ConfigError, ReadOnly, install_hint
-from memoir.store.port import Store
+from memoir.store.port import Store, await_on_loop, in_loop_call, offload, run_on_loop
 from memoir.store.values import (
     CheckpointRow,
     IngestBatch,
@@ -37,11 +39,16 @@ __all__ = [
     "SummaryRow",
     "TextHit",
     "TraceRow",
+    "await_on_loop",
     "ensure_writable",
+    "in_loop_call",
     "is_postgres_url",
+    "offload",
     "open_store",
+    "run_on_loop",
     "sqlite_file",
 ]
+
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
 

@@ -27,15 +27,25 @@ PostgreSQL's ``exchange_search(exchange_pk)``.
 
 :func:`damaged_sessions` names the sessions whose derived rows a repair can mend, by
 what it takes: exchanges rebuilt from the session's events (events the exchange rows lost
-track of), or the session's transcript read again (events themselves are missing)."""
+track of), or the session's transcript read again (events themselves are missing).
+
+Store calls on an event loop (:func:`run_on_loop`): a blocking call into the store run on
+the loop's own thread, in a greenlet, where a backend whose waits can be awaited
+(``Store.awaits_waits``: PostgreSQL, whose connections ask :func:`await_on_loop`) hands
+each wait on the server to the loop, which runs other tasks meanwhile. No thread hand-off,
+and the code is the code a thread would run. Only for calls that block on nothing else:
+what must (a model, a file) goes to a thread with :func:`offload`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import contextvars
+import select
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from memoir.store import parts
 from memoir.store.db import Db, Dialect, Tx
@@ -64,10 +74,17 @@ __all__ = [
     "SessionDamage",
     "SqlStore",
     "Store",
+    "await_on_loop",
     "damaged_sessions",
+    "in_loop_call",
     "integrity_problems",
+    "offload",
+    "run_on_loop",
     "stats",
+    "wait_on_fd",
 ]
+
+T = TypeVar("T")
 
 
 class Claims(Protocol):
@@ -79,6 +96,7 @@ class Claims(Protocol):
 
 class Store(Protocol):
     backend: str  # "sqlite" | "postgres"
+    awaits_waits: bool  # memoir.store.run_on_loop awaits its waits on the database
     # where derived files may be cached beside the database (None: nowhere)
     cache_dir: Path | None
 
@@ -127,6 +145,8 @@ class SqlStore:
     """Parts over one backend's :class:`Db`. ``index_keys`` names the index table and its
     exchange key column (for the health checks below). The parts it wires are those
     :class:`memoir.store.port.Store` names."""
+
+    awaits_waits = False  # SQLite's waits are a file's: a thread's work
 
     @contextmanager
     def bulk_writes(self) -> Iterator[None]:
@@ -300,3 +320,113 @@ def damaged_sessions(tx: Tx) -> SessionDamage:
     events_lost |= {str(r[1]) for r in tx.run(_BROKEN_SPANS)}
     lost = {str(r[0]) for r in tx.run(_PROMPTS_WITHOUT_EXCHANGE)} - events_lost
     return SessionDamage(tuple(sorted(lost)), tuple(sorted(events_lost)))
+
+
+# store calls on an event loop --------------------------------------------------------
+_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("memoir_loop_call", default=None)
+
+
+@lru_cache(maxsize=1)
+def _greenlets() -> tuple[type[Any], Callable[[], Any]]:
+    """The greenlet class a loop call runs in, and ``getcurrent`` (the ``greenlet``
+    package comes with the ``postgres`` extra, the one backend whose waits it awaits)."""
+    import greenlet
+
+    class LoopCall(greenlet.greenlet):
+        """A blocking call run on the event loop's thread (see :func:`run_on_loop`)."""
+
+    return LoopCall, greenlet.getcurrent
+
+
+def in_loop_call() -> bool:
+    """Is this code running in a loop call (:func:`run_on_loop`), on the loop's thread?
+    (A thread it offloads to sees the call's context variables, but is not in it.)"""
+    call = _CALL.get()
+    return call is not None and call is _greenlets()[1]()
+
+
+def await_on_loop(awaitable: Awaitable[T]) -> T:
+    """From inside a loop call: wait for ``awaitable`` on the loop (other tasks run
+    meanwhile) and return its result, or raise what it raised."""
+    if not in_loop_call():
+        raise RuntimeError("await_on_loop outside a loop call")
+    result: T = _greenlets()[1]().parent.switch(awaitable)
+    return result
+
+
+def offload(fn: Callable[..., T], /, *args: Any) -> T:
+    """``fn(*args)``; from inside a loop call, on a thread (awaited), so what blocks on
+    something other than the store (a model, a file) never blocks the loop."""
+    if in_loop_call():
+        import asyncio
+
+        return await_on_loop(asyncio.to_thread(fn, *args))
+    return fn(*args)
+
+
+def wait_on_fd(fd: int, events: int) -> int:
+    """In a loop call: which of ``events`` (1: readable, 2: writable) the file descriptor
+    ``fd`` is ready for, asked of the kernel at once and, while it is ready for none,
+    awaited on the loop."""
+    poller = select.poll()
+    poller.register(
+        fd, (select.POLLIN if events & 1 else 0) | (select.POLLOUT if events & 2 else 0)
+    )
+    ready = 0
+    for _, happened in poller.poll(0):
+        ready |= (1 if happened & _READABLE else 0) | (2 if happened & _WRITABLE else 0)
+    return ready or await_on_loop(_readiness(fd, events))
+
+
+_READABLE = select.POLLIN | select.POLLERR | select.POLLHUP  # an error or an end is read
+_WRITABLE = select.POLLOUT | select.POLLERR | select.POLLHUP
+
+
+async def _readiness(fd: int, events: int) -> int:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+    ready = 0
+
+    def wake(flag: int) -> None:
+        nonlocal ready
+        ready |= flag
+        if not woken.done():
+            woken.set_result(None)
+
+    if events & 1:
+        loop.add_reader(fd, wake, 1)
+    if events & 2:
+        loop.add_writer(fd, wake, 2)
+    try:
+        await woken
+    finally:
+        if events & 1:
+            loop.remove_reader(fd)
+        if events & 2:
+            loop.remove_writer(fd)
+    return ready
+
+
+async def run_on_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` run on this event loop's thread, each wait it hands to
+    :func:`await_on_loop` awaited here. Its context variables are a copy of the caller's,
+    as a thread's would be. Cancelled while it waits, the wait's cancellation is raised
+    inside the call, which unwinds as a failed wait unwinds (a transaction rolled back,
+    or ended with its connection)."""
+    loop_call, _ = _greenlets()
+    context = contextvars.copy_context()
+    call = loop_call(fn)
+    call.gr_context = context
+    context.run(_CALL.set, call)
+    step: Any = call.switch(*args, **kwargs)
+    while not call.dead:
+        try:
+            got = await step
+        except BaseException as exc:
+            step = call.throw(exc)
+        else:
+            step = call.switch(got)
+    result: T = step
+    return result

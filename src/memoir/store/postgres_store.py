@@ -5,10 +5,16 @@ transaction. Migrations take a transaction-level advisory lock, so replicas star
 together migrate once. psycopg errors become :class:`~memoir.errors.StoreError` here, with
 the URL's password masked. An ingest batch follows :func:`memoir.store.sql_ingest.apply_batch`
 (as on SQLite); PostgreSQL's own are the session upsert's timestamp merge, primary keys from
-the ``exchanges.pk`` sequence, and one ``unnest`` statement per table in pipeline mode."""
+the ``exchanges.pk`` sequence, and one ``unnest`` statement per table in pipeline mode
+(:mod:`memoir.store.postgres_search` holds those statements).
+
+Its waits can be awaited (``awaits_waits``): in a loop call (:func:`memoir.store.run_on_loop`)
+a pooled connection hands each wait on the server to the event loop, and the pool hands
+out a connection that is free at once, or waits for one on a thread, never on the loop."""
 
 from __future__ import annotations
 
+import asyncio
 import select
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -28,10 +34,10 @@ from memoir.store.codec import to_utc
 from memoir.store.db import POSTGRES, Db, StaleConnection, Tx, check_version, claim_key, pg_sql
 from memoir.store.migrations import CURRENT_VERSION, fresh, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
-from memoir.store.port import SqlStore
+from memoir.store.port import SqlStore, await_on_loop, in_loop_call, wait_on_fd
 from memoir.store.postgres_search import PostgresItemText
 from memoir.store.search_sql import SpanRead
-from memoir.store.sql_ingest import SESSION_UPSERT_HEAD, ExchangeChange, IngestWrites
+from memoir.store.sql_ingest import SESSION_UPSERT_HEAD, IngestWrites
 from memoir.store.values import IngestBatch
 
 __all__ = [
@@ -109,6 +115,42 @@ def _migrate(conn: psycopg.Connection[Any], target: int | None) -> int:
     return _version(conn)
 
 
+class _LoopAware(psycopg.Connection[Any]):
+    """A connection that, in a loop call, awaits its waits on the event loop. Most steps
+    of a pipeline need no wait: a write is tried first, a read is asked of the socket."""
+
+    def wait(self, gen: Any, interval: float = 0.1, timeout: float | None = None) -> Any:
+        if timeout is not None or not in_loop_call():  # a timeout: only LISTEN's waits
+            return super().wait(gen, interval, timeout)
+        fd, asked = self.pgconn.socket, True
+        try:
+            state = next(gen)
+            while True:
+                if asked and state & 2:  # a socket is nearly always writable: try the write;
+                    state, asked = gen.send(2), False  # the kernel is asked if it would block
+                else:
+                    state, asked = gen.send(wait_on_fd(fd, state)), True
+        except StopIteration as done:
+            return done.value
+
+
+_LOOP_WAIT_S = 0.001  # the most a loop call blocks the loop for a pooled connection
+
+
+class _Pool(ConnectionPool[_LoopAware]):
+    """In a loop call: a connection free now (within :data:`_LOOP_WAIT_S`), else one
+    waited for on a thread."""
+
+    def getconn(self, timeout: float | None = None) -> _LoopAware:
+        if not in_loop_call():
+            return super().getconn(timeout)
+        try:
+            return super().getconn(timeout=_LOOP_WAIT_S)
+        except PoolTimeout:
+            wait = super().getconn  # on a thread, where the pool's check then runs too
+            return await_on_loop(asyncio.to_thread(wait, timeout))
+
+
 class _PgTx:
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
@@ -127,6 +169,7 @@ class _PgTx:
 
 class PostgresStore(SqlStore):
     backend = "postgres"
+    awaits_waits = True
     cache_dir: Path | None = None  # a server's processes keep the matrix in memory
 
     def __init__(
@@ -175,8 +218,9 @@ class PostgresStore(SqlStore):
             raise StoreError(
                 f"cannot open PostgreSQL at {self._masked}: {_first_line(exc)}"
             ) from exc
-        self._pool = ConnectionPool(
+        self._pool = _Pool(
             url,
+            connection_class=_LoopAware,
             min_size=1,
             max_size=max_connections,
             timeout=pool_timeout_s,  # a call waits this long for a free connection, then 503
@@ -426,64 +470,15 @@ SESSION_UPSERT = (
     updated_at = GREATEST(sessions.updated_at, excluded.updated_at)
 """
 )
-# many rows as one array per column, unnested by the server in the order given (the
-# sequence numbers new exchanges in batch order); in binary (%b): as text, psycopg quotes
-# and escapes each element in Python (1 s for 1,000 texts of 2 kB, against 6 ms)
-EVENT_INSERT = """
-INSERT INTO events (session_id, ordinal, kind, author, ts, tool_name, call_id,
-    source_offset, source_line, payload, text, time_inferred)
-SELECT * FROM unnest(%b::text[], %b::int[], %b::text[], %b::text[], %b::timestamptz[],
-    %b::text[], %b::text[], %b::int8[], %b::int[], %b::json[], %b::text[], %b::bool[])
-ON CONFLICT (session_id, ordinal) DO NOTHING
-"""
-EXCHANGE_INSERT = """
-INSERT INTO exchanges (id, session_id, first_ordinal, last_ordinal, started_at,
-    ended_at, line_start, line_end, tool_names, user_text, assistant_text, tool_excerpt)
-SELECT * FROM unnest(%b::text[], %b::text[], %b::int[], %b::int[], %b::timestamptz[],
-    %b::timestamptz[], %b::int[], %b::int[], %b::json[], %b::text[], %b::text[], %b::text[])
-"""
-_UNNEST_ROWS = 1000  # rows per statement (a sync's batch may hold thousands)
-EXCHANGE_UPDATE = """
-UPDATE exchanges SET pk = nextval(pg_get_serial_sequence('exchanges', 'pk')),
-    session_id = %s, first_ordinal = %s, last_ordinal = %s, started_at = %s,
-    ended_at = %s, line_start = %s, line_end = %s, tool_names = %s, user_text = %s,
-    assistant_text = %s, tool_excerpt = %s
-WHERE id = %s
-"""
-
-
-def _many(conn: psycopg.Connection[Any], sql: str, rows: list[tuple[Any, ...]]) -> None:
-    with conn.cursor() as cur:
-        cur.executemany(sql, rows)
-
-
-def _unnested(conn: psycopg.Connection[Any], sql: str, rows: list[tuple[Any, ...]]) -> None:
-    """``sql`` (an ``unnest`` of one array per column) over ``rows``, a page at a time."""
-    for at in range(0, len(rows), _UNNEST_ROWS):
-        conn.execute(
-            sql, [list(column) for column in zip(*rows[at : at + _UNNEST_ROWS], strict=True)]
-        )
-
-
-def _store_exchanges(conn: psycopg.Connection[Any], changes: list[ExchangeChange]) -> None:
-    """New rows (the sequence numbers them) and grown ones (the next value of it)."""
-    inserts = [c.params for c in changes if c.old_pk is None]
-    updates = [(*c.params[1:], c.exchange.id) for c in changes if c.old_pk is not None]
-    if inserts:
-        _unnested(conn, EXCHANGE_INSERT, inserts)
-    if updates:
-        _many(conn, EXCHANGE_UPDATE, updates)
-
-
 WRITES = IngestWrites(
     POSTGRES,
     SESSION_UPSERT,
-    _many,
-    _store_exchanges,
+    postgres_search.many_rows,
+    postgres_search.store_exchanges,
     index=postgres_search,
     send_span_read=postgres_search.send_span_read,
     span_read=SpanRead,
-    insert_events=lambda conn, rows: _unnested(conn, EVENT_INSERT, rows),
+    insert_events=postgres_search.insert_events,
 )
 
 
