@@ -64,14 +64,13 @@ def floor_app() -> Any:
     from fastapi import APIRouter, Depends, FastAPI
 
     from memoir.app import Memoir
-    from memoir.server import plumbing as errors
     from memoir.server.auth import Caller, caller, memoir_of
-    from memoir.server.plumbing import RequestMiddleware
+    from memoir.server.plumbing import RequestMiddleware, install_error_handlers
     from memoir.server.schemas import JsonRoute
 
     app = FastAPI(redirect_slashes=False, docs_url=None, redoc_url=None)
     app.state.memoir = None
-    errors.install(app)
+    install_error_handlers(app)
     router = APIRouter(prefix="/api/sessions", route_class=JsonRoute)
     answer = {
         "summary": "The team moved the nightly deploy to the new staging cluster.",
