@@ -156,6 +156,24 @@ def wait_quiet(db_url: str) -> None:
             time.sleep(0.1)
 
 
+MORE = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]  # the next two messages
+
+
+@contextmanager
+def alices_replica(db_url: str, tmp_path: Path, **extra: str) -> Iterator[httpx.Client]:
+    """One ``memoir serve`` on ``db_url`` (its log at ``tmp_path/serve.log``), and a
+    client of it with Alice's key."""
+    env = _env(db_url, tmp_path / "home", **extra)
+    key = memoir_cli("users", "add", "alice", env=env).strip()
+    with (
+        serve(env, tmp_path / "serve.log") as base,
+        httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as client,
+    ):
+        yield client
+
+
 def _error(resp: httpx.Response) -> dict[str, str]:
     body = resp.json()
     assert set(body) == {"error"}, body
@@ -210,8 +228,7 @@ def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
                 got = client.get("/api/sessions/restart")
                 assert got.status_code == 200, got.text
                 assert got.json()["data"]["session"]["name"] == "restart"
-            more = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]
-            sent = b.post("/api/sessions/restart/events", json={"messages": more})
+            sent = b.post("/api/sessions/restart/events", json={"messages": MORE})
             assert sent.status_code == 200, sent.text
             assert _ordinals(a, "restart") == [1, 2, 3, 4]
             for client in (a, b):
@@ -222,48 +239,35 @@ def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_an_exhausted_pool_answers_503_within_its_timeout(tmp_path: Path) -> None:
-    with pg_schema() as db_url:
-        env = _env(
-            db_url,
-            tmp_path / "home",
-            MEMOIR_PG_POOL_SIZE="1",
-            MEMOIR_PG_POOL_TIMEOUT_S="1",
-        )
-        key = memoir_cli("users", "add", "alice", env=env).strip()
-        with (
-            serve(env, tmp_path / "serve.log") as base,
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
-        ):
-            client.timeout = httpx.Timeout(60)
-            _started(client, "pool")
-            with sessions_locked(db_url) as holder:
-                holding = InFlight(client, "GET", "/api/sessions/pool")  # the one connection
-                wait_blocked(holder)
-                waiting = InFlight(client, "GET", "/api/sessions")
-                refused = waiting.result(timeout=30)
-                took = time.monotonic() - waiting.started
-            assert refused.status_code == 503, refused.text
-            error = _error(refused)
-            assert error["code"] == "store_unavailable"
-            assert "no free database connection within 1 s" in error["message"], error
-            assert "MEMOIR_PG_POOL_SIZE" in error["message"]
-            assert 1 <= took < 15, took  # waited for the pool's timeout, then answered
-            held = holding.result()  # the lock is gone: the request holding the pool ends
-            assert held.status_code == 200, held.text
-            assert client.get("/api/sessions").status_code == 200
+    with (
+        pg_schema() as db_url,
+        alices_replica(
+            db_url, tmp_path, MEMOIR_PG_POOL_SIZE="1", MEMOIR_PG_POOL_TIMEOUT_S="1"
+        ) as client,
+    ):
+        _started(client, "pool")
+        with sessions_locked(db_url) as holder:
+            holding = InFlight(client, "GET", "/api/sessions/pool")  # the one connection
+            wait_blocked(holder)
+            waiting = InFlight(client, "GET", "/api/sessions")
+            refused = waiting.result(timeout=30)
+            took = time.monotonic() - waiting.started
+        assert refused.status_code == 503, refused.text
+        error = _error(refused)
+        assert error["code"] == "store_unavailable"
+        assert "no free database connection within 1 s" in error["message"], error
+        assert "MEMOIR_PG_POOL_SIZE" in error["message"]
+        assert 1 <= took < 15, took  # waited for the pool's timeout, then answered
+        held = holding.result()  # the lock is gone: the request holding the pool ends
+        assert held.status_code == 200, held.text
+        assert client.get("/api/sessions").status_code == 200
 
 
 @pytest.mark.postgres
 def test_a_statement_past_its_timeout_is_a_503_logged_with_its_route(tmp_path: Path) -> None:
     with pg_schema() as db_url:
-        env = _env(db_url, tmp_path / "home", MEMOIR_PG_STATEMENT_TIMEOUT_S="1")
-        key = memoir_cli("users", "add", "alice", env=env).strip()
         log_path = tmp_path / "serve.log"
-        with (
-            serve(env, log_path) as base,
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
-        ):
-            client.timeout = httpx.Timeout(60)
+        with alices_replica(db_url, tmp_path, MEMOIR_PG_STATEMENT_TIMEOUT_S="1") as client:
             _started(client, "slow")
             with sessions_locked(db_url):
                 slow = client.get("/api/sessions/slow", headers={"X-Request-Id": "slow-1"})
@@ -295,30 +299,20 @@ def test_a_statement_past_its_timeout_is_a_503_logged_with_its_route(tmp_path: P
 def test_an_append_waiting_on_the_database_leaves_the_event_loop_free(tmp_path: Path) -> None:
     """On PostgreSQL an append runs on the event loop with its waits awaited: while it
     waits on a lock, the same process answers other requests at once; then it is stored."""
-    with pg_schema() as db_url:
-        env = _env(db_url, tmp_path / "home")
-        key = memoir_cli("users", "add", "alice", env=env).strip()
-        with (
-            serve(env, tmp_path / "serve.log") as base,
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
-        ):
-            client.timeout = httpx.Timeout(60)
-            _started(client, "waits")
-            more = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]
-            with sessions_locked(db_url) as holder:
-                appending = InFlight(
-                    client, "POST", "/api/sessions/waits/events", {"messages": more}
-                )
-                wait_blocked(holder)
-                for _ in range(5):  # the loop is free: answered while the append waits
-                    started = time.monotonic()
-                    assert client.get("/healthz").status_code == 200
-                    assert time.monotonic() - started < 2
-                assert appending.answer is None  # still waiting on the lock
-            done = appending.result()
-            assert done.status_code == 200, done.text
-            assert done.json()["data"] == {"added": 2, "skipped": 0, "last_ordinal": 4}
-            assert _ordinals(client, "waits") == [1, 2, 3, 4]
+    with pg_schema() as db_url, alices_replica(db_url, tmp_path) as client:
+        _started(client, "waits")
+        with sessions_locked(db_url) as holder:
+            appending = InFlight(client, "POST", "/api/sessions/waits/events", {"messages": MORE})
+            wait_blocked(holder)
+            for _ in range(5):  # the loop is free: answered while the append waits
+                started = time.monotonic()
+                assert client.get("/healthz").status_code == 200
+                assert time.monotonic() - started < 2
+            assert appending.answer is None  # still waiting on the lock
+        done = appending.result()
+        assert done.status_code == 200, done.text
+        assert done.json()["data"] == {"added": 2, "skipped": 0, "last_ordinal": 4}
+        assert _ordinals(client, "waits") == [1, 2, 3, 4]
 
 
 @pytest.mark.postgres
@@ -327,35 +321,30 @@ def test_an_append_finding_the_pool_exhausted_waits_off_the_loop_then_503(
 ) -> None:
     """No free connection: the append waits for one on a thread, not on the event loop
     (other requests are answered meanwhile), and past the pool's timeout it is a 503."""
-    with pg_schema() as db_url:
-        env = _env(db_url, tmp_path / "home", MEMOIR_PG_POOL_SIZE="1", MEMOIR_PG_POOL_TIMEOUT_S="3")
-        key = memoir_cli("users", "add", "alice", env=env).strip()
-        with (
-            serve(env, tmp_path / "serve.log") as base,
-            httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as client,
-        ):
-            client.timeout = httpx.Timeout(60)
-            _started(client, "full")
-            more = [{**m, "id": f"{n + 3}"} for n, m in enumerate(MESSAGES)]
-            with sessions_locked(db_url) as holder:
-                holding = InFlight(client, "GET", "/api/sessions/full")  # the one connection
-                wait_blocked(holder)
-                appending = InFlight(
-                    client, "POST", "/api/sessions/full/events", {"messages": more}
-                )
-                time.sleep(0.5)  # the append waits for a connection now
-                started = time.monotonic()
-                assert client.get("/healthz").status_code == 200
-                assert time.monotonic() - started < 1  # the loop is not the one waiting
-                refused = appending.result(timeout=30)
-                took = time.monotonic() - appending.started
-            assert refused.status_code == 503, refused.text
-            error = _error(refused)
-            assert error["code"] == "store_unavailable"
-            assert "no free database connection within 3 s" in error["message"], error
-            assert 3 <= took < 15, took
-            assert holding.result().status_code == 200
-            assert _ordinals(client, "full") == [1, 2]  # the refused append stored nothing
-            sent = client.post("/api/sessions/full/events", json={"messages": more})
-            assert sent.status_code == 200, sent.text
-            assert _ordinals(client, "full") == [1, 2, 3, 4]
+    with (
+        pg_schema() as db_url,
+        alices_replica(
+            db_url, tmp_path, MEMOIR_PG_POOL_SIZE="1", MEMOIR_PG_POOL_TIMEOUT_S="3"
+        ) as client,
+    ):
+        _started(client, "full")
+        with sessions_locked(db_url) as holder:
+            holding = InFlight(client, "GET", "/api/sessions/full")  # the one connection
+            wait_blocked(holder)
+            appending = InFlight(client, "POST", "/api/sessions/full/events", {"messages": MORE})
+            time.sleep(0.5)  # the append waits for a connection now
+            started = time.monotonic()
+            assert client.get("/healthz").status_code == 200
+            assert time.monotonic() - started < 1  # the loop is not the one waiting
+            refused = appending.result(timeout=30)
+            took = time.monotonic() - appending.started
+        assert refused.status_code == 503, refused.text
+        error = _error(refused)
+        assert error["code"] == "store_unavailable"
+        assert "no free database connection within 3 s" in error["message"], error
+        assert 3 <= took < 15, took
+        assert holding.result().status_code == 200
+        assert _ordinals(client, "full") == [1, 2]  # the refused append stored nothing
+        sent = client.post("/api/sessions/full/events", json={"messages": MORE})
+        assert sent.status_code == 200, sent.text
+        assert _ordinals(client, "full") == [1, 2, 3, 4]
