@@ -9,6 +9,7 @@ import contextvars
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,7 +175,7 @@ def test_postgresql_waits_are_awaited_on_the_loop(pg_store: Store) -> None:
 
     assert pg_store.awaits_waits and service.awaits_store(Fake())  # type: ignore[arg-type]
 
-    def sleeps() -> tuple[int, int]:
+    def sleeps(_: object) -> tuple[int, int]:
         row = pg_store.db.rows("SELECT 7 FROM pg_sleep(0.3)")
         return int(row[0][0]), threading.get_ident()
 
@@ -182,7 +183,10 @@ def test_postgresql_waits_are_awaited_on_the_loop(pg_store: Store) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
         with Ticker() as ticker:
-            got = await asyncio.gather(service.on_loop(sleeps), service.on_loop(sleeps))
+            memoir: Any = Fake()
+            got = await asyncio.gather(
+                service.on_loop(sleeps, memoir), service.on_loop(sleeps, memoir)
+            )
         assert [value for value, _ in got] == [7, 7]
         assert {ident for _, ident in got} == {threading.get_ident()}
         assert ticker.ticks >= 15  # ~0.3 s of turns: no wait blocked the loop
@@ -191,6 +195,44 @@ def test_postgresql_waits_are_awaited_on_the_loop(pg_store: Store) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.postgres
+def test_loop_calls_past_the_pool_wait_their_turn_on_the_loop(pg_store: Store) -> None:
+    """Three times as many loop calls as the pool has connections: no more than the pool
+    run at once (the others wait on the loop, not for a connection on a thread), all on
+    the loop's thread, in three turns, the loop free throughout."""
+
+    class Fake:
+        store = pg_store
+
+    assert pg_store.loop_gate is not None
+    size = pg_store.loop_gate.size
+    running, peak = 0, 0
+
+    def sleeps(_: object) -> int:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            pg_store.db.rows("SELECT pg_sleep(0.1)")
+        finally:
+            running -= 1
+        return threading.get_ident()
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        memoir: Any = Fake()
+        with Ticker() as ticker:
+            got = await asyncio.gather(*(service.on_loop(sleeps, memoir) for _ in range(3 * size)))
+        assert set(got) == {threading.get_ident()}
+        assert peak == size
+        assert 0.3 <= loop.time() - started < 1.5  # three turns of 0.1 s
+        assert ticker.ticks >= 15
+
+    asyncio.run(main())
+
+
 def test_sqlite_waits_are_not_awaited(tmp_path: Path) -> None:
     with fresh_store("sqlite", tmp_path / "store.db") as made:
         assert made.awaits_waits is False  # its waits are a file's: a thread's work
+        assert made.loop_gate is None  # no pool: its loop calls never wait for one

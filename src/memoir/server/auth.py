@@ -14,6 +14,10 @@ their own (``local``) sessions on the page without making a key: ``memoir serve`
 browser never sends, so it reaches no request line or access log; the page takes it out of
 the address bar and history at once and trades it (``POST /login``) for a page key.
 The token works once, for :data:`LINK_TTL_S` seconds, and only from a loopback client.
+
+:class:`ReadsItsOwn`: the route class of the hot paths (the append, the summary poll),
+which read the key (:func:`caller_of`) and the body themselves instead of through
+FastAPI's dependency solver.
 """
 
 from __future__ import annotations
@@ -23,22 +27,28 @@ import ipaddress
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
+from pydantic import ValidationError
 
 from memoir import service
 from memoir.app import Memoir
 from memoir.server.plumbing import ApiError
+from memoir.server.schemas import JsonRoute, read_json_body
 
 __all__ = [
     "LINK_TTL_S",
     "PAGE_KEY_PREFIX",
     "Caller",
     "KeyUsers",
+    "ReadsItsOwn",
     "SignInLinks",
     "caller",
     "caller_of",
@@ -260,3 +270,49 @@ def key_gone(request: Request, who: Caller) -> None:
     if known is not None:
         known.forget(who.key_hash)
     current_user(request, who)
+
+
+# a hot path's route ---------------------------------------------------------------------
+
+
+class ReadsItsOwn(JsonRoute):
+    """A hot path's route: FastAPI documents the endpoint from its signature, but a
+    request skips its dependency and body machinery: the same checks in the same order
+    (the body's JSON: 415/422; the key: 401; the body's fields: 422), answered the same
+    way, then the endpoint awaited. A route without a body reads its query parameters
+    FastAPI's own way when a request has any, else takes their defaults."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint, field = self.endpoint, self.body_field
+        if field is None:
+            standard = super().get_route_handler()
+            defaults = {p.name: p.field_info.default for p in self.dependant.query_params}
+
+            async def plain(request: Request) -> Response:
+                if request.scope["query_string"]:
+                    return await standard(request)
+                who = caller_of(request)
+                answer = await endpoint(**request.path_params, **defaults, request=request, who=who)
+                return JSONResponse(answer)
+
+            return plain
+        model: Any = field.field_info.annotation
+
+        async def handler(request: Request) -> Response:
+            value = await read_json_body(request)
+            who = caller_of(request)
+            try:
+                body = model.model_validate(value, from_attributes=True)  # as FastAPI does
+            except ValidationError as exc:
+                problems: list[Any] = [_NO_BODY]
+                if value is not None:
+                    problems = list(exc.errors(include_url=False))
+                where = [{**e, "loc": ("body", *e["loc"])} for e in problems]
+                raise RequestValidationError(where) from None
+            answer = await endpoint(**request.path_params, body=body, request=request, who=who)
+            return JSONResponse(answer)
+
+        return handler
+
+
+_NO_BODY: dict[str, Any] = {"type": "missing", "loc": (), "msg": "Field required", "input": None}

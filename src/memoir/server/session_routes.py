@@ -16,15 +16,11 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from pydantic import ValidationError
 
 from memoir import service
 from memoir.app import Memoir
@@ -34,8 +30,8 @@ from memoir.search import parse_when
 from memoir.secrets import mask
 from memoir.server.auth import (
     Caller,
+    ReadsItsOwn,
     caller,
-    caller_of,
     current_user,
     key_gone,
     memoir_of,
@@ -56,7 +52,6 @@ from memoir.server.schemas import (
     errors,
     event_json,
     exchange_json,
-    read_json_body,
     session_info_json,
     session_json,
 )
@@ -229,37 +224,6 @@ def archive_session(
     return {"data": {"session": session_json(service.archive_session(memoir, user, session_id))}}
 
 
-class _ReadsItsOwn(JsonRoute):
-    """A hot path's route: FastAPI documents the endpoint from its signature (``body``,
-    ``request``, ``who``: the key's dependency), but a request skips its dependency and
-    body machinery: the same checks in the same order (the body's JSON: 415/422; the key:
-    401; the body's fields: 422), answered the same way, then the endpoint awaited."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        endpoint, field = self.endpoint, self.body_field
-        assert field is not None
-        model: Any = field.field_info.annotation
-
-        async def handler(request: Request) -> Response:
-            value = await read_json_body(request)
-            who = caller_of(request)
-            try:
-                body = model.model_validate(value, from_attributes=True)  # as FastAPI does
-            except ValidationError as exc:
-                problems: list[Any] = [_NO_BODY]
-                if value is not None:
-                    problems = list(exc.errors(include_url=False))
-                where = [{**e, "loc": ("body", *e["loc"])} for e in problems]
-                raise RequestValidationError(where) from None
-            answer = await endpoint(**request.path_params, body=body, request=request, who=who)
-            return JSONResponse(answer)
-
-        return handler
-
-
-_NO_BODY: dict[str, Any] = {"type": "missing", "loc": (), "msg": "Field required", "input": None}
-
-
 async def append_events(
     session_id: str,
     body: EventsBody,
@@ -275,7 +239,7 @@ async def append_events(
 
 
 sessions_router.add_api_route(
-    "/{session_id}/events", append_events, methods=["POST"], route_class_override=_ReadsItsOwn
+    "/{session_id}/events", append_events, methods=["POST"], route_class_override=ReadsItsOwn
 )
 
 
@@ -350,16 +314,26 @@ def read_exchanges(
 summary_router = APIRouter(prefix="/api/sessions", tags=["summaries"], route_class=JsonRoute)
 
 
-@summary_router.get("/{session_id}/summary")
-def get_summary(
+async def get_summary(
     session_id: str,
     request: Request,
     reveal: bool = Query(False, description=REVEAL),
     who: Caller = Depends(caller),
-    memoir: Memoir = Depends(memoir_of),
 ) -> dict[str, Any]:
     """The stored summary (read from the database even when job admission is down) and
     the session's latest regeneration job, if any."""
+    memoir: Memoir = request.app.state.memoir
+    return await service.on_loop(_summary, memoir, session_id, request, who, reveal)
+
+
+summary_router.add_api_route(
+    "/{session_id}/summary", get_summary, methods=["GET"], route_class_override=ReadsItsOwn
+)
+
+
+def _summary(
+    memoir: Memoir, session_id: str, request: Request, who: Caller, reveal: bool
+) -> dict[str, Any]:
     found = service.session_summary(memoir, session_id, key_hash=who.key_hash, user=who.user)
     if found is None:  # a refusal: is the key live (404) or not (401)?
         user = who.user

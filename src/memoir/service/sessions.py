@@ -121,20 +121,27 @@ def append_user_messages(
 def awaits_store(memoir: Memoir) -> bool:
     """Whether a call that blocks on ``memoir``'s store alone may run on an event loop
     with :func:`on_loop` (PostgreSQL: each wait on the server is awaited); if not (SQLite,
-    whose waits are a file's), it belongs on a thread."""
+    whose waits are a file's), it belongs on a thread, but for a short read: an SQLite
+    reader of the write-ahead log does not wait for writers."""
     return bool(getattr(memoir.store, "awaits_waits", False))
 
 
 T = TypeVar("T")
 
 
-async def on_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` run on this event loop's thread, its waits on the store
+async def on_loop(fn: Callable[..., T], memoir: Memoir, /, *args: Any) -> T:
+    """``fn(memoir, *args)`` run on this event loop's thread, its waits on the store
     awaited (:func:`memoir.store.run_on_loop`): no hand-off to a thread. Only for a call
-    that blocks on nothing but a store that :func:`awaits_store`."""
+    that blocks on nothing but the store (see :func:`awaits_store`). No more such calls
+    run at once than the store's pool has connections (``Store.loop_gate``): the others
+    wait their turn on the loop, not for a connection."""
     from memoir.store import run_on_loop
 
-    return await run_on_loop(fn, *args, **kwargs)
+    gate = memoir.store.loop_gate
+    if gate is None:
+        return await run_on_loop(fn, memoir, *args)
+    async with gate.of_loop():
+        return await run_on_loop(fn, memoir, *args)
 
 
 def archive_session(memoir: Memoir, user: str, session_id: str) -> Session:
@@ -354,7 +361,7 @@ def session_summary(
     event count and the newest job are one statement (a poll is one round trip), read even
     while job admission is down. None when the key is not live or the session is not the
     caller's (:func:`user_for_key_hash` tells which)."""
-    from memoir.summaries.persist import read_summary_state, summary_updated_at
+    from memoir.store import offload
     from memoir.summaries.port import answered_from_row, polled_summary
 
     poll = memoir.store.summaries.poll(session_id, key_hash=key_hash, user=user)
@@ -365,12 +372,21 @@ def session_summary(
         polled = polled_summary(poll)
         state, updated, unit, current = polled.state, polled.updated_at, polled.unit, polled.current
     else:  # a synced session: its summary is a file beside its archived transcript
-        summaries = summary_store(memoir)
-        state = read_summary_state(summaries, memoir.store, session.id)
-        updated = summary_updated_at(summaries, memoir.store.summaries, session.id)
-        unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
+        state, updated, unit, current = offload(_from_files, memoir, session)
     job = memoir.jobs().seen(poll.job) if poll.job is not None else None
     return SessionSummary(poll.user, session, state, updated, unit, current, job)
+
+
+def _from_files(memoir: Memoir, session: Session) -> tuple[SummaryState, datetime | None, str, int]:
+    """The summary of a synced session kept as files: its state, when it was written,
+    and what it covers (read on a thread when called on an event loop)."""
+    from memoir.summaries.persist import read_summary_state, summary_updated_at
+
+    summaries = summary_store(memoir)
+    state = read_summary_state(summaries, memoir.store, session.id)
+    updated = summary_updated_at(summaries, memoir.store.summaries, session.id)
+    unit, current = _measure(memoir, session) if state.coverage is not None else ("events", 0)
+    return state, updated, unit, current
 
 
 def _measure(memoir: Memoir, session: Session) -> tuple[str, int]:

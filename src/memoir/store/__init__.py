@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memoir.errors import ConfigError, ReadOnly, install_hint
-from memoir.store.port import Store, await_on_loop, in_loop_call, offload, run_on_loop
+from memoir.store.port import (
+    LoopGate,
+    Store,
+    await_on_loop,
+    in_loop_call,
+    offload,
+    run_on_loop,
+)
 from memoir.store.values import (
     CheckpointRow,
     IngestBatch,
@@ -32,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckpointRow",
     "IngestBatch",
+    "LoopGate",
     "SearchFilters",
     "SkippedLine",
     "SourceState",

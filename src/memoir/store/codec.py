@@ -12,6 +12,7 @@ turns them into :class:`memoir.jobs.Job`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -135,9 +136,15 @@ def value_from_row(
     side tables whose rows are their values column for column."""
     convert, rename = convert or {}, rename or {}
     fields = {}
-    for name, value in zip((c.strip() for c in cols.split(",")), row, strict=True):
+    for name, value in zip(_names(cols), row, strict=True):
         fields[rename.get(name, name)] = convert[name](value) if name in convert else value
     return make(**fields)
+
+
+@functools.lru_cache(maxsize=64)
+def _names(cols: str) -> tuple[str, ...]:
+    """The column names of ``SELECT {cols}`` (a handful of constant lists, read often)."""
+    return tuple(c.strip() for c in cols.split(","))
 
 
 def stored_time(value: str | datetime | None) -> datetime:

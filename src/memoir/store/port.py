@@ -34,12 +34,16 @@ the loop's own thread, in a greenlet, where a backend whose waits can be awaited
 (``Store.awaits_waits``: PostgreSQL, whose connections ask :func:`await_on_loop`) hands
 each wait on the server to the loop, which runs other tasks meanwhile. No thread hand-off,
 and the code is the code a thread would run. Only for calls that block on nothing else:
-what must (a model, a file) goes to a thread with :func:`offload`."""
+what must (a model, a file) goes to a thread with :func:`offload`. A store whose calls
+take a connection from a pool has a :class:`LoopGate` (``Store.loop_gate``): no more loop
+calls at once on one loop than the pool has connections, the others waiting their turn
+on the loop."""
 
 from __future__ import annotations
 
 import contextvars
 import select
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -97,6 +101,7 @@ class Claims(Protocol):
 class Store(Protocol):
     backend: str  # "sqlite" | "postgres"
     awaits_waits: bool  # memoir.store.run_on_loop awaits its waits on the database
+    loop_gate: LoopGate | None  # how many loop calls may run at once (its pool's size)
     # where derived files may be cached beside the database (None: nowhere)
     cache_dir: Path | None
 
@@ -147,6 +152,7 @@ class SqlStore:
     :class:`memoir.store.port.Store` names."""
 
     awaits_waits = False  # SQLite's waits are a file's: a thread's work
+    loop_gate: LoopGate | None = None  # no pool to wait for
 
     @contextmanager
     def bulk_writes(self) -> Iterator[None]:
@@ -352,6 +358,26 @@ def await_on_loop(awaitable: Awaitable[T]) -> T:
         raise RuntimeError("await_on_loop outside a loop call")
     result: T = _greenlets()[1]().parent.switch(awaitable)
     return result
+
+
+class LoopGate:
+    """At most ``size`` loop calls at once on each event loop (a pool's connections: a
+    call past them would wait for one), the others waiting their turn on the loop, first
+    come first served: ``async with gate.of_loop(): ...``."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._gates: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+    def of_loop(self) -> Any:
+        """The running loop's gate (an ``asyncio.Semaphore``)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Semaphore(self.size)
+        return gate
 
 
 def offload(fn: Callable[..., T], /, *args: Any) -> T:

@@ -34,7 +34,7 @@ from memoir.store.codec import to_utc
 from memoir.store.db import POSTGRES, Db, StaleConnection, Tx, check_version, claim_key, pg_sql
 from memoir.store.migrations import CURRENT_VERSION, fresh, pending
 from memoir.store.parts import EmbeddingsPart, JobLocking
-from memoir.store.port import SqlStore, await_on_loop, in_loop_call, wait_on_fd
+from memoir.store.port import LoopGate, SqlStore, await_on_loop, in_loop_call, wait_on_fd
 from memoir.store.postgres_search import PostgresItemText
 from memoir.store.search_sql import SpanRead
 from memoir.store.sql_ingest import SESSION_UPSERT_HEAD, IngestWrites
@@ -157,7 +157,9 @@ class _PgTx:
 
     def run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         cur = self.conn.execute(pg_sql(sql), params)
-        return cur.fetchall() if cur.description else []
+        result = cur.pgresult  # not cur.description: that builds an object per column
+        rows = result is not None and result.status == pq.ExecStatus.TUPLES_OK
+        return cur.fetchall() if rows else []
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.conn.cursor() as cur:
@@ -232,6 +234,7 @@ class PostgresStore(SqlStore):
             # instead of failing the next call of each pooled connection once
             check=self._check,
         )
+        self.loop_gate = LoopGate(max_connections)  # loop calls past the pool wait on it
         try:
             self._pool.open(wait=True, timeout=10.0)
         except psycopg.Error as exc:
