@@ -15,7 +15,7 @@ import pytest
 
 from conftest import fresh_store
 from memoir import service
-from memoir.store import Store, await_on_loop, in_loop_call, offload, run_on_loop
+from memoir.store import LoopGate, Store, await_on_loop, in_loop_call, offload, run_on_loop
 
 WHO = contextvars.ContextVar("who", default="nobody")
 
@@ -230,6 +230,19 @@ def test_loop_calls_past_the_pool_wait_their_turn_on_the_loop(pg_store: Store) -
         assert ticker.ticks >= 15
 
     asyncio.run(main())
+
+
+def test_each_loop_has_its_own_gate_and_a_closed_loops_is_dropped() -> None:
+    gate = LoopGate(2)
+
+    async def mine() -> tuple[Any, Any]:
+        return gate.of_loop(), gate.of_loop()
+
+    first, again = asyncio.run(mine())
+    assert first is again and isinstance(first, asyncio.Semaphore)
+    second, _ = asyncio.run(mine())
+    assert second is not first
+    assert len(gate._gates) == 1  # the first loop closed: its gate went with it
 
 
 def test_sqlite_waits_are_not_awaited(tmp_path: Path) -> None:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextvars
 import select
-import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -367,7 +366,9 @@ class LoopGate:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._gates: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        # by loop, held strongly (any loop class will do): a closed loop's gate is
+        # dropped when another loop asks for one
+        self._gates: dict[Any, Any] = {}
 
     def of_loop(self) -> Any:
         """The running loop's gate (an ``asyncio.Semaphore``)."""
@@ -376,6 +377,9 @@ class LoopGate:
         loop = asyncio.get_running_loop()
         gate = self._gates.get(loop)
         if gate is None:
+            for other in list(self._gates):  # a copy: other loops' threads may add
+                if other.is_closed():
+                    self._gates.pop(other, None)
             gate = self._gates[loop] = asyncio.Semaphore(self.size)
         return gate
 
