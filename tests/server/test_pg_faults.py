@@ -174,6 +174,26 @@ def alices_replica(db_url: str, tmp_path: Path, **extra: str) -> Iterator[httpx.
         yield client
 
 
+@contextmanager
+def one_connection_replica(tmp_path: Path, *, timeout_s: int) -> Iterator[tuple[str, httpx.Client]]:
+    """Alice's replica on a new schema (its URL), with a pool of one connection that a
+    request waits ``timeout_s`` for."""
+    pool = {"MEMOIR_PG_POOL_SIZE": "1", "MEMOIR_PG_POOL_TIMEOUT_S": str(timeout_s)}
+    with pg_schema() as db_url, alices_replica(db_url, tmp_path, **pool) as client:
+        yield db_url, client
+
+
+@contextmanager
+def pool_held(client: httpx.Client, db_url: str, sid: str) -> Iterator[InFlight]:
+    """Alice's session ``sid`` made, then the replica's one pooled connection held by a
+    read of it that waits on a lock (released on leaving): the request in flight."""
+    _started(client, sid)
+    with sessions_locked(db_url) as holder:
+        holding = InFlight(client, "GET", f"/api/sessions/{sid}")
+        wait_blocked(holder)
+        yield holding
+
+
 def _error(resp: httpx.Response) -> dict[str, str]:
     body = resp.json()
     assert set(body) == {"error"}, body
@@ -239,16 +259,8 @@ def test_postgres_restarted_under_two_replicas(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_an_exhausted_pool_answers_503_within_its_timeout(tmp_path: Path) -> None:
-    with (
-        pg_schema() as db_url,
-        alices_replica(
-            db_url, tmp_path, MEMOIR_PG_POOL_SIZE="1", MEMOIR_PG_POOL_TIMEOUT_S="1"
-        ) as client,
-    ):
-        _started(client, "pool")
-        with sessions_locked(db_url) as holder:
-            holding = InFlight(client, "GET", "/api/sessions/pool")  # the one connection
-            wait_blocked(holder)
+    with one_connection_replica(tmp_path, timeout_s=1) as (db_url, client):
+        with pool_held(client, db_url, "pool") as holding:
             waiting = InFlight(client, "GET", "/api/sessions")
             refused = waiting.result(timeout=30)
             took = time.monotonic() - waiting.started
@@ -321,16 +333,8 @@ def test_an_append_finding_the_pool_exhausted_waits_off_the_loop_then_503(
 ) -> None:
     """No free connection: the append waits for one on a thread, not on the event loop
     (other requests are answered meanwhile), and past the pool's timeout it is a 503."""
-    with (
-        pg_schema() as db_url,
-        alices_replica(
-            db_url, tmp_path, MEMOIR_PG_POOL_SIZE="1", MEMOIR_PG_POOL_TIMEOUT_S="3"
-        ) as client,
-    ):
-        _started(client, "full")
-        with sessions_locked(db_url) as holder:
-            holding = InFlight(client, "GET", "/api/sessions/full")  # the one connection
-            wait_blocked(holder)
+    with one_connection_replica(tmp_path, timeout_s=3) as (db_url, client):
+        with pool_held(client, db_url, "full") as holding:
             appending = InFlight(client, "POST", "/api/sessions/full/events", {"messages": MORE})
             time.sleep(0.5)  # the append waits for a connection now
             started = time.monotonic()
