@@ -163,8 +163,9 @@ def _login_link(log: Path, base: str) -> str | None:
 
 def _check_page(link: str, sid: str, tmp_path: Path) -> None:
     """Follow the sign-in link: the session is in the list; its transcript shows the user's
-    request, with the harness's text there but dimmed (marked as the harness's)."""
-    from playwright.sync_api import sync_playwright
+    request, with the harness's text there but dimmed (marked as the harness's); its
+    summary panel (the summary GET, a synced session's summary file) shows the summary."""
+    from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
@@ -181,6 +182,9 @@ def _check_page(link: str, sid: str, tmp_path: Path) -> None:
             page.locator(".exchange").first.wait_for()
             shown = page.locator(".session-view, main").first.inner_text()
             assert "Zephyrine bucket keeps timing out" in shown, shown[:2000]
+            panel = page.locator(".panel-summary")
+            expect(panel).to_contain_text(re.compile("xport|invoice", re.IGNORECASE))
+            assert "No summary yet" not in panel.inner_text()
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
             assert errors == [], errors
         finally:
